@@ -1,0 +1,24 @@
+# cl/: OpenCL kernel sources (*.cl, embedded into the library as C strings at build time,
+# with a build-time hash of each source for the binary cache key) and the OpenCL backend.
+PK_CL_KERNELS = cl/diffusion3d.cl cl/bandwidth.cl
+EXTRA_DIST += $(PK_CL_KERNELS)
+if HAVE_OPENCL
+libportkern_la_SOURCES += \
+	cl/backend_opencl.c \
+	cl/opencl_internal.h \
+	cl/diffusion3d_opencl.c
+nodist_libportkern_la_SOURCES += cl/diffusion3d_cl.h cl/bandwidth_cl.h
+BUILT_SOURCES += cl/diffusion3d_cl.h cl/bandwidth_cl.h
+CLEANFILES += cl/diffusion3d_cl.h cl/bandwidth_cl.h
+libportkern_la_LIBADD += $(OPENCL_LIBS)
+endif
+
+# One string literal per source line; a VPATH-safe rule (reads $<, writes the build dir).
+cl/%_cl.h: cl/%.cl
+	$(AM_V_GEN)$(MKDIR_P) cl && name=`basename $< .cl` && \
+	{ echo "/* generated from $$name.cl by cl/local.mk - do not edit */"; \
+	  echo "static const char pk_cl_src_$${name}[] ="; \
+	  $(SED) -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ";"; \
+	  echo "static const char pk_cl_hash_$${name}[] = \"`cksum < $< | $(AWK) '{print $$1 "-" $$2}'`\";"; \
+	} > $@-t && mv $@-t $@

@@ -1,0 +1,72 @@
+/* opencl_internal.h - what the OpenCL backend's files share: the per-context state (devices,
+ * lazily created contexts and queues, the program cache) and the error helpers. */
+#ifndef PK_OPENCL_INTERNAL_H
+#define PK_OPENCL_INTERNAL_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "internal.h"
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+/* A built program, kept for the life of the backend state (in-memory cache). */
+typedef struct pk_cl_program {
+    struct pk_cl_program *next;
+    const char *source_name; /* static string: "diffusion3d", "bandwidth" */
+    char options[256];
+    cl_program program;
+} pk_cl_program;
+
+typedef struct pk_cl_device {
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_context context;     /* NULL until the device is first used */
+    cl_command_queue queue; /* in order, no profiling */
+    pk_cl_program *programs;
+    pk_device_type type;
+    int compute_units;
+    int fp64;
+    cl_ulong global_mem;
+    cl_ulong max_alloc;
+    char name[128], vendor[128], version[128], driver[128];
+    char platform_name[128], platform_version[128];
+} pk_cl_device;
+
+typedef struct pk_cl_state {
+    int ndev;
+    pk_cl_device *dev;
+    int cache_on;        /* on-disk binary cache enabled by the environment */
+    int cache_dir_state; /* 0: not tried yet, 1: usable for writing, -1: writing disabled */
+    int cache_dir_check_owner; /* the shared /tmp fallback must be ours and private */
+    char cache_dir[1024];
+    int break_build;     /* PORTKERN_TEST_CL_BREAK_BUILD: append a syntax error (tests) */
+} pk_cl_state;
+
+/** "CL_OUT_OF_RESOURCES" for -5, ...; "CL_UNKNOWN_ERROR" for codes it does not know. */
+const char *pk_cl_error_name(cl_int err);
+/** Record "<call> failed: NAME (code): <detail>" and return the matching status: allocation
+ *  failures are PK_EDEVMEM, build failures PK_EBUILD, the rest PK_EDEVICE. */
+pk_status pk_cl_fail(cl_int err, const char *call, const char *fmt, ...) PK_PRINTF(3, 4);
+
+/** The device, with its context and queue created on first use. */
+pk_status pk_cl_device_open(pk_cl_state *st, int index, pk_cl_device **dev);
+/** A built program for (source, defines) on a device: from the in-memory cache, else the
+ *  on-disk binary cache, else built from source (and then written to the disk cache).
+ *  `defines` are extra build options ("-DPK_IDX=long"); the program stays owned by the
+ *  cache.  A failed build returns PK_EBUILD with the trimmed build log in pk_last_error(). */
+pk_status pk_cl_program_get(pk_cl_state *st, pk_cl_device *dev, const char *source_name,
+                            const char *source, const char *source_hash, const char *defines,
+                            cl_program *program);
+
+/* diffusion3d (cl/diffusion3d_opencl.c) */
+pk_status pk_cl_d3_create(void *state, int device, const pk_d3_desc *desc, void **impl);
+pk_status pk_cl_d3_upload(void *impl, const float *f, double *seconds);
+pk_status pk_cl_d3_run(void *impl, int count, double *kernel_seconds);
+pk_status pk_cl_d3_download(void *impl, float *f, double *seconds);
+void pk_cl_d3_destroy(void *impl);
+
+#endif /* PK_OPENCL_INTERNAL_H */

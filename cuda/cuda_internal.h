@@ -1,0 +1,58 @@
+/* cuda_internal.h - the seam between the CUDA backend's C table (backend_cuda.c) and the
+ * CUDA C++ translation units (runtime.cu, diffusion3d.cu).
+ *
+ * Valid C99 and C++: the .cu files see the library's internals (pk_status, pk_fail,
+ * pk_device_info, pk_d3_desc) only through this header and internal.h, both wrapped in
+ * extern "C", and export only extern "C" functions.  No CUDA type crosses this seam, so
+ * backend_cuda.c compiles without the CUDA headers.
+ */
+#ifndef PK_CUDA_INTERNAL_H
+#define PK_CUDA_INTERNAL_H
+
+#include "internal.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What init() learnt; owned by the context's CUDA slot. */
+typedef struct pk_cuda_state {
+    int count;              /* CUDA devices (ordinals 0..count-1) */
+    int driver_version;     /* cudaDriverGetVersion, e.g. 12080 */
+    int runtime_version;    /* cudaRuntimeGetVersion, e.g. 13000 */
+    int min_arch;           /* lowest compute capability this build has code for (90) */
+    pk_device_info *devices;/* count entries */
+    int *usable;            /* 1 when this build's kernels can run on the device */
+} pk_cuda_state;
+
+/* runtime.cu ------------------------------------------------------------------------------ */
+/** Turn a failed CUDA call (err = its cudaError_t) into a pk_status with the detail
+ *  "<what>: cudaErrorName (code): description" for pk_last_error(), and clear CUDA's
+ *  last-error slot so that a later cudaGetLastError() does not report it again.
+ *  cudaErrorMemoryAllocation -> PK_EDEVMEM, no driver/device -> PK_ENOBACKEND,
+ *  cudaErrorInvalidDevice -> PK_ENODEVICE, missing kernel image -> PK_EUNSUPPORTED,
+ *  anything else -> PK_EDEVICE. */
+pk_status pk_cuda_fail(int err, const char *what_fmt, ...) PK_PRINTF(2, 3);
+/** Probe the driver and devices into s (s zeroed by the caller).  On failure returns
+ *  PK_ENOBACKEND (or PK_ENOMEM) with the reason in why; never aborts. */
+pk_status pk_cuda_probe(pk_cuda_state *s, char *why, size_t why_len);
+/** Free what pk_cuda_probe allocated (not s itself). */
+void pk_cuda_release(pk_cuda_state *s);
+/** Check that `device` is a valid, usable ordinal (pk_fail detail on error). */
+pk_status pk_cuda_check_device(const pk_cuda_state *s, int device);
+/** Copy-kernel bandwidth (bytes read + written per second) on one device. */
+pk_status pk_cuda_bandwidth(int device, size_t bytes, int reps, double *bps);
+
+/* diffusion3d.cu -------------------------------------------------------------------------- */
+pk_status pk_cuda_d3_create(int device, const pk_d3_desc *desc, void **impl);
+pk_status pk_cuda_d3_upload(void *impl, const float *f, double *seconds);
+pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_seconds);
+pk_status pk_cuda_d3_download(void *impl, float *f, double *seconds);
+void pk_cuda_d3_destroy(void *impl);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PK_CUDA_INTERNAL_H */

@@ -1,0 +1,183 @@
+/* cpu.c - what the host CPU is (name, cores, SMT, SIMD) and how fast its memory copies. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef PK_HAVE_OPENMP
+#include <omp.h>
+#endif
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+static void read_cpuinfo_field(const char *key, char *out, size_t len)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    size_t klen = strlen(key);
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, klen) == 0) {
+            char *colon = strchr(line, ':');
+            if (colon) {
+                colon++;
+                while (*colon == ' ' || *colon == '\t') colon++;
+                colon[strcspn(colon, "\n")] = '\0';
+                pk_strlcpy(out, colon, len);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static const char *simd_level(void)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return "avx512f";
+    if (__builtin_cpu_supports("avx2")) return "avx2";
+    if (__builtin_cpu_supports("avx")) return "avx";
+    if (__builtin_cpu_supports("sse4.2")) return "sse4.2";
+    return "sse2";
+#elif defined(__aarch64__)
+    return "neon";
+#else
+    return "scalar";
+#endif
+}
+
+int pk_cpu_topology(int ncpu, int *core_of)
+{
+    /* Linux sysfs: logical CPUs sharing a core_id (within a package) are SMT siblings. */
+    int max_smt = 1;
+    for (int c = 0; c < ncpu; ++c) core_of[c] = c;
+    for (int c = 0; c < ncpu; ++c) {
+        char path[128];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", c);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        int first = c, n = 0, a, b;
+        char buf[256];
+        if (fgets(buf, sizeof buf, f)) {
+            /* forms: "0", "0,8", "0-1" */
+            char *p = buf;
+            first = -1;
+            while (*p && *p != '\n') {
+                if (sscanf(p, "%d-%d", &a, &b) == 2) {
+                    if (first < 0) first = a;
+                    n += b - a + 1;
+                } else if (sscanf(p, "%d", &a) == 1) {
+                    if (first < 0) first = a;
+                    n += 1;
+                }
+                while (*p && *p != ',' && *p != '\n') p++;
+                if (*p == ',') p++;
+            }
+            if (first < 0) first = c;
+        }
+        fclose(f);
+        core_of[c] = first;
+        if (n > max_smt) max_smt = n;
+    }
+    return max_smt;
+}
+
+void pk_cpu_info(pk_device_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->type = PK_DEVICE_CPU;
+    pk_strlcpy(info->name, "host CPU", sizeof info->name);
+    read_cpuinfo_field("model name", info->name, sizeof info->name);
+    read_cpuinfo_field("vendor_id", info->vendor, sizeof info->vendor);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    info->compute_units = n > 0 ? (int)n : 1;
+    int *core_of = calloc((size_t)info->compute_units, sizeof *core_of);
+    info->threads_per_core = core_of ? pk_cpu_topology(info->compute_units, core_of) : 1;
+    free(core_of);
+    pk_strlcpy(info->simd, simd_level(), sizeof info->simd);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psize > 0) info->global_mem_bytes = (uint64_t)pages * (uint64_t)psize;
+    info->fp64 = 1;
+#ifdef PK_HAVE_OPENMP
+    snprintf(info->driver, sizeof info->driver, "OpenMP %d", _OPENMP);
+#else
+    pk_strlcpy(info->driver, "no OpenMP", sizeof info->driver);
+#endif
+}
+
+/* Copy with streaming stores where SSE2 exists: the destination is never read, so
+ * write-allocate traffic would only hide the bandwidth the stencils can use. */
+static void copy_block(float *restrict dst, const float *restrict src, size_t n)
+{
+    size_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 16 <= n; i += 16) {
+        __m128 a = _mm_load_ps(src + i), b = _mm_load_ps(src + i + 4);
+        __m128 c = _mm_load_ps(src + i + 8), d = _mm_load_ps(src + i + 12);
+        _mm_stream_ps(dst + i, a);
+        _mm_stream_ps(dst + i + 4, b);
+        _mm_stream_ps(dst + i + 8, c);
+        _mm_stream_ps(dst + i + 12, d);
+    }
+#endif
+    for (; i < n; ++i) dst[i] = src[i];
+}
+
+pk_status pk_host_bandwidth(int threads, size_t bytes, int reps, double *bps)
+{
+    PK_CHECK_NULL(bps);
+    if (bytes == 0) bytes = (size_t)256 << 20;
+    if (reps <= 0) reps = 5;
+    size_t n = bytes / sizeof(float);
+    n -= n % 1024; /* whole 4 KiB chunks per thread keep every block aligned */
+    PK_CHECK(n >= 1024, PK_ESIZE, "bytes: at least 4096 needed, got %zu", bytes);
+    float *a = pk_alloc_aligned(n * sizeof(float));
+    float *b = pk_alloc_aligned(n * sizeof(float));
+    if (!a || !b) {
+        pk_free_aligned(a);
+        pk_free_aligned(b);
+        return pk_fail(PK_ENOMEM, "host bandwidth: cannot allocate 2 x %zu bytes", n * sizeof(float));
+    }
+    int nt = threads > 0 ? threads : 0;
+    size_t chunks = n / 1024;
+    double best = 1e300;
+#ifdef PK_HAVE_OPENMP
+    if (nt == 0) nt = omp_get_max_threads();
+#else
+    nt = 1;
+#endif
+    /* First touch with the same static partition as the copies (NUMA placement). */
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (size_t c = 0; c < chunks; ++c)
+        for (size_t i = c * 1024; i < (c + 1) * 1024; ++i) {
+            a[i] = (float)(i & 1023);
+            b[i] = 0.0f;
+        }
+    for (int r = 0; r <= reps; ++r) {
+        double t0 = pk_now();
+#pragma omp parallel num_threads(nt)
+        {
+#ifdef PK_HAVE_OPENMP
+            int id = omp_get_thread_num(), cnt = omp_get_num_threads();
+#else
+            int id = 0, cnt = 1;
+#endif
+            size_t lo = chunks * (size_t)id / (size_t)cnt, hi = chunks * (size_t)(id + 1) / (size_t)cnt;
+            copy_block(b + lo * 1024, a + lo * 1024, (hi - lo) * 1024);
+#if defined(__SSE2__)
+            _mm_sfence();
+#endif
+        }
+        double t = pk_now() - t0;
+        if (r > 0 && t < best) best = t; /* r == 0 is the warm-up */
+    }
+    int okv = b[n - 1] == a[n - 1];
+    pk_free_aligned(a);
+    pk_free_aligned(b);
+    PK_CHECK(okv, PK_EINTERNAL, "host bandwidth: copy check failed");
+    *bps = 2.0 * (double)(n * sizeof(float)) / best;
+    return PK_OK;
+}

@@ -1,0 +1,166 @@
+/* internal.h - what the library's parts share and users never see.
+ *
+ * A backend is one table of functions (pk_backend_ops), filled by the backend in its own
+ * directory (lib/backend_serial.c, omp/, cl/, cuda/).  A public kernel call validates its
+ * arguments once (lib/<kernel>.c), chooses a backend through the context, and calls through
+ * the table.  Backend state (devices, queues, program caches) hangs off the context.
+ */
+#ifndef PK_INTERNAL_H
+#define PK_INTERNAL_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "portkern.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define PK_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define PK_PRINTF(a, b)
+#endif
+
+/* ---- errors --------------------------------------------------------------------------- */
+/** Record the detail for pk_last_error() on this thread and return `status`. */
+pk_status pk_fail(pk_status status, const char *fmt, ...) PK_PRINTF(2, 3);
+/** Clear the thread's detail string (called at the start of public entry points). */
+void pk_clear_error(void);
+
+/* Argument checks that name the failing condition (PoCL's pocl_debug.h is the model). */
+#define PK_CHECK(cond, status, ...)                                                           \
+    do {                                                                                      \
+        if (!(cond)) return pk_fail((status), __VA_ARGS__);                                   \
+    } while (0)
+#define PK_CHECK_NULL(ptr)                                                                    \
+    PK_CHECK((ptr) != NULL, PK_ENULL, "%s: must not be NULL", #ptr)
+#define PK_TRY(expr)                                                                          \
+    do {                                                                                      \
+        pk_status pk_try_s_ = (expr);                                                         \
+        if (pk_try_s_ != PK_OK) return pk_try_s_;                                             \
+    } while (0)
+
+/* ---- small utilities ------------------------------------------------------------------ */
+double pk_now(void); /* monotonic seconds */
+/** a*b*c with overflow detection: returns 0 and sets *out on success, -1 on overflow. */
+int pk_mul3_size(size_t a, size_t b, size_t c, size_t *out);
+/** 64-byte aligned allocation (free with pk_free_aligned); NULL on failure. */
+void *pk_alloc_aligned(size_t bytes);
+void pk_free_aligned(void *p);
+/** Copy at most len-1 bytes and terminate. */
+void pk_strlcpy(char *dst, const char *src, size_t len);
+/** Append to a bounded string, separated by "; " when it is not empty. */
+void pk_append_note(char *dst, size_t len, const char *fmt, ...) PK_PRINTF(3, 4);
+/** Environment variable, or NULL when unset or empty. */
+const char *pk_getenv(const char *name);
+
+/* ---- the host CPU --------------------------------------------------------------------- */
+/** Fill info for the host CPU (name, vendor, logical CPUs, SMT, SIMD level, memory). */
+void pk_cpu_info(pk_device_info *info);
+/** Physical-core id of each logical CPU (for the phalanx); returns the number of SMT
+ *  threads per core (1 when unknown or absent). core_of[] has room for ncpu entries. */
+int pk_cpu_topology(int ncpu, int *core_of);
+/** Host copy bandwidth (bytes read + written per second), `threads` OpenMP threads
+ *  (0: default, 1: serial). */
+pk_status pk_host_bandwidth(int threads, size_t bytes, int reps, double *bps);
+
+/* ---- diffusion3d, as a backend sees it ------------------------------------------------ */
+typedef struct pk_d3_desc {
+    int nx, ny, nz;
+    float c[7];          /* cc, cw, ce, cs, cn, cb, ct (float, as the kernels use them) */
+    const char *variant; /* resolved: one of the backend's names */
+    int threads;         /* host threads (0: default) */
+} pk_d3_desc;
+
+enum { PK_D3_CC, PK_D3_CW, PK_D3_CE, PK_D3_CS, PK_D3_CN, PK_D3_CB, PK_D3_CT };
+
+/* Serial reference steps on host buffers; f1 holds the input, *result points at the buffer
+ * holding the result after `count` steps (f1 or f2). */
+void pk_d3_ref_steps(const pk_d3_desc *d, int count, float *f1, float *f2, float **result);
+
+/* Host-memory plan shared by the serial and OpenMP backends: two 64-byte aligned buffers,
+ * `cur` holds the latest field.  The backends supply only the steps. */
+typedef struct pk_d3_host_plan {
+    pk_d3_desc d;
+    char variant[32];
+    size_t n;
+    float *f1, *f2, *cur;
+    int stream;           /* OpenMP: streaming stores (field larger than the LLC) */
+    int threads_per_core; /* OpenMP phalanx: SMT threads per core */
+    int *cpu_of_slot;     /* OpenMP phalanx: CPU of each team slot (-1: unpinned) */
+} pk_d3_host_plan;
+pk_status pk_d3_host_create(const pk_d3_desc *desc, pk_d3_host_plan **plan);
+pk_status pk_d3_host_upload(void *impl, const float *f, double *seconds);
+pk_status pk_d3_host_download(void *impl, float *f, double *seconds);
+void pk_d3_host_destroy(void *impl);
+
+/* ---- the backend table ---------------------------------------------------------------- */
+typedef struct pk_backend_ops {
+    pk_backend_id id;
+    const char *name;
+    /* Probe the backend for a context.  On failure return a status and write the reason
+     * (what is missing, which call failed with which code) into why; never abort. */
+    pk_status (*init)(const pk_context_options *opt, void **state, char *why, size_t why_len);
+    void (*fini)(void *state);
+    int (*device_count)(void *state);
+    pk_status (*device_info)(void *state, int index, pk_device_info *info);
+    pk_status (*bandwidth)(void *state, int device, size_t bytes, int reps, double *bps);
+
+    /* diffusion3d: variants (comma-separated, first = the default) and the plan calls. */
+    const char *d3_variants;
+    pk_status (*d3_create)(void *state, int device, const pk_d3_desc *desc, void **impl);
+    pk_status (*d3_upload)(void *impl, const float *f, double *seconds);
+    pk_status (*d3_run)(void *impl, int count, double *kernel_seconds);
+    pk_status (*d3_download)(void *impl, float *f, double *seconds);
+    void (*d3_destroy)(void *impl);
+} pk_backend_ops;
+
+extern const pk_backend_ops pk_backend_serial;
+extern const pk_backend_ops pk_backend_openmp;
+#ifdef PK_HAVE_OPENCL
+extern const pk_backend_ops pk_backend_opencl;
+#endif
+#ifdef PK_HAVE_CUDA
+extern const pk_backend_ops pk_backend_cuda;
+#endif
+
+/** The table of a backend, or NULL when it was not built. */
+const pk_backend_ops *pk_backend_ops_get(pk_backend_id id);
+/** Why a backend was not built ("configure found no OpenCL"), for unbuilt ones. */
+const char *pk_backend_not_built_reason(pk_backend_id id);
+
+/* ---- the context ---------------------------------------------------------------------- */
+typedef struct pk_backend_slot {
+    int probed;
+    pk_status status; /* PK_OK when usable */
+    char why[512];
+    void *state;
+} pk_backend_slot;
+
+struct pk_context {
+    pk_context_options opt; /* after the environment was applied */
+    char env_note[256];     /* what the environment changed, for run info */
+    pk_backend_slot slot[PK_BACKEND_COUNT];
+};
+
+/** Initialise a backend on first use; returns its state or NULL (reason in slot.why). */
+void *pk_context_backend(pk_context *ctx, pk_backend_id id);
+/** Default device of a backend for auto selection: the fastest device of the wanted type;
+ *  returns -1 when it has none of that type (type 0: any). */
+int pk_context_pick_device(pk_context *ctx, pk_backend_id id, pk_device_type type);
+
+/* Positions in a comma-separated list: index of name, or -1. */
+int pk_list_find(const char *list, const char *name);
+
+/** Write the run info's common fields. */
+void pk_run_info_begin(pk_run_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PK_INTERNAL_H */

@@ -1,0 +1,14 @@
+# lib/: public header, runtime (context, registry, errors, probe), differ, .npy I/O,
+# serial references (lib/ref/) and data generators (lib/gen/).
+libportkern_la_SOURCES += \
+	lib/internal.h \
+	lib/error.c \
+	lib/util.c \
+	lib/cpu.c \
+	lib/context.c \
+	lib/backend_serial.c \
+	lib/diffusion3d.c \
+	lib/differ.c \
+	lib/npy.c \
+	lib/ref/diffusion3d_ref.c \
+	lib/gen/diffusion3d_gen.c

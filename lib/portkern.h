@@ -1,0 +1,266 @@
+/* portkern.h - the one public header of libportkern.
+ *
+ * portkern runs bandwidth-bound scientific kernels on whatever the machine has: a serial
+ * reference, an OpenMP path, OpenCL devices (CPUs through PoCL, GPUs through vendor drivers)
+ * and CUDA GPUs.  Every call validates its arguments once, picks a backend, and can report
+ * what ran where in a pk_run_info.
+ *
+ * Conventions
+ *  - Every function that can fail returns a pk_status: PK_OK (0) or a negative code.
+ *    pk_strerror() gives the generic text, pk_last_error() the detail of the last failure on
+ *    the calling thread (which argument, which device call).
+ *  - Objects are opaque; *_destroy(NULL) is a no-op.
+ *  - Arrays are C order (last index fastest), as NumPy writes them.
+ *  - This header includes no OpenCL or CUDA header.
+ *  - Thread safety: distinct contexts may be used from distinct threads at once.  A context
+ *    (and the plans made from it) must not be used by two threads at the same time.
+ */
+#ifndef PORTKERN_H
+#define PORTKERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(PK_BUILDING_LIBRARY) && defined(__GNUC__)
+#define PK_API __attribute__((visibility("default")))
+#else
+#define PK_API
+#endif
+
+#define PORTKERN_VERSION_MAJOR 0
+#define PORTKERN_VERSION_MINOR 1
+#define PORTKERN_VERSION_PATCH 0
+#define PORTKERN_VERSION_STRING "0.1.0"
+/** Version of the library actually loaded (may differ from the header's). */
+PK_API const char *pk_version(void);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Status codes: one table generates the enum, pk_status_name() and pk_strerror().          */
+#define PK_STATUS_MAP(X)                                                                      \
+    X(OK, 0, "success")                                                                       \
+    X(EINVAL, -1, "invalid argument")                                                         \
+    X(ENULL, -2, "NULL pointer argument")                                                     \
+    X(ESIZE, -3, "invalid size (zero, negative or out of range)")                             \
+    X(EOVERFLOW, -4, "size overflows the address space")                                      \
+    X(ENONFINITE, -5, "non-finite parameter")                                                 \
+    X(ENOMEM, -6, "out of host memory")                                                       \
+    X(EDEVMEM, -7, "out of device memory")                                                    \
+    X(ENOBACKEND, -8, "backend not available")                                                \
+    X(ENOVARIANT, -9, "unknown variant")                                                      \
+    X(ENODEVICE, -10, "no such device")                                                       \
+    X(EBUILD, -11, "device program failed to build")                                          \
+    X(EDEVICE, -12, "device runtime error")                                                   \
+    X(EIO, -13, "input/output error")                                                         \
+    X(EFORMAT, -14, "malformed or unsupported file")                                          \
+    X(EDTYPE, -15, "wrong data type or shape")                                                \
+    X(EMISMATCH, -16, "arrays differ beyond tolerance")                                       \
+    X(EUNSUPPORTED, -17, "operation not supported")                                           \
+    X(ESTATE, -18, "object used in the wrong state")                                          \
+    X(EINTERNAL, -19, "internal error")
+
+typedef enum pk_status {
+#define PK_STATUS_ENUM_(name, code, text) PK_##name = (code),
+    PK_STATUS_MAP(PK_STATUS_ENUM_)
+#undef PK_STATUS_ENUM_
+} pk_status;
+
+/** Generic text of a status code ("invalid argument"); never NULL. */
+PK_API const char *pk_strerror(int status);
+/** Symbolic name of a status code ("PK_EINVAL"); never NULL. */
+PK_API const char *pk_status_name(int status);
+/** Detail of the last failure on this thread ("nx: must be >= 1, got 0"); never NULL. */
+PK_API const char *pk_last_error(void);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Backends and devices                                                                     */
+typedef enum pk_backend_id {
+    PK_BACKEND_AUTO = 0,
+    PK_BACKEND_SERIAL = 1,
+    PK_BACKEND_OPENMP = 2,
+    PK_BACKEND_OPENCL = 3,
+    PK_BACKEND_CUDA = 4,
+    PK_BACKEND_COUNT = 5
+} pk_backend_id;
+
+/** "auto", "serial", "openmp", "opencl", "cuda"; NULL for an out-of-range id. */
+PK_API const char *pk_backend_name(pk_backend_id id);
+/** Parse a backend name (case-insensitive). */
+PK_API pk_status pk_backend_from_name(const char *name, pk_backend_id *out);
+
+typedef enum pk_device_type {
+    PK_DEVICE_CPU = 1,
+    PK_DEVICE_GPU = 2,
+    PK_DEVICE_ACCELERATOR = 3,
+    PK_DEVICE_OTHER = 4
+} pk_device_type;
+
+typedef struct pk_device_info {
+    pk_backend_id backend;
+    int index;              /* index within the backend's device list */
+    pk_device_type type;
+    char name[128];
+    char vendor[128];
+    char driver[128];       /* driver / runtime version string */
+    char platform[128];     /* OpenCL platform name; "" elsewhere */
+    char simd[32];          /* CPU: widest SIMD level ("avx512f", "avx2", ...); "" elsewhere */
+    int compute_units;      /* CPU: cores (logical CPUs), OpenCL: CUs, CUDA: SMs */
+    int threads_per_core;   /* CPU only; 0 elsewhere */
+    uint64_t global_mem_bytes;
+    int fp64;               /* 1 when double precision is supported */
+    int cc_major, cc_minor; /* CUDA compute capability; 0 elsewhere */
+} pk_device_info;
+
+typedef struct pk_context pk_context;
+
+/* Context option flags. */
+#define PK_OPT_IGNORE_ENV 0x1u /* do not read PORTKERN_BACKEND / PORTKERN_DEVICE / ... */
+
+typedef struct pk_context_options {
+    pk_backend_id backend; /* PK_BACKEND_AUTO: fastest usable (PORTKERN_BACKEND overrides) */
+    int device;            /* -1: default device of the backend (PORTKERN_DEVICE overrides) */
+    int threads;           /* host threads for OpenMP; 0: OpenMP's default */
+    unsigned flags;        /* PK_OPT_* */
+} pk_context_options;
+
+/** Fill *opt with the defaults (auto backend, default device, default threads). */
+PK_API void pk_context_options_init(pk_context_options *opt);
+/** Create a context.  opt may be NULL (defaults).  Backends are probed lazily; a backend
+ *  that cannot run is recorded with the reason, never fatal. */
+PK_API pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt);
+PK_API void pk_context_destroy(pk_context *ctx);
+
+/** 1 when the backend can run in this context, 0 when not; *why (may be NULL) receives
+ *  the reason it cannot ("no OpenCL platform (clGetPlatformIDs: -1001)"), or "" when it can.
+ *  The string lives as long as the context. */
+PK_API int pk_backend_available(pk_context *ctx, pk_backend_id backend, const char **why);
+/** Number of devices of a backend (0 when unavailable). Serial and OpenMP have one: the host. */
+PK_API int pk_device_count(pk_context *ctx, pk_backend_id backend);
+PK_API pk_status pk_device_get_info(pk_context *ctx, pk_backend_id backend, int index,
+                                    pk_device_info *info);
+/** Measure the memory bandwidth of a device with a copy kernel: bytes read + written per
+ *  second (STREAM's convention), best of `reps` runs over `bytes` per array (0: default). */
+PK_API pk_status pk_measure_bandwidth(pk_context *ctx, pk_backend_id backend, int device,
+                                      size_t bytes, int reps, double *bytes_per_second);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Run information, filled by every kernel call that takes one.                             */
+typedef struct pk_run_info {
+    pk_backend_id backend; /* the backend that ran */
+    int device;            /* its device index */
+    char device_name[128];
+    char variant[32];
+    char reason[256];      /* why this backend/variant ran (choice, fallbacks, warnings) */
+    double wall_s;         /* whole call, including transfers and program builds */
+    double kernel_s;       /* device compute only */
+    double transfer_s;     /* host <-> device copies */
+    double setup_s;        /* allocation, program build/load */
+    double bytes;          /* bytes moved by the kernel by the library's model (see docs) */
+    double flops;
+    int fell_back;         /* 1 when an earlier choice failed and a later backend ran */
+} pk_run_info;
+
+/* ---------------------------------------------------------------------------------------- */
+/* diffusion3d: 7-point diffusion stencil (KERNELS.md section 3).                            */
+typedef struct pk_diffusion3d_params {
+    int nx, ny, nz; /* field f is float32 [nz][ny][nx] */
+    int count;      /* number of steps (>= 0) */
+    double cc, cw, ce, cs, cn, cb, ct; /* coefficients; applied in float precision */
+} pk_diffusion3d_params;
+
+/** Defaults of KERNELS.md: kappa = 0.1, dx = 1/nx, dt = 0.1 dx^2 / kappa, so every
+ *  neighbour coefficient is 0.1 and cc = 0.4 (computed in float, as the original code). */
+PK_API void pk_diffusion3d_params_default(pk_diffusion3d_params *p, int nx, int ny, int nz,
+                                          int count);
+/** Cosine field at time t (t = 0: initial field; t = count*dt: analytic solution),
+ *  kappa = 0.1, dt and dx as in the defaults (dx = 1/nx for all three axes). */
+PK_API pk_status pk_diffusion3d_field(int nx, int ny, int nz, double t, float *f);
+/** dt of the default parameters for a given nx. */
+PK_API double pk_diffusion3d_dt(int nx);
+
+/** Serial reference (the oracle; plain C, no context needed).  f is updated in place. */
+PK_API pk_status pk_diffusion3d_reference(const pk_diffusion3d_params *p, float *f);
+
+/** Run p->count steps on f (in place) on the context's backend.  variant: NULL or "" for
+ *  the backend's best, else one of pk_diffusion3d_variants().  With the auto backend a
+ *  variant name selects its backend. */
+PK_API pk_status pk_diffusion3d(pk_context *ctx, const pk_diffusion3d_params *p,
+                                const char *variant, float *f, pk_run_info *info);
+
+/** Comma-separated variant names of a backend ("omp,omp-tiled,omp-phalanx"). */
+PK_API const char *pk_diffusion3d_variants(pk_backend_id backend);
+
+/* Device-resident use: the field stays on the device between calls. */
+typedef struct pk_diffusion3d_plan pk_diffusion3d_plan;
+PK_API pk_status pk_diffusion3d_plan_create(pk_diffusion3d_plan **plan, pk_context *ctx,
+                                            const pk_diffusion3d_params *p, const char *variant,
+                                            pk_run_info *info);
+PK_API pk_status pk_diffusion3d_plan_upload(pk_diffusion3d_plan *plan, const float *f);
+/** Run `count` more steps on the device (no host copies). */
+PK_API pk_status pk_diffusion3d_plan_run(pk_diffusion3d_plan *plan, int count,
+                                         pk_run_info *info);
+PK_API pk_status pk_diffusion3d_plan_download(pk_diffusion3d_plan *plan, float *f);
+PK_API void pk_diffusion3d_plan_destroy(pk_diffusion3d_plan *plan);
+
+/* ---------------------------------------------------------------------------------------- */
+/* The differ (KERNELS.md section 6).                                                        */
+typedef struct pk_diff_report {
+    size_t count;            /* elements compared */
+    size_t num_failed;       /* elements outside tolerance (element-wise mode) */
+    size_t first_fail;       /* flat index of the first failure; (size_t)-1 when none */
+    double max_rel_err;      /* over the pairs that were compared (not ignored) */
+    double max_abs_err;
+    double norm_rel_err;     /* ||x - y||_2 / ||y||_2 (always computed) */
+    int equal;               /* 1 when the comparison passed in the requested mode */
+} pk_diff_report;
+
+#define PK_DIFF_ELEMENTWISE 0
+#define PK_DIFF_NORM 1
+
+/** Compare x (first file) against y element-wise (rtol, zero) or norm-wise (rtol).
+ *  Returns PK_OK when equal, PK_EMISMATCH when not; *report (may be NULL) gets the figures. */
+PK_API pk_status pk_diff_f32(const float *x, const float *y, size_t n, double rtol, double zero,
+                             int mode, pk_diff_report *report);
+PK_API pk_status pk_diff_f64(const double *x, const double *y, size_t n, double rtol,
+                             double zero, int mode, pk_diff_report *report);
+/** Write the multi-index of flat index `flat` for shape[ndim] as "[i, j, k]" into buf. */
+PK_API void pk_format_index(size_t flat, const size_t *shape, int ndim, char *buf, size_t len);
+
+/* ---------------------------------------------------------------------------------------- */
+/* .npy files (version 1.0/2.0, little-endian, C order).                                     */
+typedef enum pk_dtype {
+    PK_DTYPE_F32 = 1,
+    PK_DTYPE_F64 = 2,
+    PK_DTYPE_C64 = 3,  /* complex64  '<c8'  */
+    PK_DTYPE_C128 = 4, /* complex128 '<c16' */
+    PK_DTYPE_I32 = 5,
+    PK_DTYPE_I64 = 6
+} pk_dtype;
+
+#define PK_NPY_MAX_DIMS 8
+
+typedef struct pk_array {
+    pk_dtype dtype;
+    int ndim;
+    size_t shape[PK_NPY_MAX_DIMS];
+    size_t count;     /* product of the shape */
+    void *data;       /* count * pk_dtype_size(dtype) bytes, owned by the array */
+} pk_array;
+
+PK_API size_t pk_dtype_size(pk_dtype dtype);
+PK_API const char *pk_dtype_descr(pk_dtype dtype); /* "<f4", ... */
+/** Read a .npy file; on success a->data is malloc'ed (free with pk_array_free). */
+PK_API pk_status pk_npy_read(const char *path, pk_array *a);
+/** Parse a .npy image held in memory (what pk_npy_read does after reading the file). */
+PK_API pk_status pk_npy_parse(const void *buf, size_t len, pk_array *a);
+PK_API pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t *shape,
+                              const void *data);
+PK_API void pk_array_free(pk_array *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PORTKERN_H */

@@ -1,0 +1,48 @@
+/* diffusion3d_ref.c - the serial reference of KERNELS.md section 3, written for clarity.
+ * It is the oracle of the tests: float arithmetic evaluated left to right, no FMA
+ * contraction, so every compiler gives the same bits. */
+#include "internal.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define PK_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define PK_NO_CONTRACT
+#endif
+
+PK_NO_CONTRACT
+static void ref_step(const pk_d3_desc *d, const float *f1, float *f2)
+{
+    const int nx = d->nx, ny = d->ny, nz = d->nz;
+    const float cc = d->c[PK_D3_CC], cw = d->c[PK_D3_CW], ce = d->c[PK_D3_CE];
+    const float cs = d->c[PK_D3_CS], cn = d->c[PK_D3_CN], cb = d->c[PK_D3_CB];
+    const float ct = d->c[PK_D3_CT];
+    const size_t sx = 1, sy = (size_t)nx, sz = (size_t)nx * (size_t)ny;
+    for (int z = 0; z < nz; ++z)
+        for (int y = 0; y < ny; ++y)
+            for (int x = 0; x < nx; ++x) {
+                size_t c = (size_t)x + (size_t)y * sy + (size_t)z * sz;
+                /* At a face the missing neighbour is the centre itself. */
+                size_t w = x == 0 ? c : c - sx, e = x == nx - 1 ? c : c + sx;
+                size_t n = y == 0 ? c : c - sy, s = y == ny - 1 ? c : c + sy;
+                size_t b = z == 0 ? c : c - sz, t = z == nz - 1 ? c : c + sz;
+                float v = cc * f1[c];
+                v += cw * f1[w];
+                v += ce * f1[e];
+                v += cs * f1[s];
+                v += cn * f1[n];
+                v += cb * f1[b];
+                v += ct * f1[t];
+                f2[c] = v;
+            }
+}
+
+void pk_d3_ref_steps(const pk_d3_desc *d, int count, float *f1, float *f2, float **result)
+{
+    for (int i = 0; i < count; ++i) {
+        ref_step(d, f1, f2);
+        float *t = f1;
+        f1 = f2;
+        f2 = t;
+    }
+    *result = f1;
+}

@@ -1,0 +1,85 @@
+/* util.c - small helpers shared by the library's parts. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+const char *pk_version(void) { return PORTKERN_VERSION_STRING; }
+
+double pk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int pk_mul3_size(size_t a, size_t b, size_t c, size_t *out)
+{
+    if (a != 0 && b > SIZE_MAX / a) return -1;
+    size_t ab = a * b;
+    if (ab != 0 && c > SIZE_MAX / ab) return -1;
+    *out = ab * c;
+    return 0;
+}
+
+void *pk_alloc_aligned(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
+    return p;
+}
+
+void pk_free_aligned(void *p) { free(p); }
+
+void pk_strlcpy(char *dst, const char *src, size_t len)
+{
+    if (len == 0) return;
+    size_t n = src ? strlen(src) : 0;
+    if (n >= len) n = len - 1;
+    if (n) memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+void pk_append_note(char *dst, size_t len, const char *fmt, ...)
+{
+    size_t used = strlen(dst);
+    if (used + 1 >= len) return;
+    if (used > 0) {
+        snprintf(dst + used, len - used, "; ");
+        used = strlen(dst);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+const char *pk_getenv(const char *name)
+{
+    const char *v = getenv(name);
+    return (v && *v) ? v : NULL;
+}
+
+int pk_list_find(const char *list, const char *name)
+{
+    if (!list || !name) return -1;
+    size_t n = strlen(name);
+    int idx = 0;
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncasecmp(p, name, n) == 0) return idx;
+        ++idx;
+        if (!e) break;
+        p = e + 1;
+    }
+    return -1;
+}
+
+void pk_run_info_begin(pk_run_info *info)
+{
+    if (info) memset(info, 0, sizeof *info);
+}

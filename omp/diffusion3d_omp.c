@@ -1,0 +1,277 @@
+/* diffusion3d_omp.c - the OpenMP variants of the 7-point diffusion stencil, after Jeffers &
+ * Reinders ch. 4 and Dempsey's "Chronicles of Phi":
+ *   omp          collapse(z, y) + simd x with clamped indices (the book's ompvect step);
+ *   omp-tiled    y-blocked rows, x edges peeled so the interior loop is branch-free simd,
+ *                streaming stores when the field does not fit in the last-level cache;
+ *   omp-phalanx  the Hyper-Thread Phalanx: threads pinned per core, the SMT siblings of a
+ *                core take adjacent z columns at the same y (their z neighbours are each
+ *                other's rows, shared in L1/L2), work partitioned by hand, no omp for.
+ * All steps of a call run inside one parallel region with a barrier per step. */
+#define _GNU_SOURCE
+#include "omp_internal.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef PK_HAVE_OPENMP
+#include <omp.h>
+#endif
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#define D3_YBLOCK 16 /* rows per y block (the book's YBF) */
+
+static int omp_threads(const pk_d3_desc *d)
+{
+#ifdef PK_HAVE_OPENMP
+    return d->threads > 0 ? d->threads : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* ---- omp: the book's vectorised loop ---------------------------------------------------- */
+static void step_omp(const pk_d3_desc *d, const float *restrict f1, float *restrict f2, int nt)
+{
+    const int nx = d->nx, ny = d->ny, nz = d->nz;
+    const float cc = d->c[PK_D3_CC], cw = d->c[PK_D3_CW], ce = d->c[PK_D3_CE];
+    const float cs = d->c[PK_D3_CS], cn = d->c[PK_D3_CN], cb = d->c[PK_D3_CB];
+    const float ct = d->c[PK_D3_CT];
+    const size_t sy = (size_t)nx, sz = (size_t)nx * (size_t)ny;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nt)
+    for (int z = 0; z < nz; ++z)
+        for (int y = 0; y < ny; ++y) {
+            const size_t row = (size_t)z * sz + (size_t)y * sy;
+            const size_t dn = y == 0 ? 0 : sy, ds = y == ny - 1 ? 0 : sy;
+            const size_t db = z == 0 ? 0 : sz, dt = z == nz - 1 ? 0 : sz;
+#pragma omp simd
+            for (int x = 0; x < nx; ++x) {
+                const size_t c = row + (size_t)x;
+                const size_t w = x == 0 ? c : c - 1, e = x == nx - 1 ? c : c + 1;
+                f2[c] = cc * f1[c] + cw * f1[w] + ce * f1[e] + cs * f1[c + ds] + cn * f1[c - dn] +
+                        cb * f1[c - db] + ct * f1[c + dt];
+            }
+        }
+}
+
+/* ---- one row with peeled edges (tiled and phalanx) -------------------------------------- */
+/* out[0..nx) = the stencil on row (y, z); out may be a private buffer or the target row. */
+static inline void row_peeled(const pk_d3_desc *d, const float *restrict f1, float *restrict out,
+                              int y, int z)
+{
+    const int nx = d->nx, ny = d->ny, nz = d->nz;
+    const float cc = d->c[PK_D3_CC], cw = d->c[PK_D3_CW], ce = d->c[PK_D3_CE];
+    const float cs = d->c[PK_D3_CS], cn = d->c[PK_D3_CN], cb = d->c[PK_D3_CB];
+    const float ct = d->c[PK_D3_CT];
+    const size_t sy = (size_t)nx, sz = (size_t)nx * (size_t)ny;
+    const float *c = f1 + (size_t)z * sz + (size_t)y * sy;
+    const float *n = y == 0 ? c : c - sy, *s = y == ny - 1 ? c : c + sy;
+    const float *b = z == 0 ? c : c - sz, *t = z == nz - 1 ? c : c + sz;
+    if (nx == 1) {
+        out[0] = cc * c[0] + cw * c[0] + ce * c[0] + cs * s[0] + cn * n[0] + cb * b[0] + ct * t[0];
+        return;
+    }
+    out[0] = cc * c[0] + cw * c[0] + ce * c[1] + cs * s[0] + cn * n[0] + cb * b[0] + ct * t[0];
+#pragma omp simd
+    for (int x = 1; x < nx - 1; ++x)
+        out[x] = cc * c[x] + cw * c[x - 1] + ce * c[x + 1] + cs * s[x] + cn * n[x] + cb * b[x] +
+                 ct * t[x];
+    const int l = nx - 1;
+    out[l] = cc * c[l] + cw * c[l - 1] + ce * c[l] + cs * s[l] + cn * n[l] + cb * b[l] + ct * t[l];
+}
+
+/* Copy a finished row to memory with streaming stores: the target is not read again in this
+ * step, so write-allocate would add a third of the traffic (12 B/pt instead of 8). */
+static inline void row_stream(float *restrict dst, const float *restrict src, int nx)
+{
+    int x = 0;
+#if defined(__SSE2__)
+    while (x < nx && ((uintptr_t)(dst + x) & 15u)) {
+        dst[x] = src[x];
+        ++x;
+    }
+    for (; x + 4 <= nx; x += 4) _mm_stream_ps(dst + x, _mm_loadu_ps(src + x));
+#endif
+    for (; x < nx; ++x) dst[x] = src[x];
+}
+
+static inline void row_store(const pk_d3_desc *d, const float *f1, float *f2, float *buf,
+                             int stream, int y, int z)
+{
+    float *dst = f2 + ((size_t)z * d->ny + (size_t)y) * (size_t)d->nx;
+    if (stream) {
+        row_peeled(d, f1, buf, y, z);
+        row_stream(dst, buf, d->nx);
+    } else {
+        row_peeled(d, f1, dst, y, z);
+    }
+}
+
+static inline void stream_fence(int stream)
+{
+#if defined(__SSE2__)
+    if (stream) _mm_sfence(); /* streamed rows must be visible before the barrier */
+#endif
+}
+
+/* ---- omp-tiled ------------------------------------------------------------------------- */
+static void steps_tiled(pk_d3_host_plan *h, int count, int nt)
+{
+    const pk_d3_desc *d = &h->d;
+    const int ny = d->ny, nz = d->nz, nyb = (ny + D3_YBLOCK - 1) / D3_YBLOCK;
+    const int stream = h->stream;
+    float *f1 = h->cur, *f2 = h->cur == h->f1 ? h->f2 : h->f1;
+#pragma omp parallel num_threads(nt)
+    {
+        float *buf = stream ? pk_alloc_aligned((size_t)d->nx * sizeof(float)) : NULL;
+        const int use_stream = stream && buf; /* no buffer: plain stores, same result */
+        for (int it = 0; it < count; ++it) {
+            const float *src = (it & 1) ? f2 : f1;
+            float *dst = (it & 1) ? f1 : f2;
+#pragma omp for collapse(2) schedule(static)
+            for (int yb = 0; yb < nyb; ++yb)
+                for (int z = 0; z < nz; ++z) {
+                    const int y1 = yb * D3_YBLOCK + D3_YBLOCK < ny ? yb * D3_YBLOCK + D3_YBLOCK : ny;
+                    for (int y = yb * D3_YBLOCK; y < y1; ++y)
+                        row_store(d, src, dst, buf, use_stream, y, z);
+                }
+            stream_fence(use_stream);
+            /* the implicit barrier of omp for separates the steps */
+        }
+        pk_free_aligned(buf);
+    }
+    if (count & 1) h->cur = f2;
+}
+
+/* ---- omp-phalanx ----------------------------------------------------------------------- */
+/* Pin the calling thread to a CPU for the duration of the call; returns 1 when pinned. */
+static int pin_to(int cpu, cpu_set_t *saved)
+{
+    if (cpu < 0 || sched_getaffinity(0, sizeof *saved, saved) != 0) return 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+static void steps_phalanx(pk_d3_host_plan *h, int count, int nt)
+{
+    const pk_d3_desc *d = &h->d;
+    const int ny = d->ny, nz = d->nz;
+    /* nht threads per core when the team fills whole cores with their SMT siblings;
+     * otherwise one thread per core (no SMT to share): the squads become single rows. */
+    int nht = h->threads_per_core;
+    if (nht < 1 || nt % nht != 0) nht = 1;
+    const int ncores = nt / nht;
+    const long nsquads = (long)((nz + nht - 1) / nht) * ny;
+    const int stream = h->stream;
+    float *f1 = h->cur, *f2 = h->cur == h->f1 ? h->f2 : h->f1;
+#pragma omp parallel num_threads(nt)
+    {
+#ifdef PK_HAVE_OPENMP
+        const int tid = omp_get_thread_num();
+#else
+        const int tid = 0;
+#endif
+        const int core = tid / nht, ht = tid % nht;
+        cpu_set_t saved;
+        const int pinned = pin_to(h->cpu_of_slot ? h->cpu_of_slot[tid] : -1, &saved);
+        float *buf = stream ? pk_alloc_aligned((size_t)d->nx * sizeof(float)) : NULL;
+        const int use_stream = stream && buf;
+        /* Contiguous squads per core; its HTs walk them together, one z column each. */
+        const long s0 = nsquads * core / ncores, s1 = nsquads * (core + 1) / ncores;
+        for (int it = 0; it < count; ++it) {
+            const float *src = (it & 1) ? f2 : f1;
+            float *dst = (it & 1) ? f1 : f2;
+            for (long sq = s0; sq < s1; ++sq) {
+                const int y = (int)(sq % ny), z = (int)(sq / ny) * nht + ht;
+                if (z < nz) row_store(d, src, dst, buf, use_stream, y, z);
+            }
+            stream_fence(use_stream);
+#pragma omp barrier
+        }
+        pk_free_aligned(buf);
+        if (pinned) sched_setaffinity(0, sizeof saved, &saved);
+    }
+    if (count & 1) h->cur = f2;
+}
+
+/* Map team slots to CPUs: slot = core * nht + ht, the ht-th sibling of the core-th core of
+ * the CPUs this process may use. Returns NULL when the topology cannot be read. */
+static int *phalanx_cpu_map(int nt, int *threads_per_core)
+{
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return NULL;
+    long ncpu_l = sysconf(_SC_NPROCESSORS_CONF);
+    int ncpu = ncpu_l > 0 ? (int)ncpu_l : 1;
+    int *core_of = malloc((size_t)ncpu * sizeof *core_of);
+    int *map = malloc((size_t)nt * sizeof *map);
+    if (!core_of || !map) {
+        free(core_of);
+        free(map);
+        return NULL;
+    }
+    int nht = pk_cpu_topology(ncpu, core_of);
+    if (nht < 1 || nt % nht != 0) nht = 1;
+    *threads_per_core = nht;
+    int slot = 0;
+    /* Visit cores in order of their first CPU; take up to nht allowed siblings each. */
+    for (int c = 0; c < ncpu && slot < nt; ++c) {
+        if (core_of[c] != c) continue; /* c is not the first CPU of its core */
+        int got = 0;
+        for (int s = 0; s < ncpu && got < nht && slot + got < nt; ++s)
+            if (core_of[s] == c && CPU_ISSET(s, &allowed)) map[slot + got++] = s;
+        if (got == nht) slot += got;
+    }
+    free(core_of);
+    if (slot < nt) { /* fewer cores than the team: let the OS place the rest */
+        for (; slot < nt; ++slot) map[slot] = -1;
+    }
+    return map;
+}
+
+/* ---- the backend entry points ----------------------------------------------------------- */
+static int d3_variant_id(const char *v)
+{
+    if (strcmp(v, "omp-tiled") == 0) return 1;
+    if (strcmp(v, "omp-phalanx") == 0) return 2;
+    return 0;
+}
+
+pk_status pk_omp_d3_create(void *state, int device, const pk_d3_desc *desc, void **impl)
+{
+    pk_d3_host_plan *h;
+    PK_TRY(pk_d3_host_create(desc, &h));
+    const int nt = omp_threads(desc);
+    /* Stream only when the pair of fields cannot stay in the last-level cache. */
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = 32L << 20;
+    h->stream = 2.0 * (double)h->n * sizeof(float) > (double)llc && desc->nx >= 16;
+    if (d3_variant_id(h->variant) == 2) {
+        h->threads_per_core = 1;
+        h->cpu_of_slot = phalanx_cpu_map(nt, &h->threads_per_core);
+    }
+    *impl = h;
+    return PK_OK;
+}
+
+pk_status pk_omp_d3_run(void *impl, int count, double *seconds)
+{
+    pk_d3_host_plan *h = impl;
+    const int nt = omp_threads(&h->d);
+    double t0 = pk_now();
+    switch (d3_variant_id(h->variant)) {
+    case 1: steps_tiled(h, count, nt); break;
+    case 2: steps_phalanx(h, count, nt); break;
+    default:
+        for (int it = 0; it < count; ++it) {
+            float *other = h->cur == h->f1 ? h->f2 : h->f1;
+            step_omp(&h->d, h->cur, other, nt);
+            h->cur = other;
+        }
+    }
+    *seconds = pk_now() - t0;
+    return PK_OK;
+}

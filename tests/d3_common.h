@@ -1,0 +1,180 @@
+/* d3_common.h - the diffusion3d test every backend runs (test_d3_<backend>.c picks one).
+ *
+ * 1. Every variant against the serial reference (pk_diff_f32, rtol 1e-5, zero 1e-10: the
+ *    KERNELS.md tolerance for count <= 100) on odd, non-power-of-two sizes, degenerate
+ *    extents and sizes smaller than a tile.
+ * 2. Device-resident plans: runs split over several plan_run calls equal one long run.
+ * 3. A longer run against the exact solution of the discrete scheme: the cosine field is a
+ *    sum of 8 separable eigenmodes of the clamped stencil (cos(2 pi x) at cell centres is
+ *    mirror-symmetric at both faces), mode S decays by
+ *        lambda_S = cc + 2c (3 - |S|) + 2c |S| cos(2 pi dx)   per step.
+ *    The stencil's coefficients are non-negative and sum to ~1, so it does not expand the
+ *    max-norm and each step adds at most 8 float roundings of relative size 2^-24 times
+ *    max|f|: |f_n - exact_n| <= 8 n 2^-24 max|f_0|.  The RMS error against the continuous
+ *    analytic solution is printed and must equal the exact scheme's own error within the
+ *    same bound.
+ */
+#include "portkern.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pk_context *d3_ctx;
+static pk_backend_id d3_backend;
+
+static float *d3_alloc(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    if (!p) {
+        printf("Bail out! out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* A field with structure in every direction (not only the cosine mode). */
+static void d3_fill(float *f, int nx, int ny, int nz, unsigned seed)
+{
+    unsigned s = seed * 2654435761u + 12345u;
+    for (size_t i = 0; i < (size_t)nx * ny * nz; ++i) {
+        s = s * 1664525u + 1013904223u;
+        f[i] = 0.5f + (float)(s >> 8) / (float)(1u << 24);
+    }
+}
+
+static void d3_check_reference(const char *variant, int nx, int ny, int nz, int count)
+{
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, nx, ny, nz, count);
+    if (count == 2) { /* asymmetric coefficients catch swapped neighbours */
+        p.cw = 0.05; p.ce = 0.15; p.cn = 0.07; p.cs = 0.13; p.cb = 0.02; p.ct = 0.18; p.cc = 0.4;
+    }
+    size_t n = (size_t)nx * ny * nz;
+    float *f = d3_alloc(n), *ref = d3_alloc(n);
+    d3_fill(f, nx, ny, nz, (unsigned)(nx * 31 + ny * 7 + nz + count));
+    memcpy(ref, f, n * sizeof(float));
+    pk_run_info info;
+    int s = pk_diffusion3d(d3_ctx, &p, variant, f, &info);
+    pk_diffusion3d_reference(&p, ref);
+    pk_diff_report r;
+    int d = s == PK_OK ? pk_diff_f32(f, ref, n, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, &r) : -1;
+    ok(s == PK_OK && d == PK_OK && info.backend == d3_backend && strcmp(info.variant, variant) == 0,
+       "%s %dx%dx%d count %d matches the reference (status %s%s%s, max rel %.2e, %zu failed)",
+       variant, nx, ny, nz, count, pk_status_name(s), s ? ": " : "", s ? pk_last_error() : "",
+       s == PK_OK ? r.max_rel_err : -1.0, s == PK_OK ? r.num_failed : (size_t)0);
+    free(f);
+    free(ref);
+}
+
+static void d3_check_plan(const char *variant)
+{
+    const int nx = 19, ny = 13, nz = 11, counts[3] = {3, 0, 4};
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, nx, ny, nz, 7);
+    size_t n = (size_t)nx * ny * nz;
+    float *f = d3_alloc(n), *ref = d3_alloc(n), *out = d3_alloc(n);
+    d3_fill(f, nx, ny, nz, 99);
+    memcpy(ref, f, n * sizeof(float));
+    pk_diffusion3d_reference(&p, ref);
+    pk_diffusion3d_plan *plan = NULL;
+    pk_run_info info;
+    int s = pk_diffusion3d_plan_create(&plan, d3_ctx, &p, variant, &info);
+    if (s == PK_OK) s = pk_diffusion3d_plan_upload(plan, f);
+    for (int i = 0; i < 3 && s == PK_OK; ++i) s = pk_diffusion3d_plan_run(plan, counts[i], &info);
+    if (s == PK_OK) s = pk_diffusion3d_plan_download(plan, out);
+    ok(s == PK_OK && pk_diff_f32(out, ref, n, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, NULL) == PK_OK,
+       "%s plan: 3 + 0 + 4 steps on the device equal 7 reference steps (%s)", variant,
+       s ? pk_last_error() : "ok");
+    ok(s == PK_OK && info.bytes == 8.0 * n * 4 && info.flops == 13.0 * n * 4 && info.kernel_s >= 0,
+       "%s plan: run info counts 8 B and 13 flops per point per step", variant);
+    /* A second upload restarts from the new field. */
+    if (s == PK_OK) s = pk_diffusion3d_plan_upload(plan, f);
+    if (s == PK_OK) s = pk_diffusion3d_plan_run(plan, 7, NULL);
+    if (s == PK_OK) s = pk_diffusion3d_plan_download(plan, out);
+    ok(s == PK_OK && pk_diff_f32(out, ref, n, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, NULL) == PK_OK,
+       "%s plan: re-upload restarts the run", variant);
+    pk_diffusion3d_plan_destroy(plan);
+    free(f);
+    free(ref);
+    free(out);
+}
+
+static void d3_check_analytic(const char *variant, int nx, int count)
+{
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, nx, nx, nx, count);
+    size_t n = (size_t)nx * nx * nx;
+    float *f = d3_alloc(n), *exact = d3_alloc(n);
+    pk_diffusion3d_field(nx, nx, nx, 0.0, f);
+    pk_diffusion3d_field(nx, nx, nx, count * pk_diffusion3d_dt(nx), exact);
+    pk_run_info info;
+    int s = pk_diffusion3d(d3_ctx, &p, variant, f, &info);
+    const double pi = 3.14159265358979323846, dx = 1.0 / nx, c = (float)p.ce, cc = (float)p.cc;
+    const double cosk = cos(2 * pi * dx);
+    double lam[4]; /* by |S| */
+    for (int k = 0; k < 4; ++k) lam[k] = pow(cc + 2 * c * (3 - k) + 2 * c * k * cosk, count);
+    double max_dev = 0, se_meas = 0, se_pred = 0;
+    for (int z = 0; z < nx; ++z)
+        for (int y = 0; y < nx; ++y)
+            for (int x = 0; x < nx; ++x) {
+                const double cx = cos(2 * pi * dx * (x + 0.5)), cy = cos(2 * pi * dx * (y + 0.5));
+                const double cz = cos(2 * pi * dx * (z + 0.5));
+                /* 0.125 (1 - cx)(1 - cy)(1 - cz) expanded into its eigenmodes */
+                double v = lam[0] - (cx + cy + cz) * lam[1] + (cx * cy + cx * cz + cy * cz) * lam[2] -
+                           cx * cy * cz * lam[3];
+                v *= 0.125;
+                size_t i = ((size_t)z * nx + y) * nx + x;
+                double dev = fabs(f[i] - v);
+                if (dev > max_dev) max_dev = dev;
+                se_meas += (f[i] - exact[i]) * (double)(f[i] - exact[i]);
+                se_pred += (v - exact[i]) * (v - exact[i]);
+            }
+    const double bound = 8.0 * count * ldexp(1.0, -24) * 1.0; /* max|f_0| <= 1 */
+    const double rms_meas = sqrt(se_meas / n), rms_pred = sqrt(se_pred / n);
+    ok(s == PK_OK && max_dev <= bound,
+       "%s %d^3 x %d steps: max deviation from the exact discrete solution %.3e <= %.3e", variant,
+       nx, count, max_dev, bound);
+    ok(s == PK_OK && fabs(rms_meas - rms_pred) <= bound,
+       "%s %d^3 x %d steps: RMS error vs analytic %.4e (scheme's own %.4e)", variant, nx, count,
+       rms_meas, rms_pred);
+    free(f);
+    free(exact);
+}
+
+/* Run the whole suite on one backend; SKIP with the reason when it cannot run here. */
+static int d3_run_suite(pk_backend_id backend)
+{
+    pk_context_options opt;
+    pk_context_options_init(&opt);
+    opt.backend = backend;
+    opt.flags = PK_OPT_IGNORE_ENV;
+    if (pk_context_create(&d3_ctx, &opt) != PK_OK) {
+        printf("Bail out! pk_context_create: %s\n", pk_last_error());
+        return 1;
+    }
+    d3_backend = backend;
+    const char *why;
+    if (!pk_backend_available(d3_ctx, backend, &why)) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s backend unavailable: %s", pk_backend_name(backend), why);
+        pk_context_destroy(d3_ctx);
+        tap_skip_all(msg);
+    }
+    char variants[256];
+    snprintf(variants, sizeof variants, "%s", pk_diffusion3d_variants(backend));
+    static const int sizes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 9}, {3, 40, 6},
+                                   {65, 3, 20}, {16, 16, 16}, {70, 41, 35}};
+    static const int counts[] = {0, 1, 2, 9};
+    for (char *v = strtok(variants, ","); v; v = strtok(NULL, ",")) {
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i)
+            for (size_t k = 0; k < sizeof counts / sizeof counts[0]; ++k)
+                d3_check_reference(v, sizes[i][0], sizes[i][1], sizes[i][2], counts[k]);
+        d3_check_reference(v, 24, 20, 18, 100);
+        d3_check_plan(v);
+        d3_check_analytic(v, 32, 1024);
+    }
+    pk_context_destroy(d3_ctx);
+    return tap_done();
+}

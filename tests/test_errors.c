@@ -1,0 +1,183 @@
+/* test_errors.c - every validation path of the public API returns its own status code and
+ * a detail naming what was wrong; status tables; environment handling. */
+#include "portkern.h"
+#include "tap.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pk_context *ctx;
+
+static void expect(int got, int want, const char *needle, const char *what)
+{
+    ok(got == want && (!needle || strstr(pk_last_error(), needle)),
+       "%s -> %s (got %s: \"%s\")", what, pk_status_name(want), pk_status_name(got), pk_last_error());
+}
+
+static pk_diffusion3d_params small(void)
+{
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, 4, 4, 4, 1);
+    return p;
+}
+
+int main(void)
+{
+    float f[64] = {0};
+    pk_diffusion3d_params p;
+    pk_context_options opt;
+
+    /* status tables */
+    int codes_ok = 1;
+#define CHECK_CODE_(name, code, text)                                                          \
+    codes_ok &= strcmp(pk_strerror(code), text) == 0 && strcmp(pk_status_name(code), "PK_" #name) == 0;
+    PK_STATUS_MAP(CHECK_CODE_)
+#undef CHECK_CODE_
+    ok(codes_ok, "pk_strerror and pk_status_name cover every code of PK_STATUS_MAP");
+    ok(strcmp(pk_strerror(-12345), "unknown status code") == 0 &&
+           strcmp(pk_status_name(999), "PK_UNKNOWN") == 0, "unknown codes have a text");
+    ok(strcmp(pk_version(), PORTKERN_VERSION_STRING) == 0, "pk_version matches the header");
+
+    /* contexts */
+    expect(pk_context_create(NULL, NULL), PK_ENULL, "ctx", "pk_context_create(NULL)");
+    pk_context_options_init(&opt);
+    opt.backend = (pk_backend_id)42;
+    expect(pk_context_create(&ctx, &opt), PK_EINVAL, "backend", "backend id 42");
+    pk_context_options_init(&opt);
+    opt.device = -2;
+    expect(pk_context_create(&ctx, &opt), PK_EINVAL, "device", "device -2");
+    pk_context_options_init(&opt);
+    opt.threads = -1;
+    expect(pk_context_create(&ctx, &opt), PK_EINVAL, "threads", "threads -1");
+    setenv("PORTKERN_BACKEND", "bogus", 1);
+    expect(pk_context_create(&ctx, NULL), PK_EINVAL, "PORTKERN_BACKEND", "PORTKERN_BACKEND=bogus");
+    unsetenv("PORTKERN_BACKEND");
+    setenv("PORTKERN_DEVICE", "x1", 1);
+    expect(pk_context_create(&ctx, NULL), PK_EINVAL, "PORTKERN_DEVICE", "PORTKERN_DEVICE=x1");
+    unsetenv("PORTKERN_DEVICE");
+    pk_context_destroy(NULL);
+    ok(1, "pk_context_destroy(NULL) is a no-op");
+
+    pk_backend_id id;
+    expect(pk_backend_from_name("nope", &id), PK_EINVAL, "nope", "backend name 'nope'");
+    ok(pk_backend_from_name("OpenMP", &id) == PK_OK && id == PK_BACKEND_OPENMP,
+       "backend names are case-insensitive");
+    ok(pk_backend_name((pk_backend_id)77) == NULL, "pk_backend_name of a bad id is NULL");
+
+    if (pk_context_create(&ctx, NULL) != PK_OK) {
+        printf("Bail out! %s\n", pk_last_error());
+        return 1;
+    }
+
+    /* diffusion3d arguments */
+    p = small();
+    expect(pk_diffusion3d(NULL, &p, NULL, f, NULL), PK_ENULL, "ctx", "NULL context");
+    expect(pk_diffusion3d(ctx, NULL, NULL, f, NULL), PK_ENULL, "p", "NULL params");
+    expect(pk_diffusion3d(ctx, &p, NULL, NULL, NULL), PK_ENULL, "f", "NULL field");
+    p = small(); p.nx = 0;
+    expect(pk_diffusion3d(ctx, &p, NULL, f, NULL), PK_ESIZE, "nx", "nx = 0");
+    p = small(); p.ny = -3;
+    expect(pk_diffusion3d(ctx, &p, NULL, f, NULL), PK_ESIZE, "ny", "ny = -3");
+    p = small(); p.nz = INT_MIN;
+    expect(pk_diffusion3d(ctx, &p, NULL, f, NULL), PK_ESIZE, "nz", "nz = INT_MIN");
+    p = small(); p.count = -1;
+    expect(pk_diffusion3d(ctx, &p, NULL, f, NULL), PK_ESIZE, "count", "count = -1");
+    p = small(); p.nx = p.ny = p.nz = INT_MAX;
+    expect(pk_diffusion3d(ctx, &p, NULL, f, NULL), PK_EOVERFLOW, "overflow", "INT_MAX^3 field");
+    p = small(); p.cc = NAN;
+    expect(pk_diffusion3d(ctx, &p, NULL, f, NULL), PK_ENONFINITE, "cc", "cc = NaN");
+    p = small(); p.ct = -INFINITY;
+    expect(pk_diffusion3d(ctx, &p, NULL, f, NULL), PK_ENONFINITE, "ct", "ct = -Inf");
+    p = small(); p.cw = 1e300;
+    expect(pk_diffusion3d(ctx, &p, NULL, f, NULL), PK_ENONFINITE, "cw", "cw = 1e300 (not a float)");
+    p = small();
+    expect(pk_diffusion3d(ctx, &p, "warp-drive", f, NULL), PK_ENOVARIANT, "warp-drive",
+           "unknown variant");
+    expect(pk_diffusion3d_reference(NULL, f), PK_ENULL, "p", "reference: NULL params");
+    expect(pk_diffusion3d_reference(&p, NULL), PK_ENULL, "f", "reference: NULL field");
+    expect(pk_diffusion3d_field(0, 2, 2, 0.0, f), PK_ESIZE, "size", "field: nx = 0");
+    expect(pk_diffusion3d_field(2, 2, 2, NAN, f), PK_ENONFINITE, "t", "field: t = NaN");
+    expect(pk_diffusion3d_field(2, 2, 2, 0.0, NULL), PK_ENULL, "f", "field: NULL");
+
+    /* a forced backend is strict */
+    pk_context *serial_ctx;
+    pk_context_options_init(&opt);
+    opt.backend = PK_BACKEND_SERIAL;
+    pk_context_create(&serial_ctx, &opt);
+    expect(pk_diffusion3d(serial_ctx, &p, "omp-tiled", f, NULL), PK_ENOVARIANT, "serial",
+           "variant of another backend on a forced backend");
+    pk_context_destroy(serial_ctx);
+    pk_context_options_init(&opt);
+    opt.backend = PK_BACKEND_SERIAL;
+    opt.device = 3;
+    pk_context_create(&serial_ctx, &opt);
+    expect(pk_diffusion3d(serial_ctx, &p, NULL, f, NULL), PK_ENODEVICE, "device 3",
+           "device index beyond the backend's devices");
+    pk_context_destroy(serial_ctx);
+
+    /* A forced backend that cannot run fails cleanly; from the environment it falls back. */
+    pk_context *c2;
+    const char *why = NULL;
+    pk_backend_id absent = PK_BACKEND_COUNT;
+    for (int b = PK_BACKEND_CUDA; b >= PK_BACKEND_SERIAL; --b)
+        if (!pk_backend_available(ctx, (pk_backend_id)b, &why)) { absent = (pk_backend_id)b; break; }
+    if (absent != PK_BACKEND_COUNT) {
+        pk_context_options_init(&opt);
+        opt.backend = absent;
+        pk_context_create(&c2, &opt);
+        expect(pk_diffusion3d(c2, &p, NULL, f, NULL), PK_ENOBACKEND, pk_backend_name(absent),
+               "forced absent backend");
+        pk_context_destroy(c2);
+        setenv("PORTKERN_BACKEND", pk_backend_name(absent), 1);
+        pk_context_create(&c2, NULL);
+        pk_run_info info;
+        int s = pk_diffusion3d(c2, &p, NULL, f, &info);
+        ok(s == PK_OK && info.backend != absent && strstr(info.reason, "PORTKERN_BACKEND"),
+           "PORTKERN_BACKEND=%s (absent) falls back: ran %s (%s)", pk_backend_name(absent),
+           pk_backend_name(info.backend), info.reason);
+        unsetenv("PORTKERN_BACKEND");
+        pk_context_destroy(c2);
+        ok(why && *why, "unavailable backend %s says why: %s", pk_backend_name(absent), why);
+    } else {
+        tap_skip("every backend is available here", "forced absent backend");
+        tap_skip("every backend is available here", "environment fallback");
+        tap_skip("every backend is available here", "reason of an absent backend");
+    }
+
+    /* plans */
+    pk_diffusion3d_plan *plan = NULL;
+    expect(pk_diffusion3d_plan_create(NULL, ctx, &p, NULL, NULL), PK_ENULL, "plan", "plan: NULL out");
+    p = small(); p.nx = -1;
+    expect(pk_diffusion3d_plan_create(&plan, ctx, &p, NULL, NULL), PK_ESIZE, "nx", "plan: nx = -1");
+    ok(plan == NULL, "a failed plan_create leaves *plan NULL");
+    p = small();
+    ok(pk_diffusion3d_plan_create(&plan, ctx, &p, NULL, NULL) == PK_OK, "plan created");
+    expect(pk_diffusion3d_plan_run(plan, 1, NULL), PK_ESTATE, "upload", "plan_run before upload");
+    expect(pk_diffusion3d_plan_download(plan, f), PK_ESTATE, "upload", "download before upload");
+    expect(pk_diffusion3d_plan_upload(plan, NULL), PK_ENULL, "f", "upload NULL");
+    expect(pk_diffusion3d_plan_run(NULL, 1, NULL), PK_ENULL, "plan", "plan_run NULL");
+    pk_diffusion3d_plan_upload(plan, f);
+    expect(pk_diffusion3d_plan_run(plan, -5, NULL), PK_ESIZE, "count", "plan_run count -5");
+    pk_diffusion3d_plan_destroy(plan);
+    pk_diffusion3d_plan_destroy(NULL);
+
+    /* device queries */
+    pk_device_info di;
+    double bw;
+    expect(pk_device_get_info(ctx, PK_BACKEND_SERIAL, 0, NULL), PK_ENULL, "info", "info NULL");
+    expect(pk_device_get_info(ctx, PK_BACKEND_SERIAL, 5, &di), PK_ENODEVICE, "device 5",
+           "info of device 5");
+    expect(pk_device_get_info(ctx, PK_BACKEND_AUTO, 0, &di), PK_EINVAL, "backend",
+           "info of the auto backend");
+    expect(pk_measure_bandwidth(ctx, PK_BACKEND_SERIAL, 0, 0, -1, &bw), PK_EINVAL, "reps",
+           "bandwidth reps -1");
+    expect(pk_measure_bandwidth(ctx, PK_BACKEND_SERIAL, 0, 100, 1, &bw), PK_ESIZE, "bytes",
+           "bandwidth over 100 bytes");
+    expect(pk_measure_bandwidth(ctx, PK_BACKEND_SERIAL, 0, 0, 1, NULL), PK_ENULL, "bytes_per_second",
+           "bandwidth NULL out");
+
+    pk_context_destroy(ctx);
+    return tap_done();
+}

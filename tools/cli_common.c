@@ -1,0 +1,668 @@
+/* cli_common.c - option parsing, error reporting, JSON in and out, file helpers shared by
+ * the command-line tools.  See cli_common.h. */
+#include "cli_common.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* ---- options ------------------------------------------------------------------------- */
+
+static void range_text(double min, double max, int is_int, char *buf, size_t len)
+{
+    int no_max = is_int ? max >= (double)INT_MAX : max >= DBL_MAX;
+    if (no_max)
+        snprintf(buf, len, "must be >= %.17g", min);
+    else
+        snprintf(buf, len, "must be between %.17g and %.17g", min, max);
+}
+
+int cli_to_int(const char *s, double min, double max, int *out, char *why, size_t len)
+{
+    char *end;
+    long long v;
+    char range[96];
+
+    /* strtoll skips leading blanks and accepts "" as 0; neither is a number here. */
+    if (*s == '\0' || isspace((unsigned char)*s)) {
+        snprintf(why, len, "'%s' is not an integer", s);
+        return -1;
+    }
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (*end != '\0') {
+        snprintf(why, len, "'%s' is not an integer", s);
+        return -1;
+    }
+    if (errno == ERANGE || v < (long long)min || v > (long long)max) {
+        range_text(min, max, 1, range, sizeof range);
+        snprintf(why, len, "%s is out of range (%s)", s, range);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int cli_to_double(const char *s, double min, double max, double *out, char *why, size_t len)
+{
+    char *end;
+    double v;
+    char range[96];
+
+    if (*s == '\0' || isspace((unsigned char)*s)) {
+        snprintf(why, len, "'%s' is not a number", s);
+        return -1;
+    }
+    errno = 0;
+    v = strtod(s, &end);
+    if (*end != '\0') {
+        snprintf(why, len, "'%s' is not a number", s);
+        return -1;
+    }
+    if (!isfinite(v) || errno == ERANGE) {
+        snprintf(why, len, "'%s' is not a finite number in double range", s);
+        return -1;
+    }
+    if (v < min || v > max) {
+        range_text(min, max, 0, range, sizeof range);
+        snprintf(why, len, "%s is out of range (%s)", s, range);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static const cli_opt *find_opt(const cli_opt *opts, const char *name, size_t namelen)
+{
+    for (; opts->name; ++opts)
+        if (strlen(opts->name) == namelen && strncmp(opts->name, name, namelen) == 0)
+            return opts;
+    return NULL;
+}
+
+static int opt_error(const char *prog, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry '%s --help'.\n", prog);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_parse(const char *prog, int argc, char **argv, const cli_opt *opts, char **pos,
+              int maxpos, int *npos)
+{
+    int i, options_done = 0;
+    char why[256];
+
+    *npos = 0;
+    for (i = 0; i < argc; ++i) {
+        const char *a = argv[i], *name, *eq, *val;
+        const cli_opt *o;
+        size_t namelen;
+
+        if (!options_done && strcmp(a, "--") == 0) {
+            options_done = 1;
+            continue;
+        }
+        if (!options_done && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0))
+            return CLI_HELP;
+        if (options_done || a[0] != '-' || a[1] == '\0') { /* "-" alone is an operand */
+            if (*npos >= maxpos)
+                return opt_error(prog, "unexpected argument '%s'", a);
+            pos[(*npos)++] = argv[i];
+            continue;
+        }
+        if (a[1] != '-')
+            return opt_error(prog, "unknown option '%s'", a);
+        name = a + 2;
+        eq = strchr(name, '=');
+        namelen = eq ? (size_t)(eq - name) : strlen(name);
+        o = find_opt(opts, name, namelen);
+        if (!o)
+            return opt_error(prog, "unknown option '--%.*s'", (int)namelen, name);
+        if (o->type == CLI_FLAG) {
+            if (eq)
+                return opt_error(prog, "option --%s takes no value", o->name);
+            *(int *)o->dest = 1;
+        } else {
+            if (eq) {
+                val = eq + 1;
+            } else {
+                if (i + 1 >= argc)
+                    return opt_error(prog, "option --%s needs a value", o->name);
+                val = argv[++i];
+            }
+            if (*val == '\0')
+                return opt_error(prog, "option --%s: the value must not be empty", o->name);
+            switch (o->type) {
+            case CLI_INT:
+                if (cli_to_int(val, o->min, o->max, (int *)o->dest, why, sizeof why))
+                    return opt_error(prog, "option --%s: %s", o->name, why);
+                break;
+            case CLI_DOUBLE:
+                if (cli_to_double(val, o->min, o->max, (double *)o->dest, why, sizeof why))
+                    return opt_error(prog, "option --%s: %s", o->name, why);
+                break;
+            default:
+                *(const char **)o->dest = val;
+                break;
+            }
+        }
+        if (o->seen)
+            *o->seen = 1;
+    }
+    return 0;
+}
+
+/* ---- messages ------------------------------------------------------------------------ */
+
+int cli_usage_error(const char *prog, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_lib_error(const char *prog, pk_status status)
+{
+    const char *detail = pk_last_error();
+    if (detail[0])
+        fprintf(stderr, "%s: %s: %s\n", prog, pk_strerror(status), detail);
+    else
+        fprintf(stderr, "%s: %s\n", prog, pk_strerror(status));
+    switch (status) {
+    case PK_EINVAL:
+    case PK_ENULL:
+    case PK_ESIZE:
+    case PK_EOVERFLOW:
+    case PK_ENONFINITE:
+    case PK_ENOBACKEND:
+    case PK_ENOVARIANT:
+    case PK_ENODEVICE:
+    case PK_EIO:
+    case PK_EFORMAT:
+    case PK_EDTYPE:
+    case PK_EUNSUPPORTED:
+        return CLI_EXIT_USAGE;
+    default:
+        return CLI_EXIT_FAIL;
+    }
+}
+
+void cli_progress(const char *fmt, ...)
+{
+    va_list ap;
+    if (!isatty(fileno(stderr)))
+        return;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* ---- JSON writer --------------------------------------------------------------------- */
+
+void cli_json_string(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', f);
+    for (; *p; ++p) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        case '\b': fputs("\\b", f); break;
+        case '\f': fputs("\\f", f); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f); /* UTF-8 passes through */
+        }
+    }
+    fputc('"', f);
+}
+
+void cj_init(cli_json *j, FILE *f, int pretty)
+{
+    memset(j, 0, sizeof *j);
+    j->f = f;
+    j->pretty = pretty;
+    j->first[0] = 1;
+}
+
+static void cj_indent(cli_json *j, int depth)
+{
+    int i;
+    fputc('\n', j->f);
+    for (i = 0; i < depth; ++i)
+        fputs("  ", j->f);
+}
+
+/* Separator, indentation and key before a value. */
+static void cj_item(cli_json *j, const char *key)
+{
+    if (j->depth > 0) {
+        if (!j->first[j->depth])
+            fputc(',', j->f);
+        if (j->pretty)
+            cj_indent(j, j->depth);
+        else if (!j->first[j->depth])
+            fputc(' ', j->f);
+    }
+    j->first[j->depth] = 0;
+    if (key) {
+        cli_json_string(j->f, key);
+        fputs(": ", j->f);
+    }
+}
+
+void cj_open(cli_json *j, const char *key, char bracket)
+{
+    cj_item(j, key);
+    fputc(bracket, j->f);
+    if (j->depth + 1 < (int)(sizeof j->first / sizeof j->first[0])) {
+        ++j->depth;
+        j->first[j->depth] = 1;
+        j->close[j->depth] = bracket == '{' ? '}' : ']';
+    }
+}
+
+void cj_close(cli_json *j)
+{
+    if (j->depth == 0)
+        return;
+    if (j->pretty && !j->first[j->depth])
+        cj_indent(j, j->depth - 1);
+    fputc(j->close[j->depth], j->f);
+    --j->depth;
+    if (j->depth == 0)
+        fputc('\n', j->f);
+}
+
+void cj_str(cli_json *j, const char *key, const char *s)
+{
+    cj_item(j, key);
+    if (s)
+        cli_json_string(j->f, s);
+    else
+        fputs("null", j->f);
+}
+
+void cj_num(cli_json *j, const char *key, double v)
+{
+    char buf[40];
+    int prec;
+    cj_item(j, key);
+    if (!isfinite(v)) {
+        fputs("null", j->f);
+        return;
+    }
+    /* The shortest form that reads back as the same double. */
+    for (prec = 15; prec <= 17; ++prec) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, j->f);
+}
+
+void cj_int(cli_json *j, const char *key, long long v)
+{
+    cj_item(j, key);
+    fprintf(j->f, "%lld", v);
+}
+
+void cj_bool(cli_json *j, const char *key, int v)
+{
+    cj_item(j, key);
+    fputs(v ? "true" : "false", j->f);
+}
+
+void cj_null(cli_json *j, const char *key)
+{
+    cj_item(j, key);
+    fputs("null", j->f);
+}
+
+/* ---- JSON reader for flat objects ---------------------------------------------------- */
+
+typedef struct jreader {
+    const char *s, *p;
+    char *why;
+    size_t len;
+} jreader;
+
+static int jfail(jreader *r, const char *what)
+{
+    snprintf(r->why, r->len, "%s at byte %ld", what, (long)(r->p - r->s));
+    return -1;
+}
+
+static void jskip(jreader *r)
+{
+    while (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r')
+        ++r->p;
+}
+
+static int hex4(const char *p, unsigned *out)
+{
+    int i;
+    *out = 0;
+    for (i = 0; i < 4; ++i) {
+        int c = (unsigned char)p[i], d;
+        if (c >= '0' && c <= '9') d = c - '0';
+        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+        else return -1;
+        *out = *out * 16 + (unsigned)d;
+    }
+    return 0;
+}
+
+/* Append code point cp as UTF-8; -1 when it does not fit. */
+static int put_utf8(char *buf, size_t cap, size_t *n, unsigned cp)
+{
+    unsigned char tmp[4];
+    size_t k = 0, i;
+    if (cp < 0x80) {
+        tmp[k++] = (unsigned char)cp;
+    } else if (cp < 0x800) {
+        tmp[k++] = (unsigned char)(0xc0 | (cp >> 6));
+        tmp[k++] = (unsigned char)(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        tmp[k++] = (unsigned char)(0xe0 | (cp >> 12));
+        tmp[k++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+        tmp[k++] = (unsigned char)(0x80 | (cp & 0x3f));
+    } else {
+        tmp[k++] = (unsigned char)(0xf0 | (cp >> 18));
+        tmp[k++] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+        tmp[k++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+        tmp[k++] = (unsigned char)(0x80 | (cp & 0x3f));
+    }
+    if (*n + k >= cap)
+        return -1;
+    for (i = 0; i < k; ++i)
+        buf[(*n)++] = (char)tmp[i];
+    return 0;
+}
+
+/* A string literal at r->p (the opening quote) into buf[cap]. */
+static int jstring(jreader *r, char *buf, size_t cap)
+{
+    size_t n = 0;
+    ++r->p;
+    for (;;) {
+        unsigned char c = (unsigned char)*r->p;
+        unsigned cp, lo;
+        if (c == '\0')
+            return jfail(r, "unterminated string");
+        if (c == '"') {
+            ++r->p;
+            break;
+        }
+        if (c < 0x20)
+            return jfail(r, "control character in string");
+        if (c != '\\') {
+            if (n + 1 >= cap)
+                return jfail(r, "string too long");
+            buf[n++] = (char)c;
+            ++r->p;
+            continue;
+        }
+        ++r->p;
+        switch (*r->p) {
+        case '"': cp = '"'; break;
+        case '\\': cp = '\\'; break;
+        case '/': cp = '/'; break;
+        case 'b': cp = '\b'; break;
+        case 'f': cp = '\f'; break;
+        case 'n': cp = '\n'; break;
+        case 'r': cp = '\r'; break;
+        case 't': cp = '\t'; break;
+        case 'u':
+            if (hex4(r->p + 1, &cp))
+                return jfail(r, "bad \\u escape");
+            r->p += 4;
+            if (cp >= 0xd800 && cp < 0xdc00) { /* a surrogate pair */
+                if (r->p[1] != '\\' || r->p[2] != 'u' || hex4(r->p + 3, &lo) || lo < 0xdc00 ||
+                    lo > 0xdfff)
+                    return jfail(r, "unpaired surrogate in \\u escape");
+                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                r->p += 6;
+            } else if (cp >= 0xdc00 && cp <= 0xdfff) {
+                return jfail(r, "unpaired surrogate in \\u escape");
+            }
+            if (cp == 0)
+                return jfail(r, "\\u0000 is not supported");
+            break;
+        default:
+            return jfail(r, "bad escape in string");
+        }
+        ++r->p;
+        if (put_utf8(buf, cap, &n, cp))
+            return jfail(r, "string too long");
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+/* A number by JSON's grammar (strtod alone would take "inf", "0x10", ".5"). */
+static int jnumber(jreader *r, double *out)
+{
+    const char *p = r->p;
+    char buf[64];
+    size_t n;
+    if (*p == '-')
+        ++p;
+    if (*p == '0')
+        ++p;
+    else if (isdigit((unsigned char)*p))
+        while (isdigit((unsigned char)*p)) ++p;
+    else
+        return jfail(r, "bad number");
+    if (*p == '.') {
+        ++p;
+        if (!isdigit((unsigned char)*p))
+            return jfail(r, "bad number");
+        while (isdigit((unsigned char)*p)) ++p;
+    }
+    if (*p == 'e' || *p == 'E') {
+        ++p;
+        if (*p == '+' || *p == '-')
+            ++p;
+        if (!isdigit((unsigned char)*p))
+            return jfail(r, "bad number");
+        while (isdigit((unsigned char)*p)) ++p;
+    }
+    n = (size_t)(p - r->p);
+    if (n >= sizeof buf)
+        return jfail(r, "number too long");
+    memcpy(buf, r->p, n);
+    buf[n] = '\0';
+    *out = strtod(buf, NULL);
+    if (!isfinite(*out))
+        return jfail(r, "number out of double range");
+    r->p = p;
+    return 0;
+}
+
+static int jvalue(jreader *r, cli_jvalue *v)
+{
+    const char *p = r->p;
+    if (*p == '"') {
+        v->type = CLI_JSTR;
+        return jstring(r, v->str, sizeof v->str);
+    }
+    if (strncmp(p, "true", 4) == 0 || strncmp(p, "false", 5) == 0) {
+        v->type = CLI_JBOOL;
+        v->num = *p == 't';
+        r->p += *p == 't' ? 4 : 5;
+        return 0;
+    }
+    if (strncmp(p, "null", 4) == 0) {
+        v->type = CLI_JNULL;
+        r->p += 4;
+        return 0;
+    }
+    if (*p == '{' || *p == '[')
+        return jfail(r, "nested objects and arrays are not supported");
+    if (*p == '-' || isdigit((unsigned char)*p)) {
+        v->type = CLI_JNUM;
+        return jnumber(r, &v->num);
+    }
+    return jfail(r, *p ? "unexpected character" : "unexpected end of text");
+}
+
+int cli_json_parse_flat(const char *text, cli_jobject *obj, char *why, size_t len)
+{
+    jreader r;
+    r.s = r.p = text;
+    r.why = why;
+    r.len = len;
+    obj->n = 0;
+
+    /* Tolerate a UTF-8 byte order mark, as some editors write one. */
+    if (strncmp(r.p, "\xef\xbb\xbf", 3) == 0)
+        r.p += 3;
+    jskip(&r);
+    if (*r.p != '{')
+        return jfail(&r, "expected '{'");
+    ++r.p;
+    jskip(&r);
+    if (*r.p == '}') {
+        ++r.p;
+    } else {
+        for (;;) {
+            cli_jvalue *v;
+            if (obj->n >= CLI_JMAX)
+                return jfail(&r, "too many keys");
+            v = &obj->v[obj->n];
+            memset(v, 0, sizeof *v);
+            if (*r.p != '"')
+                return jfail(&r, "expected a key string");
+            if (jstring(&r, v->key, sizeof v->key))
+                return -1;
+            if (cli_json_get(obj, v->key)) {
+                snprintf(why, len, "duplicate key \"%s\"", v->key);
+                return -1;
+            }
+            jskip(&r);
+            if (*r.p != ':')
+                return jfail(&r, "expected ':'");
+            ++r.p;
+            jskip(&r);
+            if (jvalue(&r, v))
+                return -1;
+            ++obj->n;
+            jskip(&r);
+            if (*r.p == ',') {
+                ++r.p;
+                jskip(&r);
+                continue;
+            }
+            if (*r.p == '}') {
+                ++r.p;
+                break;
+            }
+            return jfail(&r, "expected ',' or '}'");
+        }
+    }
+    jskip(&r);
+    if (*r.p != '\0')
+        return jfail(&r, "text after the object");
+    return 0;
+}
+
+const cli_jvalue *cli_json_get(const cli_jobject *obj, const char *key)
+{
+    int i;
+    for (i = 0; i < obj->n; ++i)
+        if (strcmp(obj->v[i].key, key) == 0)
+            return &obj->v[i];
+    return NULL;
+}
+
+/* ---- files --------------------------------------------------------------------------- */
+
+char *cli_read_text(const char *path)
+{
+    enum { CAP = 1 << 20 };
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    size_t n;
+    int err;
+    if (!f)
+        return NULL;
+    buf = malloc(CAP + 1);
+    if (!buf) {
+        fclose(f);
+        errno = ENOMEM;
+        return NULL;
+    }
+    n = fread(buf, 1, CAP + 1, f);
+    err = ferror(f) ? EIO : n > CAP ? EFBIG : 0;
+    fclose(f);
+    if (err) {
+        free(buf);
+        errno = err;
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+int cli_mkdirs(const char *path)
+{
+    char buf[4096];
+    char *p;
+    struct stat st;
+    size_t n = strlen(path);
+
+    if (n == 0 || n >= sizeof buf) {
+        errno = n ? ENAMETOOLONG : ENOENT;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (p = buf + 1; *p; ++p) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return -1;
+    if (stat(buf, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+int cli_join(char *buf, size_t len, const char *dir, const char *name)
+{
+    int n = snprintf(buf, len, "%s/%s", dir, name);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}

@@ -1,0 +1,110 @@
+/* cli_common.h - what portkern and portkern-probe share: option parsing with strict number
+ * checks, error reporting with the documented exit codes, a JSON writer with proper string
+ * escaping, a tiny reader for flat JSON objects (params.json), and small file helpers. */
+#ifndef PK_CLI_COMMON_H
+#define PK_CLI_COMMON_H
+
+#include <stdio.h>
+
+#include "portkern.h"
+
+/* Exit codes of every command (documented in --help). */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1  /* not equal / verification failed / runtime failure */
+#define CLI_EXIT_USAGE 2 /* bad input: options, files, names that do not exist here */
+
+/* ---- options ------------------------------------------------------------------------- */
+typedef enum cli_type { CLI_FLAG, CLI_INT, CLI_DOUBLE, CLI_STRING } cli_type;
+
+typedef struct cli_opt {
+    const char *name;  /* long name without "--"; NULL ends a table */
+    cli_type type;
+    void *dest;        /* FLAG, INT: int *; DOUBLE: double *; STRING: const char ** */
+    int *seen;         /* may be NULL; set to 1 when the option is given */
+    double min, max;   /* INT and DOUBLE: accepted closed range */
+} cli_opt;
+
+#define CLI_HELP (-1) /* cli_parse result: --help or -h was given */
+
+/** Parse argv[0..argc) against opts ("--name value" or "--name=value"; "--" ends the
+ *  options).  Other arguments go to pos[] (at most maxpos; *npos gets their number).
+ *  Returns 0, CLI_HELP, or CLI_EXIT_USAGE after printing a message naming the option. */
+int cli_parse(const char *prog, int argc, char **argv, const cli_opt *opts, char **pos,
+              int maxpos, int *npos);
+/** Strict conversions: the whole string, no blanks, range [min, max], finite doubles.
+ *  Return 0, or -1 with a reason in why[len]. */
+int cli_to_int(const char *s, double min, double max, int *out, char *why, size_t len);
+int cli_to_double(const char *s, double min, double max, double *out, char *why, size_t len);
+
+/* ---- messages ------------------------------------------------------------------------ */
+/** "PROG: message" on stderr; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *prog, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/** "portkern: <pk_strerror>: <pk_last_error>" on stderr; returns the exit code of the
+ *  status: CLI_EXIT_USAGE for bad requests (arguments, files, names of backends, variants
+ *  or devices that do not exist here), CLI_EXIT_FAIL for failures while running. */
+int cli_lib_error(const char *prog, pk_status status);
+/** Progress line on stderr, only when stderr is a terminal. */
+void cli_progress(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* ---- JSON writer --------------------------------------------------------------------- */
+typedef struct cli_json {
+    FILE *f;
+    int pretty;       /* 1: newlines and indentation; 0: one line */
+    int depth;
+    int first[16];    /* per level: nothing written yet */
+    char close[16];   /* per level: '}' or ']' */
+} cli_json;
+
+void cj_init(cli_json *j, FILE *f, int pretty);
+/** Open '{' or '[' (key NULL at the top level and inside arrays). */
+void cj_open(cli_json *j, const char *key, char bracket);
+void cj_close(cli_json *j); /* closes the innermost level; a newline after the top level */
+void cj_str(cli_json *j, const char *key, const char *s); /* NULL: null */
+void cj_num(cli_json *j, const char *key, double v);      /* non-finite: null */
+void cj_int(cli_json *j, const char *key, long long v);
+void cj_bool(cli_json *j, const char *key, int v);
+void cj_null(cli_json *j, const char *key);
+/** Write s as a JSON string literal (quotes included). */
+void cli_json_string(FILE *f, const char *s);
+
+/* ---- JSON reader for flat objects ---------------------------------------------------- */
+typedef enum cli_jtype { CLI_JNUM, CLI_JSTR, CLI_JBOOL, CLI_JNULL } cli_jtype;
+
+typedef struct cli_jvalue {
+    char key[64];
+    cli_jtype type;
+    double num;    /* CLI_JNUM; CLI_JBOOL: 0 or 1 */
+    char str[256]; /* CLI_JSTR */
+} cli_jvalue;
+
+#define CLI_JMAX 64
+
+typedef struct cli_jobject {
+    int n;
+    cli_jvalue v[CLI_JMAX];
+} cli_jobject;
+
+/** Parse a flat JSON object (numbers, strings, booleans, null; no nesting).
+ *  Returns 0, or -1 with the reason and byte offset in why[len]. */
+int cli_json_parse_flat(const char *text, cli_jobject *obj, char *why, size_t len);
+/** The value of key, or NULL. */
+const cli_jvalue *cli_json_get(const cli_jobject *obj, const char *key);
+
+/* ---- files --------------------------------------------------------------------------- */
+/** Read a whole text file (NUL-terminated, malloc'ed).  NULL with errno set on failure;
+ *  files over 1 MiB are refused (EFBIG). */
+char *cli_read_text(const char *path);
+/** mkdir -p; 0 or -1 with errno set. */
+int cli_mkdirs(const char *path);
+/** dir + "/" + name into buf; -1 when it does not fit. */
+int cli_join(char *buf, size_t len, const char *dir, const char *name);
+
+#endif /* PK_CLI_COMMON_H */
