@@ -3,9 +3,6 @@
 #ifndef PK_OPENCL_INTERNAL_H
 #define PK_OPENCL_INTERNAL_H
 
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
 #include "internal.h"
 
 #ifndef CL_TARGET_OPENCL_VERSION

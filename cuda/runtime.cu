@@ -172,7 +172,7 @@ extern "C" pk_status pk_cuda_probe(pk_cuda_state *s, char *why, size_t why_len)
             ++nusable;
         } else if (first_problem[0] == '\0') {
             snprintf(first_problem, sizeof first_problem,
-                     "device %d (%s) has compute capability %d.%d, this build has kernels for "
+                     "device %d (%.128s) has compute capability %d.%d, this build has kernels for "
                      "%d.%d and newer (configure --with-cuda-arch)",
                      i, p.name, p.major, p.minor, s->min_arch / 10, s->min_arch % 10);
         }

@@ -22,7 +22,7 @@ struct pk_diffusion3d_plan {
     char reason[256];
     int fell_back;
     int uploaded;
-    size_t points;
+    size_t points = 0;
 };
 
 /* ---- validation ----------------------------------------------------------------------- */
@@ -33,7 +33,7 @@ static pk_status d3_validate(const pk_diffusion3d_params *p, pk_d3_desc *d, size
     PK_CHECK(p->ny >= 1, PK_ESIZE, "ny: must be >= 1, got %d", p->ny);
     PK_CHECK(p->nz >= 1, PK_ESIZE, "nz: must be >= 1, got %d", p->nz);
     PK_CHECK(p->count >= 0, PK_ESIZE, "count: must be >= 0, got %d", p->count);
-    size_t n, bytes;
+    size_t n = 0, bytes = 0;
     PK_CHECK(pk_mul3_size((size_t)p->nx, (size_t)p->ny, (size_t)p->nz, &n) == 0 &&
                  pk_mul3_size(n, sizeof(float), 2, &bytes) == 0,
              PK_EOVERFLOW, "field %d x %d x %d: two float buffers overflow size_t", p->nx, p->ny,
@@ -58,7 +58,7 @@ pk_status pk_diffusion3d_reference(const pk_diffusion3d_params *p, float *f)
 {
     pk_clear_error();
     pk_d3_desc d;
-    size_t n;
+    size_t n = 0;
     PK_TRY(d3_validate(p, &d, &n));
     PK_CHECK_NULL(f);
     if (p->count == 0) return PK_OK;
@@ -260,7 +260,7 @@ static pk_status d3_choose(pk_context *ctx, const pk_diffusion3d_params *p, cons
     pk_run_info_begin(info);
     PK_CHECK_NULL(ctx);
     pk_d3_desc desc;
-    size_t points;
+    size_t points = 0;
     PK_TRY(d3_validate(p, &desc, &points));
     if (full) PK_CHECK_NULL(f);
     d3_candidate cand[N_AUTO + 3];

@@ -26,6 +26,13 @@ extern "C" {
 #define PK_PRINTF(a, b)
 #endif
 
+/* Hot loops: clones for AVX-512 and AVX2 picked at load time (ifunc), baseline otherwise. */
+#if defined(PK_HAVE_TARGET_CLONES) && (defined(__x86_64__) || defined(__i386__))
+#define PK_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define PK_SIMD_CLONES
+#endif
+
 /* ---- errors --------------------------------------------------------------------------- */
 /** Record the detail for pk_last_error() on this thread and return `status`. */
 pk_status pk_fail(pk_status status, const char *fmt, ...) PK_PRINTF(2, 3);

@@ -423,8 +423,8 @@ pk_status pk_npy_read(const char *path, pk_array *a)
     PK_CHECK_NULL(a);
     memset(a, 0, sizeof *a);
     PK_CHECK_NULL(path);
-    unsigned char *buf;
-    size_t len;
+    unsigned char *buf = NULL;
+    size_t len = 0;
     PK_TRY(slurp(path, &buf, &len));
     npy_header h;
     pk_status s = npy_decode(buf, len, &h);
@@ -472,6 +472,7 @@ static size_t build_header(char *buf, size_t len, const dtype_info *t, int ndim,
 
 static int write_le(FILE *f, const unsigned char *p, size_t bytes, size_t width)
 {
+    if (bytes == 0) return 1; /* data may be NULL for an empty array */
     if (host_is_little_endian()) return fwrite(p, 1, bytes, f) == bytes;
     unsigned char tmp[65536]; /* a multiple of every width */
     while (bytes > 0) {

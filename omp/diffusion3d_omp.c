@@ -33,33 +33,41 @@ static int omp_threads(const pk_d3_desc *d)
 }
 
 /* ---- omp: the book's vectorised loop ---------------------------------------------------- */
-static void step_omp(const pk_d3_desc *d, const float *restrict f1, float *restrict f2, int nt)
+/* One row with the face clamps inside the simd loop, as the book's diffusion_ompvect. */
+PK_SIMD_CLONES
+static void row_clamped(const pk_d3_desc *d, const float *restrict f1, float *restrict f2, int y,
+                        int z)
 {
     const int nx = d->nx, ny = d->ny, nz = d->nz;
     const float cc = d->c[PK_D3_CC], cw = d->c[PK_D3_CW], ce = d->c[PK_D3_CE];
     const float cs = d->c[PK_D3_CS], cn = d->c[PK_D3_CN], cb = d->c[PK_D3_CB];
     const float ct = d->c[PK_D3_CT];
     const size_t sy = (size_t)nx, sz = (size_t)nx * (size_t)ny;
+    const size_t row = (size_t)z * sz + (size_t)y * sy;
+    const size_t dn = y == 0 ? 0 : sy, ds = y == ny - 1 ? 0 : sy;
+    const size_t db = z == 0 ? 0 : sz, dt = z == nz - 1 ? 0 : sz;
+#pragma omp simd
+    for (int x = 0; x < nx; ++x) {
+        const size_t c = row + (size_t)x;
+        const size_t w = x == 0 ? c : c - 1, e = x == nx - 1 ? c : c + 1;
+        f2[c] = cc * f1[c] + cw * f1[w] + ce * f1[e] + cs * f1[c + ds] + cn * f1[c - dn] +
+                cb * f1[c - db] + ct * f1[c + dt];
+    }
+}
+
+static void step_omp(const pk_d3_desc *d, const float *f1, float *f2, int nt)
+{
+    const int ny = d->ny, nz = d->nz;
 #pragma omp parallel for collapse(2) schedule(static) num_threads(nt)
     for (int z = 0; z < nz; ++z)
-        for (int y = 0; y < ny; ++y) {
-            const size_t row = (size_t)z * sz + (size_t)y * sy;
-            const size_t dn = y == 0 ? 0 : sy, ds = y == ny - 1 ? 0 : sy;
-            const size_t db = z == 0 ? 0 : sz, dt = z == nz - 1 ? 0 : sz;
-#pragma omp simd
-            for (int x = 0; x < nx; ++x) {
-                const size_t c = row + (size_t)x;
-                const size_t w = x == 0 ? c : c - 1, e = x == nx - 1 ? c : c + 1;
-                f2[c] = cc * f1[c] + cw * f1[w] + ce * f1[e] + cs * f1[c + ds] + cn * f1[c - dn] +
-                        cb * f1[c - db] + ct * f1[c + dt];
-            }
-        }
+        for (int y = 0; y < ny; ++y) row_clamped(d, f1, f2, y, z);
 }
 
 /* ---- one row with peeled edges (tiled and phalanx) -------------------------------------- */
 /* out[0..nx) = the stencil on row (y, z); out may be a private buffer or the target row. */
-static inline void row_peeled(const pk_d3_desc *d, const float *restrict f1, float *restrict out,
-                              int y, int z)
+PK_SIMD_CLONES
+static void row_peeled(const pk_d3_desc *d, const float *restrict f1, float *restrict out, int y,
+                       int z)
 {
     const int nx = d->nx, ny = d->ny, nz = d->nz;
     const float cc = d->c[PK_D3_CC], cw = d->c[PK_D3_CW], ce = d->c[PK_D3_CE];

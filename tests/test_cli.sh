@@ -1,0 +1,205 @@
+#!/bin/sh
+# test_cli.sh - TAP test of the command-line tools (portkern, portkern-probe): the contract of
+# DESIGN.md, exit codes included.  Runs from the build tree through libtool's wrappers;
+# tests/local.mk exports top_builddir and POCL_CACHE_DIR.  Small sizes keep it quick.
+
+: "${top_builddir:=.}"
+: "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
+export POCL_CACHE_DIR
+unset PORTKERN_BACKEND PORTKERN_DEVICE
+
+PK=$top_builddir/tools/portkern
+PROBE=$top_builddir/tools/portkern-probe
+T=$top_builddir/tests/tmp-cli.$$
+rm -rf "$T"
+mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
+trap 'rm -rf "$T"' EXIT
+
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import json' 2>/dev/null; then
+    have_py=yes
+else
+    have_py=no
+fi
+
+echo "1..37"
+n=0
+fails=0
+
+# result STATUS DESCRIPTION: STATUS 0 is a pass.
+result() {
+    n=$((n + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $n - $2"
+    else
+        echo "not ok $n - $2"
+        fails=$((fails + 1))
+    fi
+}
+
+skip() {
+    n=$((n + 1))
+    echo "ok $n - $1 # SKIP $2"
+}
+
+# expect CODE DESCRIPTION COMMAND...: the command exits with CODE; stdout in $T/out,
+# stderr in $T/err (shown as diagnostics on failure).
+expect() {
+    want=$1 desc=$2
+    shift 2
+    "$@" >"$T/out" 2>"$T/err"
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        echo "# exit status $got, expected $want: $*"
+        sed 's/^/# stderr: /' "$T/err" | head -n 20
+    fi
+    [ "$got" -eq "$want" ]
+    result $? "$desc"
+}
+
+# json_valid FILE: one JSON document.
+json_valid() {
+    if [ $have_py = yes ]; then
+        python3 -m json.tool "$1" >/dev/null
+    else
+        grep -q '^{' "$1" && grep -q '}$' "$1"
+    fi
+}
+
+# run_line_ok FILE: one line, a JSON object with the keys of the contract, verified equal.
+run_line_ok() {
+    [ "$(wc -l <"$1")" -eq 1 ] || return 1
+    if [ $have_py = yes ]; then
+        python3 - "$1" <<'EOF'
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+keys = ["kernel", "backend", "device", "variant", "nx", "ny", "nz", "count", "seconds",
+        "kernel_seconds", "transfer_seconds", "gpts_per_s", "gflop_per_s", "gb_per_s",
+        "bytes_model", "reason", "verify"]
+missing = [k for k in keys if k not in d]
+if missing:
+    sys.exit("missing keys: %s" % missing)
+v = d["verify"]
+if not (v["equal"] is True and v["num_failed"] == 0 and v["first_fail"] is None):
+    sys.exit("verify: %s" % v)
+if d["kernel"] != "diffusion3d" or (d["nx"], d["ny"], d["nz"]) != (24, 20, 18):
+    sys.exit("kernel or sizes: %s" % d)
+EOF
+    else
+        for k in kernel backend device variant nx ny nz count seconds kernel_seconds \
+            transfer_seconds gpts_per_s gflop_per_s gb_per_s bytes_model reason verify; do
+            grep -q "\"$k\":" "$1" || return 1
+        done
+        grep -q '"equal": true' "$1"
+    fi
+}
+
+# npy_file PATH DESCR SHAPE DATA-BYTES: a .npy 1.0 file written by hand (no NumPy needed),
+# its data DATA-BYTES zero bytes.
+npy_file() {
+    hdr="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
+    len=$((${#hdr} + 1))
+    pad=$(( (64 - (10 + len) % 64) % 64 ))
+    len=$((len + pad))
+    {
+        printf '\223NUMPY\001\000'
+        printf "\\$(printf %03o $((len % 256)))\\$(printf %03o $((len / 256)))"
+        printf '%s' "$hdr"
+        printf "%${pad}s\n" ""
+        head -c "$4" /dev/zero
+    } >"$1"
+}
+
+# ---- version, help, probe ----------------------------------------------------------------
+expect 0 "portkern --version" "$PK" --version
+grep -q '^portkern [0-9][0-9]*\.[0-9][0-9]*\.[0-9]' "$T/out"
+result $? "--version prints the library version"
+expect 0 "portkern run --help" "$PK" run --help
+
+expect 0 "portkern-probe (text, no bandwidth)" "$PROBE" --no-bandwidth
+cp "$T/out" "$T/probe.txt"
+grep -q '^serial: usable' "$T/probe.txt" && grep -q '^cuda: ' "$T/probe.txt" &&
+    grep -q '^opencl: ' "$T/probe.txt"
+result $? "probe text lists every backend"
+expect 0 "portkern-probe --json with bandwidth" "$PROBE" --json --bytes 4000000
+cp "$T/out" "$T/probe.json"
+json_valid "$T/probe.json" && grep -q '"bandwidth_gb_per_s": [0-9]' "$T/probe.json"
+result $? "probe --json is valid JSON with a measured bandwidth"
+
+# ---- gen, run ------------------------------------------------------------------------------
+SIZE="--nx 24 --ny 20 --nz 18"
+expect 0 "gen diffusion3d" "$PK" gen diffusion3d --out "$T/in" $SIZE --count 5
+[ -s "$T/in/f.npy" ] && json_valid "$T/in/params.json" &&
+    grep -q '"count": 5' "$T/in/params.json"
+result $? "gen writes f.npy and a valid params.json"
+
+expect 0 "run --backend serial --in --out --verify" \
+    "$PK" run diffusion3d --backend serial --in "$T/in" --out "$T/serial" --verify
+run_line_ok "$T/out"
+result $? "run prints one JSON line with the contract's keys, verified"
+grep -q '"count": 5' "$T/out"
+result $? "run takes count from params.json"
+expect 0 "run --backend openmp --in --out --verify" \
+    "$PK" run diffusion3d --backend openmp --threads 2 --in "$T/in" --out "$T/openmp" --verify
+run_line_ok "$T/out"
+result $? "openmp run line is complete and verified"
+if grep -q '^opencl: usable' "$T/probe.txt"; then
+    expect 0 "run --backend opencl --in --verify" \
+        "$PK" run diffusion3d --backend opencl --in "$T/in" --out "$T/opencl" --verify
+else
+    skip "run --backend opencl --in --verify" "opencl not usable here"
+fi
+expect 0 "run --count on the command line overrides params.json" \
+    "$PK" run diffusion3d --backend serial --in "$T/in" --count 2
+grep -q '"count": 2' "$T/out"
+result $? "the overriding count is used"
+expect 2 "run --in with --nx that contradicts f.npy: exit 2" \
+    "$PK" run diffusion3d --in "$T/in" --nx 25
+
+# ---- diff ----------------------------------------------------------------------------------
+expect 0 "diff serial vs openmp result: equal" "$PK" diff "$T/serial/f.npy" "$T/openmp/f.npy"
+expect 0 "diff --norm: equal" "$PK" diff --norm "$T/serial/f.npy" "$T/openmp/f.npy"
+expect 1 "diff input vs result: not equal (exit 1)" "$PK" diff "$T/in/f.npy" "$T/serial/f.npy"
+grep -q '^first failure: *\[[0-9]*, [0-9]*, [0-9]*\]' "$T/out"
+result $? "diff names the first failing multi-index"
+expect 2 "diff of a missing file: exit 2" "$PK" diff "$T/nope.npy" "$T/in/f.npy"
+"$PK" gen diffusion3d --out "$T/other" --nx 5 --ny 4 --nz 3 >/dev/null 2>&1
+expect 2 "diff shape mismatch: exit 2" "$PK" diff "$T/other/f.npy" "$T/in/f.npy"
+npy_file "$T/f64.npy" '<f8' '(2, 3)' 48
+expect 2 "diff dtype mismatch: exit 2" "$PK" diff "$T/f64.npy" "$T/other/f.npy"
+echo "not a numpy file" >"$T/garbage.npy"
+expect 2 "diff of a malformed file: exit 2" "$PK" diff "$T/garbage.npy" "$T/garbage.npy"
+npy_file "$T/c64.npy" '<c8' '(2,)' 16
+expect 0 "diff complex64 arrays: equal" "$PK" diff "$T/c64.npy" "$T/c64.npy"
+
+# ---- bad input -----------------------------------------------------------------------------
+expect 2 "unknown option: exit 2" "$PK" run diffusion3d --bogus 1
+grep -q -e '--bogus' "$T/err"
+result $? "the message names the unknown option"
+expect 2 "non-numeric --nx: exit 2" "$PK" run diffusion3d --nx 12abc
+expect 2 "--nx 0 is out of range: exit 2" "$PK" run diffusion3d --nx 0
+expect 2 "unknown backend: exit 2" "$PK" run diffusion3d --backend nosuch
+expect 2 "unknown variant: exit 2" "$PK" run diffusion3d --backend serial --variant nosuch \
+    --nx 4 --ny 4 --nz 4
+mkdir -p "$T/wrong"
+cp "$T/f64.npy" "$T/wrong/f.npy"
+expect 2 "run --in with a float64 f.npy: exit 2" "$PK" run diffusion3d --in "$T/wrong"
+grep -q 'wrong/f.npy: expected a float32' "$T/err"
+result $? "the message names the file and what was expected"
+
+# ---- bench ---------------------------------------------------------------------------------
+expect 0 "bench --size small --backends serial,openmp --reps 1 --json" \
+    "$PK" bench --size small --backends serial,openmp --reps 1 --json "$T/bench.json"
+if [ $have_py = yes ]; then
+    python3 - "$T/bench.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [r for r in d["rows"] if r["status"] == "ok"]
+assert rows and all(r["verified"] for r in rows), d["rows"]
+assert {"serial", "openmp"} <= {r["backend"] for r in rows}
+EOF
+else
+    json_valid "$T/bench.json" && grep -q '"verified": true' "$T/bench.json"
+fi
+result $? "bench --json is valid JSON with verified rows for serial and openmp"
+
+[ $fails -eq 0 ]

@@ -1,0 +1,51 @@
+#!/bin/sh
+# test_install.sh - install the library into a scratch prefix, then build and run a small
+# external program against it with nothing but `pkg-config --cflags --libs portkern`.
+echo "1..4"
+: "${top_builddir:=.}"
+tmp=`mktemp -d "${TMPDIR:-/tmp}/pk-install.XXXXXX"` || { echo "Bail out! mktemp"; exit 1; }
+trap 'rm -rf "$tmp"' EXIT
+prefix="$tmp/prefix"
+if ${MAKE:-make} -C "$top_builddir" install prefix="$prefix" >"$tmp/install.log" 2>&1; then
+  echo "ok 1 - make install into a scratch prefix"
+else
+  echo "not ok 1 - make install into a scratch prefix"; sed 's/^/# /' "$tmp/install.log" | tail -20
+  exit 1
+fi
+cat > "$tmp/user.c" <<'CEOF'
+#include <portkern.h>
+#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    enum { N = 12 };
+    static float f[N * N * N], ref[N * N * N];
+    pk_diffusion3d_params p;
+    pk_context *ctx;
+    pk_run_info info;
+    pk_diffusion3d_params_default(&p, N, N, N, 5);
+    pk_diffusion3d_field(N, N, N, 0.0, f);
+    memcpy(ref, f, sizeof f);
+    if (pk_context_create(&ctx, NULL) != PK_OK) return 2;
+    int s = pk_diffusion3d(ctx, &p, NULL, f, &info);
+    pk_diffusion3d_reference(&p, ref);
+    int d = pk_diff_f32(f, ref, N * N * N, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, NULL);
+    printf("portkern %s: ran %s/%s: %s\n", pk_version(), pk_backend_name(info.backend),
+           info.variant, d == PK_OK ? "equal to the reference" : pk_last_error());
+    pk_context_destroy(ctx);
+    return s == PK_OK && d == PK_OK ? 0 : 1;
+}
+CEOF
+PKG_CONFIG_PATH="$prefix/lib/pkgconfig"; export PKG_CONFIG_PATH
+flags=`pkg-config --cflags --libs portkern` && echo "ok 2 - pkg-config portkern: $flags" \
+  || { echo "not ok 2 - pkg-config portkern"; exit 1; }
+if ${CC:-cc} -o "$tmp/user" "$tmp/user.c" $flags >"$tmp/cc.log" 2>&1; then
+  echo "ok 3 - an external program compiles and links with pkg-config's flags only"
+else
+  echo "not ok 3 - an external program compiles and links"; sed 's/^/# /' "$tmp/cc.log"; exit 1
+fi
+if out=`LD_LIBRARY_PATH="$prefix/lib" "$tmp/user" 2>&1`; then
+  echo "ok 4 - it runs against the installed library: $out"
+else
+  echo "not ok 4 - it runs against the installed library"; echo "$out" | sed 's/^/# /'; exit 1
+fi
