@@ -84,7 +84,7 @@ static void diff_pair(diff_state *s, size_t i, double x, double y)
     double rel = half != 0.0 ? half / (0.5 * ref) : d / ref;
     if (d > s->r.max_abs_err) s->r.max_abs_err = d;
     if (rel > s->r.max_rel_err) s->r.max_rel_err = rel;
-    if (rel >= s->rtol) diff_fail(s, i);
+    if (rel > s->rtol) diff_fail(s, i);
 }
 
 static pk_status diff_begin(diff_state *s, const void *x, const void *y, size_t n, double rtol,

@@ -22,7 +22,7 @@ struct pk_diffusion3d_plan {
     char reason[256];
     int fell_back;
     int uploaded;
-    size_t points = 0;
+    size_t points;
 };
 
 /* ---- validation ----------------------------------------------------------------------- */

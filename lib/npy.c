@@ -497,7 +497,7 @@ pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t 
              PK_NPY_MAX_DIMS, ndim);
     PK_CHECK(shape != NULL || ndim == 0, PK_ENULL, "shape: must not be NULL when ndim = %d",
              ndim);
-    size_t count, bytes;
+    size_t count = 0, bytes = 0;
     PK_TRY(shape_bytes(t, ndim, shape, &count, &bytes));
     PK_CHECK(data != NULL || bytes == 0, PK_ENULL, "data: must not be NULL for %zu elements",
              count);

@@ -209,7 +209,7 @@ PK_API void pk_diffusion3d_plan_destroy(pk_diffusion3d_plan *plan);
 /* The differ (KERNELS.md section 6).                                                        */
 typedef struct pk_diff_report {
     size_t count;            /* elements compared */
-    size_t num_failed;       /* elements outside tolerance (element-wise mode) */
+    size_t num_failed;       /* elements outside the element-wise rule (filled in both modes) */
     size_t first_fail;       /* flat index of the first failure; (size_t)-1 when none */
     double max_rel_err;      /* over the pairs that were compared (not ignored) */
     double max_abs_err;
@@ -230,7 +230,7 @@ PK_API pk_status pk_diff_f64(const double *x, const double *y, size_t n, double 
 PK_API void pk_format_index(size_t flat, const size_t *shape, int ndim, char *buf, size_t len);
 
 /* ---------------------------------------------------------------------------------------- */
-/* .npy files (version 1.0/2.0, little-endian, C order).                                     */
+/* .npy files (read: version 1.0/2.0/3.0; write: 1.0; little-endian, C order).             */
 typedef enum pk_dtype {
     PK_DTYPE_F32 = 1,
     PK_DTYPE_F64 = 2,
@@ -251,7 +251,7 @@ typedef struct pk_array {
 } pk_array;
 
 PK_API size_t pk_dtype_size(pk_dtype dtype);
-PK_API const char *pk_dtype_descr(pk_dtype dtype); /* "<f4", ... */
+PK_API const char *pk_dtype_descr(pk_dtype dtype); /* "<f4", ...; NULL when unknown */
 /** Read a .npy file; on success a->data is malloc'ed (free with pk_array_free). */
 PK_API pk_status pk_npy_read(const char *path, pk_array *a);
 /** Parse a .npy image held in memory (what pk_npy_read does after reading the file). */
