@@ -18,6 +18,7 @@ static pk_status serial_device_info(void *state, int index, pk_device_info *info
 {
     pk_cpu_info(info);
     info->compute_units = 1; /* one thread */
+    pk_strlcpy(info->driver, "serial C99 reference", sizeof info->driver);
     return PK_OK;
 }
 

@@ -102,6 +102,7 @@ npy_file() {
     len=$((len + pad))
     {
         printf '\223NUMPY\001\000'
+        # shellcheck disable=SC2059 # the length bytes are octal escapes in the format
         printf "\\$(printf %03o $((len % 256)))\\$(printf %03o $((len / 256)))"
         printf '%s' "$hdr"
         printf "%${pad}s\n" ""
@@ -126,8 +127,7 @@ json_valid "$T/probe.json" && grep -q '"bandwidth_gb_per_s": [0-9]' "$T/probe.js
 result $? "probe --json is valid JSON with a measured bandwidth"
 
 # ---- gen, run ------------------------------------------------------------------------------
-SIZE="--nx 24 --ny 20 --nz 18"
-expect 0 "gen diffusion3d" "$PK" gen diffusion3d --out "$T/in" $SIZE --count 5
+expect 0 "gen diffusion3d" "$PK" gen diffusion3d --out "$T/in" --nx 24 --ny 20 --nz 18 --count 5
 [ -s "$T/in/f.npy" ] && json_valid "$T/in/params.json" &&
     grep -q '"count": 5' "$T/in/params.json"
 result $? "gen writes f.npy and a valid params.json"

@@ -4,8 +4,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <float.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,13 +14,13 @@
 
 /* ---- options ------------------------------------------------------------------------- */
 
-static void range_text(double min, double max, int is_int, char *buf, size_t len)
+/* Why v is outside [min, max], naming the bound it crosses. */
+static void range_text(double v, double min, double max, char *buf, size_t len)
 {
-    int no_max = is_int ? max >= (double)INT_MAX : max >= DBL_MAX;
-    if (no_max)
+    if (v < min)
         snprintf(buf, len, "must be >= %.17g", min);
     else
-        snprintf(buf, len, "must be between %.17g and %.17g", min, max);
+        snprintf(buf, len, "must be <= %.17g", max);
 }
 
 int cli_to_int(const char *s, double min, double max, int *out, char *why, size_t len)
@@ -43,7 +41,7 @@ int cli_to_int(const char *s, double min, double max, int *out, char *why, size_
         return -1;
     }
     if (errno == ERANGE || v < (long long)min || v > (long long)max) {
-        range_text(min, max, 1, range, sizeof range);
+        range_text((double)v, min, max, range, sizeof range);
         snprintf(why, len, "%s is out of range (%s)", s, range);
         return -1;
     }
@@ -72,7 +70,7 @@ int cli_to_double(const char *s, double min, double max, double *out, char *why,
         return -1;
     }
     if (v < min || v > max) {
-        range_text(min, max, 0, range, sizeof range);
+        range_text(v, min, max, range, sizeof range);
         snprintf(why, len, "%s is out of range (%s)", s, range);
         return -1;
     }

@@ -256,15 +256,66 @@ static void run_usage(FILE *f)
         "2 bad option, bad input file, or unknown backend/variant/device.\n");
 }
 
+/* The one JSON line of a run; rep is NULL without --verify. */
+static void run_print(const pk_diffusion3d_params *p, const pk_run_info *info,
+                      const pk_diff_report *rep, double rtol)
+{
+    double pts = (double)p->nx * p->ny * p->nz * p->count;
+    size_t shape[3] = {(size_t)p->nz, (size_t)p->ny, (size_t)p->nx};
+    char first[160];
+    cli_json j;
+    int k;
+
+    cj_init(&j, stdout, 0);
+    cj_open(&j, NULL, '{');
+    cj_str(&j, "kernel", "diffusion3d");
+    cj_str(&j, "backend", pk_backend_name(info->backend));
+    cj_str(&j, "device", info->device_name);
+    cj_int(&j, "device_index", info->device);
+    cj_str(&j, "variant", info->variant);
+    cj_int(&j, "nx", p->nx);
+    cj_int(&j, "ny", p->ny);
+    cj_int(&j, "nz", p->nz);
+    cj_int(&j, "count", p->count);
+    for (k = 0; k < 7; ++k)
+        cj_num(&j, coef_names[k], *(const double *)((const char *)p + coef_offsets[k]));
+    cj_num(&j, "seconds", info->wall_s);
+    cj_num(&j, "kernel_seconds", info->kernel_s);
+    cj_num(&j, "transfer_seconds", info->transfer_s);
+    cj_num(&j, "setup_seconds", info->setup_s);
+    cj_num(&j, "gpts_per_s", rate(pts / 1e9, info->kernel_s));
+    cj_num(&j, "gflop_per_s", rate(13 * pts / 1e9, info->kernel_s));
+    cj_num(&j, "gb_per_s", rate(8 * pts / 1e9, info->kernel_s));
+    cj_str(&j, "bytes_model", "8 B/pt (ideal: 1 read + 1 write)");
+    cj_bool(&j, "fell_back", info->fell_back);
+    cj_str(&j, "reason", info->reason);
+    if (rep) {
+        cj_open(&j, "verify", '{');
+        cj_bool(&j, "equal", rep->equal);
+        cj_num(&j, "rtol", rtol);
+        cj_num(&j, "max_rel_err", rep->max_rel_err);
+        cj_num(&j, "max_abs_err", rep->max_abs_err);
+        cj_int(&j, "num_failed", (long long)rep->num_failed);
+        if (rep->num_failed > 0 && rep->first_fail != (size_t)-1) {
+            pk_format_index(rep->first_fail, shape, 3, first, sizeof first);
+            cj_str(&j, "first_fail", first);
+        } else {
+            cj_null(&j, "first_fail");
+        }
+        cj_close(&j);
+    }
+    cj_close(&j);
+}
+
 static int cmd_run(int argc, char **argv)
 {
     const char *prog = "portkern run";
     d3_args a;
     const char *backend = NULL, *variant = NULL, *in = NULL, *out = NULL;
-    int device = -1, threads = 0, verify = 0, n = 0, npos, rc, k;
+    int device = -1, threads = 0, verify = 0, n = 0, npos, rc;
     double rtol = 1e-5;
     cli_opt opts[32];
-    char *pos[1], path[4096], first[160];
+    char *pos[1], path[4096];
     pk_context_options copt;
     pk_context *ctx = NULL;
     pk_diffusion3d_params p;
@@ -274,8 +325,6 @@ static int cmd_run(int argc, char **argv)
     float *own = NULL, *f, *ref = NULL;
     size_t npts;
     pk_status s;
-    cli_json j;
-    double pts;
 
     d3_args_init(&a);
     memset(&arr, 0, sizeof arr);
@@ -362,48 +411,9 @@ static int cmd_run(int argc, char **argv)
     if (out && (rc = write_field(prog, out, &a, f)))
         goto done;
 
-    pts = (double)npts * p.count;
-    cj_init(&j, stdout, 0);
-    cj_open(&j, NULL, '{');
-    cj_str(&j, "kernel", "diffusion3d");
-    cj_str(&j, "backend", pk_backend_name(info.backend));
-    cj_str(&j, "device", info.device_name);
-    cj_int(&j, "device_index", info.device);
-    cj_str(&j, "variant", info.variant);
-    cj_int(&j, "nx", p.nx);
-    cj_int(&j, "ny", p.ny);
-    cj_int(&j, "nz", p.nz);
-    cj_int(&j, "count", p.count);
-    for (k = 0; k < 7; ++k)
-        cj_num(&j, coef_names[k], *(const double *)((const char *)&p + coef_offsets[k]));
-    cj_num(&j, "seconds", info.wall_s);
-    cj_num(&j, "kernel_seconds", info.kernel_s);
-    cj_num(&j, "transfer_seconds", info.transfer_s);
-    cj_num(&j, "setup_seconds", info.setup_s);
-    cj_num(&j, "gpts_per_s", rate(pts / 1e9, info.kernel_s));
-    cj_num(&j, "gflop_per_s", rate(13 * pts / 1e9, info.kernel_s));
-    cj_num(&j, "gb_per_s", rate(8 * pts / 1e9, info.kernel_s));
-    cj_str(&j, "bytes_model", "8 B/pt (ideal: 1 read + 1 write)");
-    cj_bool(&j, "fell_back", info.fell_back);
-    cj_str(&j, "reason", info.reason);
-    if (verify) {
-        size_t shape[3] = {(size_t)p.nz, (size_t)p.ny, (size_t)p.nx};
-        cj_open(&j, "verify", '{');
-        cj_bool(&j, "equal", rep.equal);
-        cj_num(&j, "rtol", rtol);
-        cj_num(&j, "max_rel_err", rep.max_rel_err);
-        cj_num(&j, "max_abs_err", rep.max_abs_err);
-        cj_int(&j, "num_failed", (long long)rep.num_failed);
-        if (rep.num_failed > 0 && rep.first_fail != (size_t)-1) {
-            pk_format_index(rep.first_fail, shape, 3, first, sizeof first);
-            cj_str(&j, "first_fail", first);
-        } else {
-            cj_null(&j, "first_fail");
-        }
-        cj_close(&j);
+    run_print(&p, &info, verify ? &rep : NULL, rtol);
+    if (verify)
         rc = rep.equal ? CLI_EXIT_OK : CLI_EXIT_FAIL;
-    }
-    cj_close(&j);
 done:
     pk_context_destroy(ctx);
     pk_array_free(&arr);
@@ -491,7 +501,8 @@ static int cmd_gen(int argc, char **argv)
         if (!a.seen_nz) a.nz = size;
         if (!a.seen_count) a.count = count;
     }
-    if ((rc = scale_size(prog, "nx", &a.nx, scale)) || (rc = scale_size(prog, "ny", &a.ny, scale)) ||
+    if ((rc = scale_size(prog, "nx", &a.nx, scale)) ||
+        (rc = scale_size(prog, "ny", &a.ny, scale)) ||
         (rc = scale_size(prog, "nz", &a.nz, scale)))
         return rc;
     if (field_points(a.nx, a.ny, a.nz, &npts))
@@ -581,7 +592,7 @@ static int cmd_diff(int argc, char **argv)
 {
     const char *prog = "portkern diff";
     double rtol = 1e-5, zero = 1e-10;
-    int norm = 0, npos, rc, k, cplx;
+    int norm = 0, npos, rc, k, cplx, mode;
     cli_opt opts[8];
     char *pos[2], sa[256], sb[256], first[200];
     pk_array A, B;
@@ -637,12 +648,11 @@ static int cmd_diff(int argc, char **argv)
 
     cplx = A.dtype == PK_DTYPE_C64 || A.dtype == PK_DTYPE_C128;
     nreal = A.count * (cplx ? 2 : 1);
+    mode = norm ? PK_DIFF_NORM : PK_DIFF_ELEMENTWISE;
     if (A.dtype == PK_DTYPE_F32 || A.dtype == PK_DTYPE_C64)
-        s = pk_diff_f32(A.data, B.data, nreal, rtol, zero, norm ? PK_DIFF_NORM : PK_DIFF_ELEMENTWISE,
-                        &rep);
+        s = pk_diff_f32(A.data, B.data, nreal, rtol, zero, mode, &rep);
     else
-        s = pk_diff_f64(A.data, B.data, nreal, rtol, zero, norm ? PK_DIFF_NORM : PK_DIFF_ELEMENTWISE,
-                        &rep);
+        s = pk_diff_f64(A.data, B.data, nreal, rtol, zero, mode, &rep);
     if (s != PK_OK && s != PK_EMISMATCH) {
         rc = cli_lib_error(MAIN_PROG, s);
         goto done;
@@ -652,7 +662,8 @@ static int cmd_diff(int argc, char **argv)
            cplx ? " (real and imaginary parts compared separately)" : "");
     printf("mode:           %s, rtol %g, zero %g\n", norm ? "norm-wise" : "element-wise", rtol,
            zero);
-    printf("failed:         %zu%s\n", rep.num_failed, cplx ? " real components" : "");
+    printf("failed:         %zu of %zu%s%s\n", rep.num_failed, nreal,
+           cplx ? " real and imaginary parts" : "", norm ? " (element-wise, for information)" : "");
     if (rep.num_failed > 0 && rep.first_fail != (size_t)-1) {
         size_t elem = cplx ? rep.first_fail / 2 : rep.first_fail;
         if (A.ndim > 0)
@@ -695,10 +706,10 @@ static void bench_usage(FILE *f)
         "  --threads N       OpenMP threads (0: OpenMP's default)\n"
         "  --json FILE       also write the rows as JSON to FILE\n"
         "\n"
-        "Per backend: the copy bandwidth of its device is measured first (bytes read +\n"
-        "written per second).  Per variant: plan, upload the cosine field, one untimed\n"
-        "warm-up run (program builds), N timed runs of count steps with the field on the\n"
-        "device, download, compare with the serial reference after count*(N+1) steps\n"
+        "Per backend: the copy bandwidth of its device is measured before its first run\n"
+        "(bytes read + written per second).  Per variant: plan, upload the cosine field, one\n"
+        "untimed warm-up run (program builds), N timed runs of count steps with the field\n"
+        "on the device, download, compare with the serial reference after count*(N+1) steps\n"
         "(element-wise, rtol 1e-5).  GFlop/s counts 13 flop/point/step, GB/s 8 B/point/step\n"
         "(ideal: 1 read + 1 write); ratio = GB/s / measured bandwidth, i.e. points/s over\n"
         "bandwidth/8.\n"
