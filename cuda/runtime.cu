@@ -7,8 +7,10 @@
  *    PK_ENOBACKEND with a reason for portkern-probe, never an abort.
  *  - The probe asks the driver version first: with no driver cudaDriverGetVersion succeeds
  *    with 0 and cudaGetDeviceCount fails with cudaErrorInsufficientDriver (35), the same code
- *    a too-old driver gives; the version tells the two apart.  cudaGetDeviceCount leaves the
- *    count untouched on failure, hence the explicit 0.
+ *    a too-old driver gives; the version tells the two apart.  A driver too old for cudart to
+ *    bootstrap on also reads as version 0, so then the probe dlopens libcuda.so.1 itself: the
+ *    loader's dlerror() names a missing driver precisely, cuDriverGetVersion an old one.
+ *    cudaGetDeviceCount leaves the count untouched on failure, hence the explicit 0.
  *  - init only reads properties (cudaGetDeviceProperties); contexts are created lazily by the
  *    first allocation, so probing a machine with many GPUs stays cheap and does not pin
  *    memory on every GPU.
@@ -17,6 +19,7 @@
 
 #include <cuda_runtime.h>
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +78,33 @@ static void pk_why(char *why, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
+/* When cudart reports driver version 0, ask the loader: 0 = libcuda.so.1 cannot be opened
+ * (no driver; buf gets dlerror()), 1 = it opens and reports a version (a driver too old for
+ * cudart to bootstrap on; buf gets the version), 2 = it opens but reports no version.
+ * Loading libcuda creates no CUDA context. */
+static int pk_cuda_driver_diagnose(char *buf, size_t len)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *err = dlerror();
+        snprintf(buf, len, "%s", err ? err : "libcuda.so.1 cannot be loaded");
+        return 0;
+    }
+    int v = 0, found = 2;
+    typedef int (*get_version_fn)(int *);
+    get_version_fn fn = (get_version_fn)dlsym(h, "cuDriverGetVersion");
+    if (fn != NULL && fn(&v) == 0 && v > 0) {
+        char vs[16];
+        pk_cuda_version_str(v, vs, sizeof vs);
+        snprintf(buf, len, "libcuda.so.1 supports CUDA %s", vs);
+        found = 1;
+    } else {
+        snprintf(buf, len, "libcuda.so.1 loads but reports no driver version");
+    }
+    dlclose(h);
+    return found;
+}
+
 extern "C" pk_status pk_cuda_probe(pk_cuda_state *s, char *why, size_t why_len)
 {
     int dv = 0, rv = 0, n = 0;
@@ -103,11 +133,25 @@ extern "C" pk_status pk_cuda_probe(pk_cuda_state *s, char *why, size_t why_len)
         (void)cudaGetLastError();
         const char *en = cudaGetErrorName(e);
         if (dv == 0) {
-            /* cudart found no loadable libcuda.so.1: no driver, whatever the error code. */
-            pk_why(why, why_len,
-                   "no NVIDIA driver: libcuda.so.1 not found or not loadable "
-                   "(cudaDriverGetVersion: 0; cudaGetDeviceCount: %s (%d); CUDA runtime %s)",
-                   en, (int)e, rvs);
+            /* cudart got no version from a driver: either there is no libcuda.so.1, or one
+             * so old that cudart cannot even bootstrap on it.  Ask the loader ourselves. */
+            char drv[192];
+            const int diag = pk_cuda_driver_diagnose(drv, sizeof drv);
+            if (diag == 1)
+                pk_why(why, why_len,
+                       "NVIDIA driver too old for this CUDA runtime: %s, the library was built "
+                       "with runtime %s (cudaGetDeviceCount: %s (%d)); update the driver",
+                       drv, rvs, en, (int)e);
+            else if (diag == 2)
+                pk_why(why, why_len,
+                       "unusable NVIDIA driver: %s (cudaGetDeviceCount: %s (%d); CUDA runtime "
+                       "%s)",
+                       drv, en, (int)e, rvs);
+            else
+                pk_why(why, why_len,
+                       "no NVIDIA driver: %s (cudaDriverGetVersion: 0; cudaGetDeviceCount: "
+                       "%s (%d); CUDA runtime %s)",
+                       drv, en, (int)e, rvs);
         } else if (e == cudaErrorInsufficientDriver) {
             pk_why(why, why_len,
                    "NVIDIA driver too old for this CUDA runtime: the driver supports CUDA %s, "
@@ -142,7 +186,7 @@ extern "C" pk_status pk_cuda_probe(pk_cuda_state *s, char *why, size_t why_len)
     s->count = n;
 
     int nusable = 0;
-    char first_problem[256] = "";
+    char first_problem[320] = "";
     for (int i = 0; i < n; ++i) {
         pk_device_info *d = &s->devices[i];
         d->backend = PK_BACKEND_CUDA;
