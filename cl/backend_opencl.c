@@ -579,7 +579,7 @@ pk_status pk_cl_program_get(pk_cl_state *st, pk_cl_device *d, const char *source
     PK_CHECK(entry != NULL, PK_ENOMEM, "out of host memory for an OpenCL program");
 
     char key[1400], path[1100];
-    int use_cache = st->cache_on && cache_dir_private(st);
+    int use_cache = st->cache_on;
     if (use_cache) {
         n = snprintf(key, sizeof key,
                      "portkern %s clcache %u\nsource %s %s%s\noptions %s\nplatform %s | %s\n"
@@ -592,7 +592,7 @@ pk_status pk_cl_program_get(pk_cl_state *st, pk_cl_device *d, const char *source
         use_cache = n > 0 && (size_t)n < sizeof key && m > 0 && (size_t)m < sizeof path;
     }
     cl_program prog = NULL;
-    if (use_cache) {
+    if (use_cache && cache_dir_private(st)) {
         size_t len = 0;
         int bad = 0;
         unsigned char *bin = cache_read(path, key, &len, &bad);

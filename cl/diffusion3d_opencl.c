@@ -2,10 +2,10 @@
  * kernel object per direction (f1 -> f2 and back), so a run of `count` steps is `count`
  * enqueues with no host copies and no argument changes in between.
  *
- * Kernel choice (PORTKERN_CL_D3_SCHEME=point|zmarch overrides it):
- *  - CPUs: pk_d3_point, one point per work-item, work-groups of 256 items spanning x first
- *    (PoCL vectorises along x, and specialises each kernel per local size, so the local sizes
- *    are a fixed set of five);
+ * Kernel choice (PORTKERN_CL_D3_SCHEME=xvec|zmarch overrides it):
+ *  - CPUs: pk_d3_xvec, 16 points of a row per work-item in a float16, 4 planes deep,
+ *    work-groups of 256 items (bands of rows, as many items along x as the rows need: a
+ *    fixed set of five local sizes, since PoCL compiles each kernel once per local size);
  *  - other devices: pk_d3_zmarch, 2.5-D blocking, (32, 8) columns per work-group, each
  *    marching through a slab of planes; slabs are as thick as filling the device allows.
  */
@@ -14,6 +14,7 @@
 #include "cl/diffusion3d_cl.h" /* generated in the build tree */
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,16 +42,19 @@ void pk_cl_d3_destroy(void *impl)
     free(p);
 }
 
-/* Arguments after (src, dst): nx, ny, nz, [zb,] cc, cw, ce, cs, cn, cb, ct. */
+/* Planes per work-item of pk_d3_xvec, a build option (see diffusion3d.cl). */
+#define PK_XVEC_ZB 4
+
+/* Arguments: (src, dst, nx, ny, nz, [zb: pk_d3_zmarch only,] cc, cw, ce, cs, cn, cb, ct). */
 static cl_int set_args(cl_kernel k, cl_mem src, cl_mem dst, const pk_d3_desc *d, int zmarch,
                        cl_int zb)
 {
-    cl_int dims[3] = {d->nx, d->ny, d->nz};
+    cl_int ints[4] = {d->nx, d->ny, d->nz, zb};
     cl_uint a = 0;
     cl_int err = clSetKernelArg(k, a++, sizeof src, &src);
     err |= clSetKernelArg(k, a++, sizeof dst, &dst);
-    for (int i = 0; i < 3; ++i) err |= clSetKernelArg(k, a++, sizeof(cl_int), &dims[i]);
-    if (zmarch) err |= clSetKernelArg(k, a++, sizeof zb, &zb);
+    for (int i = 0; i < (zmarch ? 4 : 3); ++i)
+        err |= clSetKernelArg(k, a++, sizeof(cl_int), &ints[i]);
     for (int i = 0; i < 7; ++i) err |= clSetKernelArg(k, a++, sizeof(cl_float), &d->c[i]);
     return err;
 }
@@ -80,14 +84,16 @@ pk_status pk_cl_d3_create(void *state, int device, const pk_d3_desc *desc, void 
     const char *scheme = pk_getenv("PORTKERN_CL_D3_SCHEME");
     int zmarch = dev->type != PK_DEVICE_CPU;
     if (scheme) {
-        PK_CHECK(!strcmp(scheme, "point") || !strcmp(scheme, "zmarch"), PK_EINVAL,
-                 "PORTKERN_CL_D3_SCHEME: expected 'point' or 'zmarch', got '%s'", scheme);
+        PK_CHECK(!strcmp(scheme, "xvec") || !strcmp(scheme, "zmarch"), PK_EINVAL,
+                 "PORTKERN_CL_D3_SCHEME: expected 'xvec' or 'zmarch', got '%s'", scheme);
         zmarch = !strcmp(scheme, "zmarch");
     }
     /* Indices stay 32-bit (cheaper on GPUs) unless a point index could overflow them. */
+    char defines[64];
+    snprintf(defines, sizeof defines, "-DPK_XVEC_ZB=%d%s", PK_XVEC_ZB,
+             points > INT_MAX ? " -DPK_IDX=long" : "");
     PK_TRY(pk_cl_program_get(st, dev, "diffusion3d", pk_cl_src_diffusion3d,
-                             pk_cl_hash_diffusion3d, points > INT_MAX ? "-DPK_IDX=long" : "",
-                             &prog));
+                             pk_cl_hash_diffusion3d, defines, &prog));
 
     pk_cl_d3 *p = calloc(1, sizeof *p);
     PK_CHECK(p != NULL, PK_ENOMEM, "out of host memory for an OpenCL diffusion3d plan");
@@ -98,7 +104,7 @@ pk_status pk_cl_d3_create(void *state, int device, const pk_d3_desc *desc, void 
 
     pk_status s = PK_OK;
     cl_int err = CL_SUCCESS;
-    const char *kname = zmarch ? "pk_d3_zmarch" : "pk_d3_point";
+    const char *kname = zmarch ? "pk_d3_zmarch" : "pk_d3_xvec";
     for (int i = 0; i < 2 && err == CL_SUCCESS; ++i) p->step[i] = clCreateKernel(prog, kname, &err);
     if (err != CL_SUCCESS) {
         s = pk_cl_fail(err, "clCreateKernel", "%s on '%s'", kname, dev->name);
@@ -120,34 +126,37 @@ pk_status pk_cl_d3_create(void *state, int device, const pk_d3_desc *desc, void 
         s = pk_cl_fail(err, "clGetKernelWorkGroupInfo", "%s on '%s'", kname, dev->name);
         goto fail;
     }
-    size_t lx, ly;
-    cl_int zb = desc->nz;
+    size_t lx, ly, xitems = (size_t)desc->nx;
+    cl_int zb;
     if (zmarch) {
         lx = 32;
         ly = 8;
+        /* Enough columns x slabs to give every compute unit 2048 work-items. */
+        size_t want = (size_t)(dev->compute_units > 0 ? dev->compute_units : 1) * 2048;
+        size_t cols = (size_t)desc->nx * (size_t)desc->ny;
+        size_t parts = (want + cols - 1) / cols;
+        if (parts > (size_t)desc->nz) parts = (size_t)desc->nz;
+        zb = (cl_int)(((size_t)desc->nz + parts - 1) / parts);
     } else {
-        /* 256 items, as many along x as the rows have. */
-        lx = 256;
-        while (lx > 16 && (size_t)desc->nx < lx) lx /= 2;
+        xitems = ((size_t)desc->nx + 15) / 16;
+        lx = 16;
+        while (lx > 1 && xitems <= lx / 2) lx /= 2;
         ly = 256 / lx;
+        zb = PK_XVEC_ZB;
     }
     while (lx * ly > max_wg && ly > 1) ly /= 2;
     while (lx * ly > max_wg && lx > 1) lx /= 2;
     p->local[0] = lx;
     p->local[1] = ly;
     p->local[2] = 1;
-    p->global[0] = round_up((size_t)desc->nx, lx);
-    p->global[1] = round_up((size_t)desc->ny, ly);
+    size_t slabs = ((size_t)desc->nz + (size_t)zb - 1) / (size_t)zb;
+    p->global[0] = round_up(xitems, lx);
     if (zmarch) {
-        /* Enough columns x slabs to give every compute unit 2048 work-items. */
-        size_t want = (size_t)(dev->compute_units > 0 ? dev->compute_units : 1) * 2048;
-        size_t cols = (size_t)desc->nx * (size_t)desc->ny;
-        size_t slabs = (want + cols - 1) / cols;
-        if (slabs > (size_t)desc->nz) slabs = (size_t)desc->nz;
-        zb = (cl_int)(((size_t)desc->nz + slabs - 1) / slabs);
-        p->global[2] = ((size_t)desc->nz + (size_t)zb - 1) / (size_t)zb;
-    } else {
-        p->global[2] = (size_t)desc->nz;
+        p->global[1] = round_up((size_t)desc->ny, ly);
+        p->global[2] = slabs;
+    } else { /* one band of ly rows per work-group; dimension 2 is (band, slab) */
+        p->global[1] = ly;
+        p->global[2] = ((size_t)desc->ny + ly - 1) / ly * slabs;
     }
     err = set_args(p->step[0], p->buf[0], p->buf[1], desc, zmarch, zb);
     err |= set_args(p->step[1], p->buf[1], p->buf[0], desc, zmarch, zb);

@@ -57,12 +57,14 @@ static void d3_check_reference(const char *variant, int nx, int ny, int nz, int 
     memcpy(ref, f, n * sizeof(float));
     pk_run_info info;
     int s = pk_diffusion3d(d3_ctx, &p, variant, f, &info);
+    char err[512];
+    snprintf(err, sizeof err, "%s", pk_last_error());
     pk_diffusion3d_reference(&p, ref);
     pk_diff_report r;
     int d = s == PK_OK ? pk_diff_f32(f, ref, n, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, &r) : -1;
     ok(s == PK_OK && d == PK_OK && info.backend == d3_backend && strcmp(info.variant, variant) == 0,
        "%s %dx%dx%d count %d matches the reference (status %s%s%s, max rel %.2e, %zu failed)",
-       variant, nx, ny, nz, count, pk_status_name(s), s ? ": " : "", s ? pk_last_error() : "",
+       variant, nx, ny, nz, count, pk_status_name(s), s ? ": " : "", s ? err : "",
        s == PK_OK ? r.max_rel_err : -1.0, s == PK_OK ? r.num_failed : (size_t)0);
     free(f);
     free(ref);

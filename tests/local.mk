@@ -33,7 +33,7 @@ tests_test_d3_serial_LDADD = libportkern.la
 tests_test_d3_openmp_LDADD = libportkern.la
 tests_test_d3_opencl_LDADD = libportkern.la
 tests_test_d3_cuda_LDADD = libportkern.la
-# The cache test drives the OpenCL backend's internals through the library's test hooks.
+# The cache test is black-box: public API and environment variables only.
 tests_test_clcache_LDADD = libportkern.la
 
 clean-local:

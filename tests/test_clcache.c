@@ -230,11 +230,14 @@ static void foreign_key(unsigned char *buf, size_t *len)
 
 int main(void)
 {
-    const char *base = access("tests", W_OK) == 0 ? "tests/tmp-clcache-XXXXXX"
-                                                  : "/tmp/portkern-clcache-XXXXXX";
-    snprintf(root, sizeof root, "%s", base);
+    /* Absolute: XDG_CACHE_HOME is ignored when relative, as the XDG spec says. */
+    char cwd[400];
+    if (access("tests", W_OK) == 0 && getcwd(cwd, sizeof cwd))
+        snprintf(root, sizeof root, "%s/tests/tmp-clcache-XXXXXX", cwd);
+    else
+        snprintf(root, sizeof root, "/tmp/portkern-clcache-XXXXXX");
     if (!mkdtemp(root)) {
-        printf("Bail out! cannot create a temporary directory from %s\n", base);
+        printf("Bail out! cannot create a temporary directory %s\n", root);
         return 1;
     }
     char dir[600], path[1024];

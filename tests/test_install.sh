@@ -1,17 +1,22 @@
 #!/bin/sh
-# test_install.sh - install the library into a scratch prefix, then build and run a small
-# external program against it with nothing but `pkg-config --cflags --libs portkern`.
+# test_install.sh - install the library into a scratch root (make install DESTDIR=...), then
+# build and run a small external program against it with nothing but
+# `pkg-config --cflags --libs portkern` (PKG_CONFIG_SYSROOT_DIR maps the configured prefix
+# into the scratch root, as for a staged install).
 echo "1..4"
 : "${top_builddir:=.}"
 tmp=`mktemp -d "${TMPDIR:-/tmp}/pk-install.XXXXXX"` || { echo "Bail out! mktemp"; exit 1; }
 trap 'rm -rf "$tmp"' EXIT
-prefix="$tmp/prefix"
-if ${MAKE:-make} -C "$top_builddir" install prefix="$prefix" >"$tmp/install.log" 2>&1; then
-  echo "ok 1 - make install into a scratch prefix"
+root="$tmp/root"
+if ${MAKE:-make} -C "$top_builddir" install DESTDIR="$root" >"$tmp/install.log" 2>&1; then
+  echo "ok 1 - make install DESTDIR=<scratch root>"
 else
-  echo "not ok 1 - make install into a scratch prefix"; sed 's/^/# /' "$tmp/install.log" | tail -20
+  echo "not ok 1 - make install DESTDIR=<scratch root>"; sed 's/^/# /' "$tmp/install.log" | tail -20
   exit 1
 fi
+pc=`find "$root" -name portkern.pc | head -n 1`
+libdir=`find "$root" -name 'libportkern.so*' | head -n 1`
+libdir=`dirname "$libdir"`
 cat > "$tmp/user.c" <<'CEOF'
 #include <portkern.h>
 #include <stdio.h>
@@ -36,7 +41,8 @@ int main(void)
     return s == PK_OK && d == PK_OK ? 0 : 1;
 }
 CEOF
-PKG_CONFIG_PATH="$prefix/lib/pkgconfig"; export PKG_CONFIG_PATH
+PKG_CONFIG_PATH=`dirname "$pc"`; PKG_CONFIG_SYSROOT_DIR="$root"
+export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
 flags=`pkg-config --cflags --libs portkern` && echo "ok 2 - pkg-config portkern: $flags" \
   || { echo "not ok 2 - pkg-config portkern"; exit 1; }
 if ${CC:-cc} -o "$tmp/user" "$tmp/user.c" $flags >"$tmp/cc.log" 2>&1; then
@@ -44,7 +50,7 @@ if ${CC:-cc} -o "$tmp/user" "$tmp/user.c" $flags >"$tmp/cc.log" 2>&1; then
 else
   echo "not ok 3 - an external program compiles and links"; sed 's/^/# /' "$tmp/cc.log"; exit 1
 fi
-if out=`LD_LIBRARY_PATH="$prefix/lib" "$tmp/user" 2>&1`; then
+if out=`LD_LIBRARY_PATH="$libdir" "$tmp/user" 2>&1`; then
   echo "ok 4 - it runs against the installed library: $out"
 else
   echo "not ok 4 - it runs against the installed library"; echo "$out" | sed 's/^/# /'; exit 1
