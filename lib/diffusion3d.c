@@ -124,6 +124,7 @@ void pk_d3_host_destroy(void *impl)
     pk_free_aligned(h->f1);
     pk_free_aligned(h->f2);
     free(h->cpu_of_slot);
+    pk_free_aligned(h->scratch);
     free(h);
 }
 

@@ -3,6 +3,7 @@
  *   omp          collapse(z, y) + simd x with clamped indices (the book's ompvect step);
  *   omp-tiled    y-blocked rows, x edges peeled so the interior loop is branch-free simd,
  *                streaming stores when the field does not fit in the last-level cache;
+ *   omp-tb       temporal blocking: several steps per pass over memory (past the roof);
  *   omp-phalanx  the Hyper-Thread Phalanx: threads pinned per core, the SMT siblings of a
  *                core take adjacent z columns at the same y (their z neighbours are each
  *                other's rows, shared in L1/L2), work partitioned by hand, no omp for.
@@ -63,20 +64,18 @@ static void step_omp(const pk_d3_desc *d, const float *f1, float *f2, int nt)
         for (int y = 0; y < ny; ++y) row_clamped(d, f1, f2, y, z);
 }
 
-/* ---- one row with peeled edges (tiled and phalanx) -------------------------------------- */
-/* out[0..nx) = the stencil on row (y, z); out may be a private buffer or the target row. */
+/* ---- one row with peeled edges (tiled, phalanx, temporal blocking) --------------------- */
+/* out[0..nx) = the stencil on one row given its centre row c and the rows n, s, b, t (each
+ * already clamped to c at a face); out may be a private buffer or the target row. */
 PK_SIMD_CLONES
-static void row_peeled(const pk_d3_desc *d, const float *restrict f1, float *restrict out, int y,
-                       int z)
+static void row_kernel(const pk_d3_desc *d, const float *restrict c, const float *restrict n,
+                       const float *restrict s, const float *restrict b, const float *restrict t,
+                       float *restrict out)
 {
-    const int nx = d->nx, ny = d->ny, nz = d->nz;
+    const int nx = d->nx;
     const float cc = d->c[PK_D3_CC], cw = d->c[PK_D3_CW], ce = d->c[PK_D3_CE];
     const float cs = d->c[PK_D3_CS], cn = d->c[PK_D3_CN], cb = d->c[PK_D3_CB];
     const float ct = d->c[PK_D3_CT];
-    const size_t sy = (size_t)nx, sz = (size_t)nx * (size_t)ny;
-    const float *c = f1 + (size_t)z * sz + (size_t)y * sy;
-    const float *n = y == 0 ? c : c - sy, *s = y == ny - 1 ? c : c + sy;
-    const float *b = z == 0 ? c : c - sz, *t = z == nz - 1 ? c : c + sz;
     if (nx == 1) {
         out[0] = cc * c[0] + cw * c[0] + ce * c[0] + cs * s[0] + cn * n[0] + cb * b[0] + ct * t[0];
         return;
@@ -88,6 +87,22 @@ static void row_peeled(const pk_d3_desc *d, const float *restrict f1, float *res
                  ct * t[x];
     const int l = nx - 1;
     out[l] = cc * c[l] + cw * c[l - 1] + ce * c[l] + cs * s[l] + cn * n[l] + cb * b[l] + ct * t[l];
+}
+
+/* The stencil on row (y, z) of the field f1. */
+static inline void row_peeled(const pk_d3_desc *d, const float *f1, float *out, int y, int z)
+{
+    const size_t sy = (size_t)d->nx, sz = (size_t)d->nx * (size_t)d->ny;
+    const float *c = f1 + (size_t)z * sz + (size_t)y * sy;
+    row_kernel(d, c, y == 0 ? c : c - sy, y == d->ny - 1 ? c : c + sy, z == 0 ? c : c - sz,
+               z == d->nz - 1 ? c : c + sz, out);
+}
+
+/* Ask for the row two planes ahead: a single core keeps too few misses in flight on its own
+ * to saturate memory with the one new stream (the t row) that a z-march brings in. */
+static inline void prefetch_row(const float *row, int nx)
+{
+    for (int x = 0; x < nx; x += 16) __builtin_prefetch(row + x, 0, 3);
 }
 
 /* Copy a finished row to memory with streaming stores: the target is not read again in this
@@ -108,7 +123,9 @@ static inline void row_stream(float *restrict dst, const float *restrict src, in
 static inline void row_store(const pk_d3_desc *d, const float *f1, float *f2, float *buf,
                              int stream, int y, int z)
 {
-    float *dst = f2 + ((size_t)z * d->ny + (size_t)y) * (size_t)d->nx;
+    const size_t plane = (size_t)d->nx * (size_t)d->ny;
+    float *dst = f2 + (size_t)z * plane + (size_t)y * (size_t)d->nx;
+    if (z + 2 < d->nz) prefetch_row(f1 + (size_t)(z + 2) * plane + (size_t)y * (size_t)d->nx, d->nx);
     if (stream) {
         row_peeled(d, f1, buf, y, z);
         row_stream(dst, buf, d->nx);
@@ -240,11 +257,119 @@ static int *phalanx_cpu_map(int nt, int *threads_per_core)
     return map;
 }
 
+/* ---- omp-tb: temporal blocking --------------------------------------------------------- */
+/* D3_TB_DEPTH steps per pass over memory (2.5D wavefront): a thread takes a block of y rows
+ * and marches along z; step k of the block lives in a ring of three planes (rows widened by
+ * the halo the later steps need, recomputed rather than exchanged), step k at plane z is
+ * computed as soon as step k-1 has planes z-1..z+1.  Only the input is read and only the
+ * last step is written: 8 bytes per point per D3_TB_DEPTH steps. */
+#define D3_TB_DEPTH 4
+#define D3_TB_YBLOCK 64
+
+typedef struct tb_ring {
+    float *plane[3];
+    int ylo, yhi; /* rows [ylo, yhi) are kept */
+} tb_ring;
+
+/* Row y of plane z of step k (k = 0: the input field). */
+static inline const float *tb_row(const pk_d3_desc *d, const float *in, const tb_ring *ring,
+                                  int k, int y, int z)
+{
+    if (k == 0) return in + ((size_t)z * (size_t)d->ny + (size_t)y) * (size_t)d->nx;
+    const tb_ring *r = &ring[k];
+    return r->plane[z % 3] + (size_t)(y - r->ylo) * (size_t)d->nx;
+}
+
+static void tb_block(const pk_d3_desc *d, const float *in, float *out, tb_ring *ring, float *buf,
+                     int stream, int y0, int y1)
+{
+    const int T = D3_TB_DEPTH, ny = d->ny, nz = d->nz, nx = d->nx;
+    const size_t plane = (size_t)nx * (size_t)ny;
+    for (int k = 1; k < T; ++k) {
+        ring[k].ylo = y0 - (T - k) > 0 ? y0 - (T - k) : 0;
+        ring[k].yhi = y1 + (T - k) < ny ? y1 + (T - k) : ny;
+    }
+    for (int zz = 0; zz < nz + T - 1; ++zz) {
+        if (zz + 2 < nz) {
+            const int plo = y0 - (T - 1) > 0 ? y0 - (T - 1) : 0;
+            const int phi = y1 + (T - 1) < ny ? y1 + (T - 1) : ny;
+            for (int y = plo; y < phi; ++y)
+                prefetch_row(in + (size_t)(zz + 2) * plane + (size_t)y * nx, nx);
+        }
+        for (int k = 1; k <= T; ++k) {
+            const int z = zz - (k - 1);
+            if (z < 0 || z >= nz) continue;
+            const int lo = k < T ? ring[k].ylo : y0, hi = k < T ? ring[k].yhi : y1;
+            for (int y = lo; y < hi; ++y) {
+                const float *c = tb_row(d, in, ring, k - 1, y, z);
+                const float *n = y == 0 ? c : tb_row(d, in, ring, k - 1, y - 1, z);
+                const float *s = y == ny - 1 ? c : tb_row(d, in, ring, k - 1, y + 1, z);
+                const float *b = z == 0 ? c : tb_row(d, in, ring, k - 1, y, z - 1);
+                const float *t = z == nz - 1 ? c : tb_row(d, in, ring, k - 1, y, z + 1);
+                if (k < T) {
+                    row_kernel(d, c, n, s, b, t, (float *)tb_row(d, in, ring, k, y, z));
+                } else {
+                    float *dst = out + (size_t)z * plane + (size_t)y * nx;
+                    if (stream) {
+                        row_kernel(d, c, n, s, b, t, buf);
+                        row_stream(dst, buf, nx);
+                    } else {
+                        row_kernel(d, c, n, s, b, t, dst);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Per-thread scratch of the temporal blocking: rings of steps 1..T-1 and one stream row. */
+static size_t tb_scratch_floats(const pk_d3_desc *d)
+{
+    const size_t ring_rows = (size_t)D3_TB_YBLOCK + 2 * (D3_TB_DEPTH - 1);
+    return ((size_t)(D3_TB_DEPTH - 1) * 3 * ring_rows + 1) * (size_t)d->nx + 16;
+}
+
+static void steps_tb(pk_d3_host_plan *h, int count)
+{
+    const pk_d3_desc *d = &h->d;
+    const int T = D3_TB_DEPTH, nyb = (d->ny + D3_TB_YBLOCK - 1) / D3_TB_YBLOCK;
+    const int passes = count / T, rest = count % T, nt = h->nt;
+    const size_t ring_rows = (size_t)D3_TB_YBLOCK + 2 * (T - 1), per = tb_scratch_floats(d);
+    float *f1 = h->cur, *f2 = h->cur == h->f1 ? h->f2 : h->f1;
+#pragma omp parallel num_threads(nt)
+    {
+#ifdef PK_HAVE_OPENMP
+        float *work = h->scratch + per * (size_t)omp_get_thread_num();
+#else
+        float *work = h->scratch;
+#endif
+        tb_ring ring[D3_TB_DEPTH];
+        for (int k = 1; k < T; ++k)
+            for (int i = 0; i < 3; ++i)
+                ring[k].plane[i] = work + ((size_t)(k - 1) * 3 + i) * ring_rows * (size_t)d->nx;
+        float *buf = work + (size_t)(T - 1) * 3 * ring_rows * (size_t)d->nx;
+        for (int p = 0; p < passes; ++p) {
+            const float *src = (p & 1) ? f2 : f1;
+            float *dst = (p & 1) ? f1 : f2;
+#pragma omp for schedule(dynamic, 1)
+            for (int yb = 0; yb < nyb; ++yb) {
+                const int y0 = yb * D3_TB_YBLOCK;
+                const int y1 = y0 + D3_TB_YBLOCK < d->ny ? y0 + D3_TB_YBLOCK : d->ny;
+                tb_block(d, src, dst, ring, buf, h->stream, y0, y1);
+            }
+            stream_fence(h->stream); /* before the implicit barrier of the omp for ends */
+        }
+    }
+    if (passes & 1) h->cur = f2;
+    if (rest) steps_tiled(h, rest, nt); /* the remainder: single sweeps */
+}
+
 /* ---- the backend entry points ----------------------------------------------------------- */
 static int d3_variant_id(const char *v)
 {
     if (strcmp(v, "omp-tiled") == 0) return 1;
     if (strcmp(v, "omp-phalanx") == 0) return 2;
+    if (strcmp(v, "omp-tb") == 0) return 3;
     return 0;
 }
 
@@ -257,6 +382,16 @@ pk_status pk_omp_d3_create(void *state, int device, const pk_d3_desc *desc, void
     long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (llc <= 0) llc = 32L << 20;
     h->stream = 2.0 * (double)h->n * sizeof(float) > (double)llc && desc->nx >= 16;
+    h->nt = nt;
+    if (d3_variant_id(h->variant) == 3) {
+        size_t per = tb_scratch_floats(desc), total;
+        if (pk_mul3_size(per, (size_t)nt, sizeof(float), &total) != 0 ||
+            !(h->scratch = pk_alloc_aligned(total))) {
+            pk_d3_host_destroy(h);
+            return pk_fail(PK_ENOMEM, "omp-tb: cannot allocate %d x %zu floats of ring buffers", nt,
+                           per);
+        }
+    }
     if (d3_variant_id(h->variant) == 2) {
         h->threads_per_core = 1;
         h->cpu_of_slot = phalanx_cpu_map(nt, &h->threads_per_core);
@@ -273,6 +408,7 @@ pk_status pk_omp_d3_run(void *impl, int count, double *seconds)
     switch (d3_variant_id(h->variant)) {
     case 1: steps_tiled(h, count, nt); break;
     case 2: steps_phalanx(h, count, nt); break;
+    case 3: steps_tb(h, count); break;
     default:
         for (int it = 0; it < count; ++it) {
             float *other = h->cur == h->f1 ? h->f2 : h->f1;
