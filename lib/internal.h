@@ -111,7 +111,8 @@ pk_status pk_d3_host_download(void *impl, float *f, double *seconds);
 void pk_d3_host_destroy(void *impl);
 
 /* ---- the backend table ---------------------------------------------------------------- */
-typedef struct pk_backend_ops {
+typedef struct pk_backend_ops pk_backend_ops;
+struct pk_backend_ops {
     pk_backend_id id;
     const char *name;
     /* Probe the backend for a context.  On failure return a status and write the reason
@@ -129,7 +130,7 @@ typedef struct pk_backend_ops {
     pk_status (*d3_run)(void *impl, int count, double *kernel_seconds);
     pk_status (*d3_download)(void *impl, float *f, double *seconds);
     void (*d3_destroy)(void *impl);
-} pk_backend_ops;
+};
 
 extern const pk_backend_ops pk_backend_serial;
 extern const pk_backend_ops pk_backend_openmp;
@@ -164,6 +165,42 @@ void *pk_context_backend(pk_context *ctx, pk_backend_id id);
 /** Default device of a backend for auto selection: the fastest device of the wanted type;
  *  returns -1 when it has none of that type (type 0: any). */
 int pk_context_pick_device(pk_context *ctx, pk_backend_id id, pk_device_type type);
+
+/* ---- dispatch (lib/dispatch.c): the backend and device of a kernel call ------------- */
+/* What the dispatcher needs to know of a kernel family. */
+typedef struct pk_kernel_class {
+    const char *name; /* "diffusion3d" */
+    /* comma-separated variants of a backend; NULL or "" when it lacks the kernel */
+    const char *(*variants)(const pk_backend_ops *ops);
+    /* create the backend's plan for desc with the resolved variant and host threads */
+    pk_status (*create)(const pk_backend_ops *ops, void *state, int device, const void *desc,
+                        const char *variant, int threads, void **impl);
+    void (*destroy)(const pk_backend_ops *ops, void *impl);
+} pk_kernel_class;
+
+/* The outcome of a dispatch: a created plan on one backend and device. */
+typedef struct pk_choice {
+    pk_backend_id backend;
+    int device;
+    const pk_backend_ops *ops;
+    void *impl;
+    char variant[32];
+    char device_name[128];
+    char reason[256];
+    int fell_back;
+    double setup_s;
+} pk_choice;
+
+/* Work done on a fresh plan (one-shot calls upload, run and download there); a failure
+ * makes the dispatcher destroy the plan and, under auto, try the next candidate. */
+typedef pk_status (*pk_choice_work)(pk_choice *c, void *arg);
+
+pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
+                      const void *desc, pk_choice_work work, void *arg, pk_choice *out);
+/** Copy backend, device, variant, reason, fell_back and setup time into info (may be NULL). */
+void pk_choice_info(const pk_choice *c, pk_run_info *info);
+/** Variants of a kernel on a backend ("" when not built or not implemented). */
+const char *pk_kernel_variants(const pk_kernel_class *kc, pk_backend_id backend);
 
 /* Positions in a comma-separated list: index of name, or -1. */
 int pk_list_find(const char *list, const char *name);

@@ -7,6 +7,7 @@ libportkern_la_SOURCES += \
 	lib/cpu.c \
 	lib/context.c \
 	lib/backend_serial.c \
+	lib/dispatch.c \
 	lib/diffusion3d.c \
 	lib/differ.c \
 	lib/npy.c \

@@ -1,0 +1,184 @@
+/* dispatch.c - choosing the backend and device of a kernel call, for every kernel.
+ *
+ * A caller-forced backend is the only candidate (strict: its failure is the call's).  A
+ * variant name selects the backend that owns it.  Otherwise PORTKERN_BACKEND (if set) comes
+ * first, then the auto order.  Each candidate is tried in turn: a backend that is
+ * unavailable or has no device of the wanted type is skipped quietly; one that fails to
+ * create its plan, or whose work fails, is noted in the reason and the next one runs. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct candidate {
+    pk_backend_id backend;
+    pk_device_type type; /* 0: any */
+} candidate;
+
+/* Until a tuned choice exists: CUDA GPU, OpenCL GPU, OpenMP, OpenCL CPU, serial. */
+static const candidate auto_order[] = {
+    {PK_BACKEND_CUDA, 0},   {PK_BACKEND_OPENCL, PK_DEVICE_GPU}, {PK_BACKEND_OPENMP, 0},
+    {PK_BACKEND_OPENCL, PK_DEVICE_CPU}, {PK_BACKEND_SERIAL, 0},
+};
+#define N_AUTO ((int)(sizeof auto_order / sizeof auto_order[0]))
+
+const char *pk_kernel_variants(const pk_kernel_class *kc, pk_backend_id backend)
+{
+    const pk_backend_ops *ops = pk_backend_ops_get(backend);
+    const char *v = ops ? kc->variants(ops) : NULL;
+    return v ? v : "";
+}
+
+static pk_status candidates(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
+                            candidate *cand, int *ncand, int *strict, char *note, size_t note_len)
+{
+    pk_backend_id forced = ctx->opt.backend;
+    int from_env = forced != PK_BACKEND_AUTO && strstr(ctx->env_note, "PORTKERN_BACKEND") != NULL;
+    pk_backend_id owner = PK_BACKEND_AUTO;
+    if (variant && *variant) {
+        for (int b = 1; b < PK_BACKEND_COUNT && owner == PK_BACKEND_AUTO; ++b)
+            if (pk_list_find(pk_kernel_variants(kc, (pk_backend_id)b), variant) >= 0)
+                owner = (pk_backend_id)b;
+        if (owner == PK_BACKEND_AUTO) {
+            char all[256] = "";
+            for (int b = 1; b < PK_BACKEND_COUNT; ++b)
+                if (pk_kernel_variants(kc, (pk_backend_id)b)[0])
+                    pk_append_note(all, sizeof all, "%s", pk_kernel_variants(kc, (pk_backend_id)b));
+            return pk_fail(PK_ENOVARIANT, "%s variant '%s': unknown (known: %s)", kc->name,
+                           variant, all);
+        }
+        if (forced != PK_BACKEND_AUTO && forced != owner && !from_env)
+            return pk_fail(PK_ENOVARIANT, "%s variant '%s' belongs to backend %s, but the context "
+                           "forces backend %s", kc->name, variant, pk_backend_name(owner),
+                           pk_backend_name(forced));
+    }
+    *ncand = 0;
+    *strict = 0;
+    if (forced != PK_BACKEND_AUTO && !from_env) {
+        cand[(*ncand)++] = (candidate){forced, 0};
+        *strict = 1;
+    } else if (owner != PK_BACKEND_AUTO) { /* the variant names its backend; prefer a GPU */
+        if (owner == PK_BACKEND_OPENCL) cand[(*ncand)++] = (candidate){owner, PK_DEVICE_GPU};
+        cand[(*ncand)++] = (candidate){owner, 0};
+        if (from_env && forced != owner)
+            pk_append_note(note, note_len, "variant %s overrides PORTKERN_BACKEND=%s", variant,
+                           pk_backend_name(forced));
+    } else {
+        if (from_env) cand[(*ncand)++] = (candidate){forced, 0};
+        for (int i = 0; i < N_AUTO; ++i) cand[(*ncand)++] = auto_order[i];
+    }
+    return PK_OK;
+}
+
+/* The device a candidate runs on; PK_ENODEVICE when it has none of the wanted type. */
+static pk_status pick_device(pk_context *ctx, const candidate *cd, int strict, int *device)
+{
+    const pk_backend_ops *ops = pk_backend_ops_get(cd->backend);
+    int dev = ctx->opt.device, n = pk_device_count(ctx, cd->backend);
+    if (strict && dev >= 0) {
+        PK_CHECK(dev < n, PK_ENODEVICE, "%s device %d: the backend has %d device(s)",
+                 pk_backend_name(cd->backend), dev, n);
+        *device = dev;
+        return PK_OK;
+    }
+    if (dev >= 0 && dev < n && cd->type) { /* the requested index, if it is of this type */
+        pk_device_info di;
+        if (ops->device_info(ctx->slot[cd->backend].state, dev, &di) != PK_OK || di.type != cd->type)
+            dev = -1;
+    } else if (dev >= n) {
+        dev = -1;
+    }
+    if (dev < 0) dev = pk_context_pick_device(ctx, cd->backend, cd->type);
+    PK_CHECK(dev >= 0, PK_ENODEVICE, "%s: no %s device", pk_backend_name(cd->backend),
+             cd->type == PK_DEVICE_GPU ? "GPU" : cd->type == PK_DEVICE_CPU ? "CPU" : "usable");
+    *device = dev;
+    return PK_OK;
+}
+
+static pk_status create_on(pk_context *ctx, const pk_kernel_class *kc, const candidate *cd,
+                           int strict, const void *desc, const char *variant, pk_choice *c)
+{
+    const char *why;
+    PK_CHECK(pk_backend_available(ctx, cd->backend, &why), PK_ENOBACKEND, "%s: %s",
+             pk_backend_name(cd->backend), why);
+    const pk_backend_ops *ops = pk_backend_ops_get(cd->backend);
+    const char *list = pk_kernel_variants(kc, cd->backend);
+    PK_CHECK(list[0], PK_ENOVARIANT, "%s: backend %s does not implement it", kc->name, ops->name);
+    int dev = -1;
+    PK_TRY(pick_device(ctx, cd, strict, &dev));
+    if (variant && *variant) {
+        PK_CHECK(pk_list_find(list, variant) >= 0, PK_ENOVARIANT,
+                 "%s variant '%s': not a variant of backend %s (%s)", kc->name, variant, ops->name,
+                 list);
+        pk_strlcpy(c->variant, variant, sizeof c->variant);
+    } else { /* the first listed is the backend's best */
+        pk_strlcpy(c->variant, list, sizeof c->variant);
+        c->variant[strcspn(c->variant, ",")] = '\0';
+    }
+    pk_device_info di;
+    if (ops->device_info(ctx->slot[cd->backend].state, dev, &di) == PK_OK)
+        pk_strlcpy(c->device_name, di.name, sizeof c->device_name);
+    PK_TRY(kc->create(ops, ctx->slot[cd->backend].state, dev, desc, c->variant, ctx->opt.threads,
+                      &c->impl));
+    c->backend = cd->backend;
+    c->device = dev;
+    c->ops = ops;
+    return PK_OK;
+}
+
+pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
+                      const void *desc, pk_choice_work work, void *arg, pk_choice *out)
+{
+    PK_CHECK_NULL(ctx);
+    candidate cand[N_AUTO + 3];
+    int ncand = 0, strict = 0;
+    char note[256] = "";
+    if (ctx->env_note[0]) pk_append_note(note, sizeof note, "%s", ctx->env_note);
+    PK_TRY(candidates(ctx, kc, variant, cand, &ncand, &strict, note, sizeof note));
+    pk_status last = PK_ENOBACKEND;
+    char last_err[1024];
+    snprintf(last_err, sizeof last_err, "no backend could run %s", kc->name);
+    int tried_real = 0;
+    for (int i = 0; i < ncand; ++i) {
+        memset(out, 0, sizeof *out);
+        double ts = pk_now();
+        pk_status s = create_on(ctx, kc, &cand[i], strict, desc, variant, out);
+        out->setup_s = pk_now() - ts;
+        if (s == PK_OK && work) s = work(out, arg);
+        if (s == PK_OK) {
+            out->fell_back = tried_real;
+            pk_strlcpy(out->reason, note, sizeof out->reason);
+            pk_append_note(out->reason, sizeof out->reason, "%s",
+                           strict                  ? "backend forced by the caller"
+                           : (variant && *variant) ? "backend of the requested variant"
+                           : (i == 0 && ctx->opt.backend != PK_BACKEND_AUTO)
+                               ? "backend chosen by PORTKERN_BACKEND"
+                               : "first usable backend in auto order");
+            return PK_OK;
+        }
+        if (out->impl) kc->destroy(out->ops, out->impl);
+        out->impl = NULL;
+        last = s;
+        pk_strlcpy(last_err, pk_last_error(), sizeof last_err);
+        if (strict) break;
+        /* Unavailable backends are skipped quietly; a real failure is a warning to see. */
+        if (s != PK_ENOBACKEND && s != PK_ENODEVICE && s != PK_ENOVARIANT) {
+            tried_real = 1;
+            pk_append_note(note, sizeof note, "%s failed (%s: %s), fell back",
+                           pk_backend_name(cand[i].backend), pk_status_name(s), last_err);
+        }
+    }
+    return pk_fail(last, "%s", last_err);
+}
+
+void pk_choice_info(const pk_choice *c, pk_run_info *info)
+{
+    if (!info) return;
+    info->backend = c->backend;
+    info->device = c->device;
+    pk_strlcpy(info->device_name, c->device_name, sizeof info->device_name);
+    pk_strlcpy(info->variant, c->variant, sizeof info->variant);
+    pk_strlcpy(info->reason, c->reason, sizeof info->reason);
+    info->fell_back = c->fell_back;
+    info->setup_s = c->setup_s;
+}
