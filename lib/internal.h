@@ -110,6 +110,16 @@ pk_status pk_d3_host_upload(void *impl, const float *f, double *seconds);
 pk_status pk_d3_host_download(void *impl, float *f, double *seconds);
 void pk_d3_host_destroy(void *impl);
 
+/* ---- conv2d, as a backend sees it (KERNELS.md section 5) ------------------------------ */
+typedef struct pk_cv_desc {
+    int h, w;            /* image float32 [h][w] */
+    int kh, kw;          /* psf float32 [kh][kw] */
+    int method;          /* PK_CONV2D_* as given (the variant is already resolved) */
+    const float *psf;    /* valid during create only: backends copy what they keep */
+    const char *variant; /* resolved: one of the backend's names */
+    int threads;         /* host threads (0: default) */
+} pk_cv_desc;
+
 /* ---- the backend table ---------------------------------------------------------------- */
 typedef struct pk_backend_ops pk_backend_ops;
 struct pk_backend_ops {
@@ -130,6 +140,15 @@ struct pk_backend_ops {
     pk_status (*d3_run)(void *impl, int count, double *kernel_seconds);
     pk_status (*d3_download)(void *impl, float *f, double *seconds);
     void (*d3_destroy)(void *impl);
+
+    /* conv2d: variants (NULL when the backend lacks it) and a plan that keeps the PSF (and
+     * its transform) on the device; upload/run/download move one frame. */
+    const char *cv_variants;
+    pk_status (*cv_create)(void *state, int device, const pk_cv_desc *desc, void **impl);
+    pk_status (*cv_upload)(void *impl, const float *image, double *seconds);
+    pk_status (*cv_run)(void *impl, double *kernel_seconds);
+    pk_status (*cv_download)(void *impl, float *out, double *seconds);
+    void (*cv_destroy)(void *impl);
 };
 
 extern const pk_backend_ops pk_backend_serial;

@@ -206,6 +206,41 @@ PK_API pk_status pk_diffusion3d_plan_download(pk_diffusion3d_plan *plan, float *
 PK_API void pk_diffusion3d_plan_destroy(pk_diffusion3d_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
+/* conv2d: StrayLight periodic image convolution (KERNELS.md section 5).                      */
+/* out[(i + kh/2) % h][(j + kw/2) % w] = sum_{k<kh, l<kw} image[(i+k) % h][(j+l) % w] psf[k][l]
+ * (correlation: the PSF is not flipped; EDGE_WRAP boundaries; any size >= 1, a PSF larger
+ * than the image wraps). */
+#define PK_CONV2D_AUTO 0   /* direct or FFT by PSF size (crossover measured, docs/PERFORMANCE.md) */
+#define PK_CONV2D_DIRECT 1
+#define PK_CONV2D_FFT 2
+
+typedef struct pk_conv2d_params {
+    int h, w;   /* image float32 [h][w] */
+    int kh, kw; /* psf float32 [kh][kw] */
+    int method; /* PK_CONV2D_AUTO / _DIRECT / _FFT: used when no variant is named */
+} pk_conv2d_params;
+
+/** Serial reference (the oracle; modulo indexing, double accumulation). */
+PK_API pk_status pk_conv2d_reference(const pk_conv2d_params *p, const float *image,
+                                     const float *psf, float *out);
+/** One frame on the context's backend.  variant: NULL or "" for the backend's choice. */
+PK_API pk_status pk_conv2d(pk_context *ctx, const pk_conv2d_params *p, const char *variant,
+                           const float *image, const float *psf, float *out, pk_run_info *info);
+/** Comma-separated conv2d variant names of a backend. */
+PK_API const char *pk_conv2d_variants(pk_backend_id backend);
+
+/* Frames with a fixed PSF: the PSF (and its transform) stays on the device; each frame is
+ * uploaded, convolved, downloaded - or kept resident between runs. */
+typedef struct pk_conv2d_plan pk_conv2d_plan;
+PK_API pk_status pk_conv2d_plan_create(pk_conv2d_plan **plan, pk_context *ctx,
+                                       const pk_conv2d_params *p, const char *variant,
+                                       const float *psf, pk_run_info *info);
+PK_API pk_status pk_conv2d_plan_upload(pk_conv2d_plan *plan, const float *image);
+PK_API pk_status pk_conv2d_plan_run(pk_conv2d_plan *plan, pk_run_info *info);
+PK_API pk_status pk_conv2d_plan_download(pk_conv2d_plan *plan, float *out);
+PK_API void pk_conv2d_plan_destroy(pk_conv2d_plan *plan);
+
+/* ---------------------------------------------------------------------------------------- */
 /* The differ (KERNELS.md section 6).                                                        */
 typedef struct pk_diff_report {
     size_t count;            /* elements compared */
