@@ -700,4 +700,10 @@ const pk_backend_ops pk_backend_opencl = {
     .d3_run = pk_cl_d3_run,
     .d3_download = pk_cl_d3_download,
     .d3_destroy = pk_cl_d3_destroy,
+    .cv_variants = "opencl",
+    .cv_create = pk_cl_cv_create,
+    .cv_upload = pk_cl_cv_upload,
+    .cv_run = pk_cl_cv_run,
+    .cv_download = pk_cl_cv_download,
+    .cv_destroy = pk_cl_cv_destroy,
 };

@@ -13,7 +13,7 @@
 /* A built program, kept for the life of the backend state (in-memory cache). */
 typedef struct pk_cl_program {
     struct pk_cl_program *next;
-    const char *source_name; /* static string: "diffusion3d", "bandwidth" */
+    const char *source_name; /* static string: "diffusion3d", "conv2d", "bandwidth" */
     char options[256];
     cl_program program;
 } pk_cl_program;
@@ -65,5 +65,12 @@ pk_status pk_cl_d3_upload(void *impl, const float *f, double *seconds);
 pk_status pk_cl_d3_run(void *impl, int count, double *kernel_seconds);
 pk_status pk_cl_d3_download(void *impl, float *f, double *seconds);
 void pk_cl_d3_destroy(void *impl);
+
+/* conv2d (cl/conv2d_opencl.c) */
+pk_status pk_cl_cv_create(void *state, int device, const pk_cv_desc *desc, void **impl);
+pk_status pk_cl_cv_upload(void *impl, const float *image, double *seconds);
+pk_status pk_cl_cv_run(void *impl, double *kernel_seconds);
+pk_status pk_cl_cv_download(void *impl, float *out, double *seconds);
+void pk_cl_cv_destroy(void *impl);
 
 #endif /* PK_OPENCL_INTERNAL_H */

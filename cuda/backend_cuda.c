@@ -1,9 +1,10 @@
 /* backend_cuda.c - the CUDA backend's table.
  *
- * Plain C: the CUDA work lives in runtime.cu and diffusion3d.cu behind the extern "C"
- * functions of cuda_internal.h, so this file needs no CUDA header and the rest of the
- * library never sees C++.  Device checks are done here, once, before any CUDA call, so that
- * an invalid or unusable ordinal gives a precise pk_last_error() instead of a driver error.
+ * Plain C: the CUDA work lives in runtime.cu, diffusion3d.cu, conv2d.cu and conv2d_fft.cu
+ * behind the extern "C" functions of cuda_internal.h, so this file needs no CUDA header and
+ * the rest of the library never sees C++.  Device checks are done here, once, before any
+ * CUDA call, so that an invalid or unusable ordinal gives a precise pk_last_error() instead
+ * of a driver error.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -68,6 +69,13 @@ static pk_status cuda_d3_create(void *state, int device, const pk_d3_desc *desc,
     return pk_cuda_d3_create(device, desc, impl);
 }
 
+static pk_status cuda_cv_create(void *state, int device, const pk_cv_desc *desc, void **impl)
+{
+    PK_TRY(pk_cuda_check_device(state, device));
+    return pk_cuda_cv_create(device, desc, desc->variant && !strcmp(desc->variant, "cuda-fft"),
+                             impl);
+}
+
 const pk_backend_ops pk_backend_cuda = {
     .id = PK_BACKEND_CUDA,
     .name = "cuda",
@@ -82,4 +90,10 @@ const pk_backend_ops pk_backend_cuda = {
     .d3_run = pk_cuda_d3_run,
     .d3_download = pk_cuda_d3_download,
     .d3_destroy = pk_cuda_d3_destroy,
+    .cv_variants = "cuda,cuda-fft",
+    .cv_create = cuda_cv_create,
+    .cv_upload = pk_cuda_cv_upload,
+    .cv_run = pk_cuda_cv_run,
+    .cv_download = pk_cuda_cv_download,
+    .cv_destroy = pk_cuda_cv_destroy,
 };

@@ -2,7 +2,7 @@
  * CUDA C++ translation units (runtime.cu, diffusion3d.cu).
  *
  * Valid C99 and C++: the .cu files see the library's internals (pk_status, pk_fail,
- * pk_device_info, pk_d3_desc) only through this header and internal.h, both wrapped in
+ * pk_device_info, pk_d3_desc, pk_cv_desc) only through this header and internal.h, both wrapped in
  * extern "C", and export only extern "C" functions.  No CUDA type crosses this seam, so
  * backend_cuda.c compiles without the CUDA headers.
  */
@@ -51,6 +51,21 @@ pk_status pk_cuda_d3_upload(void *impl, const float *f, double *seconds);
 pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_seconds);
 pk_status pk_cuda_d3_download(void *impl, float *f, double *seconds);
 void pk_cuda_d3_destroy(void *impl);
+
+/* conv2d.cu: the plan of both variants (fft = 0: "cuda", direct; 1: "cuda-fft") --------- */
+pk_status pk_cuda_cv_create(int device, const pk_cv_desc *desc, int fft, void **impl);
+pk_status pk_cuda_cv_upload(void *impl, const float *image, double *seconds);
+pk_status pk_cuda_cv_run(void *impl, double *kernel_seconds);
+pk_status pk_cuda_cv_download(void *impl, float *out, double *seconds);
+void pk_cuda_cv_destroy(void *impl);
+
+/* conv2d_fft.cu: the cuFFT part of a "cuda-fft" plan, on the current device ------------- */
+typedef struct pk_cuda_cvfft pk_cuda_cvfft;
+/** PK_ENOBACKEND (with the loader's reason) when libcufft cannot be loaded. */
+pk_status pk_cuda_cvfft_create(int device, const pk_cv_desc *desc, pk_cuda_cvfft **fft);
+/** Enqueue one frame on the default stream: device image img -> device output out. */
+pk_status pk_cuda_cvfft_run(pk_cuda_cvfft *fft, const float *img, float *out);
+void pk_cuda_cvfft_destroy(pk_cuda_cvfft *fft);
 
 #ifdef __cplusplus
 }

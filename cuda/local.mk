@@ -1,12 +1,15 @@
 # cuda/: CUDA kernels (*.cu) behind extern "C" launchers, and the CUDA backend's table.
 # Built when configure found nvcc; linked with the static CUDA runtime (no libcudart.so).
-EXTRA_DIST += cuda/diffusion3d.cu cuda/runtime.cu cuda/cuda_internal.h cuda/backend_cuda.c
+EXTRA_DIST += cuda/diffusion3d.cu cuda/conv2d.cu cuda/conv2d_fft.cu cuda/runtime.cu \
+	cuda/cuda_internal.h cuda/backend_cuda.c
 if HAVE_CUDA
 libportkern_la_SOURCES += \
 	cuda/cuda_internal.h \
 	cuda/backend_cuda.c \
 	cuda/runtime.cu \
-	cuda/diffusion3d.cu
+	cuda/diffusion3d.cu \
+	cuda/conv2d.cu \
+	cuda/conv2d_fft.cu
 libportkern_la_LIBADD += $(CUDA_LIBS)
 endif
 

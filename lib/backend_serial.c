@@ -1,5 +1,5 @@
 /* backend_serial.c - the serial backend: the reference loops on the host, one thread. */
-#include "internal.h"
+#include "conv2d_host.h"
 
 #include <stdlib.h>
 
@@ -59,4 +59,10 @@ const pk_backend_ops pk_backend_serial = {
     .d3_run = serial_d3_run,
     .d3_download = pk_d3_host_download,
     .d3_destroy = pk_d3_host_destroy,
+    .cv_variants = "simd,serial,naive",
+    .cv_create = pk_serial_cv_create,
+    .cv_upload = pk_cv_host_upload,
+    .cv_run = pk_serial_cv_run,
+    .cv_download = pk_cv_host_download,
+    .cv_destroy = pk_cv_host_destroy,
 };

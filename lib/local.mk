@@ -9,7 +9,11 @@ libportkern_la_SOURCES += \
 	lib/backend_serial.c \
 	lib/dispatch.c \
 	lib/diffusion3d.c \
+	lib/conv2d.c \
+	lib/conv2d_host.h \
+	lib/conv2d_serial.c \
 	lib/differ.c \
 	lib/npy.c \
 	lib/ref/diffusion3d_ref.c \
+	lib/ref/conv2d_ref.c \
 	lib/gen/diffusion3d_gen.c

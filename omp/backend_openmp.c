@@ -1,5 +1,6 @@
 /* backend_openmp.c - the OpenMP backend's table: all cores of the host. */
 #include "omp_internal.h"
+#include "conv2d_host.h"
 
 #ifdef PK_HAVE_OPENMP
 #include <omp.h>
@@ -51,4 +52,14 @@ const pk_backend_ops pk_backend_openmp = {
     .d3_run = pk_omp_d3_run,
     .d3_download = pk_d3_host_download,
     .d3_destroy = pk_d3_host_destroy,
+#ifdef PK_HAVE_FFTW
+    .cv_variants = "omp,fft",
+#else
+    .cv_variants = "omp", /* no FFTW at configure time: no fft variant */
+#endif
+    .cv_create = pk_omp_cv_create,
+    .cv_upload = pk_cv_host_upload,
+    .cv_run = pk_omp_cv_run,
+    .cv_download = pk_cv_host_download,
+    .cv_destroy = pk_cv_host_destroy,
 };

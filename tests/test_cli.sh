@@ -21,7 +21,7 @@ else
     have_py=no
 fi
 
-echo "1..37"
+echo "1..54"
 n=0
 fails=0
 
@@ -201,5 +201,81 @@ else
     json_valid "$T/bench.json" && grep -q '"verified": true' "$T/bench.json"
 fi
 result $? "bench --json is valid JSON with verified rows for serial and openmp"
+
+# ---- conv2d --------------------------------------------------------------------------------
+# cv_line_ok FILE VARIANT: one JSON line of a conv2d run, the contract's keys, verified equal.
+cv_line_ok() {
+    [ "$(wc -l <"$1")" -eq 1 ] || return 1
+    if [ $have_py = yes ]; then
+        python3 - "$1" "$2" <<'EOF2'
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+keys = ["kernel", "backend", "device", "variant", "method", "h", "w", "kh", "kw", "seconds",
+        "kernel_seconds", "transfer_seconds", "ms_per_frame", "gflop_per_s", "gb_per_s",
+        "bytes_model", "reason", "verify"]
+missing = [k for k in keys if k not in d]
+if missing:
+    sys.exit("missing keys: %s" % missing)
+if d["kernel"] != "conv2d" or (d["h"], d["w"], d["kh"], d["kw"]) != (37, 91, 7, 4):
+    sys.exit("kernel or sizes: %s" % d)
+if d["variant"] != sys.argv[2] or d["verify"]["equal"] is not True:
+    sys.exit("variant or verify: %s" % d)
+EOF2
+    else
+        grep -q '"kernel": "conv2d"' "$1" && grep -q "\"variant\": \"$2\"" "$1" &&
+            grep -q '"equal": true' "$1"
+    fi
+}
+
+expect 0 "gen conv2d" "$PK" gen conv2d --out "$T/cv" --h 37 --w 91 --kh 7 --kw 4 --seed 3
+[ -s "$T/cv/image.npy" ] && [ -s "$T/cv/psf.npy" ] && json_valid "$T/cv/params.json" &&
+    grep -q '"kernel": "conv2d"' "$T/cv/params.json"
+result $? "gen conv2d writes image.npy, psf.npy and a valid params.json"
+expect 0 "run conv2d --backend serial --in --out --verify" \
+    "$PK" run conv2d --backend serial --in "$T/cv" --out "$T/cv-serial" --verify
+cv_line_ok "$T/out" simd
+result $? "conv2d run line is complete and verified (serial's default: simd)"
+expect 0 "run conv2d --backend openmp --method fft --in --out --verify" \
+    "$PK" run conv2d --backend openmp --method fft --threads 2 --in "$T/cv" --out "$T/cv-fft" --verify
+if grep -q '"variant": "fft"' "$T/out"; then
+    cv_line_ok "$T/out" fft
+else # built without FFTW: the method runs direct and says why
+    cv_line_ok "$T/out" omp && grep -q 'no FFT variant' "$T/out"
+fi
+result $? "--method fft runs the openmp fft variant (or says there is none), verified"
+expect 0 "diff of the serial and fft results: equal" \
+    "$PK" diff "$T/cv-serial/out.npy" "$T/cv-fft/out.npy"
+expect 0 "options before the kernel operand: run --backend openmp conv2d --method direct" \
+    "$PK" run --backend openmp conv2d --method direct --h 9 --w 11 --kh 3 --kw 5 --verify
+grep -q '"variant": "omp"' "$T/out" && grep -q '"equal": true' "$T/out"
+result $? "--method direct runs omp, verified"
+expect 2 "run conv2d --in with --kh that contradicts psf.npy: exit 2" \
+    "$PK" run conv2d --in "$T/cv" --kh 5
+expect 2 "run conv2d --method bogus: exit 2" "$PK" run conv2d --method bogus --h 4 --w 4
+mkdir -p "$T/cv-wrong"
+cp "$T/cv/image.npy" "$T/cv-wrong/image.npy"
+cp "$T/f64.npy" "$T/cv-wrong/psf.npy"
+expect 2 "run conv2d with a float64 psf.npy: exit 2" "$PK" run conv2d --in "$T/cv-wrong"
+grep -q 'cv-wrong/psf.npy: expected a float32' "$T/err"
+result $? "the message names the PSF file and what was expected"
+expect 2 "bench --psf-sweep without conv2d: exit 2" "$PK" bench --kernels diffusion3d --psf-sweep
+expect 0 "bench --kernels conv2d --size small --backends serial,openmp --reps 1 --json" \
+    "$PK" bench --kernels conv2d --size small --backends serial,openmp --reps 1 \
+    --json "$T/cvbench.json"
+grep -q '^StrayLight sequence: naive .* -> serial .* -> simd .* -> omp ' "$T/out"
+result $? "bench prints the StrayLight sequence naive -> serial -> simd -> omp"
+if [ $have_py = yes ]; then
+    python3 - "$T/cvbench.json" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [r for r in d["rows"] if r["kernel"] == "conv2d" and r["status"] == "ok"]
+assert rows and all(r["verified"] for r in rows), d["rows"]
+assert {"naive", "serial", "simd", "omp"} <= {r["variant"] for r in rows}
+assert "conv2d" in d and d["conv2d"]["flops_model"]
+EOF2
+else
+    json_valid "$T/cvbench.json" && grep -q '"kernel": "conv2d"' "$T/cvbench.json"
+fi
+result $? "bench --json has verified conv2d rows for every serial and openmp variant"
 
 [ $fails -eq 0 ]

@@ -178,6 +178,83 @@ int main(void)
     expect(pk_measure_bandwidth(ctx, PK_BACKEND_SERIAL, 0, 0, 1, NULL), PK_ENULL, "bytes_per_second",
            "bandwidth NULL out");
 
+    /* conv2d arguments */
+    {
+        float img[12], psf9[9], out[12];
+        pk_conv2d_params cp = {3, 4, 3, 3, PK_CONV2D_AUTO}, q;
+        pk_conv2d_plan *cplan = NULL;
+        for (int i = 0; i < 12; ++i) img[i] = 1.0f + (float)i;
+        for (int i = 0; i < 9; ++i) psf9[i] = 1.0f / 9;
+        expect(pk_conv2d(NULL, &cp, NULL, img, psf9, out, NULL), PK_ENULL, "ctx", "conv2d: NULL context");
+        expect(pk_conv2d(ctx, NULL, NULL, img, psf9, out, NULL), PK_ENULL, "p", "conv2d: NULL params");
+        expect(pk_conv2d(ctx, &cp, NULL, NULL, psf9, out, NULL), PK_ENULL, "image", "conv2d: NULL image");
+        expect(pk_conv2d(ctx, &cp, NULL, img, NULL, out, NULL), PK_ENULL, "psf", "conv2d: NULL psf");
+        expect(pk_conv2d(ctx, &cp, NULL, img, psf9, NULL, NULL), PK_ENULL, "out", "conv2d: NULL out");
+        q = cp; q.h = 0;
+        expect(pk_conv2d(ctx, &q, NULL, img, psf9, out, NULL), PK_ESIZE, "h:", "conv2d: h = 0");
+        q = cp; q.w = -1;
+        expect(pk_conv2d(ctx, &q, NULL, img, psf9, out, NULL), PK_ESIZE, "w:", "conv2d: w = -1");
+        q = cp; q.kh = 0;
+        expect(pk_conv2d(ctx, &q, NULL, img, psf9, out, NULL), PK_ESIZE, "kh", "conv2d: kh = 0");
+        q = cp; q.kw = INT_MIN;
+        expect(pk_conv2d(ctx, &q, NULL, img, psf9, out, NULL), PK_ESIZE, "kw", "conv2d: kw = INT_MIN");
+        q = cp; q.h = q.w = INT_MAX;
+        expect(pk_conv2d(ctx, &q, NULL, img, psf9, out, NULL), PK_EOVERFLOW, "overflow",
+               "conv2d: INT_MAX^2 image");
+        q = cp; q.w = 2; q.kw = INT_MAX;
+        expect(pk_conv2d(ctx, &q, NULL, img, psf9, out, NULL), PK_EOVERFLOW, "overflows int",
+               "conv2d: w + kw - 1 beyond INT_MAX");
+        q = cp; q.method = 3;
+        expect(pk_conv2d(ctx, &q, NULL, img, psf9, out, NULL), PK_EINVAL, "method", "conv2d: method 3");
+        q = cp; q.method = -1;
+        expect(pk_conv2d(ctx, &q, NULL, img, psf9, out, NULL), PK_EINVAL, "method", "conv2d: method -1");
+        psf9[4] = NAN;
+        expect(pk_conv2d(ctx, &cp, NULL, img, psf9, out, NULL), PK_ENONFINITE, "psf[1][1]",
+               "conv2d: NaN in the psf");
+        psf9[4] = -INFINITY;
+        expect(pk_conv2d_reference(&cp, img, psf9, out), PK_ENONFINITE, "psf[1][1]",
+               "conv2d reference: -Inf in the psf");
+        psf9[4] = 1.0f / 9;
+        expect(pk_conv2d(ctx, &cp, "warp-drive", img, psf9, out, NULL), PK_ENOVARIANT, "warp-drive",
+               "conv2d: unknown variant");
+        /* The image may hold anything: a NaN reaches exactly the outputs whose window sees it. */
+        pk_conv2d_params wide = {3, 7, 1, 3, PK_CONV2D_DIRECT};
+        float im21[21], p3[3] = {0.25f, 0.5f, 0.25f}, o21[21];
+        for (int i = 0; i < 21; ++i) im21[i] = 1.0f;
+        im21[7 + 3] = NAN; /* row 1, column 3 */
+        int nan_ok = pk_conv2d(ctx, &wide, NULL, im21, p3, o21, NULL) == PK_OK;
+        for (int i = 0; i < 21; ++i)
+            nan_ok &= (i >= 9 && i <= 11) ? isnan(o21[i]) : o21[i] == 1.0f;
+        ok(nan_ok, "conv2d: a NaN pixel of the image reaches only the outputs that see it");
+        expect(pk_conv2d_reference(NULL, img, psf9, out), PK_ENULL, "p", "conv2d reference: NULL params");
+        expect(pk_conv2d_reference(&cp, img, psf9, NULL), PK_ENULL, "out", "conv2d reference: NULL out");
+        expect(pk_conv2d_reference(&cp, img, psf9, img + 2), PK_EINVAL, "overlap",
+               "conv2d reference: out overlapping image");
+
+        expect(pk_conv2d_plan_create(NULL, ctx, &cp, NULL, psf9, NULL), PK_ENULL, "plan",
+               "conv2d plan: NULL out");
+        expect(pk_conv2d_plan_create(&cplan, ctx, &cp, NULL, NULL, NULL), PK_ENULL, "psf",
+               "conv2d plan: NULL psf");
+        ok(cplan == NULL, "conv2d: a failed plan_create leaves *plan NULL");
+        ok(pk_conv2d_plan_create(&cplan, ctx, &cp, NULL, psf9, NULL) == PK_OK, "conv2d plan created");
+        expect(pk_conv2d_plan_run(cplan, NULL), PK_ESTATE, "upload", "conv2d plan_run before upload");
+        expect(pk_conv2d_plan_upload(cplan, NULL), PK_ENULL, "image", "conv2d upload NULL");
+        pk_conv2d_plan_upload(cplan, img);
+        expect(pk_conv2d_plan_download(cplan, out), PK_ESTATE, "plan_run",
+               "conv2d download of an uploaded frame not yet convolved");
+        expect(pk_conv2d_plan_run(NULL, NULL), PK_ENULL, "plan", "conv2d plan_run NULL");
+        pk_conv2d_plan_destroy(cplan);
+        pk_conv2d_plan_destroy(NULL);
+
+        pk_context *sctx;
+        pk_context_options_init(&opt);
+        opt.backend = PK_BACKEND_SERIAL;
+        pk_context_create(&sctx, &opt);
+        expect(pk_conv2d(sctx, &cp, "omp", img, psf9, out, NULL), PK_ENOVARIANT, "serial",
+               "conv2d: variant of another backend on a forced backend");
+        pk_context_destroy(sctx);
+    }
+
     pk_context_destroy(ctx);
     return tap_done();
 }

@@ -95,10 +95,10 @@ static int field_points(int nx, int ny, int nz, size_t *n)
 static int check_kernel(const char *prog, int npos, char **pos)
 {
     if (npos < 1)
-        return cli_usage_error(prog, "missing KERNEL (known: diffusion3d); see '%s --help'",
+        return cli_usage_error(prog, "missing KERNEL (known: diffusion3d, conv2d); see '%s --help'",
                                prog);
     if (strcmp(pos[0], "diffusion3d") != 0)
-        return cli_usage_error(prog, "unknown kernel '%s' (known: diffusion3d)", pos[0]);
+        return cli_usage_error(prog, "unknown kernel '%s' (known: diffusion3d, conv2d)", pos[0]);
     return 0;
 }
 
@@ -692,19 +692,23 @@ static void bench_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern bench [--kernels K,...] [--backends B,...] [--size S] [--reps N]\n"
-        "                      [--threads N] [--json FILE]\n"
+        "                      [--threads N] [--json FILE] [--psf-sweep]\n"
         "Run every kernel x available backend x variant, verify each against the serial\n"
         "reference, and compare its rate with the device's measured copy bandwidth.\n"
         "\n"
-        "  --kernels K,...   default: all (diffusion3d)\n"
+        "  --kernels K,...   default: all (diffusion3d,conv2d)\n"
         "  --backends B,...  default: serial,openmp,opencl,cuda; unavailable ones are\n"
         "                    listed as skipped, with the reason\n"
         "  --size S          small: 128^3, count 10 (quick, default)\n"
         "                    paper: 256^3, count 20 (KERNELS.md's \"small\" dataset)\n"
         "                    large: 512^3, count 10 (KERNELS.md's \"large\" dataset)\n"
+        "                    conv2d: small = a quarter frame, 203 x 1317; paper and large =\n"
+        "                    the StrayLight frame, 813 x 5271; an 11 x 11 PSF\n"
         "  --reps N          timed runs per variant (default 3); the best kernel time counts\n"
         "  --threads N       OpenMP threads (0: OpenMP's default)\n"
         "  --json FILE       also write the rows as JSON to FILE\n"
+        "  --psf-sweep       conv2d: also time direct against FFT for PSFs of 3 x 3 to\n"
+        "                    63 x 63 on every backend with an FFT variant: the crossover\n"
         "\n"
         "Per backend: the copy bandwidth of its device is measured before its first run\n"
         "(bytes read + written per second).  Per variant: plan, upload the cosine field, one\n"
@@ -713,6 +717,9 @@ static void bench_usage(FILE *f)
         "(element-wise, rtol 1e-5).  GFlop/s counts 13 flop/point/step, GB/s 8 B/point/step\n"
         "(ideal: 1 read + 1 write); ratio = GB/s / measured bandwidth, i.e. points/s over\n"
         "bandwidth/8.\n"
+        "conv2d: per variant ms/frame (plan runs, image resident) and GFlop/s at 2 flop per\n"
+        "PSF tap per pixel, upload and download times, verified element-wise against the\n"
+        "serial reference; the StrayLight report's sequence naive -> serial -> simd -> omp.\n"
         "Exit status: 0 all verified; 1 a verification or a run failed; 2 bad option.\n");
 }
 
@@ -1018,7 +1025,7 @@ static void bench_print(const bench_state *b)
     }
 }
 
-static void bench_json(const bench_state *b, FILE *f)
+static void bench_json(const bench_state *b, const cli_cv_bench *cv, FILE *f)
 {
     cli_json j;
     int i, k;
@@ -1061,6 +1068,8 @@ static void bench_json(const bench_state *b, FILE *f)
         cj_str(&j, "reason", r->reason);
         cj_close(&j);
     }
+    if (cv)
+        cli_conv2d_bench_json_rows(cv, &j);
     cj_close(&j);
     cj_open(&j, "best", '{');
     for (k = PK_BACKEND_SERIAL; k < PK_BACKEND_COUNT; ++k) {
@@ -1069,16 +1078,20 @@ static void bench_json(const bench_state *b, FILE *f)
             cj_str(&j, pk_backend_name(best->backend), best->variant);
     }
     cj_close(&j);
+    if (cv)
+        cli_conv2d_bench_json(cv, &j);
     cj_close(&j);
 }
 
 static int cmd_bench(int argc, char **argv)
 {
     const char *prog = "portkern bench";
-    const char *kernels = "diffusion3d", *backends = "serial,openmp,opencl,cuda";
+    const char *kernels = "diffusion3d,conv2d", *backends = "serial,openmp,opencl,cuda";
     const char *json = NULL;
     bench_state b;
-    cli_opt opts[8];
+    cli_cv_bench *cv = NULL;
+    int want_d3 = 0, want_cv = 0, psf_sweep = 0;
+    cli_opt opts[10];
     char *pos[1], items[16][32];
     pk_backend_id list[PK_BACKEND_COUNT];
     int nitems, nb = 0, npos, rc, i, k, failed = 0;
@@ -1093,6 +1106,7 @@ static int cmd_bench(int argc, char **argv)
     opt_add(opts, 3, "reps", CLI_INT, &b.reps, NULL, 1, 1000);
     opt_add(opts, 4, "threads", CLI_INT, &b.threads, NULL, 0, INT_MAX);
     opt_add(opts, 5, "json", CLI_STRING, &json, NULL, 0, 0);
+    opt_add(opts, 6, "psf-sweep", CLI_FLAG, &psf_sweep, NULL, 0, 0);
     rc = cli_parse(prog, argc, argv, opts, pos, 0, &npos);
     if (rc == CLI_HELP) {
         bench_usage(stdout);
@@ -1103,10 +1117,17 @@ static int cmd_bench(int argc, char **argv)
 
     if (split_list(kernels, items, 16, &nitems))
         return cli_usage_error(prog, "option --kernels: bad list '%s'", kernels);
-    for (i = 0; i < nitems; ++i)
-        if (strcmp(items[i], "diffusion3d") != 0)
+    for (i = 0; i < nitems; ++i) {
+        if (strcmp(items[i], "diffusion3d") == 0)
+            want_d3 = 1;
+        else if (strcmp(items[i], "conv2d") == 0)
+            want_cv = 1;
+        else
             return cli_usage_error(prog, "option --kernels: unknown kernel '%s' "
-                                   "(known: diffusion3d)", items[i]);
+                                   "(known: diffusion3d, conv2d)", items[i]);
+    }
+    if (psf_sweep && !want_cv)
+        return cli_usage_error(prog, "option --psf-sweep: needs conv2d in --kernels");
     if (split_list(backends, items, 16, &nitems))
         return cli_usage_error(prog, "option --backends: bad list '%s'", backends);
     for (i = 0; i < nitems; ++i) {
@@ -1136,16 +1157,23 @@ static int cmd_bench(int argc, char **argv)
     if (json && !(jf = fopen(json, "w")))
         return cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
 
-    rc = bench_diffusion3d(&b, list, nb);
+    rc = want_d3 ? bench_diffusion3d(&b, list, nb) : 0;
     if (rc == 0) {
-        bench_print(&b);
+        if (want_d3)
+            bench_print(&b);
         for (i = 0; i < b.nrows; ++i)
             if (b.rows[i].status == ROW_FAILED ||
                 (b.rows[i].status == ROW_OK && !b.rows[i].verified))
                 failed = 1;
+        if (want_cv) {
+            if (want_d3)
+                printf("\n");
+            if (cli_conv2d_bench(b.size, b.reps, b.threads, list, nb, psf_sweep, &cv) != 0)
+                failed = 1;
+        }
         rc = failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
         if (jf) {
-            bench_json(&b, jf);
+            bench_json(&b, cv, jf);
             if (fclose(jf) != 0)
                 rc = cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
             jf = NULL;
@@ -1154,6 +1182,7 @@ static int cmd_bench(int argc, char **argv)
     if (jf)
         fclose(jf);
     free(b.rows);
+    cli_conv2d_bench_free(cv);
     return rc;
 }
 
@@ -1170,7 +1199,7 @@ static void usage(FILE *f)
         "  diff A.npy B.npy    compare two arrays with the relative-tolerance differ\n"
         "  bench               every kernel x backend x variant, verified, against the\n"
         "                      measured memory bandwidth\n"
-        "Kernels: diffusion3d.  Devices and backends: portkern-probe.\n"
+        "Kernels: diffusion3d, conv2d.  Devices and backends: portkern-probe.\n"
         "\n"
         "  --version           print the library version\n"
         "  --help              this text\n"
@@ -1196,9 +1225,11 @@ int main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     if (strcmp(cmd, "run") == 0)
-        return cmd_run(argc - 2, argv + 2);
+        return cli_conv2d_named(argc - 2, argv + 2) ? cli_conv2d_run(argc - 2, argv + 2)
+                                                   : cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "gen") == 0)
-        return cmd_gen(argc - 2, argv + 2);
+        return cli_conv2d_named(argc - 2, argv + 2) ? cli_conv2d_gen(argc - 2, argv + 2)
+                                                   : cmd_gen(argc - 2, argv + 2);
     if (strcmp(cmd, "diff") == 0)
         return cmd_diff(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0)

@@ -1,0 +1,392 @@
+/* conv2d.c - the public conv2d calls (KERNELS.md section 5): validate once, resolve the
+ * method (direct or FFT) into a variant, choose a backend (with fallback under auto), call
+ * through the backend's table, fill the run info.  Also the host plan and halo rows the
+ * serial and OpenMP backends share. */
+#include "conv2d_host.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* AUTO takes the FFT from this many PSF taps (kh * kw) on: where the FFT variant overtook
+ * the best direct one on the 813 x 5271 frame (docs/PERFORMANCE.md, `portkern bench
+ * --kernels conv2d --size paper --psf-sweep`).  PORTKERN_CONV2D_FFT_TAPS overrides it. */
+#define CV_FFT_TAPS 324
+
+#define CV_BYTES_PER_PIXEL 8.0 /* the image read once and the output written once */
+
+struct pk_conv2d_plan {
+    pk_choice c;
+    double flops, bytes;
+    int uploaded, ran;
+};
+
+/* ---- validation ----------------------------------------------------------------------- */
+static pk_status cv_validate(const pk_conv2d_params *p, pk_cv_desc *d)
+{
+    PK_CHECK_NULL(p);
+    PK_CHECK(p->h >= 1, PK_ESIZE, "h: must be >= 1, got %d", p->h);
+    PK_CHECK(p->w >= 1, PK_ESIZE, "w: must be >= 1, got %d", p->w);
+    PK_CHECK(p->kh >= 1, PK_ESIZE, "kh: must be >= 1, got %d", p->kh);
+    PK_CHECK(p->kw >= 1, PK_ESIZE, "kw: must be >= 1, got %d", p->kw);
+    size_t bytes;
+    PK_CHECK(pk_mul3_size((size_t)p->h, (size_t)p->w, 2 * sizeof(float), &bytes) == 0,
+             PK_EOVERFLOW, "image %d x %d: two float buffers overflow size_t", p->h, p->w);
+    PK_CHECK(pk_mul3_size((size_t)p->kh, (size_t)p->kw, sizeof(float), &bytes) == 0,
+             PK_EOVERFLOW, "psf %d x %d: its bytes overflow size_t", p->kh, p->kw);
+    /* Wrapped rows are w + kw - 1 long and indices stay int. */
+    PK_CHECK((long long)p->w + p->kw - 1 <= INT_MAX && (long long)p->h + p->kh - 1 <= INT_MAX,
+             PK_EOVERFLOW, "image %d x %d with psf %d x %d: h + kh - 1 or w + kw - 1 overflows int",
+             p->h, p->w, p->kh, p->kw);
+    PK_CHECK(p->method >= PK_CONV2D_AUTO && p->method <= PK_CONV2D_FFT, PK_EINVAL,
+             "method: must be PK_CONV2D_AUTO (0), _DIRECT (1) or _FFT (2), got %d", p->method);
+    memset(d, 0, sizeof *d);
+    d->h = p->h;
+    d->w = p->w;
+    d->kh = p->kh;
+    d->kw = p->kw;
+    d->method = p->method;
+    return PK_OK;
+}
+
+/* A non-finite PSF value would poison every output pixel (all of them through the FFT):
+ * rejected.  The image may hold anything; its NaN/Inf propagate to the outputs that see
+ * them (docs: README, "conv2d"). */
+static pk_status cv_check_psf(const pk_conv2d_params *p, const float *psf)
+{
+    PK_CHECK_NULL(psf);
+    const size_t n = (size_t)p->kh * (size_t)p->kw;
+    for (size_t i = 0; i < n; ++i)
+        PK_CHECK(isfinite(psf[i]), PK_ENONFINITE, "psf[%zu][%zu]: must be finite, got %g",
+                 i / (size_t)p->kw, i % (size_t)p->kw, (double)psf[i]);
+    return PK_OK;
+}
+
+pk_status pk_conv2d_reference(const pk_conv2d_params *p, const float *image, const float *psf,
+                              float *out)
+{
+    pk_clear_error();
+    pk_cv_desc d;
+    PK_TRY(cv_validate(p, &d));
+    PK_CHECK_NULL(image);
+    PK_TRY(cv_check_psf(p, psf));
+    PK_CHECK_NULL(out);
+    const uintptr_t bytes = (uintptr_t)d.h * (uintptr_t)d.w * sizeof(float);
+    const uintptr_t i0 = (uintptr_t)image, o0 = (uintptr_t)out;
+    PK_CHECK(o0 + bytes <= i0 || i0 + bytes <= o0, PK_EINVAL,
+             "out: must not overlap image (the reference does not work in place)");
+    pk_cv_ref(&d, image, psf, out);
+    return PK_OK;
+}
+
+/* ---- method -> variant: the kernel class the dispatcher uses ---------------------------- */
+/* What one create resolved; the last successful create is the one that runs. */
+typedef struct cv_outcome {
+    char variant[32];
+    char note[160];
+} cv_outcome;
+
+typedef struct cv_request {
+    pk_cv_desc d;
+    int named;          /* the caller named a variant: it overrides the method */
+    int use_fft;        /* the method resolved to the FFT */
+    char why[96];       /* how the method resolved ("method auto: 121 taps < 324: direct") */
+    cv_outcome *out;
+} cv_request;
+
+/* p->method into rq->use_fft and rq->why. */
+static pk_status cv_resolve_method(const pk_conv2d_params *p, cv_request *rq)
+{
+    const double taps = (double)p->kh * (double)p->kw;
+    double threshold = CV_FFT_TAPS;
+    const char *env = pk_getenv("PORTKERN_CONV2D_FFT_TAPS");
+    rq->use_fft = p->method == PK_CONV2D_FFT;
+    if (p->method == PK_CONV2D_FFT) snprintf(rq->why, sizeof rq->why, "method fft");
+    if (p->method != PK_CONV2D_AUTO) return PK_OK;
+    if (env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        PK_CHECK(*end == '\0' && v >= 1 && v <= INT_MAX, PK_EINVAL,
+                 "PORTKERN_CONV2D_FFT_TAPS='%s': expected an integer >= 1", env);
+        threshold = (double)v;
+    }
+    rq->use_fft = taps >= threshold;
+    snprintf(rq->why, sizeof rq->why, "method auto: %.0f taps %s %.0f%s: %s", taps,
+             rq->use_fft ? ">=" : "<", threshold, env ? " (PORTKERN_CONV2D_FFT_TAPS)" : "",
+             rq->use_fft ? "fft" : "direct");
+    return PK_OK;
+}
+
+static const char *cv_variants_of(const pk_backend_ops *ops) { return ops->cv_variants; }
+
+/* The dispatcher passes the named variant, or the backend's first (its best direct one).
+ * Unnamed, an FFT method takes the backend's "fft" or "<backend>-fft" variant; a backend
+ * without one runs direct and says so. */
+static pk_status cv_create_on(const pk_backend_ops *ops, void *state, int device, const void *desc,
+                              const char *variant, int threads, void **impl)
+{
+    const cv_request *rq = desc;
+    pk_cv_desc d = rq->d;
+    char fft[32], note[160] = "";
+    const char *v = variant;
+    if (!rq->named && rq->use_fft) {
+        snprintf(fft, sizeof fft, "%s-fft", ops->name);
+        if (pk_list_find(ops->cv_variants, "fft") >= 0)
+            v = "fft";
+        else if (pk_list_find(ops->cv_variants, fft) >= 0)
+            v = fft;
+        else
+            snprintf(note, sizeof note, "%s; backend %s has no FFT variant: ran %s", rq->why,
+                     ops->name, variant);
+    }
+    if (!note[0] && !rq->named && rq->why[0]) pk_strlcpy(note, rq->why, sizeof note);
+    d.variant = v;
+    d.threads = threads;
+    PK_TRY(ops->cv_create(state, device, &d, impl));
+    pk_strlcpy(rq->out->variant, v, sizeof rq->out->variant);
+    pk_strlcpy(rq->out->note, note, sizeof rq->out->note);
+    return PK_OK;
+}
+
+static void cv_destroy_on(const pk_backend_ops *ops, void *impl) { ops->cv_destroy(impl); }
+
+static const pk_kernel_class cv_class = {"conv2d", cv_variants_of, cv_create_on, cv_destroy_on};
+
+const char *pk_conv2d_variants(pk_backend_id backend)
+{
+    return pk_kernel_variants(&cv_class, backend);
+}
+
+/* Validate the call and dispatch; `work` runs on the fresh plan (NULL for plans). */
+static pk_status cv_dispatch(pk_context *ctx, const pk_conv2d_params *p, const char *variant,
+                             const float *psf, pk_choice_work work, void *arg, pk_choice *c)
+{
+    cv_outcome out;
+    cv_request rq;
+    memset(&rq, 0, sizeof rq);
+    memset(&out, 0, sizeof out);
+    PK_TRY(cv_validate(p, &rq.d));
+    PK_TRY(cv_check_psf(p, psf));
+    PK_TRY(cv_resolve_method(p, &rq));
+    rq.d.psf = psf;
+    rq.named = variant && *variant;
+    rq.out = &out;
+    PK_TRY(pk_dispatch(ctx, &cv_class, variant, &rq, work, arg, c));
+    pk_strlcpy(c->variant, out.variant, sizeof c->variant);
+    if (out.note[0]) pk_append_note(c->reason, sizeof c->reason, "%s", out.note);
+    return PK_OK;
+}
+
+static void cv_counts(pk_run_info *info, const pk_conv2d_params *p)
+{
+    const double pixels = (double)p->h * (double)p->w;
+    info->flops = 2.0 * (double)p->kh * (double)p->kw * pixels;
+    info->bytes = CV_BYTES_PER_PIXEL * pixels;
+}
+
+/* ---- host plans (serial, OpenMP) -------------------------------------------------------- */
+pk_status pk_cv_host_create(const pk_cv_desc *desc, pk_cv_host_plan **plan)
+{
+    pk_cv_host_plan *h = calloc(1, sizeof *h);
+    if (!h) return pk_fail(PK_ENOMEM, "conv2d: out of host memory");
+    h->d = *desc;
+    pk_strlcpy(h->variant, desc->variant, sizeof h->variant);
+    h->d.variant = h->variant;
+    h->n = (size_t)desc->h * (size_t)desc->w;
+    const size_t taps = (size_t)desc->kh * (size_t)desc->kw;
+    h->image = pk_alloc_aligned(h->n * sizeof(float));
+    h->out = pk_alloc_aligned(h->n * sizeof(float));
+    h->psf = pk_alloc_aligned(taps * sizeof(float));
+    if (!h->image || !h->out || !h->psf) {
+        const size_t bytes = h->n * sizeof(float);
+        pk_cv_host_destroy(h);
+        return pk_fail(PK_ENOMEM, "conv2d: cannot allocate 2 x %zu + %zu bytes", bytes,
+                       taps * sizeof(float));
+    }
+    memcpy(h->psf, desc->psf, taps * sizeof(float));
+    h->d.psf = h->psf;
+    *plan = h;
+    return PK_OK;
+}
+
+pk_status pk_cv_host_upload(void *impl, const float *image, double *seconds)
+{
+    pk_cv_host_plan *h = impl;
+    double t0 = pk_now();
+    memcpy(h->image, image, h->n * sizeof(float));
+    *seconds = pk_now() - t0;
+    return PK_OK;
+}
+
+pk_status pk_cv_host_download(void *impl, float *out, double *seconds)
+{
+    pk_cv_host_plan *h = impl;
+    double t0 = pk_now();
+    memcpy(out, h->out, h->n * sizeof(float));
+    *seconds = pk_now() - t0;
+    return PK_OK;
+}
+
+void pk_cv_host_destroy(void *impl)
+{
+    pk_cv_host_plan *h = impl;
+    if (!h) return;
+    if (h->priv_free) h->priv_free(h->priv);
+    pk_free_aligned(h->image);
+    pk_free_aligned(h->out);
+    pk_free_aligned(h->psf);
+    free(h);
+}
+
+void pk_cv_wrap_row(const float *row, int w, int shift, int n, float *ext)
+{
+    int c = (int)((((long long)-shift) % w + w) % w);
+    for (int x = 0; x < n; c = 0) { /* one copy per pass over the row */
+        const int len = w - c < n - x ? w - c : n - x;
+        memcpy(ext + x, row + c, (size_t)len * sizeof(float));
+        x += len;
+    }
+}
+
+size_t pk_cv_ring_floats(const pk_cv_desc *d)
+{
+    const size_t stride = ((size_t)d->w + (size_t)d->kw - 1 + 15) & ~(size_t)15;
+    return stride * (size_t)(d->kh < d->h ? d->kh : d->h);
+}
+
+void pk_cv_ring_init(pk_cv_ring *r, const pk_cv_desc *d, float *buf)
+{
+    r->buf = buf;
+    r->stride = ((size_t)d->w + (size_t)d->kw - 1 + 15) & ~(size_t)15;
+    r->slots = d->kh < d->h ? d->kh : d->h;
+}
+
+void pk_cv_ring_advance(pk_cv_ring *r, const pk_cv_desc *d, const float *image, int oi, int first)
+{
+    const int a = d->kh / 2, top = oi + d->kh; /* rows v < top are needed */
+    for (int v = first ? top - r->slots : top - 1; v < top; ++v) {
+        const int src = (int)((((long long)v - a) % d->h + d->h) % d->h);
+        pk_cv_wrap_row(image + (size_t)src * (size_t)d->w, d->w, d->kw / 2, d->w + d->kw - 1,
+                       r->buf + (size_t)(v % r->slots) * r->stride);
+    }
+}
+
+/* ---- calls ----------------------------------------------------------------------------- */
+typedef struct cv_oneshot {
+    const float *image;
+    float *out;
+    double up, kern, down;
+} cv_oneshot;
+
+/* The one-shot call's work on a fresh plan: a device failure here falls back too. */
+static pk_status cv_oneshot_work(pk_choice *c, void *arg)
+{
+    cv_oneshot *o = arg;
+    PK_TRY(c->ops->cv_upload(c->impl, o->image, &o->up));
+    PK_TRY(c->ops->cv_run(c->impl, &o->kern));
+    return c->ops->cv_download(c->impl, o->out, &o->down);
+}
+
+pk_status pk_conv2d(pk_context *ctx, const pk_conv2d_params *p, const char *variant,
+                    const float *image, const float *psf, float *out, pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(ctx);
+    PK_CHECK_NULL(p);
+    PK_CHECK_NULL(image);
+    PK_CHECK_NULL(out);
+    cv_oneshot o = {image, out, 0, 0, 0};
+    pk_choice c;
+    PK_TRY(cv_dispatch(ctx, p, variant, psf, cv_oneshot_work, &o, &c));
+    cv_class.destroy(c.ops, c.impl);
+    if (info) {
+        pk_choice_info(&c, info);
+        info->transfer_s = o.up + o.down;
+        info->kernel_s = o.kern;
+        cv_counts(info, p);
+        info->wall_s = pk_now() - t0;
+    }
+    return PK_OK;
+}
+
+/* ---- plans ------------------------------------------------------------------------------ */
+pk_status pk_conv2d_plan_create(pk_conv2d_plan **plan, pk_context *ctx, const pk_conv2d_params *p,
+                                const char *variant, const float *psf, pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    *plan = NULL;
+    PK_CHECK_NULL(ctx);
+    pk_conv2d_plan *pl = calloc(1, sizeof *pl);
+    if (!pl) return pk_fail(PK_ENOMEM, "conv2d: out of host memory");
+    pk_status s = cv_dispatch(ctx, p, variant, psf, NULL, NULL, &pl->c);
+    if (s != PK_OK) {
+        free(pl);
+        return s;
+    }
+    pk_run_info tmp;
+    cv_counts(&tmp, p);
+    pl->flops = tmp.flops;
+    pl->bytes = tmp.bytes;
+    pk_choice_info(&pl->c, info);
+    if (info) info->wall_s = pk_now() - t0;
+    *plan = pl;
+    return PK_OK;
+}
+
+pk_status pk_conv2d_plan_upload(pk_conv2d_plan *plan, const float *image)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(image);
+    double s;
+    PK_TRY(plan->c.ops->cv_upload(plan->c.impl, image, &s));
+    plan->uploaded = 1;
+    plan->ran = 0;
+    return PK_OK;
+}
+
+pk_status pk_conv2d_plan_run(pk_conv2d_plan *plan, pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_CHECK(plan->uploaded, PK_ESTATE, "plan_run: no image uploaded yet (call plan_upload)");
+    double t0 = pk_now(), kern = 0;
+    PK_TRY(plan->c.ops->cv_run(plan->c.impl, &kern));
+    plan->ran = 1;
+    pk_choice_info(&plan->c, info);
+    if (info) {
+        info->setup_s = 0;
+        info->kernel_s = kern;
+        info->flops = plan->flops;
+        info->bytes = plan->bytes;
+        info->wall_s = pk_now() - t0;
+    }
+    return PK_OK;
+}
+
+pk_status pk_conv2d_plan_download(pk_conv2d_plan *plan, float *out)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(out);
+    PK_CHECK(plan->ran, PK_ESTATE, "plan_download: the uploaded image was not convolved yet "
+             "(call plan_run)");
+    double s;
+    return plan->c.ops->cv_download(plan->c.impl, out, &s);
+}
+
+void pk_conv2d_plan_destroy(pk_conv2d_plan *plan)
+{
+    if (!plan) return;
+    if (plan->c.impl) plan->c.ops->cv_destroy(plan->c.impl);
+    free(plan);
+}

@@ -1,0 +1,319 @@
+/* conv2d_omp.c - the OpenMP backend's conv2d variants (KERNELS.md section 5):
+ *   omp  the StrayLight report's cache-optimal order: for each output row (a band of rows
+ *        per thread), for each pair of kernel rows k, k + 1, their wrapped halo rows of
+ *        the image (each built once per band into a per-thread ring, so no wrap test in
+ *        the loops), then the x loops: 64 output pixels in 8 vector registers accumulate
+ *        the 2 kw taps and are added into the output row.  One load and one FMA per tap
+ *        and vector.
+ *   fft  FFTW single precision (r2c / c2r, threads): the periodic correlation as a product
+ *        of spectra.  Per dimension the transform is either exact on the torus (a 7-smooth
+ *        extent: the PSF is folded and shifted onto it) or, for other extents, a linear
+ *        correlation of the image padded with wrapped pixels to the next 7-smooth size
+ *        >= n + k - 1 (5271 = 3 * 7 * 251 and 813 = 3 * 271 transform 8x slower than 5292
+ *        and 840).  Plans (FFTW_ESTIMATE: MEASURE costs seconds per size and measured no
+ *        faster here) and the PSF's spectrum are made once, in create.
+ * Built without FFTW, the fft variant is absent from the backend's list. */
+#include "conv2d_host.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef PK_HAVE_OPENMP
+#include <omp.h>
+#endif
+#ifdef PK_HAVE_FFTW
+#include <fftw3.h>
+#endif
+
+enum { CV_OMP, CV_FFT };
+
+static int cv_threads(const pk_cv_desc *d)
+{
+#ifdef PK_HAVE_OPENMP
+    return d->threads > 0 ? d->threads : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* ---- omp --------------------------------------------------------------------------------- */
+/* Eight floats; aligned(4) and may_alias make a dereference an unaligned load of any float
+ * array.  The x86-64-v3 clone maps it to one AVX register, the baseline to two SSE ones. */
+typedef float cv_v8 __attribute__((vector_size(32), aligned(4), may_alias));
+#define V8(p) (*(const cv_v8 *)(p))
+#define V8_STORE(p, v) (*(cv_v8 *)(p) = (v))
+
+/* acc[0..w) += sum_{r < nrows, l < kw} src[r][j + l] * pk[r * kw + l]: one or two kernel
+ * rows into one output row (two per pass halve the loads and stores of the accumulators).
+ * Eight independent accumulators hide the FMA latency; the tail runs one vector, then
+ * scalars. */
+PK_SIMD_CLONES
+static void row_taps(const float *const *src, int nrows, const float *restrict pk, int kw,
+                     float *restrict acc, int w)
+{
+    int j = 0;
+    for (; j + 64 <= w; j += 64) {
+        cv_v8 s0 = V8(acc + j), s1 = V8(acc + j + 8), s2 = V8(acc + j + 16);
+        cv_v8 s3 = V8(acc + j + 24), s4 = V8(acc + j + 32), s5 = V8(acc + j + 40);
+        cv_v8 s6 = V8(acc + j + 48), s7 = V8(acc + j + 56);
+        for (int r = 0; r < nrows; ++r) {
+            const float *p = src[r] + j, *c = pk + (size_t)r * kw;
+            for (int l = 0; l < kw; ++l, ++p) {
+                s0 += V8(p) * c[l];
+                s1 += V8(p + 8) * c[l];
+                s2 += V8(p + 16) * c[l];
+                s3 += V8(p + 24) * c[l];
+                s4 += V8(p + 32) * c[l];
+                s5 += V8(p + 40) * c[l];
+                s6 += V8(p + 48) * c[l];
+                s7 += V8(p + 56) * c[l];
+            }
+        }
+        V8_STORE(acc + j, s0);
+        V8_STORE(acc + j + 8, s1);
+        V8_STORE(acc + j + 16, s2);
+        V8_STORE(acc + j + 24, s3);
+        V8_STORE(acc + j + 32, s4);
+        V8_STORE(acc + j + 40, s5);
+        V8_STORE(acc + j + 48, s6);
+        V8_STORE(acc + j + 56, s7);
+    }
+    for (; j + 8 <= w; j += 8) {
+        cv_v8 s = V8(acc + j);
+        for (int r = 0; r < nrows; ++r)
+            for (int l = 0; l < kw; ++l) s += V8(src[r] + j + l) * pk[(size_t)r * kw + l];
+        V8_STORE(acc + j, s);
+    }
+    for (; j < w; ++j) {
+        float s = acc[j];
+        for (int r = 0; r < nrows; ++r)
+            for (int l = 0; l < kw; ++l) s += src[r][j + l] * pk[(size_t)r * kw + l];
+        acc[j] = s;
+    }
+}
+
+static void run_omp(pk_cv_host_plan *h)
+{
+    const pk_cv_desc *d = &h->d;
+    const size_t per = pk_cv_ring_floats(d);
+    float *rings = h->priv;
+#pragma omp parallel num_threads(h->nt)
+    {
+#ifdef PK_HAVE_OPENMP
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+        const int nt = 1, t = 0;
+#endif
+        /* A contiguous band of output rows per thread: its ring advances one row per row. */
+        const int i0 = (int)((long long)d->h * t / nt), i1 = (int)((long long)d->h * (t + 1) / nt);
+        pk_cv_ring ring;
+        pk_cv_ring_init(&ring, d, rings + per * (size_t)t);
+        for (int oi = i0; oi < i1; ++oi) {
+            pk_cv_ring_advance(&ring, d, h->image, oi, oi == i0);
+            float *acc = h->out + (size_t)oi * d->w;
+            memset(acc, 0, (size_t)d->w * sizeof(float));
+            for (int k = 0; k < d->kh; k += 2) {
+                const float *src[2] = {pk_cv_ring_row(&ring, oi + k),
+                                       k + 1 < d->kh ? pk_cv_ring_row(&ring, oi + k + 1) : NULL};
+                row_taps(src, k + 1 < d->kh ? 2 : 1, h->psf + (size_t)k * d->kw, d->kw, acc,
+                         d->w);
+            }
+        }
+    }
+}
+
+/* ---- fft --------------------------------------------------------------------------------- */
+#ifdef PK_HAVE_FFTW
+typedef struct cv_fft {
+    int ph, pw, pwc;       /* transform extents; pwc = pw / 2 + 1 complex columns */
+    int pad_y, pad_x;      /* 1: linear with wrapped-pixel padding; 0: exact on the torus */
+    float *real;           /* ph x pw: the padded image, then the result */
+    fftwf_complex *spec;   /* ph x pwc: its spectrum */
+    fftwf_complex *kern;   /* ph x pwc: conj(spectrum of the PSF) / (ph pw) */
+    fftwf_plan fwd, inv;
+} cv_fft;
+
+static int smooth7(long long n)
+{
+    static const int primes[4] = {2, 3, 5, 7};
+    for (int i = 0; i < 4; ++i)
+        while (n % primes[i] == 0) n /= primes[i];
+    return n == 1;
+}
+
+/* The planner is not thread-safe (only fftwf_execute is), and the thread count is global
+ * planner state: every planner call happens in this one critical section. */
+static void fft_free(void *p)
+{
+    cv_fft *f = p;
+    if (!f) return;
+#pragma omp critical(pk_fftw_planner)
+    {
+        if (f->fwd) fftwf_destroy_plan(f->fwd);
+        if (f->inv) fftwf_destroy_plan(f->inv);
+    }
+    fftwf_free(f->real);
+    fftwf_free(f->spec);
+    fftwf_free(f->kern);
+    free(f);
+}
+
+static void fft_plan(cv_fft *f, int nt)
+{
+#pragma omp critical(pk_fftw_planner)
+    {
+        static int threads_ready;
+        if (!threads_ready) threads_ready = fftwf_init_threads() ? 1 : -1;
+        if (threads_ready > 0) fftwf_plan_with_nthreads(nt);
+        f->fwd = fftwf_plan_dft_r2c_2d(f->ph, f->pw, f->real, f->spec, FFTW_ESTIMATE);
+        f->inv = fftwf_plan_dft_c2r_2d(f->ph, f->pw, f->spec, f->real,
+                                       FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
+    }
+}
+
+/* Extent of one dimension: n itself when 7-smooth (exact torus), else the next 7-smooth
+ * size >= n + kf - 1 (kf = min(k, n): a longer PSF is folded first); 0 when too large. */
+static int fft_extent(int n, int k, int *pad)
+{
+    const int kf = k < n ? k : n;
+    *pad = !smooth7(n);
+    if (!*pad) return n;
+    for (long long m = (long long)n + kf - 1; m <= INT_MAX; ++m)
+        if (smooth7(m)) return (int)m;
+    return 0;
+}
+
+/* The PSF folded onto the transform grid: G[u][v] += psf[k][l] with u = k % h on a padded
+ * dimension and (k - kh/2) % h on an exact one (the image carries the shift when padded),
+ * summed in double, scaled by 1 / (ph pw) (FFTW's transforms are unnormalised), then
+ * transformed and conjugated (correlation, not convolution). */
+static pk_status fft_kernel(cv_fft *f, const pk_cv_desc *d, const float *psf)
+{
+    const size_t np = (size_t)f->ph * (size_t)f->pw, nc = (size_t)f->ph * (size_t)f->pwc;
+    double *g = calloc(np, sizeof *g);
+    if (!g) return pk_fail(PK_ENOMEM, "conv2d fft: cannot allocate %zu doubles", np);
+    const long h = d->h, w = d->w, a = d->kh / 2, b = d->kw / 2;
+    for (long k = 0; k < d->kh; ++k) {
+        const long u = f->pad_y ? k % h : ((k - a) % h + h) % h;
+        for (long l = 0; l < d->kw; ++l) {
+            const long v = f->pad_x ? l % w : ((l - b) % w + w) % w;
+            g[(size_t)u * f->pw + (size_t)v] += psf[k * d->kw + l];
+        }
+    }
+    for (size_t i = 0; i < np; ++i) f->real[i] = (float)(g[i] / (double)np);
+    free(g);
+    fftwf_execute(f->fwd);
+    for (size_t i = 0; i < nc; ++i) {
+        f->kern[i][0] = f->spec[i][0];
+        f->kern[i][1] = -f->spec[i][1];
+    }
+    return PK_OK;
+}
+
+static pk_status fft_create(pk_cv_host_plan *h)
+{
+    const pk_cv_desc *d = &h->d;
+    cv_fft *f = calloc(1, sizeof *f);
+    if (!f) return pk_fail(PK_ENOMEM, "conv2d fft: out of host memory");
+    h->priv = f;
+    h->priv_free = fft_free;
+    f->ph = fft_extent(d->h, d->kh, &f->pad_y);
+    f->pw = fft_extent(d->w, d->kw, &f->pad_x);
+    size_t nr, nc;
+    PK_CHECK(f->ph > 0 && f->pw > 0 &&
+                 pk_mul3_size((size_t)f->ph, (size_t)f->pw, sizeof(float), &nr) == 0,
+             PK_EOVERFLOW, "conv2d fft: no transform size for %d x %d with psf %d x %d", d->h,
+             d->w, d->kh, d->kw);
+    f->pwc = f->pw / 2 + 1;
+    PK_CHECK(pk_mul3_size((size_t)f->ph, (size_t)f->pwc, sizeof(fftwf_complex), &nc) == 0,
+             PK_EOVERFLOW, "conv2d fft: a %d x %d spectrum overflows size_t", f->ph, f->pwc);
+    f->real = fftwf_malloc(nr);
+    f->spec = fftwf_malloc(nc);
+    f->kern = fftwf_malloc(nc);
+    PK_CHECK(f->real && f->spec && f->kern, PK_ENOMEM,
+             "conv2d fft: cannot allocate %zu + 2 x %zu bytes for a %d x %d transform", nr, nc,
+             f->ph, f->pw);
+    fft_plan(f, h->nt);
+    PK_CHECK(f->fwd && f->inv, PK_EINTERNAL, "conv2d fft: FFTW could not plan a %d x %d r2c/c2r",
+             f->ph, f->pw);
+    return fft_kernel(f, d, h->psf);
+}
+
+static void run_fft(pk_cv_host_plan *h)
+{
+    const pk_cv_desc *d = &h->d;
+    cv_fft *f = h->priv;
+    const int a = d->kh / 2, b = d->kw / 2;
+    /* Rows and columns needed beyond the image on padded dimensions; the rest is zero. */
+    const int ey = f->pad_y ? d->h + (d->kh < d->h ? d->kh : d->h) - 1 : d->h;
+    const int ex = f->pad_x ? d->w + (d->kw < d->w ? d->kw : d->w) - 1 : d->w;
+    const long nc = (long)f->ph * f->pwc;
+#pragma omp parallel for schedule(static) num_threads(h->nt)
+    for (int y = 0; y < f->ph; ++y) {
+        float *dst = f->real + (size_t)y * f->pw;
+        if (y < ey) {
+            const int src = f->pad_y ? (int)((((long long)y - a) % d->h + d->h) % d->h) : y;
+            pk_cv_wrap_row(h->image + (size_t)src * d->w, d->w, f->pad_x ? b : 0, ex, dst);
+            memset(dst + ex, 0, (size_t)(f->pw - ex) * sizeof(float));
+        } else {
+            memset(dst, 0, (size_t)f->pw * sizeof(float));
+        }
+    }
+    fftwf_execute(f->fwd);
+    fftwf_complex *restrict s = f->spec;
+    const fftwf_complex *restrict g = f->kern;
+#pragma omp parallel for schedule(static) num_threads(h->nt)
+    for (long i = 0; i < nc; ++i) {
+        const float re = s[i][0] * g[i][0] - s[i][1] * g[i][1];
+        const float im = s[i][0] * g[i][1] + s[i][1] * g[i][0];
+        s[i][0] = re;
+        s[i][1] = im;
+    }
+    fftwf_execute(f->inv);
+#pragma omp parallel for schedule(static) num_threads(h->nt)
+    for (int y = 0; y < d->h; ++y)
+        memcpy(h->out + (size_t)y * d->w, f->real + (size_t)y * f->pw, (size_t)d->w * sizeof(float));
+}
+#endif /* PK_HAVE_FFTW */
+
+/* ---- the backend entry points -------------------------------------------------------------- */
+pk_status pk_omp_cv_create(void *state, int device, const pk_cv_desc *desc, void **impl)
+{
+    pk_cv_host_plan *h;
+    PK_TRY(pk_cv_host_create(desc, &h));
+    h->nt = cv_threads(desc);
+    pk_status s = PK_OK;
+#ifdef PK_HAVE_FFTW
+    if (strcmp(h->variant, "fft") == 0) {
+        s = fft_create(h);
+    } else
+#endif
+    {
+        size_t bytes;
+        if (pk_mul3_size(pk_cv_ring_floats(desc), (size_t)h->nt, sizeof(float), &bytes) != 0 ||
+            !(h->priv = pk_alloc_aligned(bytes)))
+            s = pk_fail(PK_ENOMEM, "conv2d omp: cannot allocate %d rings of %zu floats", h->nt,
+                        pk_cv_ring_floats(desc));
+        h->priv_free = pk_free_aligned;
+    }
+    if (s != PK_OK) {
+        pk_cv_host_destroy(h);
+        return s;
+    }
+    *impl = h;
+    return PK_OK;
+}
+
+pk_status pk_omp_cv_run(void *impl, double *seconds)
+{
+    pk_cv_host_plan *h = impl;
+    double t0 = pk_now();
+#ifdef PK_HAVE_FFTW
+    if (strcmp(h->variant, "fft") == 0)
+        run_fft(h);
+    else
+#endif
+        run_omp(h);
+    *seconds = pk_now() - t0;
+    return PK_OK;
+}

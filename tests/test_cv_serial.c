@@ -1,0 +1,4 @@
+/* test_cv_serial.c - conv2d on the serial backend against the reference (see cv_common.h). */
+#include "cv_common.h"
+
+int main(void) { return cv_run_suite(PK_BACKEND_SERIAL); }
