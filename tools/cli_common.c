@@ -664,3 +664,57 @@ int cli_join(char *buf, size_t len, const char *dir, const char *name)
     int n = snprintf(buf, len, "%s/%s", dir, name);
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
+
+/* Split "a,b,c" into items[max][32]; -1 on an empty or overlong item. */
+int cli_split_list(const char *s, char items[][32], int max, int *n)
+{
+    *n = 0;
+    for (;;) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len == 0 || len >= 32 || *n >= max) return -1;
+        memcpy(items[*n], s, len);
+        items[(*n)++][len] = '\0';
+        if (!e) return 0;
+        s = e + 1;
+    }
+}
+
+int cli_bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, int threads,
+                   const char *(*variants)(pk_backend_id), const char *kernel)
+{
+    int total = 0;
+    memset(set, 0, sizeof *set);
+    for (int i = 0; i < nb; ++i) {
+        pk_backend_id be = backends[i];
+        pk_context_options copt;
+        const char *why = NULL, *list;
+        pk_context_options_init(&copt);
+        copt.backend = be;
+        copt.threads = threads;
+        pk_status s = pk_context_create(&set->ctx[be], &copt);
+        if (s != PK_OK) {
+            snprintf(set->skip[be], sizeof set->skip[be], "%s: %s", pk_strerror(s), pk_last_error());
+            continue;
+        }
+        if (!pk_backend_available(set->ctx[be], be, &why)) {
+            snprintf(set->skip[be], sizeof set->skip[be], "%s", why && *why ? why : "not available");
+            continue;
+        }
+        list = variants(be);
+        if (!list || !*list || cli_split_list(list, set->vars[be], 16, &set->nvars[be])) {
+            set->nvars[be] = 0;
+            snprintf(set->skip[be], sizeof set->skip[be], "the backend implements no %s variant",
+                     kernel);
+            continue;
+        }
+        total += set->nvars[be];
+    }
+    return total;
+}
+
+void cli_bench_close(cli_bench_set *set)
+{
+    for (int i = 0; i < PK_BACKEND_COUNT; ++i) pk_context_destroy(set->ctx[i]);
+    memset(set->ctx, 0, sizeof set->ctx);
+}

@@ -109,6 +109,23 @@ int cli_join(char *buf, size_t len, const char *dir, const char *name);
 
 /* ---- conv2d (tools/cli_conv2d.c) ------------------------------------------------------ */
 /** 1 when the kernel operand of a run/gen command line is "conv2d". */
+/* Split "a,b,c" into items[max][32]; -1 on an empty or overlong item. */
+int cli_split_list(const char *s, char items[][32], int max, int *n);
+
+/* The backends a benchmark runs: one context per backend (forced), its variants, or why it
+ * is skipped.  Shared by every kernel's bench. */
+typedef struct cli_bench_set {
+    pk_context *ctx[PK_BACKEND_COUNT];
+    char vars[PK_BACKEND_COUNT][16][32];
+    char skip[PK_BACKEND_COUNT][320];
+    int nvars[PK_BACKEND_COUNT];
+} cli_bench_set;
+/* Open the backends; variants(be) lists a kernel's variants.  Returns the number of
+ * variants that will run. */
+int cli_bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, int threads,
+                   const char *(*variants)(pk_backend_id), const char *kernel);
+void cli_bench_close(cli_bench_set *set);
+
 int cli_conv2d_named(int argc, char **argv);
 /** portkern run conv2d / gen conv2d: argv after the command; exit codes as above. */
 int cli_conv2d_run(int argc, char **argv);

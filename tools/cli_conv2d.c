@@ -633,21 +633,6 @@ static void bench_variant(cli_cv_bench *b, pk_context *ctx, cv_row *r, const flo
     }
 }
 
-/* Split "a,b,c" into items[max][32]; -1 on an empty or overlong item. */
-static int split_list(const char *s, char items[][32], int max, int *n)
-{
-    *n = 0;
-    for (;;) {
-        const char *e = strchr(s, ',');
-        size_t len = e ? (size_t)(e - s) : strlen(s);
-        if (len == 0 || len >= 32 || *n >= max) return -1;
-        memcpy(items[*n], s, len);
-        items[(*n)++][len] = '\0';
-        if (!e) return 0;
-        s = e + 1;
-    }
-}
-
 static int is_fft(const char *v)
 {
     size_t n = strlen(v);
@@ -794,9 +779,9 @@ int cli_conv2d_bench(const char *size, int reps, int threads, const pk_backend_i
                      int nb, int psf_sweep, cli_cv_bench **out)
 {
     cli_cv_bench *b = calloc(1, sizeof *b);
-    pk_context *ctx[PK_BACKEND_COUNT] = {NULL};
-    char vars[PK_BACKEND_COUNT][16][32], skip[PK_BACKEND_COUNT][320];
-    int nvars[PK_BACKEND_COUNT] = {0}, total = 0, done = 0, rc = 0;
+    cli_bench_set set;
+    int total = 0, done = 0, rc = 0;
+    memset(&set, 0, sizeof set); /* the error path closes it */
     float *image = NULL, *psf = NULL, *ref = NULL, *res = NULL, *res2 = NULL;
     pk_status s;
 
@@ -811,30 +796,10 @@ int cli_conv2d_bench(const char *size, int reps, int threads, const pk_backend_i
     b->k = CV_FRAME_K;
     const size_t npx = (size_t)b->h * b->w;
 
-    for (int i = 0; i < nb; ++i) {
-        pk_backend_id be = backends[i];
-        pk_context_options copt;
-        const char *why = NULL, *list;
-        pk_context_options_init(&copt);
-        copt.backend = be;
-        copt.threads = threads;
-        s = pk_context_create(&ctx[be], &copt);
-        if (s != PK_OK) {
-            snprintf(skip[be], sizeof skip[be], "%s: %s", pk_strerror(s), pk_last_error());
-            continue;
-        }
-        if (!pk_backend_available(ctx[be], be, &why)) {
-            snprintf(skip[be], sizeof skip[be], "%s", why && *why ? why : "not available");
-            continue;
-        }
-        list = pk_conv2d_variants(be);
-        if (!list || !*list || split_list(list, vars[be], 16, &nvars[be])) {
-            nvars[be] = 0;
-            snprintf(skip[be], sizeof skip[be], "the backend implements no conv2d variant");
-            continue;
-        }
-        total += nvars[be];
-    }
+    total = cli_bench_open(&set, backends, nb, threads, pk_conv2d_variants, "conv2d");
+    pk_context **ctx = set.ctx;
+    char(*vars)[16][32] = set.vars, (*skip)[320] = set.skip;
+    const int *nvars = set.nvars;
     if (total > 0) {
         image = malloc(npx * sizeof *image);
         psf = malloc((size_t)b->k * b->k * sizeof *psf);
@@ -883,7 +848,7 @@ nomem:
     fprintf(stderr, "portkern bench: out of host memory\n");
     rc = CLI_EXIT_FAIL;
 done:
-    for (int i = 0; i < PK_BACKEND_COUNT; ++i) pk_context_destroy(ctx[i]);
+    cli_bench_close(&set);
     free(image);
     free(psf);
     free(ref);

@@ -768,23 +768,6 @@ static bench_row *bench_add_row(bench_state *b, pk_backend_id be)
     return r;
 }
 
-/* Split a comma-separated list into items[max][32]; -1 on an empty or overlong item. */
-static int split_list(const char *s, char items[][32], int max, int *n)
-{
-    *n = 0;
-    for (;;) {
-        const char *e = strchr(s, ',');
-        size_t len = e ? (size_t)(e - s) : strlen(s);
-        if (len == 0 || len >= 32 || *n >= max)
-            return -1;
-        memcpy(items[*n], s, len);
-        items[(*n)++][len] = '\0';
-        if (!e)
-            return 0;
-        s = e + 1;
-    }
-}
-
 static void row_fail(bench_row *r, const char *what, pk_status s)
 {
     r->status = ROW_FAILED;
@@ -867,40 +850,18 @@ done:
  * of the backends, an unavailable backend as one skipped row. */
 static int bench_diffusion3d(bench_state *b, const pk_backend_id *backends, int nb)
 {
-    pk_context *ctx[PK_BACKEND_COUNT] = {NULL};
-    char vars[PK_BACKEND_COUNT][16][32], skip[PK_BACKEND_COUNT][320];
-    int nvars[PK_BACKEND_COUNT] = {0}, total = 0, done = 0, i, v, rc = 0;
+    cli_bench_set set;
+    int total, done = 0, i, v, rc = 0;
     float *f0 = NULL, *ref = NULL, *out = NULL;
     size_t npts = (size_t)b->n * b->n * b->n;
     pk_diffusion3d_params p;
     pk_status s;
 
     /* Which backends can run, and their variants, before anything is timed. */
-    for (i = 0; i < nb; ++i) {
-        pk_backend_id be = backends[i];
-        pk_context_options copt;
-        const char *why = NULL, *list;
-
-        pk_context_options_init(&copt);
-        copt.backend = be;
-        copt.threads = b->threads;
-        s = pk_context_create(&ctx[be], &copt);
-        if (s != PK_OK) {
-            snprintf(skip[be], sizeof skip[be], "%s: %s", pk_strerror(s), pk_last_error());
-            continue;
-        }
-        if (!pk_backend_available(ctx[be], be, &why)) {
-            snprintf(skip[be], sizeof skip[be], "%s", why && *why ? why : "not available");
-            continue;
-        }
-        list = pk_diffusion3d_variants(be);
-        if (!list || !*list || split_list(list, vars[be], 16, &nvars[be])) {
-            nvars[be] = 0;
-            snprintf(skip[be], sizeof skip[be], "no usable list of diffusion3d variants");
-            continue;
-        }
-        total += nvars[be];
-    }
+    total = cli_bench_open(&set, backends, nb, b->threads, pk_diffusion3d_variants, "diffusion3d");
+    pk_context **ctx = set.ctx;
+    char(*vars)[16][32] = set.vars, (*skip)[320] = set.skip;
+    const int *nvars = set.nvars;
 
     if (total > 0) {
         f0 = malloc(npts * sizeof *f0);
@@ -946,8 +907,7 @@ nomem:
     fprintf(stderr, "portkern bench: out of host memory\n");
     rc = CLI_EXIT_FAIL;
 done:
-    for (i = 0; i < PK_BACKEND_COUNT; ++i)
-        pk_context_destroy(ctx[i]);
+    cli_bench_close(&set);
     free(f0);
     free(ref);
     free(out);
@@ -1115,7 +1075,7 @@ static int cmd_bench(int argc, char **argv)
     if (rc)
         return rc;
 
-    if (split_list(kernels, items, 16, &nitems))
+    if (cli_split_list(kernels, items, 16, &nitems))
         return cli_usage_error(prog, "option --kernels: bad list '%s'", kernels);
     for (i = 0; i < nitems; ++i) {
         if (strcmp(items[i], "diffusion3d") == 0)
@@ -1128,7 +1088,7 @@ static int cmd_bench(int argc, char **argv)
     }
     if (psf_sweep && !want_cv)
         return cli_usage_error(prog, "option --psf-sweep: needs conv2d in --kernels");
-    if (split_list(backends, items, 16, &nitems))
+    if (cli_split_list(backends, items, 16, &nitems))
         return cli_usage_error(prog, "option --backends: bad list '%s'", backends);
     for (i = 0; i < nitems; ++i) {
         pk_backend_id be;
