@@ -718,3 +718,48 @@ void cli_bench_close(cli_bench_set *set)
     for (int i = 0; i < PK_BACKEND_COUNT; ++i) pk_context_destroy(set->ctx[i]);
     memset(set->ctx, 0, sizeof set->ctx);
 }
+
+void cj_run_head(cli_json *j, const char *kernel, const pk_run_info *info)
+{
+    cj_str(j, "kernel", kernel);
+    cj_str(j, "backend", pk_backend_name(info->backend));
+    cj_str(j, "device", info->device_name);
+    cj_int(j, "device_index", info->device);
+    cj_str(j, "variant", info->variant);
+}
+
+void cj_run_times(cli_json *j, const pk_run_info *info)
+{
+    cj_num(j, "seconds", info->wall_s);
+    cj_num(j, "kernel_seconds", info->kernel_s);
+    cj_num(j, "transfer_seconds", info->transfer_s);
+    cj_num(j, "setup_seconds", info->setup_s);
+}
+
+void cj_run_tail(cli_json *j, const pk_run_info *info)
+{
+    cj_bool(j, "fell_back", info->fell_back);
+    cj_str(j, "reason", info->reason);
+}
+
+void cj_verify(cli_json *j, const pk_diff_report *rep, double rtol, int norm, const size_t *shape,
+               int ndim)
+{
+    char first[160];
+    if (!rep) return;
+    cj_open(j, "verify", '{');
+    cj_bool(j, "equal", rep->equal);
+    cj_str(j, "mode", norm ? "norm" : "element-wise");
+    cj_num(j, "rtol", rtol);
+    cj_num(j, "max_rel_err", rep->max_rel_err);
+    cj_num(j, "max_abs_err", rep->max_abs_err);
+    cj_num(j, "norm_rel_err", rep->norm_rel_err);
+    cj_int(j, "num_failed", (long long)rep->num_failed);
+    if (rep->num_failed > 0 && rep->first_fail != (size_t)-1) {
+        pk_format_index(rep->first_fail, shape, ndim, first, sizeof first);
+        cj_str(j, "first_fail", first);
+    } else {
+        cj_null(j, "first_fail");
+    }
+    cj_close(j);
+}

@@ -109,6 +109,15 @@ int cli_join(char *buf, size_t len, const char *dir, const char *name);
 
 /* ---- conv2d (tools/cli_conv2d.c) ------------------------------------------------------ */
 /** 1 when the kernel operand of a run/gen command line is "conv2d". */
+/* The parts of a run's JSON line every kernel shares: the head (kernel, backend, device,
+ * variant), the times, the tail (fell_back, reason) and the differ's verdict (rep NULL: none;
+ * shape[ndim] names the first failure as a multi-index). */
+void cj_run_head(cli_json *j, const char *kernel, const pk_run_info *info);
+void cj_run_times(cli_json *j, const pk_run_info *info);
+void cj_run_tail(cli_json *j, const pk_run_info *info);
+void cj_verify(cli_json *j, const pk_diff_report *rep, double rtol, int norm, const size_t *shape,
+               int ndim);
+
 /* Split "a,b,c" into items[max][32]; -1 on an empty or overlong item. */
 int cli_split_list(const char *s, char items[][32], int max, int *n);
 

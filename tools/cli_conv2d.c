@@ -255,50 +255,25 @@ static void run_print(const pk_conv2d_params *p, const pk_run_info *info,
                       const pk_diff_report *rep, double rtol, int norm)
 {
     const double px = (double)p->h * p->w, flops = 2.0 * p->kh * p->kw * px;
-    size_t shape[2] = {(size_t)p->h, (size_t)p->w};
-    char first[96];
+    const size_t shape[2] = {(size_t)p->h, (size_t)p->w};
     cli_json j;
 
     cj_init(&j, stdout, 0);
     cj_open(&j, NULL, '{');
-    cj_str(&j, "kernel", "conv2d");
-    cj_str(&j, "backend", pk_backend_name(info->backend));
-    cj_str(&j, "device", info->device_name);
-    cj_int(&j, "device_index", info->device);
-    cj_str(&j, "variant", info->variant);
+    cj_run_head(&j, "conv2d", info);
     cj_str(&j, "method", method_name(p->method));
     cj_int(&j, "h", p->h);
     cj_int(&j, "w", p->w);
     cj_int(&j, "kh", p->kh);
     cj_int(&j, "kw", p->kw);
-    cj_num(&j, "seconds", info->wall_s);
-    cj_num(&j, "kernel_seconds", info->kernel_s);
-    cj_num(&j, "transfer_seconds", info->transfer_s);
-    cj_num(&j, "setup_seconds", info->setup_s);
+    cj_run_times(&j, info);
     cj_num(&j, "ms_per_frame", info->kernel_s > 0 ? 1e3 * info->kernel_s : NAN);
     cj_num(&j, "gflop_per_s", rate(flops / 1e9, info->kernel_s));
     cj_num(&j, "gb_per_s", rate(8 * px / 1e9, info->kernel_s));
     cj_str(&j, "flops_model", CV_FLOPS_MODEL);
     cj_str(&j, "bytes_model", CV_BYTES_MODEL);
-    cj_bool(&j, "fell_back", info->fell_back);
-    cj_str(&j, "reason", info->reason);
-    if (rep) {
-        cj_open(&j, "verify", '{');
-        cj_bool(&j, "equal", rep->equal);
-        cj_str(&j, "mode", norm ? "norm" : "element-wise");
-        cj_num(&j, "rtol", rtol);
-        cj_num(&j, "max_rel_err", rep->max_rel_err);
-        cj_num(&j, "max_abs_err", rep->max_abs_err);
-        cj_num(&j, "norm_rel_err", rep->norm_rel_err);
-        cj_int(&j, "num_failed", (long long)rep->num_failed);
-        if (rep->num_failed > 0 && rep->first_fail != (size_t)-1) {
-            pk_format_index(rep->first_fail, shape, 2, first, sizeof first);
-            cj_str(&j, "first_fail", first);
-        } else {
-            cj_null(&j, "first_fail");
-        }
-        cj_close(&j);
-    }
+    cj_run_tail(&j, info);
+    cj_verify(&j, rep, rtol, norm, shape, 2);
     cj_close(&j);
 }
 

@@ -261,49 +261,26 @@ static void run_print(const pk_diffusion3d_params *p, const pk_run_info *info,
                       const pk_diff_report *rep, double rtol)
 {
     double pts = (double)p->nx * p->ny * p->nz * p->count;
-    size_t shape[3] = {(size_t)p->nz, (size_t)p->ny, (size_t)p->nx};
-    char first[160];
+    const size_t shape[3] = {(size_t)p->nz, (size_t)p->ny, (size_t)p->nx};
     cli_json j;
     int k;
 
     cj_init(&j, stdout, 0);
     cj_open(&j, NULL, '{');
-    cj_str(&j, "kernel", "diffusion3d");
-    cj_str(&j, "backend", pk_backend_name(info->backend));
-    cj_str(&j, "device", info->device_name);
-    cj_int(&j, "device_index", info->device);
-    cj_str(&j, "variant", info->variant);
+    cj_run_head(&j, "diffusion3d", info);
     cj_int(&j, "nx", p->nx);
     cj_int(&j, "ny", p->ny);
     cj_int(&j, "nz", p->nz);
     cj_int(&j, "count", p->count);
     for (k = 0; k < 7; ++k)
         cj_num(&j, coef_names[k], *(const double *)((const char *)p + coef_offsets[k]));
-    cj_num(&j, "seconds", info->wall_s);
-    cj_num(&j, "kernel_seconds", info->kernel_s);
-    cj_num(&j, "transfer_seconds", info->transfer_s);
-    cj_num(&j, "setup_seconds", info->setup_s);
+    cj_run_times(&j, info);
     cj_num(&j, "gpts_per_s", rate(pts / 1e9, info->kernel_s));
     cj_num(&j, "gflop_per_s", rate(13 * pts / 1e9, info->kernel_s));
     cj_num(&j, "gb_per_s", rate(8 * pts / 1e9, info->kernel_s));
     cj_str(&j, "bytes_model", "8 B/pt (ideal: 1 read + 1 write)");
-    cj_bool(&j, "fell_back", info->fell_back);
-    cj_str(&j, "reason", info->reason);
-    if (rep) {
-        cj_open(&j, "verify", '{');
-        cj_bool(&j, "equal", rep->equal);
-        cj_num(&j, "rtol", rtol);
-        cj_num(&j, "max_rel_err", rep->max_rel_err);
-        cj_num(&j, "max_abs_err", rep->max_abs_err);
-        cj_int(&j, "num_failed", (long long)rep->num_failed);
-        if (rep->num_failed > 0 && rep->first_fail != (size_t)-1) {
-            pk_format_index(rep->first_fail, shape, 3, first, sizeof first);
-            cj_str(&j, "first_fail", first);
-        } else {
-            cj_null(&j, "first_fail");
-        }
-        cj_close(&j);
-    }
+    cj_run_tail(&j, info);
+    cj_verify(&j, rep, rtol, 0, shape, 3);
     cj_close(&j);
 }
 
