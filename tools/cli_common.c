@@ -763,3 +763,23 @@ void cj_verify(cli_json *j, const pk_diff_report *rep, double rtol, int norm, co
     }
     cj_close(j);
 }
+
+int cli_params_open(const char *prog, const char *dir, const char *kernel, char *path,
+                    size_t path_len, FILE **pf, cli_json *j)
+{
+    if (cli_join(path, path_len, dir, "params.json"))
+        return cli_usage_error(prog, "path too long: %s", dir);
+    *pf = fopen(path, "w");
+    if (!*pf) return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
+    cj_init(j, *pf, 1);
+    cj_open(j, NULL, '{');
+    cj_str(j, "kernel", kernel);
+    return 0;
+}
+
+int cli_params_close(const char *prog, const char *path, FILE *pf, cli_json *j)
+{
+    cj_close(j);
+    if (fclose(pf) != 0) return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}

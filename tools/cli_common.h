@@ -118,6 +118,12 @@ void cj_run_tail(cli_json *j, const pk_run_info *info);
 void cj_verify(cli_json *j, const pk_diff_report *rep, double rtol, int norm, const size_t *shape,
                int ndim);
 
+/* DIR/params.json written by `gen`: open it (path gets its name) and start the JSON object
+ * with "kernel"; close checks the write.  Both return 0 or the exit code after a message. */
+int cli_params_open(const char *prog, const char *dir, const char *kernel, char *path,
+                    size_t path_len, FILE **pf, cli_json *j);
+int cli_params_close(const char *prog, const char *path, FILE *pf, cli_json *j);
+
 /* Split "a,b,c" into items[max][32]; -1 on an empty or overlong item. */
 int cli_split_list(const char *s, char items[][32], int max, int *n);
 

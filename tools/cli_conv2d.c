@@ -464,29 +464,16 @@ int cli_conv2d_gen(int argc, char **argv)
     if ((rc = write_npy(prog, out, "image.npy", a.h, a.w, image)) ||
         (rc = write_npy(prog, out, "psf.npy", a.kh, a.kw, psf)))
         goto done;
-    if (cli_join(path, sizeof path, out, "params.json")) {
-        rc = cli_usage_error(prog, "path too long: %s", out);
+    if ((rc = cli_params_open(prog, out, "conv2d", path, sizeof path, &pf, &j)))
         goto done;
-    }
-    pf = fopen(path, "w");
-    if (!pf) {
-        rc = cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
-        goto done;
-    }
-    cj_init(&j, pf, 1);
-    cj_open(&j, NULL, '{');
-    cj_str(&j, "kernel", "conv2d");
     cj_int(&j, "h", a.h);
     cj_int(&j, "w", a.w);
     cj_int(&j, "kh", a.kh);
     cj_int(&j, "kw", a.kw);
     cj_str(&j, "method", a.method_name);
     cj_int(&j, "seed", a.seed);
-    cj_close(&j);
-    if (fclose(pf) != 0) {
-        rc = cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
+    if ((rc = cli_params_close(prog, path, pf, &j)))
         goto done;
-    }
     printf("wrote %s/image.npy (float32 [%d, %d]), %s/psf.npy (float32 [%d, %d]) and %s\n", out,
            a.h, a.w, out, a.kh, a.kw, path);
 done:

@@ -501,18 +501,8 @@ static int cmd_gen(int argc, char **argv)
     if ((rc = write_field(prog, out, &a, f)))
         goto done;
 
-    if (cli_join(path, sizeof path, out, "params.json")) {
-        rc = cli_usage_error(prog, "path too long: %s", out);
+    if ((rc = cli_params_open(prog, out, "diffusion3d", path, sizeof path, &pf, &j)))
         goto done;
-    }
-    pf = fopen(path, "w");
-    if (!pf) {
-        rc = cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
-        goto done;
-    }
-    cj_init(&j, pf, 1);
-    cj_open(&j, NULL, '{');
-    cj_str(&j, "kernel", "diffusion3d");
     cj_int(&j, "nx", p.nx);
     cj_int(&j, "ny", p.ny);
     cj_int(&j, "nz", p.nz);
@@ -523,11 +513,8 @@ static int cmd_gen(int argc, char **argv)
     cj_num(&j, "scale", scale);
     cj_int(&j, "seed", seed);
     cj_num(&j, "dt", pk_diffusion3d_dt(p.nx));
-    cj_close(&j);
-    if (fclose(pf) != 0) {
-        rc = cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
+    if ((rc = cli_params_close(prog, path, pf, &j)))
         goto done;
-    }
     printf("wrote %s/f.npy (float32 [%d, %d, %d]) and %s\n", out, p.nz, p.ny, p.nx, path);
 done:
     free(f);
