@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -782,4 +783,29 @@ int cli_params_close(const char *prog, const char *path, FILE *pf, cli_json *j)
     cj_close(j);
     if (fclose(pf) != 0) return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
     return 0;
+}
+
+int cli_opt_add(cli_opt *o, int n, const char *name, cli_type type, void *dest, int *seen,
+                double min, double max)
+{
+    o[n].name = name;
+    o[n].type = type;
+    o[n].dest = dest;
+    o[n].seen = seen;
+    o[n].min = min;
+    o[n].max = max;
+    o[n + 1].name = NULL;
+    return n + 1;
+}
+
+int cli_run_opts(cli_opt *o, int n, const char **backend, const char **variant, int *device,
+                 int *threads, const char **in, const char **out, int *verify)
+{
+    n = cli_opt_add(o, n, "backend", CLI_STRING, backend, NULL, 0, 0);
+    n = cli_opt_add(o, n, "variant", CLI_STRING, variant, NULL, 0, 0);
+    n = cli_opt_add(o, n, "device", CLI_INT, device, NULL, 0, INT_MAX);
+    n = cli_opt_add(o, n, "threads", CLI_INT, threads, NULL, 0, INT_MAX);
+    n = cli_opt_add(o, n, "in", CLI_STRING, in, NULL, 0, 0);
+    n = cli_opt_add(o, n, "out", CLI_STRING, out, NULL, 0, 0);
+    return cli_opt_add(o, n, "verify", CLI_FLAG, verify, NULL, 0, 0);
 }

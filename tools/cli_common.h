@@ -29,6 +29,12 @@ typedef struct cli_opt {
 /** Parse argv[0..argc) against opts ("--name value" or "--name=value"; "--" ends the
  *  options).  Other arguments go to pos[] (at most maxpos; *npos gets their number).
  *  Returns 0, CLI_HELP, or CLI_EXIT_USAGE after printing a message naming the option. */
+/* Append an option to o[n] (keeping the NULL-name terminator after it); returns n + 1. */
+int cli_opt_add(cli_opt *o, int n, const char *name, cli_type type, void *dest, int *seen,
+                double min, double max);
+/* The options every `run` has: --backend --variant --device --threads --in --out --verify. */
+int cli_run_opts(cli_opt *o, int n, const char **backend, const char **variant, int *device,
+                 int *threads, const char **in, const char **out, int *verify);
 int cli_parse(const char *prog, int argc, char **argv, const cli_opt *opts, char **pos,
               int maxpos, int *npos);
 /** Strict conversions: the whole string, no blanks, range [min, max], finite doubles.

@@ -39,27 +39,14 @@ static void cv_args_init(cv_args *a)
     a->method_name = "auto";
 }
 
-static int opt_add(cli_opt *o, int n, const char *name, cli_type type, void *dest, int *seen,
-                   double min, double max)
-{
-    o[n].name = name;
-    o[n].type = type;
-    o[n].dest = dest;
-    o[n].seen = seen;
-    o[n].min = min;
-    o[n].max = max;
-    o[n + 1].name = NULL;
-    return n + 1;
-}
-
 static int cv_opts(cli_opt *o, int n, cv_args *a)
 {
-    n = opt_add(o, n, "h", CLI_INT, &a->h, &a->seen_h, 1, INT_MAX);
-    n = opt_add(o, n, "w", CLI_INT, &a->w, &a->seen_w, 1, INT_MAX);
-    n = opt_add(o, n, "kh", CLI_INT, &a->kh, &a->seen_kh, 1, INT_MAX);
-    n = opt_add(o, n, "kw", CLI_INT, &a->kw, &a->seen_kw, 1, INT_MAX);
-    n = opt_add(o, n, "seed", CLI_INT, &a->seed, &a->seen_seed, 0, INT_MAX);
-    n = opt_add(o, n, "method", CLI_STRING, &a->method_name, &a->seen_method, 0, 0);
+    n = cli_opt_add(o, n, "h", CLI_INT, &a->h, &a->seen_h, 1, INT_MAX);
+    n = cli_opt_add(o, n, "w", CLI_INT, &a->w, &a->seen_w, 1, INT_MAX);
+    n = cli_opt_add(o, n, "kh", CLI_INT, &a->kh, &a->seen_kh, 1, INT_MAX);
+    n = cli_opt_add(o, n, "kw", CLI_INT, &a->kw, &a->seen_kw, 1, INT_MAX);
+    n = cli_opt_add(o, n, "seed", CLI_INT, &a->seed, &a->seen_seed, 0, INT_MAX);
+    n = cli_opt_add(o, n, "method", CLI_STRING, &a->method_name, &a->seen_method, 0, 0);
     return n;
 }
 
@@ -300,15 +287,9 @@ int cli_conv2d_run(int argc, char **argv)
     memset(&img_arr, 0, sizeof img_arr);
     memset(&psf_arr, 0, sizeof psf_arr);
     n = cv_opts(opts, n, &a);
-    n = opt_add(opts, n, "backend", CLI_STRING, &backend, NULL, 0, 0);
-    n = opt_add(opts, n, "variant", CLI_STRING, &variant, NULL, 0, 0);
-    n = opt_add(opts, n, "device", CLI_INT, &device, NULL, 0, INT_MAX);
-    n = opt_add(opts, n, "threads", CLI_INT, &threads, NULL, 0, INT_MAX);
-    n = opt_add(opts, n, "in", CLI_STRING, &in, NULL, 0, 0);
-    n = opt_add(opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
-    n = opt_add(opts, n, "verify", CLI_FLAG, &verify, NULL, 0, 0);
-    n = opt_add(opts, n, "norm", CLI_FLAG, &norm, NULL, 0, 0);
-    n = opt_add(opts, n, "rtol", CLI_DOUBLE, &rtol, NULL, 0, DBL_MAX);
+    n = cli_run_opts(opts, n, &backend, &variant, &device, &threads, &in, &out, &verify);
+    n = cli_opt_add(opts, n, "norm", CLI_FLAG, &norm, NULL, 0, 0);
+    n = cli_opt_add(opts, n, "rtol", CLI_DOUBLE, &rtol, NULL, 0, DBL_MAX);
     rc = cli_parse(prog, argc, argv, opts, pos, 1, &npos);
     if (rc == CLI_HELP) {
         run_usage(stdout);
@@ -438,7 +419,7 @@ int cli_conv2d_gen(int argc, char **argv)
 
     cv_args_init(&a);
     n = cv_opts(opts, n, &a);
-    n = opt_add(opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
+    n = cli_opt_add(opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
     rc = cli_parse(prog, argc, argv, opts, pos, 1, &npos);
     if (rc == CLI_HELP) {
         gen_usage(stdout);

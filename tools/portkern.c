@@ -43,29 +43,16 @@ static void d3_args_init(d3_args *a)
     a->count = 10;
 }
 
-static int opt_add(cli_opt *o, int n, const char *name, cli_type type, void *dest, int *seen,
-                   double min, double max)
-{
-    o[n].name = name;
-    o[n].type = type;
-    o[n].dest = dest;
-    o[n].seen = seen;
-    o[n].min = min;
-    o[n].max = max;
-    o[n + 1].name = NULL;
-    return n + 1;
-}
-
 /* Size, count and coefficient options; returns the new number of entries. */
 static int d3_opts(cli_opt *o, int n, d3_args *a)
 {
     int k;
-    n = opt_add(o, n, "nx", CLI_INT, &a->nx, &a->seen_nx, 1, INT_MAX);
-    n = opt_add(o, n, "ny", CLI_INT, &a->ny, &a->seen_ny, 1, INT_MAX);
-    n = opt_add(o, n, "nz", CLI_INT, &a->nz, &a->seen_nz, 1, INT_MAX);
-    n = opt_add(o, n, "count", CLI_INT, &a->count, &a->seen_count, 0, INT_MAX);
+    n = cli_opt_add(o, n, "nx", CLI_INT, &a->nx, &a->seen_nx, 1, INT_MAX);
+    n = cli_opt_add(o, n, "ny", CLI_INT, &a->ny, &a->seen_ny, 1, INT_MAX);
+    n = cli_opt_add(o, n, "nz", CLI_INT, &a->nz, &a->seen_nz, 1, INT_MAX);
+    n = cli_opt_add(o, n, "count", CLI_INT, &a->count, &a->seen_count, 0, INT_MAX);
     for (k = 0; k < 7; ++k)
-        n = opt_add(o, n, coef_names[k], CLI_DOUBLE, &a->coef[k], &a->seen_coef[k], -DBL_MAX,
+        n = cli_opt_add(o, n, coef_names[k], CLI_DOUBLE, &a->coef[k], &a->seen_coef[k], -DBL_MAX,
                     DBL_MAX);
     return n;
 }
@@ -306,14 +293,8 @@ static int cmd_run(int argc, char **argv)
     d3_args_init(&a);
     memset(&arr, 0, sizeof arr);
     n = d3_opts(opts, n, &a);
-    n = opt_add(opts, n, "backend", CLI_STRING, &backend, NULL, 0, 0);
-    n = opt_add(opts, n, "variant", CLI_STRING, &variant, NULL, 0, 0);
-    n = opt_add(opts, n, "device", CLI_INT, &device, NULL, 0, INT_MAX);
-    n = opt_add(opts, n, "threads", CLI_INT, &threads, NULL, 0, INT_MAX);
-    n = opt_add(opts, n, "in", CLI_STRING, &in, NULL, 0, 0);
-    n = opt_add(opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
-    n = opt_add(opts, n, "verify", CLI_FLAG, &verify, NULL, 0, 0);
-    n = opt_add(opts, n, "rtol", CLI_DOUBLE, &rtol, NULL, 0, DBL_MAX);
+    n = cli_run_opts(opts, n, &backend, &variant, &device, &threads, &in, &out, &verify);
+    n = cli_opt_add(opts, n, "rtol", CLI_DOUBLE, &rtol, NULL, 0, DBL_MAX);
     rc = cli_parse(prog, argc, argv, opts, pos, 1, &npos);
     if (rc == CLI_HELP) {
         run_usage(stdout);
@@ -446,10 +427,10 @@ static int cmd_gen(int argc, char **argv)
 
     d3_args_init(&a);
     n = d3_opts(opts, n, &a);
-    n = opt_add(opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
-    n = opt_add(opts, n, "dataset", CLI_STRING, &dataset, NULL, 0, 0);
-    n = opt_add(opts, n, "seed", CLI_INT, &seed, NULL, 0, INT_MAX);
-    n = opt_add(opts, n, "scale", CLI_DOUBLE, &scale, NULL, 0, DBL_MAX);
+    n = cli_opt_add(opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
+    n = cli_opt_add(opts, n, "dataset", CLI_STRING, &dataset, NULL, 0, 0);
+    n = cli_opt_add(opts, n, "seed", CLI_INT, &seed, NULL, 0, INT_MAX);
+    n = cli_opt_add(opts, n, "scale", CLI_DOUBLE, &scale, NULL, 0, DBL_MAX);
     rc = cli_parse(prog, argc, argv, opts, pos, 1, &npos);
     if (rc == CLI_HELP) {
         gen_usage(stdout);
@@ -565,9 +546,9 @@ static int cmd_diff(int argc, char **argv)
     size_t nreal;
     const char *tname;
 
-    opt_add(opts, 0, "rtol", CLI_DOUBLE, &rtol, NULL, 0, DBL_MAX);
-    opt_add(opts, 1, "zero", CLI_DOUBLE, &zero, NULL, 0, DBL_MAX);
-    opt_add(opts, 2, "norm", CLI_FLAG, &norm, NULL, 0, 0);
+    cli_opt_add(opts, 0, "rtol", CLI_DOUBLE, &rtol, NULL, 0, DBL_MAX);
+    cli_opt_add(opts, 1, "zero", CLI_DOUBLE, &zero, NULL, 0, DBL_MAX);
+    cli_opt_add(opts, 2, "norm", CLI_FLAG, &norm, NULL, 0, 0);
     rc = cli_parse(prog, argc, argv, opts, pos, 2, &npos);
     if (rc == CLI_HELP) {
         diff_usage(stdout);
@@ -1024,13 +1005,13 @@ static int cmd_bench(int argc, char **argv)
     memset(&b, 0, sizeof b);
     b.size = "small";
     b.reps = 3;
-    opt_add(opts, 0, "kernels", CLI_STRING, &kernels, NULL, 0, 0);
-    opt_add(opts, 1, "backends", CLI_STRING, &backends, NULL, 0, 0);
-    opt_add(opts, 2, "size", CLI_STRING, &b.size, NULL, 0, 0);
-    opt_add(opts, 3, "reps", CLI_INT, &b.reps, NULL, 1, 1000);
-    opt_add(opts, 4, "threads", CLI_INT, &b.threads, NULL, 0, INT_MAX);
-    opt_add(opts, 5, "json", CLI_STRING, &json, NULL, 0, 0);
-    opt_add(opts, 6, "psf-sweep", CLI_FLAG, &psf_sweep, NULL, 0, 0);
+    cli_opt_add(opts, 0, "kernels", CLI_STRING, &kernels, NULL, 0, 0);
+    cli_opt_add(opts, 1, "backends", CLI_STRING, &backends, NULL, 0, 0);
+    cli_opt_add(opts, 2, "size", CLI_STRING, &b.size, NULL, 0, 0);
+    cli_opt_add(opts, 3, "reps", CLI_INT, &b.reps, NULL, 1, 1000);
+    cli_opt_add(opts, 4, "threads", CLI_INT, &b.threads, NULL, 0, INT_MAX);
+    cli_opt_add(opts, 5, "json", CLI_STRING, &json, NULL, 0, 0);
+    cli_opt_add(opts, 6, "psf-sweep", CLI_FLAG, &psf_sweep, NULL, 0, 0);
     rc = cli_parse(prog, argc, argv, opts, pos, 0, &npos);
     if (rc == CLI_HELP) {
         bench_usage(stdout);
