@@ -84,21 +84,8 @@ pk_status pk_cl_cv_create(void *state, int device, const pk_cv_desc *desc, void 
     PK_TRY(pk_cl_device_open(st, device, &dev));
 
     const int h = desc->h, w = desc->w, kh = desc->kh, kw = desc->kw;
-    PK_CHECK(h >= 1 && w >= 1 && kh >= 1 && kw >= 1, PK_ESIZE,
-             "conv2d: sizes must be >= 1, got image %d x %d, psf %d x %d", h, w, kh, kw);
-    size_t pixels, taps;
-    PK_CHECK(pk_mul3_size((size_t)h, (size_t)w, 1, &pixels) == 0 &&
-                 pixels <= SIZE_MAX / sizeof(float) &&
-                 pk_mul3_size((size_t)kh, (size_t)kw, 1, &taps) == 0 &&
-                 taps <= SIZE_MAX / sizeof(float),
-             PK_EOVERFLOW, "conv2d: image %d x %d or psf %d x %d overflows size_t", h, w, kh, kw);
-    /* Window coordinates (tile origin + PSF extent + tile size) and PSF indices stay in
-     * int. */
-    PK_CHECK(h <= INT_MAX / 2 - kh && w <= INT_MAX / 2 - kw && taps <= INT_MAX,
-             PK_EUNSUPPORTED,
-             "conv2d: opencl needs h + kh and w + kw below 2^30 and at most 2^31 - 1 PSF taps, "
-             "got %d + %d, %d + %d and %d x %d",
-             h, kh, w, kw, kh, kw);
+    size_t pixels = 0, taps = 0;
+    PK_TRY(pk_cv_int_limits(desc, "opencl", &pixels, &taps));
     size_t bytes = pixels * sizeof(float), psf_bytes = taps * sizeof(float);
     PK_CHECK(bytes <= dev->max_alloc && psf_bytes <= dev->max_alloc, PK_EDEVMEM,
              "conv2d: an image of %zu bytes or a psf of %zu bytes exceeds "

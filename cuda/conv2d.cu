@@ -275,21 +275,8 @@ extern "C" pk_status pk_cuda_cv_create(int device, const pk_cv_desc *desc, int f
     cudaError_t e;
     pk_status st;
     const int h = desc->h, w = desc->w, kh = desc->kh, kw = desc->kw;
-    PK_CHECK(h >= 1 && w >= 1 && kh >= 1 && kw >= 1, PK_ESIZE,
-             "conv2d: sizes must be >= 1, got image %d x %d, psf %d x %d", h, w, kh, kw);
     size_t pixels = 0, taps = 0;
-    PK_CHECK(pk_mul3_size((size_t)h, (size_t)w, 1, &pixels) == 0 &&
-                 pixels <= SIZE_MAX / sizeof(float) &&
-                 pk_mul3_size((size_t)kh, (size_t)kw, 1, &taps) == 0 &&
-                 taps <= SIZE_MAX / sizeof(float),
-             PK_EOVERFLOW, "conv2d: image %d x %d or psf %d x %d overflows size_t", h, w, kh, kw);
-    /* Window coordinates (tile origin + PSF extent + tile size) and PSF indices stay in
-     * int. */
-    PK_CHECK(h <= INT_MAX / 2 - kh && w <= INT_MAX / 2 - kw && taps <= INT_MAX,
-             PK_EUNSUPPORTED,
-             "conv2d: cuda needs h + kh and w + kw below 2^30 and at most 2^31 - 1 PSF taps, "
-             "got %d + %d, %d + %d and %d x %d",
-             h, kh, w, kw, kh, kw);
+    PK_TRY(pk_cv_int_limits(desc, "cuda", &pixels, &taps));
     const long long tiles_x = (w + PK_CV_TX - 1) / PK_CV_TX;
     const long long tiles = tiles_x * ((h + PK_CV_TY - 1) / PK_CV_TY);
     PK_CHECK(tiles <= INT_MAX, PK_EUNSUPPORTED,

@@ -65,6 +65,17 @@ static pk_status cv_check_psf(const pk_conv2d_params *p, const float *psf)
     return PK_OK;
 }
 
+pk_status pk_cv_int_limits(const pk_cv_desc *d, const char *backend, size_t *pixels, size_t *taps)
+{
+    const int h = d->h, w = d->w, kh = d->kh, kw = d->kw;
+    *pixels = (size_t)h * (size_t)w; /* both fit in size_t: cv_validate checked the bytes */
+    *taps = (size_t)kh * (size_t)kw;
+    PK_CHECK(h <= INT_MAX / 2 - kh && w <= INT_MAX / 2 - kw && *taps <= INT_MAX, PK_EUNSUPPORTED,
+             "conv2d: %s needs h + kh and w + kw below 2^30 and at most 2^31 - 1 PSF taps, got "
+             "%d + %d, %d + %d and %d x %d", backend, h, kh, w, kw, kh, kw);
+    return PK_OK;
+}
+
 pk_status pk_conv2d_reference(const pk_conv2d_params *p, const float *image, const float *psf,
                               float *out)
 {

@@ -120,6 +120,11 @@ typedef struct pk_cv_desc {
     int threads;         /* host threads (0: default) */
 } pk_cv_desc;
 
+/** Device backends index windows (tile origin + PSF extent + tile size) and PSF taps in
+ *  int: check that this frame allows it (the caller validated sizes already) and give its
+ *  pixel and tap counts. */
+pk_status pk_cv_int_limits(const pk_cv_desc *d, const char *backend, size_t *pixels, size_t *taps);
+
 /* ---- the backend table ---------------------------------------------------------------- */
 typedef struct pk_backend_ops pk_backend_ops;
 struct pk_backend_ops {
