@@ -1,16 +1,18 @@
 # cl/: OpenCL kernel sources (*.cl, embedded into the library as C strings at build time,
 # with a build-time hash of each source for the binary cache key) and the OpenCL backend.
-PK_CL_KERNELS = cl/diffusion3d.cl cl/conv2d.cl cl/bandwidth.cl
+PK_CL_KERNELS = cl/diffusion3d.cl cl/conv2d.cl cl/magicfilter3d.cl cl/bandwidth.cl
 EXTRA_DIST += $(PK_CL_KERNELS)
 if HAVE_OPENCL
 libportkern_la_SOURCES += \
 	cl/backend_opencl.c \
 	cl/opencl_internal.h \
 	cl/diffusion3d_opencl.c \
-	cl/conv2d_opencl.c
-nodist_libportkern_la_SOURCES += cl/diffusion3d_cl.h cl/conv2d_cl.h cl/bandwidth_cl.h
-BUILT_SOURCES += cl/diffusion3d_cl.h cl/conv2d_cl.h cl/bandwidth_cl.h
-CLEANFILES += cl/diffusion3d_cl.h cl/conv2d_cl.h cl/bandwidth_cl.h
+	cl/conv2d_opencl.c \
+	cl/magicfilter3d_opencl.c
+PK_CL_EMBEDDED = cl/diffusion3d_cl.h cl/conv2d_cl.h cl/magicfilter3d_cl.h cl/bandwidth_cl.h
+nodist_libportkern_la_SOURCES += $(PK_CL_EMBEDDED)
+BUILT_SOURCES += $(PK_CL_EMBEDDED)
+CLEANFILES += $(PK_CL_EMBEDDED)
 libportkern_la_LIBADD += $(OPENCL_LIBS)
 endif
 

@@ -1,6 +1,6 @@
 # cuda/: CUDA kernels (*.cu) behind extern "C" launchers, and the CUDA backend's table.
 # Built when configure found nvcc; linked with the static CUDA runtime (no libcudart.so).
-EXTRA_DIST += cuda/diffusion3d.cu cuda/conv2d.cu cuda/conv2d_fft.cu cuda/runtime.cu \
+EXTRA_DIST += cuda/diffusion3d.cu cuda/conv2d.cu cuda/conv2d_fft.cu cuda/magicfilter3d.cu cuda/runtime.cu \
 	cuda/cuda_internal.h cuda/backend_cuda.c
 if HAVE_CUDA
 libportkern_la_SOURCES += \
@@ -9,7 +9,8 @@ libportkern_la_SOURCES += \
 	cuda/runtime.cu \
 	cuda/diffusion3d.cu \
 	cuda/conv2d.cu \
-	cuda/conv2d_fft.cu
+	cuda/conv2d_fft.cu \
+	cuda/magicfilter3d.cu
 libportkern_la_LIBADD += $(CUDA_LIBS)
 endif
 

@@ -1,5 +1,6 @@
 /* backend_serial.c - the serial backend: the reference loops on the host, one thread. */
 #include "conv2d_host.h"
+#include "magicfilter3d_host.h"
 
 #include <stdlib.h>
 
@@ -65,4 +66,10 @@ const pk_backend_ops pk_backend_serial = {
     .cv_run = pk_serial_cv_run,
     .cv_download = pk_cv_host_download,
     .cv_destroy = pk_cv_host_destroy,
+    .mf_variants = "simd,unrolled,serial,serial-direct",
+    .mf_create = pk_serial_mf_create,
+    .mf_upload = pk_mf_host_upload,
+    .mf_run = pk_serial_mf_run,
+    .mf_download = pk_mf_host_download,
+    .mf_destroy = pk_mf_host_destroy,
 };

@@ -125,6 +125,46 @@ typedef struct pk_cv_desc {
  *  pixel and tap counts. */
 pk_status pk_cv_int_limits(const pk_cv_desc *d, const char *backend, size_t *pixels, size_t *taps);
 
+/* ---- magicfilter3d, as a backend sees it (KERNELS.md section 2) ---------------------- */
+/* One pass: src holds ndat lines of nin points (line fastest), dst gets the transposed
+ * result [nout][ndat]:
+ *     dst[j][d] = sum_{k<16} g[k] * src[d][j + k + off]
+ * where the source index wraps modulo nin (PK_MF_PERIODIC), reads 0 outside [0, nin)
+ * (PK_MF_GROW) or is always inside (PK_MF_SHRINK).  g[] are the taps in the order the
+ * pass applies them: MF g[k] = f_{k-8}, MFT g[k] = f_{7-k}. */
+typedef struct pk_mf_pass {
+    int nin, nout;   /* line length in and out (nout = nin, nin + 15 or nin - 15) */
+    long ndat;       /* lines (product of the other two extents at this stage) */
+    int off;         /* periodic: -8 (MF) or -7 (MFT); grow: -15; shrink: 0 */
+    int bc;          /* PK_MF_* */
+} pk_mf_pass;
+
+typedef struct pk_mf_desc {
+    int n[3];              /* n1, n2, n3 as given */
+    int in[3], out[3];     /* extents of x and y per axis (index 0 = axis 1, fastest) */
+    int transpose, bc;
+    double g[16];          /* taps in pass order (see pk_mf_pass) */
+    pk_mf_pass pass[3];    /* pass p works along axis p + 1 */
+    size_t in_count, out_count;
+    size_t work_count[2];  /* elements after pass 1 and after pass 2 */
+    const char *variant;   /* resolved: one of the backend's names */
+    int threads;           /* host threads (0: default) */
+} pk_mf_desc;
+
+/** Fill d from validated parameters (sizes, taps, the three passes). */
+void pk_mf_desc_init(pk_mf_desc *d, const pk_magicfilter3d_params *p);
+/** The three passes in the order the library runs them: x -> w1 -> w2 -> y, each with the
+ *  same pass function.  Serial reference pass (plain loops, modulo indexing): */
+void pk_mf_pass_ref(const pk_mf_pass *p, const double *g, const double *src, double *dst);
+/** The six-loop triple sum of KERNELS.md (test oracle, O(16^3) per point). */
+void pk_mf_direct(const pk_mf_desc *d, const double *x, double *y);
+/** Source index of line position t = j + k + off for a periodic pass (true modulo, any t). */
+static inline int pk_mf_wrap(int t, int n)
+{
+    int r = t % n;
+    return r < 0 ? r + n : r;
+}
+
 /* ---- the backend table ---------------------------------------------------------------- */
 typedef struct pk_backend_ops pk_backend_ops;
 struct pk_backend_ops {
@@ -154,6 +194,15 @@ struct pk_backend_ops {
     pk_status (*cv_run)(void *impl, double *kernel_seconds);
     pk_status (*cv_download)(void *impl, float *out, double *seconds);
     void (*cv_destroy)(void *impl);
+
+    /* magicfilter3d: variants (NULL when the backend lacks it) and a plan holding x, y and
+     * the work buffers on the device. */
+    const char *mf_variants;
+    pk_status (*mf_create)(void *state, int device, const pk_mf_desc *desc, void **impl);
+    pk_status (*mf_upload)(void *impl, const double *x, double *seconds);
+    pk_status (*mf_run)(void *impl, double *kernel_seconds);
+    pk_status (*mf_download)(void *impl, double *y, double *seconds);
+    void (*mf_destroy)(void *impl);
 };
 
 extern const pk_backend_ops pk_backend_serial;

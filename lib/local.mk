@@ -12,8 +12,13 @@ libportkern_la_SOURCES += \
 	lib/conv2d.c \
 	lib/conv2d_host.h \
 	lib/conv2d_serial.c \
+	lib/magicfilter3d.c \
+	lib/magicfilter3d_host.h \
+	lib/magicfilter3d_serial.c \
+	lib/magicfilter3d_simd.c \
 	lib/differ.c \
 	lib/npy.c \
 	lib/ref/diffusion3d_ref.c \
 	lib/ref/conv2d_ref.c \
+	lib/ref/magicfilter3d_ref.c \
 	lib/gen/diffusion3d_gen.c

@@ -241,6 +241,60 @@ PK_API pk_status pk_conv2d_plan_download(pk_conv2d_plan *plan, float *out);
 PK_API void pk_conv2d_plan_destroy(pk_conv2d_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
+/* magicfilter3d: BigDFT magic filter, 3-D (KERNELS.md section 2).                           */
+/* Taps f_l, l = -8..7 (pk_magicfilter_taps).  One 1-D pass along an axis of n points:
+ *   MF  (transpose = 0): y(i) = sum_{l=-8..7} f_l  x(i + l)
+ *   MFT (transpose = 1): y(i) = sum_{l=-7..8} f_-l x(i + l)     (the adjoint of MF)
+ * The 3-D operation applies the pass along all three axes (as three passes of 1-D
+ * convolution + transposition).  Boundary conditions, per axis:
+ *   PK_MF_PERIODIC: x(i) = x(i mod n), output n points (n >= 1; the wrap may go around
+ *                   several times when n < 16);
+ *   PK_MF_GROW:     free boundary, x = 0 outside [0, n): output n + 15 points, output j
+ *                   being the sum at i = j - 7 (MF) or i = j - 8 (MFT), i.e. every point
+ *                   the filter touches (BigDFT's magicfilter_free);
+ *   PK_MF_SHRINK:   input n + 15 points, output n: the sums that lie wholly inside the input,
+ *                   output i at input position i + 8 (MF) or i + 7 (MFT) (BigDFT's
+ *                   magicfilter_free_t with MFT).  SHRINK of MFT is the adjoint of GROW of
+ *                   MF, and SHRINK of MF the adjoint of GROW of MFT. */
+#define PK_MF_PERIODIC 0
+#define PK_MF_GROW 1
+#define PK_MF_SHRINK 2
+
+typedef struct pk_magicfilter3d_params {
+    int n1, n2, n3; /* grid points per axis (i1 fastest): x is float64 [n3][n2][n1] for
+                       PERIODIC and GROW, [n3+15][n2+15][n1+15] for SHRINK */
+    int transpose;  /* 0: MF, 1: MFT */
+    int bc;         /* PK_MF_PERIODIC, PK_MF_GROW or PK_MF_SHRINK */
+} pk_magicfilter3d_params;
+
+/** The 16 taps f_{-8} .. f_{7} (they sum to 1). */
+PK_API const double *pk_magicfilter_taps(void);
+/** Shapes of x and y, C order ([0] = n3 side, [2] = n1 side); also validates p. */
+PK_API pk_status pk_magicfilter3d_shapes(const pk_magicfilter3d_params *p, size_t in_shape[3],
+                                         size_t out_shape[3]);
+/** Serial reference (the oracle; plain separable loops, modulo indexing). x and y must not
+ *  overlap. */
+PK_API pk_status pk_magicfilter3d_reference(const pk_magicfilter3d_params *p, const double *x,
+                                            double *y);
+/** y = MF x (or MFT x) on the context's backend.  variant: NULL or "" for the backend's
+ *  best, else one of pk_magicfilter3d_variants(). */
+PK_API pk_status pk_magicfilter3d(pk_context *ctx, const pk_magicfilter3d_params *p,
+                                  const char *variant, const double *x, double *y,
+                                  pk_run_info *info);
+/** Comma-separated magicfilter3d variant names of a backend. */
+PK_API const char *pk_magicfilter3d_variants(pk_backend_id backend);
+
+/* Device-resident use: x and y (and the work buffers) stay on the device. */
+typedef struct pk_magicfilter3d_plan pk_magicfilter3d_plan;
+PK_API pk_status pk_magicfilter3d_plan_create(pk_magicfilter3d_plan **plan, pk_context *ctx,
+                                              const pk_magicfilter3d_params *p,
+                                              const char *variant, pk_run_info *info);
+PK_API pk_status pk_magicfilter3d_plan_upload(pk_magicfilter3d_plan *plan, const double *x);
+PK_API pk_status pk_magicfilter3d_plan_run(pk_magicfilter3d_plan *plan, pk_run_info *info);
+PK_API pk_status pk_magicfilter3d_plan_download(pk_magicfilter3d_plan *plan, double *y);
+PK_API void pk_magicfilter3d_plan_destroy(pk_magicfilter3d_plan *plan);
+
+/* ---------------------------------------------------------------------------------------- */
 /* The differ (KERNELS.md section 6).                                                        */
 typedef struct pk_diff_report {
     size_t count;            /* elements compared */

@@ -1,6 +1,7 @@
 /* backend_openmp.c - the OpenMP backend's table: all cores of the host. */
 #include "omp_internal.h"
 #include "conv2d_host.h"
+#include "magicfilter3d_host.h"
 
 #ifdef PK_HAVE_OPENMP
 #include <omp.h>
@@ -62,4 +63,10 @@ const pk_backend_ops pk_backend_openmp = {
     .cv_run = pk_omp_cv_run,
     .cv_download = pk_cv_host_download,
     .cv_destroy = pk_cv_host_destroy,
+    .mf_variants = "omp",
+    .mf_create = pk_omp_mf_create,
+    .mf_upload = pk_mf_host_upload,
+    .mf_run = pk_omp_mf_run,
+    .mf_download = pk_mf_host_download,
+    .mf_destroy = pk_mf_host_destroy,
 };

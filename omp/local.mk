@@ -3,7 +3,8 @@ libportkern_la_SOURCES += \
 	omp/backend_openmp.c \
 	omp/omp_internal.h \
 	omp/diffusion3d_omp.c \
-	omp/conv2d_omp.c
+	omp/conv2d_omp.c \
+	omp/magicfilter3d_omp.c
 # conv2d's fft variant (configure: PK_HAVE_FFTW; empty flags without FFTW).
 AM_CPPFLAGS += $(FFTW_CFLAGS)
 libportkern_la_LIBADD += $(FFTW_LIBS)

@@ -23,11 +23,15 @@ PK_TEST_PROGS = \
 	tests/test_cv_openmp \
 	tests/test_cv_opencl \
 	tests/test_cv_cuda \
+	tests/test_mf_serial \
+	tests/test_mf_openmp \
+	tests/test_mf_opencl \
+	tests/test_mf_cuda \
 	tests/test_clcache
 check_PROGRAMS += $(PK_TEST_PROGS)
 TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh
 dist_check_SCRIPTS += tests/test_cli.sh tests/test_install.sh
-EXTRA_DIST += tests/tap.h tests/d3_common.h tests/cv_common.h
+EXTRA_DIST += tests/tap.h tests/d3_common.h tests/cv_common.h tests/mf_common.h
 
 tests_test_errors_LDADD = libportkern.la
 tests_test_npy_LDADD = libportkern.la
@@ -46,6 +50,10 @@ tests_test_cv_opencl_SOURCES = tests/test_cv_opencl.c lib/gen/conv2d_gen.c
 tests_test_cv_opencl_LDADD = libportkern.la
 tests_test_cv_cuda_SOURCES = tests/test_cv_cuda.c lib/gen/conv2d_gen.c
 tests_test_cv_cuda_LDADD = libportkern.la
+tests_test_mf_serial_LDADD = libportkern.la
+tests_test_mf_openmp_LDADD = libportkern.la
+tests_test_mf_opencl_LDADD = libportkern.la
+tests_test_mf_cuda_LDADD = libportkern.la
 # The cache test is black-box: public API and environment variables only.
 tests_test_clcache_LDADD = libportkern.la
 

@@ -1,0 +1,1 @@
+// PLACEHOLDER: the CUDA magicfilter3d kernels.

@@ -1,0 +1,296 @@
+/* magicfilter3d.c - the public magicfilter3d calls (KERNELS.md section 2): validate once,
+ * choose a backend (with fallback under auto), call through the backend's table, fill the
+ * run info.  Also the host plan the serial and OpenMP backends share. */
+#include "magicfilter3d_host.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 32 flops (16 multiplies, 16 adds) per output point and pass; the bytes model reads every
+ * pass's input once and writes its output once (BigDFT's and the paper's convention: 96
+ * flops and 48 bytes per point for periodic data, hence 2 flops/byte). */
+#define MF_FLOPS_PER_OUTPUT 32.0
+
+struct pk_magicfilter3d_plan {
+    pk_choice c;
+    pk_mf_desc d;
+    double flops, bytes;
+    int uploaded, ran;
+};
+
+/* ---- validation ----------------------------------------------------------------------- */
+static pk_status mf_validate(const pk_magicfilter3d_params *p, pk_mf_desc *d)
+{
+    PK_CHECK_NULL(p);
+    const int n[3] = {p->n1, p->n2, p->n3};
+    static const char *const name[3] = {"n1", "n2", "n3"};
+    for (int a = 0; a < 3; ++a) {
+        PK_CHECK(n[a] >= 1, PK_ESIZE, "%s: must be >= 1, got %d", name[a], n[a]);
+        PK_CHECK(n[a] <= INT_MAX - 15, PK_EOVERFLOW, "%s + 15: overflows int (%s = %d)",
+                 name[a], name[a], n[a]);
+    }
+    PK_CHECK(p->transpose == 0 || p->transpose == 1, PK_EINVAL,
+             "transpose: must be 0 (MF) or 1 (MFT), got %d", p->transpose);
+    PK_CHECK(p->bc >= PK_MF_PERIODIC && p->bc <= PK_MF_SHRINK, PK_EINVAL,
+             "bc: must be PK_MF_PERIODIC (0), PK_MF_GROW (1) or PK_MF_SHRINK (2), got %d", p->bc);
+    /* The largest array is the grown side: (n + 15)^3 doubles, and a pass's line index
+     * (ndat) is a long. */
+    size_t big;
+    PK_CHECK(pk_mul3_size((size_t)n[0] + 15, (size_t)n[1] + 15, (size_t)n[2] + 15, &big) == 0 &&
+                 big <= SIZE_MAX / (4 * sizeof(double)) && big <= (size_t)LONG_MAX,
+             PK_EOVERFLOW, "%d x %d x %d: the arrays' bytes overflow size_t", n[0], n[1], n[2]);
+    pk_mf_desc_init(d, p);
+    return PK_OK;
+}
+
+pk_status pk_magicfilter3d_shapes(const pk_magicfilter3d_params *p, size_t in_shape[3],
+                                  size_t out_shape[3])
+{
+    pk_clear_error();
+    pk_mf_desc d;
+    PK_TRY(mf_validate(p, &d));
+    for (int a = 0; a < 3; ++a) {
+        if (in_shape) in_shape[2 - a] = (size_t)d.in[a];
+        if (out_shape) out_shape[2 - a] = (size_t)d.out[a];
+    }
+    return PK_OK;
+}
+
+static int mf_overlap(const void *a, size_t abytes, const void *b, size_t bbytes)
+{
+    const uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+    return !(a0 + abytes <= b0 || b0 + bbytes <= a0);
+}
+
+pk_status pk_magicfilter3d_reference(const pk_magicfilter3d_params *p, const double *x, double *y)
+{
+    pk_clear_error();
+    pk_mf_desc d;
+    PK_TRY(mf_validate(p, &d));
+    PK_CHECK_NULL(x);
+    PK_CHECK_NULL(y);
+    PK_CHECK(!mf_overlap(x, d.in_count * sizeof(double), y, d.out_count * sizeof(double)),
+             PK_EINVAL, "y: must not overlap x (the reference does not work in place)");
+    double *w1 = malloc(d.work_count[0] * sizeof(double));
+    double *w2 = malloc(d.work_count[1] * sizeof(double));
+    if (!w1 || !w2) {
+        free(w1);
+        free(w2);
+        return pk_fail(PK_ENOMEM, "magicfilter3d: cannot allocate %zu + %zu doubles of work space",
+                       d.work_count[0], d.work_count[1]);
+    }
+    pk_mf_pass_ref(&d.pass[0], d.g, x, w1);
+    pk_mf_pass_ref(&d.pass[1], d.g, w1, w2);
+    pk_mf_pass_ref(&d.pass[2], d.g, w2, y);
+    free(w1);
+    free(w2);
+    return PK_OK;
+}
+
+/* ---- the kernel class the dispatcher uses ----------------------------------------------- */
+static const char *mf_variants_of(const pk_backend_ops *ops) { return ops->mf_variants; }
+
+static pk_status mf_create_on(const pk_backend_ops *ops, void *state, int device, const void *desc,
+                              const char *variant, int threads, void **impl)
+{
+    pk_mf_desc d = *(const pk_mf_desc *)desc;
+    d.variant = variant;
+    d.threads = threads;
+    return ops->mf_create(state, device, &d, impl);
+}
+
+static void mf_destroy_on(const pk_backend_ops *ops, void *impl) { ops->mf_destroy(impl); }
+
+static const pk_kernel_class mf_class = {"magicfilter3d", mf_variants_of, mf_create_on,
+                                         mf_destroy_on};
+
+const char *pk_magicfilter3d_variants(pk_backend_id backend)
+{
+    return pk_kernel_variants(&mf_class, backend);
+}
+
+static void mf_counts(const pk_mf_desc *d, double *flops, double *bytes)
+{
+    *flops = 0;
+    *bytes = 0;
+    for (int a = 0; a < 3; ++a) {
+        const double lines = (double)d->pass[a].ndat;
+        *flops += MF_FLOPS_PER_OUTPUT * lines * d->pass[a].nout;
+        *bytes += sizeof(double) * lines * (double)(d->pass[a].nin + d->pass[a].nout);
+    }
+}
+
+/* ---- host plans (serial, OpenMP) -------------------------------------------------------- */
+pk_status pk_mf_host_create(const pk_mf_desc *desc, pk_mf_host_plan **plan)
+{
+    pk_mf_host_plan *h = calloc(1, sizeof *h);
+    if (!h) return pk_fail(PK_ENOMEM, "magicfilter3d: out of host memory");
+    h->d = *desc;
+    pk_strlcpy(h->variant, desc->variant ? desc->variant : "", sizeof h->variant);
+    h->d.variant = h->variant;
+    const int w1_is_y = desc->work_count[0] <= desc->out_count;
+    h->x = pk_alloc_aligned(desc->in_count * sizeof(double));
+    h->y = pk_alloc_aligned(desc->out_count * sizeof(double));
+    h->w2 = pk_alloc_aligned(desc->work_count[1] * sizeof(double));
+    if (!w1_is_y) h->w1_own = pk_alloc_aligned(desc->work_count[0] * sizeof(double));
+    h->w1 = w1_is_y ? h->y : h->w1_own;
+    if (!h->x || !h->y || !h->w1 || !h->w2) {
+        pk_mf_host_destroy(h);
+        return pk_fail(PK_ENOMEM, "magicfilter3d: cannot allocate %zu + %zu + %zu%s doubles",
+                       desc->in_count, desc->out_count, desc->work_count[1],
+                       w1_is_y ? "" : " + work");
+    }
+    *plan = h;
+    return PK_OK;
+}
+
+pk_status pk_mf_host_upload(void *impl, const double *x, double *seconds)
+{
+    pk_mf_host_plan *h = impl;
+    const double t0 = pk_now();
+    memcpy(h->x, x, h->d.in_count * sizeof(double));
+    *seconds = pk_now() - t0;
+    return PK_OK;
+}
+
+pk_status pk_mf_host_download(void *impl, double *y, double *seconds)
+{
+    pk_mf_host_plan *h = impl;
+    const double t0 = pk_now();
+    memcpy(y, h->y, h->d.out_count * sizeof(double));
+    *seconds = pk_now() - t0;
+    return PK_OK;
+}
+
+void pk_mf_host_destroy(void *impl)
+{
+    pk_mf_host_plan *h = impl;
+    if (!h) return;
+    pk_free_aligned(h->x);
+    pk_free_aligned(h->y);
+    pk_free_aligned(h->w2);
+    pk_free_aligned(h->w1_own);
+    free(h);
+}
+
+/* ---- calls ----------------------------------------------------------------------------- */
+typedef struct mf_oneshot {
+    const double *x;
+    double *y;
+    double up, kern, down;
+} mf_oneshot;
+
+/* The one-shot call's work on a fresh plan: a device failure here falls back too. */
+static pk_status mf_oneshot_work(pk_choice *c, void *arg)
+{
+    mf_oneshot *o = arg;
+    PK_TRY(c->ops->mf_upload(c->impl, o->x, &o->up));
+    PK_TRY(c->ops->mf_run(c->impl, &o->kern));
+    return c->ops->mf_download(c->impl, o->y, &o->down);
+}
+
+pk_status pk_magicfilter3d(pk_context *ctx, const pk_magicfilter3d_params *p, const char *variant,
+                           const double *x, double *y, pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(ctx);
+    pk_mf_desc d;
+    PK_TRY(mf_validate(p, &d));
+    PK_CHECK_NULL(x);
+    PK_CHECK_NULL(y);
+    mf_oneshot o = {x, y, 0, 0, 0};
+    pk_choice c;
+    PK_TRY(pk_dispatch(ctx, &mf_class, variant, &d, mf_oneshot_work, &o, &c));
+    mf_class.destroy(c.ops, c.impl);
+    if (info) {
+        pk_choice_info(&c, info);
+        info->transfer_s = o.up + o.down;
+        info->kernel_s = o.kern;
+        mf_counts(&d, &info->flops, &info->bytes);
+        info->wall_s = pk_now() - t0;
+    }
+    return PK_OK;
+}
+
+/* ---- plans ------------------------------------------------------------------------------ */
+pk_status pk_magicfilter3d_plan_create(pk_magicfilter3d_plan **plan, pk_context *ctx,
+                                       const pk_magicfilter3d_params *p, const char *variant,
+                                       pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    *plan = NULL;
+    PK_CHECK_NULL(ctx);
+    pk_mf_desc d;
+    PK_TRY(mf_validate(p, &d));
+    pk_magicfilter3d_plan *pl = calloc(1, sizeof *pl);
+    if (!pl) return pk_fail(PK_ENOMEM, "magicfilter3d: out of host memory");
+    pl->d = d;
+    pk_status s = pk_dispatch(ctx, &mf_class, variant, &d, NULL, NULL, &pl->c);
+    if (s != PK_OK) {
+        free(pl);
+        return s;
+    }
+    mf_counts(&d, &pl->flops, &pl->bytes);
+    pk_choice_info(&pl->c, info);
+    if (info) info->wall_s = pk_now() - t0;
+    *plan = pl;
+    return PK_OK;
+}
+
+pk_status pk_magicfilter3d_plan_upload(pk_magicfilter3d_plan *plan, const double *x)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(x);
+    double s;
+    PK_TRY(plan->c.ops->mf_upload(plan->c.impl, x, &s));
+    plan->uploaded = 1;
+    plan->ran = 0;
+    return PK_OK;
+}
+
+pk_status pk_magicfilter3d_plan_run(pk_magicfilter3d_plan *plan, pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_CHECK(plan->uploaded, PK_ESTATE, "plan_run: no x uploaded yet (call plan_upload)");
+    const double t0 = pk_now();
+    double kern = 0;
+    PK_TRY(plan->c.ops->mf_run(plan->c.impl, &kern));
+    plan->ran = 1;
+    pk_choice_info(&plan->c, info);
+    if (info) {
+        info->setup_s = 0;
+        info->kernel_s = kern;
+        info->flops = plan->flops;
+        info->bytes = plan->bytes;
+        info->wall_s = pk_now() - t0;
+    }
+    return PK_OK;
+}
+
+pk_status pk_magicfilter3d_plan_download(pk_magicfilter3d_plan *plan, double *y)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(y);
+    PK_CHECK(plan->ran, PK_ESTATE,
+             "plan_download: the uploaded x was not filtered yet (call plan_run)");
+    double s;
+    return plan->c.ops->mf_download(plan->c.impl, y, &s);
+}
+
+void pk_magicfilter3d_plan_destroy(pk_magicfilter3d_plan *plan)
+{
+    if (!plan) return;
+    if (plan->c.impl) plan->c.ops->mf_destroy(plan->c.impl);
+    free(plan);
+}

@@ -1,0 +1,50 @@
+/* magicfilter3d_host.h - magicfilter3d on the host: what the serial
+ * (lib/magicfilter3d_serial.c) and OpenMP (omp/magicfilter3d_omp.c) backends share with
+ * lib/magicfilter3d.c, and the pass kernels of lib/magicfilter3d_simd.c. */
+#ifndef PK_MAGICFILTER3D_HOST_H
+#define PK_MAGICFILTER3D_HOST_H
+#include "internal.h"
+
+/* A pass kernel: lines [d0, d1) of pass p (dst rows are written for those lines only), so
+ * that OpenMP can split the lines between threads and the serial variants call it once. */
+typedef void (*pk_mf_pass_fn)(const pk_mf_pass *p, const double *g, const double *src,
+                              double *dst, long d0, long d1);
+
+/* The plan of both host backends: x -> w1 -> w2 -> y, every buffer 64-byte aligned.  w1
+ * is y itself when y is large enough (periodic, grow), as in BigDFT's x -> y -> ww -> y;
+ * x is never written, so a plan can run again on the same upload. */
+typedef struct pk_mf_host_plan {
+    pk_mf_desc d;
+    char variant[32];
+    double *x, *w1, *w2, *y;
+    double *w1_own;           /* w1 when it is not y (shrink) */
+    pk_mf_pass_fn pass;       /* the variant's pass kernel (NULL: serial-direct) */
+    int nt;                   /* host threads (OpenMP) */
+} pk_mf_host_plan;
+
+pk_status pk_mf_host_create(const pk_mf_desc *desc, pk_mf_host_plan **plan);
+pk_status pk_mf_host_upload(void *impl, const double *x, double *seconds);
+pk_status pk_mf_host_download(void *impl, double *y, double *seconds);
+void pk_mf_host_destroy(void *impl);
+
+/* Pass kernels (lib/magicfilter3d_simd.c):
+ *  unrolled: scalar, the 16 taps unrolled, 4 lines at a time so each output row is written
+ *            4 contiguous doubles at a time;
+ *  simd:     hand-vectorised (AVX-512 / AVX2+FMA intrinsics, picked once from the CPU's ISA;
+ *            portable C elsewhere): several outputs per step with shifted filter copies. */
+void pk_mf_pass_serial(const pk_mf_pass *p, const double *g, const double *src, double *dst,
+                       long d0, long d1);
+void pk_mf_pass_unrolled(const pk_mf_pass *p, const double *g, const double *src, double *dst,
+                         long d0, long d1);
+void pk_mf_pass_simd(const pk_mf_pass *p, const double *g, const double *src, double *dst,
+                     long d0, long d1);
+/** The ISA the simd pass uses on this CPU ("avx512f", "avx2", "generic"). */
+const char *pk_mf_simd_isa(void);
+
+/* Backend entry points. */
+pk_status pk_serial_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl);
+pk_status pk_serial_mf_run(void *impl, double *seconds);
+pk_status pk_omp_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl);
+pk_status pk_omp_mf_run(void *impl, double *seconds);
+
+#endif
