@@ -21,7 +21,7 @@ else
     have_py=no
 fi
 
-echo "1..54"
+echo "1..74"
 n=0
 fails=0
 
@@ -277,5 +277,97 @@ else
     json_valid "$T/cvbench.json" && grep -q '"kernel": "conv2d"' "$T/cvbench.json"
 fi
 result $? "bench --json has verified conv2d rows for every serial and openmp variant"
+
+# ---- magicfilter3d -------------------------------------------------------------------------
+# npy_shape_is FILE SHAPE: the .npy header of FILE says float64 with shape SHAPE ("(a, b, c)").
+npy_shape_is() {
+    head -c 128 "$1" | grep -a -q "'descr': '<f8', 'fortran_order': False, 'shape': $2,"
+}
+# mf_line_ok FILE OPERATION BC N1 N2 N3: one JSON line of a magicfilter3d run, the contract's
+# keys, verified equal.
+mf_line_ok() {
+    [ "$(wc -l <"$1")" -eq 1 ] || return 1
+    if [ $have_py = yes ]; then
+        python3 - "$@" <<'EOF3'
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+keys = ["kernel", "backend", "device", "variant", "operation", "transpose", "bc", "n1", "n2",
+        "n3", "in_shape", "out_shape", "seconds", "kernel_seconds", "transfer_seconds", "ms",
+        "gflop_per_s", "gb_per_s", "flops_model", "bytes_model", "reason", "verify",
+        "verify_rule", "verify_atol"]
+missing = [k for k in keys if k not in d]
+if missing:
+    sys.exit("missing keys: %s" % missing)
+want = (sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
+if d["kernel"] != "magicfilter3d" or (d["operation"], d["bc"], d["n1"], d["n2"], d["n3"]) != want:
+    sys.exit("kernel, operation, bc or sizes: %s" % d)
+v = d["verify"]
+if not (v["equal"] is True and v["num_failed"] == 0 and v["max_abs_err"] <= d["verify_atol"]):
+    sys.exit("verify: %s" % v)
+EOF3
+    else
+        grep -q '"kernel": "magicfilter3d"' "$1" && grep -q "\"operation\": \"$2\"" "$1" &&
+            grep -q "\"bc\": \"$3\"" "$1" && grep -q "\"n1\": $4, \"n2\": $5, \"n3\": $6" "$1" &&
+            grep -q '"equal": true' "$1"
+    fi
+}
+
+expect 0 "gen magicfilter3d" "$PK" gen magicfilter3d --out "$T/mf" --size 20x18x17 --seed 4
+npy_shape_is "$T/mf/x.npy" '(17, 18, 20)' && json_valid "$T/mf/params.json" &&
+    grep -q '"kernel": "magicfilter3d"' "$T/mf/params.json"
+result $? "gen magicfilter3d writes x.npy (float64 [n3][n2][n1]) and a valid params.json"
+expect 0 "run magicfilter3d --backend serial --in --out --verify" \
+    "$PK" run magicfilter3d --backend serial --in "$T/mf" --out "$T/mf-serial" --verify
+mf_line_ok "$T/out" MF periodic 20 18 17 && npy_shape_is "$T/mf-serial/y.npy" '(17, 18, 20)'
+result $? "magicfilter3d run line is complete and verified, y.npy has the grid's shape"
+expect 0 "run magicfilter3d --backend openmp --in --out --verify" \
+    "$PK" run magicfilter3d --backend openmp --threads 2 --in "$T/mf" --out "$T/mf-omp" --verify
+expect 0 "diff of the serial and openmp magicfilter3d results: equal" \
+    "$PK" diff "$T/mf-serial/y.npy" "$T/mf-omp/y.npy"
+expect 0 "run magicfilter3d --transpose --verify (MFT)" \
+    "$PK" run magicfilter3d --in "$T/mf" --transpose --verify
+mf_line_ok "$T/out" MFT periodic 20 18 17
+result $? "--transpose runs MFT, verified"
+expect 0 "run magicfilter3d --bc grow --verify --out" \
+    "$PK" run magicfilter3d --size 9x10x11 --bc grow --out "$T/mf-grow" --verify
+mf_line_ok "$T/out" MF grow 9 10 11 && npy_shape_is "$T/mf-grow/y.npy" '(26, 25, 24)'
+result $? "--bc grow: verified, y.npy has n + 15 points per axis"
+expect 0 "gen magicfilter3d --bc shrink --transpose" \
+    "$PK" gen magicfilter3d --out "$T/mf-s" --size 9x10x11 --bc shrink --transpose
+expect 0 "run magicfilter3d --in (bc shrink, MFT from params.json) --verify --out" \
+    "$PK" run magicfilter3d --in "$T/mf-s" --out "$T/mf-shrunk" --verify
+mf_line_ok "$T/out" MFT shrink 9 10 11 && npy_shape_is "$T/mf-s/x.npy" '(26, 25, 24)' &&
+    npy_shape_is "$T/mf-shrunk/y.npy" '(11, 10, 9)'
+result $? "--bc shrink: x.npy has n + 15 points per axis, y.npy n, verified"
+mkdir -p "$T/mf-f32" "$T/mf-2d"
+npy_file "$T/mf-f32/x.npy" '<f4' '(3, 4, 5)' 240
+expect 2 "run magicfilter3d with a float32 x.npy: exit 2" "$PK" run magicfilter3d --in "$T/mf-f32"
+grep -q "mf-f32/x.npy: expected a float64 .*\[n3\]\[n2\]\[n1\].*got '<f4'" "$T/err"
+result $? "the message names the file, the expected dtype and shape, and the dtype found"
+npy_file "$T/mf-2d/x.npy" '<f8' '(4, 5)' 160
+expect 2 "run magicfilter3d with a 2-D x.npy: exit 2" "$PK" run magicfilter3d --in "$T/mf-2d"
+expect 2 "run magicfilter3d --bc bogus: exit 2" "$PK" run magicfilter3d --bc bogus --size 4
+expect 0 "bench --kernels magicfilter3d --size small --backends serial,openmp --reps 1 --json" \
+    "$PK" bench --kernels magicfilter3d --size small --backends serial,openmp --reps 1 \
+    --json "$T/mfbench.json"
+grep -q '^ *serial .*FMA peak .*roof' "$T/out" && grep -q '^ *openmp .*FMA peak .*roof' "$T/out"
+result $? "bench prints the measured roofline of serial and openmp"
+if [ $have_py = yes ]; then
+    python3 - "$T/mfbench.json" <<'EOF3'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [r for r in d["rows"] if r["kernel"] == "magicfilter3d" and r["status"] == "ok"]
+assert rows and all(r["verified"] for r in rows), d["rows"]
+assert {"simd", "unrolled", "serial", "serial-direct", "omp"} <= {r["variant"] for r in rows}
+assert all(r["gflop_per_s"] > 0 and r["roof_gflop_per_s"] > 0 for r in rows), rows
+roofs = {r["backend"]: r for r in d["magicfilter3d"]["roofline"]}
+assert roofs["serial"]["fma_peak_gflop_per_s"] > 0 and roofs["openmp"]["roof_gflop_per_s"] > 0
+EOF3
+else
+    json_valid "$T/mfbench.json" && grep -q '"kernel": "magicfilter3d"' "$T/mfbench.json" &&
+        grep -q '"gflop_per_s": [0-9]' "$T/mfbench.json" &&
+        grep -q '"roof_gflop_per_s": [0-9]' "$T/mfbench.json"
+fi
+result $? "bench --json has verified magicfilter3d rows with GFlop/s and the roof"
 
 [ $fails -eq 0 ]
