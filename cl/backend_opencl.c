@@ -706,4 +706,10 @@ const pk_backend_ops pk_backend_opencl = {
     .cv_run = pk_cl_cv_run,
     .cv_download = pk_cl_cv_download,
     .cv_destroy = pk_cl_cv_destroy,
+    .mf_variants = "opencl",
+    .mf_create = pk_cl_mf_create,
+    .mf_upload = pk_cl_mf_upload,
+    .mf_run = pk_cl_mf_run,
+    .mf_download = pk_cl_mf_download,
+    .mf_destroy = pk_cl_mf_destroy,
 };

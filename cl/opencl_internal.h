@@ -73,4 +73,11 @@ pk_status pk_cl_cv_run(void *impl, double *kernel_seconds);
 pk_status pk_cl_cv_download(void *impl, float *out, double *seconds);
 void pk_cl_cv_destroy(void *impl);
 
+/* magicfilter3d (cl/magicfilter3d_opencl.c) */
+pk_status pk_cl_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl);
+pk_status pk_cl_mf_upload(void *impl, const double *x, double *seconds);
+pk_status pk_cl_mf_run(void *impl, double *kernel_seconds);
+pk_status pk_cl_mf_download(void *impl, double *y, double *seconds);
+void pk_cl_mf_destroy(void *impl);
+
 #endif /* PK_OPENCL_INTERNAL_H */

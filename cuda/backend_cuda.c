@@ -76,6 +76,12 @@ static pk_status cuda_cv_create(void *state, int device, const pk_cv_desc *desc,
                              impl);
 }
 
+static pk_status cuda_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl)
+{
+    PK_TRY(pk_cuda_check_device(state, device));
+    return pk_cuda_mf_create(device, desc, impl);
+}
+
 const pk_backend_ops pk_backend_cuda = {
     .id = PK_BACKEND_CUDA,
     .name = "cuda",
@@ -96,4 +102,10 @@ const pk_backend_ops pk_backend_cuda = {
     .cv_run = pk_cuda_cv_run,
     .cv_download = pk_cuda_cv_download,
     .cv_destroy = pk_cuda_cv_destroy,
+    .mf_variants = "cuda",
+    .mf_create = cuda_mf_create,
+    .mf_upload = pk_cuda_mf_upload,
+    .mf_run = pk_cuda_mf_run,
+    .mf_download = pk_cuda_mf_download,
+    .mf_destroy = pk_cuda_mf_destroy,
 };

@@ -67,6 +67,13 @@ pk_status pk_cuda_cvfft_create(int device, const pk_cv_desc *desc, pk_cuda_cvfft
 pk_status pk_cuda_cvfft_run(pk_cuda_cvfft *fft, const float *img, float *out);
 void pk_cuda_cvfft_destroy(pk_cuda_cvfft *fft);
 
+/* magicfilter3d.cu: the plan of variant "cuda" ------------------------------------------- */
+pk_status pk_cuda_mf_create(int device, const pk_mf_desc *desc, void **impl);
+pk_status pk_cuda_mf_upload(void *impl, const double *x, double *seconds);
+pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds);
+pk_status pk_cuda_mf_download(void *impl, double *y, double *seconds);
+void pk_cuda_mf_destroy(void *impl);
+
 #ifdef __cplusplus
 }
 #endif
