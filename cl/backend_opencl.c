@@ -713,3 +713,16 @@ const pk_backend_ops pk_backend_opencl = {
     .mf_download = pk_cl_mf_download,
     .mf_destroy = pk_cl_mf_destroy,
 };
+
+/* ---- test hook: out of device memory (opencl_internal.h) ------------------------------ */
+#undef clCreateBuffer
+cl_mem pk_cl_create_buffer(cl_context context, cl_mem_flags flags, size_t size, void *host,
+                           cl_int *err)
+{
+    const char *oom = pk_getenv("PORTKERN_TEST_DEVICE_OOM");
+    if (oom && strcmp(oom, "0") != 0) {
+        if (err) *err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+        return NULL;
+    }
+    return clCreateBuffer(context, flags, size, host, err);
+}

@@ -49,6 +49,14 @@ const char *pk_cl_error_name(cl_int err);
  *  failures are PK_EDEVMEM, build failures PK_EBUILD, the rest PK_EDEVICE. */
 pk_status pk_cl_fail(cl_int err, const char *call, const char *fmt, ...) PK_PRINTF(3, 4);
 
+/** Every buffer of the backend is created through this wrapper of clCreateBuffer (the macro
+ *  below redirects the calls of every file that includes this header).  Test hook: with
+ *  PORTKERN_TEST_DEVICE_OOM set and not "0" it fails as CL_MEM_OBJECT_ALLOCATION_FAILURE
+ *  (tests/test_faults.c: out of device memory). */
+cl_mem pk_cl_create_buffer(cl_context context, cl_mem_flags flags, size_t size, void *host,
+                           cl_int *err);
+#define clCreateBuffer pk_cl_create_buffer
+
 /** The device, with its context and queue created on first use. */
 pk_status pk_cl_device_open(pk_cl_state *st, int index, pk_cl_device **dev);
 /** A built program for (source, defines) on a device: from the in-memory cache, else the

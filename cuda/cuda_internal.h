@@ -35,6 +35,14 @@ typedef struct pk_cuda_state {
  *  cudaErrorInvalidDevice -> PK_ENODEVICE, missing kernel image -> PK_EUNSUPPORTED,
  *  anything else -> PK_EDEVICE. */
 pk_status pk_cuda_fail(int err, const char *what_fmt, ...) PK_PRINTF(2, 3);
+/** Test hook (tests/test_faults.c): 1 when PORTKERN_TEST_DEVICE_OOM is set and not "0".
+ *  Then every cudaMalloc of the .cu files (they all include this header; nvcc has included
+ *  cuda_runtime.h before it) fails as cudaErrorMemoryAllocation without allocating. */
+int pk_cuda_test_oom(void);
+#if defined(__CUDACC__)
+#define cudaMalloc(ptr, bytes) \
+    (pk_cuda_test_oom() ? cudaErrorMemoryAllocation : cudaMalloc((ptr), (bytes)))
+#endif
 /** Probe the driver and devices into s (s zeroed by the caller).  On failure returns
  *  PK_ENOBACKEND (or PK_ENOMEM) with the reason in why; never aborts. */
 pk_status pk_cuda_probe(pk_cuda_state *s, char *why, size_t why_len);

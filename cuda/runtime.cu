@@ -68,6 +68,12 @@ extern "C" pk_status pk_cuda_fail(int err, const char *what_fmt, ...)
     return pk_fail(st, "%s: %s (%d): %s", what, cudaGetErrorName(e), err, cudaGetErrorString(e));
 }
 
+extern "C" int pk_cuda_test_oom(void)
+{
+    const char *oom = pk_getenv("PORTKERN_TEST_DEVICE_OOM");
+    return oom != NULL && strcmp(oom, "0") != 0;
+}
+
 static void pk_why(char *why, size_t len, const char *fmt, ...) PK_PRINTF(3, 4);
 static void pk_why(char *why, size_t len, const char *fmt, ...)
 {
