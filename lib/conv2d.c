@@ -89,6 +89,9 @@ pk_status pk_conv2d_reference(const pk_conv2d_params *p, const float *image, con
     const uintptr_t i0 = (uintptr_t)image, o0 = (uintptr_t)out;
     PK_CHECK(o0 + bytes <= i0 || i0 + bytes <= o0, PK_EINVAL,
              "out: must not overlap image (the reference does not work in place)");
+    const uintptr_t pbytes = (uintptr_t)d.kh * (uintptr_t)d.kw * sizeof(float), p0 = (uintptr_t)psf;
+    PK_CHECK(o0 + bytes <= p0 || p0 + pbytes <= o0, PK_EINVAL,
+             "out: must not overlap psf (the PSF is read while out is written)");
     pk_cv_ref(&d, image, psf, out);
     return PK_OK;
 }

@@ -126,6 +126,15 @@ pk_status pk_host_bandwidth(int threads, size_t bytes, int reps, double *bps)
     size_t n = bytes / sizeof(float);
     n -= n % 1024; /* whole 4 KiB chunks per thread keep every block aligned */
     PK_CHECK(n >= 1024, PK_ESIZE, "bytes: at least 4096 needed, got %zu", bytes);
+    /* Two arrays that are written in full: more than half the memory would swap or wake the
+     * OOM killer rather than fail, so refuse it here. */
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psize > 0) {
+        const uint64_t mem = (uint64_t)pages * (uint64_t)psize;
+        PK_CHECK((uint64_t)n * sizeof(float) <= mem / 4, PK_ESIZE,
+                 "bytes: 2 arrays of %zu bytes exceed half of the host memory (%llu bytes)", bytes,
+                 (unsigned long long)mem);
+    }
     float *a = pk_alloc_aligned(n * sizeof(float));
     float *b = pk_alloc_aligned(n * sizeof(float));
     if (!a || !b) {

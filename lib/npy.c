@@ -371,11 +371,23 @@ pk_status pk_npy_parse(const void *buf, size_t len, pk_array *a)
     return PK_OK;
 }
 
+/* A path fit for a message: itself, or "..." and its last 200 bytes when longer (the detail
+ * holds 1024 bytes, and the cause must not be cut off by an absurd path). */
+static const char *shown_path(const char *path, char *buf, size_t len)
+{
+    size_t n = strlen(path);
+    if (n <= 240 || len < 204) return path;
+    snprintf(buf, len, "...%s", path + n - 200);
+    return buf;
+}
+
 /* The whole file in one buffer: a regular file in one allocation of its size (+1 so the
  * last read sees EOF), anything else (a pipe) by doubling. */
 static pk_status slurp(const char *path, unsigned char **out, size_t *len)
 {
+    char shown[256];
     FILE *f = fopen(path, "rb");
+    path = shown_path(path, shown, sizeof shown); /* from here on, for messages only */
     if (f == NULL) return pk_fail(PK_EIO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 65536, n = 0;
     struct stat st;
@@ -432,7 +444,8 @@ pk_status pk_npy_read(const char *path, pk_array *a)
         char detail[512];
         snprintf(detail, sizeof detail, "%s", pk_last_error());
         free(buf);
-        return pk_fail(s, "%s: %s", path, detail);
+        char shown[256];
+        return pk_fail(s, "%s: %s", shown_path(path, shown, sizeof shown), detail);
     }
     /* Move the data to the front and shrink in place: no second copy of a large array. */
     memmove(buf, buf + h.offset, h.bytes);
@@ -504,8 +517,10 @@ pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t 
 
     /* Renaming over a device or a FIFO (/dev/null) would replace it with a plain file. */
     struct stat st;
+    char shown[256], shown_tmp[256];
+    const char *msg_path = shown_path(path, shown, sizeof shown);
     PK_CHECK(stat(path, &st) != 0 || S_ISREG(st.st_mode), PK_EIO,
-             "%s: exists and is not a regular file", path);
+             "%s: exists and is not a regular file", msg_path);
 
     char header[1024];
     size_t hbytes = build_header(header, sizeof header, t, ndim, shape);
@@ -523,8 +538,9 @@ pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t 
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
-        pk_status s = pk_fail(PK_EIO, "%s: cannot create temporary file '%s': %s", path, tmp,
-                              strerror(errno));
+        int err = errno;
+        pk_status s = pk_fail(PK_EIO, "%s: cannot create temporary file '%s': %s", msg_path,
+                              shown_path(tmp, shown_tmp, sizeof shown_tmp), strerror(err));
         free(tmp);
         return s;
     }
@@ -546,11 +562,13 @@ pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t 
     if (!ok) {
         unlink(tmp);
         free(tmp);
-        return pk_fail(PK_EIO, "%s: write failed: %s", path, strerror(err));
+        return pk_fail(PK_EIO, "%s: write failed: %s", msg_path, strerror(err));
     }
     pk_status s = PK_OK;
     if (rename(tmp, path) != 0) {
-        s = pk_fail(PK_EIO, "%s: cannot rename '%s' into place: %s", path, tmp, strerror(errno));
+        err = errno;
+        s = pk_fail(PK_EIO, "%s: cannot rename '%s' into place: %s", msg_path,
+                    shown_path(tmp, shown_tmp, sizeof shown_tmp), strerror(err));
         unlink(tmp);
     }
     free(tmp);

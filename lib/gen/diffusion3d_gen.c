@@ -35,7 +35,8 @@ pk_status pk_diffusion3d_field(int nx, int ny, int nz, double t, float *f)
     PK_CHECK_NULL(f);
     PK_CHECK(nx >= 1 && ny >= 1 && nz >= 1, PK_ESIZE,
              "field size %d x %d x %d: every extent must be >= 1", nx, ny, nz);
-    PK_CHECK(isfinite(t) && t >= 0, PK_ENONFINITE, "t: must be finite and >= 0, got %g", t);
+    PK_CHECK(isfinite(t), PK_ENONFINITE, "t: must be finite, got %g", t);
+    PK_CHECK(t >= 0, PK_EINVAL, "t: must be >= 0, got %g", t);
     const double pi = 3.14159265358979323846, k = 2.0 * pi;
     const double dx = 1.0 / nx, dy = 1.0 / nx, dz = 1.0 / nx; /* l / NX on every axis */
     const double a = exp(-PK_D3_KAPPA * t * k * k);
