@@ -13,6 +13,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/* Set only by the fuzz harness (fuzz/fuzz_cli.c); see cli_common.h. */
+int cli_parse_only = 0;
+
 /* ---- options ------------------------------------------------------------------------- */
 
 /* Why v is outside [min, max], naming the bound it crosses. */

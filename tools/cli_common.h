@@ -26,6 +26,11 @@ typedef struct cli_opt {
 
 #define CLI_HELP (-1) /* cli_parse result: --help or -h was given */
 
+/** Test hook for the fuzz harness (fuzz/fuzz_cli.c), 0 in the tools: when 1, each command
+ *  returns CLI_EXIT_OK once its options are parsed and checked, before it reads a file,
+ *  allocates a field, runs a kernel or writes anything. */
+extern int cli_parse_only;
+
 /** Parse argv[0..argc) against opts ("--name value" or "--name=value"; "--" ends the
  *  options).  Other arguments go to pos[] (at most maxpos; *npos gets their number).
  *  Returns 0, CLI_HELP, or CLI_EXIT_USAGE after printing a message naming the option. */

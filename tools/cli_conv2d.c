@@ -303,6 +303,8 @@ int cli_conv2d_run(int argc, char **argv)
                                "(auto, serial, openmp, opencl, cuda)", backend);
     copt.device = device;
     copt.threads = threads;
+    if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
+        return CLI_EXIT_OK;
 
     if (in) {
         if (cli_join(path, sizeof path, in, "params.json"))
@@ -433,6 +435,8 @@ int cli_conv2d_gen(int argc, char **argv)
     if (plane_size(a.h, a.w, &npx) || plane_size(a.kh, a.kw, &ntaps))
         return cli_usage_error(prog, "a %d x %d image with a %d x %d PSF does not fit in memory",
                                a.h, a.w, a.kh, a.kw);
+    if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
+        return CLI_EXIT_OK;
     image = malloc(npx * sizeof *image);
     psf = malloc(ntaps * sizeof *psf);
     if (!image || !psf) {

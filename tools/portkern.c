@@ -311,6 +311,8 @@ static int cmd_run(int argc, char **argv)
                                "(auto, serial, openmp, opencl, cuda)", backend);
     copt.device = device;
     copt.threads = threads;
+    if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
+        return CLI_EXIT_OK;
 
     if (in) {
         if (cli_join(path, sizeof path, in, "params.json"))
@@ -469,6 +471,8 @@ static int cmd_gen(int argc, char **argv)
     if (field_points(a.nx, a.ny, a.nz, &npts))
         return cli_usage_error(prog, "a %d x %d x %d field does not fit in memory", a.nx, a.ny,
                                a.nz);
+    if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
+        return CLI_EXIT_OK;
     d3_params(&a, &p);
 
     f = malloc(npts * sizeof *f);
@@ -561,6 +565,8 @@ static int cmd_diff(int argc, char **argv)
         return rc;
     if (npos != 2)
         return cli_usage_error(prog, "needs two files A.npy B.npy; see '%s --help'", prog);
+    if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
+        return CLI_EXIT_OK;
 
     memset(&A, 0, sizeof A);
     memset(&B, 0, sizeof B);
@@ -1083,6 +1089,8 @@ static int cmd_bench(int argc, char **argv)
         return cli_usage_error(prog, "option --size: unknown size '%s' (small, paper, large)",
                                b.size);
     }
+    if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
+        return CLI_EXIT_OK;
     /* Open the JSON file first: a bad path fails before minutes of benchmarking. */
     if (json && !(jf = fopen(json, "w")))
         return cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
