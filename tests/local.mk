@@ -9,6 +9,24 @@ AM_TESTS_ENVIRONMENT = \
 	PORTKERN_CACHE_DIR='$(abs_top_builddir)/tests/portkern-cache'; \
 	export top_srcdir top_builddir POCL_CACHE_DIR PORTKERN_CACHE_DIR; \
 	unset PORTKERN_BACKEND PORTKERN_DEVICE;
+if PK_ASAN
+# --enable-sanitizers: LeakSanitizer ignores what PoCL and LLVM keep until exit
+# (tests/lsan.supp); a failed huge malloc returns NULL as libc's does (the PK_ENOMEM tests need
+# it); any UBSan report is fatal; programs a test compiles link the sanitizer runtimes too.
+AM_TESTS_ENVIRONMENT += \
+	LSAN_OPTIONS="suppressions=$(abs_top_srcdir)/tests/lsan.supp:print_suppressions=0$${LSAN_OPTIONS:+:$$LSAN_OPTIONS}"; \
+	ASAN_OPTIONS="allocator_may_return_null=1$${ASAN_OPTIONS:+:$$ASAN_OPTIONS}"; \
+	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1$${UBSAN_OPTIONS:+:$$UBSAN_OPTIONS}"; \
+	CC='$(CC) $(PK_SANITIZER_FLAGS)'; \
+	export LSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS CC;
+endif
+if PK_TSAN
+# --enable-sanitizers=thread: any report is fatal (tests/tsan.supp: see docs/RELIABILITY.md).
+AM_TESTS_ENVIRONMENT += \
+	TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(abs_top_srcdir)/tests/tsan.supp$${TSAN_OPTIONS:+:$$TSAN_OPTIONS}"; \
+	CC='$(CC) $(PK_SANITIZER_FLAGS)'; \
+	export TSAN_OPTIONS CC;
+endif
 
 PK_TEST_PROGS = \
 	tests/test_errors \
@@ -27,11 +45,16 @@ PK_TEST_PROGS = \
 	tests/test_mf_openmp \
 	tests/test_mf_opencl \
 	tests/test_mf_cuda \
-	tests/test_clcache
+	tests/test_clcache \
+	tests/test_faults \
+	tests/test_threads \
+	tests/test_badinput
 check_PROGRAMS += $(PK_TEST_PROGS)
-TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh
-dist_check_SCRIPTS += tests/test_cli.sh tests/test_install.sh
-EXTRA_DIST += tests/tap.h tests/d3_common.h tests/cv_common.h tests/mf_common.h
+TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh
+dist_check_SCRIPTS += tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh
+EXTRA_DIST += tests/tap.h tests/d3_common.h tests/cv_common.h tests/mf_common.h \
+	tests/lsan.supp tests/lsan-precise.supp tests/lsan-precise.sh tests/tsan.supp \
+	tests/valgrind.supp tests/valgrind.sh
 
 tests_test_errors_LDADD = libportkern.la
 tests_test_npy_LDADD = libportkern.la
@@ -56,6 +79,16 @@ tests_test_mf_opencl_LDADD = libportkern.la
 tests_test_mf_cuda_LDADD = libportkern.la
 # The cache test is black-box: public API and environment variables only.
 tests_test_clcache_LDADD = libportkern.la
+# Reliability (docs/RELIABILITY.md): injected faults, threads, bad input.
+tests_test_faults_LDADD = libportkern.la
+tests_test_threads_CFLAGS = $(AM_CFLAGS) -pthread
+tests_test_threads_LDADD = libportkern.la -lpthread
+tests_test_badinput_LDADD = libportkern.la
+
+# valgrind memcheck on the serial and OpenMP tests (docs/RELIABILITY.md).
+.PHONY: check-valgrind
+check-valgrind: $(check_PROGRAMS)
+	$(SHELL) $(top_srcdir)/tests/valgrind.sh
 
 clean-local:
-	rm -rf tests/pocl-cache tests/portkern-cache tests/tmp-*
+	rm -rf tests/pocl-cache tests/portkern-cache tests/tmp-* tests/valgrind-* tests/lsan-precise-*

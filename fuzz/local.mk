@@ -1,0 +1,40 @@
+# fuzz/: libFuzzer targets (docs/RELIABILITY.md).  Every build makes their replay programs,
+# which `make check` runs on the committed corpus fuzz/corpus/<target>/ (seeds and every input
+# that once found a bug); --enable-fuzzing (clang) also makes the fuzzers themselves, which
+# fuzz/run.sh builds and runs.
+#   npy   pk_npy_parse, the .npy reader
+#   cli   the option parsing of `portkern` (tools/portkern.c and tools/cli_*.c, main renamed,
+#         commands stopping after their checks: cli_parse_only)
+#   json  cli_json_parse_flat, the reader of params.json
+PK_FUZZ_CLI_SOURCES = fuzz/fuzz_cli.c $(tools_portkern_SOURCES)
+PK_FUZZ_CLI_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools -Dmain=pk_cli_tool_main
+PK_FUZZ_JSON_SOURCES = fuzz/fuzz_json.c tools/cli_common.c tools/cli_common.h
+
+check_PROGRAMS += fuzz/replay_npy fuzz/replay_cli fuzz/replay_json
+TESTS += fuzz/replay_npy fuzz/replay_cli fuzz/replay_json
+fuzz_replay_npy_SOURCES = fuzz/replay_main.c fuzz/fuzz_npy.c
+fuzz_replay_npy_CPPFLAGS = $(AM_CPPFLAGS) -DPK_FUZZ_TARGET='"npy"'
+fuzz_replay_npy_LDADD = libportkern.la
+fuzz_replay_cli_SOURCES = fuzz/replay_main.c $(PK_FUZZ_CLI_SOURCES)
+fuzz_replay_cli_CPPFLAGS = $(PK_FUZZ_CLI_CPPFLAGS) -DPK_FUZZ_TARGET='"cli"'
+fuzz_replay_cli_LDADD = libportkern.la
+fuzz_replay_json_SOURCES = fuzz/replay_main.c $(PK_FUZZ_JSON_SOURCES)
+fuzz_replay_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools -DPK_FUZZ_TARGET='"json"'
+fuzz_replay_json_LDADD = libportkern.la
+
+if PK_FUZZING
+noinst_PROGRAMS += fuzz/fuzz_npy fuzz/fuzz_cli fuzz/fuzz_json
+fuzz_fuzz_npy_SOURCES = fuzz/fuzz_npy.c
+fuzz_fuzz_npy_LDADD = libportkern.la
+fuzz_fuzz_npy_LDFLAGS = -fsanitize=fuzzer
+fuzz_fuzz_cli_SOURCES = $(PK_FUZZ_CLI_SOURCES)
+fuzz_fuzz_cli_CPPFLAGS = $(PK_FUZZ_CLI_CPPFLAGS)
+fuzz_fuzz_cli_LDADD = libportkern.la
+fuzz_fuzz_cli_LDFLAGS = -fsanitize=fuzzer
+fuzz_fuzz_json_SOURCES = $(PK_FUZZ_JSON_SOURCES)
+fuzz_fuzz_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+fuzz_fuzz_json_LDADD = libportkern.la
+fuzz_fuzz_json_LDFLAGS = -fsanitize=fuzzer
+endif
+
+EXTRA_DIST += fuzz/run.sh fuzz/npy.dict fuzz/cli.dict fuzz/json.dict fuzz/corpus
