@@ -3,7 +3,9 @@
  * must be accepted as a flat object whose keys and strings are terminated inside their
  * buffers, or refused with a reason; an accepted object must survive a round trip through
  * the CLI's JSON writer (cj_*) unchanged.  Violations abort.  See docs/RELIABILITY.md. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open_memstream */
+#endif
 #include "cli_common.h"
 
 #include <math.h>

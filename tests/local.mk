@@ -21,9 +21,10 @@ AM_TESTS_ENVIRONMENT += \
 	export LSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS CC;
 endif
 if PK_TSAN
-# --enable-sanitizers=thread: any report is fatal (tests/tsan.supp: see docs/RELIABILITY.md).
+# --enable-sanitizers=thread: any report is fatal (tests/tsan.supp: see docs/RELIABILITY.md);
+# a failed huge malloc returns NULL, as above.
 AM_TESTS_ENVIRONMENT += \
-	TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(abs_top_srcdir)/tests/tsan.supp$${TSAN_OPTIONS:+:$$TSAN_OPTIONS}"; \
+	TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1:suppressions=$(abs_top_srcdir)/tests/tsan.supp$${TSAN_OPTIONS:+:$$TSAN_OPTIONS}"; \
 	CC='$(CC) $(PK_SANITIZER_FLAGS)'; \
 	export TSAN_OPTIONS CC;
 endif

@@ -44,7 +44,8 @@ bad() {
     good=0
     [ "$got" -eq "$want" ] || good=1
     if [ -n "$needle" ] && ! grep -q -F -e "$needle" "$T/err"; then good=1; fi
-    if grep -q -e 'Sanitizer' -e 'runtime error:' "$T/err"; then good=1; fi
+    if grep -q -e 'ERROR: [A-Za-z]*Sanitizer' -e 'WARNING: ThreadSanitizer' -e 'runtime error:' \
+        "$T/err"; then good=1; fi
     if [ $good -ne 0 ]; then
         echo "# exit status $got (expected $want), stderr should contain: $needle"
         echo "# command: $*"

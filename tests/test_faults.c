@@ -34,10 +34,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Under AddressSanitizer a failed huge malloc must return NULL (as libc does), not abort:
- * the out-of-host-memory checks need it.  Ignored without ASan. */
+/* Under AddressSanitizer or ThreadSanitizer a failed huge malloc must return NULL (as libc
+ * does), not abort: the out-of-host-memory checks need it.  Ignored without them. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void) { return "allocator_may_return_null=1"; }
 
 static char root[512];
 
