@@ -726,3 +726,16 @@ cl_mem pk_cl_create_buffer(cl_context context, cl_mem_flags flags, size_t size, 
     }
     return clCreateBuffer(context, flags, size, host, err);
 }
+
+#undef clEnqueueReadBuffer
+cl_int pk_cl_enqueue_read_buffer(cl_command_queue queue, cl_mem buffer, cl_bool blocking,
+                                 size_t offset, size_t size, void *ptr, cl_uint nwait,
+                                 const cl_event *wait, cl_event *event)
+{
+    const char *fail = pk_getenv("PORTKERN_TEST_DEVICE_READ_FAIL");
+    if (fail && strcmp(fail, "0") != 0) {
+        if (ptr) memset(ptr, 0xff, size / 2);
+        return CL_OUT_OF_RESOURCES;
+    }
+    return clEnqueueReadBuffer(queue, buffer, blocking, offset, size, ptr, nwait, wait, event);
+}

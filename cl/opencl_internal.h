@@ -56,6 +56,13 @@ pk_status pk_cl_fail(cl_int err, const char *call, const char *fmt, ...) PK_PRIN
 cl_mem pk_cl_create_buffer(cl_context context, cl_mem_flags flags, size_t size, void *host,
                            cl_int *err);
 #define clCreateBuffer pk_cl_create_buffer
+/** Likewise every clEnqueueReadBuffer.  Test hook: with PORTKERN_TEST_DEVICE_READ_FAIL set and
+ *  not "0", a read overwrites the first half of the destination with 0xff bytes (NaN) and
+ *  fails with CL_OUT_OF_RESOURCES: a transfer that breaks part way (tests/test_faults.c). */
+cl_int pk_cl_enqueue_read_buffer(cl_command_queue queue, cl_mem buffer, cl_bool blocking,
+                                 size_t offset, size_t size, void *ptr, cl_uint nwait,
+                                 const cl_event *wait, cl_event *event);
+#define clEnqueueReadBuffer pk_cl_enqueue_read_buffer
 
 /** The device, with its context and queue created on first use. */
 pk_status pk_cl_device_open(pk_cl_state *st, int index, pk_cl_device **dev);

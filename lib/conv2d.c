@@ -293,6 +293,7 @@ typedef struct cv_oneshot {
     const float *image;
     float *out;
     double up, kern, down;
+    size_t bytes; /* of the image (and of out) */
 } cv_oneshot;
 
 /* The one-shot call's work on a fresh plan: a device failure here falls back too. */
@@ -301,6 +302,9 @@ static pk_status cv_oneshot_work(pk_choice *c, void *arg)
     cv_oneshot *o = arg;
     PK_TRY(c->ops->cv_upload(c->impl, o->image, &o->up));
     PK_TRY(c->ops->cv_run(c->impl, &o->kern));
+    /* out overlapping the image: a download failing part way leaves no input to retry */
+    const uintptr_t i0 = (uintptr_t)o->image, o0 = (uintptr_t)o->out;
+    c->no_fallback = !(o0 + o->bytes <= i0 || i0 + o->bytes <= o0);
     return c->ops->cv_download(c->impl, o->out, &o->down);
 }
 
@@ -314,7 +318,7 @@ pk_status pk_conv2d(pk_context *ctx, const pk_conv2d_params *p, const char *vari
     PK_CHECK_NULL(p);
     PK_CHECK_NULL(image);
     PK_CHECK_NULL(out);
-    cv_oneshot o = {image, out, 0, 0, 0};
+    cv_oneshot o = {image, out, 0, 0, 0, (size_t)p->h * (size_t)p->w * sizeof(float)};
     pk_choice c;
     PK_TRY(cv_dispatch(ctx, p, variant, psf, cv_oneshot_work, &o, &c));
     cv_class.destroy(c.ops, c.impl);

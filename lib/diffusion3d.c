@@ -147,6 +147,7 @@ static pk_status d3_oneshot_work(pk_choice *c, void *arg)
     d3_oneshot *o = arg;
     PK_TRY(c->ops->d3_upload(c->impl, o->f, &o->up));
     PK_TRY(c->ops->d3_run(c->impl, o->count, &o->kern));
+    c->no_fallback = 1; /* in place: a download failing part way leaves no input to retry */
     return c->ops->d3_download(c->impl, o->f, &o->down);
 }
 

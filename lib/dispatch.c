@@ -160,6 +160,10 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
         out->impl = NULL;
         last = s;
         pk_strlcpy(last_err, pk_last_error(), sizeof last_err);
+        if (out->no_fallback && !strict && i + 1 < ncand)
+            return pk_fail(s, "%s failed, not retried on another backend (the failed download "
+                           "may have overwritten the input array): %s",
+                           pk_backend_name(cand[i].backend), last_err);
         if (strict) break;
         /* Unavailable backends are skipped quietly; a real failure is a warning to see. */
         if (s != PK_ENOBACKEND && s != PK_ENODEVICE && s != PK_ENOVARIANT) {

@@ -262,6 +262,8 @@ typedef struct pk_choice {
     char reason[256];
     int fell_back;
     double setup_s;
+    int no_fallback; /* set by the work once a failure may have overwritten the caller's input
+                        (a one-shot download into an in-place array): then it is not retried */
 } pk_choice;
 
 /* Work done on a fresh plan (one-shot calls upload, run and download there); a failure

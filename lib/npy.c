@@ -504,6 +504,7 @@ pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t 
 {
     pk_clear_error();
     PK_CHECK_NULL(path);
+    PK_CHECK(path[0] != '\0', PK_EINVAL, "path: must not be empty");
     const dtype_info *t = dtype_find(dtype);
     PK_CHECK(t != NULL, PK_EINVAL, "dtype: unknown value %d", (int)dtype);
     PK_CHECK(ndim >= 0 && ndim <= PK_NPY_MAX_DIMS, PK_EINVAL, "ndim: must be 0..%d, got %d",

@@ -7,6 +7,10 @@
  *    backends create fails): forced, the call fails with PK_EDEVMEM and leaves the caller's
  *    arrays alone; under auto it falls back, says why in pk_run_info.reason, and the result
  *    is the reference's;
+ *  - a device-to-host transfer that breaks part way (PORTKERN_TEST_DEVICE_READ_FAIL=1: every
+ *    OpenCL read scribbles over half its destination, then fails): a one-shot call whose
+ *    input is the destination (diffusion3d in place, conv2d with out = image) fails instead of
+ *    falling back onto the damaged input; with a separate output conv2d falls back and is right;
  *  - out of host memory (a field whose bytes fit in size_t but not in any memory): PK_ENOMEM,
  *    nothing written;
  *  - PORTKERN_BACKEND naming a backend that cannot run here (cuda without a GPU): auto falls
@@ -291,6 +295,47 @@ static void test_device_oom(pk_backend_id be, const char *why_absent)
        s == PK_OK ? info.variant : err);
 }
 
+/* ---- a transfer that breaks part way ----------------------------------------------------- */
+static void test_read_failure(int have_ocl)
+{
+    if (!have_ocl) {
+        tap_skip("opencl unavailable", "device read failures (4 checks)");
+        return;
+    }
+    pk_run_info info;
+    int good;
+    char err[1024];
+    setenv("PORTKERN_TEST_DEVICE_READ_FAIL", "1", 1);
+    setenv("PORTKERN_BACKEND", "opencl", 1);
+    /* in place: the download is the only copy of the input, so no fallback may run on it */
+    static float f[NX * NY * NZ];
+    memcpy(f, d3_in, sizeof f);
+    pk_context *ctx = make_ctx(PK_BACKEND_AUTO);
+    pk_status s = pk_diffusion3d(ctx, &d3p, NULL, f, &info);
+    ok(s != PK_OK && strstr(pk_last_error(), "not retried on another backend") &&
+           strstr(pk_last_error(), "clEnqueueReadBuffer"),
+       "read fails part way, diffusion3d (in place) under auto: an error, not a fallback onto "
+       "the damaged field (%s: %s)", pk_status_name(s), pk_last_error());
+    static float img[CH * CW];
+    memcpy(img, cv_img, sizeof img);
+    s = pk_conv2d(ctx, &cvp, NULL, img, cv_psf, img, &info);
+    ok(s != PK_OK && strstr(pk_last_error(), "not retried"),
+       "read fails part way, conv2d with out = image under auto: an error, not a fallback (%s)",
+       pk_status_name(s));
+    pk_context_destroy(ctx);
+    /* a separate output: the input is intact, the fallback is safe and right */
+    s = run_cv(PK_BACKEND_AUTO, &info, &good, err, sizeof err);
+    ok(s == PK_OK && good && info.backend != PK_BACKEND_OPENCL && info.fell_back,
+       "read fails part way, conv2d with its own output under auto: fell back to %s, result = "
+       "reference (%s)", bname(info.backend), s == PK_OK ? info.reason : err);
+    unsetenv("PORTKERN_BACKEND");
+    s = run_d3(PK_BACKEND_OPENCL, &info, &good, err, sizeof err);
+    ok(s != PK_OK && strstr(err, "clEnqueueReadBuffer"),
+       "read fails part way, opencl forced: diffusion3d fails with the failing call named (%s: %s)",
+       pk_status_name(s), err);
+    unsetenv("PORTKERN_TEST_DEVICE_READ_FAIL");
+}
+
 /* ---- out of host memory ----------------------------------------------------------------- */
 static void test_host_oom(void)
 {
@@ -506,6 +551,7 @@ int main(void)
     unsetenv("PORTKERN_BACKEND");
     unsetenv("PORTKERN_DEVICE");
     unsetenv("PORTKERN_TEST_DEVICE_OOM");
+    unsetenv("PORTKERN_TEST_DEVICE_READ_FAIL");
     unsetenv("PORTKERN_TEST_CL_BREAK_BUILD");
     char cache[600];
     snprintf(cache, sizeof cache, "%s/cache", root);
@@ -527,6 +573,7 @@ int main(void)
     pk_context_destroy(ctx);
 
     for (int i = 0; i < 2; ++i) test_device_oom(dev[i], have[i] ? NULL : why[i]);
+    test_read_failure(have[0]);
     test_host_oom();
     test_absent_backend();
     test_cv_build_failure(have[0]);
