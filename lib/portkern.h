@@ -277,7 +277,9 @@ PK_API pk_status pk_magicfilter3d_shapes(const pk_magicfilter3d_params *p, size_
 PK_API pk_status pk_magicfilter3d_reference(const pk_magicfilter3d_params *p, const double *x,
                                             double *y);
 /** y = MF x (or MFT x) on the context's backend.  variant: NULL or "" for the backend's
- *  best, else one of pk_magicfilter3d_variants(). */
+ *  best, else one of pk_magicfilter3d_variants().  x is not scanned for NaN/Inf: they reach
+ *  the outputs whose window holds them, and through the SIMD variants up to 7 points
+ *  further along an axis (README, "magicfilter3d"). */
 PK_API pk_status pk_magicfilter3d(pk_context *ctx, const pk_magicfilter3d_params *p,
                                   const char *variant, const double *x, double *y,
                                   pk_run_info *info);
