@@ -812,3 +812,17 @@ int cli_run_opts(cli_opt *o, int n, const char **backend, const char **variant, 
     n = cli_opt_add(o, n, "out", CLI_STRING, out, NULL, 0, 0);
     return cli_opt_add(o, n, "verify", CLI_FLAG, verify, NULL, 0, 0);
 }
+
+int cli_kernel_named(int argc, char **argv, const char *kernel, const char *const *flags)
+{
+    for (int i = 0; i < argc; ++i) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) return i + 1 < argc && strcmp(argv[i + 1], kernel) == 0;
+        if (a[0] != '-' || a[1] == '\0') return strcmp(a, kernel) == 0;
+        if (a[1] != '-' || strchr(a, '=')) continue;
+        int flag = 0;
+        for (int k = 0; flags[k]; ++k) flag |= strcmp(a + 2, flags[k]) == 0;
+        if (!flag) ++i; /* the option's value */
+    }
+    return 0;
+}

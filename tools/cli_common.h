@@ -152,6 +152,9 @@ int cli_bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, in
                    const char *(*variants)(pk_backend_id), const char *kernel);
 void cli_bench_close(cli_bench_set *set);
 
+/** 1 when the kernel operand (the first non-option word) of a run/gen command line is
+ *  `kernel`; flags[] (NULL-terminated, without "--") are the options that take no value. */
+int cli_kernel_named(int argc, char **argv, const char *kernel, const char *const *flags);
 int cli_conv2d_named(int argc, char **argv);
 /** portkern run conv2d / gen conv2d: argv after the command; exit codes as above. */
 int cli_conv2d_run(int argc, char **argv);

@@ -87,16 +87,7 @@ static int plane_size(int h, int w, size_t *n)
 int cli_conv2d_named(int argc, char **argv)
 {
     static const char *const flags[] = {"verify", "norm", "psf-sweep", "help", NULL};
-    for (int i = 0; i < argc; ++i) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) return i + 1 < argc && strcmp(argv[i + 1], "conv2d") == 0;
-        if (a[0] != '-' || a[1] == '\0') return strcmp(a, "conv2d") == 0;
-        if (a[1] != '-' || strchr(a, '=')) continue;
-        int flag = 0;
-        for (int k = 0; flags[k]; ++k) flag |= strcmp(a + 2, flags[k]) == 0;
-        if (!flag) ++i; /* the option's value */
-    }
-    return 0;
+    return cli_kernel_named(argc, argv, "conv2d", flags);
 }
 
 /* ---- inputs ----------------------------------------------------------------------------- */

@@ -197,16 +197,7 @@ static void mf_params(const mf_args *a, pk_magicfilter3d_params *p)
 int cli_magicfilter3d_named(int argc, char **argv)
 {
     static const char *const flags[] = {"verify", "transpose", "no-transpose", "help", NULL};
-    for (int i = 0; i < argc; ++i) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) return i + 1 < argc && strcmp(argv[i + 1], MF_KERNEL) == 0;
-        if (a[0] != '-' || a[1] == '\0') return strcmp(a, MF_KERNEL) == 0;
-        if (a[1] != '-' || strchr(a, '=')) continue;
-        int flag = 0;
-        for (int k = 0; flags[k]; ++k) flag |= strcmp(a + 2, flags[k]) == 0;
-        if (!flag) ++i; /* the option's value */
-    }
-    return 0;
+    return cli_kernel_named(argc, argv, MF_KERNEL, flags);
 }
 
 /* ---- inputs ----------------------------------------------------------------------------- */
