@@ -826,3 +826,29 @@ int cli_kernel_named(int argc, char **argv, const char *kernel, const char *cons
     }
     return 0;
 }
+
+int cli_params_load(const char *prog, const char *path, const char *kernel, cli_jobject **obj,
+                    char **text)
+{
+    char why[256];
+    *obj = NULL;
+    *text = cli_read_text(path);
+    if (!*text) return errno == ENOENT ? 0 : cli_usage_error(prog, "%s: %s", path, strerror(errno));
+    cli_jobject *o = malloc(sizeof *o);
+    int rc = 0;
+    const cli_jvalue *v;
+    if (!o)
+        rc = cli_usage_error(prog, "%s: out of memory", path);
+    else if (cli_json_parse_flat(*text, o, why, sizeof why))
+        rc = cli_usage_error(prog, "%s: not a flat JSON object: %s", path, why);
+    else if ((v = cli_json_get(o, "kernel")) && (v->type != CLI_JSTR || strcmp(v->str, kernel) != 0))
+        rc = cli_usage_error(prog, "%s: \"kernel\" is not \"%s\"", path, kernel);
+    if (rc) {
+        free(o);
+        free(*text);
+        *text = NULL;
+        return rc;
+    }
+    *obj = o;
+    return 0;
+}

@@ -152,6 +152,11 @@ int cli_bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, in
                    const char *(*variants)(pk_backend_id), const char *kernel);
 void cli_bench_close(cli_bench_set *set);
 
+/** Read a params.json written by `gen` for `kernel` (a "kernel" key naming another kernel is
+ *  an error).  0 with *obj = NULL when the file does not exist; 0 with *obj and *text
+ *  (which *obj points into) to free() on success; else the usage error's exit code. */
+int cli_params_load(const char *prog, const char *path, const char *kernel, cli_jobject **obj,
+                    char **text);
 /** 1 when the kernel operand (the first non-option word) of a run/gen command line is
  *  `kernel`; flags[] (NULL-terminated, without "--") are the options that take no value. */
 int cli_kernel_named(int argc, char **argv, const char *kernel, const char *const *flags);

@@ -97,29 +97,11 @@ static int cv_read_params(const char *prog, const char *path, cv_args *a)
     struct { const char *key; int *v, *seen; int min; } ints[5] = {
         {"h", &a->h, &a->seen_h, 1}, {"w", &a->w, &a->seen_w, 1}, {"kh", &a->kh, &a->seen_kh, 1},
         {"kw", &a->kw, &a->seen_kw, 1}, {"seed", &a->seed, &a->seen_seed, 0}};
-    char why[256];
-    char *text = cli_read_text(path);
-    int rc = 0;
-
-    if (!text) {
-        if (errno == ENOENT) return 0;
-        return cli_usage_error(prog, "%s: %s", path, strerror(errno));
-    }
-    cli_jobject *obj = malloc(sizeof *obj);
-    if (!obj) {
-        free(text);
-        return cli_usage_error(prog, "%s: out of memory", path);
-    }
+    cli_jobject *obj;
+    char *text;
+    int rc = cli_params_load(prog, path, "conv2d", &obj, &text);
+    if (rc || !obj) return rc;
     const cli_jvalue *v;
-    if (cli_json_parse_flat(text, obj, why, sizeof why)) {
-        rc = cli_usage_error(prog, "%s: not a flat JSON object: %s", path, why);
-        goto done;
-    }
-    v = cli_json_get(obj, "kernel");
-    if (v && (v->type != CLI_JSTR || strcmp(v->str, "conv2d") != 0)) {
-        rc = cli_usage_error(prog, "%s: \"kernel\" is not \"conv2d\"", path);
-        goto done;
-    }
     for (int k = 0; k < 5; ++k) {
         v = cli_json_get(obj, ints[k].key);
         if (!v) continue;

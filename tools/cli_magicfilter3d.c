@@ -208,29 +208,11 @@ static int mf_read_params(const char *prog, const char *path, mf_args *a)
         {"n1", &a->n1, &a->seen_n1, 1, INT_MAX - 15}, {"n2", &a->n2, &a->seen_n2, 1, INT_MAX - 15},
         {"n3", &a->n3, &a->seen_n3, 1, INT_MAX - 15},
         {"seed", &a->seed, &a->seen_seed, 0, INT_MAX}};
-    char why[256];
-    char *text = cli_read_text(path);
-    int rc = 0;
-
-    if (!text) {
-        if (errno == ENOENT) return 0;
-        return cli_usage_error(prog, "%s: %s", path, strerror(errno));
-    }
-    cli_jobject *obj = malloc(sizeof *obj);
-    if (!obj) {
-        free(text);
-        return cli_usage_error(prog, "%s: out of memory", path);
-    }
+    cli_jobject *obj;
+    char *text;
+    int rc = cli_params_load(prog, path, MF_KERNEL, &obj, &text);
+    if (rc || !obj) return rc;
     const cli_jvalue *v;
-    if (cli_json_parse_flat(text, obj, why, sizeof why)) {
-        rc = cli_usage_error(prog, "%s: not a flat JSON object: %s", path, why);
-        goto done;
-    }
-    v = cli_json_get(obj, "kernel");
-    if (v && (v->type != CLI_JSTR || strcmp(v->str, MF_KERNEL) != 0)) {
-        rc = cli_usage_error(prog, "%s: \"kernel\" is not \"" MF_KERNEL "\"", path);
-        goto done;
-    }
     /* Sizes recorded for another bc than the command line's describe another x.npy shape:
      * the file's shape decides then. */
     v = cli_json_get(obj, "bc");

@@ -99,29 +99,9 @@ static int d3_read_params(const char *prog, const char *path, d3_args *a)
         {"nz", &a->nz, &a->seen_nz, 1}, {"count", &a->count, &a->seen_count, 0}};
     cli_jobject *obj;
     const cli_jvalue *v;
-    char why[256];
-    char *text = cli_read_text(path);
-    int k, rc = 0;
-
-    if (!text) {
-        if (errno == ENOENT)
-            return 0;
-        return cli_usage_error(prog, "%s: %s", path, strerror(errno));
-    }
-    obj = malloc(sizeof *obj);
-    if (!obj) {
-        free(text);
-        return cli_usage_error(prog, "%s: out of memory", path);
-    }
-    if (cli_json_parse_flat(text, obj, why, sizeof why)) {
-        rc = cli_usage_error(prog, "%s: not a flat JSON object: %s", path, why);
-        goto done;
-    }
-    v = cli_json_get(obj, "kernel");
-    if (v && (v->type != CLI_JSTR || strcmp(v->str, "diffusion3d") != 0)) {
-        rc = cli_usage_error(prog, "%s: \"kernel\" is not \"diffusion3d\"", path);
-        goto done;
-    }
+    char *text;
+    int k, rc = cli_params_load(prog, path, "diffusion3d", &obj, &text);
+    if (rc || !obj) return rc;
     for (k = 0; k < 4; ++k) {
         v = cli_json_get(obj, ints[k].key);
         if (!v)
