@@ -179,6 +179,7 @@ void pk_mf_host_destroy(void *impl)
 typedef struct mf_oneshot {
     const double *x;
     double *y;
+    size_t xbytes, ybytes;
     double up, kern, down;
 } mf_oneshot;
 
@@ -188,6 +189,9 @@ static pk_status mf_oneshot_work(pk_choice *c, void *arg)
     mf_oneshot *o = arg;
     PK_TRY(c->ops->mf_upload(c->impl, o->x, &o->up));
     PK_TRY(c->ops->mf_run(c->impl, &o->kern));
+    /* y over x: a download failing part way leaves no intact x to retry another backend on */
+    const uintptr_t x0 = (uintptr_t)o->x, y0 = (uintptr_t)o->y;
+    c->no_fallback = !(y0 + o->ybytes <= x0 || x0 + o->xbytes <= y0);
     return c->ops->mf_download(c->impl, o->y, &o->down);
 }
 
@@ -202,7 +206,7 @@ pk_status pk_magicfilter3d(pk_context *ctx, const pk_magicfilter3d_params *p, co
     PK_TRY(mf_validate(p, &d));
     PK_CHECK_NULL(x);
     PK_CHECK_NULL(y);
-    mf_oneshot o = {x, y, 0, 0, 0};
+    mf_oneshot o = {x, y, d.in_count * sizeof(double), d.out_count * sizeof(double), 0, 0, 0};
     pk_choice c;
     PK_TRY(pk_dispatch(ctx, &mf_class, variant, &d, mf_oneshot_work, &o, &c));
     mf_class.destroy(c.ops, c.impl);

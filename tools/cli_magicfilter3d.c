@@ -434,6 +434,8 @@ int cli_magicfilter3d_run(int argc, char **argv)
                                "(auto, serial, openmp, opencl, cuda)", backend);
     copt.device = device;
     copt.threads = threads;
+    if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
+        return CLI_EXIT_OK;
 
     if (in) {
         if (cli_join(path, sizeof path, in, "params.json"))
@@ -537,6 +539,8 @@ int cli_magicfilter3d_gen(int argc, char **argv)
     if ((s = pk_magicfilter3d_shapes(&p, ishape, NULL)) != PK_OK)
         return cli_lib_error(MAIN_PROG, s);
     const size_t nin = ishape[0] * ishape[1] * ishape[2];
+    if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
+        return CLI_EXIT_OK;
     if (!(x = malloc(nin * sizeof *x))) {
         fprintf(stderr, "%s: out of host memory for a %d x %d x %d grid\n", prog, a.n1, a.n2, a.n3);
         return CLI_EXIT_FAIL;
