@@ -852,3 +852,27 @@ int cli_params_load(const char *prog, const char *path, const char *kernel, cli_
     *obj = o;
     return 0;
 }
+
+int cli_context_opts(const char *prog, const char *backend, int device, int threads,
+                     pk_context_options *copt)
+{
+    pk_context_options_init(copt);
+    if (backend && pk_backend_from_name(backend, &copt->backend) != PK_OK)
+        return cli_usage_error(prog, "option --backend: unknown backend '%s' "
+                               "(auto, serial, openmp, opencl, cuda)", backend);
+    copt->device = device;
+    copt->threads = threads;
+    return 0;
+}
+
+int cli_write_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
+                  const size_t *shape, const void *data)
+{
+    char path[4096];
+    if (cli_mkdirs(dir) != 0)
+        return cli_usage_error(prog, "cannot create directory %s: %s", dir, strerror(errno));
+    if (cli_join(path, sizeof path, dir, name))
+        return cli_usage_error(prog, "path too long: %s", dir);
+    pk_status s = pk_npy_write(path, dtype, ndim, shape, data);
+    return s == PK_OK ? 0 : cli_lib_error("portkern", s); /* library errors: "portkern: ..." */
+}

@@ -152,6 +152,13 @@ int cli_bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, in
                    const char *(*variants)(pk_backend_id), const char *kernel);
 void cli_bench_close(cli_bench_set *set);
 
+/** Context options from --backend/--device/--threads; an unknown backend is a usage error
+ *  (its exit code returned), else 0. */
+int cli_context_opts(const char *prog, const char *backend, int device, int threads,
+                     pk_context_options *copt);
+/** Write DIR/name as .npy (DIR created when missing); 0 or the exit code of the error. */
+int cli_write_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
+                  const size_t *shape, const void *data);
 /** Read a params.json written by `gen` for `kernel` (a "kernel" key naming another kernel is
  *  an error).  0 with *obj = NULL when the file does not exist; 0 with *obj and *text
  *  (which *obj points into) to free() on success; else the usage error's exit code. */

@@ -160,19 +160,6 @@ static int cv_read_array(const char *prog, const char *path, const char *what, i
     return 0;
 }
 
-static int write_npy(const char *prog, const char *dir, const char *name, int rows, int cols,
-                     const float *data)
-{
-    char path[4096];
-    size_t shape[2] = {(size_t)rows, (size_t)cols};
-    if (cli_mkdirs(dir) != 0)
-        return cli_usage_error(prog, "cannot create directory %s: %s", dir, strerror(errno));
-    if (cli_join(path, sizeof path, dir, name))
-        return cli_usage_error(prog, "path too long: %s", dir);
-    pk_status s = pk_npy_write(path, PK_DTYPE_F32, 2, shape, data);
-    return s == PK_OK ? 0 : cli_lib_error(MAIN_PROG, s);
-}
-
 /* ---- run -------------------------------------------------------------------------------- */
 static void run_usage(FILE *f)
 {
@@ -270,12 +257,7 @@ int cli_conv2d_run(int argc, char **argv)
     }
     if (rc) return rc;
 
-    pk_context_options_init(&copt);
-    if (backend && pk_backend_from_name(backend, &copt.backend) != PK_OK)
-        return cli_usage_error(prog, "option --backend: unknown backend '%s' "
-                               "(auto, serial, openmp, opencl, cuda)", backend);
-    copt.device = device;
-    copt.threads = threads;
+    if ((rc = cli_context_opts(prog, backend, device, threads, &copt))) return rc;
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
         return CLI_EXIT_OK;
 
@@ -343,7 +325,7 @@ int cli_conv2d_run(int argc, char **argv)
             goto done;
         }
     }
-    if (out && (rc = write_npy(prog, out, "out.npy", a.h, a.w, res))) goto done;
+    if (out && (rc = cli_write_npy(prog, out, "out.npy", PK_DTYPE_F32, 2, (size_t[]){(size_t)a.h, (size_t)a.w}, res))) goto done;
     run_print(&p, &info, verify ? &rep : NULL, rtol, norm);
     rc = verify && !rep.equal ? CLI_EXIT_FAIL : CLI_EXIT_OK;
     goto done;
@@ -419,8 +401,8 @@ int cli_conv2d_gen(int argc, char **argv)
     }
     pk_cv_gen_frame(a.h, a.w, (unsigned)a.seed, image);
     pk_cv_gen_psf(a.kh, a.kw, (unsigned)a.seed, psf);
-    if ((rc = write_npy(prog, out, "image.npy", a.h, a.w, image)) ||
-        (rc = write_npy(prog, out, "psf.npy", a.kh, a.kw, psf)))
+    if ((rc = cli_write_npy(prog, out, "image.npy", PK_DTYPE_F32, 2, (size_t[]){(size_t)a.h, (size_t)a.w}, image)) ||
+        (rc = cli_write_npy(prog, out, "psf.npy", PK_DTYPE_F32, 2, (size_t[]){(size_t)a.kh, (size_t)a.kw}, psf)))
         goto done;
     if ((rc = cli_params_open(prog, out, "conv2d", path, sizeof path, &pf, &j)))
         goto done;

@@ -294,18 +294,6 @@ static int mf_read_x(const char *prog, const char *path, mf_args *a, pk_array *a
     return 0;
 }
 
-static int write_npy(const char *prog, const char *dir, const char *name, const size_t shape[3],
-                     const double *data)
-{
-    char path[4096];
-    if (cli_mkdirs(dir) != 0)
-        return cli_usage_error(prog, "cannot create directory %s: %s", dir, strerror(errno));
-    if (cli_join(path, sizeof path, dir, name))
-        return cli_usage_error(prog, "path too long: %s", dir);
-    pk_status s = pk_npy_write(path, PK_DTYPE_F64, 3, shape, data);
-    return s == PK_OK ? 0 : cli_lib_error(MAIN_PROG, s);
-}
-
 /* ---- run -------------------------------------------------------------------------------- */
 static void run_usage(FILE *f)
 {
@@ -428,12 +416,7 @@ int cli_magicfilter3d_run(int argc, char **argv)
     }
     if (rc || (rc = mf_args_resolve(prog, &a))) return rc;
 
-    pk_context_options_init(&copt);
-    if (backend && pk_backend_from_name(backend, &copt.backend) != PK_OK)
-        return cli_usage_error(prog, "option --backend: unknown backend '%s' "
-                               "(auto, serial, openmp, opencl, cuda)", backend);
-    copt.device = device;
-    copt.threads = threads;
+    if ((rc = cli_context_opts(prog, backend, device, threads, &copt))) return rc;
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
         return CLI_EXIT_OK;
 
@@ -475,7 +458,7 @@ int cli_magicfilter3d_run(int argc, char **argv)
             goto done;
         }
     }
-    if (out && (rc = write_npy(prog, out, "y.npy", oshape, y))) goto done;
+    if (out && (rc = cli_write_npy(prog, out, "y.npy", PK_DTYPE_F64, 3, oshape, y))) goto done;
     run_print(&p, ishape, oshape, &info, verify ? &rep : NULL, rtol, atol);
     rc = verify && !rep.equal ? CLI_EXIT_FAIL : CLI_EXIT_OK;
     goto done;
@@ -546,7 +529,7 @@ int cli_magicfilter3d_gen(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     mf_gen_x(nin, (unsigned)a.seed, x);
-    if ((rc = write_npy(prog, out, "x.npy", ishape, x))) goto done;
+    if ((rc = cli_write_npy(prog, out, "x.npy", PK_DTYPE_F64, 3, ishape, x))) goto done;
     if ((rc = cli_params_open(prog, out, MF_KERNEL, path, sizeof path, &pf, &j))) goto done;
     cj_int(&j, "n1", a.n1);
     cj_int(&j, "n2", a.n2);

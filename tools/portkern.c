@@ -170,19 +170,8 @@ static int d3_read_field(const char *prog, const char *path, d3_args *a, pk_arra
 
 static int write_field(const char *prog, const char *dir, const d3_args *a, const float *f)
 {
-    char path[4096];
-    size_t shape[3];
-    pk_status s;
-
-    if (cli_mkdirs(dir) != 0)
-        return cli_usage_error(prog, "cannot create directory %s: %s", dir, strerror(errno));
-    if (cli_join(path, sizeof path, dir, "f.npy"))
-        return cli_usage_error(prog, "path too long: %s", dir);
-    shape[0] = (size_t)a->nz;
-    shape[1] = (size_t)a->ny;
-    shape[2] = (size_t)a->nx;
-    s = pk_npy_write(path, PK_DTYPE_F32, 3, shape, f);
-    return s == PK_OK ? 0 : cli_lib_error(MAIN_PROG, s);
+    const size_t shape[3] = {(size_t)a->nz, (size_t)a->ny, (size_t)a->nx};
+    return cli_write_npy(prog, dir, "f.npy", PK_DTYPE_F32, 3, shape, f);
 }
 
 /* Rates from a kernel time; null (NaN) when nothing was timed. */
@@ -285,12 +274,7 @@ static int cmd_run(int argc, char **argv)
     if (rc || (rc = check_kernel(prog, npos, pos)))
         return rc;
 
-    pk_context_options_init(&copt);
-    if (backend && pk_backend_from_name(backend, &copt.backend) != PK_OK)
-        return cli_usage_error(prog, "option --backend: unknown backend '%s' "
-                               "(auto, serial, openmp, opencl, cuda)", backend);
-    copt.device = device;
-    copt.threads = threads;
+    if ((rc = cli_context_opts(prog, backend, device, threads, &copt))) return rc;
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
         return CLI_EXIT_OK;
 
