@@ -186,3 +186,15 @@ void pk_choice_info(const pk_choice *c, pk_run_info *info)
     info->fell_back = c->fell_back;
     info->setup_s = c->setup_s;
 }
+
+void pk_choice_run_info(const pk_choice *c, pk_run_info *info, double kernel_s, double flops,
+                        double bytes, double t0)
+{
+    pk_choice_info(c, info);
+    if (!info) return;
+    info->setup_s = 0;
+    info->kernel_s = kernel_s;
+    info->flops = flops;
+    info->bytes = bytes;
+    info->wall_s = pk_now() - t0;
+}

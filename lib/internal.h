@@ -280,6 +280,11 @@ const char *pk_kernel_variants(const pk_kernel_class *kc, pk_backend_id backend)
 /* Positions in a comma-separated list: index of name, or -1. */
 int pk_list_find(const char *list, const char *name);
 
+/** The run info of one more run of a plan (no setup): the choice, the kernel seconds, the
+ *  flop and byte model, wall time since t0. */
+void pk_choice_run_info(const pk_choice *c, pk_run_info *info, double kernel_s, double flops,
+                        double bytes, double t0);
+
 /** Write the run info's common fields. */
 void pk_run_info_begin(pk_run_info *info);
 

@@ -270,14 +270,7 @@ pk_status pk_magicfilter3d_plan_run(pk_magicfilter3d_plan *plan, pk_run_info *in
     double kern = 0;
     PK_TRY(plan->c.ops->mf_run(plan->c.impl, &kern));
     plan->ran = 1;
-    pk_choice_info(&plan->c, info);
-    if (info) {
-        info->setup_s = 0;
-        info->kernel_s = kern;
-        info->flops = plan->flops;
-        info->bytes = plan->bytes;
-        info->wall_s = pk_now() - t0;
-    }
+    pk_choice_run_info(&plan->c, info, kern, plan->flops, plan->bytes, t0);
     return PK_OK;
 }
 
