@@ -345,18 +345,7 @@ fail:
 extern "C" pk_status pk_cuda_cv_upload(void *impl, const float *image, double *seconds)
 {
     pk_cuda_cv *p = (pk_cuda_cv *)impl;
-    cudaError_t e;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
-    const double t0 = pk_now();
-    if ((e = cudaMemcpy(p->img, image, p->bytes, cudaMemcpyHostToDevice)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaMemcpy(conv2d upload, %zu bytes)", p->bytes);
-    /* From pageable memory cudaMemcpy may return before the DMA ends: wait, so the time
-     * is the transfer's. */
-    if ((e = cudaStreamSynchronize(0)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaStreamSynchronize(conv2d upload)");
-    if (seconds) *seconds = pk_now() - t0;
-    return PK_OK;
+    return pk_cuda_transfer(p->device, p->img, image, p->bytes, 1, "conv2d upload", seconds);
 }
 
 template <int CAP> static void pk_cv_launch(const pk_cuda_cv *p)
@@ -411,13 +400,5 @@ extern "C" pk_status pk_cuda_cv_run(void *impl, double *kernel_seconds)
 extern "C" pk_status pk_cuda_cv_download(void *impl, float *out, double *seconds)
 {
     pk_cuda_cv *p = (pk_cuda_cv *)impl;
-    cudaError_t e;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
-    const double t0 = pk_now();
-    /* Device-to-pageable copies return only when the data is in out. */
-    if ((e = cudaMemcpy(out, p->out, p->bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaMemcpy(conv2d download, %zu bytes)", p->bytes);
-    if (seconds) *seconds = pk_now() - t0;
-    return PK_OK;
+    return pk_cuda_transfer(p->device, out, p->out, p->bytes, 0, "conv2d download", seconds);
 }

@@ -35,6 +35,10 @@ typedef struct pk_cuda_state {
  *  cudaErrorInvalidDevice -> PK_ENODEVICE, missing kernel image -> PK_EUNSUPPORTED,
  *  anything else -> PK_EDEVICE. */
 pk_status pk_cuda_fail(int err, const char *what_fmt, ...) PK_PRINTF(2, 3);
+/** A plan's timed, blocking copy between the host and device `device` (to_device: host ->
+ *  device, else device -> host); `what` ("conv2d upload") names it in errors. */
+pk_status pk_cuda_transfer(int device, void *dst, const void *src, size_t bytes, int to_device,
+                           const char *what, double *seconds);
 /** Test hook (tests/test_faults.c): 1 when PORTKERN_TEST_DEVICE_OOM is set and not "0".
  *  Then every cudaMalloc of the .cu files (they all include this header; nvcc has included
  *  cuda_runtime.h before it) fails as cudaErrorMemoryAllocation without allocating. */

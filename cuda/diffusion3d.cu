@@ -402,17 +402,7 @@ extern "C" pk_status pk_cuda_d3_create(int device, const pk_d3_desc *desc, void 
 extern "C" pk_status pk_cuda_d3_upload(void *impl, const float *f, double *seconds)
 {
     pk_cuda_d3 *p = (pk_cuda_d3 *)impl;
-    cudaError_t e;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
-    const double t0 = pk_now();
-    if ((e = cudaMemcpy(p->buf[0], f, p->bytes, cudaMemcpyHostToDevice)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaMemcpy(diffusion3d upload, %zu bytes)", p->bytes);
-    /* From pageable memory cudaMemcpy may return before the DMA ends: wait, so the time
-     * is the transfer's. */
-    if ((e = cudaStreamSynchronize(0)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaStreamSynchronize(diffusion3d upload)");
-    if (seconds) *seconds = pk_now() - t0;
+    PK_TRY(pk_cuda_transfer(p->device, p->buf[0], f, p->bytes, 1, "diffusion3d upload", seconds));
     p->cur = 0;
     return PK_OK;
 }
@@ -458,13 +448,6 @@ extern "C" pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_second
 extern "C" pk_status pk_cuda_d3_download(void *impl, float *f, double *seconds)
 {
     pk_cuda_d3 *p = (pk_cuda_d3 *)impl;
-    cudaError_t e;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
-    const double t0 = pk_now();
-    /* Device-to-pageable copies return only when the data is in f. */
-    if ((e = cudaMemcpy(f, p->buf[p->cur], p->bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaMemcpy(diffusion3d download, %zu bytes)", p->bytes);
-    if (seconds) *seconds = pk_now() - t0;
-    return PK_OK;
+    return pk_cuda_transfer(p->device, f, p->buf[p->cur], p->bytes, 0, "diffusion3d download",
+                            seconds);
 }

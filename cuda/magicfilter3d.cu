@@ -226,18 +226,7 @@ fail:
 extern "C" pk_status pk_cuda_mf_upload(void *impl, const double *x, double *seconds)
 {
     pk_cuda_mf *p = (pk_cuda_mf *)impl;
-    cudaError_t e;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
-    const double t0 = pk_now();
-    if ((e = cudaMemcpy(p->x, x, p->in_bytes, cudaMemcpyHostToDevice)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaMemcpy(magicfilter3d upload, %zu bytes)", p->in_bytes);
-    /* From pageable memory cudaMemcpy may return before the DMA ends: wait, so the time
-     * is the transfer's. */
-    if ((e = cudaStreamSynchronize(0)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaStreamSynchronize(magicfilter3d upload)");
-    if (seconds) *seconds = pk_now() - t0;
-    return PK_OK;
+    return pk_cuda_transfer(p->device, p->x, x, p->in_bytes, 1, "magicfilter3d upload", seconds);
 }
 
 template <int BC>
@@ -288,13 +277,6 @@ extern "C" pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds)
 extern "C" pk_status pk_cuda_mf_download(void *impl, double *y, double *seconds)
 {
     pk_cuda_mf *p = (pk_cuda_mf *)impl;
-    cudaError_t e;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
-    const double t0 = pk_now();
-    /* Device-to-pageable copies return only when the data is in y. */
-    if ((e = cudaMemcpy(y, p->y, p->out_bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaMemcpy(magicfilter3d download, %zu bytes)", p->out_bytes);
-    if (seconds) *seconds = pk_now() - t0;
-    return PK_OK;
+    return pk_cuda_transfer(p->device, y, p->y, p->out_bytes, 0, "magicfilter3d download",
+                            seconds);
 }

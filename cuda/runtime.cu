@@ -68,6 +68,24 @@ extern "C" pk_status pk_cuda_fail(int err, const char *what_fmt, ...)
     return pk_fail(st, "%s: %s (%d): %s", what, cudaGetErrorName(e), err, cudaGetErrorString(e));
 }
 
+extern "C" pk_status pk_cuda_transfer(int device, void *dst, const void *src, size_t bytes,
+                                     int to_device, const char *what, double *seconds)
+{
+    cudaError_t e;
+    if ((e = cudaSetDevice(device)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaSetDevice(%d)", device);
+    const double t0 = pk_now();
+    if ((e = cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice
+                                                   : cudaMemcpyDeviceToHost)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaMemcpy(%s, %zu bytes)", what, bytes);
+    /* From pageable memory a host-to-device cudaMemcpy may return before the DMA ends: wait,
+     * so the time is the transfer's (device-to-pageable copies return when the data is in). */
+    if (to_device && (e = cudaStreamSynchronize(0)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaStreamSynchronize(%s)", what);
+    if (seconds) *seconds = pk_now() - t0;
+    return PK_OK;
+}
+
 extern "C" int pk_cuda_test_oom(void)
 {
     const char *oom = pk_getenv("PORTKERN_TEST_DEVICE_OOM");
