@@ -53,7 +53,7 @@ PK_TEST_PROGS = \
 check_PROGRAMS += $(PK_TEST_PROGS)
 TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh
 dist_check_SCRIPTS += tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh
-EXTRA_DIST += tests/tap.h tests/d3_common.h tests/cv_common.h tests/mf_common.h \
+EXTRA_DIST += tests/tap.h tests/tap.sh tests/d3_common.h tests/cv_common.h tests/mf_common.h \
 	tests/lsan.supp tests/lsan-precise.supp tests/lsan-precise.sh tests/tsan.supp \
 	tests/valgrind.supp tests/valgrind.sh
 

@@ -4,6 +4,7 @@
 # tests/local.mk exports top_builddir and POCL_CACHE_DIR.  Small sizes keep it quick.
 
 : "${top_builddir:=.}"
+: "${top_srcdir:=$top_builddir}"
 : "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
 export POCL_CACHE_DIR
 unset PORTKERN_BACKEND PORTKERN_DEVICE
@@ -25,21 +26,7 @@ echo "1..74"
 n=0
 fails=0
 
-# result STATUS DESCRIPTION: STATUS 0 is a pass.
-result() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        fails=$((fails + 1))
-    fi
-}
-
-skip() {
-    n=$((n + 1))
-    echo "ok $n - $1 # SKIP $2"
-}
+. "$top_srcdir/tests/tap.sh"
 
 # expect CODE DESCRIPTION COMMAND...: the command exits with CODE; stdout in $T/out,
 # stderr in $T/err (shown as diagnostics on failure).

@@ -7,6 +7,7 @@
 # the working paths; docs/RELIABILITY.md the inventory.
 
 : "${top_builddir:=.}"
+: "${top_srcdir:=$top_builddir}"
 : "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
 export POCL_CACHE_DIR
 unset PORTKERN_BACKEND PORTKERN_DEVICE PORTKERN_THREADS
@@ -20,19 +21,7 @@ trap 'rm -rf "$T"' EXIT
 
 n=0
 fails=0
-result() {
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        fails=$((fails + 1))
-    fi
-}
-skip() {
-    n=$((n + 1))
-    echo "ok $n - $1 # SKIP $2"
-}
+. "$top_srcdir/tests/tap.sh"
 
 # bad CODE NEEDLE DESCRIPTION COMMAND...: exits with CODE and stderr contains NEEDLE (a fixed
 # string; "" for any); no core dump, no sanitizer report.
