@@ -11,6 +11,8 @@
  *    OpenCL read scribbles over half its destination, then fails): a one-shot call whose
  *    input is the destination (diffusion3d in place, conv2d with out = image) fails instead of
  *    falling back onto the damaged input; with a separate output conv2d falls back and is right;
+ *  - magicfilter3d under the same two: device OOM forced and under auto, a read failing part
+ *    way with y = x (an error) and with y apart (a right fallback);
  *  - out of host memory (a field whose bytes fit in size_t but not in any memory): PK_ENOMEM,
  *    nothing written;
  *  - PORTKERN_BACKEND naming a backend that cannot run here (cuda without a GPU): auto falls
@@ -336,6 +338,79 @@ static void test_read_failure(int have_ocl)
     unsetenv("PORTKERN_TEST_DEVICE_READ_FAIL");
 }
 
+/* ---- magicfilter3d under the same faults ------------------------------------------------ */
+/* A small periodic MF; results within the kernel's 1e-13 absolute contract of the reference. */
+#define MF_N1 9
+#define MF_N2 7
+#define MF_N3 5
+#define MF_COUNT (MF_N1 * MF_N2 * MF_N3)
+static const pk_magicfilter3d_params mfp = {MF_N1, MF_N2, MF_N3, 0, PK_MF_PERIODIC};
+static double mf_x[MF_COUNT], mf_ref[MF_COUNT];
+
+static int mf_matches(const double *y)
+{
+    for (int i = 0; i < MF_COUNT; ++i)
+        if (!(fabs(y[i] - mf_ref[i]) <= 1e-13)) return 0;
+    return 1;
+}
+
+/* Device OOM (forced and under auto) and a read failing part way (y over x: no retry; y
+ * apart: fallback), on a device backend that can run. */
+static void test_mf_faults(pk_backend_id be, const char *why_absent)
+{
+    const char *name = bname(be);
+    if (why_absent) {
+        tap_skip(why_absent, "%s magicfilter3d faults (%d checks)", name,
+                 be == PK_BACKEND_OPENCL ? 4 : 2);
+        return;
+    }
+    for (int i = 0; i < MF_COUNT; ++i) mf_x[i] = sin(0.37 * i) + 0.25 * (i % 3);
+    pk_magicfilter3d_reference(&mfp, mf_x, mf_ref);
+    static double y[MF_COUNT];
+    pk_run_info info;
+    char want[64];
+    snprintf(want, sizeof want, "%s failed (PK_EDEVMEM", name);
+
+    setenv("PORTKERN_TEST_DEVICE_OOM", "1", 1);
+    for (int i = 0; i < MF_COUNT; ++i) y[i] = -7.0;
+    pk_context *ctx = make_ctx(be);
+    pk_status s = pk_magicfilter3d(ctx, &mfp, NULL, mf_x, y, &info);
+    int untouched = 1;
+    for (int i = 0; i < MF_COUNT; ++i) untouched &= y[i] == -7.0;
+    ok(s == PK_EDEVMEM && untouched, "%s forced, device OOM: magicfilter3d -> PK_EDEVMEM, y "
+       "untouched (%s: %s)", name, pk_status_name(s), pk_last_error());
+    pk_context_destroy(ctx);
+    setenv("PORTKERN_BACKEND", name, 1);
+    ctx = make_ctx(PK_BACKEND_AUTO);
+    s = pk_magicfilter3d(ctx, &mfp, NULL, mf_x, y, &info);
+    ok(s == PK_OK && mf_matches(y) && info.backend != be && info.fell_back == 1 &&
+           strstr(info.reason, want),
+       "%s first under auto, device OOM: magicfilter3d fell back to %s, result = reference "
+       "(reason: %s)", name, bname(info.backend), s == PK_OK ? info.reason : pk_last_error());
+    pk_context_destroy(ctx);
+    unsetenv("PORTKERN_TEST_DEVICE_OOM");
+    if (be != PK_BACKEND_OPENCL) { /* the read hook is OpenCL's */
+        unsetenv("PORTKERN_BACKEND");
+        return;
+    }
+
+    setenv("PORTKERN_TEST_DEVICE_READ_FAIL", "1", 1);
+    ctx = make_ctx(PK_BACKEND_AUTO);
+    static double xy[MF_COUNT];
+    memcpy(xy, mf_x, sizeof xy);
+    s = pk_magicfilter3d(ctx, &mfp, NULL, xy, xy, &info);
+    ok(s != PK_OK && strstr(pk_last_error(), "not retried"),
+       "read fails part way, magicfilter3d with y = x under auto: an error, not a fallback onto "
+       "the damaged x (%s)", pk_status_name(s));
+    s = pk_magicfilter3d(ctx, &mfp, NULL, mf_x, y, &info);
+    ok(s == PK_OK && mf_matches(y) && info.backend != be && info.fell_back,
+       "read fails part way, magicfilter3d with its own y under auto: fell back to %s, result = "
+       "reference (%s)", bname(info.backend), s == PK_OK ? info.reason : pk_last_error());
+    pk_context_destroy(ctx);
+    unsetenv("PORTKERN_TEST_DEVICE_READ_FAIL");
+    unsetenv("PORTKERN_BACKEND");
+}
+
 /* ---- out of host memory ----------------------------------------------------------------- */
 static void test_host_oom(void)
 {
@@ -574,6 +649,7 @@ int main(void)
 
     for (int i = 0; i < 2; ++i) test_device_oom(dev[i], have[i] ? NULL : why[i]);
     test_read_failure(have[0]);
+    for (int i = 0; i < 2; ++i) test_mf_faults(dev[i], have[i] ? NULL : why[i]);
     test_host_oom();
     test_absent_backend();
     test_cv_build_failure(have[0]);
