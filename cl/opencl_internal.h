@@ -94,5 +94,20 @@ pk_status pk_cl_mf_upload(void *impl, const double *x, double *seconds);
 pk_status pk_cl_mf_run(void *impl, double *kernel_seconds);
 pk_status pk_cl_mf_download(void *impl, double *y, double *seconds);
 void pk_cl_mf_destroy(void *impl);
+pk_status pk_cl_lp_create(void *state, int device, const pk_lp_desc *desc, void **impl);
+pk_status pk_cl_lp_upload(void *impl, const float *phi, double *seconds);
+pk_status pk_cl_lp_run(void *impl, int count, double *kernel_seconds);
+pk_status pk_cl_lp_download(void *impl, float *phi, double *seconds);
+void pk_cl_lp_destroy(void *impl);
+pk_status pk_cl_s3_create(void *state, int device, const pk_s3_desc *desc, void **impl);
+pk_status pk_cl_s3_upload(void *impl, const double *u, const double *psi, double *seconds);
+pk_status pk_cl_s3_run(void *impl, double *kernel_seconds);
+pk_status pk_cl_s3_download(void *impl, double *chi, double *seconds);
+void pk_cl_s3_destroy(void *impl);
+pk_status pk_cl_ds_create(void *state, int device, const pk_ds_desc *desc, void **impl);
+pk_status pk_cl_ds_upload(void *impl, const double *u, const double *psi, double *seconds);
+pk_status pk_cl_ds_run(void *impl, double *kernel_seconds);
+pk_status pk_cl_ds_download(void *impl, double *chi, double *seconds);
+void pk_cl_ds_destroy(void *impl);
 
 #endif /* PK_OPENCL_INTERNAL_H */

@@ -82,6 +82,24 @@ static pk_status cuda_mf_create(void *state, int device, const pk_mf_desc *desc,
     return pk_cuda_mf_create(device, desc, impl);
 }
 
+static pk_status cuda_lp_create(void *state, int device, const pk_lp_desc *desc, void **impl)
+{
+    PK_TRY(pk_cuda_check_device(state, device));
+    return pk_cuda_lp_create(device, desc, impl);
+}
+
+static pk_status cuda_s3_create(void *state, int device, const pk_s3_desc *desc, void **impl)
+{
+    PK_TRY(pk_cuda_check_device(state, device));
+    return pk_cuda_s3_create(device, desc, impl);
+}
+
+static pk_status cuda_ds_create(void *state, int device, const pk_ds_desc *desc, void **impl)
+{
+    PK_TRY(pk_cuda_check_device(state, device));
+    return pk_cuda_ds_create(device, desc, impl);
+}
+
 const pk_backend_ops pk_backend_cuda = {
     .id = PK_BACKEND_CUDA,
     .name = "cuda",
@@ -108,4 +126,22 @@ const pk_backend_ops pk_backend_cuda = {
     .mf_run = pk_cuda_mf_run,
     .mf_download = pk_cuda_mf_download,
     .mf_destroy = pk_cuda_mf_destroy,
+    .lp_variants = "cuda",
+    .lp_create = cuda_lp_create,
+    .lp_upload = pk_cuda_lp_upload,
+    .lp_run = pk_cuda_lp_run,
+    .lp_download = pk_cuda_lp_download,
+    .lp_destroy = pk_cuda_lp_destroy,
+    .s3_variants = "cuda",
+    .s3_create = cuda_s3_create,
+    .s3_upload = pk_cuda_s3_upload,
+    .s3_run = pk_cuda_s3_run,
+    .s3_download = pk_cuda_s3_download,
+    .s3_destroy = pk_cuda_s3_destroy,
+    .ds_variants = "cuda",
+    .ds_create = cuda_ds_create,
+    .ds_upload = pk_cuda_ds_upload,
+    .ds_run = pk_cuda_ds_run,
+    .ds_download = pk_cuda_ds_download,
+    .ds_destroy = pk_cuda_ds_destroy,
 };

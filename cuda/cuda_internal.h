@@ -85,6 +85,21 @@ pk_status pk_cuda_mf_upload(void *impl, const double *x, double *seconds);
 pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds);
 pk_status pk_cuda_mf_download(void *impl, double *y, double *seconds);
 void pk_cuda_mf_destroy(void *impl);
+pk_status pk_cuda_lp_create(int device, const pk_lp_desc *desc, void **impl);
+pk_status pk_cuda_lp_upload(void *impl, const float *phi, double *seconds);
+pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_seconds);
+pk_status pk_cuda_lp_download(void *impl, float *phi, double *seconds);
+void pk_cuda_lp_destroy(void *impl);
+pk_status pk_cuda_s3_create(int device, const pk_s3_desc *desc, void **impl);
+pk_status pk_cuda_s3_upload(void *impl, const double *u, const double *psi, double *seconds);
+pk_status pk_cuda_s3_run(void *impl, double *kernel_seconds);
+pk_status pk_cuda_s3_download(void *impl, double *chi, double *seconds);
+void pk_cuda_s3_destroy(void *impl);
+pk_status pk_cuda_ds_create(int device, const pk_ds_desc *desc, void **impl);
+pk_status pk_cuda_ds_upload(void *impl, const double *u, const double *psi, double *seconds);
+pk_status pk_cuda_ds_run(void *impl, double *kernel_seconds);
+pk_status pk_cuda_ds_download(void *impl, double *chi, double *seconds);
+void pk_cuda_ds_destroy(void *impl);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,9 @@
 /* backend_serial.c - the serial backend: the reference loops on the host, one thread. */
 #include "conv2d_host.h"
 #include "magicfilter3d_host.h"
+#include "laplace2d_host.h"
+#include "su3_host.h"
+#include "dslash_host.h"
 
 #include <stdlib.h>
 
@@ -72,4 +75,22 @@ const pk_backend_ops pk_backend_serial = {
     .mf_run = pk_serial_mf_run,
     .mf_download = pk_mf_host_download,
     .mf_destroy = pk_mf_host_destroy,
+    .lp_variants = "serial",
+    .lp_create = pk_serial_lp_create,
+    .lp_upload = pk_lp_host_upload,
+    .lp_run = pk_serial_lp_run,
+    .lp_download = pk_lp_host_download,
+    .lp_destroy = pk_lp_host_destroy,
+    .s3_variants = "serial",
+    .s3_create = pk_serial_s3_create,
+    .s3_upload = pk_s3_host_upload,
+    .s3_run = pk_serial_s3_run,
+    .s3_download = pk_s3_host_download,
+    .s3_destroy = pk_s3_host_destroy,
+    .ds_variants = "serial",
+    .ds_create = pk_serial_ds_create,
+    .ds_upload = pk_ds_host_upload,
+    .ds_run = pk_serial_ds_run,
+    .ds_download = pk_ds_host_download,
+    .ds_destroy = pk_ds_host_destroy,
 };

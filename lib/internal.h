@@ -165,6 +165,41 @@ static inline int pk_mf_wrap(int t, int n)
     return r < 0 ? r + n : r;
 }
 
+/* ---- lattice QCD, as a backend sees it (KERNELS.md section 4) ------------------------ */
+/* laplace2d: the field arrives in desc->layout (lib/laplace2d.c reorders on the host). */
+typedef struct pk_lp_desc {
+    int l;               /* phi float32 [l][l] */
+    int layout;          /* PK_LAP_LEXI / PK_LAP_HVFO */
+    int nw;              /* hvfo lanes (resolved: >= 1, divides l); 1 for lexi */
+    float sigma;         /* as the kernels use it */
+    const char *variant; /* resolved: one of the backend's names */
+    int threads;         /* host threads (0: default) */
+} pk_lp_desc;
+
+/* su3: u, psi and chi arrive and leave in desc->layout (lib/su3.c converts on the host). */
+typedef struct pk_s3_desc {
+    size_t nv;             /* sites */
+    int layout;            /* PK_SU3_* */
+    int nw;                /* hvfo sites per block (resolved); 1 otherwise */
+    size_t u_doubles;      /* doubles of u in the layout */
+    size_t spinor_doubles; /* doubles of psi (and of chi) in the layout */
+    const char *variant;
+    int threads;
+} pk_s3_desc;
+
+/* dslash: u arrives as [4][t][z][y][x][3][3] complex (recon12: [4][t][z][y][x][2][3], the
+ * first two rows), psi as [t][z][y][x][4][3]; chi leaves in the same layout as psi. */
+typedef struct pk_ds_desc {
+    int dims[4];          /* x, y, z, t */
+    size_t volume;        /* x*y*z*t */
+    double kappa;
+    int recon12;          /* links stored as two rows */
+    size_t u_doubles;     /* 4 * volume * (18 or 12) */
+    size_t spinor_doubles; /* volume * 24 */
+    const char *variant;
+    int threads;
+} pk_ds_desc;
+
 /* ---- the backend table ---------------------------------------------------------------- */
 typedef struct pk_backend_ops pk_backend_ops;
 struct pk_backend_ops {
@@ -203,6 +238,30 @@ struct pk_backend_ops {
     pk_status (*mf_run)(void *impl, double *kernel_seconds);
     pk_status (*mf_download)(void *impl, double *y, double *seconds);
     void (*mf_destroy)(void *impl);
+
+    /* laplace2d: a plan holding the field (in desc->layout) on the device. */
+    const char *lp_variants;
+    pk_status (*lp_create)(void *state, int device, const pk_lp_desc *desc, void **impl);
+    pk_status (*lp_upload)(void *impl, const float *phi, double *seconds);
+    pk_status (*lp_run)(void *impl, int count, double *kernel_seconds);
+    pk_status (*lp_download)(void *impl, float *phi, double *seconds);
+    void (*lp_destroy)(void *impl);
+
+    /* su3: a plan holding u, psi and chi (in desc->layout) on the device. */
+    const char *s3_variants;
+    pk_status (*s3_create)(void *state, int device, const pk_s3_desc *desc, void **impl);
+    pk_status (*s3_upload)(void *impl, const double *u, const double *psi, double *seconds);
+    pk_status (*s3_run)(void *impl, double *kernel_seconds);
+    pk_status (*s3_download)(void *impl, double *chi, double *seconds);
+    void (*s3_destroy)(void *impl);
+
+    /* dslash: a plan holding u, psi and chi on the device. */
+    const char *ds_variants;
+    pk_status (*ds_create)(void *state, int device, const pk_ds_desc *desc, void **impl);
+    pk_status (*ds_upload)(void *impl, const double *u, const double *psi, double *seconds);
+    pk_status (*ds_run)(void *impl, double *kernel_seconds);
+    pk_status (*ds_download)(void *impl, double *chi, double *seconds);
+    void (*ds_destroy)(void *impl);
 };
 
 extern const pk_backend_ops pk_backend_serial;

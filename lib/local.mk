@@ -16,9 +16,22 @@ libportkern_la_SOURCES += \
 	lib/magicfilter3d_host.h \
 	lib/magicfilter3d_serial.c \
 	lib/magicfilter3d_simd.c \
+	lib/laplace2d.c \
+	lib/laplace2d_host.h \
+	lib/laplace2d_serial.c \
+	lib/su3.c \
+	lib/su3_host.h \
+	lib/su3_serial.c \
+	lib/dslash.c \
+	lib/dslash_host.h \
+	lib/dslash_serial.c \
 	lib/differ.c \
 	lib/npy.c \
 	lib/ref/diffusion3d_ref.c \
 	lib/ref/conv2d_ref.c \
 	lib/ref/magicfilter3d_ref.c \
-	lib/gen/diffusion3d_gen.c
+	lib/ref/laplace2d_ref.c \
+	lib/ref/su3_ref.c \
+	lib/ref/dslash_ref.c \
+	lib/gen/diffusion3d_gen.c \
+	lib/gen/lqcd_gen.c

@@ -161,6 +161,8 @@ typedef struct pk_run_info {
     double bytes;          /* bytes moved by the kernel by the library's model (see docs) */
     double flops;
     int fell_back;         /* 1 when an earlier choice failed and a later backend ran */
+    double layout_s;       /* host conversion to and from the kernel's data layout (laplace2d
+                              hvfo, su3 layouts, dslash recon12): apart from the kernel time */
 } pk_run_info;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -295,6 +297,128 @@ PK_API pk_status pk_magicfilter3d_plan_upload(pk_magicfilter3d_plan *plan, const
 PK_API pk_status pk_magicfilter3d_plan_run(pk_magicfilter3d_plan *plan, pk_run_info *info);
 PK_API pk_status pk_magicfilter3d_plan_download(pk_magicfilter3d_plan *plan, double *y);
 PK_API void pk_magicfilter3d_plan_destroy(pk_magicfilter3d_plan *plan);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Lattice QCD (KERNELS.md section 4): laplace2d, su3, dslash.                                */
+/* Complex numbers are interleaved (re, im) doubles (complex128), as NumPy stores them.      */
+
+/** Random SU(3) matrices (unitary, det 1 to rounding): n matrices u[n][3][3] complex128,
+ *  reproducible by seed (the same seed gives the same matrices on every machine). */
+PK_API pk_status pk_lqcd_random_su3(uint64_t seed, size_t n, double *u);
+/** Random complex numbers with Gaussian re and im (sigma 1): n complex128 values (spinors
+ *  are [...][3][4] or [...][4][3] blocks of them), reproducible by seed. */
+PK_API pk_status pk_lqcd_random_complex(uint64_t seed, size_t n, double *z);
+
+/* ---- laplace2d (KERNELS.md 4a) ----------------------------------------------------------- */
+/* phi float32 [l][l] (y, x), periodic; one iteration:
+ *   phi'(x,y) = (phi(x,y) + sigma (phi(x+1,y) + phi(x-1,y) + phi(x,y+1) + phi(x,y-1)))
+ *               / (1 + 4 sigma)                                       (float arithmetic) */
+#define PK_LAP_LEXI 0 /* phi[y][x] */
+#define PK_LAP_HVFO 1 /* pho[y][x'][w] = phi[y][w*(l/nw) + x'], x' < l/nw: lanes hold distant x */
+
+typedef struct pk_laplace2d_params {
+    int l;        /* lattice extent (>= 1); hvfo needs l a multiple of nw */
+    int count;    /* iterations (>= 0) */
+    double sigma; /* > 0 and finite; applied in float */
+    int layout;   /* PK_LAP_LEXI or PK_LAP_HVFO: the layout the kernel runs on */
+    int nw;       /* hvfo lanes (floats per vector): 0 = the backend's SIMD width */
+} pk_laplace2d_params;
+
+/** "lexi", "hvfo"; NULL for an unknown layout.  _from_name parses them. */
+PK_API const char *pk_laplace2d_layout_name(int layout);
+PK_API pk_status pk_laplace2d_layout_from_name(const char *name, int *layout);
+/** Reorder lexicographic phi[l][l] into hvfo with nw lanes (l % nw == 0), and back. */
+PK_API pk_status pk_laplace2d_to_hvfo(int l, int nw, const float *lexi, float *hvfo);
+PK_API pk_status pk_laplace2d_from_hvfo(int l, int nw, const float *hvfo, float *lexi);
+/** Serial reference on lexicographic data, in place (p->layout and p->nw are ignored). */
+PK_API pk_status pk_laplace2d_reference(const pk_laplace2d_params *p, float *phi);
+/** p->count iterations on phi (lexicographic, in place) on the context's backend; the
+ *  field is reordered to p->layout and back (info->layout_s). */
+PK_API pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char *variant,
+                              float *phi, pk_run_info *info);
+PK_API const char *pk_laplace2d_variants(pk_backend_id backend);
+/* Handle: the reordered field stays on the device between runs. */
+typedef struct pk_laplace2d_plan pk_laplace2d_plan;
+PK_API pk_status pk_laplace2d_plan_create(pk_laplace2d_plan **plan, pk_context *ctx,
+                                          const pk_laplace2d_params *p, const char *variant,
+                                          pk_run_info *info);
+PK_API pk_status pk_laplace2d_plan_upload(pk_laplace2d_plan *plan, const float *phi);
+PK_API pk_status pk_laplace2d_plan_run(pk_laplace2d_plan *plan, int count, pk_run_info *info);
+PK_API pk_status pk_laplace2d_plan_download(pk_laplace2d_plan *plan, float *phi);
+PK_API void pk_laplace2d_plan_destroy(pk_laplace2d_plan *plan);
+
+/* ---- su3 (KERNELS.md 4b) ----------------------------------------------------------------- */
+/* chi[s][c][k] = sum_c' u[s][c][c'] psi[s][c'][k]: u complex128 [nv][3][3],
+ * psi and chi complex128 [nv][3][4] (colour, spin).  264 flops, 528 bytes per site. */
+#define PK_SU3_AOS 0     /* u[nv][3][3] (the baseline) */
+#define PK_SU3_SHORT 1   /* 8 elements per site (128 B), u22 = conj(u00 u11 - u01 u10) */
+#define PK_SU3_PADDED 2  /* u[nv][3][3] padded to a 64-byte multiple per site */
+#define PK_SU3_VFO 3     /* u[3][3][nv], psi/chi [3][4][nv] (structure of arrays) */
+#define PK_SU3_HVFO 4    /* u[nv/nw][3][3][re,im][nw], psi/chi [nv/nw][3][4][re,im][nw] */
+#define PK_SU3_RECON12 5 /* two rows per site; row 2 = conj(row0 x row1) */
+#define PK_SU3_LAYOUTS 6
+
+typedef struct pk_su3_params {
+    size_t nv;  /* sites (>= 1) */
+    int layout; /* PK_SU3_* */
+    int nw;     /* hvfo sites per block: 0 = 8; a last partial block is padded */
+} pk_su3_params;
+
+PK_API const char *pk_su3_layout_name(int layout); /* "aos", "short", ...; NULL if unknown */
+PK_API pk_status pk_su3_layout_from_name(const char *name, int *layout);
+/** Doubles the layout stores for u and for one spinor field (psi or chi). */
+PK_API pk_status pk_su3_layout_sizes(const pk_su3_params *p, size_t *u_doubles,
+                                     size_t *spinor_doubles);
+/** The layout conversion: AoS u and psi into the layout (either output may be NULL), and a
+ *  spinor field in the layout back to AoS. */
+PK_API pk_status pk_su3_pack(const pk_su3_params *p, const double *u, const double *psi,
+                             double *u_layout, double *psi_layout);
+PK_API pk_status pk_su3_unpack_spinor(const pk_su3_params *p, const double *chi_layout,
+                                      double *chi);
+/** Serial reference on AoS data (the oracle). */
+PK_API pk_status pk_su3_reference(size_t nv, const double *u, const double *psi, double *chi);
+/** chi = u psi on the context's backend; AoS in and out, converted to p->layout and back
+ *  (info->layout_s). */
+PK_API pk_status pk_su3(pk_context *ctx, const pk_su3_params *p, const char *variant,
+                        const double *u, const double *psi, double *chi, pk_run_info *info);
+PK_API const char *pk_su3_variants(pk_backend_id backend);
+typedef struct pk_su3_plan pk_su3_plan;
+PK_API pk_status pk_su3_plan_create(pk_su3_plan **plan, pk_context *ctx, const pk_su3_params *p,
+                                    const char *variant, pk_run_info *info);
+/** Upload AoS u and psi: converted to the plan's layout on the host, then copied to the
+ *  device.  Runs reuse the converted data; plan_run's info->layout_s is 0. */
+PK_API pk_status pk_su3_plan_upload(pk_su3_plan *plan, const double *u, const double *psi);
+PK_API pk_status pk_su3_plan_run(pk_su3_plan *plan, pk_run_info *info);
+PK_API pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi);
+PK_API void pk_su3_plan_destroy(pk_su3_plan *plan);
+
+/* ---- dslash (KERNELS.md 4c) -------------------------------------------------------------- */
+/* chi(x) = 1/(2 kappa) psi(x)
+ *        + 1/2 sum_mu [ (1 - gamma_mu) U_mu(x) psi(x+mu) + (1 + gamma_mu) U_mu(x-mu)^+ psi(x-mu) ]
+ * DeGrand-Rossi gammas, periodic in all four directions, mu = 0..3 = x, y, z, t.  The sign
+ * before the sum is the source paper's (the common convention has a minus).
+ * u complex128 [4][t][z][y][x][3][3], psi and chi complex128 [t][z][y][x][4][3] (spin,
+ * colour).  1320 flops per site for the hopping term. */
+typedef struct pk_dslash_params {
+    int x, y, z, t; /* lattice extents (>= 1) */
+    double kappa;   /* hopping parameter (> 0, finite) */
+    int recon12;    /* 1: links kept as two rows, the third reconstructed in the kernel */
+} pk_dslash_params;
+
+/** Serial reference (the oracle; plain loops over the formula above, full links). */
+PK_API pk_status pk_dslash_reference(const pk_dslash_params *p, const double *u,
+                                     const double *psi, double *chi);
+PK_API pk_status pk_dslash(pk_context *ctx, const pk_dslash_params *p, const char *variant,
+                           const double *u, const double *psi, double *chi, pk_run_info *info);
+PK_API const char *pk_dslash_variants(pk_backend_id backend);
+typedef struct pk_dslash_plan pk_dslash_plan;
+PK_API pk_status pk_dslash_plan_create(pk_dslash_plan **plan, pk_context *ctx,
+                                       const pk_dslash_params *p, const char *variant,
+                                       pk_run_info *info);
+PK_API pk_status pk_dslash_plan_upload(pk_dslash_plan *plan, const double *u, const double *psi);
+PK_API pk_status pk_dslash_plan_run(pk_dslash_plan *plan, pk_run_info *info);
+PK_API pk_status pk_dslash_plan_download(pk_dslash_plan *plan, double *chi);
+PK_API void pk_dslash_plan_destroy(pk_dslash_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
 /* The differ (KERNELS.md section 6).                                                        */

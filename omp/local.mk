@@ -4,7 +4,10 @@ libportkern_la_SOURCES += \
 	omp/omp_internal.h \
 	omp/diffusion3d_omp.c \
 	omp/conv2d_omp.c \
-	omp/magicfilter3d_omp.c
+	omp/magicfilter3d_omp.c \
+	omp/laplace2d_omp.c \
+	omp/su3_omp.c \
+	omp/dslash_omp.c
 # conv2d's fft variant (configure: PK_HAVE_FFTW; empty flags without FFTW).
 AM_CPPFLAGS += $(FFTW_CFLAGS)
 libportkern_la_LIBADD += $(FFTW_LIBS)

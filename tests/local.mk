@@ -46,6 +46,18 @@ PK_TEST_PROGS = \
 	tests/test_mf_openmp \
 	tests/test_mf_opencl \
 	tests/test_mf_cuda \
+	tests/test_lp_serial \
+	tests/test_lp_openmp \
+	tests/test_lp_opencl \
+	tests/test_lp_cuda \
+	tests/test_s3_serial \
+	tests/test_s3_openmp \
+	tests/test_s3_opencl \
+	tests/test_s3_cuda \
+	tests/test_ds_serial \
+	tests/test_ds_openmp \
+	tests/test_ds_opencl \
+	tests/test_ds_cuda \
 	tests/test_clcache \
 	tests/test_faults \
 	tests/test_threads \
@@ -54,6 +66,7 @@ check_PROGRAMS += $(PK_TEST_PROGS)
 TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh
 dist_check_SCRIPTS += tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh
 EXTRA_DIST += tests/tap.h tests/tap.sh tests/d3_common.h tests/cv_common.h tests/mf_common.h \
+	tests/lp_common.h tests/s3_common.h tests/ds_common.h \
 	tests/lsan.supp tests/lsan-precise.supp tests/lsan-precise.sh tests/tsan.supp \
 	tests/valgrind.supp tests/valgrind.sh
 
@@ -78,6 +91,19 @@ tests_test_mf_serial_LDADD = libportkern.la
 tests_test_mf_openmp_LDADD = libportkern.la
 tests_test_mf_opencl_LDADD = libportkern.la
 tests_test_mf_cuda_LDADD = libportkern.la
+# lattice QCD: laplace2d (lp), su3 (s3), dslash (ds)
+tests_test_lp_serial_LDADD = libportkern.la
+tests_test_lp_openmp_LDADD = libportkern.la
+tests_test_lp_opencl_LDADD = libportkern.la
+tests_test_lp_cuda_LDADD = libportkern.la
+tests_test_s3_serial_LDADD = libportkern.la
+tests_test_s3_openmp_LDADD = libportkern.la
+tests_test_s3_opencl_LDADD = libportkern.la
+tests_test_s3_cuda_LDADD = libportkern.la
+tests_test_ds_serial_LDADD = libportkern.la
+tests_test_ds_openmp_LDADD = libportkern.la
+tests_test_ds_opencl_LDADD = libportkern.la
+tests_test_ds_cuda_LDADD = libportkern.la
 # The cache test is black-box: public API and environment variables only.
 tests_test_clcache_LDADD = libportkern.la
 # Reliability (docs/RELIABILITY.md): injected faults, threads, bad input.

@@ -204,4 +204,52 @@ void cli_magicfilter3d_bench_json_rows(const cli_mf_bench *b, cli_json *j); /* i
 void cli_magicfilter3d_bench_json(const cli_mf_bench *b, cli_json *j); /* "magicfilter3d" */
 void cli_magicfilter3d_bench_free(cli_mf_bench *b);
 
+/* ---- laplace2d (tools/cli_laplace2d.c) ---------------------------------------------------------- */
+/** 1 when the kernel operand of a run/gen command line is "laplace2d". */
+int cli_laplace2d_named(int argc, char **argv);
+/** portkern run laplace2d / gen laplace2d: argv after the command; exit codes as above. */
+int cli_laplace2d_run(int argc, char **argv);
+int cli_laplace2d_gen(int argc, char **argv);
+/** portkern bench's laplace2d part: every variant (and layout) of the backends at `size`,
+ *  verified, against the bandwidth measured in the same run, printed as a table.  *out
+ *  (free with _free) keeps the rows for the JSON file.  Returns the exit code. */
+typedef struct cli_lp_bench cli_lp_bench;
+int cli_laplace2d_bench(const char *size, int reps, int threads, const pk_backend_id *backends, int nb,
+                  cli_lp_bench **out);
+void cli_laplace2d_bench_json_rows(const cli_lp_bench *b, cli_json *j); /* inside "rows" */
+void cli_laplace2d_bench_json(const cli_lp_bench *b, cli_json *j);      /* the "laplace2d" object */
+void cli_laplace2d_bench_free(cli_lp_bench *b);
+
+/* ---- su3 (tools/cli_su3.c) ---------------------------------------------------------- */
+/** 1 when the kernel operand of a run/gen command line is "su3". */
+int cli_su3_named(int argc, char **argv);
+/** portkern run su3 / gen su3: argv after the command; exit codes as above. */
+int cli_su3_run(int argc, char **argv);
+int cli_su3_gen(int argc, char **argv);
+/** portkern bench's su3 part: every variant (and layout) of the backends at `size`,
+ *  verified, against the bandwidth measured in the same run, printed as a table.  *out
+ *  (free with _free) keeps the rows for the JSON file.  Returns the exit code. */
+typedef struct cli_s3_bench cli_s3_bench;
+int cli_su3_bench(const char *size, int reps, int threads, const pk_backend_id *backends, int nb,
+                  cli_s3_bench **out);
+void cli_su3_bench_json_rows(const cli_s3_bench *b, cli_json *j); /* inside "rows" */
+void cli_su3_bench_json(const cli_s3_bench *b, cli_json *j);      /* the "su3" object */
+void cli_su3_bench_free(cli_s3_bench *b);
+
+/* ---- dslash (tools/cli_dslash.c) ---------------------------------------------------------- */
+/** 1 when the kernel operand of a run/gen command line is "dslash". */
+int cli_dslash_named(int argc, char **argv);
+/** portkern run dslash / gen dslash: argv after the command; exit codes as above. */
+int cli_dslash_run(int argc, char **argv);
+int cli_dslash_gen(int argc, char **argv);
+/** portkern bench's dslash part: every variant (and layout) of the backends at `size`,
+ *  verified, against the bandwidth measured in the same run, printed as a table.  *out
+ *  (free with _free) keeps the rows for the JSON file.  Returns the exit code. */
+typedef struct cli_ds_bench cli_ds_bench;
+int cli_dslash_bench(const char *size, int reps, int threads, const pk_backend_id *backends, int nb,
+                  cli_ds_bench **out);
+void cli_dslash_bench_json_rows(const cli_ds_bench *b, cli_json *j); /* inside "rows" */
+void cli_dslash_bench_json(const cli_ds_bench *b, cli_json *j);      /* the "dslash" object */
+void cli_dslash_bench_free(cli_ds_bench *b);
+
 #endif /* PK_CLI_COMMON_H */

@@ -1,7 +1,8 @@
 # tools/: the command-line programs users run.
 bin_PROGRAMS += tools/portkern tools/portkern-probe
 tools_portkern_SOURCES = tools/portkern.c tools/cli_common.c tools/cli_common.h \
-	tools/cli_conv2d.c tools/cli_magicfilter3d.c lib/gen/conv2d_gen.c lib/gen/conv2d_gen.h
+	tools/cli_conv2d.c tools/cli_magicfilter3d.c tools/cli_laplace2d.c tools/cli_su3.c \
+	tools/cli_dslash.c lib/gen/conv2d_gen.c lib/gen/conv2d_gen.h
 tools_portkern_LDADD = libportkern.la
 tools_portkern_probe_SOURCES = tools/portkern-probe.c tools/cli_common.c tools/cli_common.h
 tools_portkern_probe_LDADD = libportkern.la

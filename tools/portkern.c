@@ -82,11 +82,11 @@ static int field_points(int nx, int ny, int nz, size_t *n)
 static int check_kernel(const char *prog, int npos, char **pos)
 {
     if (npos < 1)
-        return cli_usage_error(prog, "missing KERNEL (known: diffusion3d, conv2d, magicfilter3d); "
+        return cli_usage_error(prog, "missing KERNEL (known: diffusion3d, conv2d, magicfilter3d, laplace2d, su3, dslash); "
                                "see '%s --help'", prog);
     if (strcmp(pos[0], "diffusion3d") != 0)
         return cli_usage_error(prog, "unknown kernel '%s' (known: diffusion3d, conv2d, "
-                               "magicfilter3d)", pos[0]);
+                               "magicfilter3d, laplace2d, su3, dslash)", pos[0]);
     return 0;
 }
 
@@ -614,7 +614,8 @@ static void bench_usage(FILE *f)
         "Run every kernel x available backend x variant, verify each against the serial\n"
         "reference, and compare its rate with the device's measured copy bandwidth.\n"
         "\n"
-        "  --kernels K,...   default: all (diffusion3d,conv2d,magicfilter3d)\n"
+        "  --kernels K,...   default: all (diffusion3d,conv2d,magicfilter3d,laplace2d,su3,\n"
+        "                    dslash)\n"
         "  --backends B,...  default: serial,openmp,opencl,cuda; unavailable ones are\n"
         "                    listed as skipped, with the reason\n"
         "  --size S          small: 128^3, count 10 (quick, default)\n"
@@ -651,6 +652,9 @@ static void bench_usage(FILE *f)
         "chains), 2 flop/B x copy bandwidth); opencl, cuda: 2 flop/B x the device's\n"
         "bandwidth; each variant's %%roof = GFlop/s / roof.  The paper's anchor (1 core on\n"
         "128x126x130: 6.52 GFlop/s, 61%% of peak) is printed beside the best serial variant.\n"
+        "laplace2d, su3, dslash: 'portkern run KERNEL --help' states their sizes, byte and\n"
+        "flop models; each is verified against its serial reference, with GB/s as a ratio\n"
+        "to the bandwidth measured in the same run.\n"
         "Exit status: 0 all verified; 1 a verification or a run failed; 2 bad option.\n");
 }
 
@@ -917,6 +921,7 @@ static void bench_print(const bench_state *b)
 }
 
 static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_mf_bench *mf,
+                       const cli_lp_bench *lp, const cli_s3_bench *s3, const cli_ds_bench *ds,
                        FILE *f)
 {
     cli_json j;
@@ -964,6 +969,12 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
         cli_conv2d_bench_json_rows(cv, &j);
     if (mf)
         cli_magicfilter3d_bench_json_rows(mf, &j);
+    if (lp)
+        cli_laplace2d_bench_json_rows(lp, &j);
+    if (s3)
+        cli_su3_bench_json_rows(s3, &j);
+    if (ds)
+        cli_dslash_bench_json_rows(ds, &j);
     cj_close(&j);
     cj_open(&j, "best", '{');
     for (k = PK_BACKEND_SERIAL; k < PK_BACKEND_COUNT; ++k) {
@@ -976,19 +987,29 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
         cli_conv2d_bench_json(cv, &j);
     if (mf)
         cli_magicfilter3d_bench_json(mf, &j);
+    if (lp)
+        cli_laplace2d_bench_json(lp, &j);
+    if (s3)
+        cli_su3_bench_json(s3, &j);
+    if (ds)
+        cli_dslash_bench_json(ds, &j);
     cj_close(&j);
 }
 
 static int cmd_bench(int argc, char **argv)
 {
     const char *prog = "portkern bench";
-    const char *kernels = "diffusion3d,conv2d,magicfilter3d";
+    const char *kernels = "diffusion3d,conv2d,magicfilter3d,laplace2d,su3,dslash";
     const char *backends = "serial,openmp,opencl,cuda";
     const char *json = NULL;
     bench_state b;
     cli_cv_bench *cv = NULL;
     cli_mf_bench *mf = NULL;
-    int want_d3 = 0, want_cv = 0, want_mf = 0, psf_sweep = 0;
+    cli_lp_bench *lp = NULL;
+    cli_s3_bench *s3 = NULL;
+    cli_ds_bench *ds = NULL;
+    int want_d3 = 0, want_cv = 0, want_mf = 0, want_lp = 0, want_s3 = 0, want_ds = 0;
+    int psf_sweep = 0;
     cli_opt opts[10];
     char *pos[1], items[16][32];
     pk_backend_id list[PK_BACKEND_COUNT];
@@ -1022,9 +1043,16 @@ static int cmd_bench(int argc, char **argv)
             want_cv = 1;
         else if (strcmp(items[i], "magicfilter3d") == 0)
             want_mf = 1;
+        else if (strcmp(items[i], "laplace2d") == 0)
+            want_lp = 1;
+        else if (strcmp(items[i], "su3") == 0)
+            want_s3 = 1;
+        else if (strcmp(items[i], "dslash") == 0)
+            want_ds = 1;
         else
-            return cli_usage_error(prog, "option --kernels: unknown kernel '%s' "
-                                   "(known: diffusion3d, conv2d, magicfilter3d)", items[i]);
+            return cli_usage_error(prog, "option --kernels: unknown kernel '%s' (known: "
+                                   "diffusion3d, conv2d, magicfilter3d, laplace2d, su3, dslash)",
+                                   items[i]);
     }
     if (psf_sweep && !want_cv)
         return cli_usage_error(prog, "option --psf-sweep: needs conv2d in --kernels");
@@ -1079,9 +1107,27 @@ static int cmd_bench(int argc, char **argv)
             if (cli_magicfilter3d_bench(b.size, b.reps, b.threads, list, nb, &mf) != 0)
                 failed = 1;
         }
+        if (want_lp) {
+            if (want_d3 || want_cv || want_mf)
+                printf("\n");
+            if (cli_laplace2d_bench(b.size, b.reps, b.threads, list, nb, &lp) != 0)
+                failed = 1;
+        }
+        if (want_s3) {
+            if (want_d3 || want_cv || want_mf || want_lp)
+                printf("\n");
+            if (cli_su3_bench(b.size, b.reps, b.threads, list, nb, &s3) != 0)
+                failed = 1;
+        }
+        if (want_ds) {
+            if (want_d3 || want_cv || want_mf || want_lp || want_s3)
+                printf("\n");
+            if (cli_dslash_bench(b.size, b.reps, b.threads, list, nb, &ds) != 0)
+                failed = 1;
+        }
         rc = failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
         if (jf) {
-            bench_json(&b, cv, mf, jf);
+            bench_json(&b, cv, mf, lp, s3, ds, jf);
             if (fclose(jf) != 0)
                 rc = cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
             jf = NULL;
@@ -1092,6 +1138,9 @@ static int cmd_bench(int argc, char **argv)
     free(b.rows);
     cli_conv2d_bench_free(cv);
     cli_magicfilter3d_bench_free(mf);
+    cli_laplace2d_bench_free(lp);
+    cli_su3_bench_free(s3);
+    cli_dslash_bench_free(ds);
     return rc;
 }
 
@@ -1108,7 +1157,8 @@ static void usage(FILE *f)
         "  diff A.npy B.npy    compare two arrays with the relative-tolerance differ\n"
         "  bench               every kernel x backend x variant, verified, against the\n"
         "                      measured memory bandwidth\n"
-        "Kernels: diffusion3d, conv2d, magicfilter3d.  Devices and backends: portkern-probe.\n"
+        "Kernels: diffusion3d, conv2d, magicfilter3d, laplace2d, su3, dslash.\n"
+        "Devices and backends: portkern-probe.\n"
         "\n"
         "  --version           print the library version\n"
         "  --help              this text\n"
@@ -1133,6 +1183,17 @@ int main(int argc, char **argv)
         printf("portkern %s\n", pk_version());
         return CLI_EXIT_OK;
     }
+    if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) &&
+        cli_laplace2d_named(argc - 2, argv + 2))
+        return strcmp(cmd, "run") == 0 ? cli_laplace2d_run(argc - 2, argv + 2)
+                                       : cli_laplace2d_gen(argc - 2, argv + 2);
+    if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) && cli_su3_named(argc - 2, argv + 2))
+        return strcmp(cmd, "run") == 0 ? cli_su3_run(argc - 2, argv + 2)
+                                       : cli_su3_gen(argc - 2, argv + 2);
+    if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) &&
+        cli_dslash_named(argc - 2, argv + 2))
+        return strcmp(cmd, "run") == 0 ? cli_dslash_run(argc - 2, argv + 2)
+                                       : cli_dslash_gen(argc - 2, argv + 2);
     if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) &&
         cli_magicfilter3d_named(argc - 2, argv + 2))
         return strcmp(cmd, "run") == 0 ? cli_magicfilter3d_run(argc - 2, argv + 2)

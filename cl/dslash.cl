@@ -1,0 +1,1 @@
+/* dslash.cl - OpenCL kernels of dslash. PLACEHOLDER. */

@@ -1,0 +1,1 @@
+/* laplace2d.cl - OpenCL kernels of laplace2d. PLACEHOLDER. */

@@ -1,0 +1,1 @@
+/* su3.cl - OpenCL kernels of su3. PLACEHOLDER. */

@@ -1,0 +1,2 @@
+/* dslash_ref.c - serial reference of dslash (KERNELS.md section 4). PLACEHOLDER. */
+#include "internal.h"
