@@ -821,7 +821,7 @@ int cli_kernel_named(int argc, char **argv, const char *kernel, const char *cons
         if (a[0] != '-' || a[1] == '\0') return strcmp(a, kernel) == 0;
         if (a[1] != '-' || strchr(a, '=')) continue;
         int flag = 0;
-        for (int k = 0; flags[k]; ++k) flag |= strcmp(a + 2, flags[k]) == 0;
+        for (int k = 0; flags && flags[k]; ++k) flag |= strcmp(a + 2, flags[k]) == 0;
         if (!flag) ++i; /* the option's value */
     }
     return 0;
