@@ -170,8 +170,10 @@ static inline int pk_mf_wrap(int t, int n)
 typedef struct pk_lp_desc {
     int l;               /* phi float32 [l][l] */
     int layout;          /* PK_LAP_LEXI / PK_LAP_HVFO */
-    int nw;              /* hvfo lanes (resolved: >= 1, divides l); 1 for lexi */
-    float sigma;         /* as the kernels use it */
+    int nw;              /* hvfo lanes (resolved: >= 1, divides l); 1 for lexi (lexi is
+                            hvfo with one lane: the same index rules hold) */
+    float sigma;         /* a = (float)sigma, as the kernels use it */
+    float inv;           /* (float)(1 / (1 + 4 a)), the quotient in double */
     const char *variant; /* resolved: one of the backend's names */
     int threads;         /* host threads (0: default) */
 } pk_lp_desc;

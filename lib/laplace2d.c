@@ -1,14 +1,442 @@
-/* laplace2d.c - the public laplace2d calls (KERNELS.md section 4). PLACEHOLDER: not implemented yet. */
+/* laplace2d.c - the public laplace2d calls (KERNELS.md section 4a): validate once, reorder the
+ * field into the kernel's layout on the host, choose a backend (with fallback under auto),
+ * call through the backend's table, reorder back, fill the run info.  Also the layout
+ * conversions, the reference's entry point and the host plan of the serial and OpenMP
+ * backends.
+ *
+ * The reordering happens here, before a backend is chosen, so every backend receives the field
+ * already in desc->layout with desc->nw lanes (lexi: nw = 1) and a plan keeps it that way
+ * between runs: the reorder is paid at upload and download, never per iteration, and it is
+ * reported as layout_s apart from kernel_s. */
 #include "laplace2d_host.h"
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef PK_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* Per site and iteration: 4 additions of neighbours, the multiply by a, the add of the centre,
+ * the multiply by 1/(1+4a).  Bytes: the ideal traffic of one float read and one written (the
+ * neighbours come from caches); a naive code moves 24 (5 reads + 1 write). */
+#define LP_FLOPS_PER_SITE 7.0
+#define LP_BYTES_PER_SITE 8.0
+/* Reorder in parallel from this many sites on (below, a thread team costs more than it saves). */
+#define LP_PARALLEL_SITES (1 << 18)
+
+struct pk_laplace2d_plan {
+    pk_choice c;
+    pk_lp_desc d;
+    size_t n;      /* sites */
+    float *buf;    /* hvfo: the field in the layout on the host side of upload/download */
+    int uploaded;
+};
+
+/* ---- layouts ---------------------------------------------------------------------------- */
+static const char *const lp_layout_names[2] = {"lexi", "hvfo"};
+
+const char *pk_laplace2d_layout_name(int layout)
+{
+    return layout == PK_LAP_LEXI || layout == PK_LAP_HVFO ? lp_layout_names[layout] : NULL;
+}
+
+pk_status pk_laplace2d_layout_from_name(const char *name, int *layout)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(name);
+    PK_CHECK_NULL(layout);
+    for (int k = 0; k < 2; ++k)
+        if (strcmp(name, lp_layout_names[k]) == 0) {
+            *layout = k;
+            return PK_OK;
+        }
+    return pk_fail(PK_EINVAL, "layout: unknown laplace2d layout '%s' (lexi, hvfo)", name);
+}
+
+/* l and nw for a reorder or an hvfo run: 1 <= nw <= l, l % nw == 0 (nw 0: the default). */
+static pk_status lp_check_lanes(int l, int *nw)
+{
+    PK_CHECK(*nw >= 0, PK_ESIZE, "nw: must be >= 0 (0: the default, %d), got %d",
+             PK_LAP_DEFAULT_NW, *nw);
+    if (*nw == 0) *nw = PK_LAP_DEFAULT_NW;
+    PK_CHECK(l % *nw == 0, PK_ESIZE,
+             "l = %d is not a multiple of nw = %d: hvfo stores pho[y][x'][w] = phi[y][w*(l/nw) "
+             "+ x'] and needs l %% nw == 0 (give an nw that divides l, or use layout lexi)",
+             l, *nw);
+    return PK_OK;
+}
+
+static pk_status lp_check_extent(int l)
+{
+    PK_CHECK(l >= 1, PK_ESIZE, "l: must be >= 1, got %d", l);
+    size_t bytes;
+    PK_CHECK(pk_mul3_size((size_t)l, (size_t)l, 2 * sizeof(float), &bytes) == 0, PK_EOVERFLOW,
+             "l = %d: two fields of l*l floats overflow size_t", l);
+    return PK_OK;
+}
+
+static int lp_overlap(const void *a, const void *b, size_t bytes)
+{
+    const uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+    return !(a0 + bytes <= b0 || b0 + bytes <= a0);
+}
+
+/* Row y of lexi -> hvfo (dir 0) or back (dir 1): a row is an nw x m matrix (lane w holds the
+ * m consecutive x from w*m) stored transposed, m x nw.  Rows are independent. */
+static void lp_reorder(int l, int nw, const float *src, float *dst, int to_hvfo)
+{
+    const int m = l / nw;
+#pragma omp parallel for schedule(static) if ((size_t)l * (size_t)l >= LP_PARALLEL_SITES)
+    for (int y = 0; y < l; ++y) {
+        const float *in = src + (size_t)y * (size_t)l;
+        float *out = dst + (size_t)y * (size_t)l;
+        if (to_hvfo) {
+            for (int x = 0; x < m; ++x)
+                for (int w = 0; w < nw; ++w) out[x * nw + w] = in[w * m + x];
+        } else {
+            for (int w = 0; w < nw; ++w)
+                for (int x = 0; x < m; ++x) out[w * m + x] = in[x * nw + w];
+        }
+    }
+}
+
+static pk_status lp_convert(int l, int nw, const float *src, float *dst, int to_hvfo)
+{
+    pk_clear_error();
+    PK_TRY(lp_check_extent(l));
+    PK_TRY(lp_check_lanes(l, &nw));
+    PK_CHECK(src != NULL, PK_ENULL, "%s: must not be NULL", to_hvfo ? "lexi" : "hvfo");
+    PK_CHECK(dst != NULL, PK_ENULL, "%s: must not be NULL", to_hvfo ? "hvfo" : "lexi");
+    PK_CHECK(!lp_overlap(src, dst, (size_t)l * (size_t)l * sizeof(float)), PK_EINVAL,
+             "lexi and hvfo overlap: the reorder does not work in place");
+    lp_reorder(l, nw, src, dst, to_hvfo);
+    return PK_OK;
+}
+
+pk_status pk_laplace2d_to_hvfo(int l, int nw, const float *lexi, float *hvfo)
+{
+    return lp_convert(l, nw, lexi, hvfo, 1);
+}
+
+pk_status pk_laplace2d_from_hvfo(int l, int nw, const float *hvfo, float *lexi)
+{
+    return lp_convert(l, nw, hvfo, lexi, 0);
+}
+
+/* ---- validation ------------------------------------------------------------------------- */
+/* sigma in float (> 0, finite) and what the parameters mean for a backend. */
+static pk_status lp_validate(const pk_laplace2d_params *p, pk_lp_desc *d, size_t *sites)
+{
+    PK_CHECK_NULL(p);
+    PK_TRY(lp_check_extent(p->l));
+    PK_CHECK(p->count >= 0, PK_ESIZE, "count: must be >= 0, got %d", p->count);
+    PK_CHECK(isfinite(p->sigma), PK_ENONFINITE, "sigma: must be finite, got %g", p->sigma);
+    PK_CHECK(p->sigma > 0, PK_EINVAL, "sigma: must be > 0, got %g", p->sigma);
+    PK_CHECK(p->sigma <= FLT_MAX, PK_ENONFINITE, "sigma: %g overflows float (max %g)", p->sigma,
+             (double)FLT_MAX);
+    PK_CHECK((float)p->sigma > 0, PK_EINVAL, "sigma: %g rounds to 0 in float", p->sigma);
+    PK_CHECK(p->layout == PK_LAP_LEXI || p->layout == PK_LAP_HVFO, PK_EINVAL,
+             "layout: must be PK_LAP_LEXI (0) or PK_LAP_HVFO (1), got %d", p->layout);
+    memset(d, 0, sizeof *d);
+    d->l = p->l;
+    d->layout = p->layout;
+    if (p->layout == PK_LAP_HVFO) {
+        d->nw = p->nw;
+        PK_TRY(lp_check_lanes(p->l, &d->nw));
+    } else {
+        PK_CHECK(p->nw >= 0, PK_ESIZE, "nw: must be >= 0 (ignored by lexi), got %d", p->nw);
+        d->nw = 1; /* lexi is hvfo with one lane */
+    }
+    pk_lp_coefficients(p->sigma, &d->sigma, &d->inv);
+    *sites = (size_t)p->l * (size_t)p->l;
+    return PK_OK;
+}
+
+pk_status pk_laplace2d_reference(const pk_laplace2d_params *p, float *phi)
+{
+    pk_clear_error();
+    pk_laplace2d_params q;
+    pk_lp_desc d;
+    size_t n = 0;
+    PK_CHECK_NULL(p);
+    q = *p;
+    q.layout = PK_LAP_LEXI; /* the reference ignores layout and nw */
+    q.nw = 0;
+    PK_TRY(lp_validate(&q, &d, &n));
+    PK_CHECK_NULL(phi);
+    if (p->count == 0) return PK_OK;
+    float *tmp = malloc(n * sizeof(float));
+    if (!tmp) return pk_fail(PK_ENOMEM, "laplace2d reference: cannot allocate %zu bytes",
+                             n * sizeof(float));
+    float *res;
+    pk_lp_ref_steps(d.l, p->count, d.sigma, d.inv, phi, tmp, &res);
+    if (res != phi) memcpy(phi, res, n * sizeof(float));
+    free(tmp);
+    return PK_OK;
+}
+
+/* ---- the kernel class the dispatcher uses ----------------------------------------------- */
+static const char *lp_variants_of(const pk_backend_ops *ops) { return ops->lp_variants; }
+
+static pk_status lp_create_on(const pk_backend_ops *ops, void *state, int device, const void *desc,
+                              const char *variant, int threads, void **impl)
+{
+    pk_lp_desc d = *(const pk_lp_desc *)desc;
+    d.variant = variant;
+    d.threads = threads;
+    return ops->lp_create(state, device, &d, impl);
+}
+
+static void lp_destroy_on(const pk_backend_ops *ops, void *impl) { ops->lp_destroy(impl); }
+
+static const pk_kernel_class lp_class = {"laplace2d", lp_variants_of, lp_create_on, lp_destroy_on};
+
+const char *pk_laplace2d_variants(pk_backend_id backend)
+{
+    return pk_kernel_variants(&lp_class, backend);
+}
+
+static void lp_counts(size_t sites, int count, double *flops, double *bytes)
+{
+    *flops = LP_FLOPS_PER_SITE * (double)sites * count;
+    *bytes = LP_BYTES_PER_SITE * (double)sites * count;
+}
+
+/* ---- host plans (serial, OpenMP) -------------------------------------------------------- */
+/* Rows [y0, y1) of thread t of nt: the partition of every host loop over the fields. */
+static void lp_rows_of(int l, int t, int nt, int *y0, int *y1)
+{
+    *y0 = (int)((long long)l * t / nt);
+    *y1 = (int)((long long)l * (t + 1) / nt);
+}
+
+/* Copy the field with the plan's row partition (first touch at creation, uploads, downloads). */
+static void lp_host_copy(const pk_lp_host_plan *h, float *dst, const float *src)
+{
+    const size_t row = (size_t)h->d.l * sizeof(float);
+#pragma omp parallel num_threads(h->nt) if (h->nt > 1 && h->n >= LP_PARALLEL_SITES)
+    {
+#ifdef PK_HAVE_OPENMP
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int t = 0, nt = 1;
+#endif
+        int y0, y1;
+        lp_rows_of(h->d.l, t, nt, &y0, &y1);
+        if (y1 > y0) {
+            if (src)
+                memcpy(dst + (size_t)y0 * h->d.l, src + (size_t)y0 * h->d.l,
+                       (size_t)(y1 - y0) * row);
+            else
+                memset(dst + (size_t)y0 * h->d.l, 0, (size_t)(y1 - y0) * row);
+        }
+    }
+}
+
+pk_status pk_lp_host_create(const pk_lp_desc *desc, int nt, pk_lp_host_plan **plan)
+{
+    pk_lp_host_plan *h = calloc(1, sizeof *h);
+    if (!h) return pk_fail(PK_ENOMEM, "laplace2d: out of host memory");
+    h->d = *desc;
+    pk_strlcpy(h->variant, desc->variant ? desc->variant : "", sizeof h->variant);
+    h->d.variant = h->variant;
+    h->n = (size_t)desc->l * (size_t)desc->l;
+    h->nt = nt > 0 ? nt : 1;
+    h->f1 = pk_alloc_aligned(h->n * sizeof(float));
+    h->f2 = pk_alloc_aligned(h->n * sizeof(float));
+    if (!h->f1 || !h->f2) {
+        const size_t bytes = h->n * sizeof(float);
+        pk_lp_host_destroy(h);
+        return pk_fail(PK_ENOMEM, "laplace2d: cannot allocate 2 x %zu bytes", bytes);
+    }
+    /* First touch by the threads that will sweep the rows; a download before any upload
+     * returns zeros. */
+    lp_host_copy(h, h->f1, NULL);
+    lp_host_copy(h, h->f2, NULL);
+    h->cur = h->f1;
+    *plan = h;
+    return PK_OK;
+}
 
 pk_status pk_lp_host_upload(void *impl, const float *phi, double *seconds)
 {
-    return pk_fail(PK_EUNSUPPORTED, "laplace2d: not implemented yet");
+    pk_lp_host_plan *h = impl;
+    const double t0 = pk_now();
+    lp_host_copy(h, h->f1, phi);
+    h->cur = h->f1;
+    *seconds = pk_now() - t0;
+    return PK_OK;
 }
 
 pk_status pk_lp_host_download(void *impl, float *phi, double *seconds)
 {
-    return pk_fail(PK_EUNSUPPORTED, "laplace2d: not implemented yet");
+    pk_lp_host_plan *h = impl;
+    const double t0 = pk_now();
+    lp_host_copy(h, phi, h->cur);
+    *seconds = pk_now() - t0;
+    return PK_OK;
 }
 
-void pk_lp_host_destroy(void *impl) { (void)impl; }
+void pk_lp_host_destroy(void *impl)
+{
+    pk_lp_host_plan *h = impl;
+    if (!h) return;
+    pk_free_aligned(h->f1);
+    pk_free_aligned(h->f2);
+    pk_free_aligned(h->scratch);
+    free(h);
+}
+
+/* ---- calls ------------------------------------------------------------------------------ */
+typedef struct lp_oneshot {
+    const float *in; /* the field in the layout */
+    float *out;      /* where the result goes in the layout (phi itself for lexi) */
+    int in_place;    /* out is the caller's phi */
+    int count;
+    double up, kern, down;
+} lp_oneshot;
+
+/* The one-shot call's work on a fresh plan: a device failure here falls back too. */
+static pk_status lp_oneshot_work(pk_choice *c, void *arg)
+{
+    lp_oneshot *o = arg;
+    PK_TRY(c->ops->lp_upload(c->impl, o->in, &o->up));
+    PK_TRY(c->ops->lp_run(c->impl, o->count, &o->kern));
+    /* into phi itself: a download failing part way leaves no input to retry another backend */
+    c->no_fallback = o->in_place;
+    return c->ops->lp_download(c->impl, o->out, &o->down);
+}
+
+pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char *variant,
+                       float *phi, pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(ctx);
+    pk_lp_desc d;
+    size_t n = 0;
+    PK_TRY(lp_validate(p, &d, &n));
+    PK_CHECK_NULL(phi);
+    float *buf = NULL;
+    double layout_s = 0;
+    if (d.layout == PK_LAP_HVFO) {
+        buf = pk_alloc_aligned(n * sizeof(float));
+        if (!buf)
+            return pk_fail(PK_ENOMEM, "laplace2d: cannot allocate %zu bytes for the hvfo field",
+                           n * sizeof(float));
+        const double tl = pk_now();
+        lp_reorder(d.l, d.nw, phi, buf, 1);
+        layout_s = pk_now() - tl;
+    }
+    lp_oneshot o = {buf ? buf : phi, buf ? buf : phi, buf == NULL, p->count, 0, 0, 0};
+    pk_choice c;
+    pk_status s = pk_dispatch(ctx, &lp_class, variant, &d, lp_oneshot_work, &o, &c);
+    if (s != PK_OK) {
+        pk_free_aligned(buf);
+        return s;
+    }
+    lp_class.destroy(c.ops, c.impl);
+    if (buf) {
+        const double tl = pk_now();
+        lp_reorder(d.l, d.nw, buf, phi, 0);
+        layout_s += pk_now() - tl;
+        pk_free_aligned(buf);
+    }
+    if (info) {
+        pk_choice_info(&c, info);
+        info->transfer_s = o.up + o.down;
+        info->kernel_s = o.kern;
+        info->layout_s = layout_s;
+        lp_counts(n, p->count, &info->flops, &info->bytes);
+        info->wall_s = pk_now() - t0;
+    }
+    return PK_OK;
+}
+
+/* ---- plans ------------------------------------------------------------------------------ */
+pk_status pk_laplace2d_plan_create(pk_laplace2d_plan **plan, pk_context *ctx,
+                                   const pk_laplace2d_params *p, const char *variant,
+                                   pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    *plan = NULL;
+    PK_CHECK_NULL(ctx);
+    pk_lp_desc d;
+    size_t n = 0;
+    PK_TRY(lp_validate(p, &d, &n));
+    pk_laplace2d_plan *pl = calloc(1, sizeof *pl);
+    if (!pl) return pk_fail(PK_ENOMEM, "laplace2d: out of host memory");
+    pl->d = d;
+    pl->n = n;
+    if (d.layout == PK_LAP_HVFO && !(pl->buf = pk_alloc_aligned(n * sizeof(float)))) {
+        free(pl);
+        return pk_fail(PK_ENOMEM, "laplace2d: cannot allocate %zu bytes for the hvfo field",
+                       n * sizeof(float));
+    }
+    pk_status s = pk_dispatch(ctx, &lp_class, variant, &d, NULL, NULL, &pl->c);
+    if (s != PK_OK) {
+        pk_free_aligned(pl->buf);
+        free(pl);
+        return s;
+    }
+    pk_choice_info(&pl->c, info);
+    if (info) info->wall_s = pk_now() - t0;
+    *plan = pl;
+    return PK_OK;
+}
+
+pk_status pk_laplace2d_plan_upload(pk_laplace2d_plan *plan, const float *phi)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(phi);
+    double s;
+    if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, phi, plan->buf, 1);
+    PK_TRY(plan->c.ops->lp_upload(plan->c.impl, plan->buf ? plan->buf : phi, &s));
+    plan->uploaded = 1;
+    return PK_OK;
+}
+
+pk_status pk_laplace2d_plan_run(pk_laplace2d_plan *plan, int count, pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_CHECK(count >= 0, PK_ESIZE, "count: must be >= 0, got %d", count);
+    PK_CHECK(plan->uploaded, PK_ESTATE, "plan_run: no field uploaded yet (call plan_upload)");
+    const double t0 = pk_now();
+    double kern = 0, flops, bytes;
+    PK_TRY(plan->c.ops->lp_run(plan->c.impl, count, &kern));
+    lp_counts(plan->n, count, &flops, &bytes);
+    pk_choice_run_info(&plan->c, info, kern, flops, bytes, t0);
+    return PK_OK;
+}
+
+pk_status pk_laplace2d_plan_download(pk_laplace2d_plan *plan, float *phi)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(phi);
+    PK_CHECK(plan->uploaded, PK_ESTATE, "plan_download: no field uploaded yet (call plan_upload)");
+    double s;
+    if (!plan->buf) return plan->c.ops->lp_download(plan->c.impl, phi, &s);
+    PK_TRY(plan->c.ops->lp_download(plan->c.impl, plan->buf, &s));
+    lp_reorder(plan->d.l, plan->d.nw, plan->buf, phi, 0);
+    return PK_OK;
+}
+
+void pk_laplace2d_plan_destroy(pk_laplace2d_plan *plan)
+{
+    if (!plan) return;
+    if (plan->c.impl) plan->c.ops->lp_destroy(plan->c.impl);
+    pk_free_aligned(plan->buf);
+    free(plan);
+}

@@ -310,34 +310,50 @@ PK_API pk_status pk_lqcd_random_su3(uint64_t seed, size_t n, double *u);
 PK_API pk_status pk_lqcd_random_complex(uint64_t seed, size_t n, double *z);
 
 /* ---- laplace2d (KERNELS.md 4a) ----------------------------------------------------------- */
-/* phi float32 [l][l] (y, x), periodic; one iteration:
- *   phi'(x,y) = (phi(x,y) + sigma (phi(x+1,y) + phi(x-1,y) + phi(x,y+1) + phi(x,y-1)))
- *               / (1 + 4 sigma)                                       (float arithmetic) */
+/* phi float32 [l][l] (y, x), periodic; one iteration, in float arithmetic, exactly as the
+ * serial reference (lib/ref/laplace2d_ref.c) evaluates it:
+ *   a = (float)sigma,  inv = (float)(1 / (1 + 4 a))   (the quotient taken in double)
+ *   phi'(x,y) = (phi(x,y) + a ((phi(x+1,y) + phi(x-1,y)) + (phi(x,y-1) + phi(x,y+1)))) inv
+ * i.e. (phi + sigma (sum of the 4 neighbours)) / (1 + 4 sigma) with a multiplication by the
+ * rounded reciprocal.  Backends evaluate the same tree; the only freedom they take is fusing
+ * phi + a (...) into one FMA (one rounding fewer), so results agree to a few ulp per
+ * iteration (the bound is derived in tests/lp_common.h). */
 #define PK_LAP_LEXI 0 /* phi[y][x] */
 #define PK_LAP_HVFO 1 /* pho[y][x'][w] = phi[y][w*(l/nw) + x'], x' < l/nw: lanes hold distant x */
+/* The hvfo lane count when p->nw is 0: 16 floats, one 64-byte cache line (one AVX-512
+ * vector, two AVX2 ones).  A fixed library default rather than the backend's width: the
+ * field is reordered on the host before a backend is chosen, and a plan's layout must not
+ * depend on which backend auto selection lands on. */
+#define PK_LAP_DEFAULT_NW 16
 
 typedef struct pk_laplace2d_params {
     int l;        /* lattice extent (>= 1); hvfo needs l a multiple of nw */
     int count;    /* iterations (>= 0) */
-    double sigma; /* > 0 and finite; applied in float */
+    double sigma; /* > 0 and finite, also once rounded to float; applied in float */
     int layout;   /* PK_LAP_LEXI or PK_LAP_HVFO: the layout the kernel runs on */
-    int nw;       /* hvfo lanes (floats per vector): 0 = the backend's SIMD width */
+    int nw;       /* hvfo lanes (floats per lane group), 1 <= nw <= l, l % nw == 0;
+                     0 = PK_LAP_DEFAULT_NW; ignored by lexi (must not be negative) */
 } pk_laplace2d_params;
 
 /** "lexi", "hvfo"; NULL for an unknown layout.  _from_name parses them. */
 PK_API const char *pk_laplace2d_layout_name(int layout);
 PK_API pk_status pk_laplace2d_layout_from_name(const char *name, int *layout);
-/** Reorder lexicographic phi[l][l] into hvfo with nw lanes (l % nw == 0), and back. */
+/** Reorder lexicographic phi[l][l] into hvfo with nw lanes (l % nw == 0; nw 0: the
+ *  default), and back.  Not in place: the two arrays must not overlap. */
 PK_API pk_status pk_laplace2d_to_hvfo(int l, int nw, const float *lexi, float *hvfo);
 PK_API pk_status pk_laplace2d_from_hvfo(int l, int nw, const float *hvfo, float *lexi);
 /** Serial reference on lexicographic data, in place (p->layout and p->nw are ignored). */
 PK_API pk_status pk_laplace2d_reference(const pk_laplace2d_params *p, float *phi);
 /** p->count iterations on phi (lexicographic, in place) on the context's backend; the
- *  field is reordered to p->layout and back (info->layout_s). */
+ *  field is reordered to p->layout and back on the host (info->layout_s, apart from
+ *  kernel_s).  info->bytes counts 8 B per site and iteration (one float read, one written:
+ *  the ideal traffic), info->flops 7 per site and iteration. */
 PK_API pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char *variant,
                               float *phi, pk_run_info *info);
 PK_API const char *pk_laplace2d_variants(pk_backend_id backend);
-/* Handle: the reordered field stays on the device between runs. */
+/* Handle: the reordered field stays on the device between runs; upload reorders lexicographic
+ * phi into p->layout and download reorders back (plan_run's info->layout_s is 0).  plan_run
+ * runs `count` more iterations (>= 0) on the field as the previous runs left it. */
 typedef struct pk_laplace2d_plan pk_laplace2d_plan;
 PK_API pk_status pk_laplace2d_plan_create(pk_laplace2d_plan **plan, pk_context *ctx,
                                           const pk_laplace2d_params *p, const char *variant,
