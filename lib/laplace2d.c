@@ -207,13 +207,6 @@ static void lp_counts(size_t sites, int count, double *flops, double *bytes)
 }
 
 /* ---- host plans (serial, OpenMP) -------------------------------------------------------- */
-/* Rows [y0, y1) of thread t of nt: the partition of every host loop over the fields. */
-static void lp_rows_of(int l, int t, int nt, int *y0, int *y1)
-{
-    *y0 = (int)((long long)l * t / nt);
-    *y1 = (int)((long long)l * (t + 1) / nt);
-}
-
 /* Copy the field with the plan's row partition (first touch at creation, uploads, downloads). */
 static void lp_host_copy(const pk_lp_host_plan *h, float *dst, const float *src)
 {
@@ -226,7 +219,7 @@ static void lp_host_copy(const pk_lp_host_plan *h, float *dst, const float *src)
         const int t = 0, nt = 1;
 #endif
         int y0, y1;
-        lp_rows_of(h->d.l, t, nt, &y0, &y1);
+        pk_lp_rows_of(h->d.l, t, nt, &y0, &y1);
         if (y1 > y0) {
             if (src)
                 memcpy(dst + (size_t)y0 * h->d.l, src + (size_t)y0 * h->d.l,

@@ -50,6 +50,14 @@ static inline void pk_lp_row(int l, int nw, float a, float inv, const float *res
     }
 }
 
+/* Rows [y0, y1) of thread t of nt: the static partition of every host loop over the fields
+ * (first touch, copies, iterations), so each thread sweeps the rows it placed. */
+static inline void pk_lp_rows_of(int l, int t, int nt, int *y0, int *y1)
+{
+    *y0 = (int)((long long)l * t / nt);
+    *y1 = (int)((long long)l * (t + 1) / nt);
+}
+
 /* ---- the host plan ---------------------------------------------------------------------
  * Shared by the serial and OpenMP backends: two 64-byte aligned fields in desc->layout, `cur`
  * holds the latest.  The backends supply only the iterations. */
@@ -60,6 +68,7 @@ typedef struct pk_lp_host_plan {
     float *f1, *f2, *cur;
     int nt;            /* host threads (serial: 1); first touch and copies use its partition */
     int kind;          /* the backend's code path for the variant */
+    int isa;           /* OpenMP: the ISA of the hand-vectorised rows */
     int stream;        /* OpenMP: streaming stores (the two fields exceed the last-level cache) */
     float *scratch;    /* OpenMP temporal blocking: per-thread ring rows */
     size_t scratch_per_thread; /* floats */

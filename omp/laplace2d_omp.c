@@ -1,12 +1,492 @@
-/* laplace2d_omp.c - laplace2d on the OpenMP backend. PLACEHOLDER: not implemented yet. */
+/* laplace2d_omp.c - the OpenMP variants of laplace2d (KERNELS.md section 4a), both layouts:
+ *   omp-simd  hand-vectorised rows (intrinsics, ISA picked at plan creation): hvfo with 16
+ *             lanes is one AVX-512 vector (two AVX2 ones) per column x', every load aligned,
+ *             and the only shuffles are one lane rotation (vpermps) at each of the two
+ *             boundary columns; hvfo with 8 lanes is one AVX2 vector; lexi uses unaligned
+ *             loads at x-1 and x+1.  Other lane counts take the portable row.
+ *   omp       the portable row (pk_lp_row, laplace2d_host.h) left to the compiler's
+ *             auto-vectoriser (an AVX2 clone picked at load time): the paper's auto-vectorised
+ *             Laplacian.
+ *   omp-tb    temporal blocking on the omp-simd rows: LP_TB_DEPTH iterations per pass over
+ *             memory.  Each thread owns a band of rows and marches down it; iteration k of
+ *             row r is computed as soon as iteration k-1 has rows r-1..r+1, kept in a ring of
+ *             three rows per intermediate iteration (L2-resident), the halo rows above and
+ *             below the band recomputed rather than exchanged.  Same layout, same row kernel,
+ *             same iterations: the result is bit for bit that of omp-simd; a remainder of
+ *             count % LP_TB_DEPTH iterations runs as plain sweeps.
+ * Every variant runs all iterations of a call in one parallel region, threads sweeping the
+ * static row partition they first touched (pk_lp_rows_of), a barrier per iteration (per pass
+ * for omp-tb).  Fields beyond the last-level cache are written with streaming stores: the
+ * target is not read again in the sweep, so write-allocate would add half the ideal traffic
+ * (12 B/site instead of 8).
+ *
+ * PORTKERN_LP_ISA=avx512|avx2|generic lowers the ISA of omp-simd and omp-tb (read at plan
+ * creation; the tests run every path). */
 #include "laplace2d_host.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef PK_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* x86 paths: GCC >= 6 or clang >= 5 (target attributes with AVX-512 intrinsics). */
+#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
+    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
+#define LP_X86 1
+#include <immintrin.h>
+#define LP_T512 __attribute__((target("avx512f")))
+#define LP_T256 __attribute__((target("avx2,fma")))
+#endif
+
+#define LP_TB_DEPTH 4 /* iterations per pass of omp-tb */
+
+enum { LP_OMP_SIMD = 0, LP_OMP_AUTO = 1, LP_OMP_TB = 2 };
+enum { LP_ISA_GENERIC = 0, LP_ISA_AVX2 = 1, LP_ISA_AVX512 = 2 };
+
+/* What a row kernel needs: l = m * nw floats per row. */
+typedef struct lp_k {
+    int l, nw, m;
+    float a, inv;
+} lp_k;
+
+/* out = the operator on row c (north n, south s); stream: streaming stores (out is a row of
+ * the field); buf: an aligned scratch row of l floats for kernels that stream via a copy. */
+typedef void (*lp_row_fn)(const lp_k *k, const float *c, const float *n, const float *s,
+                          float *out, int stream, float *buf);
+
+/* ---- portable row (omp, and omp-simd's fallback) --------------------------------------- */
+/* Copy a finished row to memory with streaming stores (SSE, any alignment of dst). */
+static void row_stream_copy(float *restrict dst, const float *restrict src, int n)
+{
+    int x = 0;
+#if defined(__SSE2__)
+    while (x < n && ((uintptr_t)(dst + x) & 15u)) {
+        dst[x] = src[x];
+        ++x;
+    }
+    for (; x + 4 <= n; x += 4) _mm_stream_ps(dst + x, _mm_loadu_ps(src + x));
+#endif
+    for (; x < n; ++x) dst[x] = src[x];
+}
+
+PK_SIMD_CLONES
+static void row_auto(const lp_k *k, const float *c, const float *n, const float *s, float *out,
+                     int stream, float *buf)
+{
+    if (stream && buf) { /* the compiler has no streaming stores: compute in L1, then stream */
+        pk_lp_row(k->l, k->nw, k->a, k->inv, c, n, s, buf);
+        row_stream_copy(out, buf, k->l);
+    } else {
+        pk_lp_row(k->l, k->nw, k->a, k->inv, c, n, s, out);
+    }
+}
+
+#ifdef LP_X86
+/* The vector kernels fuse c + a(...) explicitly; their scalar sites (row ends, short rows) do
+ * the same with fmaf, so every site of a field gets the same operations (a constant field
+ * stays exactly uniform). */
+#define LP_SITE_FMA(c, e, w, n, s) (fmaf(a, ((e) + (w)) + ((n) + (s)), (c)) * inv)
+
+/* A whole lexi row with fused scalar sites (rows too short for the vector body). */
+#define LP_LEXI_SCALAR_ROW()                                                                  \
+    do {                                                                                      \
+        for (int x = 0; x < l; ++x) {                                                         \
+            const int xe = x + 1 == l ? 0 : x + 1, xw = x == 0 ? l - 1 : x - 1;               \
+            out[x] = LP_SITE_FMA(c[x], c[xe], c[xw], n[x], s[x]);                             \
+        }                                                                                     \
+    } while (0)
+
+/* ---- AVX-512 ---------------------------------------------------------------------------- */
+/* (c + a ((e + w) + (n + s))) inv, c + a(...) fused. */
+#define LP512(C, E, W, N, S)                                                                  \
+    _mm512_mul_ps(_mm512_fmadd_ps(va, _mm512_add_ps(_mm512_add_ps(E, W), _mm512_add_ps(N, S)),\
+                                  C),                                                         \
+                  vinv)
+#define LP512_STORE(p, v) (stream ? _mm512_stream_ps((p), (v)) : _mm512_store_ps((p), (v)))
+
+/* hvfo, 16 lanes: one zmm per column, rows 64-byte aligned (l % 16 == 0). */
+LP_T512 static void row_hvfo16_avx512(const lp_k *k, const float *c, const float *n,
+                                      const float *s, float *out, int stream, float *buf)
+{
+    (void)buf;
+    const int m = k->m;
+    const __m512 va = _mm512_set1_ps(k->a), vinv = _mm512_set1_ps(k->inv);
+    /* lane w <- lane w-1 (west of column 0), lane w <- lane w+1 (east of column m-1) */
+    const __m512i down = _mm512_set_epi32(14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15);
+    const __m512i up = _mm512_set_epi32(0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1);
+    const __m512 first = _mm512_load_ps(c), last = _mm512_load_ps(c + 16 * (m - 1));
+    const __m512 west0 = _mm512_permutexvar_ps(down, last);
+    const __m512 east_last = _mm512_permutexvar_ps(up, first);
+    if (m == 1) {
+        LP512_STORE(out, LP512(first, east_last, west0, _mm512_load_ps(n), _mm512_load_ps(s)));
+        return;
+    }
+    __m512 w = west0, cc = first, e = _mm512_load_ps(c + 16);
+    LP512_STORE(out, LP512(cc, e, w, _mm512_load_ps(n), _mm512_load_ps(s)));
+    for (int x = 1; x < m - 1; ++x) { /* the centre vectors slide: one load of c per column */
+        w = cc;
+        cc = e;
+        e = _mm512_load_ps(c + 16 * (x + 1));
+        const int i = 16 * x;
+        LP512_STORE(out + i, LP512(cc, e, w, _mm512_load_ps(n + i), _mm512_load_ps(s + i)));
+    }
+    const int i = 16 * (m - 1);
+    LP512_STORE(out + i, LP512(last, east_last, _mm512_load_ps(c + i - 16), _mm512_load_ps(n + i),
+                               _mm512_load_ps(s + i)));
+}
+
+/* lexi: x-1 and x+1 are unaligned loads; x = 0 and l-1 wrap (scalar).  With streaming stores
+ * the body starts at the first 64-byte boundary of the output row. */
+LP_T512 static void row_lexi_avx512(const lp_k *k, const float *c, const float *n,
+                                    const float *s, float *out, int stream, float *buf)
+{
+    const int l = k->l;
+    const float a = k->a, inv = k->inv;
+    (void)buf;
+    if (l < 48) {
+        LP_LEXI_SCALAR_ROW();
+        return;
+    }
+    const __m512 va = _mm512_set1_ps(a), vinv = _mm512_set1_ps(inv);
+    out[0] = LP_SITE_FMA(c[0], c[1], c[l - 1], n[0], s[0]);
+    int x = 1;
+    if (stream)
+        for (; ((uintptr_t)(out + x) & 63u) != 0; ++x)
+            out[x] = LP_SITE_FMA(c[x], c[x + 1], c[x - 1], n[x], s[x]);
+    for (; x + 16 <= l - 1; x += 16) {
+        const __m512 r = LP512(_mm512_loadu_ps(c + x), _mm512_loadu_ps(c + x + 1),
+                               _mm512_loadu_ps(c + x - 1), _mm512_loadu_ps(n + x),
+                               _mm512_loadu_ps(s + x));
+        if (stream)
+            _mm512_stream_ps(out + x, r);
+        else
+            _mm512_storeu_ps(out + x, r);
+    }
+    for (; x < l - 1; ++x) out[x] = LP_SITE_FMA(c[x], c[x + 1], c[x - 1], n[x], s[x]);
+    out[l - 1] = LP_SITE_FMA(c[l - 1], c[0], c[l - 2], n[l - 1], s[l - 1]);
+}
+
+/* ---- AVX2 ------------------------------------------------------------------------------- */
+#define LP256(C, E, W, N, S)                                                                  \
+    _mm256_mul_ps(_mm256_fmadd_ps(va, _mm256_add_ps(_mm256_add_ps(E, W), _mm256_add_ps(N, S)),\
+                                  C),                                                         \
+                  vinv)
+#define LP256_STORE(p, v) (stream ? _mm256_stream_ps((p), (v)) : _mm256_store_ps((p), (v)))
+
+/* hvfo, 8 lanes: one ymm per column, rows 32-byte aligned (l % 8 == 0). */
+LP_T256 static void row_hvfo8_avx2(const lp_k *k, const float *c, const float *n,
+                                   const float *s, float *out, int stream, float *buf)
+{
+    (void)buf;
+    const int m = k->m;
+    const __m256 va = _mm256_set1_ps(k->a), vinv = _mm256_set1_ps(k->inv);
+    const __m256i down = _mm256_set_epi32(6, 5, 4, 3, 2, 1, 0, 7);
+    const __m256i up = _mm256_set_epi32(0, 7, 6, 5, 4, 3, 2, 1);
+    const __m256 first = _mm256_load_ps(c), last = _mm256_load_ps(c + 8 * (m - 1));
+    const __m256 west0 = _mm256_permutevar8x32_ps(last, down);
+    const __m256 east_last = _mm256_permutevar8x32_ps(first, up);
+    if (m == 1) {
+        LP256_STORE(out, LP256(first, east_last, west0, _mm256_load_ps(n), _mm256_load_ps(s)));
+        return;
+    }
+    __m256 w = west0, cc = first, e = _mm256_load_ps(c + 8);
+    LP256_STORE(out, LP256(cc, e, w, _mm256_load_ps(n), _mm256_load_ps(s)));
+    for (int x = 1; x < m - 1; ++x) {
+        w = cc;
+        cc = e;
+        e = _mm256_load_ps(c + 8 * (x + 1));
+        const int i = 8 * x;
+        LP256_STORE(out + i, LP256(cc, e, w, _mm256_load_ps(n + i), _mm256_load_ps(s + i)));
+    }
+    const int i = 8 * (m - 1);
+    LP256_STORE(out + i, LP256(last, east_last, _mm256_load_ps(c + i - 8), _mm256_load_ps(n + i),
+                               _mm256_load_ps(s + i)));
+}
+
+/* hvfo, 16 lanes as two ymm halves (lo = lanes 0-7, hi = 8-15): rotating the 16 lanes by one
+ * is a rotation of each half plus an exchange of the lane that crosses between them. */
+LP_T256 static inline void rot16_avx2(__m256 lo, __m256 hi, __m256i idx, int cross,
+                                      __m256 *rlo, __m256 *rhi)
+{
+    const __m256 plo = _mm256_permutevar8x32_ps(lo, idx), phi = _mm256_permutevar8x32_ps(hi, idx);
+    if (cross == 0) { /* down: lane 0 of each half comes from the other half's lane 7 */
+        *rlo = _mm256_blend_ps(plo, phi, 0x01);
+        *rhi = _mm256_blend_ps(phi, plo, 0x01);
+    } else { /* up: lane 7 of each half comes from the other half's lane 0 */
+        *rlo = _mm256_blend_ps(plo, phi, 0x80);
+        *rhi = _mm256_blend_ps(phi, plo, 0x80);
+    }
+}
+
+LP_T256 static void row_hvfo16_avx2(const lp_k *k, const float *c, const float *n,
+                                    const float *s, float *out, int stream, float *buf)
+{
+    (void)buf;
+    const int m = k->m;
+    const __m256 va = _mm256_set1_ps(k->a), vinv = _mm256_set1_ps(k->inv);
+    const __m256i down = _mm256_set_epi32(6, 5, 4, 3, 2, 1, 0, 7);
+    const __m256i up = _mm256_set_epi32(0, 7, 6, 5, 4, 3, 2, 1);
+    const float *lastc = c + 16 * (m - 1);
+    __m256 w0lo, w0hi, elo, ehi;
+    rot16_avx2(_mm256_load_ps(lastc), _mm256_load_ps(lastc + 8), down, 0, &w0lo, &w0hi);
+    rot16_avx2(_mm256_load_ps(c), _mm256_load_ps(c + 8), up, 1, &elo, &ehi);
+    for (int x = 0; x < m; ++x) {
+        const int i = 16 * x;
+        __m256 wlo, whi, east_lo, east_hi;
+        if (x == 0) {
+            wlo = w0lo;
+            whi = w0hi;
+        } else {
+            wlo = _mm256_load_ps(c + i - 16);
+            whi = _mm256_load_ps(c + i - 8);
+        }
+        if (x == m - 1) {
+            east_lo = elo;
+            east_hi = ehi;
+        } else {
+            east_lo = _mm256_load_ps(c + i + 16);
+            east_hi = _mm256_load_ps(c + i + 24);
+        }
+        LP256_STORE(out + i, LP256(_mm256_load_ps(c + i), east_lo, wlo, _mm256_load_ps(n + i),
+                                   _mm256_load_ps(s + i)));
+        LP256_STORE(out + i + 8, LP256(_mm256_load_ps(c + i + 8), east_hi, whi,
+                                       _mm256_load_ps(n + i + 8), _mm256_load_ps(s + i + 8)));
+    }
+}
+
+LP_T256 static void row_lexi_avx2(const lp_k *k, const float *c, const float *n, const float *s,
+                                  float *out, int stream, float *buf)
+{
+    const int l = k->l;
+    const float a = k->a, inv = k->inv;
+    (void)buf;
+    if (l < 24) {
+        LP_LEXI_SCALAR_ROW();
+        return;
+    }
+    const __m256 va = _mm256_set1_ps(a), vinv = _mm256_set1_ps(inv);
+    out[0] = LP_SITE_FMA(c[0], c[1], c[l - 1], n[0], s[0]);
+    int x = 1;
+    if (stream)
+        for (; ((uintptr_t)(out + x) & 31u) != 0; ++x)
+            out[x] = LP_SITE_FMA(c[x], c[x + 1], c[x - 1], n[x], s[x]);
+    for (; x + 8 <= l - 1; x += 8) {
+        const __m256 r = LP256(_mm256_loadu_ps(c + x), _mm256_loadu_ps(c + x + 1),
+                               _mm256_loadu_ps(c + x - 1), _mm256_loadu_ps(n + x),
+                               _mm256_loadu_ps(s + x));
+        if (stream)
+            _mm256_stream_ps(out + x, r);
+        else
+            _mm256_storeu_ps(out + x, r);
+    }
+    for (; x < l - 1; ++x) out[x] = LP_SITE_FMA(c[x], c[x + 1], c[x - 1], n[x], s[x]);
+    out[l - 1] = LP_SITE_FMA(c[l - 1], c[0], c[l - 2], n[l - 1], s[l - 1]);
+}
+#endif /* LP_X86 */
+
+/* ---- ISA choice --------------------------------------------------------------------------- */
+/* What the CPU can run (__builtin_cpu_supports also checks that the OS saves the state). */
+static int lp_cpu_isa(void)
+{
+#ifdef LP_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return LP_ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return LP_ISA_AVX2;
+#endif
+    return LP_ISA_GENERIC;
+}
+
+/* The CPU's best, lowered (never raised) by PORTKERN_LP_ISA. */
+static int lp_isa(void)
+{
+    const int cpu = lp_cpu_isa();
+    const char *env = pk_getenv("PORTKERN_LP_ISA");
+    int want = cpu;
+    if (env) {
+        if (strcmp(env, "avx512") == 0) want = LP_ISA_AVX512;
+        else if (strcmp(env, "avx2") == 0) want = LP_ISA_AVX2;
+        else if (strcmp(env, "generic") == 0) want = LP_ISA_GENERIC;
+    }
+    return want < cpu ? want : cpu;
+}
+
+const char *pk_lp_simd_isa(void)
+{
+    static const char *const name[3] = {"generic", "avx2", "avx512f"};
+    return name[lp_isa()];
+}
+
+/* The hand-vectorised row for the plan's layout and lane count, or the portable one. */
+static lp_row_fn lp_simd_row(const pk_lp_desc *d, int isa)
+{
+#ifdef LP_X86
+    if (isa >= LP_ISA_AVX2) {
+        if (d->layout == PK_LAP_LEXI) return isa == LP_ISA_AVX512 ? row_lexi_avx512 : row_lexi_avx2;
+        if (d->nw == 16) return isa == LP_ISA_AVX512 ? row_hvfo16_avx512 : row_hvfo16_avx2;
+        if (d->nw == 8) return row_hvfo8_avx2;
+    }
+#else
+    (void)d;
+    (void)isa;
+#endif
+    return row_auto;
+}
+
+/* ---- sweeps ------------------------------------------------------------------------------- */
+typedef struct lp_omp {
+    pk_lp_host_plan *h;
+    lp_row_fn row;
+    lp_k k;
+} lp_omp;
+
+static inline void stream_fence(int stream)
+{
+#if defined(__SSE2__)
+    if (stream) _mm_sfence(); /* streamed rows must be visible before the barrier */
+#else
+    (void)stream;
+#endif
+}
+
+/* Rows [y0, y1) of one iteration src -> dst. */
+static void sweep_rows(const lp_omp *o, const float *src, float *dst, int y0, int y1, float *buf)
+{
+    const size_t l = (size_t)o->k.l;
+    for (int y = y0; y < y1; ++y) {
+        const size_t yn = y == 0 ? l - 1 : (size_t)y - 1, ys = (size_t)y + 1 == l ? 0 : (size_t)y + 1;
+        o->row(&o->k, src + (size_t)y * l, src + yn * l, src + ys * l, dst + (size_t)y * l,
+               o->h->stream, buf);
+    }
+}
+
+static inline int mod3(int r) { return ((r % 3) + 3) % 3; }
+
+/* One pass of omp-tb over rows [y0, y1): LP_TB_DEPTH iterations src -> dst.  ring[k]
+ * (k = 1 .. T-1) holds three rows of iteration k, row r in slot r mod 3; iteration 0 is src
+ * (row r mod l).  At step zz iteration k computes row zz - (k - 1): its rows r-1, r, r+1 of
+ * iteration k-1 were computed at steps zz-2, zz-1 and, earlier in this step, zz. */
+static void tb_band(const lp_omp *o, const float *src, float *dst, float *const *ring,
+                    size_t stride, int y0, int y1, float *buf)
+{
+    const int T = LP_TB_DEPTH, l = o->k.l;
+    for (int zz = y0 - (T - 1); zz < y1 + (T - 1); ++zz) {
+        for (int k = 1; k <= T; ++k) {
+            const int r = zz - (k - 1);
+            if (r < y0 - (T - k) || r >= y1 + (T - k)) continue;
+            const float *rows[3];
+            for (int j = 0; j < 3; ++j) {
+                const int q = r - 1 + j;
+                rows[j] = k == 1 ? src + (size_t)(((q % l) + l) % l) * (size_t)l
+                                 : ring[k - 1] + (size_t)mod3(q) * stride;
+            }
+            if (k < T)
+                o->row(&o->k, rows[1], rows[0], rows[2], ring[k] + (size_t)mod3(r) * stride, 0,
+                       buf);
+            else
+                o->row(&o->k, rows[1], rows[0], rows[2], dst + (size_t)r * (size_t)l,
+                       o->h->stream, buf);
+        }
+    }
+}
+
+/* Per-thread scratch: one stream row, and for omp-tb (T-1) rings of three rows. */
+static size_t lp_row_stride(int l) { return ((size_t)l + 15) / 16 * 16; }
+
+static size_t lp_scratch_floats(int l, int kind)
+{
+    const size_t rows = 1 + (kind == LP_OMP_TB ? 3 * (LP_TB_DEPTH - 1) : 0);
+    return rows * lp_row_stride(l);
+}
+
+static void lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count)
+{
+    const int tb = h->kind == LP_OMP_TB, T = LP_TB_DEPTH;
+    const int passes = tb ? count / T : 0, sweeps = tb ? count % T : count;
+    const size_t stride = lp_row_stride(h->d.l);
+    float *f[2] = {h->cur, h->cur == h->f1 ? h->f2 : h->f1};
+#pragma omp parallel num_threads(h->nt)
+    {
+#ifdef PK_HAVE_OPENMP
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int t = 0, nt = 1;
+#endif
+        int y0, y1;
+        pk_lp_rows_of(h->d.l, t, nt, &y0, &y1);
+        float *work = h->scratch + (size_t)t * h->scratch_per_thread;
+        float *ring[LP_TB_DEPTH];
+        for (int k = 1; k < T; ++k) ring[k] = work + (size_t)(1 + 3 * (k - 1)) * stride;
+        ring[0] = NULL;
+        int cur = 0;
+        for (int p = 0; p < passes; ++p, cur ^= 1) {
+            if (y1 > y0) tb_band(o, f[cur], f[cur ^ 1], ring, stride, y0, y1, work);
+            stream_fence(h->stream);
+#pragma omp barrier
+        }
+        for (int it = 0; it < sweeps; ++it, cur ^= 1) {
+            sweep_rows(o, f[cur], f[cur ^ 1], y0, y1, work);
+            stream_fence(h->stream);
+#pragma omp barrier
+        }
+    }
+    if ((passes + sweeps) & 1) h->cur = f[1];
+}
+
+/* ---- the backend entry points ------------------------------------------------------------- */
+static int lp_kind_of(const char *v)
+{
+    if (strcmp(v, "omp") == 0) return LP_OMP_AUTO;
+    if (strcmp(v, "omp-tb") == 0) return LP_OMP_TB;
+    return LP_OMP_SIMD;
+}
 
 pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void **impl)
 {
-    return pk_fail(PK_EUNSUPPORTED, "laplace2d: OpenMP backend not implemented yet");
+#ifdef PK_HAVE_OPENMP
+    const int nt = desc->threads > 0 ? desc->threads : omp_get_max_threads();
+#else
+    const int nt = 1;
+#endif
+    pk_lp_host_plan *h;
+    PK_TRY(pk_lp_host_create(desc, nt, &h));
+    h->kind = lp_kind_of(h->variant);
+    h->scratch_per_thread = lp_scratch_floats(desc->l, h->kind);
+    /* Stream only when the pair of fields cannot stay in the last-level cache. */
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = 32L << 20;
+    h->stream = 2.0 * (double)h->n * sizeof(float) > (double)llc && desc->l >= 64;
+    size_t total;
+    if (pk_mul3_size(h->scratch_per_thread, (size_t)h->nt, sizeof(float), &total) != 0 ||
+        !(h->scratch = pk_alloc_aligned(total))) {
+        pk_lp_host_destroy(h);
+        return pk_fail(PK_ENOMEM, "laplace2d %s: cannot allocate %d x %zu floats of row buffers",
+                       desc->variant, nt, lp_scratch_floats(desc->l, LP_OMP_TB));
+    }
+    /* The ISA of the hand-vectorised rows, fixed for the plan's life. */
+    h->isa = h->kind == LP_OMP_AUTO ? LP_ISA_GENERIC : lp_isa();
+    *impl = h;
+    return PK_OK;
 }
 
 pk_status pk_omp_lp_run(void *impl, int count, double *kernel_seconds)
 {
-    return pk_fail(PK_EUNSUPPORTED, "laplace2d: not implemented yet");
+    pk_lp_host_plan *h = impl;
+    const pk_lp_desc *d = &h->d;
+    lp_omp o;
+    o.h = h;
+    o.row = h->kind == LP_OMP_AUTO ? row_auto : lp_simd_row(d, h->isa);
+    o.k.l = d->l;
+    o.k.nw = d->nw;
+    o.k.m = d->l / d->nw;
+    o.k.a = d->sigma;
+    o.k.inv = d->inv;
+    const double t0 = pk_now();
+    if (count > 0) lp_omp_steps(h, &o, count);
+    *kernel_seconds = pk_now() - t0;
+    return PK_OK;
 }
