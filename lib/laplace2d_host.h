@@ -33,8 +33,8 @@ static inline void pk_lp_row(int l, int nw, float a, float inv, const float *res
 {
     const int m = l / nw;
     for (int w = 0; w < nw; ++w) { /* column 0 (also column m-1 when m == 1) */
-        const float east = m > 1 ? c[nw + w] : c[(w + 1) % nw];
-        const float west = c[(m - 1) * nw + (w + nw - 1) % nw];
+        const float east = m > 1 ? c[nw + w] : c[w + 1 == nw ? 0 : w + 1];
+        const float west = c[(m - 1) * nw + (w == 0 ? nw - 1 : w - 1)];
         out[w] = pk_lp_site(c[w], east, west, n[w], s[w], a, inv);
     }
     if (m == 1) return;
@@ -46,7 +46,7 @@ static inline void pk_lp_row(int l, int nw, float a, float inv, const float *res
     const int last = (m - 1) * nw;
     for (int w = 0; w < nw; ++w) {
         const int i = last + w;
-        out[i] = pk_lp_site(c[i], c[(w + 1) % nw], c[i - nw], n[i], s[i], a, inv);
+        out[i] = pk_lp_site(c[i], c[w + 1 == nw ? 0 : w + 1], c[i - nw], n[i], s[i], a, inv);
     }
 }
 
