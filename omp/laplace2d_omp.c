@@ -20,8 +20,9 @@
  * target is not read again in the sweep, so write-allocate would add half the ideal traffic
  * (12 B/site instead of 8).
  *
- * PORTKERN_LP_ISA=avx512|avx2|generic lowers the ISA of omp-simd and omp-tb (read at plan
- * creation; the tests run every path). */
+ * PORTKERN_LP_ISA=avx512|avx2|generic lowers the ISA of omp-simd and omp-tb, and
+ * PORTKERN_LP_STREAM=1|0 forces streaming stores on or off (both read at plan creation; the
+ * tests run every path, streaming included, on small fields). */
 #include "laplace2d_host.h"
 
 #include <math.h>
@@ -460,6 +461,8 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
     long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (llc <= 0) llc = 32L << 20;
     h->stream = 2.0 * (double)h->n * sizeof(float) > (double)llc && desc->l >= 64;
+    const char *force = pk_getenv("PORTKERN_LP_STREAM"); /* tests: 1 or 0 whatever the size */
+    if (force) h->stream = strcmp(force, "0") != 0;
     size_t total;
     if (pk_mul3_size(h->scratch_per_thread, (size_t)h->nt, sizeof(float), &total) != 0 ||
         !(h->scratch = pk_alloc_aligned(total))) {

@@ -23,7 +23,9 @@
  * 4. The layout conversion (serial suite): pho[y][x'][w] = phi[y][w*(l/nw) + x'] index by
  *    index, round trips, and bad input everywhere (NULL, sizes, overflow, sigma, layout,
  *    l % nw != 0 with a clear PK_ESIZE, unknown variants and layout names, overlap).
- * omp-simd and omp-tb also run under PORTKERN_LP_ISA = avx512, avx2, generic and unset, the
+ * omp-simd and omp-tb also run under PORTKERN_LP_ISA = avx512, avx2, generic and unset, each
+ * with and without PORTKERN_LP_STREAM=1 (streaming stores, which the OpenMP backend uses on
+ * its own only for fields beyond the last-level cache), omp with and without streaming, the
  * OpenMP variants on 3 and 7 threads (more threads than rows), opencl under
  * PORTKERN_CL_LP_SCHEME = vec, item and unset.
  *
@@ -667,7 +669,9 @@ static void lp_check_env(const char *variant, const char *name, const char *cons
         else
             unsetenv(name);
         char label[96];
-        snprintf(label, sizeof label, " under %s=%s", name, k < nvalues ? values[k] : "(unset)");
+        const char *stream = strcmp(name, "PORTKERN_LP_STREAM") ? getenv("PORTKERN_LP_STREAM") : NULL;
+        snprintf(label, sizeof label, " under %s=%s%s%s", name, k < nvalues ? values[k] : "(unset)",
+                 stream ? ", PORTKERN_LP_STREAM=" : "", stream ? stream : "");
         for (size_t i = 0; i < sizeof lp_env_shapes / sizeof lp_env_shapes[0]; ++i)
             lp_check_shape(lp_ctx, variant, &lp_env_shapes[i], label);
     }
@@ -762,6 +766,13 @@ static int lp_run_suite(pk_backend_id backend)
         if (strcmp(v, "omp-simd") == 0 || strcmp(v, "omp-tb") == 0) {
             static const char *const isa[] = {"avx512", "avx2", "generic"};
             lp_check_env(v, "PORTKERN_LP_ISA", isa, 3);
+            /* streaming stores (on their own only beyond the LLC) on every ISA path */
+            setenv("PORTKERN_LP_STREAM", "1", 1);
+            lp_check_env(v, "PORTKERN_LP_ISA", isa, 3);
+            unsetenv("PORTKERN_LP_STREAM");
+        } else if (strcmp(v, "omp") == 0) {
+            static const char *const on[] = {"1"};
+            lp_check_env(v, "PORTKERN_LP_STREAM", on, 1);
         }
         if (strcmp(v, "opencl") == 0) {
             static const char *const scheme[] = {"vec", "item"};
