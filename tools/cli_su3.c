@@ -585,9 +585,10 @@ static void bench_variant(cli_s3_bench *b, pk_context *ctx, s3_row *r, const dou
     r->verified = rep.equal;
     r->max_abs_err = rep.max_abs_err;
     r->num_failed = rep.num_failed;
-    r->layout_s = s3_time_layout(&p, u, psi, chi); /* after the check: chi is scratch now */
 done:
     pk_su3_plan_destroy(plan);
+    /* The conversion alone, once the plan's arrays are freed (chi is scratch now). */
+    if (r->status == ROW_OK) r->layout_s = s3_time_layout(&p, u, psi, chi);
 }
 
 static void print_rows(const cli_s3_bench *b)
