@@ -178,11 +178,14 @@ typedef struct pk_lp_desc {
     int threads;         /* host threads (0: default) */
 } pk_lp_desc;
 
-/* su3: u, psi and chi arrive and leave in desc->layout (lib/su3.c converts on the host). */
+/* su3: u, psi and chi arrive and leave in desc->layout (lib/su3.c converts on the host).
+ * Kernels may run over the padded sites [0, nsites) (vfo: nvs, hvfo: nb * nw): the padding
+ * holds zeros and yields zeros, so no kernel needs a remainder loop. */
 typedef struct pk_s3_desc {
     size_t nv;             /* sites */
     int layout;            /* PK_SU3_* */
     int nw;                /* hvfo sites per block (resolved); 1 otherwise */
+    size_t nsites;         /* sites the layout stores, padding included (>= nv) */
     size_t u_doubles;      /* doubles of u in the layout */
     size_t spinor_doubles; /* doubles of psi (and of chi) in the layout */
     const char *variant;

@@ -365,28 +365,49 @@ PK_API void pk_laplace2d_plan_destroy(pk_laplace2d_plan *plan);
 
 /* ---- su3 (KERNELS.md 4b) ----------------------------------------------------------------- */
 /* chi[s][c][k] = sum_c' u[s][c][c'] psi[s][c'][k]: u complex128 [nv][3][3],
- * psi and chi complex128 [nv][3][4] (colour, spin).  264 flops, 528 bytes per site. */
-#define PK_SU3_AOS 0     /* u[nv][3][3] (the baseline) */
-#define PK_SU3_SHORT 1   /* 8 elements per site (128 B), u22 = conj(u00 u11 - u01 u10) */
-#define PK_SU3_PADDED 2  /* u[nv][3][3] padded to a 64-byte multiple per site */
-#define PK_SU3_VFO 3     /* u[3][3][nv], psi/chi [3][4][nv] (structure of arrays) */
-#define PK_SU3_HVFO 4    /* u[nv/nw][3][3][re,im][nw], psi/chi [nv/nw][3][4][re,im][nw] */
-#define PK_SU3_RECON12 5 /* two rows per site; row 2 = conj(row0 x row1) */
+ * psi and chi complex128 [nv][3][4] (colour, spin).  264 flops, 528 bytes per site.
+ * Layouts (what the kernel reads and writes; psi and chi are AoS [nv][3][4] except in vfo and
+ * hvfo; doubles per site of u in brackets):
+ *   aos      u[nv][3][3]                                    (18, 144 B: the baseline)
+ *   short    u[nv][8]: u00 u01 u02 u10 u11 u12 u20 u21       (16, 128 B: every link starts
+ *            on a 64-byte line); u22 = conj(u00 u11 - u01 u10) is recomputed per use
+ *   padded   u[nv][12]: the 9 elements and 3 zeros          (24, 192 B = 3 cache lines:
+ *            every link starts on a 64-byte boundary, a whole number of lines per link)
+ *   vfo      u[3][3][nvs], psi/chi [3][4][nvs], complex, nvs = nv rounded up to a multiple of
+ *            4 (4 complex = 64 B: every row starts on a 64-byte line, so vectors and
+ *            non-temporal stores are aligned); the sites nv .. nvs-1 hold zeros
+ *   hvfo     u[nb][3][3][re,im][nw], psi/chi [nb][3][4][re,im][nw], nb = ceil(nv / nw):
+ *            site s is lane s % nw of block s / nw; the nw real parts of an element, then its
+ *            nw imaginary parts (vector-friendly complex arithmetic); the last block's lanes
+ *            past nv hold zeros
+ *   recon12  u[nv][2][3]: rows 0 and 1                      (12, 96 B); row 2 =
+ *            conj(row0 x row1), i.e. u2k = conj(u0i u1j - u0j u1i), (i, j, k) cyclic
+ * short and recon12 assume SU(3) links (unitary, det 1): they return u psi for the
+ * reconstructed u, which differs from the stored one when the link is not in SU(3). */
+#define PK_SU3_AOS 0
+#define PK_SU3_SHORT 1
+#define PK_SU3_PADDED 2
+#define PK_SU3_VFO 3
+#define PK_SU3_HVFO 4
+#define PK_SU3_RECON12 5
 #define PK_SU3_LAYOUTS 6
+#define PK_SU3_NW_DEFAULT 8 /* hvfo sites per block: one AVX-512 vector of doubles */
+#define PK_SU3_NW_MAX 64
 
 typedef struct pk_su3_params {
     size_t nv;  /* sites (>= 1) */
     int layout; /* PK_SU3_* */
-    int nw;     /* hvfo sites per block: 0 = 8; a last partial block is padded */
+    int nw;     /* hvfo sites per block, 1 .. PK_SU3_NW_MAX, 0 = PK_SU3_NW_DEFAULT; other
+                   layouts ignore it (it must still be 0 .. PK_SU3_NW_MAX) */
 } pk_su3_params;
 
 PK_API const char *pk_su3_layout_name(int layout); /* "aos", "short", ...; NULL if unknown */
 PK_API pk_status pk_su3_layout_from_name(const char *name, int *layout);
-/** Doubles the layout stores for u and for one spinor field (psi or chi). */
+/** Doubles the layout stores for u and for one spinor field (psi or chi), padding included. */
 PK_API pk_status pk_su3_layout_sizes(const pk_su3_params *p, size_t *u_doubles,
                                      size_t *spinor_doubles);
-/** The layout conversion: AoS u and psi into the layout (either output may be NULL), and a
- *  spinor field in the layout back to AoS. */
+/** The layout conversion: AoS u and psi into the layout (either output may be NULL; the
+ *  padding is written as zeros), and a spinor field in the layout back to AoS. */
 PK_API pk_status pk_su3_pack(const pk_su3_params *p, const double *u, const double *psi,
                              double *u_layout, double *psi_layout);
 PK_API pk_status pk_su3_unpack_spinor(const pk_su3_params *p, const double *chi_layout,
@@ -394,7 +415,7 @@ PK_API pk_status pk_su3_unpack_spinor(const pk_su3_params *p, const double *chi_
 /** Serial reference on AoS data (the oracle). */
 PK_API pk_status pk_su3_reference(size_t nv, const double *u, const double *psi, double *chi);
 /** chi = u psi on the context's backend; AoS in and out, converted to p->layout and back
- *  (info->layout_s). */
+ *  (info->layout_s; layouts whose psi/chi are AoS pass the caller's arrays through). */
 PK_API pk_status pk_su3(pk_context *ctx, const pk_su3_params *p, const char *variant,
                         const double *u, const double *psi, double *chi, pk_run_info *info);
 PK_API const char *pk_su3_variants(pk_backend_id backend);
@@ -405,6 +426,7 @@ PK_API pk_status pk_su3_plan_create(pk_su3_plan **plan, pk_context *ctx, const p
  *  device.  Runs reuse the converted data; plan_run's info->layout_s is 0. */
 PK_API pk_status pk_su3_plan_upload(pk_su3_plan *plan, const double *u, const double *psi);
 PK_API pk_status pk_su3_plan_run(pk_su3_plan *plan, pk_run_info *info);
+/** chi (AoS) of the last run; PK_ESTATE before a run of the current upload. */
 PK_API pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi);
 PK_API void pk_su3_plan_destroy(pk_su3_plan *plan);
 

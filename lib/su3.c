@@ -1,14 +1,514 @@
-/* su3.c - the public su3 calls (KERNELS.md section 4). PLACEHOLDER: not implemented yet. */
+/* su3.c - the public su3 calls (KERNELS.md section 4b): layout names and sizes, the layout
+ * conversion (pk_su3_pack / pk_su3_unpack_spinor), validation, dispatch, the one-shot call,
+ * plans, run info; also the host plan the serial and OpenMP backends share.
+ *
+ * The layout conversion runs on the host, outside the kernel's timing (info->layout_s):
+ * backends receive u and psi already in the layout and return chi in it.  Layouts whose
+ * psi and chi are AoS (aos, short, padded, recon12) hand the caller's psi and chi through
+ * without a copy, and aos also u.
+ *
+ * Counting (the paper's metric): 264 flops and 528 bytes per site (u 144 + psi 192 + chi 192
+ * bytes) in every layout, so that the GB/s of the layouts compare as the paper's figures
+ * do; what a layout actually stores is in pk_su3_layout_sizes (short 512 B per site, padded
+ * 576, recon12 480, vfo and hvfo 528 plus their padding sites).  The flops of rebuilding
+ * u22 (short) or row 2 (recon12) are not counted. */
 #include "su3_host.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S3_FLOPS_PER_SITE 264.0
+#define S3_BYTES_PER_SITE 528.0
+
+static const char *const s3_layout_names[PK_SU3_LAYOUTS] = {"aos", "short", "padded",
+                                                            "vfo", "hvfo",  "recon12"};
+
+struct pk_su3_plan {
+    pk_choice c;
+    pk_s3_desc d;
+    pk_su3_params p;
+    double flops, bytes;
+    int uploaded, ran;
+};
+
+const char *pk_su3_layout_name(int layout)
+{
+    return layout >= 0 && layout < PK_SU3_LAYOUTS ? s3_layout_names[layout] : NULL;
+}
+
+pk_status pk_su3_layout_from_name(const char *name, int *layout)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(name);
+    PK_CHECK_NULL(layout);
+    for (int l = 0; l < PK_SU3_LAYOUTS; ++l)
+        if (strcmp(name, s3_layout_names[l]) == 0) {
+            *layout = l;
+            return PK_OK;
+        }
+    return pk_fail(PK_EINVAL, "layout: unknown su3 layout '%s' (aos, short, padded, vfo, hvfo, "
+                              "recon12)", name);
+}
+
+/* ---- validation and the layout's arithmetic --------------------------------------------- */
+static int s3_u_per_site(int layout)
+{
+    switch (layout) {
+    case PK_SU3_SHORT: return PK_S3_U_SHORT;
+    case PK_SU3_PADDED: return PK_S3_U_PADDED;
+    case PK_SU3_RECON12: return PK_S3_U_RECON12;
+    default: return PK_S3_U_AOS; /* aos, vfo, hvfo */
+    }
+}
+
+static int s3_aos_spinor(int layout) { return layout != PK_SU3_VFO && layout != PK_SU3_HVFO; }
+
+pk_status pk_s3_desc_init(pk_s3_desc *d, const pk_su3_params *p)
+{
+    memset(d, 0, sizeof *d);
+    d->nv = p->nv;
+    d->layout = p->layout;
+    d->nw = p->layout == PK_SU3_HVFO ? (p->nw ? p->nw : PK_SU3_NW_DEFAULT) : 1;
+    /* nv is checked against the widest per-site size first, so the padding (< 64 sites)
+     * cannot overflow either. */
+    PK_CHECK(p->nv <= SIZE_MAX / (2 * PK_S3_U_PADDED * sizeof(double)) - PK_SU3_NW_MAX,
+             PK_EOVERFLOW, "nv: %zu sites overflow the arrays' bytes", p->nv);
+    const size_t g = p->layout == PK_SU3_VFO ? PK_S3_VFO_ALIGN : (size_t)d->nw;
+    d->nsites = (p->nv + g - 1) / g * g;
+    d->u_doubles = d->nsites * (size_t)s3_u_per_site(p->layout);
+    d->spinor_doubles = d->nsites * PK_S3_SPINOR;
+    return PK_OK;
+}
+
+static pk_status s3_validate(const pk_su3_params *p, pk_s3_desc *d)
+{
+    PK_CHECK_NULL(p);
+    PK_CHECK(p->nv >= 1, PK_ESIZE, "nv: must be >= 1, got %zu", p->nv);
+    PK_CHECK(p->layout >= 0 && p->layout < PK_SU3_LAYOUTS, PK_EINVAL,
+             "layout: unknown su3 layout %d (0 .. %d: aos, short, padded, vfo, hvfo, recon12)",
+             p->layout, PK_SU3_LAYOUTS - 1);
+    PK_CHECK(p->nw >= 0 && p->nw <= PK_SU3_NW_MAX, PK_EINVAL,
+             "nw: hvfo sites per block must be 1 .. %d (0: %d), got %d", PK_SU3_NW_MAX,
+             PK_SU3_NW_DEFAULT, p->nw);
+    return pk_s3_desc_init(d, p);
+}
+
+pk_status pk_su3_layout_sizes(const pk_su3_params *p, size_t *u_doubles, size_t *spinor_doubles)
+{
+    pk_clear_error();
+    pk_s3_desc d;
+    PK_TRY(s3_validate(p, &d));
+    if (u_doubles) *u_doubles = d.u_doubles;
+    if (spinor_doubles) *spinor_doubles = d.spinor_doubles;
+    return PK_OK;
+}
+
+void pk_s3_span_of(const pk_s3_desc *d, int field, size_t s0, size_t s1, pk_s3_span *sp)
+{
+    const size_t per = field == 0 ? (size_t)s3_u_per_site(d->layout) : PK_S3_SPINOR;
+    if (d->layout == PK_SU3_VFO) { /* one row per complex element, 2 doubles per site */
+        sp->rows = per / 2;
+        sp->stride = 2 * d->nsites;
+        sp->start = 2 * s0;
+        sp->len = 2 * (s1 - s0);
+    } else { /* sites (hvfo: whole blocks) are contiguous runs of per doubles each */
+        sp->rows = 1;
+        sp->stride = 0;
+        sp->start = per * s0;
+        sp->len = per * (s1 - s0);
+    }
+}
+
+void pk_s3_share(const pk_s3_desc *d, int t, int nt, size_t *s0, size_t *s1)
+{
+    /* Granules: an hvfo block (nw x 192 B of chi), 4 vfo sites (64 B of each chi row); an
+     * AoS site is 192 B of chi, 3 whole lines, already. */
+    const size_t g = d->layout == PK_SU3_HVFO  ? (size_t)d->nw
+                     : d->layout == PK_SU3_VFO ? PK_S3_VFO_ALIGN
+                                               : 1;
+    const size_t groups = d->nsites / g, q = groups / (size_t)nt, r = groups % (size_t)nt;
+    const size_t ut = (size_t)t;
+    *s0 = (q * ut + (ut < r ? ut : r)) * g;
+    *s1 = (q * (ut + 1) + (ut + 1 < r ? ut + 1 : r)) * g;
+}
+
+/* ---- the layout conversion -------------------------------------------------------------- */
+/* Site s's n doubles (AoS, interleaved complex, n / 2 elements) to the vfo or hvfo array dst
+ * of nsites sites; s >= nv gets zeros (src ignored). */
+static void s3_scatter_site(const pk_s3_desc *d, const double *src, double *dst, size_t s, int n)
+{
+    const size_t ns = d->nsites, nw = (size_t)d->nw;
+    if (d->layout == PK_SU3_VFO) {
+        for (int e = 0; e < n / 2; ++e) {
+            dst[2 * ((size_t)e * ns + s)] = src ? src[2 * e] : 0.0;
+            dst[2 * ((size_t)e * ns + s) + 1] = src ? src[2 * e + 1] : 0.0;
+        }
+    } else {
+        const size_t b = s / nw, w = s % nw;
+        double *blk = dst + (size_t)n * nw * b + w;
+        for (int e = 0; e < n / 2; ++e) {
+            blk[(size_t)(2 * e) * nw] = src ? src[2 * e] : 0.0;
+            blk[(size_t)(2 * e + 1) * nw] = src ? src[2 * e + 1] : 0.0;
+        }
+    }
+}
+
+static void s3_gather_site(const pk_s3_desc *d, const double *src, double *dst, size_t s, int n)
+{
+    const size_t ns = d->nsites, nw = (size_t)d->nw;
+    if (d->layout == PK_SU3_VFO) {
+        for (int e = 0; e < n / 2; ++e) {
+            dst[2 * e] = src[2 * ((size_t)e * ns + s)];
+            dst[2 * e + 1] = src[2 * ((size_t)e * ns + s) + 1];
+        }
+    } else {
+        const size_t b = s / nw, w = s % nw;
+        const double *blk = src + (size_t)n * nw * b + w;
+        for (int e = 0; e < n / 2; ++e) {
+            dst[2 * e] = blk[(size_t)(2 * e) * nw];
+            dst[2 * e + 1] = blk[(size_t)(2 * e + 1) * nw];
+        }
+    }
+}
+
+static void s3_pack_u(const pk_s3_desc *d, const double *u, double *ul)
+{
+    const size_t nv = d->nv;
+    switch (d->layout) {
+    case PK_SU3_AOS: memcpy(ul, u, nv * 18 * sizeof(double)); break;
+    case PK_SU3_SHORT:
+        for (size_t s = 0; s < nv; ++s) memcpy(ul + 16 * s, u + 18 * s, 16 * sizeof(double));
+        break;
+    case PK_SU3_RECON12:
+        for (size_t s = 0; s < nv; ++s) memcpy(ul + 12 * s, u + 18 * s, 12 * sizeof(double));
+        break;
+    case PK_SU3_PADDED:
+        for (size_t s = 0; s < nv; ++s) {
+            memcpy(ul + 24 * s, u + 18 * s, 18 * sizeof(double));
+            memset(ul + 24 * s + 18, 0, 6 * sizeof(double));
+        }
+        break;
+    default: /* vfo, hvfo */
+        for (size_t s = 0; s < d->nsites; ++s)
+            s3_scatter_site(d, s < nv ? u + 18 * s : NULL, ul, s, 18);
+    }
+}
+
+static void s3_pack_spinor(const pk_s3_desc *d, const double *psi, double *pl)
+{
+    if (s3_aos_spinor(d->layout)) {
+        memcpy(pl, psi, d->nv * 24 * sizeof(double));
+        return;
+    }
+    for (size_t s = 0; s < d->nsites; ++s)
+        s3_scatter_site(d, s < d->nv ? psi + 24 * s : NULL, pl, s, 24);
+}
+
+static void s3_unpack_spinor(const pk_s3_desc *d, const double *xl, double *chi)
+{
+    if (s3_aos_spinor(d->layout)) {
+        memcpy(chi, xl, d->nv * 24 * sizeof(double));
+        return;
+    }
+    for (size_t s = 0; s < d->nv; ++s) s3_gather_site(d, xl, chi + 24 * s, s, 24);
+}
+
+pk_status pk_su3_pack(const pk_su3_params *p, const double *u, const double *psi,
+                      double *u_layout, double *psi_layout)
+{
+    pk_clear_error();
+    pk_s3_desc d;
+    PK_TRY(s3_validate(p, &d));
+    PK_CHECK(u || !u_layout, PK_ENULL, "u: must not be NULL when u_layout is given");
+    PK_CHECK(psi || !psi_layout, PK_ENULL, "psi: must not be NULL when psi_layout is given");
+    if (u_layout) s3_pack_u(&d, u, u_layout);
+    if (psi_layout) s3_pack_spinor(&d, psi, psi_layout);
+    return PK_OK;
+}
+
+pk_status pk_su3_unpack_spinor(const pk_su3_params *p, const double *chi_layout, double *chi)
+{
+    pk_clear_error();
+    pk_s3_desc d;
+    PK_TRY(s3_validate(p, &d));
+    PK_CHECK_NULL(chi_layout);
+    PK_CHECK_NULL(chi);
+    s3_unpack_spinor(&d, chi_layout, chi);
+    return PK_OK;
+}
+
+/* Layout copies of the caller's arrays for a call: *ul / *pl point to the caller's u / psi
+ * when the layout stores them as they are, else to new arrays (in *own) holding the
+ * conversion; *seconds gets its time. */
+typedef struct s3_staged {
+    const double *u, *psi;
+    double *own_u, *own_psi;
+} s3_staged;
+
+static void s3_unstage(s3_staged *st)
+{
+    pk_free_aligned(st->own_u);
+    pk_free_aligned(st->own_psi);
+    st->own_u = st->own_psi = NULL;
+}
+
+static pk_status s3_stage(const pk_s3_desc *d, const double *u, const double *psi, s3_staged *st,
+                          double *seconds)
+{
+    memset(st, 0, sizeof *st);
+    st->u = u;
+    st->psi = psi;
+    if (d->layout != PK_SU3_AOS && !(st->own_u = pk_alloc_aligned(d->u_doubles * sizeof(double))))
+        return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu doubles for u in layout %s",
+                       d->u_doubles, s3_layout_names[d->layout]);
+    if (!s3_aos_spinor(d->layout) &&
+        !(st->own_psi = pk_alloc_aligned(d->spinor_doubles * sizeof(double)))) {
+        s3_unstage(st);
+        return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu doubles for psi in layout %s",
+                       d->spinor_doubles, s3_layout_names[d->layout]);
+    }
+    const double t0 = pk_now();
+    if (st->own_u) {
+        s3_pack_u(d, u, st->own_u);
+        st->u = st->own_u;
+    }
+    if (st->own_psi) {
+        s3_pack_spinor(d, psi, st->own_psi);
+        st->psi = st->own_psi;
+    }
+    *seconds = pk_now() - t0;
+    return PK_OK;
+}
+
+/* ---- the kernel class the dispatcher uses ----------------------------------------------- */
+static const char *s3_variants_of(const pk_backend_ops *ops) { return ops->s3_variants; }
+
+static pk_status s3_create_on(const pk_backend_ops *ops, void *state, int device, const void *desc,
+                              const char *variant, int threads, void **impl)
+{
+    pk_s3_desc d = *(const pk_s3_desc *)desc;
+    d.variant = variant;
+    d.threads = threads;
+    return ops->s3_create(state, device, &d, impl);
+}
+
+static void s3_destroy_on(const pk_backend_ops *ops, void *impl) { ops->s3_destroy(impl); }
+
+static const pk_kernel_class s3_class = {"su3", s3_variants_of, s3_create_on, s3_destroy_on};
+
+const char *pk_su3_variants(pk_backend_id backend)
+{
+    return pk_kernel_variants(&s3_class, backend);
+}
+
+/* ---- host plans (serial, OpenMP) -------------------------------------------------------- */
+pk_status pk_s3_host_alloc(const pk_s3_desc *desc, pk_s3_host_plan **plan)
+{
+    pk_s3_host_plan *h = calloc(1, sizeof *h);
+    if (!h) return pk_fail(PK_ENOMEM, "su3: out of host memory");
+    h->d = *desc;
+    pk_strlcpy(h->variant, desc->variant ? desc->variant : "", sizeof h->variant);
+    h->d.variant = h->variant;
+    h->u = pk_alloc_aligned(desc->u_doubles * sizeof(double));
+    h->psi = pk_alloc_aligned(desc->spinor_doubles * sizeof(double));
+    h->chi = pk_alloc_aligned(desc->spinor_doubles * sizeof(double));
+    if (!h->u || !h->psi || !h->chi) {
+        pk_s3_host_destroy(h);
+        return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu + 2 x %zu doubles (u, psi, chi)",
+                       desc->u_doubles, desc->spinor_doubles);
+    }
+    *plan = h;
+    return PK_OK;
+}
 
 pk_status pk_s3_host_upload(void *impl, const double *u, const double *psi, double *seconds)
 {
-    return pk_fail(PK_EUNSUPPORTED, "su3: not implemented yet");
+    pk_s3_host_plan *h = impl;
+    const double t0 = pk_now();
+    memcpy(h->u, u, h->d.u_doubles * sizeof(double));
+    memcpy(h->psi, psi, h->d.spinor_doubles * sizeof(double));
+    *seconds = pk_now() - t0;
+    return PK_OK;
 }
 
 pk_status pk_s3_host_download(void *impl, double *chi, double *seconds)
 {
-    return pk_fail(PK_EUNSUPPORTED, "su3: not implemented yet");
+    pk_s3_host_plan *h = impl;
+    const double t0 = pk_now();
+    memcpy(chi, h->chi, h->d.spinor_doubles * sizeof(double));
+    *seconds = pk_now() - t0;
+    return PK_OK;
 }
 
-void pk_s3_host_destroy(void *impl) { (void)impl; }
+void pk_s3_host_destroy(void *impl)
+{
+    pk_s3_host_plan *h = impl;
+    if (!h) return;
+    pk_free_aligned(h->u);
+    pk_free_aligned(h->psi);
+    pk_free_aligned(h->chi);
+    free(h);
+}
+
+/* ---- calls ----------------------------------------------------------------------------- */
+typedef struct s3_oneshot {
+    const double *u, *psi; /* in the layout */
+    double *chi;           /* in the layout: the caller's chi or a staging array */
+    int chi_overlaps;      /* the caller's chi overlaps its u or psi */
+    double up, kern, down;
+} s3_oneshot;
+
+static pk_status s3_oneshot_work(pk_choice *c, void *arg)
+{
+    s3_oneshot *o = arg;
+    PK_TRY(c->ops->s3_upload(c->impl, o->u, o->psi, &o->up));
+    PK_TRY(c->ops->s3_run(c->impl, &o->kern));
+    /* chi over u or psi: a download failing part way leaves no intact input to retry on */
+    c->no_fallback = o->chi_overlaps;
+    return c->ops->s3_download(c->impl, o->chi, &o->down);
+}
+
+static int s3_overlap(const void *a, size_t abytes, const void *b, size_t bbytes)
+{
+    const uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+    return !(a0 + abytes <= b0 || b0 + bbytes <= a0);
+}
+
+pk_status pk_su3(pk_context *ctx, const pk_su3_params *p, const char *variant, const double *u,
+                 const double *psi, double *chi, pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(ctx);
+    pk_s3_desc d;
+    PK_TRY(s3_validate(p, &d));
+    PK_CHECK_NULL(u);
+    PK_CHECK_NULL(psi);
+    PK_CHECK_NULL(chi);
+    s3_staged st;
+    double pack_s = 0, unpack_s = 0;
+    PK_TRY(s3_stage(&d, u, psi, &st, &pack_s));
+    double *chi_l = chi;
+    if (!s3_aos_spinor(d.layout) &&
+        !(chi_l = pk_alloc_aligned(d.spinor_doubles * sizeof(double)))) {
+        s3_unstage(&st);
+        return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu doubles for chi in layout %s",
+                       d.spinor_doubles, s3_layout_names[d.layout]);
+    }
+    const size_t sbytes = d.nv * 24 * sizeof(double);
+    s3_oneshot o = {st.u, st.psi, chi_l, 0, 0, 0, 0};
+    o.chi_overlaps = chi_l == chi && (s3_overlap(chi, sbytes, psi, sbytes) ||
+                                      s3_overlap(chi, sbytes, u, d.nv * 18 * sizeof(double)));
+    pk_choice c;
+    pk_status s = pk_dispatch(ctx, &s3_class, variant, &d, s3_oneshot_work, &o, &c);
+    s3_unstage(&st);
+    if (s == PK_OK) {
+        s3_class.destroy(c.ops, c.impl);
+        if (chi_l != chi) {
+            const double t1 = pk_now();
+            s3_unpack_spinor(&d, chi_l, chi);
+            unpack_s = pk_now() - t1;
+        }
+    }
+    if (chi_l != chi) pk_free_aligned(chi_l);
+    PK_TRY(s);
+    if (info) {
+        pk_choice_info(&c, info);
+        info->transfer_s = o.up + o.down;
+        info->kernel_s = o.kern;
+        info->layout_s = pack_s + unpack_s;
+        info->flops = S3_FLOPS_PER_SITE * (double)d.nv;
+        info->bytes = S3_BYTES_PER_SITE * (double)d.nv;
+        info->wall_s = pk_now() - t0;
+    }
+    return PK_OK;
+}
+
+/* ---- plans ------------------------------------------------------------------------------ */
+pk_status pk_su3_plan_create(pk_su3_plan **plan, pk_context *ctx, const pk_su3_params *p,
+                             const char *variant, pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    *plan = NULL;
+    PK_CHECK_NULL(ctx);
+    pk_s3_desc d;
+    PK_TRY(s3_validate(p, &d));
+    pk_su3_plan *pl = calloc(1, sizeof *pl);
+    if (!pl) return pk_fail(PK_ENOMEM, "su3: out of host memory");
+    pl->d = d;
+    pl->p = *p;
+    pk_status s = pk_dispatch(ctx, &s3_class, variant, &d, NULL, NULL, &pl->c);
+    if (s != PK_OK) {
+        free(pl);
+        return s;
+    }
+    pl->flops = S3_FLOPS_PER_SITE * (double)d.nv;
+    pl->bytes = S3_BYTES_PER_SITE * (double)d.nv;
+    pk_choice_info(&pl->c, info);
+    if (info) info->wall_s = pk_now() - t0;
+    *plan = pl;
+    return PK_OK;
+}
+
+pk_status pk_su3_plan_upload(pk_su3_plan *plan, const double *u, const double *psi)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(u);
+    PK_CHECK_NULL(psi);
+    s3_staged st;
+    double pack_s, up_s;
+    PK_TRY(s3_stage(&plan->d, u, psi, &st, &pack_s));
+    plan->uploaded = 0; /* a failed upload leaves the device data undefined */
+    plan->ran = 0;
+    pk_status s = plan->c.ops->s3_upload(plan->c.impl, st.u, st.psi, &up_s);
+    s3_unstage(&st);
+    PK_TRY(s);
+    plan->uploaded = 1;
+    return PK_OK;
+}
+
+pk_status pk_su3_plan_run(pk_su3_plan *plan, pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_CHECK(plan->uploaded, PK_ESTATE, "plan_run: no u and psi uploaded yet (call plan_upload)");
+    const double t0 = pk_now();
+    double kern = 0;
+    PK_TRY(plan->c.ops->s3_run(plan->c.impl, &kern));
+    plan->ran = 1;
+    pk_choice_run_info(&plan->c, info, kern, plan->flops, plan->bytes, t0);
+    return PK_OK;
+}
+
+pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(chi);
+    PK_CHECK(plan->ran, PK_ESTATE,
+             "plan_download: the uploaded u and psi were not multiplied yet (call plan_run)");
+    double s;
+    if (s3_aos_spinor(plan->d.layout)) return plan->c.ops->s3_download(plan->c.impl, chi, &s);
+    double *chi_l = pk_alloc_aligned(plan->d.spinor_doubles * sizeof(double));
+    if (!chi_l)
+        return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu doubles for chi in layout %s",
+                       plan->d.spinor_doubles, s3_layout_names[plan->d.layout]);
+    pk_status st = plan->c.ops->s3_download(plan->c.impl, chi_l, &s);
+    if (st == PK_OK) s3_unpack_spinor(&plan->d, chi_l, chi);
+    pk_free_aligned(chi_l);
+    return st;
+}
+
+void pk_su3_plan_destroy(pk_su3_plan *plan)
+{
+    if (!plan) return;
+    if (plan->c.impl) plan->c.ops->s3_destroy(plan->c.impl);
+    free(plan);
+}

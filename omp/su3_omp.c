@@ -1,12 +1,468 @@
-/* su3_omp.c - su3 on the OpenMP backend. PLACEHOLDER: not implemented yet. */
+/* su3_omp.c - su3 on the OpenMP backend (KERNELS.md section 4b), two variants:
+ *   omp-simd  hand-vectorised complex arithmetic (AVX-512F or AVX2+FMA intrinsics, chosen
+ *             once from the CPU; PORTKERN_S3_ISA=avx512|avx2|generic lowers it), one kernel
+ *             per layout family, chi written with non-temporal stores when the arrays are
+ *             larger than the caches;
+ *   omp       the plain C loops of lib/su3_serial.c, vectorised by the compiler.
+ * Both split the padded sites between the threads in one contiguous static range each
+ * (pk_s3_share: whole hvfo blocks, whole 64-byte lines of every vfo row), the same ranges
+ * in every run; the plan's arrays are first touched (zeroed), uploaded and downloaded by the
+ * threads that later compute on them, so their pages sit on those threads' NUMA nodes.
+ *
+ * The hand-vectorised kernels (per site s, chi[c][k] = sum_c' u[c][c'] psi[c'][k]):
+ *  - aos, short, padded, recon12: one site at a time.  The 4 spins of psi[c'] are 4 complex
+ *    numbers = one 512-bit vector (two 256-bit ones), so chi[c][0..3] = sum_c' u[c][c'] *
+ *    psi[c'][0..3] is a complex scalar times a complex vector: with q = (-im, re) of psi
+ *    (one in-lane swap and a sign, once per c'), chi = sum re(u) psi + im(u) q, six FMAs with
+ *    broadcast link elements per output vector and no shuffle in the sum.  short and recon12
+ *    rebuild the missing elements in scalar code first (pk_s3_from_*: 8 or 24 flops).
+ *  - vfo: a vector holds the same element of 4 (2) consecutive sites, complex interleaved;
+ *    the link's real and imaginary parts are duplicated across each pair (movedup /
+ *    permute), psi gets the same swapped-and-signed copy q, so again only FMAs in the sum,
+ *    but 30 shuffles per 4 sites and 33 concurrent streams.
+ *  - hvfo: real and imaginary parts of nw sites are separate vectors: complex arithmetic is
+ *    plain vertical FMAs (re = sum ur pr - ui pi, im = sum ur pi + ui pr), 144 FMAs per 8
+ *    sites, no shuffles at all.  Needs nw a multiple of the vector width (8 for AVX-512, 4
+ *    for AVX2); another nw runs the plain loop (the plan's reason says so).
+ * Non-temporal stores: chi is written once and not read by the kernel, so streaming it
+ * saves the read-for-ownership of every chi line (192 of the 720 bytes an ordinary store
+ * moves per site) and keeps u and psi's lines in the caches.  They pay off only when the
+ * arrays do not fit in the last-level cache: default on when u + psi + chi exceed
+ * S3_STREAM_MIN; PORTKERN_S3_STREAM=0|1 forces it.  AoS chi (192 B per site) and the vfo /
+ * hvfo rows are 64-byte aligned (pk_alloc_aligned, the layouts' padding), as the stores
+ * need. */
 #include "su3_host.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef PK_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* x86 paths: GCC >= 6 or clang >= 5 (target attributes with AVX-512 intrinsics). */
+#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
+    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
+#define S3_X86 1
+#include <immintrin.h>
+#define S3_T512 __attribute__((target("avx512f")))
+#define S3_T256 __attribute__((target("avx2,fma")))
+#endif
+
+/* Arrays (u + psi + chi) from this size on get non-temporal chi stores: twice the 32 MiB L3
+ * of the build machine's EPYC, so a working set that the L3 still holds keeps its chi in
+ * the cache. */
+#define S3_STREAM_MIN ((size_t)64 << 20)
+
+enum { S3_ISA_GENERIC, S3_ISA_AVX2, S3_ISA_AVX512 };
+
+typedef void (*s3_range_fn)(const pk_s3_desc *d, const double *u, const double *psi,
+                            double *chi, size_t s0, size_t s1, int stream);
+
+static void s3_plain(const pk_s3_desc *d, const double *u, const double *psi, double *chi,
+                     size_t s0, size_t s1, int stream)
+{
+    (void)stream;
+    pk_s3_plain_range(d, u, psi, chi, s0, s1);
+}
+
+#ifdef S3_X86
+/* ---- AVX-512F ----------------------------------------------------------------------------- */
+S3_T512 static inline void s3_put512(double *p, __m512d v, int stream)
+{
+    if (stream)
+        _mm512_stream_pd(p, v);
+    else
+        _mm512_store_pd(p, v);
+}
+
+/* The link of site s in an AoS-like layout as 18 doubles: in place, or rebuilt into m. */
+static inline const double *s3_link(const pk_s3_desc *d, const double *u, size_t s, double *m)
+{
+    switch (d->layout) {
+    case PK_SU3_SHORT: pk_s3_from_short(u + PK_S3_U_SHORT * s, m); return m;
+    case PK_SU3_RECON12: pk_s3_from_recon12(u + PK_S3_U_RECON12 * s, m); return m;
+    case PK_SU3_PADDED: return u + PK_S3_U_PADDED * s;
+    default: return u + PK_S3_U_AOS * s;
+    }
+}
+
+S3_T512 static void s3_aos512(const pk_s3_desc *d, const double *u, const double *psi,
+                              double *chi, size_t s0, size_t s1, int stream)
+{
+    const __m512d zero = _mm512_setzero_pd();
+    for (size_t s = s0; s < s1; ++s) {
+        double m[18];
+        const double *U = s3_link(d, u, s, m), *P = psi + 24 * s;
+        double *X = chi + 24 * s;
+        __m512d p[3], q[3];
+        for (int cp = 0; cp < 3; ++cp) {
+            p[cp] = _mm512_load_pd(P + 8 * cp); /* psi[c'][0..3]: re, im interleaved */
+            const __m512d sw = _mm512_permute_pd(p[cp], 0x55);   /* (im, re) */
+            q[cp] = _mm512_mask_sub_pd(sw, 0x55, zero, sw);      /* (-im, re) */
+        }
+        for (int c = 0; c < 3; ++c) {
+            const double *r = U + 6 * c;
+            __m512d a = _mm512_mul_pd(_mm512_set1_pd(r[0]), p[0]);
+            a = _mm512_fmadd_pd(_mm512_set1_pd(r[1]), q[0], a);
+            a = _mm512_fmadd_pd(_mm512_set1_pd(r[2]), p[1], a);
+            a = _mm512_fmadd_pd(_mm512_set1_pd(r[3]), q[1], a);
+            a = _mm512_fmadd_pd(_mm512_set1_pd(r[4]), p[2], a);
+            a = _mm512_fmadd_pd(_mm512_set1_pd(r[5]), q[2], a);
+            s3_put512(X + 8 * c, a, stream);
+        }
+    }
+}
+
+S3_T512 static void s3_vfo512(const pk_s3_desc *d, const double *u, const double *psi,
+                              double *chi, size_t s0, size_t s1, int stream)
+{
+    const size_t ns = d->nsites;
+    const __m512d zero = _mm512_setzero_pd();
+    for (size_t s = s0; s < s1; s += 4) { /* 4 sites: one 64-byte line of every row */
+        __m512d p[12], q[12];
+        for (int e = 0; e < 12; ++e) {
+            p[e] = _mm512_load_pd(psi + 2 * ((size_t)e * ns + s));
+            const __m512d sw = _mm512_permute_pd(p[e], 0x55);
+            q[e] = _mm512_mask_sub_pd(sw, 0x55, zero, sw);
+        }
+        for (int c = 0; c < 3; ++c) {
+            __m512d ur[3], ui[3];
+            for (int cp = 0; cp < 3; ++cp) {
+                const __m512d v = _mm512_load_pd(u + 2 * ((size_t)(3 * c + cp) * ns + s));
+                ur[cp] = _mm512_movedup_pd(v);        /* (re, re) per site */
+                ui[cp] = _mm512_permute_pd(v, 0xff);  /* (im, im) */
+            }
+            for (int k = 0; k < 4; ++k) {
+                __m512d a = _mm512_mul_pd(ur[0], p[k]);
+                a = _mm512_fmadd_pd(ui[0], q[k], a);
+                a = _mm512_fmadd_pd(ur[1], p[4 + k], a);
+                a = _mm512_fmadd_pd(ui[1], q[4 + k], a);
+                a = _mm512_fmadd_pd(ur[2], p[8 + k], a);
+                a = _mm512_fmadd_pd(ui[2], q[8 + k], a);
+                s3_put512(chi + 2 * ((size_t)(4 * c + k) * ns + s), a, stream);
+            }
+        }
+    }
+}
+
+S3_T512 static void s3_hvfo512(const pk_s3_desc *d, const double *u, const double *psi,
+                               double *chi, size_t s0, size_t s1, int stream)
+{
+    const size_t nw = (size_t)d->nw;
+    for (size_t b = s0 / nw; b < s1 / nw; ++b)
+        for (size_t w = 0; w < nw; w += 8) {
+            const double *U = u + 18 * nw * b + w, *P = psi + 24 * nw * b + w;
+            double *X = chi + 24 * nw * b + w;
+            __m512d ur[9], ui[9];
+            for (int e = 0; e < 9; ++e) {
+                ur[e] = _mm512_load_pd(U + (size_t)(2 * e) * nw);
+                ui[e] = _mm512_load_pd(U + (size_t)(2 * e + 1) * nw);
+            }
+            for (int k = 0; k < 4; ++k) {
+                __m512d pr[3], pi[3];
+                for (int cp = 0; cp < 3; ++cp) {
+                    pr[cp] = _mm512_load_pd(P + (size_t)(2 * (4 * cp + k)) * nw);
+                    pi[cp] = _mm512_load_pd(P + (size_t)(2 * (4 * cp + k) + 1) * nw);
+                }
+                for (int c = 0; c < 3; ++c) {
+                    const __m512d *r = ur + 3 * c, *i = ui + 3 * c;
+                    __m512d re = _mm512_mul_pd(r[0], pr[0]), im = _mm512_mul_pd(r[0], pi[0]);
+                    re = _mm512_fnmadd_pd(i[0], pi[0], re);
+                    im = _mm512_fmadd_pd(i[0], pr[0], im);
+                    re = _mm512_fmadd_pd(r[1], pr[1], re);
+                    im = _mm512_fmadd_pd(r[1], pi[1], im);
+                    re = _mm512_fnmadd_pd(i[1], pi[1], re);
+                    im = _mm512_fmadd_pd(i[1], pr[1], im);
+                    re = _mm512_fmadd_pd(r[2], pr[2], re);
+                    im = _mm512_fmadd_pd(r[2], pi[2], im);
+                    re = _mm512_fnmadd_pd(i[2], pi[2], re);
+                    im = _mm512_fmadd_pd(i[2], pr[2], im);
+                    s3_put512(X + (size_t)(2 * (4 * c + k)) * nw, re, stream);
+                    s3_put512(X + (size_t)(2 * (4 * c + k) + 1) * nw, im, stream);
+                }
+            }
+        }
+}
+
+/* ---- AVX2 + FMA ----------------------------------------------------------------------------- */
+S3_T256 static inline void s3_put256(double *p, __m256d v, int stream)
+{
+    if (stream)
+        _mm256_stream_pd(p, v);
+    else
+        _mm256_store_pd(p, v);
+}
+
+/* (-im, re) of each complex number of v. */
+S3_T256 static inline __m256d s3_swapneg256(__m256d v)
+{
+    const __m256d neg_re = _mm256_set_pd(0.0, -0.0, 0.0, -0.0); /* sign bits of lanes 0, 2 */
+    return _mm256_xor_pd(_mm256_permute_pd(v, 0x5), neg_re);
+}
+
+S3_T256 static void s3_aos256(const pk_s3_desc *d, const double *u, const double *psi,
+                              double *chi, size_t s0, size_t s1, int stream)
+{
+    for (size_t s = s0; s < s1; ++s) {
+        double m[18];
+        const double *U = s3_link(d, u, s, m), *P = psi + 24 * s;
+        double *X = chi + 24 * s;
+        __m256d p[6], q[6]; /* psi[c'][0..1], psi[c'][2..3] */
+        for (int v = 0; v < 6; ++v) {
+            p[v] = _mm256_load_pd(P + 4 * v);
+            q[v] = s3_swapneg256(p[v]);
+        }
+        for (int c = 0; c < 3; ++c) {
+            const double *r = U + 6 * c;
+            for (int h = 0; h < 2; ++h) {
+                __m256d a = _mm256_mul_pd(_mm256_set1_pd(r[0]), p[h]);
+                a = _mm256_fmadd_pd(_mm256_set1_pd(r[1]), q[h], a);
+                a = _mm256_fmadd_pd(_mm256_set1_pd(r[2]), p[2 + h], a);
+                a = _mm256_fmadd_pd(_mm256_set1_pd(r[3]), q[2 + h], a);
+                a = _mm256_fmadd_pd(_mm256_set1_pd(r[4]), p[4 + h], a);
+                a = _mm256_fmadd_pd(_mm256_set1_pd(r[5]), q[4 + h], a);
+                s3_put256(X + 8 * c + 4 * h, a, stream);
+            }
+        }
+    }
+}
+
+S3_T256 static void s3_vfo256(const pk_s3_desc *d, const double *u, const double *psi,
+                              double *chi, size_t s0, size_t s1, int stream)
+{
+    const size_t ns = d->nsites;
+    for (size_t s = s0; s < s1; s += 2) { /* 2 sites per 256-bit vector */
+        __m256d p[12], q[12];
+        for (int e = 0; e < 12; ++e) {
+            p[e] = _mm256_load_pd(psi + 2 * ((size_t)e * ns + s));
+            q[e] = s3_swapneg256(p[e]);
+        }
+        for (int c = 0; c < 3; ++c) {
+            __m256d ur[3], ui[3];
+            for (int cp = 0; cp < 3; ++cp) {
+                const __m256d v = _mm256_load_pd(u + 2 * ((size_t)(3 * c + cp) * ns + s));
+                ur[cp] = _mm256_movedup_pd(v);
+                ui[cp] = _mm256_permute_pd(v, 0xf);
+            }
+            for (int k = 0; k < 4; ++k) {
+                __m256d a = _mm256_mul_pd(ur[0], p[k]);
+                a = _mm256_fmadd_pd(ui[0], q[k], a);
+                a = _mm256_fmadd_pd(ur[1], p[4 + k], a);
+                a = _mm256_fmadd_pd(ui[1], q[4 + k], a);
+                a = _mm256_fmadd_pd(ur[2], p[8 + k], a);
+                a = _mm256_fmadd_pd(ui[2], q[8 + k], a);
+                s3_put256(chi + 2 * ((size_t)(4 * c + k) * ns + s), a, stream);
+            }
+        }
+    }
+}
+
+S3_T256 static void s3_hvfo256(const pk_s3_desc *d, const double *u, const double *psi,
+                               double *chi, size_t s0, size_t s1, int stream)
+{
+    const size_t nw = (size_t)d->nw;
+    for (size_t b = s0 / nw; b < s1 / nw; ++b)
+        for (size_t w = 0; w < nw; w += 4) {
+            const double *U = u + 18 * nw * b + w, *P = psi + 24 * nw * b + w;
+            double *X = chi + 24 * nw * b + w;
+            for (int k = 0; k < 4; ++k) {
+                __m256d pr[3], pi[3];
+                for (int cp = 0; cp < 3; ++cp) {
+                    pr[cp] = _mm256_load_pd(P + (size_t)(2 * (4 * cp + k)) * nw);
+                    pi[cp] = _mm256_load_pd(P + (size_t)(2 * (4 * cp + k) + 1) * nw);
+                }
+                for (int c = 0; c < 3; ++c) { /* the link from L1: 16 registers hold no more */
+                    __m256d re = _mm256_setzero_pd(), im = _mm256_setzero_pd();
+                    for (int cp = 0; cp < 3; ++cp) {
+                        const size_t e = (size_t)(3 * c + cp);
+                        const __m256d r = _mm256_load_pd(U + 2 * e * nw);
+                        const __m256d i = _mm256_load_pd(U + (2 * e + 1) * nw);
+                        re = _mm256_fmadd_pd(r, pr[cp], re);
+                        im = _mm256_fmadd_pd(r, pi[cp], im);
+                        re = _mm256_fnmadd_pd(i, pi[cp], re);
+                        im = _mm256_fmadd_pd(i, pr[cp], im);
+                    }
+                    s3_put256(X + (size_t)(2 * (4 * c + k)) * nw, re, stream);
+                    s3_put256(X + (size_t)(2 * (4 * c + k) + 1) * nw, im, stream);
+                }
+            }
+        }
+}
+
+S3_T256 static void s3_fence(void) { _mm_sfence(); }
+#endif /* S3_X86 */
+
+/* ---- ISA choice ----------------------------------------------------------------------- */
+/* What the CPU can run (__builtin_cpu_supports also checks that the OS saves the state). */
+static int s3_cpu_isa(void)
+{
+#ifdef S3_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return S3_ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return S3_ISA_AVX2;
+#endif
+    return S3_ISA_GENERIC;
+}
+
+static int s3_isa(void)
+{
+    const int cpu = s3_cpu_isa();
+    int want = cpu;
+    const char *e = pk_getenv("PORTKERN_S3_ISA");
+    if (e) {
+        if (!strcmp(e, "avx512") || !strcmp(e, "avx512f"))
+            want = S3_ISA_AVX512;
+        else if (!strcmp(e, "avx2"))
+            want = S3_ISA_AVX2;
+        else if (!strcmp(e, "generic"))
+            want = S3_ISA_GENERIC;
+    }
+    return want < cpu ? want : cpu;
+}
+
+static const char *const s3_isa_names[] = {"generic", "avx2", "avx512f"};
+
+const char *pk_s3_simd_isa(void) { return s3_isa_names[s3_isa()]; }
+
+/* The hand-vectorised kernel of the plan's layout on its ISA; the plain loop where the ISA
+ * has none (generic, or hvfo with nw not a multiple of the vector width). */
+static s3_range_fn s3_simd_kernel(const pk_s3_desc *d, int isa)
+{
+#ifdef S3_X86
+    const int hv = d->layout == PK_SU3_HVFO, vfo = d->layout == PK_SU3_VFO;
+    if (isa == S3_ISA_AVX512)
+        return hv ? (d->nw % 8 == 0 ? s3_hvfo512 : d->nw % 4 == 0 ? s3_hvfo256 : s3_plain)
+               : vfo ? s3_vfo512
+                     : s3_aos512;
+    if (isa == S3_ISA_AVX2)
+        return hv ? (d->nw % 4 == 0 ? s3_hvfo256 : s3_plain) : vfo ? s3_vfo256 : s3_aos256;
+#else
+    (void)d;
+    (void)isa;
+#endif
+    return s3_plain;
+}
+
+/* ---- the plan ----------------------------------------------------------------------------- */
+static int s3_nthreads(const pk_s3_host_plan *h)
+{
+#ifdef PK_HAVE_OPENMP
+    return h->nt;
+#else
+    (void)h;
+    return 1;
+#endif
+}
+
+/* dst[span] = src[span] (src NULL: zeros) for the sites of thread t. */
+static void s3_copy_share(const pk_s3_desc *d, int field, int t, int nt, double *dst,
+                          const double *src)
+{
+    size_t s0, s1;
+    pk_s3_span sp;
+    pk_s3_share(d, t, nt, &s0, &s1);
+    if (s0 >= s1) return;
+    pk_s3_span_of(d, field, s0, s1, &sp);
+    for (size_t r = 0; r < sp.rows; ++r) {
+        const size_t off = sp.start + r * sp.stride;
+        if (src)
+            memcpy(dst + off, src + off, sp.len * sizeof(double));
+        else
+            memset(dst + off, 0, sp.len * sizeof(double));
+    }
+}
+
+/* The three arrays' parts, copied (or zeroed) by the threads that compute on them. */
+static void s3_copy_all(pk_s3_host_plan *h, double *const dst[3], const double *const src[3])
+{
+    const int nt = s3_nthreads(h);
+#ifdef PK_HAVE_OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+    {
+#ifdef PK_HAVE_OPENMP
+        const int t = omp_get_thread_num(), team = omp_get_num_threads();
+#else
+        const int t = 0, team = 1;
+#endif
+        (void)nt;
+        for (int f = 0; f < 3; ++f)
+            if (dst[f]) s3_copy_share(&h->d, f == 0 ? 0 : 1, t, team, dst[f], src[f]);
+    }
+}
 
 pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void **impl)
 {
-    return pk_fail(PK_EUNSUPPORTED, "su3: OpenMP backend not implemented yet");
+    pk_s3_host_plan *h;
+    PK_TRY(pk_s3_host_alloc(desc, &h));
+#ifdef PK_HAVE_OPENMP
+    h->nt = desc->threads > 0 ? desc->threads : omp_get_max_threads();
+#else
+    h->nt = 1;
+#endif
+    h->simd = strcmp(h->variant, "omp-simd") == 0;
+    h->isa = h->simd ? s3_isa() : S3_ISA_GENERIC;
+    const size_t bytes = (desc->u_doubles + 2 * desc->spinor_doubles) * sizeof(double);
+    const char *e = pk_getenv("PORTKERN_S3_STREAM");
+    h->stream = h->simd && h->isa != S3_ISA_GENERIC &&
+                (e ? strcmp(e, "0") != 0 : bytes >= S3_STREAM_MIN);
+    double *const dst[3] = {h->u, h->psi, h->chi};
+    const double *const src[3] = {NULL, NULL, NULL};
+    s3_copy_all(h, dst, src); /* first touch */
+    *impl = h;
+    return PK_OK;
+}
+
+pk_status pk_omp_s3_upload(void *impl, const double *u, const double *psi, double *seconds)
+{
+    pk_s3_host_plan *h = impl;
+    const double t0 = pk_now();
+    double *const dst[3] = {h->u, h->psi, NULL};
+    const double *const src[3] = {u, psi, NULL};
+    s3_copy_all(h, dst, src);
+    *seconds = pk_now() - t0;
+    return PK_OK;
+}
+
+pk_status pk_omp_s3_download(void *impl, double *chi, double *seconds)
+{
+    pk_s3_host_plan *h = impl;
+    const double t0 = pk_now();
+    double *const dst[3] = {NULL, NULL, chi};
+    const double *const src[3] = {NULL, NULL, h->chi};
+    s3_copy_all(h, dst, src);
+    *seconds = pk_now() - t0;
+    return PK_OK;
 }
 
 pk_status pk_omp_s3_run(void *impl, double *kernel_seconds)
 {
-    return pk_fail(PK_EUNSUPPORTED, "su3: not implemented yet");
+    pk_s3_host_plan *h = impl;
+    const pk_s3_desc *d = &h->d;
+    const s3_range_fn fn = h->simd ? s3_simd_kernel(d, h->isa) : s3_plain;
+    const int stream = h->stream && fn != s3_plain;
+    const int nt = s3_nthreads(h);
+    const double t0 = pk_now();
+#ifdef PK_HAVE_OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+    {
+#ifdef PK_HAVE_OPENMP
+        const int t = omp_get_thread_num(), team = omp_get_num_threads();
+#else
+        const int t = 0, team = 1;
+#endif
+        size_t s0, s1;
+        (void)nt;
+        pk_s3_share(d, t, team, &s0, &s1);
+        if (s0 < s1) fn(d, h->u, h->psi, h->chi, s0, s1, stream);
+#ifdef S3_X86
+        if (stream) s3_fence(); /* the streamed lines are globally visible before the join */
+#endif
+    }
+    *kernel_seconds = pk_now() - t0;
+    return PK_OK;
 }
