@@ -108,6 +108,14 @@ static pk_status ds_create_on(const pk_backend_ops *ops, void *state, int device
 
 static void ds_destroy_on(const pk_backend_ops *ops, void *impl) { ops->ds_destroy(impl); }
 
+/* The host backends' plans say what they chose (omp-vnode: lanes, direction, ISA). */
+static void ds_note(pk_choice *c)
+{
+    if (c->backend != PK_BACKEND_SERIAL && c->backend != PK_BACKEND_OPENMP) return;
+    const pk_ds_host_plan *h = c->impl;
+    if (h->note[0]) pk_append_note(c->reason, sizeof c->reason, "%s", h->note);
+}
+
 static const pk_kernel_class ds_class = {"dslash", ds_variants_of, ds_create_on, ds_destroy_on};
 
 const char *pk_dslash_variants(pk_backend_id backend)
@@ -251,6 +259,7 @@ pk_status pk_dslash(pk_context *ctx, const pk_dslash_params *p, const char *vari
     ds_oneshot o = {&d, u, psi, chi, 0, 0, 0, 0};
     pk_choice c;
     PK_TRY(pk_dispatch(ctx, &ds_class, variant, &d, ds_oneshot_work, &o, &c));
+    ds_note(&c);
     ds_class.destroy(c.ops, c.impl);
     if (info) {
         pk_choice_info(&c, info);
@@ -283,6 +292,7 @@ pk_status pk_dslash_plan_create(pk_dslash_plan **plan, pk_context *ctx, const pk
         free(pl);
         return s;
     }
+    ds_note(&pl->c);
     ds_counts(&d, &pl->flops, &pl->bytes);
     pk_choice_info(&pl->c, info);
     if (info) info->wall_s = pk_now() - t0;
