@@ -1,9 +1,11 @@
 /* dslash_opencl.c - the dslash plan on an OpenCL device (variant "opencl"): u, psi and chi
  * live on the device; a run is one enqueue of pk_ds_hop (cl/dslash.cl, one work-item per
  * site, spin projection), whose arguments are set once at creation, so a plan runs again and
- * again with no host copies.  The program is built once per (recon12, index type); the work-
- * group size is left to the implementation (PoCL on CPUs vectorises across work-items of a
- * group; no local memory is used).  Double precision is required: a device without
+ * again with no host copies.  The program is built once per (recon12, index type).
+ * Work-groups of 64 sites (fewer if the kernel allows fewer): a multiple of the warp and
+ * wavefront sizes on GPUs, and small enough for PoCL, which keeps a work-group's private
+ * arrays (the 12 sums, a link, two half spinors: ~0.6 KB per item) on a worker thread's
+ * stack: left to choose, it took 4096 items and overflowed the stack at 16^3 x 32.  Double precision is required: a device without
  * cl_khr_fp64 gets PK_EUNSUPPORTED (the dispatcher then falls back). */
 #include "opencl_internal.h"
 
@@ -13,12 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#define DS_CL_GROUP 64 /* sites per work-group (see above) */
+
 typedef struct pk_cl_ds {
     cl_command_queue queue; /* retained: the plan may outlive its backend state */
     cl_kernel kernel;
     cl_mem u, psi, chi;
     size_t u_bytes, s_bytes;
-    size_t global;
+    size_t global, local;
     char device_name[128];
 } pk_cl_ds;
 
@@ -79,7 +83,6 @@ pk_status pk_cl_ds_create(void *state, int device, const pk_ds_desc *desc, void 
     PK_CHECK(p != NULL, PK_ENOMEM, "out of host memory for an OpenCL dslash plan");
     p->u_bytes = u_bytes;
     p->s_bytes = s_bytes;
-    p->global = desc->volume;
     pk_strlcpy(p->device_name, dev->name, sizeof p->device_name);
     clRetainCommandQueue(dev->queue);
     p->queue = dev->queue;
@@ -122,6 +125,16 @@ pk_status pk_cl_ds_create(void *state, int device, const pk_ds_desc *desc, void 
         s = pk_cl_fail(err, "clSetKernelArg", "pk_ds_hop argument %u on '%s'", a, dev->name);
         goto fail;
     }
+    size_t max_wg = 0;
+    err = clGetKernelWorkGroupInfo(p->kernel, dev->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof max_wg,
+                                   &max_wg, NULL);
+    if (err != CL_SUCCESS) {
+        s = pk_cl_fail(err, "clGetKernelWorkGroupInfo", "pk_ds_hop on '%s'", dev->name);
+        goto fail;
+    }
+    p->local = max_wg < DS_CL_GROUP ? max_wg : DS_CL_GROUP;
+    if (p->local == 0) p->local = 1;
+    p->global = (desc->volume + p->local - 1) / p->local * p->local; /* the kernel skips extras */
     *impl = p;
     return PK_OK;
 fail:
@@ -150,7 +163,7 @@ pk_status pk_cl_ds_run(void *impl, double *kernel_seconds)
     pk_cl_ds *p = impl;
     const double t0 = pk_now();
     cl_int err =
-        clEnqueueNDRangeKernel(p->queue, p->kernel, 1, NULL, &p->global, NULL, 0, NULL, NULL);
+        clEnqueueNDRangeKernel(p->queue, p->kernel, 1, NULL, &p->global, &p->local, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
         clFinish(p->queue);
         return pk_cl_fail(err, "clEnqueueNDRangeKernel", "pk_ds_hop on %zu sites on '%s'",

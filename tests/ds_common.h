@@ -5,7 +5,7 @@
  *    one-shot call and a plan, on odd lattices (3x5x2x7), extents of 1 and 2 (x+mu and x-mu
  *    are the same site, or x itself), extents that are not multiples of the SIMD widths
  *    (omp-vnode then runs fewer lanes), lattices that split 8, 4 and 2 ways along each
- *    direction, and 8^4.  chi is written into a NaN-filled buffer with a guard zone after
+ *    direction, 8^4 and 16x8x8x16.  chi is written into a NaN-filled buffer with a guard zone after
  *    it (an unwritten or an overrun element fails); u and psi must come back unchanged.
  * 2. Properties (KERNELS.md 4c), each checked on the backend's operator M = 1/(2 kappa) +
  *    H/2 (and, in the serial suite, on the reference):
@@ -239,8 +239,11 @@ static void ds_check_size(pk_context *ctx, const char *variant, const int *L, in
 
 static void ds_check_reference(const char *variant)
 {
+    /* 32768 sites: more work-items than PoCL's own choice of group size once overflowed */
+    static const int big[4] = {16, 8, 8, 16};
     for (size_t i = 0; i < DS_NSIZES; ++i)
         for (int r = 0; r <= 1; ++r) ds_check_size(ds_ctx, variant, ds_sizes[i], r, "");
+    ds_check_size(ds_ctx, variant, big, 0, "");
 }
 
 /* ---- 2. properties ---------------------------------------------------------------------- */
