@@ -8,8 +8,9 @@
  *     h0 = p0 + s a0 p[pr0],   h1 = p1 + s a1 p[pr1]
  * and the lower two components are multiples of h:
  *     r2 = s b2 h[q2],         r3 = s b3 h[q3],
- * with a, b in {1, i, -1, -i} (from the gamma matrices; derivation in lib/ref/dslash_ref.c's
- * tests and README):
+ * with a, b in {1, i, -1, -i}, read off the gamma matrices (e.g. gamma_x p = (i p3, i p2,
+ * -i p1, -i p0), so (1 + gamma_x) p has h = (p0 + i p3, p1 + i p2), r2 = -i h1, r3 = -i h0);
+ * the tests check every backend against lib/ref/dslash_ref.c, which uses the full matrices:
  *     mu   pr    a          q     b
  *     x   3,2   i,  i      1,0   -i, -i
  *     y   3,2  -1,  1      1,0    1, -1
