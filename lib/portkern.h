@@ -434,21 +434,35 @@ PK_API void pk_su3_plan_destroy(pk_su3_plan *plan);
 /* chi(x) = 1/(2 kappa) psi(x)
  *        + 1/2 sum_mu [ (1 - gamma_mu) U_mu(x) psi(x+mu) + (1 + gamma_mu) U_mu(x-mu)^+ psi(x-mu) ]
  * DeGrand-Rossi gammas, periodic in all four directions, mu = 0..3 = x, y, z, t.  The sign
- * before the sum is the source paper's (the common convention has a minus).
- * u complex128 [4][t][z][y][x][3][3], psi and chi complex128 [t][z][y][x][4][3] (spin,
- * colour).  1320 flops per site for the hopping term. */
+ * before the sum is the source paper's; the common convention (Chroma, QUDA: M = 1/(2 kappa)
+ * - 1/2 D, D the sum) has a minus.  D is linear in the links, so this chi is the common
+ * convention's applied to the links -U.
+ * u complex128 [4][t][z][y][x][3][3] (U_mu(x)), psi and chi complex128 [t][z][y][x][4][3]
+ * (spin, colour).  1320 flops per site for the hopping term (run info's flops); bytes by the
+ * no-reuse model: 3072 per site, 2688 with recon12 (docs/PERFORMANCE.md).
+ * recon12: the library keeps the first two rows of each link (compressed on the host when
+ * uploading, timed into info->layout_s of one-shot calls) and the kernels rebuild the third
+ * as conj(row0 x row1): right for SU(3) links only.  The caller always passes full links. */
 typedef struct pk_dslash_params {
     int x, y, z, t; /* lattice extents (>= 1) */
     double kappa;   /* hopping parameter (> 0, finite) */
     int recon12;    /* 1: links kept as two rows, the third reconstructed in the kernel */
 } pk_dslash_params;
 
-/** Serial reference (the oracle; plain loops over the formula above, full links). */
+/** Serial reference (the oracle; plain loops over the formula above with full 4x4 gammas and
+ *  the full links; p->recon12 is not used).  p is checked before the arrays; chi must not
+ *  overlap u or psi. */
 PK_API pk_status pk_dslash_reference(const pk_dslash_params *p, const double *u,
                                      const double *psi, double *chi);
+/** chi = M psi on the context's backend.  variant: NULL or "" for the backend's first
+ *  (serial: serial; openmp: omp-vnode, omp; opencl: opencl; cuda: cuda).  omp-vnode picks
+ *  its SIMD width at plan creation (PORTKERN_DS_ISA=avx512|avx2|generic lowers it) and names
+ *  its lanes and split direction in info->reason. */
 PK_API pk_status pk_dslash(pk_context *ctx, const pk_dslash_params *p, const char *variant,
                            const double *u, const double *psi, double *chi, pk_run_info *info);
 PK_API const char *pk_dslash_variants(pk_backend_id backend);
+/* Device-resident use: u and psi uploaded once (converted to the backend's layout then),
+ * any number of runs; plan_run's info->layout_s is 0. */
 typedef struct pk_dslash_plan pk_dslash_plan;
 PK_API pk_status pk_dslash_plan_create(pk_dslash_plan **plan, pk_context *ctx,
                                        const pk_dslash_params *p, const char *variant,

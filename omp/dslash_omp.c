@@ -1,12 +1,312 @@
-/* dslash_omp.c - dslash on the OpenMP backend. PLACEHOLDER: not implemented yet. */
+/* dslash_omp.c - the OpenMP backend's dslash variants (KERNELS.md 4c):
+ *
+ *   omp-vnode  the virtual-node ("hopping vector-friendly") layout: the lattice split into W
+ *              sub-lattices along one direction, lane w of a vector holding sub-lattice w,
+ *              so that every load of the stencil is a whole aligned vector and the only
+ *              shuffles are the lane rotations across the sub-lattice boundary (the kernel
+ *              template in lib/dslash_host.h, GCC/Clang vector extensions).  W is the ISA's
+ *              width in doubles, chosen at plan creation: AVX-512 8, AVX2 4, baseline
+ *              (SSE2, non-x86) 2; PORTKERN_DS_ISA=avx512|avx2|generic lowers it.  The split
+ *              direction is the first of t, z, y, x whose extent W divides (t first: its
+ *              boundary is a whole time slice, so the rotate-or-not branch is per row); when
+ *              none does, the largest W' = W/2, W/4, ..., 1 that divides one (an all-odd
+ *              lattice runs 1 lane: the same code on scalars).  psi and u are converted into
+ *              lanes on upload and chi back on download (host plan hooks): a plan runs any
+ *              number of times on the converted fields.
+ *   omp        site-parallel spin-projected kernel on lexicographic data (lib/dslash_serial.c,
+ *              pk_ds_rows), the baseline.
+ *
+ * Both split rows (t, z, y) of the lattice statically in contiguous ranges, one per thread;
+ * the plan's fields are first touched with the same split.
+ */
 #include "dslash_host.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef PK_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* x86 paths: GCC >= 6 or clang >= 5 (target attributes with vector extensions). */
+#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
+    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
+#define DS_X86 1
+#endif
+
+/* ---- the kernel instantiations (template in lib/dslash_host.h) ---------------------------- */
+#ifdef DS_X86
+#define DS_VNODE_W 8
+#define DS_VN(name) name##_w8
+#define DS_VN_TARGET __attribute__((target("avx512f,avx2,fma")))
+#include "dslash_host.h"
+#undef DS_VNODE_W
+#undef DS_VN
+#undef DS_VN_TARGET
+
+#define DS_VNODE_W 4
+#define DS_VN(name) name##_w4
+#define DS_VN_TARGET __attribute__((target("avx2,fma")))
+#include "dslash_host.h"
+#undef DS_VNODE_W
+#undef DS_VN
+#undef DS_VN_TARGET
+#endif
+
+#define DS_VNODE_W 2
+#define DS_VN(name) name##_w2
+#define DS_VN_TARGET
+#include "dslash_host.h"
+#undef DS_VNODE_W
+#undef DS_VN
+#undef DS_VN_TARGET
+
+#define DS_VNODE_W 1
+#define DS_VN(name) name##_w1
+#define DS_VN_TARGET
+#include "dslash_host.h"
+#undef DS_VNODE_W
+#undef DS_VN
+#undef DS_VN_TARGET
+
+/* ---- ISA and lanes ------------------------------------------------------------------------ */
+enum { DS_ISA_GENERIC, DS_ISA_AVX2, DS_ISA_AVX512 };
+static const char *const ds_isa_name[] = {"generic", "avx2", "avx512f"};
+
+/* What the CPU can run (__builtin_cpu_supports also checks that the OS saves the state). */
+static int ds_cpu_isa(void)
+{
+#ifdef DS_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return DS_ISA_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return DS_ISA_AVX2;
+#endif
+    return DS_ISA_GENERIC;
+}
+
+/* The CPU's best, lowered by PORTKERN_DS_ISA (an unknown value is an error). */
+static pk_status ds_isa(int *isa)
+{
+    const int cpu = ds_cpu_isa();
+    int want = cpu;
+    const char *e = pk_getenv("PORTKERN_DS_ISA");
+    if (e) {
+        if (!strcmp(e, "avx512") || !strcmp(e, "avx512f"))
+            want = DS_ISA_AVX512;
+        else if (!strcmp(e, "avx2"))
+            want = DS_ISA_AVX2;
+        else if (!strcmp(e, "generic"))
+            want = DS_ISA_GENERIC;
+        else
+            return pk_fail(PK_EINVAL, "PORTKERN_DS_ISA: expected avx512, avx2 or generic, got '%s'",
+                           e);
+    }
+    *isa = want < cpu ? want : cpu;
+    return PK_OK;
+}
+
+/* The kernel of `lanes` lanes (lanes <= the ISA's width, so its target is available). */
+static pk_ds_vnode_fn ds_vnode_kernel(int lanes)
+{
+    switch (lanes) {
+#ifdef DS_X86
+    case 8: return ds_vnode_rows_w8;
+    case 4: return ds_vnode_rows_w4;
+#endif
+    case 2: return ds_vnode_rows_w2;
+    default: return ds_vnode_rows_w1;
+    }
+}
+
+/* The ISA the kernel of `lanes` lanes is compiled for. */
+static const char *ds_lanes_isa(int lanes)
+{
+    return ds_isa_name[lanes == 8 ? DS_ISA_AVX512 : lanes == 4 ? DS_ISA_AVX2 : DS_ISA_GENERIC];
+}
+
+/* Lanes and split direction: the widest W' <= W dividing an extent, t preferred. */
+static void ds_vnode_geometry(const pk_ds_desc *d, int width, pk_ds_vnode *g)
+{
+    static const int order[4] = {3, 2, 1, 0};
+    memset(g, 0, sizeof *g);
+    g->lanes = 1;
+    g->split = 3;
+    for (int w = width; w > 1 && g->lanes == 1; w /= 2)
+        for (int i = 0; i < 4; ++i)
+            if (d->dims[order[i]] % w == 0) {
+                g->lanes = w;
+                g->split = order[i];
+                break;
+            }
+    memcpy(g->lr, d->dims, sizeof g->lr);
+    g->lr[g->split] /= g->lanes;
+    g->vo = d->volume / (size_t)g->lanes;
+    g->recon12 = d->recon12;
+    g->diag = 1.0 / (2.0 * d->kappa);
+}
+
+/* ---- threads ------------------------------------------------------------------------------ */
+/* Rows [*r0, *r1) of thread t of nt. */
+static void ds_share(size_t rows, int t, int nt, size_t *r0, size_t *r1)
+{
+    *r0 = rows * (size_t)t / (size_t)nt;
+    *r1 = rows * (size_t)(t + 1) / (size_t)nt;
+}
+
+static int ds_thread(void)
+{
+#ifdef PK_HAVE_OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+static int ds_team(void)
+{
+#ifdef PK_HAVE_OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+/* Rows of the lattice the kernel walks: (t, z, y) of the reduced lattice for omp-vnode. */
+static size_t ds_rows(const pk_ds_host_plan *h)
+{
+    const int *L = h->vnode_rows ? h->vn.lr : h->d.dims;
+    return (size_t)L[1] * (size_t)L[2] * (size_t)L[3];
+}
+
+/* ---- the vnode layout --------------------------------------------------------------------- */
+/* Lexicographic site of lane w of outer site o. */
+static size_t ds_vnode_site(const pk_ds_vnode *g, const int *L, size_t o, int w)
+{
+    size_t c[4];
+    for (int mu = 0; mu < 4; ++mu) {
+        c[mu] = o % (size_t)g->lr[mu];
+        o /= (size_t)g->lr[mu];
+    }
+    c[g->split] += (size_t)w * (size_t)g->lr[g->split];
+    return ((c[3] * (size_t)L[2] + c[2]) * (size_t)L[1] + c[1]) * (size_t)L[0] + c[0];
+}
+
+/* One site's n doubles (re, im pairs) into lane w of a block of n vectors, or back. */
+static void ds_to_lane(double *block, const double *site, int n, int lanes, int w)
+{
+    for (int k = 0; k < n; ++k) block[(size_t)k * lanes + w] = site[k];
+}
+
+static void ds_from_lane(double *site, const double *block, int n, int lanes, int w)
+{
+    for (int k = 0; k < n; ++k) site[k] = block[(size_t)k * lanes + w];
+}
+
+static void ds_vnode_pack(pk_ds_host_plan *h, const double *u, const double *psi)
+{
+    const pk_ds_vnode *g = &h->vn;
+    const int W = g->lanes, ld = h->d.recon12 ? 12 : 18, *L = h->d.dims;
+    const size_t X = (size_t)g->lr[0], rows = ds_rows(h), V = h->d.volume;
+#pragma omp parallel num_threads(h->nt)
+    {
+        size_t r0, r1;
+        ds_share(rows, ds_thread(), ds_team(), &r0, &r1);
+        for (size_t o = r0 * X; o < r1 * X; ++o)
+            for (int w = 0; w < W; ++w) {
+                const size_t s = ds_vnode_site(g, L, o, w);
+                ds_to_lane(h->psi + 24 * W * o, psi + 24 * s, 24, W, w);
+                for (size_t mu = 0; mu < 4; ++mu)
+                    ds_to_lane(h->u + (size_t)ld * W * (mu * g->vo + o), u + ld * (mu * V + s),
+                               ld, W, w);
+            }
+    }
+}
+
+static void ds_vnode_unpack(const pk_ds_host_plan *h, double *chi)
+{
+    const pk_ds_vnode *g = &h->vn;
+    const int W = g->lanes, *L = h->d.dims;
+    const size_t X = (size_t)g->lr[0], rows = ds_rows(h);
+#pragma omp parallel num_threads(h->nt)
+    {
+        size_t r0, r1;
+        ds_share(rows, ds_thread(), ds_team(), &r0, &r1);
+        for (size_t o = r0 * X; o < r1 * X; ++o)
+            for (int w = 0; w < W; ++w)
+                ds_from_lane(chi + 24 * ds_vnode_site(g, L, o, w), h->chi + 24 * W * o, 24, W, w);
+    }
+}
+
+/* ---- plans -------------------------------------------------------------------------------- */
+/* Zero the fields again with the kernel's split of rows, so that each thread's pages are
+ * first touched by that thread (NUMA placement). */
+static void ds_first_touch(pk_ds_host_plan *h)
+{
+    const size_t rows = ds_rows(h), per_row_s = h->spinor_len / rows;
+    const size_t per_row_u = h->u_len / 4 / rows;
+#pragma omp parallel num_threads(h->nt)
+    {
+        size_t r0, r1;
+        ds_share(rows, ds_thread(), ds_team(), &r0, &r1);
+        memset(h->psi + r0 * per_row_s, 0, (r1 - r0) * per_row_s * sizeof(double));
+        memset(h->chi + r0 * per_row_s, 0, (r1 - r0) * per_row_s * sizeof(double));
+        for (size_t mu = 0; mu < 4; ++mu)
+            memset(h->u + (mu * rows + r0) * per_row_u, 0,
+                   (r1 - r0) * per_row_u * sizeof(double));
+    }
+}
 
 pk_status pk_omp_ds_create(void *state, int device, const pk_ds_desc *desc, void **impl)
 {
-    return pk_fail(PK_EUNSUPPORTED, "dslash: OpenMP backend not implemented yet");
+    const int vnode = desc->variant && !strcmp(desc->variant, "omp-vnode");
+    pk_ds_vnode g;
+    int isa = DS_ISA_GENERIC;
+    if (vnode) {
+        static const int width[] = {2, 4, 8}; /* per DS_ISA_* */
+        PK_TRY(ds_isa(&isa));
+        ds_vnode_geometry(desc, width[isa], &g);
+    }
+    pk_ds_host_plan *h;
+    PK_TRY(pk_ds_host_create(desc, desc->u_doubles, desc->spinor_doubles, &h));
+#ifdef PK_HAVE_OPENMP
+    h->nt = desc->threads > 0 ? desc->threads : omp_get_max_threads();
+#endif
+    if (vnode) {
+        static const char *const dir = "xyzt";
+        h->vn = g;
+        h->vnode_rows = ds_vnode_kernel(g.lanes);
+        h->pack = ds_vnode_pack;
+        h->unpack = ds_vnode_unpack;
+        const int full = isa == DS_ISA_AVX512 ? 8 : isa == DS_ISA_AVX2 ? 4 : 2;
+        snprintf(h->note, sizeof h->note, "omp-vnode: %d lane%s along %c (%s kernel)%s", g.lanes,
+                 g.lanes == 1 ? "" : "s", dir[g.split], ds_lanes_isa(g.lanes),
+                 g.lanes < full ? "; fewer lanes than the ISA's width: no extent is a multiple "
+                                  "of it"
+                                : "");
+    }
+    ds_first_touch(h);
+    *impl = h;
+    return PK_OK;
 }
 
 pk_status pk_omp_ds_run(void *impl, double *kernel_seconds)
 {
-    return pk_fail(PK_EUNSUPPORTED, "dslash: not implemented yet");
+    pk_ds_host_plan *h = impl;
+    const size_t rows = ds_rows(h);
+    const double t0 = pk_now();
+#pragma omp parallel num_threads(h->nt)
+    {
+        size_t r0, r1;
+        ds_share(rows, ds_thread(), ds_team(), &r0, &r1);
+        if (r0 < r1) {
+            if (h->vnode_rows)
+                h->vnode_rows(&h->vn, h->u, h->psi, h->chi, r0, r1);
+            else
+                pk_ds_rows(&h->d, h->u, h->psi, h->chi, r0, r1);
+        }
+    }
+    *kernel_seconds = pk_now() - t0;
+    return PK_OK;
 }
