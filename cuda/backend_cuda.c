@@ -100,6 +100,12 @@ static pk_status cuda_ds_create(void *state, int device, const pk_ds_desc *desc,
     return pk_cuda_ds_create(device, desc, impl);
 }
 
+static pk_status cuda_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl)
+{
+    PK_TRY(pk_cuda_check_device(state, device));
+    return pk_cuda_gr_create(device, desc, impl);
+}
+
 const pk_backend_ops pk_backend_cuda = {
     .id = PK_BACKEND_CUDA,
     .name = "cuda",
@@ -126,6 +132,10 @@ const pk_backend_ops pk_backend_cuda = {
     .mf_run = pk_cuda_mf_run,
     .mf_download = pk_cuda_mf_download,
     .mf_destroy = pk_cuda_mf_destroy,
+    .gr_variants = "cuda-tiled,cuda-atomic,hybrid",
+    .gr_create = cuda_gr_create,
+    .gr_run = pk_cuda_gr_run,
+    .gr_destroy = pk_cuda_gr_destroy,
     .lp_variants = "cuda",
     .lp_create = cuda_lp_create,
     .lp_upload = pk_cuda_lp_upload,

@@ -7,7 +7,7 @@
 #         commands stopping after their checks: cli_parse_only)
 #   json  cli_json_parse_flat, the reader of params.json
 PK_FUZZ_CLI_SOURCES = fuzz/fuzz_cli.c $(tools_portkern_SOURCES)
-PK_FUZZ_CLI_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools -Dmain=pk_cli_tool_main
+PK_FUZZ_CLI_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW3_CFLAGS) -I$(top_srcdir)/tools -Dmain=pk_cli_tool_main
 PK_FUZZ_JSON_SOURCES = fuzz/fuzz_json.c tools/cli_common.c tools/cli_common.h
 
 check_PROGRAMS += fuzz/replay_npy fuzz/replay_cli fuzz/replay_json
@@ -17,7 +17,7 @@ fuzz_replay_npy_CPPFLAGS = $(AM_CPPFLAGS) -DPK_FUZZ_TARGET='"npy"'
 fuzz_replay_npy_LDADD = libportkern.la
 fuzz_replay_cli_SOURCES = fuzz/replay_main.c $(PK_FUZZ_CLI_SOURCES)
 fuzz_replay_cli_CPPFLAGS = $(PK_FUZZ_CLI_CPPFLAGS) -DPK_FUZZ_TARGET='"cli"'
-fuzz_replay_cli_LDADD = libportkern.la
+fuzz_replay_cli_LDADD = libportkern.la $(FFTW3_LIBS)
 fuzz_replay_json_SOURCES = fuzz/replay_main.c $(PK_FUZZ_JSON_SOURCES)
 fuzz_replay_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools -DPK_FUZZ_TARGET='"json"'
 fuzz_replay_json_LDADD = libportkern.la
@@ -29,7 +29,7 @@ fuzz_fuzz_npy_LDADD = libportkern.la
 fuzz_fuzz_npy_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_cli_SOURCES = $(PK_FUZZ_CLI_SOURCES)
 fuzz_fuzz_cli_CPPFLAGS = $(PK_FUZZ_CLI_CPPFLAGS)
-fuzz_fuzz_cli_LDADD = libportkern.la
+fuzz_fuzz_cli_LDADD = libportkern.la $(FFTW3_LIBS)
 fuzz_fuzz_cli_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_json_SOURCES = $(PK_FUZZ_JSON_SOURCES)
 fuzz_fuzz_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools

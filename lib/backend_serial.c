@@ -1,6 +1,7 @@
 /* backend_serial.c - the serial backend: the reference loops on the host, one thread. */
 #include "conv2d_host.h"
 #include "magicfilter3d_host.h"
+#include "grid_host.h"
 #include "laplace2d_host.h"
 #include "su3_host.h"
 #include "dslash_host.h"
@@ -75,6 +76,10 @@ const pk_backend_ops pk_backend_serial = {
     .mf_run = pk_serial_mf_run,
     .mf_download = pk_mf_host_download,
     .mf_destroy = pk_mf_host_destroy,
+    .gr_variants = "serial",
+    .gr_create = pk_serial_gr_create,
+    .gr_run = pk_serial_gr_run,
+    .gr_destroy = pk_serial_gr_destroy,
     .lp_variants = "serial",
     .lp_create = pk_serial_lp_create,
     .lp_upload = pk_lp_host_upload,

@@ -165,6 +165,40 @@ static inline int pk_mf_wrap(int t, int n)
     return r < 0 ? r + n : r;
 }
 
+/* ---- grid, as a backend sees it (KERNELS.md section 1) -------------------------------- */
+/* The kernels always arrive compacted (lib/grid.c converts a FULL stack once): plane w
+ * holds m_w x m_w complex64 samples, m_w = oversample/2 + support[w]*oversample + 1, from
+ * complex offset plane_offset[w]; sample [iy][ix] of the full quadrant is [iy][ix] of it. */
+typedef struct pk_gr_desc {
+    pk_grid_params p;             /* validated, tuning defaults resolved */
+    const int32_t *support;       /* [num_w_planes]; valid during create only */
+    const float *kernels;         /* compact stack; valid during create only */
+    const size_t *plane_offset;   /* [num_w_planes + 1], complex samples; during create only */
+    int max_support;
+    const char *variant;
+    int threads;
+} pk_gr_desc;
+
+/* What one run reports back. */
+typedef struct pk_gr_result {
+    double norm;          /* this run's sum (added to the caller's norm by lib/grid.c) */
+    int64_t num_skipped;
+    double updates;       /* grid-point updates: sum of (2s+1)^2 over gridded visibilities */
+    double kernel_s, transfer_s;
+    int num_stages;
+    char stage_name[8][16];
+    double stage_s[8];
+    int grid_touched;     /* set once the caller's grid may have been written (no retry) */
+} pk_gr_result;
+
+/** Add a stage timing to r (ignored beyond 8). */
+void pk_gr_stage(pk_gr_result *r, const char *name, double seconds);
+/** Shared per-visibility geometry of KERNELS.md 1 (float arithmetic, C rounding): returns 0
+ *  and fills the plane, cell and kernel offsets, or 1 when the visibility is skipped
+ *  (footprint off the grid, or non-finite input). */
+int pk_gr_locate(const pk_gr_desc *d, float uu, float vv, float ww, float vre, float vim,
+                 float weight, int *grid_w, int *grid_u, int *grid_v, int *off_u, int *off_v);
+
 /* ---- lattice QCD, as a backend sees it (KERNELS.md section 4) ------------------------ */
 /* laplace2d: the field arrives in desc->layout (lib/laplace2d.c reorders on the host). */
 typedef struct pk_lp_desc {
@@ -243,6 +277,13 @@ struct pk_backend_ops {
     pk_status (*mf_run)(void *impl, double *kernel_seconds);
     pk_status (*mf_download)(void *impl, double *y, double *seconds);
     void (*mf_destroy)(void *impl);
+
+    /* grid: a plan holding the (reordered) kernel stack on the device; each run grids a
+     * visibility list into the caller's host grid (accumulating). */
+    const char *gr_variants;
+    pk_status (*gr_create)(void *state, int device, const pk_gr_desc *desc, void **impl);
+    pk_status (*gr_run)(void *impl, const pk_grid_data *data, float *grid, pk_gr_result *res);
+    void (*gr_destroy)(void *impl);
 
     /* laplace2d: a plan holding the field (in desc->layout) on the device. */
     const char *lp_variants;

@@ -16,6 +16,9 @@ libportkern_la_SOURCES += \
 	lib/magicfilter3d_host.h \
 	lib/magicfilter3d_serial.c \
 	lib/magicfilter3d_simd.c \
+	lib/grid.c \
+	lib/grid_host.h \
+	lib/grid_serial.c \
 	lib/laplace2d.c \
 	lib/laplace2d_host.h \
 	lib/laplace2d_serial.c \
@@ -30,6 +33,7 @@ libportkern_la_SOURCES += \
 	lib/ref/diffusion3d_ref.c \
 	lib/ref/conv2d_ref.c \
 	lib/ref/magicfilter3d_ref.c \
+	lib/ref/grid_ref.c \
 	lib/ref/laplace2d_ref.c \
 	lib/ref/su3_ref.c \
 	lib/ref/dslash_ref.c \

@@ -163,6 +163,9 @@ typedef struct pk_run_info {
     int fell_back;         /* 1 when an earlier choice failed and a later backend ran */
     double layout_s;       /* host conversion to and from the kernel's data layout (laplace2d
                               hvfo, su3 layouts, dslash recon12): apart from the kernel time */
+    int num_stages;        /* grid: per-stage timings, as in the NAG report's tables */
+    char stage_name[8][16]; /* ("bbox", "count", "sort", "outer", "central", ...) */
+    double stage_s[8];
 } pk_run_info;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -297,6 +300,84 @@ PK_API pk_status pk_magicfilter3d_plan_upload(pk_magicfilter3d_plan *plan, const
 PK_API pk_status pk_magicfilter3d_plan_run(pk_magicfilter3d_plan *plan, pk_run_info *info);
 PK_API pk_status pk_magicfilter3d_plan_download(pk_magicfilter3d_plan *plan, double *y);
 PK_API void pk_magicfilter3d_plan_destroy(pk_magicfilter3d_plan *plan);
+
+/* ---------------------------------------------------------------------------------------- */
+/* grid: w-projection convolution gridding (KERNELS.md section 1; OSKAR's oskar_grid_wproj_f). */
+/* Per visibility i (float coordinates, C round(): halves away from zero):
+ *   grid_scale = (float)(grid_size * cell_size_rad), centre = grid_size / 2
+ *   pos_u = -uu[i] * grid_scale, pos_v = vv[i] * grid_scale
+ *   grid_w = (int)round(sqrt(|ww[i] * w_scale|)), clamped to num_w_planes - 1; s = support[grid_w]
+ *   grid_u = (int)round(pos_u) + centre, grid_v likewise; skipped (num_skipped) when the
+ *   (2s+1)^2 footprint leaves the grid
+ *   off_u = (int)round((round(pos_u) - pos_u) * oversample), off_v likewise
+ *   for j, k in [-s, s]: c = kernel[grid_w][|off_v + j os|][|off_u + k os|] (conj when ww > 0)
+ *       grid[grid_v + j][grid_u + k] += vis[i] * weight[i] * c;  sum += c.re
+ *   norm += sum * weight[i]   (double)
+ * Rule for non-finite input: a visibility whose uu, vv, ww, weight or vis holds a NaN or an
+ * Inf is skipped and counted in num_skipped (its footprint is undefined or it would poison
+ * the grid); so is one whose position overflows int. */
+#define PK_GRID_KERNELS_FULL 0    /* kernels complex64 [num_w_planes][conv_size_half][conv_size_half] */
+#define PK_GRID_KERNELS_COMPACT 1 /* per plane only the samples that can be read: [m][m] with
+                                     m = oversample/2 + support*oversample + 1, planes back to back */
+
+typedef struct pk_grid_params {
+    int grid_size;        /* even, >= 2: grid complex64 [grid_size][grid_size] */
+    int oversample;       /* even, >= 2 */
+    double cell_size_rad; /* > 0, finite */
+    double w_scale;       /* >= 0, finite */
+    int num_w_planes;     /* >= 1 */
+    int conv_size_half;   /* FULL layout: samples per kernel axis, >= oversample/2 +
+                             support*oversample + 1 for every plane; ignored for COMPACT */
+    int kernel_layout;    /* PK_GRID_KERNELS_FULL or PK_GRID_KERNELS_COMPACT */
+    /* Tuning (0 = the variant's default, docs/PERFORMANCE.md). */
+    int tile_size;        /* tiled variants: tile edge in cells (omp/opencl default 64) */
+    int central_radius;   /* tiled variants: half-width of the central box in tiles; -1: none */
+    double tile_factor;   /* hybrid: fraction of the active grid that is tiled, in [0, 1];
+                             negative: the device's default (docs) */
+} pk_grid_params;
+
+/** Fill *p with the defaults of the tuning fields and zeros elsewhere. */
+PK_API void pk_grid_params_init(pk_grid_params *p);
+
+typedef struct pk_grid_data {
+    size_t num_vis;
+    const float *uu, *vv, *ww; /* [num_vis], wavelengths */
+    const float *vis;          /* complex64 [num_vis]: (re, im) pairs */
+    const float *weight;       /* [num_vis] */
+} pk_grid_data;
+
+/** Complex samples of the kernel stack in p->kernel_layout for these supports (and checks
+ *  p and support: every support in [0, ...] and, for FULL, within conv_size_half). */
+PK_API pk_status pk_grid_kernel_count(const pk_grid_params *p, const int32_t *support,
+                                      size_t *complex_count);
+/** The FULL stack compacted: per plane the [m][m] corner that can be read. */
+PK_API pk_status pk_grid_compact_kernels(const pk_grid_params *p, const int32_t *support,
+                                         const float *full, float *compact);
+/** Serial reference: the loop above exactly (float grid, double norm).  grid is accumulated
+ *  into, *norm is accumulated into, *num_skipped is set. */
+PK_API pk_status pk_grid_reference(const pk_grid_params *p, const int32_t *support,
+                                   const float *kernels, const pk_grid_data *d, float *grid,
+                                   double *norm, int64_t *num_skipped);
+/** The same loop accumulating in double (grid complex128): the oracle the tests compare
+ *  every variant with (float sums in another order cannot match per cell). */
+PK_API pk_status pk_grid_reference_f64(const pk_grid_params *p, const int32_t *support,
+                                       const float *kernels, const pk_grid_data *d,
+                                       double *grid, double *norm, int64_t *num_skipped);
+/** Grid d onto grid (accumulated into; the caller zeroes it) on the context's backend. */
+PK_API pk_status pk_grid(pk_context *ctx, const pk_grid_params *p, const char *variant,
+                         const int32_t *support, const float *kernels, const pk_grid_data *d,
+                         float *grid, double *norm, int64_t *num_skipped, pk_run_info *info);
+PK_API const char *pk_grid_variants(pk_backend_id backend);
+/* Repeated gridding with one kernel stack: the kernels are compacted, reordered for the
+ * variant and uploaded once; each run grids a visibility list into the caller's grid. */
+typedef struct pk_grid_plan pk_grid_plan;
+PK_API pk_status pk_grid_plan_create(pk_grid_plan **plan, pk_context *ctx,
+                                     const pk_grid_params *p, const char *variant,
+                                     const int32_t *support, const float *kernels,
+                                     pk_run_info *info);
+PK_API pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, float *grid,
+                                  double *norm, int64_t *num_skipped, pk_run_info *info);
+PK_API void pk_grid_plan_destroy(pk_grid_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Lattice QCD (KERNELS.md section 4): laplace2d, su3, dslash.                                */

@@ -2,6 +2,7 @@
 #include "omp_internal.h"
 #include "conv2d_host.h"
 #include "magicfilter3d_host.h"
+#include "grid_host.h"
 #include "laplace2d_host.h"
 #include "su3_host.h"
 #include "dslash_host.h"
@@ -72,6 +73,10 @@ const pk_backend_ops pk_backend_openmp = {
     .mf_run = pk_omp_mf_run,
     .mf_download = pk_mf_host_download,
     .mf_destroy = pk_mf_host_destroy,
+    .gr_variants = "omp-tiled,omp-atomic",
+    .gr_create = pk_omp_gr_create,
+    .gr_run = pk_omp_gr_run,
+    .gr_destroy = pk_omp_gr_destroy,
     .lp_variants = "omp-simd,omp,omp-tb",
     .lp_create = pk_omp_lp_create,
     .lp_upload = pk_lp_host_upload,

@@ -5,6 +5,7 @@ libportkern_la_SOURCES += \
 	omp/diffusion3d_omp.c \
 	omp/conv2d_omp.c \
 	omp/magicfilter3d_omp.c \
+	omp/grid_omp.c \
 	omp/laplace2d_omp.c \
 	omp/su3_omp.c \
 	omp/dslash_omp.c

@@ -46,6 +46,11 @@ PK_TEST_PROGS = \
 	tests/test_mf_openmp \
 	tests/test_mf_opencl \
 	tests/test_mf_cuda \
+	tests/test_gr_serial \
+	tests/test_gr_openmp \
+	tests/test_gr_opencl \
+	tests/test_gr_cuda \
+	tests/test_gr_gen \
 	tests/test_lp_serial \
 	tests/test_lp_openmp \
 	tests/test_lp_opencl \
@@ -64,11 +69,11 @@ PK_TEST_PROGS = \
 	tests/test_badinput
 check_PROGRAMS += $(PK_TEST_PROGS)
 TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
-	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh
+	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh
 dist_check_SCRIPTS += tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
-	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh
+	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh
 EXTRA_DIST += tests/tap.h tests/tap.sh tests/d3_common.h tests/cv_common.h tests/mf_common.h \
-	tests/lp_common.h tests/s3_common.h tests/ds_common.h \
+	tests/lp_common.h tests/s3_common.h tests/ds_common.h tests/gr_common.h \
 	tests/lsan.supp tests/lsan-precise.supp tests/lsan-precise.sh tests/tsan.supp \
 	tests/valgrind.supp tests/valgrind.sh
 
@@ -93,6 +98,14 @@ tests_test_mf_serial_LDADD = libportkern.la
 tests_test_mf_openmp_LDADD = libportkern.la
 tests_test_mf_opencl_LDADD = libportkern.la
 tests_test_mf_cuda_LDADD = libportkern.la
+# grid (gr): the generator of `portkern gen grid` is not exported; its tests compile it in.
+tests_test_gr_serial_LDADD = libportkern.la
+tests_test_gr_openmp_LDADD = libportkern.la
+tests_test_gr_opencl_LDADD = libportkern.la
+tests_test_gr_cuda_LDADD = libportkern.la
+tests_test_gr_gen_SOURCES = tests/test_gr_gen.c lib/gen/grid_gen.c lib/gen/grid_gen.h
+tests_test_gr_gen_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW3_CFLAGS)
+tests_test_gr_gen_LDADD = libportkern.la $(FFTW3_LIBS)
 # lattice QCD: laplace2d (lp), su3 (s3), dslash (ds)
 tests_test_lp_serial_LDADD = libportkern.la
 tests_test_lp_openmp_LDADD = libportkern.la

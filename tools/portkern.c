@@ -82,11 +82,11 @@ static int field_points(int nx, int ny, int nz, size_t *n)
 static int check_kernel(const char *prog, int npos, char **pos)
 {
     if (npos < 1)
-        return cli_usage_error(prog, "missing KERNEL (known: diffusion3d, conv2d, magicfilter3d, laplace2d, su3, dslash); "
+        return cli_usage_error(prog, "missing KERNEL (known: diffusion3d, conv2d, grid, magicfilter3d, laplace2d, su3, dslash); "
                                "see '%s --help'", prog);
     if (strcmp(pos[0], "diffusion3d") != 0)
         return cli_usage_error(prog, "unknown kernel '%s' (known: diffusion3d, conv2d, "
-                               "magicfilter3d, laplace2d, su3, dslash)", pos[0]);
+                               "grid, magicfilter3d, laplace2d, su3, dslash)", pos[0]);
     return 0;
 }
 
@@ -614,8 +614,8 @@ static void bench_usage(FILE *f)
         "Run every kernel x available backend x variant, verify each against the serial\n"
         "reference, and compare its rate with the device's measured copy bandwidth.\n"
         "\n"
-        "  --kernels K,...   default: all (diffusion3d,conv2d,magicfilter3d,laplace2d,su3,\n"
-        "                    dslash)\n"
+        "  --kernels K,...   default: all (diffusion3d,conv2d,grid,magicfilter3d,laplace2d,\n"
+        "                    su3,dslash)\n"
         "  --backends B,...  default: serial,openmp,opencl,cuda; unavailable ones are\n"
         "                    listed as skipped, with the reason\n"
         "  --size S          small: 128^3, count 10 (quick, default)\n"
@@ -652,7 +652,7 @@ static void bench_usage(FILE *f)
         "chains), 2 flop/B x copy bandwidth); opencl, cuda: 2 flop/B x the device's\n"
         "bandwidth; each variant's %%roof = GFlop/s / roof.  The paper's anchor (1 core on\n"
         "128x126x130: 6.52 GFlop/s, 61%% of peak) is printed beside the best serial variant.\n"
-        "laplace2d, su3, dslash: 'portkern run KERNEL --help' states their sizes, byte and\n"
+        "grid, laplace2d, su3, dslash: 'portkern run KERNEL --help' states their sizes, byte and\n"
         "flop models; each is verified against its serial reference, with GB/s as a ratio\n"
         "to the bandwidth measured in the same run.\n"
         "Exit status: 0 all verified; 1 a verification or a run failed; 2 bad option.\n");
@@ -921,8 +921,8 @@ static void bench_print(const bench_state *b)
 }
 
 static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_mf_bench *mf,
-                       const cli_lp_bench *lp, const cli_s3_bench *s3, const cli_ds_bench *ds,
-                       FILE *f)
+                       const cli_gr_bench *gr, const cli_lp_bench *lp, const cli_s3_bench *s3,
+                       const cli_ds_bench *ds, FILE *f)
 {
     cli_json j;
     int i, k;
@@ -969,6 +969,8 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
         cli_conv2d_bench_json_rows(cv, &j);
     if (mf)
         cli_magicfilter3d_bench_json_rows(mf, &j);
+    if (gr)
+        cli_grid_bench_json_rows(gr, &j);
     if (lp)
         cli_laplace2d_bench_json_rows(lp, &j);
     if (s3)
@@ -987,6 +989,8 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
         cli_conv2d_bench_json(cv, &j);
     if (mf)
         cli_magicfilter3d_bench_json(mf, &j);
+    if (gr)
+        cli_grid_bench_json(gr, &j);
     if (lp)
         cli_laplace2d_bench_json(lp, &j);
     if (s3)
@@ -999,16 +1003,18 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
 static int cmd_bench(int argc, char **argv)
 {
     const char *prog = "portkern bench";
-    const char *kernels = "diffusion3d,conv2d,magicfilter3d,laplace2d,su3,dslash";
+    const char *kernels = "diffusion3d,conv2d,grid,magicfilter3d,laplace2d,su3,dslash";
     const char *backends = "serial,openmp,opencl,cuda";
     const char *json = NULL;
     bench_state b;
     cli_cv_bench *cv = NULL;
     cli_mf_bench *mf = NULL;
+    cli_gr_bench *gr = NULL;
     cli_lp_bench *lp = NULL;
     cli_s3_bench *s3 = NULL;
     cli_ds_bench *ds = NULL;
-    int want_d3 = 0, want_cv = 0, want_mf = 0, want_lp = 0, want_s3 = 0, want_ds = 0;
+    int want_d3 = 0, want_cv = 0, want_gr = 0, want_mf = 0, want_lp = 0, want_s3 = 0,
+        want_ds = 0;
     int psf_sweep = 0;
     cli_opt opts[10];
     char *pos[1], items[16][32];
@@ -1043,6 +1049,8 @@ static int cmd_bench(int argc, char **argv)
             want_cv = 1;
         else if (strcmp(items[i], "magicfilter3d") == 0)
             want_mf = 1;
+        else if (strcmp(items[i], "grid") == 0)
+            want_gr = 1;
         else if (strcmp(items[i], "laplace2d") == 0)
             want_lp = 1;
         else if (strcmp(items[i], "su3") == 0)
@@ -1051,7 +1059,7 @@ static int cmd_bench(int argc, char **argv)
             want_ds = 1;
         else
             return cli_usage_error(prog, "option --kernels: unknown kernel '%s' (known: "
-                                   "diffusion3d, conv2d, magicfilter3d, laplace2d, su3, dslash)",
+                                   "diffusion3d, conv2d, grid, magicfilter3d, laplace2d, su3, dslash)",
                                    items[i]);
     }
     if (psf_sweep && !want_cv)
@@ -1101,33 +1109,39 @@ static int cmd_bench(int argc, char **argv)
             if (cli_conv2d_bench(b.size, b.reps, b.threads, list, nb, psf_sweep, &cv) != 0)
                 failed = 1;
         }
-        if (want_mf) {
+        if (want_gr) {
             if (want_d3 || want_cv)
+                printf("\n");
+            if (cli_grid_bench(b.size, b.reps, b.threads, list, nb, &gr) != 0)
+                failed = 1;
+        }
+        if (want_mf) {
+            if (want_d3 || want_cv || want_gr)
                 printf("\n");
             if (cli_magicfilter3d_bench(b.size, b.reps, b.threads, list, nb, &mf) != 0)
                 failed = 1;
         }
         if (want_lp) {
-            if (want_d3 || want_cv || want_mf)
+            if (want_d3 || want_cv || want_gr || want_mf)
                 printf("\n");
             if (cli_laplace2d_bench(b.size, b.reps, b.threads, list, nb, &lp) != 0)
                 failed = 1;
         }
         if (want_s3) {
-            if (want_d3 || want_cv || want_mf || want_lp)
+            if (want_d3 || want_cv || want_gr || want_mf || want_lp)
                 printf("\n");
             if (cli_su3_bench(b.size, b.reps, b.threads, list, nb, &s3) != 0)
                 failed = 1;
         }
         if (want_ds) {
-            if (want_d3 || want_cv || want_mf || want_lp || want_s3)
+            if (want_d3 || want_cv || want_gr || want_mf || want_lp || want_s3)
                 printf("\n");
             if (cli_dslash_bench(b.size, b.reps, b.threads, list, nb, &ds) != 0)
                 failed = 1;
         }
         rc = failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
         if (jf) {
-            bench_json(&b, cv, mf, lp, s3, ds, jf);
+            bench_json(&b, cv, mf, gr, lp, s3, ds, jf);
             if (fclose(jf) != 0)
                 rc = cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
             jf = NULL;
@@ -1138,6 +1152,7 @@ static int cmd_bench(int argc, char **argv)
     free(b.rows);
     cli_conv2d_bench_free(cv);
     cli_magicfilter3d_bench_free(mf);
+    cli_grid_bench_free(gr);
     cli_laplace2d_bench_free(lp);
     cli_su3_bench_free(s3);
     cli_dslash_bench_free(ds);
@@ -1157,7 +1172,7 @@ static void usage(FILE *f)
         "  diff A.npy B.npy    compare two arrays with the relative-tolerance differ\n"
         "  bench               every kernel x backend x variant, verified, against the\n"
         "                      measured memory bandwidth\n"
-        "Kernels: diffusion3d, conv2d, magicfilter3d, laplace2d, su3, dslash.\n"
+        "Kernels: diffusion3d, conv2d, grid, magicfilter3d, laplace2d, su3, dslash.\n"
         "Devices and backends: portkern-probe.\n"
         "\n"
         "  --version           print the library version\n"
@@ -1183,6 +1198,9 @@ int main(int argc, char **argv)
         printf("portkern %s\n", pk_version());
         return CLI_EXIT_OK;
     }
+    if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) && cli_grid_named(argc - 2, argv + 2))
+        return strcmp(cmd, "run") == 0 ? cli_grid_run(argc - 2, argv + 2)
+                                       : cli_grid_gen(argc - 2, argv + 2);
     if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) &&
         cli_laplace2d_named(argc - 2, argv + 2))
         return strcmp(cmd, "run") == 0 ? cli_laplace2d_run(argc - 2, argv + 2)

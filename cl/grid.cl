@@ -1,0 +1,1 @@
+/* grid.cl - OpenCL kernels of grid. PLACEHOLDER. */

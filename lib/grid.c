@@ -1,0 +1,381 @@
+/* grid.c - the public grid calls (KERNELS.md section 1): validate once, compact the kernel
+ * stack, choose a backend (with fallback under auto while the caller's grid is untouched),
+ * call through the backend's table, fill the run info. */
+#include "grid_host.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Models: a grid update is one complex multiply-add (8 flops) and reads a kernel sample
+ * (8 B) and reads and writes a grid cell (16 B). */
+#define GR_FLOPS_PER_UPDATE 8.0
+#define GR_BYTES_PER_UPDATE 24.0
+
+#define GR_MAX_OVERSAMPLE 1024
+#define GR_MAX_PLANES 1000000
+
+struct pk_grid_plan {
+    pk_choice c;
+    pk_grid_params p;
+};
+
+void pk_grid_params_init(pk_grid_params *p)
+{
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    p->kernel_layout = PK_GRID_KERNELS_FULL;
+    p->tile_factor = -1.0;
+}
+
+/* ---- validation ----------------------------------------------------------------------- */
+static pk_status gr_validate_params(const pk_grid_params *p)
+{
+    PK_CHECK_NULL(p);
+    PK_CHECK(p->grid_size >= 2 && p->grid_size % 2 == 0, PK_ESIZE,
+             "grid_size: must be even and >= 2, got %d", p->grid_size);
+    size_t cells;
+    PK_CHECK(pk_mul3_size((size_t)p->grid_size, (size_t)p->grid_size, 2 * sizeof(double),
+                          &cells) == 0,
+             PK_EOVERFLOW, "grid_size %d: the grid's bytes overflow size_t", p->grid_size);
+    PK_CHECK(p->oversample >= 2 && p->oversample % 2 == 0 && p->oversample <= GR_MAX_OVERSAMPLE,
+             PK_EINVAL, "oversample: must be even, in [2, %d], got %d", GR_MAX_OVERSAMPLE,
+             p->oversample);
+    PK_CHECK(isfinite(p->cell_size_rad) && p->cell_size_rad > 0, PK_ENONFINITE,
+             "cell_size_rad: must be finite and > 0, got %g", p->cell_size_rad);
+    PK_CHECK(isfinite(p->w_scale) && p->w_scale >= 0, PK_ENONFINITE,
+             "w_scale: must be finite and >= 0, got %g", p->w_scale);
+    PK_CHECK(isfinite((float)(p->grid_size * p->cell_size_rad)), PK_ENONFINITE,
+             "grid_size * cell_size_rad: overflows float");
+    PK_CHECK(p->num_w_planes >= 1 && p->num_w_planes <= GR_MAX_PLANES, PK_ESIZE,
+             "num_w_planes: must be in [1, %d], got %d", GR_MAX_PLANES, p->num_w_planes);
+    PK_CHECK(p->kernel_layout == PK_GRID_KERNELS_FULL ||
+                 p->kernel_layout == PK_GRID_KERNELS_COMPACT,
+             PK_EINVAL, "kernel_layout: must be PK_GRID_KERNELS_FULL (0) or _COMPACT (1), got %d",
+             p->kernel_layout);
+    if (p->kernel_layout == PK_GRID_KERNELS_FULL)
+        PK_CHECK(p->conv_size_half >= 1, PK_ESIZE, "conv_size_half: must be >= 1, got %d",
+                 p->conv_size_half);
+    PK_CHECK(p->tile_size >= 0 && p->tile_size <= p->grid_size, PK_EINVAL,
+             "tile_size: must be 0 (default) or in [1, grid_size = %d], got %d", p->grid_size,
+             p->tile_size);
+    PK_CHECK(p->central_radius >= -1, PK_EINVAL,
+             "central_radius: must be -1 (none), 0 (default) or > 0, got %d", p->central_radius);
+    PK_CHECK(!isnan(p->tile_factor) && p->tile_factor <= 1.0, PK_EINVAL,
+             "tile_factor: must be in [0, 1] (negative: the device's default), got %g",
+             p->tile_factor);
+    return PK_OK;
+}
+
+/* Checks the supports; fills plane_offset[num_w_planes + 1] (compact samples) when given and
+ * the largest support. */
+static pk_status gr_validate_support(const pk_grid_params *p, const int32_t *support,
+                                     size_t *plane_offset, int *max_support, size_t *full_count)
+{
+    PK_CHECK_NULL(support);
+    const int os = p->oversample;
+    size_t off = 0;
+    int smax = 0;
+    for (int w = 0; w < p->num_w_planes; ++w) {
+        const int s = support[w];
+        PK_CHECK(s >= 0 && s <= (INT_MAX / 2 - os) / os && 2 * s + 1 <= p->grid_size, PK_EINVAL,
+                 "support[%d]: must be in [0, (grid_size - 1) / 2 = %d], got %d", w,
+                 (p->grid_size - 1) / 2, s);
+        const size_t m = (size_t)(os / 2 + s * os + 1);
+        if (p->kernel_layout == PK_GRID_KERNELS_FULL)
+            PK_CHECK(m <= (size_t)p->conv_size_half, PK_EINVAL,
+                     "support[%d] = %d: wider than the kernel (needs oversample/2 + support * "
+                     "oversample + 1 = %zu samples per axis, conv_size_half is %d)",
+                     w, s, m, p->conv_size_half);
+        if (plane_offset) plane_offset[w] = off;
+        PK_CHECK(m * m <= (SIZE_MAX / 8 - off), PK_EOVERFLOW, "kernel stack: size overflows");
+        off += m * m;
+        if (s > smax) smax = s;
+    }
+    if (plane_offset) plane_offset[p->num_w_planes] = off;
+    if (max_support) *max_support = smax;
+    if (full_count) {
+        if (p->kernel_layout == PK_GRID_KERNELS_COMPACT) {
+            *full_count = off;
+        } else {
+            size_t n;
+            PK_CHECK(pk_mul3_size((size_t)p->num_w_planes, (size_t)p->conv_size_half,
+                                  (size_t)p->conv_size_half, &n) == 0 && n <= SIZE_MAX / 8,
+                     PK_EOVERFLOW, "kernel stack: %d x %d x %d overflows", p->num_w_planes,
+                     p->conv_size_half, p->conv_size_half);
+            *full_count = n;
+        }
+    }
+    return PK_OK;
+}
+
+static pk_status gr_validate_data(const pk_grid_data *d)
+{
+    PK_CHECK_NULL(d);
+    PK_CHECK(d->num_vis <= SIZE_MAX / 16, PK_EOVERFLOW, "num_vis: %zu overflows size_t bytes",
+             d->num_vis);
+    if (d->num_vis == 0) return PK_OK;
+    PK_CHECK(d->uu && d->vv && d->ww && d->vis && d->weight, PK_ENULL,
+             "data: uu, vv, ww, vis and weight must not be NULL (num_vis = %zu)", d->num_vis);
+    return PK_OK;
+}
+
+pk_status pk_grid_kernel_count(const pk_grid_params *p, const int32_t *support,
+                               size_t *complex_count)
+{
+    pk_clear_error();
+    PK_TRY(gr_validate_params(p));
+    PK_CHECK_NULL(complex_count);
+    return gr_validate_support(p, support, NULL, NULL, complex_count);
+}
+
+static void gr_compact(const pk_grid_params *p, const int32_t *support,
+                       const size_t *plane_offset, const float *full, float *compact)
+{
+    const size_t half = (size_t)p->conv_size_half;
+    for (int w = 0; w < p->num_w_planes; ++w) {
+        const size_t m = (size_t)(p->oversample / 2 + support[w] * p->oversample + 1);
+        for (size_t iy = 0; iy < m; ++iy)
+            memcpy(compact + 2 * (plane_offset[w] + iy * m),
+                   full + 2 * (((size_t)w * half + iy) * half), 2 * m * sizeof(float));
+    }
+}
+
+pk_status pk_grid_compact_kernels(const pk_grid_params *p, const int32_t *support,
+                                  const float *full, float *compact)
+{
+    pk_clear_error();
+    PK_TRY(gr_validate_params(p));
+    PK_CHECK(p->kernel_layout == PK_GRID_KERNELS_FULL, PK_EINVAL,
+             "kernel_layout: compacting needs a FULL stack as input");
+    PK_CHECK_NULL(full);
+    PK_CHECK_NULL(compact);
+    size_t *off = malloc(((size_t)p->num_w_planes + 1) * sizeof *off);
+    if (!off) return pk_fail(PK_ENOMEM, "grid: out of host memory");
+    pk_status s = gr_validate_support(p, support, off, NULL, NULL);
+    if (s == PK_OK) gr_compact(p, support, off, full, compact);
+    free(off);
+    return s;
+}
+
+/* ---- references ------------------------------------------------------------------------- */
+static pk_status gr_reference(const pk_grid_params *p, const int32_t *support,
+                              const float *kernels, const pk_grid_data *d, float *grid,
+                              double *grid64, double *norm, int64_t *num_skipped)
+{
+    PK_TRY(gr_validate_params(p));
+    size_t *off = malloc(((size_t)p->num_w_planes + 1) * sizeof *off);
+    if (!off) return pk_fail(PK_ENOMEM, "grid: out of host memory");
+    pk_status s = gr_validate_support(p, support, off, NULL, NULL);
+    if (s == PK_OK) s = gr_validate_data(d);
+    if (s == PK_OK && (!kernels || !norm || !num_skipped || (!grid && !grid64)))
+        s = pk_fail(PK_ENULL, "kernels, grid, norm and num_skipped: must not be NULL");
+    if (s == PK_OK) pk_gr_ref_run(p, support, off, kernels, d, grid, grid64, norm, num_skipped, NULL);
+    free(off);
+    return s;
+}
+
+pk_status pk_grid_reference(const pk_grid_params *p, const int32_t *support, const float *kernels,
+                            const pk_grid_data *d, float *grid, double *norm,
+                            int64_t *num_skipped)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(grid);
+    return gr_reference(p, support, kernels, d, grid, NULL, norm, num_skipped);
+}
+
+pk_status pk_grid_reference_f64(const pk_grid_params *p, const int32_t *support,
+                                const float *kernels, const pk_grid_data *d, double *grid,
+                                double *norm, int64_t *num_skipped)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(grid);
+    return gr_reference(p, support, kernels, d, NULL, grid, norm, num_skipped);
+}
+
+/* ---- the kernel class the dispatcher uses ----------------------------------------------- */
+static const char *gr_variants_of(const pk_backend_ops *ops) { return ops->gr_variants; }
+
+static pk_status gr_create_on(const pk_backend_ops *ops, void *state, int device,
+                              const void *desc, const char *variant, int threads, void **impl)
+{
+    pk_gr_desc d = *(const pk_gr_desc *)desc;
+    d.variant = variant;
+    d.threads = threads;
+    return ops->gr_create(state, device, &d, impl);
+}
+
+static void gr_destroy_on(const pk_backend_ops *ops, void *impl) { ops->gr_destroy(impl); }
+
+static const pk_kernel_class gr_class = {"grid", gr_variants_of, gr_create_on, gr_destroy_on};
+
+const char *pk_grid_variants(pk_backend_id backend) { return pk_kernel_variants(&gr_class, backend); }
+
+/* The stack as backends see it: compact (converted here from FULL), with plane offsets. */
+typedef struct gr_stack {
+    pk_gr_desc d;
+    size_t *plane_offset;
+    float *compact_own; /* NULL when the caller's stack is compact already */
+} gr_stack;
+
+static void gr_stack_free(gr_stack *st)
+{
+    free(st->plane_offset);
+    pk_free_aligned(st->compact_own);
+}
+
+static pk_status gr_stack_init(gr_stack *st, const pk_grid_params *p, const int32_t *support,
+                               const float *kernels)
+{
+    memset(st, 0, sizeof *st);
+    PK_TRY(gr_validate_params(p));
+    PK_CHECK_NULL(kernels);
+    st->plane_offset = malloc(((size_t)p->num_w_planes + 1) * sizeof *st->plane_offset);
+    if (!st->plane_offset) return pk_fail(PK_ENOMEM, "grid: out of host memory");
+    int smax = 0;
+    pk_status s = gr_validate_support(p, support, st->plane_offset, &smax, NULL);
+    if (s != PK_OK) {
+        gr_stack_free(st);
+        return s;
+    }
+    const float *compact = kernels;
+    if (p->kernel_layout == PK_GRID_KERNELS_FULL) {
+        const size_t n = st->plane_offset[p->num_w_planes];
+        st->compact_own = pk_alloc_aligned(2 * n * sizeof(float) + 64);
+        if (!st->compact_own) {
+            gr_stack_free(st);
+            return pk_fail(PK_ENOMEM, "grid: cannot allocate the compact kernel stack (%zu "
+                           "samples)", n);
+        }
+        gr_compact(p, support, st->plane_offset, kernels, st->compact_own);
+        compact = st->compact_own;
+    }
+    st->d.p = *p;
+    st->d.p.kernel_layout = PK_GRID_KERNELS_COMPACT;
+    st->d.support = support;
+    st->d.kernels = compact;
+    st->d.plane_offset = st->plane_offset;
+    st->d.max_support = smax;
+    return PK_OK;
+}
+
+static void gr_fill_info(const pk_choice *c, const pk_gr_result *r, pk_run_info *info, double t0,
+                         int with_setup)
+{
+    if (!info) return;
+    pk_choice_info(c, info);
+    if (!with_setup) info->setup_s = 0;
+    info->kernel_s = r->kernel_s;
+    info->transfer_s = r->transfer_s;
+    info->num_stages = r->num_stages;
+    memcpy(info->stage_name, r->stage_name, sizeof info->stage_name);
+    memcpy(info->stage_s, r->stage_s, sizeof info->stage_s);
+    info->flops = GR_FLOPS_PER_UPDATE * r->updates;
+    info->bytes = GR_BYTES_PER_UPDATE * r->updates;
+    info->wall_s = pk_now() - t0;
+}
+
+/* ---- calls ----------------------------------------------------------------------------- */
+typedef struct gr_oneshot {
+    const pk_grid_data *data;
+    float *grid;
+    pk_gr_result r;
+} gr_oneshot;
+
+static pk_status gr_oneshot_work(pk_choice *c, void *arg)
+{
+    gr_oneshot *o = arg;
+    memset(&o->r, 0, sizeof o->r);
+    pk_status s = c->ops->gr_run(c->impl, o->data, o->grid, &o->r);
+    /* the caller's grid accumulates: once written, no other backend may retry */
+    if (s != PK_OK && o->r.grid_touched) c->no_fallback = 1;
+    return s;
+}
+
+pk_status pk_grid(pk_context *ctx, const pk_grid_params *p, const char *variant,
+                  const int32_t *support, const float *kernels, const pk_grid_data *d, float *grid,
+                  double *norm, int64_t *num_skipped, pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(ctx);
+    PK_TRY(gr_validate_data(d));
+    PK_CHECK_NULL(grid);
+    PK_CHECK_NULL(norm);
+    PK_CHECK_NULL(num_skipped);
+    gr_stack st;
+    PK_TRY(gr_stack_init(&st, p, support, kernels));
+    gr_oneshot o;
+    memset(&o, 0, sizeof o);
+    o.data = d;
+    o.grid = grid;
+    pk_choice c;
+    pk_status s = pk_dispatch(ctx, &gr_class, variant, &st.d, gr_oneshot_work, &o, &c);
+    gr_stack_free(&st);
+    if (s != PK_OK) return s;
+    gr_class.destroy(c.ops, c.impl);
+    *norm += o.r.norm;
+    *num_skipped = o.r.num_skipped;
+    gr_fill_info(&c, &o.r, info, t0, 1);
+    return PK_OK;
+}
+
+pk_status pk_grid_plan_create(pk_grid_plan **plan, pk_context *ctx, const pk_grid_params *p,
+                              const char *variant, const int32_t *support, const float *kernels,
+                              pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    *plan = NULL;
+    PK_CHECK_NULL(ctx);
+    gr_stack st;
+    PK_TRY(gr_stack_init(&st, p, support, kernels));
+    pk_grid_plan *pl = calloc(1, sizeof *pl);
+    if (!pl) {
+        gr_stack_free(&st);
+        return pk_fail(PK_ENOMEM, "grid: out of host memory");
+    }
+    pl->p = *p;
+    pk_status s = pk_dispatch(ctx, &gr_class, variant, &st.d, NULL, NULL, &pl->c);
+    gr_stack_free(&st);
+    if (s != PK_OK) {
+        free(pl);
+        return s;
+    }
+    pk_choice_info(&pl->c, info);
+    if (info) info->wall_s = pk_now() - t0;
+    *plan = pl;
+    return PK_OK;
+}
+
+pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, float *grid, double *norm,
+                           int64_t *num_skipped, pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_TRY(gr_validate_data(d));
+    PK_CHECK_NULL(grid);
+    PK_CHECK_NULL(norm);
+    PK_CHECK_NULL(num_skipped);
+    pk_gr_result r;
+    memset(&r, 0, sizeof r);
+    PK_TRY(plan->c.ops->gr_run(plan->c.impl, d, grid, &r));
+    *norm += r.norm;
+    *num_skipped = r.num_skipped;
+    gr_fill_info(&plan->c, &r, info, t0, 0);
+    return PK_OK;
+}
+
+void pk_grid_plan_destroy(pk_grid_plan *plan)
+{
+    if (!plan) return;
+    if (plan->c.impl) plan->c.ops->gr_destroy(plan->c.impl);
+    free(plan);
+}

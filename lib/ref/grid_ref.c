@@ -1,0 +1,107 @@
+/* grid_ref.c - serial references of grid (KERNELS.md section 1): the OSKAR loop exactly
+ * (float grid, double norm) and the same loop accumulating in double (the test oracle), with
+ * the per-visibility geometry every backend shares (pk_gr_locate). */
+#include "internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pk_gr_stage(pk_gr_result *r, const char *name, double seconds)
+{
+    if (r->num_stages >= 8) return;
+    pk_strlcpy(r->stage_name[r->num_stages], name, sizeof r->stage_name[0]);
+    r->stage_s[r->num_stages++] = seconds;
+}
+
+/* Float arithmetic as in oskar_grid_wproj_f; C roundf (halves away from zero).  The guards
+ * come first so that no float-to-int conversion can overflow (undefined in C). */
+int pk_gr_locate(const pk_gr_desc *d, float uu, float vv, float ww, float vre, float vim,
+                 float weight, int *grid_w, int *grid_u, int *grid_v, int *off_u, int *off_v)
+{
+    if (!isfinite(uu) || !isfinite(vv) || !isfinite(ww) || !isfinite(vre) || !isfinite(vim) ||
+        !isfinite(weight))
+        return 1;
+    const int g = d->p.grid_size, os = d->p.oversample;
+    const float grid_scale = (float)(g * d->p.cell_size_rad);
+    const float pos_u = -uu * grid_scale, pos_v = vv * grid_scale;
+    const float ru = roundf(pos_u), rv = roundf(pos_v);
+    /* |round(pos)| beyond the grid: off the grid whatever the support (and no int overflow) */
+    if (!(fabsf(ru) <= (float)g) || !(fabsf(rv) <= (float)g)) return 1;
+    const float wf = roundf(sqrtf(fabsf(ww * (float)d->p.w_scale)));
+    const int w = wf < (float)(d->p.num_w_planes - 1) ? (int)wf : d->p.num_w_planes - 1;
+    const int s = d->support[w];
+    const int gu = (int)ru + g / 2, gv = (int)rv + g / 2;
+    if (gu - s < 0 || gu + s >= g || gv - s < 0 || gv + s >= g) return 1;
+    *grid_w = w;
+    *grid_u = gu;
+    *grid_v = gv;
+    *off_u = (int)roundf((ru - pos_u) * (float)os);
+    *off_v = (int)roundf((rv - pos_v) * (float)os);
+    return 0;
+}
+
+/* The reference keeps no state between calls: a desc view of the caller's arrays. */
+static void ref_desc(pk_gr_desc *d, const pk_grid_params *p, const int32_t *support)
+{
+    memset(d, 0, sizeof *d);
+    d->p = *p;
+    d->support = support;
+}
+
+/* Sample [iy][ix] of plane w: compact planes are [m][m], full planes [half][half]. */
+static const float *ref_sample(const pk_grid_params *p, const float *kernels,
+                               const size_t *plane_offset, int w, int m, int iy, int ix)
+{
+    if (p->kernel_layout == PK_GRID_KERNELS_COMPACT)
+        return kernels + 2 * (plane_offset[w] + (size_t)iy * m + ix);
+    const size_t half = (size_t)p->conv_size_half;
+    return kernels + 2 * (((size_t)w * half + iy) * half + ix);
+}
+
+void pk_gr_ref_run(const pk_grid_params *p, const int32_t *support, const size_t *plane_offset,
+                   const float *kernels, const pk_grid_data *dat, float *grid, double *grid64,
+                   double *norm, int64_t *num_skipped, double *updates)
+{
+    pk_gr_desc d;
+    ref_desc(&d, p, support);
+    const int g = p->grid_size, os = p->oversample;
+    int64_t skipped = 0;
+    double nrm = 0, upd = 0;
+    for (size_t i = 0; i < dat->num_vis; ++i) {
+        const float vre0 = dat->vis[2 * i], vim0 = dat->vis[2 * i + 1], wt = dat->weight[i];
+        int w, gu, gv, ou, ov;
+        if (pk_gr_locate(&d, dat->uu[i], dat->vv[i], dat->ww[i], vre0, vim0, wt, &w, &gu, &gv,
+                         &ou, &ov)) {
+            ++skipped;
+            continue;
+        }
+        const int s = support[w], m = os / 2 + s * os + 1;
+        const float conv_conj = dat->ww[i] > 0 ? -1.0f : 1.0f;
+        const float vre = vre0 * wt, vim = vim0 * wt;
+        double sum = 0;
+        for (int j = -s; j <= s; ++j) {
+            const int iy = abs(ov + j * os);
+            for (int k = -s; k <= s; ++k) {
+                const int ix = abs(ou + k * os);
+                const float *c = ref_sample(p, kernels, plane_offset, w, m, iy, ix);
+                const float cre = c[0], cim = c[1] * conv_conj;
+                const size_t cell = 2 * ((size_t)(gv + j) * g + (size_t)(gu + k));
+                if (grid) {
+                    grid[cell] += vre * cre - vim * cim;
+                    grid[cell + 1] += vim * cre + vre * cim;
+                } else {
+                    grid64[cell] += (double)vre * cre - (double)vim * cim;
+                    grid64[cell + 1] += (double)vim * cre + (double)vre * cim;
+                }
+                sum += cre;
+            }
+        }
+        nrm += sum * wt;
+        upd += (double)(2 * s + 1) * (2 * s + 1);
+    }
+    *norm += nrm;
+    *num_skipped = skipped;
+    if (updates) *updates = upd;
+}
