@@ -31,6 +31,7 @@ unset PORTKERN_BACKEND PORTKERN_DEVICE PORTKERN_THREADS
 progs="tests/test_errors tests/test_npy tests/test_differ tests/test_badinput tests/test_faults
        tests/test_threads tests/test_d3_serial tests/test_d3_openmp tests/test_cv_serial
        tests/test_cv_openmp tests/test_mf_serial tests/test_mf_openmp
+       tests/test_lp_serial tests/test_s3_serial tests/test_ds_serial tests/test_ds_openmp
        fuzz/replay_npy fuzz/replay_cli fuzz/replay_json"
 [ $# -gt 0 ] && progs=$*
 
