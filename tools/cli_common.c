@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -670,6 +671,20 @@ int cli_join(char *buf, size_t len, const char *dir, const char *name)
 }
 
 /* Split "a,b,c" into items[max][32]; -1 on an empty or overlong item. */
+void *cli_grow(void *rows, int n, int *cap, size_t size)
+{
+    if (n >= *cap) {
+        const int want = *cap ? 2 * *cap : 16;
+        if (want <= n || (size_t)want > SIZE_MAX / size) return NULL;
+        void *more = realloc(rows, (size_t)want * size);
+        if (!more) return NULL;
+        rows = more;
+        *cap = want;
+    }
+    memset((char *)rows + (size_t)n * size, 0, size);
+    return rows;
+}
+
 int cli_split_list(const char *s, char items[][32], int max, int *n)
 {
     *n = 0;

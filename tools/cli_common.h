@@ -135,6 +135,11 @@ int cli_params_open(const char *prog, const char *dir, const char *kernel, char 
                     size_t path_len, FILE **pf, cli_json *j);
 int cli_params_close(const char *prog, const char *path, FILE *pf, cli_json *j);
 
+/* Room for element n of a growable array of `size`-byte elements with capacity *cap (doubled
+ * as needed): returns the (possibly moved) array with element n zeroed, or NULL when out of
+ * memory (the old array is then still valid).  Bench tables append their rows with it. */
+void *cli_grow(void *rows, int n, int *cap, size_t size);
+
 /* Split "a,b,c" into items[max][32]; -1 on an empty or overlong item. */
 int cli_split_list(const char *s, char items[][32], int max, int *n);
 

@@ -458,15 +458,10 @@ struct cli_cv_bench {
 
 static cv_row *add_row(cli_cv_bench *b, pk_backend_id be)
 {
-    if (b->nrows == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 16;
-        cv_row *rows = realloc(b->rows, (size_t)cap * sizeof *rows);
-        if (!rows) return NULL;
-        b->rows = rows;
-        b->cap = cap;
-    }
-    cv_row *r = &b->rows[b->nrows++];
-    memset(r, 0, sizeof *r);
+    cv_row *rows = cli_grow(b->rows, b->nrows, &b->cap, sizeof *rows);
+    if (!rows) return NULL;
+    b->rows = rows;
+    cv_row *r = &rows[b->nrows++];
     r->backend = be;
     return r;
 }

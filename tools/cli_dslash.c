@@ -523,15 +523,10 @@ struct cli_ds_bench {
 
 static ds_row *add_row(cli_ds_bench *b, pk_backend_id be)
 {
-    if (b->nrows == b->cap) {
-        const int cap = b->cap ? 2 * b->cap : 16;
-        ds_row *rows = realloc(b->rows, (size_t)cap * sizeof *rows);
-        if (!rows) return NULL;
-        b->rows = rows;
-        b->cap = cap;
-    }
-    ds_row *r = &b->rows[b->nrows++];
-    memset(r, 0, sizeof *r);
+    ds_row *rows = cli_grow(b->rows, b->nrows, &b->cap, sizeof *rows);
+    if (!rows) return NULL;
+    b->rows = rows;
+    ds_row *r = &rows[b->nrows++];
     r->backend = be;
     return r;
 }

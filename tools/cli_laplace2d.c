@@ -519,15 +519,10 @@ struct cli_lp_bench {
 
 static lp_row *add_row(cli_lp_bench *b, pk_backend_id be)
 {
-    if (b->nrows == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 32;
-        lp_row *r = realloc(b->rows, (size_t)cap * sizeof *r);
-        if (!r) return NULL;
-        b->rows = r;
-        b->cap = cap;
-    }
-    lp_row *r = &b->rows[b->nrows++];
-    memset(r, 0, sizeof *r);
+    lp_row *rows = cli_grow(b->rows, b->nrows, &b->cap, sizeof *rows);
+    if (!rows) return NULL;
+    b->rows = rows;
+    lp_row *r = &rows[b->nrows++];
     r->backend = be;
     return r;
 }

@@ -731,15 +731,10 @@ struct cli_mf_bench {
 
 static mf_row *add_row(cli_mf_bench *b, pk_backend_id be, const int *g)
 {
-    if (b->nrows == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 16;
-        mf_row *rows = realloc(b->rows, (size_t)cap * sizeof *rows);
-        if (!rows) return NULL;
-        b->rows = rows;
-        b->cap = cap;
-    }
-    mf_row *r = &b->rows[b->nrows++];
-    memset(r, 0, sizeof *r);
+    mf_row *rows = cli_grow(b->rows, b->nrows, &b->cap, sizeof *rows);
+    if (!rows) return NULL;
+    b->rows = rows;
+    mf_row *r = &rows[b->nrows++];
     r->backend = be;
     if (g) {
         r->n1 = g[0];

@@ -490,15 +490,10 @@ struct cli_s3_bench {
 
 static s3_row *add_row(cli_s3_bench *b, pk_backend_id be)
 {
-    if (b->nrows == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 32;
-        s3_row *rows = realloc(b->rows, (size_t)cap * sizeof *rows);
-        if (!rows) return NULL;
-        b->rows = rows;
-        b->cap = cap;
-    }
-    s3_row *r = &b->rows[b->nrows++];
-    memset(r, 0, sizeof *r);
+    s3_row *rows = cli_grow(b->rows, b->nrows, &b->cap, sizeof *rows);
+    if (!rows) return NULL;
+    b->rows = rows;
+    s3_row *r = &rows[b->nrows++];
     r->backend = be;
     r->layout = -1;
     return r;

@@ -686,16 +686,10 @@ typedef struct bench_state {
 static bench_row *bench_add_row(bench_state *b, pk_backend_id be)
 {
     bench_row *r;
-    if (b->nrows == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 16;
-        bench_row *rows = realloc(b->rows, (size_t)cap * sizeof *rows);
-        if (!rows)
-            return NULL;
-        b->rows = rows;
-        b->cap = cap;
-    }
-    r = &b->rows[b->nrows++];
-    memset(r, 0, sizeof *r);
+    bench_row *rows = cli_grow(b->rows, b->nrows, &b->cap, sizeof *rows);
+    if (!rows) return NULL;
+    b->rows = rows;
+    r = &rows[b->nrows++];
     r->kernel = "diffusion3d";
     r->backend = be;
     r->nx = r->ny = r->nz = b->n;
