@@ -23,7 +23,7 @@ else
     have_py=no
 fi
 
-echo "1..56"
+echo "1..57"
 n=0
 fails=0
 
@@ -206,6 +206,7 @@ expect 2 "params.json kernel_layout full with 1-D kernels -> 2" "$PK" run grid -
 mkdir -p "$T/b6" && cp "$T/in"/*.npy "$T/b6/" && sed 's/"kernel": "grid"/"kernel": "su3"/' "$T/in/params.json" >"$T/b6/params.json"
 expect 2 "params.json of another kernel -> 2" "$PK" run grid --in "$T/b6"
 expect 2 "--oversample 2 (compact stack length differs) -> 2" "$PK" run grid --in "$T/in" --oversample 2
+expect 2 "--oversample 2 on the generated compact stack -> 2" "$PK" run grid --oversample 2
 expect 2 "--grid-size 16 (supports wider than the grid) -> 2" "$PK" run grid --in "$T/in" --grid-size 16
 expect 2 "--oversample 3 -> 2" "$PK" run grid --oversample 3
 expect 2 "--grid-size 1023 -> 2" "$PK" run grid --grid-size 1023

@@ -359,8 +359,10 @@ done:
 }
 
 /* The gridding parameters from the options (after params.json), checked by the library
- * together with the supports and, for COMPACT, the stack's length. */
-static int gr_finish_params(const char *prog, const gr_args *a, gr_data *g, const pk_array *kern)
+ * together with the supports and, for COMPACT, against the stack's length (compact_count
+ * complex samples): an --oversample that changes the plane sizes must not make the library
+ * read past the stack. */
+static int gr_finish_params(const char *prog, const gr_args *a, gr_data *g, size_t compact_count)
 {
     if (a->seen_grid) g->p.grid_size = a->grid_size;
     if (a->seen_os) g->p.oversample = a->oversample;
@@ -372,9 +374,9 @@ static int gr_finish_params(const char *prog, const gr_args *a, gr_data *g, cons
     size_t count;
     pk_status s = pk_grid_kernel_count(&g->p, g->support, &count);
     if (s != PK_OK) return cli_lib_error(MAIN_PROG, s);
-    if (kern && g->p.kernel_layout == PK_GRID_KERNELS_COMPACT && kern->shape[0] != count)
-        return cli_usage_error(prog, "kernels.npy: %zu complex samples, but the compact stack "
-                               "of these supports and oversample %d has %zu", kern->shape[0],
+    if (g->p.kernel_layout == PK_GRID_KERNELS_COMPACT && compact_count != count)
+        return cli_usage_error(prog, "compact kernels: %zu complex samples, but the stack of "
+                               "these supports at oversample %d has %zu", compact_count,
                                g->p.oversample, count);
     return 0;
 }
@@ -890,7 +892,7 @@ int cli_grid_run(int argc, char **argv)
 
     if (in) {
         if ((rc = gr_read_dir(prog, in, &a, &g))) goto done;
-        if ((rc = gr_finish_params(prog, &a, &g, &g.arr[6]))) goto done;
+        if ((rc = gr_finish_params(prog, &a, &g, g.arr[6].shape[0]))) goto done;
     } else {
         if (a.layout && (s = pk_gg_layout_read(a.layout, &lay, why, sizeof why)) != PK_OK) {
             rc = gg_error(prog, s, why);
@@ -899,7 +901,8 @@ int cli_grid_run(int argc, char **argv)
         const pk_gg_vis_options o = {ds, a.scale, (uint64_t)a.seed, a.layout ? &lay : NULL,
                                      a.unit_vis};
         if ((rc = gr_generate(prog, &o, PK_GRID_KERNELS_COMPACT, &g, NULL))) goto done;
-        if ((rc = gr_finish_params(prog, &a, &g, NULL))) goto done;
+        if ((rc = gr_finish_params(prog, &a, &g, g.gk.plane_offset[g.p.num_w_planes])))
+            goto done;
     }
     const size_t cells = (size_t)g.p.grid_size * g.p.grid_size; /* validated: no overflow */
     if (!(grid = calloc(2 * cells, sizeof *grid))) {
@@ -1202,11 +1205,11 @@ static void print_rows(const cli_gr_bench *b)
            "ms include host-device transfers); verified: " GR_VERIFY_RULE ", rtol %g\n",
            b->size, b->dataset, b->scale, b->num_vis, b->planes, b->max_support, b->grid_size,
            b->gen_s, b->ref_s, b->reps, GR_RTOL);
-    printf("\n%-4s  %-7s  %-24s  %-13s  %10s  %10s  %11s  %9s  %9s  %s\n", "kernel", "backend",
+    printf("\n%-6s  %-7s  %-24s  %-13s  %10s  %10s  %11s  %9s  %9s  %s\n", "kernel", "backend",
            "device", "variant", "ms", "Mvis/s", "Gupdates/s", "x serial", "rel err", "verified");
     for (int i = 0; i < b->nrows; ++i) {
         const gr_row *r = &b->rows[i];
-        printf("%-4s  %-7s  %-24.24s  %-13s  ", GR_KERNEL, pk_backend_name(r->backend),
+        printf("%-6s  %-7s  %-24.24s  %-13s  ", GR_KERNEL, pk_backend_name(r->backend),
                r->device[0] ? r->device : "-", r->variant[0] ? r->variant : "-");
         if (r->status == ROW_OK) {
             const double ups = rate(r->updates, r->best_s);
@@ -1221,7 +1224,7 @@ static void print_rows(const cli_gr_bench *b)
     printf("\n");
     for (int i = 0; i < b->nrows; ++i) {
         const gr_row *r = &b->rows[i];
-        if (r->status == ROW_OK && r->num_stages > 0) {
+        if (r->status == ROW_OK && r->num_stages > 1) { /* the tiled variants' stages */
             printf("stages %s %s (ms):", pk_backend_name(r->backend), r->variant);
             for (int k = 0; k < r->num_stages; ++k)
                 printf(" %s %.2f", r->stage_name[k], 1e3 * r->stage_s[k]);

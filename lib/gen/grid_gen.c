@@ -397,8 +397,10 @@ pk_status pk_gg_kernels_make(const pk_gg_kernel_params *kp, pk_gg_kernels *k, ch
 #pragma omp for schedule(dynamic, 1)
         for (int i = 1; i < P; ++i) {
             double *c = NULL, pk;
-            int m = 0;
-            if (!ok || failed) continue;
+            int m = 0, stop;
+#pragma omp atomic read
+            stop = failed;
+            if (!ok || stop) continue; /* out of memory somewhere: finish the loop quickly */
             if (gg_plane(&f, &w, i, threshold, &pk, &k->support[i], &c, &m) ||
                 !(planes[i] = malloc(2 * (size_t)m * m * sizeof(float)))) {
                 free(c);
