@@ -1,3 +1,247 @@
 #!/bin/sh
-# test_cli_grid.sh - TAP test of 'portkern run/gen/bench grid'. PLACEHOLDER: not written yet.
-echo "1..0 # SKIP portkern grid: CLI tests not written yet"
+# test_cli_grid.sh - TAP test of 'portkern run/gen/bench grid': the contract of DESIGN.md (one
+# JSON line, --verify, --in/--out with params.json, exit codes 0/1/2), the data files of
+# 'gen grid' (both kernel layouts), the grid-intensity PNG, the kernel export and bad inputs.
+# Small sets only (the 'small' data set: 50,000 visibilities on a 1024 grid).  tests/local.mk
+# exports top_builddir and POCL_CACHE_DIR.
+
+: "${top_builddir:=.}"
+: "${top_srcdir:=$top_builddir}"
+: "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
+export POCL_CACHE_DIR
+unset PORTKERN_BACKEND PORTKERN_DEVICE
+
+PK=$top_builddir/tools/portkern
+T=$top_builddir/tests/tmp-cli-grid.$$
+rm -rf "$T"
+mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
+trap 'rm -rf "$T"' EXIT
+
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import json, zlib, struct, array' 2>/dev/null; then
+    have_py=yes
+else
+    have_py=no
+fi
+
+echo "1..57"
+n=0
+fails=0
+
+. "$top_srcdir/tests/tap.sh"
+
+# expect CODE DESCRIPTION COMMAND...: exit status CODE; stdout in $T/out, stderr in $T/err.
+expect() {
+    want=$1 desc=$2
+    shift 2
+    "$@" >"$T/out" 2>"$T/err"
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        echo "# exit status $got, expected $want: $*"
+        sed 's/^/# stderr: /' "$T/err" | head -n 20
+    fi
+    [ "$got" -eq "$want" ]
+    result $? "$desc"
+}
+
+# json_check FILE PYTHON-EXPR: one JSON line; the expression over `d` holds.
+json_check() {
+    [ "$(wc -l <"$1")" -eq 1 ] || return 1
+    if [ $have_py = yes ]; then
+        python3 - "$1" "$2" <<'EOF'
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+sys.exit(0 if eval(sys.argv[2]) else 1)
+EOF
+    else
+        grep -q '"kernel": "grid"' "$1"
+    fi
+}
+
+# png_check FILE WIDTH HEIGHT: the PNG signature and an IHDR of WIDTH x HEIGHT, 8-bit RGB
+# (od only); with python3 also every chunk's CRC and the zlib stream (Adler-32 included).
+png_check() {
+    sig=$(od -An -tx1 -N24 "$1" | tr -d ' \n')
+    w=$(printf '%08x' "$2")
+    h=$(printf '%08x' "$3")
+    [ "$sig" = "89504e470d0a1a0a0000000d49484452$w$h" ] || return 1
+    [ "$(od -An -tx1 -j24 -N2 "$1" | tr -d ' \n')" = "0802" ] || return 1
+    [ $have_py = yes ] || return 0
+    python3 - "$1" "$2" "$3" <<'EOF'
+import struct, sys, zlib
+d = open(sys.argv[1], 'rb').read()
+w, h = int(sys.argv[2]), int(sys.argv[3])
+i, idat, types = 8, b'', []
+while i < len(d):
+    n = struct.unpack('>I', d[i:i + 4])[0]
+    t, c = d[i + 4:i + 8], d[i + 8:i + 8 + n]
+    if zlib.crc32(t + c) & 0xffffffff != struct.unpack('>I', d[i + 8 + n:i + 12 + n])[0]:
+        sys.exit(1)
+    types.append(t)
+    if t == b'IDAT':
+        idat += c
+    i += 12 + n
+raw = zlib.decompress(idat)  # checks the Adler-32
+ok = types[0] == b'IHDR' and types[-1] == b'IEND' and len(raw) == h * (1 + 3 * w)
+ok = ok and all(raw[y * (1 + 3 * w)] == 0 for y in range(h))
+sys.exit(0 if ok else 1)
+EOF
+}
+
+# npy_sum_re FILE: the sum of the real parts of a complex64 .npy (python3's array module)
+npy_sum_re() {
+    python3 - "$1" <<'EOF'
+import array, struct, sys
+d = open(sys.argv[1], 'rb').read()
+hl = struct.unpack('<H', d[8:10])[0]
+a = array.array('f')
+a.frombytes(d[10 + hl:])
+print(repr(sum(a[0::2])))
+EOF
+}
+
+# run with the default generated set, verified
+expect 0 "run grid --verify (the default small set, auto backend)" "$PK" run grid --verify
+json_check "$T/out" 'd["kernel"] == "grid" and d["dataset"] == "small" and d["num_vis"] == 50000 and d["grid_size"] == 1024 and d["num_w_planes"] == 32 and d["max_support"] == 16 and d["verify"]["equal"] and d["verify"]["mode"] == "norm" and d["verify"]["num_skipped_equal"] and d["num_skipped"] == 0 and d["updates"] > 50000 * 81 and abs(d["updates_per_s"] * d["ms"] / 1e3 - d["updates"]) <= 1e-9 * d["updates"] and "stages" in d and d["norm"] > 0'
+result $? "run JSON line: data set, counts, norm-wise verify with norm and num_skipped, updates"
+
+# gen (compact), run --in --out --intensity --export-kernels on serial
+expect 0 "gen grid --dataset small --seed 5" "$PK" gen grid --dataset small --seed 5 --out "$T/in"
+ok=0
+for f in uu vv ww vis weight kernels support; do test -s "$T/in/$f.npy" || ok=1; done
+test -s "$T/in/params.json" || ok=1
+result $ok "gen wrote uu, vv, ww, vis, weight, kernels, support .npy and params.json"
+if [ $have_py = yes ]; then
+    python3 - "$T/in/params.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = d["kernel"] == "grid" and d["dataset"] == "small" and d["seed"] == 5 and d["scale"] == 1
+ok = ok and d["oversample"] == 4 and d["grid_size"] == 1024 and d["num_w_planes"] == 32
+ok = ok and d["kernel_layout"] == "compact" and d["cell_size_rad"] > 0 and d["w_scale"] > 0
+ok = ok and d["conv_size_half"] == 2 + 16 * 4 + 1 and d["num_vis"] == 50000
+sys.exit(0 if ok else 1)
+EOF
+    result $? "params.json: oversample, cell_size_rad, w_scale, grid_size, planes, layout, seed"
+else
+    skip "params.json contents" "no python3"
+fi
+expect 0 "run grid --in DIR --out --verify --intensity --export-kernels (serial)" \
+    "$PK" run grid --in "$T/in" --backend serial --out "$T/o1" --verify \
+    --intensity "$T/i.png" --export-kernels "$T/k"
+json_check "$T/out" 'd["verify"]["equal"] and d["kernel_layout"] == "compact" and d["intensity"]["width"] == 1024 and d["intensity"]["height"] == 1024 and d["intensity"]["block"] == 1 and d["intensity"]["total_updates"] == d["updates"]'
+result $? "run --in: verified; intensity 1024 x 1024, its total = the run's updates"
+test -s "$T/o1/grid.npy"
+result $? "run --out wrote grid.npy"
+png_check "$T/i.png" 1024 1024
+result $? "--intensity wrote a valid PNG (signature, IHDR 1024 x 1024 RGB, CRCs, zlib)"
+test -s "$T/k/kernels.npy" && test -s "$T/k/support.npy" && test -s "$T/k/kernels.json"
+result $? "--export-kernels wrote kernels.npy, support.npy, kernels.json"
+
+# the same data generated in memory give the same grid
+expect 0 "run grid --dataset small --seed 5 (no --in) --out" \
+    "$PK" run grid --dataset small --seed 5 --backend serial --out "$T/o2"
+cmp -s "$T/o1/grid.npy" "$T/o2/grid.npy"
+result $? "gen + run --in and run --seed give the same grid (bitwise, serial)"
+
+# the full kernel layout, and the exported stack, read back
+expect 0 "gen grid --kernels full" "$PK" gen grid --dataset small --seed 5 --kernels full --out "$T/full"
+expect 0 "run grid --in (full kernels) --out" "$PK" run grid --in "$T/full" --backend serial --out "$T/o3"
+cmp -s "$T/o1/grid.npy" "$T/o3/grid.npy"
+result $? "full and compact kernel layouts give the same grid (bitwise, serial)"
+mkdir -p "$T/exp" && cp "$T/in/uu.npy" "$T/in/vv.npy" "$T/in/ww.npy" "$T/in/vis.npy" \
+    "$T/in/weight.npy" "$T/exp/" && cp "$T/k/kernels.npy" "$T/k/support.npy" "$T/exp/"
+expect 0 "run the exported (full) stack with the gridding options" \
+    "$PK" run grid --in "$T/exp" --backend serial --grid-size 1024 --oversample 4 \
+    --cell-size 0.00032 --w-scale "$(sed -n 's/.*"w_scale": \(.*\),/\1/p' "$T/in/params.json")" --out "$T/o4"
+
+# --intensity-touched, unit visibilities: sum(Re grid) = norm
+expect 0 "run grid --unit-vis --intensity-touched --out" \
+    "$PK" run grid --unit-vis --backend serial --intensity "$T/t.png" --intensity-touched --out "$T/o5"
+if [ $have_py = yes ]; then
+    norm=$(python3 -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))["norm"]))' "$T/out")
+    w=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["intensity"]["width"])' "$T/out")
+    h=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["intensity"]["height"])' "$T/out")
+    png_check "$T/t.png" "$w" "$h" && [ "$w" -lt 1024 ] && [ "$h" -lt 1024 ]
+    result $? "--intensity-touched: a valid PNG of the updated region only (${w} x ${h})"
+    s=$(npy_sum_re "$T/o5/grid.npy")
+    # float grid: each cell's sum carries ~1e-7 relative rounding; the total 5e-6 is ample
+    python3 -c "import sys; s, n = $s, $norm; sys.exit(0 if abs(s - n) <= 5e-6 * abs(n) else 1)"
+    result $? "--unit-vis: sum(Re grid) = norm ($s vs $norm)"
+else
+    skip "--intensity-touched PNG" "no python3"
+    skip "--unit-vis sum rule" "no python3"
+fi
+
+# the layout file (SKA track, one dump)
+L="$top_srcdir/../shared/data/ska1_low_v6_layout.txt"
+if [ -r "$L" ]; then
+    expect 0 "gen grid --dataset el82-70 --layout v6 --scale 0.004 (one dump)" \
+        "$PK" gen grid --dataset el82-70 --layout "$L" --scale 0.004 --out "$T/el"
+    grep -q '"num_vis": 130816' "$T/el/params.json" && grep -q '"max_support": 44' "$T/el/params.json" &&
+        grep -q '"num_stations": 512' "$T/el/params.json"
+    result $? "el82-70, v6 layout, one dump: 130,816 visibilities, supports up to 44"
+else
+    skip "gen el82-70 with the v6 layout" "$L not found"
+    skip "el82-70 counts" "$L not found"
+fi
+
+# exit 1 when the verification fails
+expect 1 "--verify --rtol 0 fails (float grid vs double reference) -> 1" \
+    "$PK" run grid --in "$T/in" --backend serial --verify --rtol 0
+json_check "$T/out" 'not d["verify"]["equal"] and not d["verify"]["grid_equal"] and d["verify"]["norm_rel_err"] > 0'
+result $? "failed verify still prints the JSON line with the figures"
+
+# bad input, exit 2
+mkdir -p "$T/b1" && cp "$T/in"/*.npy "$T/in/params.json" "$T/b1/" && cp "$T/in/support.npy" "$T/b1/vv.npy"
+expect 2 "vv.npy of another dtype and length -> 2" "$PK" run grid --in "$T/b1"
+grep -q "vv.npy" "$T/err"
+result $? "the message names vv.npy"
+mkdir -p "$T/b2" && cp "$T/in"/*.npy "$T/in/params.json" "$T/b2/" && cp "$T/in/uu.npy" "$T/b2/kernels.npy"
+expect 2 "kernels.npy float32 -> 2" "$PK" run grid --in "$T/b2"
+mkdir -p "$T/b3" && cp "$T/in"/*.npy "$T/in/params.json" "$T/b3/" && cp "$T/in/uu.npy" "$T/b3/support.npy"
+expect 2 "support.npy float32 -> 2" "$PK" run grid --in "$T/b3"
+mkdir -p "$T/b4" && cp "$T/in"/*.npy "$T/b4/"
+expect 2 "no params.json and no gridding options -> 2" "$PK" run grid --in "$T/b4"
+mkdir -p "$T/b5" && cp "$T/in"/*.npy "$T/b5/" && sed 's/"compact"/"full"/' "$T/in/params.json" >"$T/b5/params.json"
+expect 2 "params.json kernel_layout full with 1-D kernels -> 2" "$PK" run grid --in "$T/b5"
+mkdir -p "$T/b6" && cp "$T/in"/*.npy "$T/b6/" && sed 's/"kernel": "grid"/"kernel": "su3"/' "$T/in/params.json" >"$T/b6/params.json"
+expect 2 "params.json of another kernel -> 2" "$PK" run grid --in "$T/b6"
+expect 2 "--oversample 2 (compact stack length differs) -> 2" "$PK" run grid --in "$T/in" --oversample 2
+expect 2 "--oversample 2 on the generated compact stack -> 2" "$PK" run grid --oversample 2
+expect 2 "--grid-size 16 (supports wider than the grid) -> 2" "$PK" run grid --in "$T/in" --grid-size 16
+expect 2 "--oversample 3 -> 2" "$PK" run grid --oversample 3
+expect 2 "--grid-size 1023 -> 2" "$PK" run grid --grid-size 1023
+expect 2 "--tile-factor 1.5 -> 2" "$PK" run grid --tile-factor 1.5
+expect 2 "--central-radius -2 -> 2" "$PK" run grid --central-radius -2
+expect 2 "--w-scale nan -> 2" "$PK" run grid --w-scale nan
+expect 2 "unknown variant -> 2" "$PK" run grid --variant warp-drive
+expect 2 "unknown backend -> 2" "$PK" run grid --backend abacus
+expect 2 "run --in with --dataset -> 2" "$PK" run grid --in "$T/in" --dataset small
+expect 2 "run --in a directory without data -> 2" "$PK" run grid --in "$T/nothing"
+expect 2 "gen without --out -> 2" "$PK" gen grid --dataset small
+expect 2 "gen --dataset nope -> 2" "$PK" gen grid --dataset nope --out "$T/x"
+expect 2 "gen --scale 0 -> 2" "$PK" gen grid --dataset small --scale 0 --out "$T/x"
+expect 2 "gen --scale 2 -> 2" "$PK" gen grid --dataset small --scale 2 --out "$T/x"
+expect 2 "gen --kernels diagonal -> 2" "$PK" gen grid --dataset small --kernels diagonal --out "$T/x"
+expect 2 "gen --layout for the synthetic set -> 2" "$PK" gen grid --dataset synthetic --layout "$T/in/params.json" --out "$T/x"
+printf '1 2\n3 x\n' >"$T/bad_layout.txt"
+expect 2 "gen --layout with a bad line -> 2" "$PK" gen grid --dataset el82-70 --layout "$T/bad_layout.txt" --out "$T/x"
+grep -q "bad_layout.txt:2" "$T/err"
+result $? "the message names the file and line"
+
+# help, bench
+expect 0 "run grid --help" "$PK" run grid --help
+grep -q -- "--intensity" "$T/out" && grep -q -- "--export-kernels" "$T/out"
+result $? "--help names --intensity and --export-kernels"
+expect 0 "bench --kernels grid --size small --backends serial --reps 1" \
+    "$PK" bench --kernels grid --size small --backends serial --reps 1 --json "$T/b.json"
+grep -q "Gupdates/s" "$T/out" && grep -q "NAG report" "$T/out" && grep -q '"updates_per_s"' "$T/b.json"
+result $? "bench table: updates/s, the NAG note, JSON rows"
+
+# the exported stack grids like the original; gen --help
+cmp -s "$T/o1/grid.npy" "$T/o4/grid.npy"
+result $? "the exported full stack gives the same grid (bitwise, serial)"
+expect 0 "gen grid --help" "$PK" gen grid --help
+grep -q "el82-70" "$T/out" && grep -q -- "--layout" "$T/out"
+result $? "gen --help names the data sets and --layout"
+
+exit $([ $fails -eq 0 ] && echo 0 || echo 1)

@@ -1,9 +1,477 @@
-/* test_gr_gen.c - the grid data generator (lib/gen/grid_gen.c). PLACEHOLDER. */
+/* test_gr_gen.c - the grid data generator (lib/gen/grid_gen.c): the w-kernel recipe against
+ * the published EL82-70 supports and an independent full 2-D FFT, plane-0 normalisation,
+ * kernel symmetry, data-set sizes, seeds, the uniform-weight rule and layout files.
+ *
+ * Tolerances:
+ * - normalisation: plane 0's (2 s0 + 1)^2 = 81 stride samples summed in double from float
+ *   samples each rounded by <= 2^-24 relative: |sum - 1| <= 81 * 2^-24 * max|K| / sum ~ 5e-6
+ *   (max|K| ~ sum / 10 here), checked at 1e-5.
+ * - symmetry K[y][x] = K[x][y]: the screen is symmetric in (l, m) exactly, the two samples
+ *   come from different FFT column passes (double, relative error ~ log2(n) 2^-53 of the
+ *   plane's peak, < 1e-13) and are then rounded to float (<= 2^-24 relative each):
+ *   |a - b| <= 2^-23 max(|a|, |b|) + 1e-12 peak.
+ * - against the full 2-D FFT (double): the same sums in another order, 1e-12 of the peak. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "gen/grid_gen.h"
+#include "tap.h"
+
+#ifdef PK_HAVE_FFTW3
+#include <fftw3.h>
+#endif
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Plane p's m x m corner of a compact stack: symmetric to float rounding? */
+static int plane_symmetric(const pk_gg_kernels *k, int p, double *worst)
+{
+    const int os = k->kp.oversample, m = os / 2 + k->support[p] * os + 1;
+    const float *c = k->compact + 2 * k->plane_offset[p];
+    double peak = 0;
+    for (int i = 0; i < m * m; ++i) peak = fmax(peak, hypot(c[2 * i], c[2 * i + 1]));
+    int good = 1;
+    *worst = 0;
+    for (int y = 0; y < m; ++y)
+        for (int x = 0; x < y; ++x) {
+            const float *a = c + 2 * (y * m + x), *b = c + 2 * (x * m + y);
+            const double d = hypot(a[0] - b[0], a[1] - b[1]);
+            const double bound = 0x1.0p-23 * fmax(hypot(a[0], a[1]), hypot(b[0], b[1])) +
+                                 1e-12 * peak;
+            if (d / peak > *worst) *worst = d / peak;
+            if (d > bound) good = 0;
+        }
+    return good;
+}
+
+static double plane0_stride_sum(const pk_gg_kernels *k)
+{
+    const int os = k->kp.oversample, s = k->support[0], m = os / 2 + s * os + 1;
+    double sum = 0;
+    for (int iy = -s; iy <= s; ++iy)
+        for (int ix = -s; ix <= s; ++ix)
+            sum += k->compact[2 * ((size_t)abs(iy) * os * m + (size_t)abs(ix) * os)];
+    return sum;
+}
+
+static void test_el82_70(void)
+{
+    char why[256];
+    const pk_gg_dataset *ds = pk_gg_dataset_find("el82-70");
+    ok(ds && ds->kp.num_w_planes == 339 && ds->kp.grid_size == 18000 &&
+           ds->kp.image_size == 15000 && ds->kp.oversample == 4 &&
+           ds->kp.cell_size_rad == 6.39954059065e-6 && ds->kp.max_w == 7083.386050,
+       "el82-70: the published imaging parameters (339 planes, 18000 grid, 15000 image, "
+       "oversample 4, cell 6.39954059065e-6, max w 7083.386050)");
+    if (!ds) return;
+    /* the whole stack: about 5 s on 2 loaded cores (planes in parallel) */
+    pk_gg_kernels k;
+    const double t0 = now_s();
+    pk_status s = pk_gg_kernels_make(&ds->kp, &k, why, sizeof why);
+    if (!ok(s == PK_OK, "el82-70: the whole 339-plane stack is generated (%.1f s)%s%s",
+            now_s() - t0, s ? ": " : "", s ? why : ""))
+        return;
+    int smin = k.support[0], smax = k.support[0], mono = 1;
+    for (int i = 1; i < 339; ++i) {
+        smin = k.support[i] < smin ? k.support[i] : smin;
+        smax = k.support[i] > smax ? k.support[i] : smax;
+        mono &= k.support[i] >= k.support[i - 1];
+    }
+    ok(smin == 4 && smax == 44 && k.support[0] == 4 && k.support[338] == 44,
+       "el82-70: supports 4..44 (got %d..%d)", smin, smax);
+    ok(mono, "el82-70: supports never shrink with w");
+    /* notes/gridding.md section 5: planes 0, 50, ..., 300, 338 */
+    static const int at[8] = {0, 50, 100, 150, 200, 250, 300, 338};
+    static const int want[8] = {4, 5, 8, 12, 18, 26, 36, 44};
+    int match = 1;
+    for (int i = 0; i < 8; ++i) match &= k.support[at[i]] == want[i];
+    ok(match, "el82-70: supports 4 5 8 12 18 26 36 44 at planes 0, 50, ..., 300, 338 (the "
+       "recipe's published check)");
+    ok(fabs(k.w_scale - 338.0 * 338.0 / 7083.386050) < 1e-12 * k.w_scale,
+       "el82-70: w_scale = 338^2 / max_w = %.9g", k.w_scale);
+    ok(k.plane_offset[339] > 2500000 && k.plane_offset[339] < 2700000,
+       "el82-70: compact stack of %zu samples (%.1f MB; the NAG layout: 20.7 MB)",
+       k.plane_offset[339], 8e-6 * (double)k.plane_offset[339]);
+    const double sum = plane0_stride_sum(&k);
+    ok(fabs(sum - 1) <= 1e-5, "el82-70: plane 0 sums to 1 at grid-cell stride (|sum - 1| = %.2e)",
+       fabs(sum - 1));
+    double worst = 0, w;
+    int sym = 1;
+    for (int p = 0; p < 339; p += 42) {
+        sym &= plane_symmetric(&k, p, &w);
+        worst = fmax(worst, w);
+    }
+    ok(sym, "el82-70: K[y][x] = K[x][y] on planes 0, 42, ..., 336 (worst %.2e of the peak)",
+       worst);
+    /* the same supports by the planes-only call */
+    int32_t sp[3];
+    const int pl[3] = {0, 169, 338};
+    s = pk_gg_kernel_supports(&ds->kp, pl, 3, sp, 0, NULL, NULL, why, sizeof why);
+    ok(s == PK_OK && sp[0] == k.support[0] && sp[1] == k.support[169] && sp[2] == 44,
+       "el82-70: pk_gg_kernel_supports agrees with the whole stack on planes 0, 169, 338");
+    int half = 0;
+    float *full = NULL;
+    s = pk_gg_kernels_full(&k, &half, &full, why, sizeof why);
+    int same = s == PK_OK && half == 2 + 44 * 4 + 1;
+    if (same) { /* plane 338's corner in the full layout is the compact plane */
+        const int m = half;
+        same = memcmp(full + 2 * (size_t)338 * half * half, k.compact + 2 * k.plane_offset[338],
+                      2 * (size_t)m * m * sizeof(float)) == 0;
+        /* plane 0: its corner, zero beyond */
+        const int m0 = 2 + 4 * 4 + 1;
+        for (int y = 0; y < half && same; ++y)
+            for (int x = 0; x < half && same; ++x) {
+                const float *a = full + 2 * ((size_t)y * half + x);
+                if (y < m0 && x < m0)
+                    same = a[0] == k.compact[2 * (y * m0 + x)] &&
+                           a[1] == k.compact[2 * (y * m0 + x) + 1];
+                else
+                    same = a[0] == 0 && a[1] == 0;
+            }
+    }
+    ok(same, "el82-70: the FULL layout ([339][%d][%d]) holds the compact planes", half, half);
+    free(full);
+    pk_gg_kernels_free(&k);
+}
+
+static void test_other_sets(void)
+{
+    char why[256];
+    static const char *const names[4] = {"el56-82", "el30-56", "synthetic", "small"};
+    static const int planes[4] = {601, 922, 714, 32}, smax[4] = {72, 95, 36, 16};
+    for (int d = 0; d < 4; ++d) {
+        const pk_gg_dataset *ds = pk_gg_dataset_find(names[d]);
+        if (!ok(ds != NULL, "data set %s exists", names[d])) continue;
+        const int P = ds->kp.num_w_planes;
+        int32_t s[2] = {-1, -1};
+        const int pl[2] = {0, P - 1};
+        pk_status st = pk_gg_kernel_supports(&ds->kp, pl, 2, s, 0, NULL, NULL, why, sizeof why);
+        ok(st == PK_OK && P == planes[d] && s[0] == 4 && s[1] == smax[d] &&
+               ds->max_support == smax[d],
+           "%s: %d planes, supports 4..%d (got %d planes, %d..%d)", names[d], planes[d], smax[d],
+           P, s[0], s[1]);
+    }
+}
+
+#ifdef PK_HAVE_FFTW3
+/* The two-pass transform against a plain 2-D FFT of the whole screen, on the small set. */
+static void test_against_full_fft(void)
+{
+    char why[256];
+    const pk_gg_dataset *ds = pk_gg_dataset_find("small");
+    const pk_gg_kernel_params *kp = &ds->kp;
+    pk_gg_kernels k;
+    if (!ok(pk_gg_kernels_make(kp, &k, why, sizeof why) == PK_OK, "small: stack generated"))
+        return;
+    const int n = kp->conv_size, inner = n / kp->oversample, ih = inner / 2, os = kp->oversample;
+    const double l_max = sin(kp->cell_size_rad) * kp->image_size / 2.0;
+    const double sampling = 2.0 * l_max * os / kp->image_size * kp->grid_size / (double)n;
+    fftw_complex *a = fftw_malloc(sizeof(fftw_complex) * (size_t)n * n);
+    fftw_plan plan = fftw_plan_dft_2d(n, n, a, a, FFTW_FORWARD, FFTW_ESTIMATE);
+    double worst = 0;
+    int good = 1;
+    const int P = kp->num_w_planes;
+    for (int p = 0; p < P; p += P - 1) {
+        const double f = 2 * M_PI * (double)p * p / k.w_scale;
+        memset(a, 0, sizeof(fftw_complex) * (size_t)n * n);
+        for (int iy = -ih; iy < ih; ++iy)
+            for (int ix = -ih; ix < ih; ++ix) {
+                const double l = sampling * ix, m = sampling * iy, r = 1 - l * l - m * m;
+                if (r <= 0) continue;
+                const double t = pk_gg_spheroidal(fabs(ix / (double)ih)) *
+                                 pk_gg_spheroidal(fabs(iy / (double)ih));
+                const double ph = f * (sqrt(r) - 1);
+                fftw_complex *e = &a[(size_t)(iy < 0 ? iy + n : iy) * n + (ix < 0 ? ix + n : ix)];
+                (*e)[0] = t * cos(ph);
+                (*e)[1] = t * sin(ph);
+            }
+        fftw_execute(plan);
+        const int m = os / 2 + k.support[p] * os + 1;
+        const float *c = k.compact + 2 * k.plane_offset[p];
+        for (int y = 0; y < m; ++y)
+            for (int x = 0; x < m; ++x) {
+                const double re = a[(size_t)y * n + x][0] / k.plane0_sum,
+                             im = a[(size_t)y * n + x][1] / k.plane0_sum;
+                const double d = hypot(c[2 * (y * m + x)] - re, c[2 * (y * m + x) + 1] - im);
+                const double bound = 0x1.0p-23 * hypot(re, im) + 1e-12 * k.peak / k.plane0_sum;
+                worst = fmax(worst, d / (k.peak / k.plane0_sum));
+                if (d > bound) good = 0;
+            }
+    }
+    ok(good, "small: planes 0 and %d equal a full 2-D FFT of the screen (float rounding; "
+       "worst %.2e of the peak)", P - 1, worst);
+    /* and the double corner of pk_gg_kernel_supports is symmetric to FFT rounding */
+    double *corner = NULL;
+    int cm = 0;
+    int32_t sp;
+    const int pl = P - 1;
+    pk_status s = pk_gg_kernel_supports(kp, &pl, 1, &sp, P - 1, &corner, &cm, why, sizeof why);
+    double dmax = 0, peak = 0;
+    for (int i = 0; s == PK_OK && i < cm * cm; ++i)
+        peak = fmax(peak, hypot(corner[2 * i], corner[2 * i + 1]));
+    for (int y = 0; s == PK_OK && y < cm; ++y)
+        for (int x = 0; x < y; ++x)
+            dmax = fmax(dmax, hypot(corner[2 * (y * cm + x)] - corner[2 * (x * cm + y)],
+                                    corner[2 * (y * cm + x) + 1] - corner[2 * (x * cm + y) + 1]));
+    ok(s == PK_OK && cm == 2 + 4 * sp + 1 && dmax <= 1e-12 * peak,
+       "small: plane %d in double is symmetric to %.2e of its peak (<= 1e-12)", P - 1,
+       peak > 0 ? dmax / peak : -1.0);
+    free(corner);
+    fftw_destroy_plan(plan);
+    fftw_free(a);
+    pk_gg_kernels_free(&k);
+}
+#endif
+
+static void test_counts_and_seeds(void)
+{
+    char why[256];
+    const pk_gg_dataset *el = pk_gg_dataset_find("el82-70"), *syn = pk_gg_dataset_find("synthetic"),
+                        *sm = pk_gg_dataset_find("small");
+    pk_gg_vis_options o = {el, 1.0, 1, NULL, 0};
+    ok(pk_gg_vis_count(&o) == 31395840, "el82-70: 31,395,840 visibilities (130816 x 240)");
+    o.scale = 0.1;
+    ok(pk_gg_vis_count(&o) == 3139584, "el82-70 --scale 0.1: 24 dumps = 3,139,584");
+    o.ds = pk_gg_dataset_find("el30-56");
+    o.scale = 0.5;
+    ok(pk_gg_vis_count(&o) == 130816u * 120, "el30-56 --scale 0.5: 120 dumps");
+    o.ds = syn;
+    o.scale = 1;
+    ok(pk_gg_vis_count(&o) == 2152800, "synthetic: 2,152,800 visibilities");
+    o.scale = 0.25;
+    ok(pk_gg_vis_count(&o) == 538200, "synthetic --scale 0.25: 538,200");
+    o.scale = 1e-9;
+    ok(pk_gg_vis_count(&o) == 1, "a tiny scale still keeps one visibility");
+
+    /* one dump of el82-70: generated for real */
+    pk_gg_vis v, v2;
+    o.ds = el;
+    o.scale = 1.0 / 240;
+    o.seed = 7;
+    pk_status s = pk_gg_vis_make(&o, &v, why, sizeof why);
+    if (ok(s == PK_OK && v.num_vis == 130816 && v.num_times == 1,
+           "el82-70, one dump: 130,816 visibilities%s%s", s ? ": " : "", s ? why : "")) {
+        const float gs = (float)(el->kp.grid_size * el->kp.cell_size_rad);
+        int fin = 1, inside = 1;
+        double uvmax = 0;
+        for (size_t i = 0; i < v.num_vis; ++i) {
+            fin &= isfinite(v.uu[i]) && isfinite(v.vv[i]) && isfinite(v.ww[i]) &&
+                   isfinite(v.vis[2 * i]) && v.weight[i] > 0 && v.weight[i] <= 1;
+            inside &= fabsf(v.uu[i] * gs) < 9000 - 50 && fabsf(v.vv[i] * gs) < 9000 - 50;
+            uvmax = fmax(uvmax, hypot(v.uu[i], v.vv[i]));
+        }
+        /* longest v6-like baseline: ~65 km / 3 m = 21.8 k lambda (notes: max |uv| 21.6 k) */
+        ok(fin && inside && uvmax > 18000 && uvmax < 23000,
+           "el82-70: finite, weights in (0, 1], every footprint on the grid, max |uv| %.0f "
+           "lambda", uvmax);
+        /* at hour angle 15.7 deg from zenith transit |w| <= |b| sin(z), z ~ 14 deg */
+        ok(v.max_abs_w > 3000 && v.max_abs_w < 7083.4, "el82-70 mid-track: max |w| %.0f < "
+           "max_w", v.max_abs_w);
+        pk_gg_vis_free(&v);
+    }
+    /* reproducible by seed, different with another */
+    o.ds = sm;
+    o.scale = 1;
+    o.seed = 3;
+    s = pk_gg_vis_make(&o, &v, why, sizeof why);
+    pk_status s2 = pk_gg_vis_make(&o, &v2, why, sizeof why);
+    if (ok(s == PK_OK && s2 == PK_OK && v.num_vis == 50000, "small: 50,000 visibilities twice")) {
+        const size_t n = v.num_vis;
+        ok(!memcmp(v.uu, v2.uu, n * 4) && !memcmp(v.vv, v2.vv, n * 4) &&
+               !memcmp(v.ww, v2.ww, n * 4) && !memcmp(v.vis, v2.vis, n * 8) &&
+               !memcmp(v.weight, v2.weight, n * 4),
+           "small: the same seed gives the same bytes");
+        pk_gg_vis_free(&v2);
+        o.seed = 4;
+        s = pk_gg_vis_make(&o, &v2, why, sizeof why);
+        ok(s == PK_OK && memcmp(v.uu, v2.uu, n * 4) != 0, "small: another seed, other data");
+        pk_gg_vis_free(&v2);
+        /* unit visibilities */
+        o.seed = 3;
+        o.unit_vis = 1;
+        s = pk_gg_vis_make(&o, &v2, why, sizeof why);
+        int unit = s == PK_OK;
+        for (size_t i = 0; unit && i < n; ++i) unit = v2.vis[2 * i] == 1 && v2.vis[2 * i + 1] == 0;
+        ok(unit && !memcmp(v.uu, v2.uu, n * 4), "small --unit-vis: 1 + 0i, same uvw");
+        pk_gg_vis_free(&v2);
+        /* the uniform rule: the weights of one cell sum to 1 (sorted by cell here) */
+        pk_gg_vis_free(&v);
+    }
+    /* SKA order is shuffled by the seed: two seeds, same multiset of u */
+    o.ds = el;
+    o.scale = 1.0 / 240;
+    o.seed = 1;
+    o.unit_vis = 0;
+    s = pk_gg_vis_make(&o, &v, why, sizeof why);
+    o.seed = 2;
+    s2 = pk_gg_vis_make(&o, &v2, why, sizeof why);
+    if (s == PK_OK && s2 == PK_OK) {
+        double s1 = 0, s2u = 0;
+        for (size_t i = 0; i < v.num_vis; ++i) {
+            s1 += v.uu[i];
+            s2u += v2.uu[i];
+        }
+        ok(memcmp(v.uu, v2.uu, v.num_vis * 4) != 0 && fabs(s1 - s2u) < 1e-6 * v.num_vis,
+           "el82-70: the seed shuffles the order (same baselines)");
+    } else {
+        ok(0, "el82-70: two seeds generated");
+    }
+    pk_gg_vis_free(&v);
+    pk_gg_vis_free(&v2);
+    o.scale = 0;
+    ok(pk_gg_vis_make(&o, &v, why, sizeof why) == PK_EINVAL, "scale 0 is refused: %s", why);
+    o.scale = 1.5;
+    ok(pk_gg_vis_make(&o, &v, why, sizeof why) == PK_EINVAL, "scale 1.5 is refused");
+}
+
+static void test_weights(void)
+{
+    char why[256];
+    /* grid 16, cell such that grid_scale = 16 * cell = 1: pos = -uu, vv; centre 8 */
+    const double cell = 1.0 / 16;
+    const float uu[8] = {0.0f, 0.3f, -0.2f, 2.0f, -20.0f, NAN, 0.49f, 7.6f};
+    const float vv[8] = {0.0f, 0.1f, 0.4f, 1.0f, 0.0f, 0.0f, -0.3f, 0.0f};
+    float w[8];
+    pk_status s = pk_gg_uniform_weights(16, cell, 8, uu, vv, w, why, sizeof why);
+    /* cells: (8,8) x 4 (indices 0, 1, 2, 6), (6,9), off grid (-20 -> 28), NaN, 7.6 -> -8 + 8 = 0 */
+    ok(s == PK_OK && w[0] == 0.25f && w[1] == 0.25f && w[2] == 0.25f && w[6] == 0.25f &&
+           w[3] == 1 && w[4] == 1 && w[5] == 1 && w[7] == 1,
+       "weights: 1/4 for the four in one cell, 1 alone, off the grid and NaN");
+    /* the sort path (bounding box over 2^28 cells): grid 32768, two cells in far corners */
+    const double c2 = 1.0 / 32768;
+    const float u2[5] = {16000, 16000, -16000, -16000.2f, 0};
+    const float v2[5] = {-16000, -16000, 16000, 16000.2f, 0};
+    float w2[5];
+    s = pk_gg_uniform_weights(32768, c2, 5, u2, v2, w2, why, sizeof why);
+    ok(s == PK_OK && w2[0] == 0.5f && w2[1] == 0.5f && w2[2] == 0.5f && w2[3] == 0.5f &&
+           w2[4] == 1,
+       "weights: the same rule when the centres span more than 2^28 cells (sorted)");
+    ok(pk_gg_uniform_weights(15, 0.1, 1, uu, vv, w, why, sizeof why) == PK_EINVAL,
+       "weights: an odd grid is refused");
+}
+
+static void test_layouts(void)
+{
+    char why[256];
+    pk_gg_layout L;
+    pk_status s = pk_gg_layout_procedural(&L);
+    if (ok(s == PK_OK && L.num_stations == 512, "procedural layout: 512 stations")) {
+        static const double r[] = {100, 250, 500, 1000, 2000, 5000, 10000, 20000, 40000};
+        static const int want[] = {13, 77, 220, 277, 313, 370, 404, 458, 512};
+        int good = 1;
+        double dmin = 1e30;
+        for (int k = 0; k < 9; ++k) {
+            int c = 0;
+            for (int i = 0; i < 512; ++i) c += hypot(L.enu[3 * i], L.enu[3 * i + 1]) <= r[k];
+            good &= abs(c - want[k]) <= 1;
+        }
+        for (int i = 0; i < 512; ++i)
+            for (int j = 0; j < i; ++j)
+                dmin = fmin(dmin, hypot(L.enu[3 * i] - L.enu[3 * j],
+                                        L.enu[3 * i + 1] - L.enu[3 * j + 1]));
+        ok(good, "procedural layout: the v6 radial distribution (13 within 100 m, 77 in 250 m, "
+           "220 in 500 m, ... 512 in 40 km), +-1");
+        ok(dmin >= 20, "procedural layout: stations at least 20 m apart (closest %.1f m)", dmin);
+        pk_gg_layout_free(&L);
+    }
+    /* the steering repository's copy, next to the project (srcdir from the test driver) */
+    char real[4096];
+    const char *srcdir = getenv("srcdir");
+    snprintf(real, sizeof real, "%s/../shared/data/ska1_low_v6_layout.txt", srcdir ? srcdir : ".");
+    FILE *f = fopen(real, "r");
+    if (f) {
+        fclose(f);
+        s = pk_gg_layout_read(real, &L, why, sizeof why);
+        int good = s == PK_OK && L.num_stations == 512;
+        double rmax = 0;
+        for (int i = 0; good && i < 512; ++i) rmax = fmax(rmax, hypot(L.enu[3 * i], L.enu[3 * i + 1]));
+        ok(good && rmax > 39000 && rmax < 40500, "the v6 layout file: 512 stations, max radius "
+           "%.0f m%s%s", rmax, s ? ": " : "", s ? why : "");
+        if (good) {
+            const pk_gg_dataset *el = pk_gg_dataset_find("el82-70");
+            pk_gg_vis_options o = {el, 2.0 / 240, 5, &L, 1};
+            pk_gg_vis v;
+            s = pk_gg_vis_make(&o, &v, why, sizeof why);
+            ok(s == PK_OK && v.num_vis == 2 * 130816 && v.num_times == 2,
+               "el82-70 with the v6 layout file, 2 dumps: 261,632 visibilities");
+            pk_gg_vis_free(&v);
+        }
+        pk_gg_layout_free(&L);
+    } else {
+        tap_skip("../shared/data/ska1_low_v6_layout.txt not found", "the v6 layout file");
+        tap_skip("../shared/data/ska1_low_v6_layout.txt not found", "el82-70 with the v6 layout");
+    }
+    s = pk_gg_layout_parse("# E N U\n\n 1.5, 2 ,0\n-3e2 4\n  \n5 6 7 # trailing is bad\n", "t",
+                           &L, why, sizeof why);
+    ok(s == PK_EFORMAT && strstr(why, "t:6"), "layout: trailing text after 3 numbers is refused "
+       "with its line (%s)", why);
+    s = pk_gg_layout_parse("# E N U\n\n 1.5, 2 ,0\n-3e2 4\n\t\n5 6 7\n", "t", &L, why, sizeof why);
+    ok(s == PK_OK && L.num_stations == 3 && L.enu[0] == 1.5 && L.enu[1] == 2 && L.enu[3] == -300 &&
+           L.enu[5] == 0 && L.enu[8] == 7,
+       "layout: comments, blank lines, commas, 2 or 3 columns");
+    pk_gg_layout_free(&L);
+    static const char *const bad[] = {"1 2\nabc 3\n", "1 2\n4\n", "1 2 3\n1 2 3 4\n", "1 2\n",
+                                      "", "1 nan\n2 3\n", "1 2\n3 1e999\n", "1 2,\n3 4\n",
+                                      "1 2\n3 4x\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        s = pk_gg_layout_parse(bad[i], "bad", &L, why, sizeof why);
+        ok(s == PK_EFORMAT && L.enu == NULL && L.num_stations == 0, "layout: bad file %zu "
+           "refused: %s", i, why);
+    }
+    s = pk_gg_layout_read("/nonexistent/layout.txt", &L, why, sizeof why);
+    ok(s == PK_EIO, "layout: a missing file is an I/O error: %s", why);
+}
 
 int main(void)
 {
-    printf("1..0 # SKIP grid generator: tests not written yet\n");
-    return 0;
+    char why[256];
+    pk_gg_kernels k;
+    const pk_gg_dataset *sm = pk_gg_dataset_find("small");
+    if (sm && pk_gg_kernels_make(&sm->kp, &k, why, sizeof why) == PK_EUNSUPPORTED) {
+        /* built without FFTW (double): the kernels cannot be made, and say so */
+        ok(strstr(why, "FFTW") != NULL, "without FFTW the kernel generator says why: %s", why);
+        test_counts_and_seeds();
+        test_weights();
+        test_layouts();
+        return tap_done();
+    }
+    pk_gg_kernels_free(&k);
+    /* Schwab's approximation: 1 at 0 to 3e-7, p[1][0] = 0.004028559 at 1 (the second
+     * rational piece at its end point), continuous at 0.75 to the fit's 1e-7 */
+    ok(fabs(pk_gg_spheroidal(0) - 1) < 1e-6 && pk_gg_spheroidal(1) == 0.004028559 &&
+           fabs(pk_gg_spheroidal(0.75) - pk_gg_spheroidal(nextafter(0.75, 0))) < 1e-6 &&
+           pk_gg_spheroidal(1.5) == 0 && pk_gg_spheroidal(-0.1) == 0,
+       "spheroidal taper: 1 at 0, 0.004028559 at 1, continuous at 0.75, 0 outside [0, 1]");
+    test_el82_70();
+    test_other_sets();
+#ifdef PK_HAVE_FFTW3
+    test_against_full_fft();
+#endif
+    test_counts_and_seeds();
+    test_weights();
+    test_layouts();
+    pk_gg_kernel_params bad = sm->kp;
+    bad.oversample = 3;
+    ok(pk_gg_kernels_make(&bad, &k, why, sizeof why) == PK_EINVAL, "odd oversample refused: %s",
+       why);
+    bad = sm->kp;
+    bad.max_w = NAN;
+    ok(pk_gg_kernels_make(&bad, &k, why, sizeof why) == PK_EINVAL, "NaN max_w refused: %s", why);
+    return tap_done();
 }
