@@ -67,9 +67,11 @@ S3_INLINE void s3_hvfo_block(size_t nw, const double *restrict U, const double *
         }
 }
 
+/* Static: clang multiversions only functions whose callers see the attribute, so the
+ * clones stay in this file and pk_s3_plain_range below is a plain entry point. */
 PK_SIMD_CLONES
-void pk_s3_plain_range(const pk_s3_desc *d, const double *u, const double *psi, double *chi,
-                       size_t s0, size_t s1)
+static void pk_s3_plain_range_clones(const pk_s3_desc *d, const double *u, const double *psi,
+                                     double *chi, size_t s0, size_t s1)
 {
     const size_t nw = (size_t)d->nw, nvs = d->nsites;
     switch (d->layout) {
@@ -125,4 +127,10 @@ pk_status pk_serial_s3_run(void *impl, double *kernel_seconds)
     pk_s3_plain_range(&h->d, h->u, h->psi, h->chi, 0, h->d.nsites);
     *kernel_seconds = pk_now() - t0;
     return PK_OK;
+}
+
+void pk_s3_plain_range(const pk_s3_desc *d, const double *u, const double *psi, double *chi,
+                       size_t s0, size_t s1)
+{
+    pk_s3_plain_range_clones(d, u, psi, chi, s0, s1);
 }
