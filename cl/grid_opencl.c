@@ -26,7 +26,8 @@
  *     bands of rows (whole tile rows for opencl-tiled); the visibility list in batches when it
  *     does not fit beside the band.  Single-batch runs upload the visibilities once, whatever
  *     the number of bands.  PORTKERN_TEST_GR_DEVICE_BYTES=N makes the plan believe the device
- *     holds N bytes (allocations and total), to test the chunking on any device.
+ *     holds N bytes (allocations and total), to test the chunking on any device;
+ *     PORTKERN_TEST_CL_GR_NO_FP64=1 builds the kernels as for a device without doubles.
  *  3. opencl-tiled: tiles of ts x ts cells (p.tile_size, default 64; 64 x 64 complex64 is
  *     32 KB of local memory, the least OpenCL 1.2 promises), on a lattice that puts the grid
  *     centre in the middle of a tile (NAG).  The work list has one entry per non-empty tile,
@@ -344,7 +345,9 @@ pk_status pk_cl_gr_create(void *state, int device, const pk_gr_desc *desc, void 
     h->p = desc->p;
     h->ts = ts;
     h->max_support = desc->max_support;
-    h->fp64 = dev->fp64;
+    /* test hook: the compensated float norm of devices without doubles, on any device */
+    const char *no_fp64 = pk_getenv("PORTKERN_TEST_CL_GR_NO_FP64");
+    h->fp64 = dev->fp64 && !(no_fp64 && strcmp(no_fp64, "0") != 0);
     h->compute_units = dev->compute_units > 0 ? dev->compute_units : 1;
     pk_strlcpy(h->device_name, dev->name, sizeof h->device_name);
     clRetainContext(dev->context);
@@ -415,7 +418,7 @@ pk_status pk_cl_gr_create(void *state, int device, const pk_gr_desc *desc, void 
     if (!h->d_support) goto fail;
 
     char defines[96] = "";
-    if (dev->fp64)
+    if (h->fp64)
         pk_strlcpy(defines, "-DPK_GR_FP64", sizeof defines);
     else if (fp_config & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
         pk_strlcpy(defines, "-cl-fp32-correctly-rounded-divide-sqrt", sizeof defines);
