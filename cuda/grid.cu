@@ -106,6 +106,21 @@ struct gr_acc {
     int u0, u1, v0, v1;
 };
 
+/* atomicAdd on doubles is native from sm_60; older parts (--with-cuda-arch=sm_35 with an
+ * older nvcc) get the CAS loop of the CUDA programming guide. */
+__device__ __forceinline__ void gr_atomic_add_f64(double *p, double v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 600
+    unsigned long long *a = (unsigned long long *)p, old = *a, seen;
+    do {
+        seen = old;
+        old = atomicCAS(a, seen, __double_as_longlong(v + __longlong_as_double((long long)seen)));
+    } while (seen != old);
+#else
+    atomicAdd(p, v);
+#endif
+}
+
 /* pk_gr_locate in device arithmetic: _rn intrinsics so that nothing is contracted into an
  * FMA, C roundf (halves away from zero), correctly rounded sqrt. */
 __device__ __forceinline__ int gr_locate(const gr_geom &q, const int *support, float uu, float vv,
@@ -217,7 +232,7 @@ gr_locate_kernel(gr_geom q, const int *support, const double *norm_table, const 
         }
     }
     if (tid == 0) {
-        atomicAdd(&acc->norm, s_norm[0]);
+        gr_atomic_add_f64(&acc->norm, s_norm[0]);
         atomicAdd(&acc->skipped, s_skip[0]);
         atomicAdd(&acc->updates, s_upd[0]);
         atomicMin(&acc->u0, s_box[0][0]);
