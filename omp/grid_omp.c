@@ -57,23 +57,15 @@
 #endif
 
 #define GR_DEFAULT_TILE 64
-#define GR_CHUNK_VIS ((size_t)1 << 30)        /* visibilities per pass (uint32 indices) */
+#define GR_CHUNK_VIS ((size_t)1 << 26)        /* visibilities per pass: bounds the scratch */
 #define GR_AUTO_BOX_BYTES ((size_t)256 << 20) /* auto central box: private copies at most */
 #define GR_AUTO_SHARE 4                       /* auto box: outer tiles <= work / (4 nt) */
+#define GR_MAX_KEYS ((size_t)1 << 22)         /* sort keys (plane, off_v, off_u) at most */
 
 enum { GR_TILED, GR_ATOMIC };
 enum { ST_BBOX, ST_COUNT, ST_SORT, ST_OUTER, ST_CENTRAL, ST_REDUCE, ST_N };
 static const char *const gr_stage_names[ST_N] = {"bbox", "count", "sort", "outer", "central",
                                                  "reduce"};
-
-typedef struct gr_omp_plan {
-    pk_gr_desc d;        /* d.support -> support; no kernels (the rows replace them) */
-    int variant, nt;
-    int32_t *support;
-    size_t *row_base;    /* [np]: complex offset of plane w's rows */
-    float *rows;         /* the reordered kernel rows (see the top) */
-    double *ksum;        /* [np][os + 1][os + 1]: sum of Re K over the footprint, [ov][ou] */
-} gr_omp_plan;
 
 /* One located visibility (32 bytes). */
 typedef struct gr_vis {
@@ -83,6 +75,19 @@ typedef struct gr_vis {
     float sign;   /* -1: kernel conjugated (ww > 0) */
     float pad;
 } gr_vis;
+
+typedef struct gr_omp_plan {
+    pk_gr_desc d;        /* d.support -> support; no kernels (the rows replace them) */
+    int variant, nt;
+    int32_t *support;
+    size_t *row_base;    /* [np]: complex offset of plane w's rows */
+    float *rows;         /* the reordered kernel rows (see the top) */
+    double *ksum;        /* [np][os + 1][os + 1]: sum of Re K over the footprint, [ov][ou] */
+    int keys_per_plane;  /* sort key: plane, then (off_u, off_v) when (os + 1)^2 per plane
+                            fits GR_MAX_KEYS, else the plane alone */
+    gr_vis *rec, *pairs; /* scratch kept between runs (no page faults on every run) */
+    size_t rec_cap, pairs_cap;
+} gr_omp_plan;
 
 static int gr_threads(const pk_gr_desc *d)
 {
@@ -118,6 +123,8 @@ void pk_omp_gr_destroy(void *impl)
     free(h->row_base);
     pk_free_aligned(h->rows);
     free(h->ksum);
+    pk_free_aligned(h->rec);
+    pk_free_aligned(h->pairs);
     free(h);
 }
 
@@ -134,6 +141,7 @@ pk_status pk_omp_gr_create(void *state, int device, const pk_gr_desc *desc, void
     h->variant = strcmp(desc->variant, "omp-atomic") == 0 ? GR_ATOMIC : GR_TILED;
     h->nt = gr_threads(desc);
     if (h->d.p.tile_size == 0) h->d.p.tile_size = GR_DEFAULT_TILE;
+    h->keys_per_plane = (size_t)np * (os + 1) * (os + 1) <= GR_MAX_KEYS ? (os + 1) * (os + 1) : 1;
     h->support = malloc((size_t)np * sizeof *h->support);
     h->row_base = malloc((size_t)np * sizeof *h->row_base);
     h->ksum = malloc((size_t)np * (os + 1) * (os + 1) * sizeof *h->ksum);
@@ -197,16 +205,15 @@ static inline double gr_ksum(const gr_omp_plan *h, int w, int ou, int ov)
 }
 
 /* ---- the gridding loop ---------------------------------------------------------------- */
-/* Visibilities rec[idx[0 .. n)], each clipped to the cells [x0, x1) x [y0, y1), into dst:
+/* Visibilities list[0 .. n), each clipped to the cells [x0, x1) x [y0, y1), into dst:
  * cell (x, y) at dst[2 ((y - dy) stride + x - dx)]. */
 PK_SIMD_CLONES
-static void gr_grid_list(const gr_omp_plan *h, const gr_vis *rec, const uint32_t *idx, size_t n,
-                         int x0, int x1, int y0, int y1, float *dst, size_t stride, int dx,
-                         int dy)
+static void gr_grid_list(const gr_omp_plan *h, const gr_vis *list, size_t n, int x0, int x1,
+                         int y0, int y1, float *dst, size_t stride, int dx, int dy)
 {
     const int os = h->d.p.oversample, half = os / 2;
     for (size_t e = 0; e < n; ++e) {
-        const gr_vis *v = &rec[idx[e]];
+        const gr_vis *v = &list[e];
         const int s = h->support[v->w], L = 2 * s + 1, m = half + s * os + 1;
         const int k0 = gr_max(-s, x0 - v->gu), k1 = gr_min(s, x1 - 1 - v->gu);
         const int j0 = gr_max(-s, y0 - v->gv), j1 = gr_min(s, y1 - 1 - v->gv);
@@ -320,12 +327,12 @@ static int gr_queue_cmp(const void *pa, const void *pb)
 
 /* Everything one pass allocates (freed together). */
 typedef struct gr_pass {
-    size_t *pcount;      /* [nt][np]: plane histogram, then write cursors */
-    gr_vis *rec;         /* [ng] plane-sorted records */
+    size_t *pcount;      /* [nt][nkeys]: key histogram, then write cursors */
+    gr_vis *rec;         /* [ng] key-sorted records (the plan's scratch) */
     size_t *tcount;      /* [nt][ntiles]: pair counts, then scatter cursors */
     double *twork;       /* [nt][ntiles] then [ntiles] (part 0 holds the sum) */
     size_t *tstart;      /* [ntiles + 1]: bucket starts */
-    uint32_t *bucket;    /* [pairs] */
+    gr_vis *bucket;      /* [pairs]: copies of the records, by tile (the plan's scratch) */
     gr_queue_item *queue;
     size_t *central;     /* central tiles, row-major */
     double *cprefix;     /* [ncentral + 1]: work prefix */
@@ -335,11 +342,9 @@ typedef struct gr_pass {
 static void gr_pass_free(gr_pass *ps)
 {
     free(ps->pcount);
-    pk_free_aligned(ps->rec);
     free(ps->tcount);
     free(ps->twork);
     free(ps->tstart);
-    pk_free_aligned(ps->bucket);
     free(ps->queue);
     free(ps->central);
     free(ps->cprefix);
@@ -377,7 +382,7 @@ static void gr_central_start(const gr_omp_plan *h, const gr_pass *ps, const gr_l
     size_t i = ps->tstart[tile];
     const size_t end = ps->tstart[tile + 1];
     for (; i < end && acc < b; ++i) {
-        const gr_vis *v = &ps->rec[ps->bucket[i]];
+        const gr_vis *v = &ps->bucket[i];
         acc += gr_clip_area(v, h->support[v->w], x0, x1, y0, y1);
     }
     *k = lo;
@@ -388,15 +393,16 @@ static void gr_central_start(const gr_omp_plan *h, const gr_pass *ps, const gr_l
 static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, float *grid,
                                    pk_gr_result *res, double *st)
 {
-    const int nt = h->nt, np = h->d.p.num_w_planes, g = h->d.p.grid_size;
+    const int nt = h->nt, g = h->d.p.grid_size, os = h->d.p.oversample, half = os / 2;
     const size_t n = dat->num_vis;
+    const size_t kpp = (size_t)h->keys_per_plane, nkeys = (size_t)h->d.p.num_w_planes * kpp;
     gr_pass ps;
     memset(&ps, 0, sizeof ps);
     pk_status status = PK_OK;
 
-    /* -- bbox: locate, bounding box, plane histogram, norm -------------------------------- */
+    /* -- bbox: locate, bounding box, key histogram, norm ---------------------------------- */
     double t0 = pk_now();
-    ps.pcount = calloc((size_t)nt * np, sizeof *ps.pcount);
+    ps.pcount = calloc((size_t)nt * nkeys, sizeof *ps.pcount);
     if (!ps.pcount) return pk_fail(PK_ENOMEM, "grid: out of host memory");
     int bx0 = INT_MAX, bx1 = INT_MIN, by0 = INT_MAX, by1 = INT_MIN;
     double norm = 0, updates = 0;
@@ -404,7 +410,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
 #pragma omp parallel num_threads(nt) reduction(min : bx0, by0) reduction(max : bx1, by1) \
     reduction(+ : norm, updates, skipped)
     for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
-        size_t *cnt = ps.pcount + (size_t)p * np;
+        size_t *cnt = ps.pcount + (size_t)p * nkeys;
         for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i) {
             int w, gu, gv, ou, ov;
             const float wt = dat->weight[i];
@@ -414,7 +420,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                 continue;
             }
             const int s = h->support[w];
-            ++cnt[w];
+            ++cnt[w * kpp + (kpp > 1 ? (size_t)(ou + half) * (os + 1) + ov + half : 0)];
             bx0 = gr_min(bx0, gu - s);
             bx1 = gr_max(bx1, gu + s);
             by0 = gr_min(by0, gv - s);
@@ -433,7 +439,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
         return PK_OK;
     }
 
-    /* -- count: records in plane order; pairs and work per tile --------------------------- */
+    /* -- count: records in key order; pairs and work per tile ----------------------------- */
     t0 = pk_now();
     gr_lattice lt;
     lt.T = h->d.p.tile_size;
@@ -445,7 +451,12 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     lt.nty = gr_floordiv(by1 - lt.c, lt.T) - lt.tminy + 1;
     const size_t ntiles = (size_t)lt.ntx * (size_t)lt.nty;
     size_t per_part;
-    ps.rec = pk_alloc_aligned(ng * sizeof *ps.rec);
+    if (h->rec_cap < ng) {
+        pk_free_aligned(h->rec);
+        h->rec = pk_alloc_aligned(ng * sizeof *h->rec);
+        h->rec_cap = h->rec ? ng : 0;
+    }
+    ps.rec = h->rec;
     if (pk_mul3_size((size_t)nt, ntiles, sizeof(double), &per_part) == 0) {
         ps.tcount = calloc((size_t)nt * ntiles, sizeof *ps.tcount);
         ps.twork = calloc((size_t)nt * ntiles, sizeof *ps.twork);
@@ -457,19 +468,19 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                        "(%zu) and the counters of %zu tiles of %d cells x %d threads", ng,
                        ntiles, lt.T, nt);
     }
-    {   /* plane cursors: planes in order, parts in order within a plane */
+    {   /* key cursors: keys in order, parts in order within a key */
         size_t pos = 0;
-        for (int w = 0; w < np; ++w)
+        for (size_t key = 0; key < nkeys; ++key)
             for (int p = 0; p < nt; ++p) {
-                const size_t c = ps.pcount[(size_t)p * np + w];
-                ps.pcount[(size_t)p * np + w] = pos;
+                const size_t c = ps.pcount[(size_t)p * nkeys + key];
+                ps.pcount[(size_t)p * nkeys + key] = pos;
                 pos += c;
             }
     }
 #pragma omp parallel num_threads(nt)
     {
         for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
-            size_t *cur = ps.pcount + (size_t)p * np;
+            size_t *cur = ps.pcount + (size_t)p * nkeys;
             for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i) {
                 int w, gu, gv, ou, ov;
                 const float vre = dat->vis[2 * i], vim = dat->vis[2 * i + 1];
@@ -477,7 +488,9 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                 if (pk_gr_locate(&h->d, dat->uu[i], dat->vv[i], dat->ww[i], vre, vim, wt, &w,
                                  &gu, &gv, &ou, &ov))
                     continue;
-                gr_vis *v = &ps.rec[cur[w]++];
+                gr_vis *v =
+                    &ps.rec[cur[w * kpp + (kpp > 1 ? (size_t)(ou + half) * (os + 1) + ov + half
+                                                   : 0)]++];
                 v->gu = gu;
                 v->gv = gv;
                 v->w = w;
@@ -529,13 +542,18 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
         work_total += wsum;
     }
     ps.tstart[ntiles] = pairs;
-    ps.bucket = pairs <= SIZE_MAX / sizeof *ps.bucket
-                    ? pk_alloc_aligned(pairs * sizeof *ps.bucket) : NULL;
+    if (h->pairs_cap < pairs) {
+        pk_free_aligned(h->pairs);
+        h->pairs = pairs <= SIZE_MAX / sizeof *h->pairs
+                       ? pk_alloc_aligned(pairs * sizeof *h->pairs) : NULL;
+        h->pairs_cap = h->pairs ? pairs : 0;
+    }
+    ps.bucket = h->pairs;
     if (!ps.bucket) {
         gr_pass_free(&ps);
         return pk_fail(PK_ENOMEM, "grid omp-tiled: cannot allocate the tile buckets (%zu "
-                       "visibility-tile pairs, %zu bytes; tile_size %d)", pairs,
-                       pairs * sizeof(uint32_t), lt.T);
+                       "visibility-tile pairs of %zu bytes; tile_size %d)", pairs,
+                       sizeof(gr_vis), lt.T);
     }
 #pragma omp parallel num_threads(nt)
     for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
@@ -548,7 +566,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                          &ty1);
             for (int ty = ty0; ty <= ty1; ++ty)
                 for (int tx = tx0; tx <= tx1; ++tx)
-                    ps.bucket[cur[(size_t)ty * lt.ntx + tx]++] = (uint32_t)r;
+                    ps.bucket[cur[(size_t)ty * lt.ntx + tx]++] = *v;
         }
     }
 
@@ -639,8 +657,8 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
         int x0, x1, y0, y1;
         gr_tile_rect(&lt, (int)(tile % (size_t)lt.ntx), (int)(tile / (size_t)lt.ntx), &x0, &x1,
                      &y0, &y1);
-        gr_grid_list(h, ps.rec, ps.bucket + ps.tstart[tile], ps.tstart[tile + 1] - ps.tstart[tile],
-                     x0, x1, y0, y1, grid, (size_t)g, 0, 0);
+        gr_grid_list(h, ps.bucket + ps.tstart[tile], ps.tstart[tile + 1] - ps.tstart[tile], x0,
+                     x1, y0, y1, grid, (size_t)g, 0, 0);
     }
     st[ST_OUTER] += pk_now() - t0;
 
@@ -661,8 +679,8 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                 int x0, x1, y0, y1;
                 gr_tile_rect(&lt, (int)(tile % (size_t)lt.ntx), (int)(tile / (size_t)lt.ntx),
                              &x0, &x1, &y0, &y1);
-                gr_grid_list(h, ps.rec, ps.bucket + ps.tstart[tile] + e, stop - e, x0, x1, y0,
-                             y1, copy, bw, box_x0, box_y0);
+                gr_grid_list(h, ps.bucket + ps.tstart[tile] + e, stop - e, x0, x1, y0, y1, copy,
+                             bw, box_x0, box_y0);
             }
         }
         st[ST_CENTRAL] += pk_now() - t0;
