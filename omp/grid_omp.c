@@ -60,7 +60,6 @@
 #define GR_CHUNK_VIS ((size_t)1 << 26)        /* visibilities per pass: bounds the scratch */
 #define GR_AUTO_BOX_BYTES ((size_t)256 << 20) /* auto central box: private copies at most */
 #define GR_AUTO_SHARE 4                       /* auto box: outer tiles <= work / (4 nt) */
-#define GR_MAX_KEYS ((size_t)1 << 22)         /* sort keys (plane, off_v, off_u) at most */
 
 enum { GR_TILED, GR_ATOMIC };
 enum { ST_BBOX, ST_COUNT, ST_SORT, ST_OUTER, ST_CENTRAL, ST_REDUCE, ST_N };
@@ -83,8 +82,6 @@ typedef struct gr_omp_plan {
     size_t *row_base;    /* [np]: complex offset of plane w's rows */
     float *rows;         /* the reordered kernel rows (see the top) */
     double *ksum;        /* [np][os + 1][os + 1]: sum of Re K over the footprint, [ov][ou] */
-    int keys_per_plane;  /* sort key: plane, then (off_u, off_v) when (os + 1)^2 per plane
-                            fits GR_MAX_KEYS, else the plane alone */
     gr_vis *rec, *pairs; /* scratch kept between runs (no page faults on every run) */
     size_t rec_cap, pairs_cap;
 } gr_omp_plan;
@@ -141,7 +138,6 @@ pk_status pk_omp_gr_create(void *state, int device, const pk_gr_desc *desc, void
     h->variant = strcmp(desc->variant, "omp-atomic") == 0 ? GR_ATOMIC : GR_TILED;
     h->nt = gr_threads(desc);
     if (h->d.p.tile_size == 0) h->d.p.tile_size = GR_DEFAULT_TILE;
-    h->keys_per_plane = (size_t)np * (os + 1) * (os + 1) <= GR_MAX_KEYS ? (os + 1) * (os + 1) : 1;
     h->support = malloc((size_t)np * sizeof *h->support);
     h->row_base = malloc((size_t)np * sizeof *h->row_base);
     h->ksum = malloc((size_t)np * (os + 1) * (os + 1) * sizeof *h->ksum);
@@ -327,8 +323,8 @@ static int gr_queue_cmp(const void *pa, const void *pb)
 
 /* Everything one pass allocates (freed together). */
 typedef struct gr_pass {
-    size_t *pcount;      /* [nt][nkeys]: key histogram, then write cursors */
-    gr_vis *rec;         /* [ng] key-sorted records (the plan's scratch) */
+    size_t *pcount;      /* [nt][np]: plane histogram, then write cursors */
+    gr_vis *rec;         /* [ng] plane-sorted records (the plan's scratch) */
     size_t *tcount;      /* [nt][ntiles]: pair counts, then scatter cursors */
     double *twork;       /* [nt][ntiles] then [ntiles] (part 0 holds the sum) */
     size_t *tstart;      /* [ntiles + 1]: bucket starts */
@@ -393,16 +389,15 @@ static void gr_central_start(const gr_omp_plan *h, const gr_pass *ps, const gr_l
 static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, float *grid,
                                    pk_gr_result *res, double *st)
 {
-    const int nt = h->nt, g = h->d.p.grid_size, os = h->d.p.oversample, half = os / 2;
-    const size_t n = dat->num_vis;
-    const size_t kpp = (size_t)h->keys_per_plane, nkeys = (size_t)h->d.p.num_w_planes * kpp;
+    const int nt = h->nt, g = h->d.p.grid_size;
+    const size_t n = dat->num_vis, np = (size_t)h->d.p.num_w_planes;
     gr_pass ps;
     memset(&ps, 0, sizeof ps);
     pk_status status = PK_OK;
 
-    /* -- bbox: locate, bounding box, key histogram, norm ---------------------------------- */
+    /* -- bbox: locate, bounding box, plane histogram, norm -------------------------------- */
     double t0 = pk_now();
-    ps.pcount = calloc((size_t)nt * nkeys, sizeof *ps.pcount);
+    ps.pcount = calloc((size_t)nt * np, sizeof *ps.pcount);
     if (!ps.pcount) return pk_fail(PK_ENOMEM, "grid: out of host memory");
     int bx0 = INT_MAX, bx1 = INT_MIN, by0 = INT_MAX, by1 = INT_MIN;
     double norm = 0, updates = 0;
@@ -410,7 +405,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
 #pragma omp parallel num_threads(nt) reduction(min : bx0, by0) reduction(max : bx1, by1) \
     reduction(+ : norm, updates, skipped)
     for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
-        size_t *cnt = ps.pcount + (size_t)p * nkeys;
+        size_t *cnt = ps.pcount + (size_t)p * np;
         for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i) {
             int w, gu, gv, ou, ov;
             const float wt = dat->weight[i];
@@ -420,7 +415,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                 continue;
             }
             const int s = h->support[w];
-            ++cnt[w * kpp + (kpp > 1 ? (size_t)(ou + half) * (os + 1) + ov + half : 0)];
+            ++cnt[w];
             bx0 = gr_min(bx0, gu - s);
             bx1 = gr_max(bx1, gu + s);
             by0 = gr_min(by0, gv - s);
@@ -439,7 +434,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
         return PK_OK;
     }
 
-    /* -- count: records in key order; pairs and work per tile ----------------------------- */
+    /* -- count: records in plane order; pairs and work per tile --------------------------- */
     t0 = pk_now();
     gr_lattice lt;
     lt.T = h->d.p.tile_size;
@@ -468,19 +463,19 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                        "(%zu) and the counters of %zu tiles of %d cells x %d threads", ng,
                        ntiles, lt.T, nt);
     }
-    {   /* key cursors: keys in order, parts in order within a key */
+    {   /* plane cursors: planes in order, parts in order within a plane */
         size_t pos = 0;
-        for (size_t key = 0; key < nkeys; ++key)
+        for (size_t w = 0; w < np; ++w)
             for (int p = 0; p < nt; ++p) {
-                const size_t c = ps.pcount[(size_t)p * nkeys + key];
-                ps.pcount[(size_t)p * nkeys + key] = pos;
+                const size_t c = ps.pcount[(size_t)p * np + w];
+                ps.pcount[(size_t)p * np + w] = pos;
                 pos += c;
             }
     }
 #pragma omp parallel num_threads(nt)
     {
         for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
-            size_t *cur = ps.pcount + (size_t)p * nkeys;
+            size_t *cur = ps.pcount + (size_t)p * np;
             for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i) {
                 int w, gu, gv, ou, ov;
                 const float vre = dat->vis[2 * i], vim = dat->vis[2 * i + 1];
@@ -488,9 +483,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                 if (pk_gr_locate(&h->d, dat->uu[i], dat->vv[i], dat->ww[i], vre, vim, wt, &w,
                                  &gu, &gv, &ou, &ov))
                     continue;
-                gr_vis *v =
-                    &ps.rec[cur[w * kpp + (kpp > 1 ? (size_t)(ou + half) * (os + 1) + ov + half
-                                                   : 0)]++];
+                gr_vis *v = &ps.rec[cur[w]++];
                 v->gu = gu;
                 v->gv = gv;
                 v->w = w;
