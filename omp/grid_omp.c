@@ -245,7 +245,7 @@ static void gr_run_atomic(const gr_omp_plan *h, const pk_grid_data *dat, float *
     for (int64_t i = 0; i < n; ++i) {
         const float vre = dat->vis[2 * i], vim = dat->vis[2 * i + 1], wt = dat->weight[i];
         int w, gu, gv, ou, ov;
-        if (pk_gr_locate(&h->d, dat->uu[i], dat->vv[i], dat->ww[i], vre, vim, wt, &w, &gu, &gv,
+        if (pk_gr_locate_inline(&h->d, dat->uu[i], dat->vv[i], dat->ww[i], vre, vim, wt, &w, &gu, &gv,
                          &ou, &ov)) {
             ++skipped;
             continue;
@@ -399,6 +399,18 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     double t0 = pk_now();
     ps.pcount = calloc((size_t)nt * np, sizeof *ps.pcount);
     if (!ps.pcount) return pk_fail(PK_ENOMEM, "grid: out of host memory");
+    /* the located records in input order go to the pairs scratch (needed again only after
+     * the count stage, and pairs >= records) */
+    if (h->pairs_cap < n) {
+        pk_free_aligned(h->pairs);
+        h->pairs = pk_alloc_aligned(n * sizeof *h->pairs);
+        h->pairs_cap = h->pairs ? n : 0;
+        if (!h->pairs) {
+            gr_pass_free(&ps);
+            return pk_fail(PK_ENOMEM, "grid omp-tiled: cannot allocate %zu visibility records", n);
+        }
+    }
+    gr_vis *const located = h->pairs;
     int bx0 = INT_MAX, bx1 = INT_MIN, by0 = INT_MAX, by1 = INT_MIN;
     double norm = 0, updates = 0;
     int64_t skipped = 0;
@@ -408,12 +420,23 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
         size_t *cnt = ps.pcount + (size_t)p * np;
         for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i) {
             int w, gu, gv, ou, ov;
-            const float wt = dat->weight[i];
-            if (pk_gr_locate(&h->d, dat->uu[i], dat->vv[i], dat->ww[i], dat->vis[2 * i],
-                             dat->vis[2 * i + 1], wt, &w, &gu, &gv, &ou, &ov)) {
+            const float vre = dat->vis[2 * i], vim = dat->vis[2 * i + 1], wt = dat->weight[i];
+            gr_vis *v = &located[i];
+            if (pk_gr_locate_inline(&h->d, dat->uu[i], dat->vv[i], dat->ww[i], vre, vim, wt, &w,
+                                    &gu, &gv, &ou, &ov)) {
+                v->w = -1;
                 ++skipped;
                 continue;
             }
+            v->gu = gu;
+            v->gv = gv;
+            v->w = w;
+            v->ou = (int16_t)ou;
+            v->ov = (int16_t)ov;
+            v->a = vre * wt;
+            v->b = vim * wt;
+            v->sign = dat->ww[i] > 0 ? -1.0f : 1.0f;
+            v->pad = 0;
             const int s = h->support[w];
             ++cnt[w];
             bx0 = gr_min(bx0, gu - s);
@@ -476,24 +499,8 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     {
         for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
             size_t *cur = ps.pcount + (size_t)p * np;
-            for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i) {
-                int w, gu, gv, ou, ov;
-                const float vre = dat->vis[2 * i], vim = dat->vis[2 * i + 1];
-                const float wt = dat->weight[i];
-                if (pk_gr_locate(&h->d, dat->uu[i], dat->vv[i], dat->ww[i], vre, vim, wt, &w,
-                                 &gu, &gv, &ou, &ov))
-                    continue;
-                gr_vis *v = &ps.rec[cur[w]++];
-                v->gu = gu;
-                v->gv = gv;
-                v->w = w;
-                v->ou = (int16_t)ou;
-                v->ov = (int16_t)ov;
-                v->a = vre * wt;
-                v->b = vim * wt;
-                v->sign = dat->ww[i] > 0 ? -1.0f : 1.0f;
-                v->pad = 0;
-            }
+            for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i)
+                if (located[i].w >= 0) ps.rec[cur[located[i].w]++] = located[i];
         }
 #pragma omp barrier
         for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
