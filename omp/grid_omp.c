@@ -412,12 +412,20 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     }
     gr_vis *const located = h->pairs;
     int bx0 = INT_MAX, bx1 = INT_MIN, by0 = INT_MAX, by1 = INT_MIN;
-    double norm = 0, updates = 0;
+    double updates = 0;
     int64_t skipped = 0;
+    /* norm per part, summed in part order below: the same bits on every run (an OpenMP
+     * reduction combines in the order the threads arrive) */
+    double *part_norm = calloc((size_t)nt, sizeof *part_norm);
+    if (!part_norm) {
+        gr_pass_free(&ps);
+        return pk_fail(PK_ENOMEM, "grid: out of host memory");
+    }
 #pragma omp parallel num_threads(nt) reduction(min : bx0, by0) reduction(max : bx1, by1) \
-    reduction(+ : norm, updates, skipped)
+    reduction(+ : updates, skipped)
     for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
         size_t *cnt = ps.pcount + (size_t)p * np;
+        double norm = 0;
         for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i) {
             int w, gu, gv, ou, ov;
             const float vre = dat->vis[2 * i], vim = dat->vis[2 * i + 1], wt = dat->weight[i];
@@ -446,7 +454,11 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
             norm += gr_ksum(h, w, ou, ov) * wt;
             updates += (double)(2 * s + 1) * (2 * s + 1);
         }
+        part_norm[p] = norm;
     }
+    double norm = 0;
+    for (int p = 0; p < nt; ++p) norm += part_norm[p];
+    free(part_norm);
     res->norm += norm;
     res->num_skipped += skipped;
     res->updates += updates;

@@ -982,21 +982,22 @@ static void gr_check_layouts(const char *variant, const gr_set *s, const gr_orac
 
 /* Two runs give the same bits (serial; omp-tiled: static splits, ordered buckets); serial
  * also the bits of pk_grid_reference. */
-static void gr_check_bits(const char *variant, const gr_set *s)
+static void gr_check_bits(pk_context *ctx, const char *variant, const gr_set *s,
+                          const char *label)
 {
     float *g1 = gr_grid_new(s), *g2 = gr_grid_new(s);
     double n1, n2;
     int64_t k1, k2;
-    pk_status st = gr_exec(gr_ctx, variant, s, NULL, g1, &n1, &k1, NULL);
+    pk_status st = gr_exec(ctx, variant, s, NULL, g1, &n1, &k1, NULL);
     if (!strcmp(variant, "serial")) {
         pk_grid_data d = gr_data(s);
         n2 = 0;
         if (st == PK_OK) st = pk_grid_reference(&s->p, s->support, s->kern, &d, g2, &n2, &k2);
     } else if (st == PK_OK) {
-        st = gr_exec(gr_ctx, variant, s, NULL, g2, &n2, &k2, NULL);
+        st = gr_exec(ctx, variant, s, NULL, g2, &n2, &k2, NULL);
     }
     ok(st == PK_OK && !memcmp(g1, g2, 2 * gr_cells(s) * sizeof(float)) && n1 == n2 && k1 == k2,
-       "%s %s: bit-identical to %s", variant, s->name,
+       "%s %s%s: bit-identical to %s", variant, s->name, label,
        strcmp(variant, "serial") ? "a second run" : "pk_grid_reference");
     gr_grid_free(g1);
     gr_grid_free(g2);
@@ -1284,8 +1285,8 @@ static int gr_run_suite(pk_backend_id backend)
         gr_check_info(variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL]);
         gr_check_layouts(variant, &sets[GR_UNIFORM], &orc[GR_UNIFORM]);
         if (!strcmp(variant, "serial") || !strcmp(variant, "omp-tiled")) {
-            gr_check_bits(variant, &sets[GR_CENTRAL]);
-            gr_check_bits(variant, &sets[GR_UNIFORM]);
+            gr_check_bits(gr_ctx, variant, &sets[GR_CENTRAL], "");
+            gr_check_bits(gr_ctx, variant, &sets[GR_UNIFORM], "");
         }
         if (backend == PK_BACKEND_OPENMP) {
             static const int nts[2] = {1, 3};
@@ -1304,6 +1305,10 @@ static int gr_run_suite(pk_backend_id backend)
                 strcat(label, " [tile 7, radius 2]");
                 gr_check_run(ctx, variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL], &po, label);
                 gr_check_coverage(ctx, variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL], &po, label);
+                if (!strcmp(variant, "omp-tiled")) {
+                    snprintf(label, sizeof label, " [%d threads]", nts[t]);
+                    gr_check_bits(ctx, variant, &sets[GR_CENTRAL], label);
+                }
                 pk_context_destroy(ctx);
             }
         }
