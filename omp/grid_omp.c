@@ -1,48 +1,68 @@
 /* grid_omp.c - grid on the OpenMP backend (KERNELS.md section 1; the NAG report's CPU code).
  *
- *   omp-tiled   the NAG tiled algorithm, run in stages timed into the run info:
- *     bbox     locate every visibility (pk_gr_locate: the reference's float geometry and
- *              guards), bounding box of the touched cells, per-thread w-plane histogram,
- *              num_skipped, norm (from the plan's per-(plane, off_v, off_u) kernel sums: the
- *              reference's double sum bit for bit, so each visibility adds exactly once);
- *     count    the visibilities written as 32-byte records in w-plane order (a stable
- *              counting sort, re-locating each one), then per-thread counts of the
- *              (visibility, tile) pairs and of the work per tile (the updates of each
- *              footprint clipped to the tile);
- *     sort     prefix sum and bucket sort of the pairs: a visibility goes into every tile its
- *              footprint touches.  Thread t scatters a contiguous range of the plane-sorted
- *              records into its own slice of each bucket, so every bucket is sorted by
- *              w-plane (kernel rows stay in cache) and the order is deterministic;
- *     outer    the tiles outside the central box, heaviest first (estimated work = updates,
- *              not visibility count), one thread per tile at a time (dynamic schedule),
- *              each writing only its tile's cells of the caller's grid: no atomics;
+ *   omp-tiled   the NAG tiled algorithm, in stages timed into the run info:
+ *     bbox     locate every visibility (pk_gr_locate_inline: the reference's float geometry
+ *              and guards), keep its 32-byte record (cells, plane, offsets, vis * weight,
+ *              conjugation sign), bounding box of the touched cells, per-part w-plane
+ *              histogram, num_skipped, norm (from the plan's per-(plane, off_v, off_u) kernel
+ *              sums: the reference's double sum bit for bit, added once per visibility; the
+ *              parts' sums added in part order, so runs are bit-reproducible);
+ *     count    the records moved into w-plane order (a stable counting sort), then per-part
+ *              counts of the (visibility, tile) pairs and of the work per tile (the updates
+ *              of each footprint clipped to the tile: the work estimate, not the count);
+ *     sort     prefix sum, the pair array sized exactly, bucket sort: a record is copied
+ *              into every tile its footprint touches.  Part p scatters a contiguous range of
+ *              the plane-sorted records into its own slice of each bucket, so every bucket
+ *              is sorted by w-plane (the plane's kernel rows stay in cache) and read
+ *              sequentially, and the order does not depend on the schedule;
+ *     outer    the tiles outside the central box, heaviest first, one thread per tile
+ *              (dynamic schedule), each writing only its tile's cells (footprints clipped
+ *              to the tile) of the caller's grid: no atomics;
  *     central  the tiles of the central box (2R x 2R tiles around the grid centre, which is
- *              a tile corner): their pairs split between the threads in equal shares of work
- *              (a static, deterministic split), each thread gridding into a private copy of
- *              the box;
- *     reduce   the copies summed into the grid, rows split between the threads.
+ *              a tile corner): their pairs split between the parts in equal shares of work
+ *              (static and deterministic), each part gridding into a private copy of the box
+ *              (clipped to the bounding box);
+ *     reduce   the copies summed into the grid in part order, rows split between threads.
  *     Tiles are tile_size x tile_size cells (default 64) on a lattice through the grid
- *     centre, covering the bounding box.  central_radius R: 0 chooses it from the work per
- *     tile (the smallest box outside which no tile holds more than 1/(4 nt) of the work, so
- *     that the dynamic schedule of the outer tiles balances; no box on one thread; at most
- *     256 MiB of private copies), -1 none.  The pairs' bucket array is sized exactly by the
- *     count stage; when it or a record array cannot be allocated the run fails with
- *     PK_ENOMEM before the grid is written.  Lists over 2^30 visibilities run in chunks
- *     (32-bit record indices).
- *   omp-atomic  parallel over visibilities (dynamic chunks), every grid update an OpenMP
- *              atomic float add, norm / num_skipped / updates by reduction.
+ *     centre, covering the bounding box.  central_radius R: 0 = auto: the smallest box
+ *     outside which no tile holds more than 1/(4 nt) of the work (so that the largest job
+ *     of the outer queue costs at most a quarter of a thread's share), none on one thread,
+ *     at most 256 MiB of private copies; -1 = none.  "Parts" are the nt logical threads of
+ *     the plan (OpenMP may give a smaller team: each thread then runs several parts).
+ *     Memory: records (32 B per visibility) and pairs (32 B per visibility-tile pair, ~1.1
+ *     per visibility at 64 x 64 on EL82-70) are kept in the plan between runs (no page
+ *     faults per run); when they, the tile counters or the central copies cannot be
+ *     allocated the run fails with PK_ENOMEM before the grid is written.  Lists of more
+ *     than 2^26 visibilities run in chunks (bounds that scratch).
+ *   omp-atomic  parallel over visibilities (dynamic chunks of 256), every grid update an
+ *              OpenMP atomic float add (a compare-and-swap loop on x86), norm /
+ *              num_skipped / updates by reduction.
  *
  * Kernel layout (built once per plan): per plane w (support s, L = 2s + 1, m = os/2 + s os
  * + 1 samples per compact axis), per off_u in [-os/2, os/2] and per compact row iy in [0, m),
  * one row of L complex samples rows[k + s] = K[iy][|off_u + k os|], k in [-s, s]: OSKAR's
  * "rearranged" layout with both signs of off_u stored (no reversed reads).  The update of a
- * footprint row j is then rows(w, off_u, |off_v + j os|)[k0 + s ..] against grid row gv + j
- * from column gu + k0: both unit stride; the conjugation of the kernel (ww > 0) is a sign on
- * the visibility's terms: g.re += a c.re - (sign b) c.im, g.im += b c.re + (sign a) c.im.
- * The loop vectorises (-O3; an AVX2+FMA clone is picked at load time, PK_SIMD_CLONES);
- * measured faster than hand-written AVX2 (permute + two FMAs per vector) and than an
- * AVX-512 clone on this Zen 4 host (rows of 9..89 samples: shorter remainders with 8-wide
- * vectors).  Storage: (os + 1) m L complex per plane, ~2.5x the compact stack.
+ * footprint row j is rows(w, off_u, |off_v + j os|)[k0 + s ..] against grid row gv + j from
+ * column gu + k0: both unit stride, no gathers; the conjugation of the kernel (ww > 0) is a
+ * sign on the visibility's terms: g.re += a c.re - (sign b) c.im, g.im += b c.re + (sign a)
+ * c.im.  The loop vectorises (-O3, #pragma omp simd; an AVX2+FMA clone is picked at load
+ * time, PK_SIMD_CLONES: vpermilps + vfmaddsub per 4 complex).  Storage (os + 1) m L complex
+ * per plane, ~2x the compact stack (EL82-70: 36 MB).
+ *
+ * Choices measured on the 2-core Zen 4 KVM (GCC 12 -O3; el82-70 --scale 0.1 from lib/gen:
+ * 3,139,584 visibilities, 303.4 updates each; the host shared with other jobs, best of 3-4):
+ *   serial 6.09 s (0.156 G updates/s); omp-tiled 2 threads 0.387 s (2.46 G/s, 15.7x:
+ *   bbox 0.037, count 0.037, sort 0.028, outer 0.283), 1 thread 0.83 s; omp-atomic 2
+ *   threads 4.42 s.  Tile 32 / 64 / 128 / 256: 0.53 / 0.43 / 0.40 / 0.38 s (bigger tiles:
+ *   fewer duplicated pairs and more visibilities per plane per tile; 64 kept as the NAG
+ *   default, it leaves more tiles to balance on many cores).  Central radius on 2 threads:
+ *   auto (none) 0.38, 1: 0.39, 2: 0.40 s.  Rejected: per-(plane, off_u, off_v) contiguous
+ *   [2s+1]^2 blocks (2.5x the memory, within noise on EL82-70, 10% faster on random w);
+ *   sorting by (plane, off_u, off_v) (the 8475-way scatter cost more than the reuse won);
+ *   software prefetch of the next rows or visibility (no gain: the hardware prefetcher
+ *   follows the rows); hand-written AVX2 (slower than GCC's); an AVX-512 clone (no faster
+ *   on Zen 4 with rows of 9..89 samples).  Against a single-plane data set (kernel always
+ *   in L1) the loop runs ~2.1 G updates/s per core, so kernel reads from L2/L3 cost ~1/3.
  */
 #include "grid_host.h"
 
