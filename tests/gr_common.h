@@ -4,8 +4,8 @@
  * generator here: Gaussian-envelope kernels with a w-like quadratic phase, plane 0 real, a
  * per-sample perturbation so that any index error shows; supports 0..6; uv in discs):
  *  1. Accuracy against pk_grid_reference_f64 (odd visibility counts throughout) on:
- *     "uniform" (2001 vis, 1% off the grid),
- *     "central" (4001 vis, 70% within 2.5 cells of the centre), "edge" (footprints exactly
+ *     "uniform" (2001 vis, 1% off the grid), "central" (4001 vis, 70% within 2.5 cells of
+ *     the centre), "edge" (footprints exactly
  *     touching each side and corner of the grid, and one cell beyond: skipped), "nonfinite"
  *     (NaN, +Inf, -Inf in each of uu, vv, ww, vis.re, vis.im, weight; |uu|, |vv| = 1e30 and
  *     3e38: skipped; |ww| = 1e30: clamped to the last plane, gridded; weight 0), "w0" (ww = 0
@@ -21,9 +21,9 @@
  *  3. Invariants of KERNELS.md: sum rule (vis = 1: sum Re grid == norm), mirror-conjugate
  *     symmetry (bit for bit on the double references and on the serial variant, whose
  *     float sums run in the same order for both), linearity (3 vis), additivity over
- *     disjoint subsets (norms add, skipped
- *     counts add), a single visibility placed on rounding ties giving the patch the spec
- *     predicts (checked on the reference bit for bit, then on the variant).
+ *     disjoint subsets (norms add, skipped counts add), a single visibility placed on
+ *     rounding ties giving the patch the spec predicts (checked on the reference bit for
+ *     bit, then on the variant).
  *  4. Parameters: tile_size 1, 7, 16, 64 and 96 (= grid) x central_radius -1, 0, 1, 3, 1000
  *     (tile_factor cycling -1, 0, 0.5, 1), each checked for accuracy and exact coverage;
  *     plans (run twice accumulates twice, norm accumulates, num_skipped per call; a second
