@@ -5,12 +5,12 @@
  * per-sample perturbation so that any index error shows; supports 0..6; uv in discs):
  *  1. Accuracy against pk_grid_reference_f64 (odd visibility counts throughout) on:
  *     "uniform" (2001 vis, 1% off the grid), "central" (4001 vis, 70% within 2.5 cells of
- *     the centre), "edge" (footprints exactly
- *     touching each side and corner of the grid, and one cell beyond: skipped), "nonfinite"
- *     (NaN, +Inf, -Inf in each of uu, vv, ww, vis.re, vis.im, weight; |uu|, |vv| = 1e30 and
- *     3e38: skipped; |ww| = 1e30: clamped to the last plane, gridded; weight 0), "w0" (ww = 0
- *     and -0), "ties" (positions k + 1/2 and kernel offsets exactly on rounding ties, both
- *     signs), "os2" and "os6" (oversample 2 and 6), "wide" (support 15 on a 32-cell grid).
+ *     the centre), "edge" (footprints exactly touching each side and corner of the grid,
+ *     and one cell beyond: skipped), "nonfinite" (NaN, +Inf, -Inf in each of uu, vv, ww,
+ *     vis.re, vis.im, weight; |uu|, |vv| = 1e30 and 3e38: skipped; |ww| = 1e30: clamped to
+ *     the last plane, gridded; weight 0), "w0" (ww = 0 and -0), "ties" (positions k + 1/2
+ *     and kernel offsets exactly on rounding ties, both signs), "os2" and "os6" (oversample
+ *     2 and 6), "wide" (support 15 on a 32-cell grid).
  *     Per cell, per component, |G - R| <= E (below); the relative Frobenius error is printed
  *     with the same bound's Frobenius norm; norm to 1e-9 relative (KERNELS.md); num_skipped
  *     exactly, also against the count this file constructed; no write outside the grid
