@@ -77,7 +77,9 @@
 #endif
 
 #define GR_DEFAULT_TILE 64
+#ifndef GR_CHUNK_VIS /* (a test build lowers it to exercise the chunking) */
 #define GR_CHUNK_VIS ((size_t)1 << 26)        /* visibilities per pass: bounds the scratch */
+#endif
 #define GR_AUTO_BOX_BYTES ((size_t)256 << 20) /* auto central box: private copies at most */
 #define GR_AUTO_SHARE 4                       /* auto box: outer tiles <= work / (4 nt) */
 
