@@ -3,6 +3,7 @@
  * call through the backend's table, fill the run info. */
 #include "grid_host.h"
 
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -45,8 +46,8 @@ static pk_status gr_validate_params(const pk_grid_params *p)
              p->oversample);
     PK_CHECK(isfinite(p->cell_size_rad) && p->cell_size_rad > 0, PK_ENONFINITE,
              "cell_size_rad: must be finite and > 0, got %g", p->cell_size_rad);
-    PK_CHECK(isfinite(p->w_scale) && p->w_scale >= 0, PK_ENONFINITE,
-             "w_scale: must be finite and >= 0, got %g", p->w_scale);
+    PK_CHECK(isfinite(p->w_scale) && p->w_scale >= 0 && p->w_scale <= FLT_MAX, PK_ENONFINITE,
+             "w_scale: must be finite in float and >= 0, got %g", p->w_scale);
     PK_CHECK(isfinite((float)(p->grid_size * p->cell_size_rad)), PK_ENONFINITE,
              "grid_size * cell_size_rad: overflows float");
     PK_CHECK(p->num_w_planes >= 1 && p->num_w_planes <= GR_MAX_PLANES, PK_ESIZE,
@@ -106,6 +107,28 @@ static pk_status gr_validate_support(const pk_grid_params *p, const int32_t *sup
                      PK_EOVERFLOW, "kernel stack: %d x %d x %d overflows", p->num_w_planes,
                      p->conv_size_half, p->conv_size_half);
             *full_count = n;
+        }
+    }
+    return PK_OK;
+}
+
+/* Every sample a visibility can read must be finite: a NaN or Inf there would reach the
+ * grid of every visibility on that plane (FULL stacks: only the readable corner counts). */
+static pk_status gr_validate_kernels(const pk_grid_params *p, const int32_t *support,
+                                     const size_t *plane_offset, const float *kernels)
+{
+    PK_CHECK_NULL(kernels);
+    const size_t half = (size_t)p->conv_size_half;
+    for (int w = 0; w < p->num_w_planes; ++w) {
+        const size_t m = (size_t)(p->oversample / 2 + support[w] * p->oversample + 1);
+        for (size_t iy = 0; iy < m; ++iy) {
+            const float *row = p->kernel_layout == PK_GRID_KERNELS_COMPACT
+                                   ? kernels + 2 * (plane_offset[w] + iy * m)
+                                   : kernels + 2 * (((size_t)w * half + iy) * half);
+            for (size_t ix = 0; ix < 2 * m; ++ix)
+                PK_CHECK(isfinite(row[ix]), PK_ENONFINITE,
+                         "kernels: plane %d sample [%zu][%zu] is not finite (%g)", w, iy,
+                         ix / 2, row[ix]);
         }
     }
     return PK_OK;
@@ -172,6 +195,7 @@ static pk_status gr_reference(const pk_grid_params *p, const int32_t *support,
     if (s == PK_OK) s = gr_validate_data(d);
     if (s == PK_OK && (!kernels || !norm || !num_skipped || (!grid && !grid64)))
         s = pk_fail(PK_ENULL, "kernels, grid, norm and num_skipped: must not be NULL");
+    if (s == PK_OK) s = gr_validate_kernels(p, support, off, kernels);
     if (s == PK_OK) pk_gr_ref_run(p, support, off, kernels, d, grid, grid64, norm, num_skipped, NULL);
     free(off);
     return s;
@@ -236,6 +260,7 @@ static pk_status gr_stack_init(gr_stack *st, const pk_grid_params *p, const int3
     if (!st->plane_offset) return pk_fail(PK_ENOMEM, "grid: out of host memory");
     int smax = 0;
     pk_status s = gr_validate_support(p, support, st->plane_offset, &smax, NULL);
+    if (s == PK_OK) s = gr_validate_kernels(p, support, st->plane_offset, kernels);
     if (s != PK_OK) {
         gr_stack_free(st);
         return s;

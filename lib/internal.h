@@ -195,9 +195,50 @@ typedef struct pk_gr_result {
 void pk_gr_stage(pk_gr_result *r, const char *name, double seconds);
 /** Shared per-visibility geometry of KERNELS.md 1 (float arithmetic, C rounding): returns 0
  *  and fills the plane, cell and kernel offsets, or 1 when the visibility is skipped
- *  (footprint off the grid, or non-finite input). */
+ *  (footprint off the grid, or non-finite input).  pk_gr_locate_inline below is the same
+ *  code for hot loops (the call and libm's roundf cost as much as the arithmetic). */
 int pk_gr_locate(const pk_gr_desc *d, float uu, float vv, float ww, float vre, float vim,
                  float weight, int *grid_w, int *grid_u, int *grid_v, int *off_u, int *off_v);
+
+/** C roundf (halves away from zero, sign of x kept) without the libm call: below 2^23 the
+ *  truncation t is exact and so is x - t (t <= |x| < t + 1). */
+static inline float pk_gr_roundf(float x)
+{
+    if (!(__builtin_fabsf(x) < 8388608.0f)) return x; /* integral already, or NaN / Inf */
+    const float t = (float)(int)x;
+    /* branch-free: the tie test is a coin flip on real data */
+    const float up = (float)(__builtin_fabsf(x - t) >= 0.5f);
+    return __builtin_copysignf(__builtin_fabsf(t) + up, x);
+}
+
+/* Float arithmetic as in oskar_grid_wproj_f.  The guards come first so that no float-to-int
+ * conversion can overflow (undefined in C). */
+static inline int pk_gr_locate_inline(const pk_gr_desc *d, float uu, float vv, float ww,
+                                      float vre, float vim, float weight, int *grid_w,
+                                      int *grid_u, int *grid_v, int *off_u, int *off_v)
+{
+    /* finite: x - x == 0 (false for NaN and Inf); one test for all six */
+    if (!((uu - uu) + (vv - vv) + (ww - ww) + (vre - vre) + (vim - vim) + (weight - weight) ==
+          0.0f))
+        return 1;
+    const int g = d->p.grid_size, os = d->p.oversample;
+    const float grid_scale = (float)(g * d->p.cell_size_rad);
+    const float pos_u = -uu * grid_scale, pos_v = vv * grid_scale;
+    const float ru = pk_gr_roundf(pos_u), rv = pk_gr_roundf(pos_v);
+    /* |round(pos)| beyond the grid: off the grid whatever the support (and no int overflow) */
+    if (!(__builtin_fabsf(ru) <= (float)g) || !(__builtin_fabsf(rv) <= (float)g)) return 1;
+    const float wf = pk_gr_roundf(__builtin_sqrtf(__builtin_fabsf(ww * (float)d->p.w_scale)));
+    const int w = wf < (float)(d->p.num_w_planes - 1) ? (int)wf : d->p.num_w_planes - 1;
+    const int s = d->support[w];
+    const int gu = (int)ru + g / 2, gv = (int)rv + g / 2;
+    if (gu - s < 0 || gu + s >= g || gv - s < 0 || gv + s >= g) return 1;
+    *grid_w = w;
+    *grid_u = gu;
+    *grid_v = gv;
+    *off_u = (int)pk_gr_roundf((ru - pos_u) * (float)os);
+    *off_v = (int)pk_gr_roundf((rv - pos_v) * (float)os);
+    return 0;
+}
 
 /* ---- lattice QCD, as a backend sees it (KERNELS.md section 4) ------------------------ */
 /* laplace2d: the field arrives in desc->layout (lib/laplace2d.c reorders on the host). */

@@ -315,7 +315,9 @@ PK_API void pk_magicfilter3d_plan_destroy(pk_magicfilter3d_plan *plan);
  *   norm += sum * weight[i]   (double)
  * Rule for non-finite input: a visibility whose uu, vv, ww, weight or vis holds a NaN or an
  * Inf is skipped and counted in num_skipped (its footprint is undefined or it would poison
- * the grid); so is one whose position overflows int. */
+ * the grid); so is one whose position overflows int.  A kernel stack with a non-finite
+ * sample that a visibility could read is rejected (PK_ENONFINITE) by the references,
+ * pk_grid and plan creation; w_scale must be finite in float. */
 #define PK_GRID_KERNELS_FULL 0    /* kernels complex64 [num_w_planes][conv_size_half][conv_size_half] */
 #define PK_GRID_KERNELS_COMPACT 1 /* per plane only the samples that can be read: [m][m] with
                                      m = oversample/2 + support*oversample + 1, planes back to back */

@@ -15,31 +15,12 @@ void pk_gr_stage(pk_gr_result *r, const char *name, double seconds)
     r->stage_s[r->num_stages++] = seconds;
 }
 
-/* Float arithmetic as in oskar_grid_wproj_f; C roundf (halves away from zero).  The guards
- * come first so that no float-to-int conversion can overflow (undefined in C). */
+/* The out-of-line copy of the shared geometry (internal.h). */
 int pk_gr_locate(const pk_gr_desc *d, float uu, float vv, float ww, float vre, float vim,
                  float weight, int *grid_w, int *grid_u, int *grid_v, int *off_u, int *off_v)
 {
-    if (!isfinite(uu) || !isfinite(vv) || !isfinite(ww) || !isfinite(vre) || !isfinite(vim) ||
-        !isfinite(weight))
-        return 1;
-    const int g = d->p.grid_size, os = d->p.oversample;
-    const float grid_scale = (float)(g * d->p.cell_size_rad);
-    const float pos_u = -uu * grid_scale, pos_v = vv * grid_scale;
-    const float ru = roundf(pos_u), rv = roundf(pos_v);
-    /* |round(pos)| beyond the grid: off the grid whatever the support (and no int overflow) */
-    if (!(fabsf(ru) <= (float)g) || !(fabsf(rv) <= (float)g)) return 1;
-    const float wf = roundf(sqrtf(fabsf(ww * (float)d->p.w_scale)));
-    const int w = wf < (float)(d->p.num_w_planes - 1) ? (int)wf : d->p.num_w_planes - 1;
-    const int s = d->support[w];
-    const int gu = (int)ru + g / 2, gv = (int)rv + g / 2;
-    if (gu - s < 0 || gu + s >= g || gv - s < 0 || gv + s >= g) return 1;
-    *grid_w = w;
-    *grid_u = gu;
-    *grid_v = gv;
-    *off_u = (int)roundf((ru - pos_u) * (float)os);
-    *off_v = (int)roundf((rv - pos_v) * (float)os);
-    return 0;
+    return pk_gr_locate_inline(d, uu, vv, ww, vre, vim, weight, grid_w, grid_u, grid_v, off_u,
+                               off_v);
 }
 
 /* The reference keeps no state between calls: a desc view of the caller's arrays. */
@@ -72,7 +53,7 @@ void pk_gr_ref_run(const pk_grid_params *p, const int32_t *support, const size_t
     for (size_t i = 0; i < dat->num_vis; ++i) {
         const float vre0 = dat->vis[2 * i], vim0 = dat->vis[2 * i + 1], wt = dat->weight[i];
         int w, gu, gv, ou, ov;
-        if (pk_gr_locate(&d, dat->uu[i], dat->vv[i], dat->ww[i], vre0, vim0, wt, &w, &gu, &gv,
+        if (pk_gr_locate_inline(&d, dat->uu[i], dat->vv[i], dat->ww[i], vre0, vim0, wt, &w, &gu, &gv,
                          &ou, &ov)) {
             ++skipped;
             continue;
