@@ -736,6 +736,19 @@ const pk_backend_ops pk_backend_opencl = {
     .ds_destroy = pk_cl_ds_destroy,
 };
 
+cl_mem pk_cl_device_buffer(const pk_cl_device *dev, cl_mem_flags flags, size_t bytes,
+                           const char *kernel, const char *what, pk_status *s)
+{
+    cl_int err;
+    cl_mem m = clCreateBuffer(dev->context, flags, bytes, NULL, &err);
+    if (err != CL_SUCCESS) {
+        *s = pk_cl_fail(err, "clCreateBuffer", "%s %s of %zu bytes on '%s'", kernel, what, bytes,
+                        dev->name);
+        return NULL;
+    }
+    return m;
+}
+
 /* ---- test hook: out of device memory (opencl_internal.h) ------------------------------ */
 #undef clCreateBuffer
 cl_mem pk_cl_create_buffer(cl_context context, cl_mem_flags flags, size_t size, void *host,

@@ -64,18 +64,6 @@ static void choose_chunk(int kh, int kw, int ty, int tx, size_t budget, int *cbh
     *cbw = b;
 }
 
-static cl_mem new_buffer(pk_cl_device *dev, size_t bytes, const char *what, pk_status *s)
-{
-    cl_int err;
-    cl_mem m = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (err != CL_SUCCESS) {
-        *s = pk_cl_fail(err, "clCreateBuffer", "conv2d %s of %zu bytes on '%s'", what, bytes,
-                        dev->name);
-        return NULL;
-    }
-    return m;
-}
-
 pk_status pk_cl_cv_create(void *state, int device, const pk_cv_desc *desc, void **impl)
 {
     pk_cl_state *st = state;
@@ -134,9 +122,9 @@ pk_status pk_cl_cv_create(void *state, int device, const pk_cv_desc *desc, void 
         s = pk_cl_fail(err, "clCreateKernel", "pk_cv_tile on '%s'", dev->name);
         goto fail;
     }
-    if (!(p->img = new_buffer(dev, bytes, "image", &s)) ||
-        !(p->out = new_buffer(dev, bytes, "output", &s)) ||
-        !(p->psf = new_buffer(dev, psf_bytes, "psf", &s)))
+    if (!(p->img = pk_cl_device_buffer(dev, CL_MEM_READ_WRITE, bytes, "conv2d", "image", &s)) ||
+        !(p->out = pk_cl_device_buffer(dev, CL_MEM_READ_WRITE, bytes, "conv2d", "output", &s)) ||
+        !(p->psf = pk_cl_device_buffer(dev, CL_MEM_READ_WRITE, psf_bytes, "conv2d", "psf", &s)))
         goto fail;
     err = clEnqueueWriteBuffer(p->queue, p->psf, CL_TRUE, 0, psf_bytes, desc->psf, 0, NULL, NULL);
     if (err != CL_SUCCESS) {

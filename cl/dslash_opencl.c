@@ -38,19 +38,6 @@ void pk_cl_ds_destroy(void *impl)
     free(p);
 }
 
-static cl_mem ds_buffer(pk_cl_device *dev, cl_mem_flags flags, size_t bytes, const char *what,
-                        pk_status *s)
-{
-    cl_int err;
-    cl_mem m = clCreateBuffer(dev->context, flags, bytes, NULL, &err);
-    if (err != CL_SUCCESS) {
-        *s = pk_cl_fail(err, "clCreateBuffer", "dslash %s of %zu bytes on '%s'", what, bytes,
-                        dev->name);
-        return NULL;
-    }
-    return m;
-}
-
 pk_status pk_cl_ds_create(void *state, int device, const pk_ds_desc *desc, void **impl)
 {
     pk_cl_state *st = state;
@@ -95,9 +82,9 @@ pk_status pk_cl_ds_create(void *state, int device, const pk_ds_desc *desc, void 
         s = pk_cl_fail(err, "clCreateKernel", "pk_ds_hop on '%s'", dev->name);
         goto fail;
     }
-    if (!(p->u = ds_buffer(dev, CL_MEM_READ_ONLY, u_bytes, "u", &s)) ||
-        !(p->psi = ds_buffer(dev, CL_MEM_READ_ONLY, s_bytes, "psi", &s)) ||
-        !(p->chi = ds_buffer(dev, CL_MEM_WRITE_ONLY, s_bytes, "chi", &s)))
+    if (!(p->u = pk_cl_device_buffer(dev, CL_MEM_READ_ONLY, u_bytes, "dslash", "u", &s)) ||
+        !(p->psi = pk_cl_device_buffer(dev, CL_MEM_READ_ONLY, s_bytes, "dslash", "psi", &s)) ||
+        !(p->chi = pk_cl_device_buffer(dev, CL_MEM_WRITE_ONLY, s_bytes, "dslash", "chi", &s)))
         goto fail;
     /* A run or a download before the first upload sees zeros, not stale device memory. */
     const double zero = 0.0;

@@ -56,18 +56,6 @@ void pk_cl_mf_destroy(void *impl)
     free(p);
 }
 
-static cl_mem new_buffer(pk_cl_device *dev, size_t bytes, const char *what, pk_status *s)
-{
-    cl_int err;
-    cl_mem m = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (err != CL_SUCCESS) {
-        *s = pk_cl_fail(err, "clCreateBuffer", "magicfilter3d %s of %zu bytes on '%s'", what,
-                        bytes, dev->name);
-        return NULL;
-    }
-    return m;
-}
-
 /* The kernel indexes positions along a line in int (up to the extent + 31) and, when
  * *use_long is 0, every array element and line in int too. */
 static pk_status mf_int_limits(const pk_mf_desc *d, int *use_long)
@@ -168,13 +156,16 @@ pk_status pk_cl_mf_create(void *state, int device, const pk_mf_desc *desc, void 
             goto fail;
         }
     }
-    if (!(p->x = new_buffer(dev, in_bytes, "x", &s)) ||
-        !(p->y = new_buffer(dev, out_bytes, "y", &s)) ||
-        !(p->w2 = new_buffer(dev, w2_bytes, "second work array", &s)))
+    if (!(p->x = pk_cl_device_buffer(dev, CL_MEM_READ_WRITE, in_bytes, "magicfilter3d", "x", &s)) ||
+        !(p->y = pk_cl_device_buffer(dev, CL_MEM_READ_WRITE, out_bytes, "magicfilter3d", "y",
+                                     &s)) ||
+        !(p->w2 = pk_cl_device_buffer(dev, CL_MEM_READ_WRITE, w2_bytes, "magicfilter3d",
+                                      "second work array", &s)))
         goto fail;
     if (w1_is_y)
         p->w1 = p->y;
-    else if (!(p->w1 = new_buffer(dev, w1_bytes, "first work array", &s)))
+    else if (!(p->w1 = pk_cl_device_buffer(dev, CL_MEM_READ_WRITE, w1_bytes, "magicfilter3d",
+                                           "first work array", &s)))
         goto fail;
     /* A run or a download before the first upload sees zeros, not stale device memory. */
     const double zero = 0.0;

@@ -66,6 +66,10 @@ cl_int pk_cl_enqueue_read_buffer(cl_command_queue queue, cl_mem buffer, cl_bool 
 
 /** The device, with its context and queue created on first use. */
 pk_status pk_cl_device_open(pk_cl_state *st, int index, pk_cl_device **dev);
+/** A device buffer of a plan (no host pointer); on failure NULL, and *s gets the status with
+ *  the detail "<kernel> <what> of <bytes> bytes on '<device>'". */
+cl_mem pk_cl_device_buffer(const pk_cl_device *dev, cl_mem_flags flags, size_t bytes,
+                           const char *kernel, const char *what, pk_status *s);
 /** A built program for (source, defines) on a device: from the in-memory cache, else the
  *  on-disk binary cache, else built from source (and then written to the disk cache).
  *  `defines` are extra build options ("-DPK_IDX=long"); the program stays owned by the

@@ -39,18 +39,6 @@ void pk_cl_s3_destroy(void *impl)
     free(p);
 }
 
-static cl_mem s3_buffer(pk_cl_device *dev, size_t bytes, const char *what, pk_status *s)
-{
-    cl_int err;
-    cl_mem m = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (err != CL_SUCCESS) {
-        *s = pk_cl_fail(err, "clCreateBuffer", "su3 %s of %zu bytes on '%s'", what, bytes,
-                        dev->name);
-        return NULL;
-    }
-    return m;
-}
-
 pk_status pk_cl_s3_create(void *state, int device, const pk_s3_desc *desc, void **impl)
 {
     pk_cl_state *st = state;
@@ -94,9 +82,9 @@ pk_status pk_cl_s3_create(void *state, int device, const pk_s3_desc *desc, void 
         s = pk_cl_fail(err, "clCreateKernel", "%s on '%s'", name, dev->name);
         goto fail;
     }
-    if (!(p->u = s3_buffer(dev, u_bytes, "u", &s)) ||
-        !(p->psi = s3_buffer(dev, s_bytes, "psi", &s)) ||
-        !(p->chi = s3_buffer(dev, s_bytes, "chi", &s)))
+    if (!(p->u = pk_cl_device_buffer(dev, CL_MEM_READ_WRITE, u_bytes, "su3", "u", &s)) ||
+        !(p->psi = pk_cl_device_buffer(dev, CL_MEM_READ_WRITE, s_bytes, "su3", "psi", &s)) ||
+        !(p->chi = pk_cl_device_buffer(dev, CL_MEM_READ_WRITE, s_bytes, "su3", "chi", &s)))
         goto fail;
     /* A run or a download before the first upload sees zeros, not stale device memory. */
     const double zero = 0.0;
