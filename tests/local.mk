@@ -20,6 +20,11 @@ AM_TESTS_ENVIRONMENT += \
 	CC='$(CC) $(PK_SANITIZER_FLAGS)'; \
 	export LSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS CC;
 endif
+if PK_SANITIZE
+# A crash of the sanitizer itself (LSan's tracer, TSan's shadow mapping), with no finding, is
+# run again, twice at most, and said so; a finding never is (tests/retry-tool-crash.sh).
+LOG_COMPILER = $(SHELL) $(abs_top_srcdir)/tests/retry-tool-crash.sh
+endif
 if PK_TSAN
 # --enable-sanitizers=thread: any report is fatal (tests/tsan.supp: see docs/RELIABILITY.md);
 # a failed huge malloc returns NULL, as above.
@@ -69,12 +74,14 @@ PK_TEST_PROGS = \
 	tests/test_badinput
 check_PROGRAMS += $(PK_TEST_PROGS)
 TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
-	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh
+	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh \
+	tests/test_retry_tool_crash.sh
 dist_check_SCRIPTS += tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
-	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh
+	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh \
+	tests/test_retry_tool_crash.sh
 EXTRA_DIST += tests/tap.h tests/tap.sh tests/d3_common.h tests/cv_common.h tests/mf_common.h \
 	tests/lp_common.h tests/s3_common.h tests/ds_common.h tests/gr_common.h \
-	tests/lsan.supp tests/lsan-precise.supp tests/lsan-precise.sh tests/tsan.supp \
+	tests/lsan.supp tests/lsan-precise.supp tests/lsan-precise.sh tests/retry-tool-crash.sh tests/tsan.supp \
 	tests/valgrind.supp tests/valgrind.sh
 
 tests_test_errors_LDADD = libportkern.la

@@ -28,19 +28,12 @@ progs="tests/test_d3_opencl tests/test_cv_opencl tests/test_mf_opencl tests/test
 for p in $progs; do
     [ -x "$p" ] || { echo "SKIP: $p (not built)"; continue; }
     name=$(basename "$p")
-    # LeakSanitizer's tracer itself sometimes dies on a signal while it stops PoCL's worker
-    # threads ("LeakSanitizer has encountered a fatal error"): a crash of the tool, not a
-    # leak report.  Such a run is repeated (twice at most) and said so; a leak is never retried.
-    try=1
-    while :; do
-        ./libtool --mode=execute "./$p" >"tests/lsan-precise-$name.tap" 2>"tests/lsan-precise-$name.log"
-        rc=$?
-        grep -q 'LeakSanitizer has encountered a fatal error' "tests/lsan-precise-$name.log" &&
-            ! grep -q 'ERROR: LeakSanitizer: detected memory leaks' "tests/lsan-precise-$name.log" &&
-            [ "$try" -lt 3 ] || break
-        echo "NOTE: $p: LeakSanitizer's tracer crashed (run $try); running it again"
-        try=$((try + 1))
-    done
+    # A crash of LeakSanitizer's own tracer (not a leak report) is run again, twice at most,
+    # and said so: tests/retry-tool-crash.sh, as in make check.
+    sh "$srcdir/tests/retry-tool-crash.sh" ./libtool --mode=execute "./$p" \
+        >"tests/lsan-precise-$name.tap" 2>"tests/lsan-precise-$name.log"
+    rc=$?
+    grep '^# NOTE' "tests/lsan-precise-$name.tap"
     bad=$(grep -c '^not ok' "tests/lsan-precise-$name.tap")
     if [ "$rc" -eq 0 ] && [ "$bad" -eq 0 ]; then
         echo "PASS: $p"
