@@ -166,6 +166,10 @@ static void describe_device(pk_cl_device *d)
                     NULL);
     clGetDeviceInfo(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc, &d->max_alloc,
                     NULL);
+    if (clGetDeviceInfo(d->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof d->local_mem, &d->local_mem,
+                        NULL) != CL_SUCCESS)
+        d->local_mem = 0;
+    d->local_mem = pk_test_local_mem_cap(d->local_mem);
     /* Devices without doubles may answer with an error instead of 0: both mean no fp64. */
     if (clGetDeviceInfo(d->id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64, NULL) !=
         CL_SUCCESS)
@@ -336,6 +340,7 @@ static pk_status ocl_device_info(void *state, int index, pk_device_info *info)
     pk_strlcpy(info->platform, d->platform_name, sizeof info->platform);
     info->compute_units = d->compute_units;
     info->global_mem_bytes = (uint64_t)d->global_mem;
+    info->local_mem_bytes = (uint64_t)d->local_mem;
     info->fp64 = d->fp64;
     return PK_OK;
 }

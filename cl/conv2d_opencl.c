@@ -93,15 +93,12 @@ pk_status pk_cl_cv_create(void *state, int device, const pk_cv_desc *desc, void 
     }
     const int vw = vec ? 16 : 1;
 
-    cl_ulong const_max = 0, local_mem = 0;
+    cl_ulong const_max = 0;
+    const cl_ulong local_mem = dev->local_mem;
     cl_int err = clGetDeviceInfo(dev->id, CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE, sizeof const_max,
                                  &const_max, NULL);
-    if (err == CL_SUCCESS)
-        err = clGetDeviceInfo(dev->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem,
-                              NULL);
     if (err != CL_SUCCESS)
-        return pk_cl_fail(err, "clGetDeviceInfo", "constant and local memory sizes of '%s'",
-                          dev->name);
+        return pk_cl_fail(err, "clGetDeviceInfo", "constant memory size of '%s'", dev->name);
     char defines[128];
     snprintf(defines, sizeof defines, "-DPK_CV_VW=%d -DPK_CV_ROWCOPY=%d -DPK_CV_PSF=%s%s", vw,
              vec, psf_bytes <= const_max ? "__constant" : "__global",

@@ -48,6 +48,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Local memory an opencl-tiled tile of ts x ts cells needs: its complex64 accumulator, plus
+ * 1 KiB left to the implementation (lib/portkern.h, pk_grid_params.tile_size). */
+#define PK_GR_CL_TILE_BYTES(ts) ((cl_ulong)(ts) * (cl_ulong)(ts) * 8u + 1024u)
 #define GR_WG 64             /* work-items of the bbox and atomic kernels (a power of two) */
 #define GR_MAX_SPLIT 64      /* slices of one heavy tile */
 #define GR_TABLE_ENTRIES (1u << 22)
@@ -315,27 +318,26 @@ pk_status pk_cl_gr_create(void *state, int device, const pk_gr_desc *desc, void 
     const int np = desc->p.num_w_planes, os = desc->p.oversample;
     PK_CHECK(os <= 2 * 0x7fff, PK_EUNSUPPORTED, "grid: opencl packs offsets in 16 bits");
 
-    cl_ulong local_mem = 0, fp_config = 0;
-    cl_int err = clGetDeviceInfo(dev->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem,
-                                 NULL);
-    if (err == CL_SUCCESS)
-        err = clGetDeviceInfo(dev->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp_config, &fp_config,
-                              NULL);
+    cl_ulong fp_config = 0;
+    cl_int err = clGetDeviceInfo(dev->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp_config,
+                                 &fp_config, NULL);
     if (err != CL_SUCCESS)
-        return pk_cl_fail(err, "clGetDeviceInfo", "local memory / fp config of '%s'", dev->name);
+        return pk_cl_fail(err, "clGetDeviceInfo", "fp config of '%s'", dev->name);
 
-    /* tile edge: the parameter, else 64 (or the largest of 32, 16, 8 that fits local memory) */
+    /* tile edge: the parameter, else 64, or the largest power of two below it that fits the
+       device's local memory (PK_GR_CL_TILE_BYTES: 48 KiB NVIDIA devices get 64, 32 KiB ones
+       get 32); an explicit tile that does not fit is an error, never silently shrunk */
     int ts = desc->p.tile_size;
-    const cl_ulong local_room = local_mem > 1024 ? local_mem - 1024 : 0;
     if (tiled) {
         if (ts == 0) {
             ts = 64;
-            while (ts > 8 && (cl_ulong)ts * ts * 8 > local_room) ts /= 2;
+            while (ts > 1 && PK_GR_CL_TILE_BYTES(ts) > dev->local_mem) ts /= 2;
         }
-        PK_CHECK((cl_ulong)ts * ts * 8 <= local_room, PK_EINVAL,
-                 "grid: opencl-tiled tile_size %d needs %d bytes of local memory, '%s' has "
-                 "%llu",
-                 ts, ts * ts * 8, dev->name, (unsigned long long)local_mem);
+        PK_CHECK(PK_GR_CL_TILE_BYTES(ts) <= dev->local_mem, PK_EINVAL,
+                 "grid: opencl-tiled tile_size %d needs %llu bytes of local memory, '%s' has "
+                 "%llu (tile_size 0 picks the largest that fits)",
+                 ts, (unsigned long long)PK_GR_CL_TILE_BYTES(ts), dev->name,
+                 (unsigned long long)dev->local_mem);
     }
 
     pk_cl_gr *h = calloc(1, sizeof *h);

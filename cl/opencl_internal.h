@@ -29,6 +29,7 @@ typedef struct pk_cl_device {
     int fp64;
     cl_ulong global_mem;
     cl_ulong max_alloc;
+    cl_ulong local_mem;     /* CL_DEVICE_LOCAL_MEM_SIZE, capped by PORTKERN_TEST_LOCAL_MEM_BYTES */
     char name[128], vendor[128], version[128], driver[128];
     char platform_name[128], platform_version[128];
 } pk_cl_device;

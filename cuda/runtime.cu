@@ -235,6 +235,12 @@ extern "C" pk_status pk_cuda_probe(pk_cuda_state *s, char *why, size_t why_len)
         d->global_mem_bytes = (uint64_t)p.totalGlobalMem;
         d->cc_major = p.major;
         d->cc_minor = p.minor;
+        /* the most a block may opt in to (cudaFuncSetAttribute); static __shared__ arrays
+           and launches that do not opt in stay within sharedMemPerBlock (48 KiB) */
+        d->local_mem_bytes = pk_test_local_mem_cap((uint64_t)(p.sharedMemPerBlockOptin >
+                                                                      p.sharedMemPerBlock
+                                                                  ? p.sharedMemPerBlockOptin
+                                                                  : p.sharedMemPerBlock));
         if (p.major * 10 + p.minor >= s->min_arch) {
             s->usable[i] = 1;
             ++nusable;

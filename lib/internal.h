@@ -67,6 +67,10 @@ void pk_strlcpy(char *dst, const char *src, size_t len);
 void pk_append_note(char *dst, size_t len, const char *fmt, ...) PK_PRINTF(3, 4);
 /** Environment variable, or NULL when unset or empty. */
 const char *pk_getenv(const char *name);
+/** Test hook: the local / shared memory a device kernel may assume, `bytes` capped by
+ *  PORTKERN_TEST_LOCAL_MEM_BYTES when that is a positive integer (tests run the tile choices
+ *  of a 48 KiB NVIDIA device on PoCL's 4 MiB). */
+uint64_t pk_test_local_mem_cap(uint64_t bytes);
 
 /* ---- the host CPU --------------------------------------------------------------------- */
 /** Fill info for the host CPU (name, vendor, logical CPUs, SMT, SIMD level, memory). */

@@ -112,6 +112,10 @@ typedef struct pk_device_info {
     uint64_t global_mem_bytes;
     int fp64;               /* 1 when double precision is supported */
     int cc_major, cc_minor; /* CUDA compute capability; 0 elsewhere */
+    uint64_t local_mem_bytes; /* OpenCL: local memory per work-group; CUDA: shared memory a
+                                 block may opt in to; 0 on the host.  Test hook:
+                                 PORTKERN_TEST_LOCAL_MEM_BYTES=N caps it (and what the
+                                 kernels assume) at N, to run a small device's tile choices */
 } pk_device_info;
 
 typedef struct pk_context pk_context;
@@ -165,7 +169,9 @@ typedef struct pk_run_info {
                               hvfo, su3 layouts, dslash recon12): apart from the kernel time */
     int num_stages;        /* grid: per-stage timings, as in the NAG report's tables */
     char stage_name[8][16]; /* ("bbox", "count", "sort", "outer", "central", ...) */
-    double stage_s[8];
+    double stage_s[8];     /* host and OpenCL stages run one after another (sum <= wall_s);
+                              CUDA's run on up to 3 streams at once (compute, copy, central
+                              box), so their sum can exceed wall_s, by at most 3x */
 } pk_run_info;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -332,7 +338,11 @@ typedef struct pk_grid_params {
                              support*oversample + 1 for every plane; ignored for COMPACT */
     int kernel_layout;    /* PK_GRID_KERNELS_FULL or PK_GRID_KERNELS_COMPACT */
     /* Tuning (0 = the variant's default, docs/PERFORMANCE.md). */
-    int tile_size;        /* tiled variants: tile edge in cells (omp/opencl default 64) */
+    int tile_size;        /* tiled variants: tile edge in cells (omp/opencl default 64).
+                             opencl-tiled needs tile_size^2 x 8 + 1024 bytes of local memory
+                             (pk_device_info.local_mem_bytes): 0 picks 64 or the largest
+                             power of two below it that fits; a larger explicit tile is
+                             PK_EINVAL at plan creation */
     int central_radius;   /* tiled variants: half-width of the central box in tiles; -1: none */
     double tile_factor;   /* hybrid: fraction of the active grid that is tiled, in [0, 1];
                              negative: the device's default (docs) */

@@ -1,6 +1,7 @@
 /* util.c - small helpers shared by the library's parts. */
 #include "internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,17 @@ const char *pk_getenv(const char *name)
 {
     const char *v = getenv(name);
     return (v && *v) ? v : NULL;
+}
+
+uint64_t pk_test_local_mem_cap(uint64_t bytes)
+{
+    const char *v = pk_getenv("PORTKERN_TEST_LOCAL_MEM_BYTES");
+    if (!v) return bytes;
+    char *end;
+    errno = 0;
+    unsigned long long cap = strtoull(v, &end, 10);
+    if (errno != 0 || *end != '\0' || cap == 0 || v[0] == '-') return bytes;
+    return cap < bytes ? (uint64_t)cap : bytes;
 }
 
 int pk_list_find(const char *list, const char *name)
