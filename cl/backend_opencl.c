@@ -354,10 +354,13 @@ pk_status pk_cl_device_open(pk_cl_state *st, int index, pk_cl_device **out)
         cl_int err;
         cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform,
                                          0};
+        pk_driver_lock(); /* a driver's first context, like its first queries, is not safe
+                             from several threads at once (lib/internal.h) */
         cl_context c = clCreateContext(props, 1, &d->id, NULL, NULL, &err);
-        if (err != CL_SUCCESS)
-            return pk_cl_fail(err, "clCreateContext", "opencl device %d '%s'", index, d->name);
-        cl_command_queue q = clCreateCommandQueue(c, d->id, 0, &err);
+        cl_command_queue q = NULL;
+        if (err == CL_SUCCESS) q = clCreateCommandQueue(c, d->id, 0, &err);
+        pk_driver_unlock();
+        if (!c) return pk_cl_fail(err, "clCreateContext", "opencl device %d '%s'", index, d->name);
         if (err != CL_SUCCESS) {
             clReleaseContext(c);
             return pk_cl_fail(err, "clCreateCommandQueue", "opencl device %d '%s'", index,

@@ -2,6 +2,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -135,6 +136,10 @@ void pk_context_destroy(pk_context *ctx)
     free(ctx);
 }
 
+static pthread_mutex_t driver_mutex = PTHREAD_MUTEX_INITIALIZER;
+void pk_driver_lock(void) { pthread_mutex_lock(&driver_mutex); }
+void pk_driver_unlock(void) { pthread_mutex_unlock(&driver_mutex); }
+
 void *pk_context_backend(pk_context *ctx, pk_backend_id id)
 {
     if ((int)id <= 0 || id >= PK_BACKEND_COUNT) return NULL;
@@ -150,7 +155,9 @@ void *pk_context_backend(pk_context *ctx, pk_backend_id id)
             /* init may use pk_fail; keep the caller's error detail intact. */
             char saved[1024];
             pk_strlcpy(saved, pk_last_error(), sizeof saved);
+            pk_driver_lock();
             s->status = ops->init(&ctx->opt, &s->state, s->why, sizeof s->why);
+            pk_driver_unlock();
             if (s->status != PK_OK && !s->why[0]) pk_strlcpy(s->why, pk_last_error(), sizeof s->why);
             pk_fail(PK_OK, "%s", saved);
             if (s->status != PK_OK) s->state = NULL;

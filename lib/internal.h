@@ -67,6 +67,12 @@ void pk_strlcpy(char *dst, const char *src, size_t len);
 void pk_append_note(char *dst, size_t len, const char *fmt, ...) PK_PRINTF(3, 4);
 /** Environment variable, or NULL when unset or empty. */
 const char *pk_getenv(const char *name);
+/** One process-wide lock around what the drivers do not make thread-safe on first use:
+ *  every backend's init (PoCL's first device queries crash or fail when they come from
+ *  several threads at once) and the creation of device contexts.  Never held across a
+ *  kernel run; not recursive. */
+void pk_driver_lock(void);
+void pk_driver_unlock(void);
 /** Test hook: the local / shared memory a device kernel may assume, `bytes` capped by
  *  PORTKERN_TEST_LOCAL_MEM_BYTES when that is a positive integer (tests run the tile choices
  *  of a 48 KiB NVIDIA device on PoCL's 4 MiB). */

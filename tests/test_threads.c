@@ -16,6 +16,12 @@
  *  4. One context shared by threads one at a time (handed over under a mutex, as the contract
  *     allows): a plan created on one thread, uploaded on another, run on a third and
  *     downloaded on a fourth gives the reference's result on every backend.
+ *  5. First use inside the threads (before anything in the process touched a backend), in
+ *     COLD_RUNS child processes, each cold: NTHREADS threads create their own contexts at
+ *     once and ask every backend whether it can run and run diffusion3d on it; each thread's
+ *     answer (usable or not, and why) must be the one a sequential probe gives after them,
+ *     every result right, no crash (PoCL's device queries crashed or failed when the first
+ *     ones came from several threads: the library serialises every backend's initialisation).
  * Run under ThreadSanitizer (docs/RELIABILITY.md) it also shows the absence of data races in
  * the library's own code; in the normal `make check` it checks the results.
  */
@@ -30,11 +36,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define NTHREADS 4
 #define ROUNDS 2
+#define COLD_RUNS 4
 
 enum { NX = 21, NY = 13, NZ = 9, COUNT = 6 };
 enum { CH = 29, CW = 37, CKH = 5, CKW = 4 };
@@ -396,6 +404,91 @@ static void test_relay(pk_backend_id be)
     free(r);
 }
 
+/* ---- 5: first use of every backend from several threads at once, in a cold process ---- */
+typedef struct cold_thread {
+    pthread_t thread;
+    int usable[PK_BACKEND_COUNT];
+    char why[PK_BACKEND_COUNT][256];
+    int wrong; /* results that differ from the reference */
+} cold_thread;
+
+static void *cold_main(void *arg)
+{
+    cold_thread *c = arg;
+    pthread_barrier_wait(&start_line);
+    for (int b = PK_BACKEND_SERIAL; b < PK_BACKEND_COUNT; ++b) {
+        pk_context_options o;
+        pk_context_options_init(&o);
+        o.backend = (pk_backend_id)b;
+        o.flags = PK_OPT_IGNORE_ENV;
+        pk_context *ctx = NULL;
+        if (pk_context_create(&ctx, &o) != PK_OK) {
+            ++c->wrong;
+            continue;
+        }
+        const char *why = "";
+        c->usable[b] = pk_backend_available(ctx, (pk_backend_id)b, &why);
+        snprintf(c->why[b], sizeof c->why[b], "%s", why);
+        if (c->usable[b]) {
+            float f[NPTS];
+            memcpy(f, d3_in, sizeof f);
+            if (pk_diffusion3d(ctx, &d3p, NULL, f, NULL) != PK_OK || !d3_right(f)) ++c->wrong;
+        }
+        pk_context_destroy(ctx);
+    }
+    return NULL;
+}
+
+/* In a child process: the threads' first use at once, then a sequential probe to compare
+ * with.  Exit status 0: all agree and every result is right; 1: they differ (said on
+ * stderr); a crash shows as the signal. */
+static int cold_child(void)
+{
+    cold_thread c[NTHREADS];
+    memset(c, 0, sizeof c);
+    pthread_barrier_init(&start_line, NULL, NTHREADS);
+    for (int t = 0; t < NTHREADS; ++t) pthread_create(&c[t].thread, NULL, cold_main, &c[t]);
+    for (int t = 0; t < NTHREADS; ++t) pthread_join(c[t].thread, NULL);
+    pthread_barrier_destroy(&start_line);
+    int bad = 0;
+    for (int b = PK_BACKEND_SERIAL; b < PK_BACKEND_COUNT; ++b) {
+        pk_context_options o;
+        pk_context_options_init(&o);
+        o.backend = (pk_backend_id)b;
+        o.flags = PK_OPT_IGNORE_ENV;
+        pk_context *ctx = NULL;
+        if (pk_context_create(&ctx, &o) != PK_OK) return 1;
+        const char *why = "";
+        const int usable_now = pk_backend_available(ctx, (pk_backend_id)b, &why);
+        for (int t = 0; t < NTHREADS; ++t)
+            if (c[t].usable[b] != usable_now || strcmp(c[t].why[b], why) != 0 || c[t].wrong) {
+                fprintf(stderr, "thread %d, %s: %s (%s), %d wrong results; sequential probe: %s "
+                                "(%s)\n", t, pk_backend_name((pk_backend_id)b),
+                        c[t].usable[b] ? "usable" : "unusable", c[t].why[b], c[t].wrong,
+                        usable_now ? "usable" : "unusable", why);
+                bad = 1;
+            }
+        pk_context_destroy(ctx);
+    }
+    return bad;
+}
+
+static void test_cold_first_use(void)
+{
+    for (int run = 0; run < COLD_RUNS; ++run) {
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) _exit(cold_child());
+        int st = 0;
+        const int waited = pid > 0 && waitpid(pid, &st, 0) == pid;
+        ok(waited && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "cold process %d: %d threads' first use of every backend at once agrees with a "
+           "sequential probe, results right (%s %d)", run + 1, NTHREADS,
+           !waited ? "fork/wait failed" : WIFSIGNALED(st) ? "killed by signal" : "exit status",
+           !waited ? -1 : WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    }
+}
+
 static void remove_dir(const char *d)
 {
     DIR *dp = opendir(d);
@@ -437,6 +530,9 @@ int main(void)
     for (int i = 0; i < CH * CW; ++i) cv_img[i] = (float)((i * 29) % 97) / 13.0f;
     for (int i = 0; i < CKH * CKW; ++i) cv_psf[i] = 1.0f / (CKH * CKW) + (float)i * 1e-3f;
     pk_conv2d_reference(&cvp, cv_img, cv_psf, cv_ref);
+
+    /* 5 first: the children must start with no backend touched in this process */
+    test_cold_first_use();
 
     pk_context *probe = NULL;
     if (pk_context_create(&probe, NULL) != PK_OK) {
