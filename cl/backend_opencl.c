@@ -641,7 +641,11 @@ static pk_status ocl_bandwidth(void *state, int device, size_t bytes, int reps, 
     uint64_t cap = d->global_mem / 4;
     if (d->max_alloc && d->max_alloc < cap) cap = d->max_alloc;
     uint64_t want = bytes ? (uint64_t)bytes : (uint64_t)256 << 20;
-    if (want > cap) want = cap;
+    if (bytes == 0 && want > cap) want = cap;
+    PK_CHECK(want <= cap, PK_ESIZE,
+             "bytes: 2 arrays of %zu bytes do not fit '%s' (at most %llu bytes each: a quarter "
+             "of its %llu bytes of memory and within its largest allocation)",
+             bytes, d->name, (unsigned long long)cap, (unsigned long long)d->global_mem);
     want &= ~(uint64_t)63;
     if (want < 64) want = 64;
     size_t size = (size_t)want;
@@ -759,6 +763,16 @@ cl_mem pk_cl_device_buffer(const pk_cl_device *dev, cl_mem_flags flags, size_t b
 
 /* ---- test hook: out of device memory (opencl_internal.h) ------------------------------ */
 #undef clCreateBuffer
+/* 1 when the context's (first) device is a CPU. */
+static int context_is_cpu(cl_context context)
+{
+    cl_device_id dev;
+    cl_device_type type = 0;
+    return clGetContextInfo(context, CL_CONTEXT_DEVICES, sizeof dev, &dev, NULL) == CL_SUCCESS &&
+           clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL) == CL_SUCCESS &&
+           (type & CL_DEVICE_TYPE_CPU);
+}
+
 cl_mem pk_cl_create_buffer(cl_context context, cl_mem_flags flags, size_t size, void *host,
                            cl_int *err)
 {
@@ -767,6 +781,13 @@ cl_mem pk_cl_create_buffer(cl_context context, cl_mem_flags flags, size_t size, 
         if (err) *err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
         return NULL;
     }
+    /* A CPU device's memory is the host's.  PoCL allocates a plain buffer lazily, at its
+     * first use, and aborts the process (an assertion in pocl_create_migration_commands) when
+     * that allocation fails; with CL_MEM_ALLOC_HOST_PTR it allocates here and a failure is
+     * CL_OUT_OF_HOST_MEMORY, an error the caller can report.  On a GPU that flag would mean
+     * pinned host memory instead of device memory: only CPU devices get it. */
+    if (!(flags & CL_MEM_USE_HOST_PTR) && context_is_cpu(context))
+        flags |= CL_MEM_ALLOC_HOST_PTR;
     return clCreateBuffer(context, flags, size, host, err);
 }
 

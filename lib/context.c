@@ -215,6 +215,9 @@ pk_status pk_measure_bandwidth(pk_context *ctx, pk_backend_id backend, int devic
     pk_clear_error();
     PK_CHECK_NULL(bytes_per_second);
     PK_CHECK(reps >= 0 && reps <= 1000, PK_EINVAL, "reps: must be in [0, 1000], got %d", reps);
+    /* the same floor on every backend: a copy of a few bytes measures the call, not memory */
+    PK_CHECK(bytes == 0 || bytes >= 4096, PK_ESIZE,
+             "bytes: at least 4096 needed (0: the backend's default), got %zu", bytes);
     PK_TRY(device_check(ctx, backend, device));
     return pk_backend_ops_get(backend)->bandwidth(ctx->slot[backend].state, device, bytes, reps,
                                                   bytes_per_second);

@@ -97,18 +97,15 @@ static pk_status gr_validate_support(const pk_grid_params *p, const int32_t *sup
     }
     if (plane_offset) plane_offset[p->num_w_planes] = off;
     if (max_support) *max_support = smax;
-    if (full_count) {
-        if (p->kernel_layout == PK_GRID_KERNELS_COMPACT) {
-            *full_count = off;
-        } else {
-            size_t n;
-            PK_CHECK(pk_mul3_size((size_t)p->num_w_planes, (size_t)p->conv_size_half,
-                                  (size_t)p->conv_size_half, &n) == 0 && n <= SIZE_MAX / 8,
-                     PK_EOVERFLOW, "kernel stack: %d x %d x %d overflows", p->num_w_planes,
-                     p->conv_size_half, p->conv_size_half);
-            *full_count = n;
-        }
-    }
+    /* Checked for every caller, not only those asking for the count: a FULL stack whose
+     * size overflows cannot be indexed (the reference read far past the caller's array). */
+    size_t n = off;
+    if (p->kernel_layout == PK_GRID_KERNELS_FULL)
+        PK_CHECK(pk_mul3_size((size_t)p->num_w_planes, (size_t)p->conv_size_half,
+                              (size_t)p->conv_size_half, &n) == 0 && n <= SIZE_MAX / 8,
+                 PK_EOVERFLOW, "kernel stack: %d x %d x %d overflows", p->num_w_planes,
+                 p->conv_size_half, p->conv_size_half);
+    if (full_count) *full_count = n;
     return PK_OK;
 }
 

@@ -146,7 +146,9 @@ PK_API int pk_device_count(pk_context *ctx, pk_backend_id backend);
 PK_API pk_status pk_device_get_info(pk_context *ctx, pk_backend_id backend, int index,
                                     pk_device_info *info);
 /** Measure the memory bandwidth of a device with a copy kernel: bytes read + written per
- *  second (STREAM's convention), best of `reps` runs over `bytes` per array (0: default). */
+ *  second (STREAM's convention), best of `reps` runs over `bytes` per array (0: default).
+ *  bytes below 4096, or two arrays that the device cannot hold, are PK_ESIZE on every
+ *  backend (never silently clamped). */
 PK_API pk_status pk_measure_bandwidth(pk_context *ctx, pk_backend_id backend, int device,
                                       size_t bytes, int reps, double *bytes_per_second);
 

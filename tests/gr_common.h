@@ -62,6 +62,7 @@
 #include "tap.h"
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1203,6 +1204,21 @@ static void gr_check_errors(const char *variant, const gr_set *s)
     p.num_w_planes = 8;
     gr_expect(pk_grid_kernel_count(&p, sup, &cnt), PK_EOVERFLOW,
               "pk_grid_kernel_count FULL stack bytes overflow");
+    /* every entry point refuses what pk_grid_kernel_count refuses (the reference read past
+     * the caller's array with 1 plane and conv_size_half = INT_MAX) */
+    GR_ALL(&p, sup, k, &d, PK_EOVERFLOW, "FULL stack bytes overflow (8 planes)");
+    {
+        pk_grid_params p1 = p;
+        p1.num_w_planes = 1;
+        p1.conv_size_half = INT_MAX;
+        gr_expect(pk_grid_kernel_count(&p1, sup, &cnt), PK_EOVERFLOW,
+                  "pk_grid_kernel_count FULL, 1 plane, conv_size_half INT_MAX");
+        GR_ALL(&p1, sup, k, &d, PK_EOVERFLOW, "FULL, 1 plane, conv_size_half INT_MAX");
+        float *c1 = gr_xalloc(2 * s->kcount * sizeof(float));
+        gr_expect(pk_grid_compact_kernels(&p1, sup, k, c1), PK_EOVERFLOW,
+                  "pk_grid_compact_kernels FULL, 1 plane, conv_size_half INT_MAX");
+        free(c1);
+    }
     /* supports */
     int32_t bad_sup[8];
     memcpy(bad_sup, sup, sizeof bad_sup);

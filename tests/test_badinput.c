@@ -146,6 +146,19 @@ static void backends_and_contexts(void)
            "pk_measure_bandwidth(auto backend)");
     expect(pk_measure_bandwidth(ctx, PK_BACKEND_SERIAL, 0, SIZE_MAX, 1, &bw), PK_ESIZE,
            "host memory", "pk_measure_bandwidth(bytes SIZE_MAX): refused, not allocated");
+    for (int b = PK_BACKEND_SERIAL; b < PK_BACKEND_COUNT; ++b) {
+        if (!pk_backend_available(ctx, (pk_backend_id)b, NULL)) continue;
+        char what[96];
+        snprintf(what, sizeof what, "pk_measure_bandwidth(%s, bytes 1)",
+                 pk_backend_name((pk_backend_id)b));
+        expect(pk_measure_bandwidth(ctx, (pk_backend_id)b, 0, 1, 1, &bw), PK_ESIZE,
+               "at least 4096", what);
+        snprintf(what, sizeof what, "pk_measure_bandwidth(%s, bytes 1 TiB): refused, not clamped",
+                 pk_backend_name((pk_backend_id)b));
+        if (b != PK_BACKEND_CUDA) /* CUDA: cudaMalloc answers PK_EDEVMEM (no GPU here) */
+            expect(pk_measure_bandwidth(ctx, (pk_backend_id)b, 0, (size_t)1 << 40, 1, &bw),
+                   PK_ESIZE, "bytes", what);
+    }
     expect_true(bw == -1, "failed bandwidth measurements leave *bytes_per_second alone");
 }
 

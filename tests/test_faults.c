@@ -15,6 +15,10 @@
  *    way with y = x (an error) and with y apart (a right fallback);
  *  - out of host memory (a field whose bytes fit in size_t but not in any memory): PK_ENOMEM,
  *    nothing written;
+ *  - a real out-of-memory on an OpenCL CPU device (in a child whose address space is capped
+ *    with setrlimit a little above what it already uses): PoCL allocates buffers lazily and
+ *    used to abort the process in its first transfer; a forced call, a plan and the
+ *    bandwidth measurement must return a memory error, and auto must not crash;
  *  - PORTKERN_BACKEND naming a backend that cannot run here (cuda without a GPU): auto falls
  *    back with the reason, a forced call fails cleanly;
  *  - a conv2d OpenCL program that fails to build (PORTKERN_TEST_CL_BREAK_BUILD=1; diffusion3d's
@@ -35,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -612,6 +617,114 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
     return 0;
 }
 
+/* ---- a real out-of-memory on an OpenCL CPU device ---------------------------------------- */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PK_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PK_SANITIZED 1
+#endif
+#endif
+
+static long vm_size_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %ld kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
+/* The child: OpenCL initialised and its kernels built, a 512 MiB field allocated, then the address space
+ * capped 256 MiB above what is in use; every call must return, never abort.  Exit status:
+ * the number of failed checks (details on stderr). */
+static int real_oom_child(void)
+{
+    pk_context *cl = make_ctx(PK_BACKEND_OPENCL), *au = make_ctx(PK_BACKEND_AUTO);
+    const char *why = "";
+    if (!pk_backend_available(cl, PK_BACKEND_OPENCL, &why)) {
+        fprintf(stderr, "%s\n", why);
+        return 77;
+    }
+    float small[NX * NY * NZ];
+    memcpy(small, d3_in, sizeof small);
+    if (pk_diffusion3d(cl, &d3p, NULL, small, NULL) != PK_OK) return 100;
+    if (pk_diffusion3d(au, &d3p, NULL, small, NULL) != PK_OK) return 100;
+    /* the copy kernel built now: PoCL's compiler (LLVM) crashes when it runs out of memory
+     * itself, which no library can turn into an error (docs/RELIABILITY.md) */
+    double bw = 0;
+    if (pk_measure_bandwidth(cl, PK_BACKEND_OPENCL, 0, 1 << 20, 1, &bw) != PK_OK) return 100;
+    pk_diffusion3d_params big;
+    pk_diffusion3d_params_default(&big, 512, 512, 512, 1);
+    const size_t n = (size_t)512 * 512 * 512;
+    float *f = malloc(n * sizeof *f); /* untouched: counted in VmSize, costs no RAM */
+    const long used = vm_size_bytes();
+    if (!f || used < 0) return 100;
+    struct rlimit rl = {(rlim_t)used + ((rlim_t)256 << 20), (rlim_t)used + ((rlim_t)256 << 20)};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) return 100;
+    int bad = 0;
+    pk_status s = pk_diffusion3d(cl, &big, NULL, f, NULL);
+    if (s != PK_EDEVMEM && s != PK_ENOMEM) {
+        fprintf(stderr, "forced opencl diffusion3d 512^3: %s: %s\n", pk_status_name(s),
+                pk_last_error());
+        ++bad;
+    }
+    pk_diffusion3d_plan *plan = NULL;
+    s = pk_diffusion3d_plan_create(&plan, cl, &big, NULL, NULL);
+    if (s == PK_OK) s = pk_diffusion3d_plan_upload(plan, f);
+    pk_diffusion3d_plan_destroy(plan);
+    if (s != PK_EDEVMEM && s != PK_ENOMEM) {
+        fprintf(stderr, "opencl plan 512^3: %s: %s\n", pk_status_name(s), pk_last_error());
+        ++bad;
+    }
+    s = pk_measure_bandwidth(cl, PK_BACKEND_OPENCL, 0, (size_t)400 << 20, 1, &bw);
+    if (s != PK_EDEVMEM && s != PK_ENOMEM && s != PK_ESIZE) {
+        fprintf(stderr, "opencl bandwidth 2 x 400 MiB: %s: %s\n", pk_status_name(s),
+                pk_last_error());
+        ++bad;
+    }
+    s = pk_diffusion3d(au, &big, NULL, f, NULL); /* may succeed in place (serial) or fail */
+    if (s != PK_OK && s != PK_EDEVMEM && s != PK_ENOMEM) {
+        fprintf(stderr, "auto diffusion3d 512^3: %s: %s\n", pk_status_name(s), pk_last_error());
+        ++bad;
+    }
+    free(f);
+    pk_context_destroy(cl);
+    pk_context_destroy(au);
+    return bad;
+}
+
+/* Forks: call it before this process touches OpenCL (PoCL's worker threads are not in a
+ * forked child). */
+static void test_real_oom(void)
+{
+    const char *label = "a real out-of-memory on OpenCL (address space capped): forced call, "
+                        "plan and bandwidth return a memory error, auto does not crash";
+#ifdef PK_SANITIZED
+    tap_skip("the sanitizers reserve terabytes of address space: no cap can be set",
+             "%s", label);
+#else
+    if (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload")) {
+        tap_skip("under valgrind", "%s", label);
+        return;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) _exit(real_oom_child());
+    int st = 0;
+    const int waited = pid > 0 && waitpid(pid, &st, 0) == pid;
+    if (waited && WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+        tap_skip("opencl unavailable", "%s", label);
+        return;
+    }
+    ok(waited && WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s (%s %d)", label,
+       !waited ? "fork/wait failed" : WIFSIGNALED(st) ? "killed by signal" : "exit status",
+       !waited ? -1 : WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+#endif
+}
+
 int main(void)
 {
     const char *top = getenv("top_builddir");
@@ -635,6 +748,7 @@ int main(void)
 
     /* First, before this process touches OpenCL: the child inherits no ICD state. */
     test_no_icd();
+    test_real_oom();
 
     pk_context *ctx = make_ctx(PK_BACKEND_AUTO);
     static const pk_backend_id dev[2] = {PK_BACKEND_OPENCL, PK_BACKEND_CUDA};
