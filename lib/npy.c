@@ -313,29 +313,43 @@ static pk_status parse_dict(cursor *c, npy_header *h)
     return PK_OK;
 }
 
-/* Check the prefix and header of an image of `len` bytes and where its data lies. */
-static pk_status npy_decode(const unsigned char *buf, size_t len, npy_header *h)
+/* The magic string and version in the first 8 bytes of `len`; the prefix's length (10 or 12
+ * bytes, the header length included) in *prefix. */
+static pk_status npy_check_magic(const unsigned char *buf, size_t len, size_t *prefix)
 {
-    memset(h, 0, sizeof *h);
     if (len < 8 || memcmp(buf, npy_magic, sizeof npy_magic) != 0)
         return pk_fail(PK_EFORMAT, "not a .npy file (bad magic)");
     unsigned major = buf[6], minor = buf[7];
     if (major < 1 || major > 3 || minor != 0)
         return pk_fail(PK_EFORMAT, "unsupported .npy version %u.%u (supported: 1.0, 2.0, 3.0)",
                        major, minor);
-    size_t prefix = major == 1 ? 10 : 12;
-    if (len < prefix)
-        return pk_fail(PK_EFORMAT, "truncated: the file ends inside the header length field");
+    *prefix = major == 1 ? 10 : 12;
+    return PK_OK;
+}
+
+/* The header length the prefix declares (buf holds the whole prefix). */
+static size_t npy_header_len(const unsigned char *buf, size_t prefix)
+{
     size_t hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
-    if (major > 1) hlen |= (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
-    if (hlen > len - prefix)
-        return pk_fail(PK_EFORMAT, "header length %zu exceeds the file (%zu bytes after the "
-                       "%zu-byte prefix)", hlen, len - prefix, prefix);
+    if (prefix > 10) hlen |= (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
+    return hlen;
+}
+
+/* Prefix and header (buf holds at least both): the type, shape, data offset and bytes. */
+static pk_status npy_decode_header(const unsigned char *buf, size_t prefix, size_t hlen,
+                                   npy_header *h)
+{
+    memset(h, 0, sizeof *h);
     cursor c = {buf + prefix, buf + prefix, buf + prefix + hlen, prefix};
     PK_TRY(parse_dict(&c, h));
     PK_TRY(shape_bytes(h->type, h->ndim, h->shape, &h->count, &h->bytes));
     h->offset = prefix + hlen;
-    size_t avail = len - h->offset;
+    return PK_OK;
+}
+
+/* The data after the header must be exactly what the header declares. */
+static pk_status npy_check_data_len(const npy_header *h, size_t avail)
+{
     if (avail < h->bytes)
         return pk_fail(PK_EFORMAT, "truncated: expected %zu bytes of data, found %zu", h->bytes,
                        avail);
@@ -343,6 +357,22 @@ static pk_status npy_decode(const unsigned char *buf, size_t len, npy_header *h)
         return pk_fail(PK_EFORMAT, "%zu bytes of trailing garbage after the %zu bytes of data",
                        avail - h->bytes, h->bytes);
     return PK_OK;
+}
+
+/* Check the prefix and header of an image of `len` bytes and where its data lies. */
+static pk_status npy_decode(const unsigned char *buf, size_t len, npy_header *h)
+{
+    size_t prefix = 10;
+    memset(h, 0, sizeof *h);
+    PK_TRY(npy_check_magic(buf, len, &prefix));
+    if (len < prefix)
+        return pk_fail(PK_EFORMAT, "truncated: the file ends inside the header length field");
+    const size_t hlen = npy_header_len(buf, prefix);
+    if (hlen > len - prefix)
+        return pk_fail(PK_EFORMAT, "header length %zu exceeds the file (%zu bytes after the "
+                       "%zu-byte prefix)", hlen, len - prefix, prefix);
+    PK_TRY(npy_decode_header(buf, prefix, hlen, h));
+    return npy_check_data_len(h, len - h->offset);
 }
 
 static void fill_array(pk_array *a, const npy_header *h, void *data)
@@ -381,51 +411,78 @@ static const char *shown_path(const char *path, char *buf, size_t len)
     return buf;
 }
 
-/* The whole file in one buffer: a regular file in one allocation of its size (+1 so the
- * last read sees EOF), anything else (a pipe) by doubling. */
-static pk_status slurp(const char *path, unsigned char **out, size_t *len)
+/* Exactly n bytes from f; 1 when they were all there. */
+static int read_exact(FILE *f, void *buf, size_t n) { return fread(buf, 1, n, f) == n; }
+
+/* A header longer than this is refused before it is read: numpy's own headers are a few
+ * hundred bytes (version 2.0 allows 4 GiB, which no array needs). */
+#define NPY_MAX_HEADER ((size_t)1 << 20)
+
+/* Read the prefix, then the header it declares, then exactly the data the header declares:
+ * a stream that is not a .npy file is refused after 8 bytes, and nothing is allocated
+ * beyond what the header promises (for a regular file, checked against its size first). */
+static pk_status npy_read_stream(FILE *f, const char *path, pk_array *a)
 {
-    char shown[256];
-    FILE *f = fopen(path, "rb");
-    path = shown_path(path, shown, sizeof shown); /* from here on, for messages only */
-    if (f == NULL) return pk_fail(PK_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 65536, n = 0;
+    unsigned char pre[12];
+    size_t prefix = 10, got = fread(pre, 1, 8, f);
+    if (ferror(f)) return pk_fail(PK_EIO, "%s: read error: %s", path, strerror(errno));
+    if (npy_check_magic(pre, got, &prefix) != PK_OK) {
+        char detail[128];
+        snprintf(detail, sizeof detail, "%s", pk_last_error());
+        return pk_fail(PK_EFORMAT, "%s: %s", path, detail);
+    }
+    if (!read_exact(f, pre + 8, prefix - 8))
+        return pk_fail(PK_EFORMAT, "%s: truncated: the file ends inside the header length field",
+                       path);
+    const size_t hlen = npy_header_len(pre, prefix);
+    if (hlen > NPY_MAX_HEADER)
+        return pk_fail(PK_EFORMAT, "%s: header length %zu: more than the %zu bytes a header may "
+                       "have", path, hlen, NPY_MAX_HEADER);
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
-        if ((uintmax_t)st.st_size >= SIZE_MAX) {
-            fclose(f);
-            return pk_fail(PK_EOVERFLOW, "%s: file too large for the address space", path);
-        }
-        cap = (size_t)st.st_size + 1;
-    }
-    unsigned char *buf = malloc(cap);
+    const int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    if (regular && (uintmax_t)st.st_size - prefix < hlen)
+        return pk_fail(PK_EFORMAT, "%s: header length %zu exceeds the file (%ju bytes after the "
+                       "%zu-byte prefix)", path, hlen, (uintmax_t)st.st_size - prefix, prefix);
+    unsigned char *hdr = malloc(prefix + hlen);
+    if (!hdr) return pk_fail(PK_ENOMEM, "%s: cannot allocate %zu bytes for the header", path, hlen);
+    memcpy(hdr, pre, prefix);
+    npy_header h;
     pk_status s = PK_OK;
-    for (;;) {
-        if (buf == NULL) {
-            s = pk_fail(PK_ENOMEM, "%s: cannot allocate %zu bytes to read the file", path, cap);
-            break;
-        }
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) { /* end of file or error */
-            if (ferror(f)) s = pk_fail(PK_EIO, "%s: read error: %s", path, strerror(errno));
-            break;
-        }
-        if (cap > SIZE_MAX / 2) {
-            s = pk_fail(PK_EOVERFLOW, "%s: file too large for the address space", path);
-            break;
-        }
-        unsigned char *grown = realloc(buf, cap * 2);
-        if (grown == NULL) free(buf);
-        buf = grown;
-        cap *= 2;
+    if (!read_exact(f, hdr + prefix, hlen))
+        s = ferror(f) ? pk_fail(PK_EIO, "%s: read error: %s", path, strerror(errno))
+                      : pk_fail(PK_EFORMAT, "%s: truncated: the file ends inside the header",
+                                path);
+    if (s == PK_OK && (s = npy_decode_header(hdr, prefix, hlen, &h)) != PK_OK) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", pk_last_error());
+        s = pk_fail(s, "%s: %s", path, detail);
     }
-    fclose(f);
+    free(hdr);
+    if (s != PK_OK) return s;
+    if (regular && (s = npy_check_data_len(&h, (size_t)st.st_size - h.offset)) != PK_OK) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "%s", pk_last_error());
+        return pk_fail(s, "%s: %s", path, detail);
+    }
+    /* never malloc(0): a successful read always yields a non-NULL data pointer */
+    unsigned char *data = malloc(h.bytes ? h.bytes : 1);
+    if (!data)
+        return pk_fail(PK_ENOMEM, "%s: cannot allocate the %zu bytes of data its header declares",
+                       path, h.bytes);
+    got = fread(data, 1, h.bytes, f);
+    unsigned char extra;
+    if (ferror(f))
+        s = pk_fail(PK_EIO, "%s: read error: %s", path, strerror(errno));
+    else if (got < h.bytes)
+        s = pk_fail(PK_EFORMAT, "%s: truncated: expected %zu bytes of data, found %zu", path,
+                    h.bytes, got);
+    else if (fread(&extra, 1, 1, f) == 1)
+        s = pk_fail(PK_EFORMAT, "%s: trailing garbage after the %zu bytes of data", path, h.bytes);
     if (s != PK_OK) {
-        free(buf);
+        free(data);
         return s;
     }
-    *out = buf;
-    *len = n;
+    fill_array(a, &h, data);
     return PK_OK;
 }
 
@@ -435,23 +492,13 @@ pk_status pk_npy_read(const char *path, pk_array *a)
     PK_CHECK_NULL(a);
     memset(a, 0, sizeof *a);
     PK_CHECK_NULL(path);
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    PK_TRY(slurp(path, &buf, &len));
-    npy_header h;
-    pk_status s = npy_decode(buf, len, &h);
-    if (s != PK_OK) {
-        char detail[512];
-        snprintf(detail, sizeof detail, "%s", pk_last_error());
-        free(buf);
-        char shown[256];
-        return pk_fail(s, "%s: %s", shown_path(path, shown, sizeof shown), detail);
-    }
-    /* Move the data to the front and shrink in place: no second copy of a large array. */
-    memmove(buf, buf + h.offset, h.bytes);
-    unsigned char *shrunk = realloc(buf, h.bytes ? h.bytes : 1);
-    fill_array(a, &h, shrunk ? shrunk : buf);
-    return PK_OK;
+    char shown[256];
+    FILE *f = fopen(path, "rb");
+    path = shown_path(path, shown, sizeof shown); /* from here on, for messages only */
+    if (f == NULL) return pk_fail(PK_EIO, "%s: cannot open: %s", path, strerror(errno));
+    pk_status s = npy_read_stream(f, path, a);
+    fclose(f);
+    return s;
 }
 
 /* ---- writing --------------------------------------------------------------------------- */

@@ -443,6 +443,47 @@ static void test_files(void)
     } else {
         tap_skip("pipe() failed", "reading from a pipe");
     }
+
+    /* The header is checked before the data is read: an endless stream that is not a .npy
+     * file is refused at once (it used to be read until memory ran out), and a stream is
+     * read exactly as far as its header says (trailing bytes are still refused). */
+    s = pk_npy_read("/dev/zero", &a);
+    ok(s == PK_EFORMAT && strstr(pk_last_error(), "not a .npy file") && array_is_zeroed(&a),
+       "/dev/zero: PK_EFORMAT 'not a .npy file' at once (%s)", pk_last_error());
+    if (pipe(fds) == 0) {
+        pid_t pid = fork();
+        if (pid == 0) { /* the whole array, then bytes that never end */
+            close(fds[0]);
+            ssize_t w = write(fds[1], numpy_f4_2x3, sizeof numpy_f4_2x3 - 1);
+            static const char more[4096];
+            while (w > 0) w = write(fds[1], more, sizeof more);
+            _exit(0);
+        }
+        close(fds[1]);
+        char p[64];
+        snprintf(p, sizeof p, "/dev/fd/%d", fds[0]);
+        s = pk_npy_read(p, &a);
+        ok(s == PK_EFORMAT && strstr(pk_last_error(), "trailing garbage") && array_is_zeroed(&a),
+           "a pipe with endless bytes after the data: trailing garbage, found without reading "
+           "them all (%s)", pk_last_error());
+        close(fds[0]); /* the writer gets EPIPE and stops */
+        waitpid(pid, NULL, 0);
+    } else {
+        tap_skip("pipe() failed", "reading from an endless pipe");
+    }
+    /* a header declaring 2^40 floats in a 200-byte file: truncated, without allocating them */
+    unsigned char huge[256];
+    memcpy(huge, numpy_f4_2x3, 128);
+    const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }";
+    memset(huge + 10, ' ', 118);
+    memcpy(huge + 10, dict, strlen(dict));
+    huge[127] = '\n';
+    huge[8] = 118;
+    huge[9] = 0;
+    write_file(tpath("tera.npy"), huge, 200);
+    s = pk_npy_read(tpath("tera.npy"), &a);
+    ok(s == PK_EFORMAT && strstr(pk_last_error(), "truncated") && array_is_zeroed(&a),
+       "a header declaring 4 TiB in a 200-byte file: PK_EFORMAT truncated (%s)", pk_last_error());
 }
 
 static void test_write_errors(void)
