@@ -72,6 +72,12 @@ const char *pk_getenv(const char *name);
  *  several threads at once) and the creation of device contexts.  Never held across a
  *  kernel run; not recursive. */
 void pk_driver_lock(void);
+/** SIMD levels of the hand-vectorised host kernels. */
+enum { PK_SIMD_GENERIC = 0, PK_SIMD_AVX2 = 1, PK_SIMD_AVX512 = 2 };
+/** The level a kernel runs at: `cpu_level` (the CPU's best), lowered (never raised) by the
+ *  environment variable `env` ("avx512" or "avx512f", "avx2", "generic").  Any other value
+ *  is PK_EINVAL naming the variable, and *level is cpu_level. */
+pk_status pk_simd_level(const char *env, int cpu_level, int *level);
 void pk_driver_unlock(void);
 /** Test hook: the local / shared memory a device kernel may assume, `bytes` capped by
  *  PORTKERN_TEST_LOCAL_MEM_BYTES when that is a positive integer (tests run the tile choices

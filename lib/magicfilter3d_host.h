@@ -40,6 +40,8 @@ void pk_mf_pass_simd(const pk_mf_pass *p, const double *g, const double *src, do
                      long d0, long d1);
 /** The ISA the simd pass uses on this CPU ("avx512f", "avx2", "generic"). */
 const char *pk_mf_simd_isa(void);
+/** PK_EINVAL when PORTKERN_MF_ISA names no ISA (plans of the simd passes check it). */
+pk_status pk_mf_simd_check(void);
 
 /* Backend entry points. */
 pk_status pk_serial_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl);

@@ -87,25 +87,7 @@ static int ds_cpu_isa(void)
 }
 
 /* The CPU's best, lowered by PORTKERN_DS_ISA (an unknown value is an error). */
-static pk_status ds_isa(int *isa)
-{
-    const int cpu = ds_cpu_isa();
-    int want = cpu;
-    const char *e = pk_getenv("PORTKERN_DS_ISA");
-    if (e) {
-        if (!strcmp(e, "avx512") || !strcmp(e, "avx512f"))
-            want = DS_ISA_AVX512;
-        else if (!strcmp(e, "avx2"))
-            want = DS_ISA_AVX2;
-        else if (!strcmp(e, "generic"))
-            want = DS_ISA_GENERIC;
-        else
-            return pk_fail(PK_EINVAL, "PORTKERN_DS_ISA: expected avx512, avx2 or generic, got '%s'",
-                           e);
-    }
-    *isa = want < cpu ? want : cpu;
-    return PK_OK;
-}
+static pk_status ds_isa(int *isa) { return pk_simd_level("PORTKERN_DS_ISA", ds_cpu_isa(), isa); }
 
 /* The kernel of `lanes` lanes (lanes <= the ISA's width, so its target is available). */
 static pk_ds_vnode_fn ds_vnode_kernel(int lanes)

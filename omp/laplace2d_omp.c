@@ -305,15 +305,9 @@ static int lp_cpu_isa(void)
 /* The CPU's best, lowered (never raised) by PORTKERN_LP_ISA. */
 static int lp_isa(void)
 {
-    const int cpu = lp_cpu_isa();
-    const char *env = pk_getenv("PORTKERN_LP_ISA");
-    int want = cpu;
-    if (env) {
-        if (strcmp(env, "avx512") == 0) want = LP_ISA_AVX512;
-        else if (strcmp(env, "avx2") == 0) want = LP_ISA_AVX2;
-        else if (strcmp(env, "generic") == 0) want = LP_ISA_GENERIC;
-    }
-    return want < cpu ? want : cpu;
+    int isa;
+    (void)pk_simd_level("PORTKERN_LP_ISA", lp_cpu_isa(), &isa); /* plan creation checks it */
+    return isa;
 }
 
 const char *pk_lp_simd_isa(void)
@@ -471,7 +465,14 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
                        desc->variant, nt, lp_scratch_floats(desc->l, LP_OMP_TB));
     }
     /* The ISA of the hand-vectorised rows, fixed for the plan's life. */
-    h->isa = h->kind == LP_OMP_AUTO ? LP_ISA_GENERIC : lp_isa();
+    h->isa = LP_ISA_GENERIC;
+    if (h->kind != LP_OMP_AUTO) {
+        pk_status s = pk_simd_level("PORTKERN_LP_ISA", lp_cpu_isa(), &h->isa);
+        if (s != PK_OK) {
+            pk_lp_host_destroy(h);
+            return s;
+        }
+    }
     *impl = h;
     return PK_OK;
 }

@@ -14,6 +14,7 @@
 pk_status pk_omp_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl)
 {
     pk_mf_host_plan *h;
+    PK_TRY(pk_mf_simd_check());
     PK_TRY(pk_mf_host_create(desc, &h));
     h->pass = pk_mf_pass_simd;
 #ifdef PK_HAVE_OPENMP

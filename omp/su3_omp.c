@@ -307,21 +307,16 @@ static int s3_cpu_isa(void)
     return S3_ISA_GENERIC;
 }
 
+/* The CPU's best, lowered by PORTKERN_S3_ISA (an unknown value: the CPU's best here; plan
+ * creation reports it, s3_isa_check). */
 static int s3_isa(void)
 {
-    const int cpu = s3_cpu_isa();
-    int want = cpu;
-    const char *e = pk_getenv("PORTKERN_S3_ISA");
-    if (e) {
-        if (!strcmp(e, "avx512") || !strcmp(e, "avx512f"))
-            want = S3_ISA_AVX512;
-        else if (!strcmp(e, "avx2"))
-            want = S3_ISA_AVX2;
-        else if (!strcmp(e, "generic"))
-            want = S3_ISA_GENERIC;
-    }
-    return want < cpu ? want : cpu;
+    int isa;
+    (void)pk_simd_level("PORTKERN_S3_ISA", s3_cpu_isa(), &isa);
+    return isa;
 }
+
+static pk_status s3_isa_check(int *isa) { return pk_simd_level("PORTKERN_S3_ISA", s3_cpu_isa(), isa); }
 
 static const char *const s3_isa_names[] = {"generic", "avx2", "avx512f"};
 
@@ -404,7 +399,15 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
     h->nt = 1;
 #endif
     h->simd = strcmp(h->variant, "omp-simd") == 0;
-    h->isa = h->simd ? s3_isa() : S3_ISA_GENERIC;
+    int isa = S3_ISA_GENERIC;
+    if (h->simd) {
+        pk_status s = s3_isa_check(&isa);
+        if (s != PK_OK) {
+            pk_s3_host_destroy(h);
+            return s;
+        }
+    }
+    h->isa = isa;
     const size_t bytes = (desc->u_doubles + 2 * desc->spinor_doubles) * sizeof(double);
     const char *e = pk_getenv("PORTKERN_S3_STREAM");
     h->stream = h->simd && h->isa != S3_ISA_GENERIC &&

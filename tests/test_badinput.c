@@ -162,6 +162,47 @@ static void backends_and_contexts(void)
     expect_true(bw == -1, "failed bandwidth measurements leave *bytes_per_second alone");
 }
 
+/* The ISA switches of the hand-vectorised OpenMP kernels: a value naming no ISA is an error
+ * at plan creation for every one of them (PORTKERN_MF_ISA, S3_ISA and LP_ISA were ignored). */
+static void simd_switches(void)
+{
+    pk_context_options o;
+    pk_context_options_init(&o);
+    o.backend = PK_BACKEND_OPENMP;
+    pk_context *ctx = NULL;
+    if (pk_context_create(&ctx, &o) != PK_OK || !pk_backend_available(ctx, PK_BACKEND_OPENMP, NULL)) {
+        tap_skip("openmp unavailable", "PORTKERN_*_ISA=bogus (4 checks)");
+        pk_context_destroy(ctx);
+        return;
+    }
+    static double u[2 * 9 * 256], psi[2 * 12 * 256], chi[2 * 12 * 256], x[4096], y[4096];
+    static float phi[64 * 64];
+    for (int k = 0; k < 4; ++k) {
+        static const char *const var[4] = {"PORTKERN_MF_ISA", "PORTKERN_S3_ISA",
+                                           "PORTKERN_LP_ISA", "PORTKERN_DS_ISA"};
+        setenv(var[k], "bogus", 1);
+        pk_status s;
+        if (k == 0) {
+            pk_magicfilter3d_params p = {16, 16, 16, 0, PK_MF_PERIODIC};
+            s = pk_magicfilter3d(ctx, &p, NULL, x, y, NULL);
+        } else if (k == 1) {
+            pk_su3_params p = {256, PK_SU3_AOS, 0};
+            s = pk_su3(ctx, &p, "omp-simd", u, psi, chi, NULL);
+        } else if (k == 2) {
+            pk_laplace2d_params p = {64, 1, 0.1, PK_LAP_LEXI, 0};
+            s = pk_laplace2d(ctx, &p, "omp-simd", phi, NULL);
+        } else {
+            pk_dslash_params p = {4, 4, 4, 4, 0.1, 0};
+            s = pk_dslash(ctx, &p, "omp-vnode", u, psi, chi, NULL);
+        }
+        char what[96];
+        snprintf(what, sizeof what, "%s=bogus: the openmp call", var[k]);
+        expect(s, PK_EINVAL, var[k], what);
+        unsetenv(var[k]);
+    }
+    pk_context_destroy(ctx);
+}
+
 static void diffusion3d(void)
 {
     float f[64];
@@ -367,6 +408,7 @@ int main(void)
     }
     status_tables();
     backends_and_contexts();
+    simd_switches();
     diffusion3d();
     conv2d();
     differ_npy();
