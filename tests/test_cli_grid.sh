@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_cli_grid.sh - TAP test of 'portkern run/gen/bench grid': the contract of DESIGN.md (one
+# test_cli_grid.sh - TAP test of 'portkern run/gen/bench grid': the contract of README.md (one
 # JSON line, --verify, --in/--out with params.json, exit codes 0/1/2), the data files of
 # 'gen grid' (both kernel layouts), the grid-intensity PNG, the kernel export and bad inputs.
 # Small sets only (the 'small' data set: 50,000 visibilities on a 1024 grid).  tests/local.mk

@@ -96,7 +96,7 @@ static void test_el82_70(void)
     ok(smin == 4 && smax == 44 && k.support[0] == 4 && k.support[338] == 44,
        "el82-70: supports 4..44 (got %d..%d)", smin, smax);
     ok(mono, "el82-70: supports never shrink with w");
-    /* notes/gridding.md section 5: planes 0, 50, ..., 300, 338 */
+    /* the recipe's supports at planes 0, 50, ..., 300, 338 (docs/KERNELS.md 1.7) */
     static const int at[8] = {0, 50, 100, 150, 200, 250, 300, 338};
     static const int want[8] = {4, 5, 8, 12, 18, 26, 36, 44};
     int match = 1;
@@ -276,7 +276,8 @@ static void test_counts_and_seeds(void)
             inside &= fabsf(v.uu[i] * gs) < 9000 - 50 && fabsf(v.vv[i] * gs) < 9000 - 50;
             uvmax = fmax(uvmax, hypot(v.uu[i], v.vv[i]));
         }
-        /* longest v6-like baseline: ~65 km / 3 m = 21.8 k lambda (notes: max |uv| 21.6 k) */
+        /* longest v6-like baseline: ~65 km / 3 m = 21.8 k lambda (the v6 layout's EL82-70
+         * track reaches max |uv| 21.6 k lambda) */
         ok(fin && inside && uvmax > 18000 && uvmax < 23000,
            "el82-70: finite, weights in (0, 1], every footprint on the grid, max |uv| %.0f "
            "lambda", uvmax);
