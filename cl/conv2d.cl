@@ -1,4 +1,4 @@
-/* conv2d.cl - StrayLight periodic 2-D correlation (KERNELS.md section 5):
+/* conv2d.cl - StrayLight periodic 2-D correlation (docs/KERNELS.md section 5):
  *   out[(i + kh/2) % h][(j + kw/2) % w] = sum_{k<kh, l<kw} img[(i+k) % h][(j+l) % w] psf[k][l]
  * i.e. out[y][x] = sum_{k,l} img[(y - kh/2 + k) mod h][(x - kw/2 + l) mod w] psf[k][l].
  *

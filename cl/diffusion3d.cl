@@ -1,4 +1,4 @@
-/* diffusion3d.cl - one step of the 7-point diffusion stencil (KERNELS.md section 3):
+/* diffusion3d.cl - one step of the 7-point diffusion stencil (docs/KERNELS.md section 3):
  *   g[c] = cc*f[c] + cw*f[w] + ce*f[e] + cs*f[s] + cn*f[n] + cb*f[b] + ct*f[t]
  * with a missing neighbour at a face replaced by c itself.  Terms are added in that order
  * and never contracted into FMAs, so a step matches the serial reference bit for bit on

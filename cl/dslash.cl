@@ -1,4 +1,4 @@
-/* dslash.cl - the Wilson hopping operator of KERNELS.md 4c, one work-item per site:
+/* dslash.cl - the Wilson hopping operator of docs/KERNELS.md 4c, one work-item per site:
  *   chi(x) = diag psi(x)
  *          + 1/2 sum_mu [ (1 - gamma_mu) U_mu(x) psi(x+mu) + (1 + gamma_mu) U_mu(x-mu)^+ psi(x-mu) ]
  * with the spin projection of lib/dslash_host.h (DeGrand-Rossi): per term a half spinor

@@ -1,4 +1,4 @@
-/* grid.cl - w-projection convolution gridding (KERNELS.md section 1) on OpenCL devices.
+/* grid.cl - w-projection convolution gridding (docs/KERNELS.md section 1) on OpenCL devices.
  *
  * The host (cl/grid_opencl.c) keeps on the device only the bounding box of the cells the
  * visibilities touch, or a band of its rows ("sub-grid": sub_rows x pitch complex64, cell

@@ -1,4 +1,4 @@
-/* grid_opencl.c - grid (KERNELS.md section 1) on an OpenCL device: variants "opencl-tiled"
+/* grid_opencl.c - grid (docs/KERNELS.md section 1) on an OpenCL device: variants "opencl-tiled"
  * (default) and "opencl-atomic"; the kernels and the kernel-stack layout are described in
  * cl/grid.cl.
  *

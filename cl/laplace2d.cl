@@ -1,4 +1,4 @@
-/* laplace2d.cl - one iteration of the 2-D smoothing Laplacian (KERNELS.md section 4a) on a
+/* laplace2d.cl - one iteration of the 2-D smoothing Laplacian (docs/KERNELS.md section 4a) on a
  * periodic l x l field in the lexi or hvfo layout (pho[y][x'][w] = phi[y][w*(l/nw) + x']):
  *     g = (c + a ((e + w) + (n + s))) inv
  * evaluated in that order and never contracted into FMAs, so an iteration matches the serial

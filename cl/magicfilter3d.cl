@@ -1,4 +1,4 @@
-/* magicfilter3d.cl - one pass of the BigDFT magic filter (KERNELS.md section 2): a 1-D
+/* magicfilter3d.cl - one pass of the BigDFT magic filter (docs/KERNELS.md section 2): a 1-D
  * 16-tap convolution along the lines of src followed by a transposition,
  *     dst[j][d] = sum_{k<16} g[k] * src[d][j + k + off],   j < nout, d < ndat,
  * where src[d][t] wraps t modulo nin (PK_MF_BC 0, periodic; nin may be < 16 and wrap several

@@ -1,4 +1,4 @@
-/* su3.cl - su3 (KERNELS.md section 4b): chi[s][c][k] = sum_c' u[s][c][c'] psi[s][c'][k], one
+/* su3.cl - su3 (docs/KERNELS.md 4b): chi[s][c][k] = sum_c' u[s][c][c'] psi[s][c'][k], one
  * work-item per site, one kernel per layout family (the layouts of portkern.h):
  *   pk_s3_aos   aos, short, padded, recon12 (PK_S3_LAYOUT picks how the link is read and
  *               its missing elements rebuilt); psi and chi AoS [s][3][4] complex;

@@ -1,4 +1,4 @@
-/* su3_opencl.c - the su3 plan on an OpenCL device (variant "opencl", KERNELS.md section 4b):
+/* su3_opencl.c - the su3 plan on an OpenCL device (variant "opencl", docs/KERNELS.md 4b):
  * u, psi and chi live on the device in the plan's layout; a run is one enqueue of the
  * layout family's kernel (cl/su3.cl: pk_s3_aos for aos / short / padded / recon12,
  * pk_s3_vfo, pk_s3_hvfo), its arguments set once at creation, so a plan runs again and

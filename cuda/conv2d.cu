@@ -1,4 +1,4 @@
-/* conv2d.cu - StrayLight periodic 2-D correlation (KERNELS.md section 5) on CUDA GPUs: the
+/* conv2d.cu - StrayLight periodic 2-D correlation (docs/KERNELS.md section 5) on CUDA GPUs: the
  * conv2d plan (device buffers, upload, run, download) and the direct kernel (variant
  * "cuda"); the FFT variant "cuda-fft" lives in conv2d_fft.cu and shares this plan.
  *   out[y][x] = sum_{k<kh, l<kw} img[(y - kh/2 + k) mod h][(x - kw/2 + l) mod w] psf[k][l]

@@ -1,4 +1,4 @@
-/* diffusion3d.cu - 7-point diffusion stencil (KERNELS.md section 3) on CUDA GPUs.
+/* diffusion3d.cu - 7-point diffusion stencil (docs/KERNELS.md section 3) on CUDA GPUs.
  *
  * Design (why):
  *  - The stencil moves 8 bytes per point per step and does 13 flops: it is bound by DRAM

@@ -1,5 +1,5 @@
-/* dslash.cu - the Wilson hopping operator (KERNELS.md 4c) on CUDA GPUs, variant "cuda": the
- * plan (u, psi, chi on the device; upload, run, download) and the kernel.
+/* dslash.cu - the Wilson hopping operator (docs/KERNELS.md 4c) on CUDA GPUs, variant "cuda":
+ * the plan (u, psi, chi on the device; upload, run, download) and the kernel.
  *
  * Design (why).  Never run here: there was no GPU where this was written.  The device code
  * between the PK_DS_KERNEL markers is self-contained and __host__ __device__, so it was

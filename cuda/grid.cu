@@ -1,4 +1,4 @@
-/* grid.cu - w-projection convolution gridding (KERNELS.md section 1) on CUDA GPUs: variants
+/* grid.cu - w-projection convolution gridding (docs/KERNELS.md 1) on CUDA GPUs: variants
  * "cuda-tiled" (default), "cuda-atomic" and "hybrid".  Written without a GPU: the device code
  * and the host orchestration were checked by a host emulation (each CUDA thread a host thread,
  * __syncthreads a barrier, the runtime calls on host memory), never on a GPU.

@@ -1,4 +1,4 @@
-/* laplace2d.cu - the 2-D smoothing Laplacian (KERNELS.md section 4a) on CUDA GPUs, both
+/* laplace2d.cu - the 2-D smoothing Laplacian (docs/KERNELS.md section 4a) on CUDA GPUs, both
  * layouts.  Compiled here; no GPU was available to run it (the index arithmetic of the device
  * code was checked by a host emulation against the serial reference).
  *

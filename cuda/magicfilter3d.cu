@@ -1,4 +1,4 @@
-/* magicfilter3d.cu - the BigDFT magic filter (KERNELS.md section 2) on CUDA GPUs, variant
+/* magicfilter3d.cu - the BigDFT magic filter (docs/KERNELS.md section 2) on CUDA GPUs, variant
  * "cuda": the plan (x, y and the work buffers on the device; upload, run, download) and the
  * pass kernel.  A run is three launches of the same kernel, x -> w1 -> w2 -> y, each pass
  *     dst[j][d] = sum_{k<16} g[k] * src[d][j + k + off],   j < nout, d < ndat,

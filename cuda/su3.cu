@@ -1,4 +1,4 @@
-/* su3.cu - su3 (KERNELS.md section 4b) on CUDA GPUs, variant "cuda": the plan (u, psi and
+/* su3.cu - su3 (docs/KERNELS.md section 4b) on CUDA GPUs, variant "cuda": the plan (u, psi and
  * chi on the device in the plan's layout; upload, run, download) and one kernel per layout
  * family, as cl/su3.cl:
  *   aos family (aos, short, padded, recon12; a template parameter picks how the link is

@@ -1,4 +1,4 @@
-/* conv2d.c - the public conv2d calls (KERNELS.md section 5): validate once, resolve the
+/* conv2d.c - the public conv2d calls (docs/KERNELS.md section 5): validate once, resolve the
  * method (direct or FFT) into a variant, choose a backend (with fallback under auto), call
  * through the backend's table, fill the run info.  Also the host plan and halo rows the
  * serial and OpenMP backends share. */

@@ -1,5 +1,5 @@
 /* conv2d_host.h - conv2d on the host: what the serial (lib/conv2d_serial.c) and OpenMP
- * (omp/conv2d_omp.c) backends share with lib/conv2d.c.  Indices follow KERNELS.md 5 with
+ * (omp/conv2d_omp.c) backends share with lib/conv2d.c.  Indices follow docs/KERNELS.md 5 with
  * a = kh/2, b = kw/2:  out[oi][oj] = sum_{k,l} image[(oi-a+k) % h][(oj-b+l) % w] psf[k][l]. */
 #ifndef PK_CONV2D_HOST_H
 #define PK_CONV2D_HOST_H

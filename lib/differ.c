@@ -1,4 +1,4 @@
-/* differ.c - the relative-tolerance comparison of KERNELS.md section 6.
+/* differ.c - the relative-tolerance comparison of docs/KERNELS.md section 6.
  *
  * Both precisions share one pair rule evaluated in double (a float widens exactly, so the
  * float path loses nothing).  Beyond the rule of the spec the report is defined as:

@@ -1,4 +1,4 @@
-/* dslash.c - the public dslash calls (KERNELS.md 4c): validate once, compress the links to
+/* dslash.c - the public dslash calls (docs/KERNELS.md 4c): validate once, compress the links to
  * two rows when recon12 (on the host, timed into info->layout_s), choose a backend (with
  * fallback under auto), call through the backend's table, fill the run info.  Also the host
  * plan the serial and OpenMP backends share.

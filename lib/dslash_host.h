@@ -2,9 +2,9 @@
  * (omp/dslash_omp.c) backends share with lib/dslash.c, and the shared pieces of the
  * spin-projected kernels.
  *
- * Spin projection (DeGrand-Rossi basis, KERNELS.md 4c).  For a 4-spinor p, (1 + s gamma_mu) p
- * (s = -1 for the forward term, +1 for the backward one) has only two independent spin
- * components: the "half spinor"
+ * Spin projection (DeGrand-Rossi basis, docs/KERNELS.md 4c).  For a 4-spinor p,
+ * (1 + s gamma_mu) p (s = -1 for the forward term, +1 for the backward one) has only two
+ * independent spin components: the "half spinor"
  *     h0 = p0 + s a0 p[pr0],   h1 = p1 + s a1 p[pr1]
  * and the lower two components are multiples of h:
  *     r2 = s b2 h[q2],         r3 = s b3 h[q3],

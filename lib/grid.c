@@ -1,4 +1,4 @@
-/* grid.c - the public grid calls (KERNELS.md section 1): validate once, compact the kernel
+/* grid.c - the public grid calls (docs/KERNELS.md section 1): validate once, compact the kernel
  * stack, choose a backend (with fallback under auto while the caller's grid is untouched),
  * call through the backend's table, fill the run info. */
 #include "grid_host.h"

@@ -126,7 +126,7 @@ pk_status pk_d3_host_upload(void *impl, const float *f, double *seconds);
 pk_status pk_d3_host_download(void *impl, float *f, double *seconds);
 void pk_d3_host_destroy(void *impl);
 
-/* ---- conv2d, as a backend sees it (KERNELS.md section 5) ------------------------------ */
+/* ---- conv2d, as a backend sees it (docs/KERNELS.md section 5) ------------------------- */
 typedef struct pk_cv_desc {
     int h, w;            /* image float32 [h][w] */
     int kh, kw;          /* psf float32 [kh][kw] */
@@ -141,7 +141,7 @@ typedef struct pk_cv_desc {
  *  pixel and tap counts. */
 pk_status pk_cv_int_limits(const pk_cv_desc *d, const char *backend, size_t *pixels, size_t *taps);
 
-/* ---- magicfilter3d, as a backend sees it (KERNELS.md section 2) ---------------------- */
+/* ---- magicfilter3d, as a backend sees it (docs/KERNELS.md section 2) ----------------- */
 /* One pass: src holds ndat lines of nin points (line fastest), dst gets the transposed
  * result [nout][ndat]:
  *     dst[j][d] = sum_{k<16} g[k] * src[d][j + k + off]
@@ -172,7 +172,7 @@ void pk_mf_desc_init(pk_mf_desc *d, const pk_magicfilter3d_params *p);
 /** The three passes in the order the library runs them: x -> w1 -> w2 -> y, each with the
  *  same pass function.  Serial reference pass (plain loops, modulo indexing): */
 void pk_mf_pass_ref(const pk_mf_pass *p, const double *g, const double *src, double *dst);
-/** The six-loop triple sum of KERNELS.md (test oracle, O(16^3) per point). */
+/** The six-loop triple sum of docs/KERNELS.md (test oracle, O(16^3) per point). */
 void pk_mf_direct(const pk_mf_desc *d, const double *x, double *y);
 /** Source index of line position t = j + k + off for a periodic pass (true modulo, any t). */
 static inline int pk_mf_wrap(int t, int n)
@@ -181,7 +181,7 @@ static inline int pk_mf_wrap(int t, int n)
     return r < 0 ? r + n : r;
 }
 
-/* ---- grid, as a backend sees it (KERNELS.md section 1) -------------------------------- */
+/* ---- grid, as a backend sees it (docs/KERNELS.md section 1) --------------------------- */
 /* The kernels always arrive compacted (lib/grid.c converts a FULL stack once): plane w
  * holds m_w x m_w complex64 samples, m_w = oversample/2 + support[w]*oversample + 1, from
  * complex offset plane_offset[w]; sample [iy][ix] of the full quadrant is [iy][ix] of it. */
@@ -209,8 +209,8 @@ typedef struct pk_gr_result {
 
 /** Add a stage timing to r (ignored beyond 8). */
 void pk_gr_stage(pk_gr_result *r, const char *name, double seconds);
-/** Shared per-visibility geometry of KERNELS.md 1 (float arithmetic, C rounding): returns 0
- *  and fills the plane, cell and kernel offsets, or 1 when the visibility is skipped
+/** Shared per-visibility geometry of docs/KERNELS.md 1.2 (float arithmetic, C rounding):
+ *  returns 0 and fills the plane, cell and kernel offsets, or 1 when the visibility is skipped
  *  (footprint off the grid, or non-finite input).  pk_gr_locate_inline below is the same
  *  code for hot loops (the call and libm's roundf cost as much as the arithmetic). */
 int pk_gr_locate(const pk_gr_desc *d, float uu, float vv, float ww, float vre, float vim,
@@ -256,7 +256,7 @@ static inline int pk_gr_locate_inline(const pk_gr_desc *d, float uu, float vv, f
     return 0;
 }
 
-/* ---- lattice QCD, as a backend sees it (KERNELS.md section 4) ------------------------ */
+/* ---- lattice QCD, as a backend sees it (docs/KERNELS.md section 4) ------------------- */
 /* laplace2d: the field arrives in desc->layout (lib/laplace2d.c reorders on the host). */
 typedef struct pk_lp_desc {
     int l;               /* phi float32 [l][l] */

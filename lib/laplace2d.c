@@ -1,4 +1,4 @@
-/* laplace2d.c - the public laplace2d calls (KERNELS.md section 4a): validate once, reorder the
+/* laplace2d.c - the public laplace2d calls (docs/KERNELS.md 4a): validate once, reorder the
  * field into the kernel's layout on the host, choose a backend (with fallback under auto),
  * call through the backend's table, reorder back, fill the run info.  Also the layout
  * conversions, the reference's entry point and the host plan of the serial and OpenMP

@@ -1,4 +1,4 @@
-/* magicfilter3d.c - the public magicfilter3d calls (KERNELS.md section 2): validate once,
+/* magicfilter3d.c - the public magicfilter3d calls (docs/KERNELS.md section 2): validate once,
  * choose a backend (with fallback under auto), call through the backend's table, fill the
  * run info.  Also the host plan the serial and OpenMP backends share. */
 #include "magicfilter3d_host.h"

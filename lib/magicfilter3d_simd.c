@@ -1,5 +1,5 @@
 /* magicfilter3d_simd.c - the "unrolled" and "simd" pass kernels of magicfilter3d
- * (KERNELS.md section 2).  One pass (pk_mf_pass, internal.h): dst[j][d] = sum_k g[k] *
+ * (docs/KERNELS.md section 2).  One pass (pk_mf_pass, internal.h): dst[j][d] = sum_k g[k] *
  * src[d][j + k + off], j < nout, for the lines d in [d0, d1).
  *
  * Boundaries: a kernel walks a line in chunks of outputs (mf_chunk_end).  The 16 outputs

@@ -177,14 +177,14 @@ typedef struct pk_run_info {
 } pk_run_info;
 
 /* ---------------------------------------------------------------------------------------- */
-/* diffusion3d: 7-point diffusion stencil (KERNELS.md section 3).                            */
+/* diffusion3d: 7-point diffusion stencil (docs/KERNELS.md section 3).                       */
 typedef struct pk_diffusion3d_params {
     int nx, ny, nz; /* field f is float32 [nz][ny][nx] */
     int count;      /* number of steps (>= 0) */
     double cc, cw, ce, cs, cn, cb, ct; /* coefficients; applied in float precision */
 } pk_diffusion3d_params;
 
-/** Defaults of KERNELS.md: kappa = 0.1, dx = 1/nx, dt = 0.1 dx^2 / kappa, so every
+/** Defaults of docs/KERNELS.md: kappa = 0.1, dx = 1/nx, dt = 0.1 dx^2 / kappa, so every
  *  neighbour coefficient is 0.1 and cc = 0.4 (computed in float, as the original code). */
 PK_API void pk_diffusion3d_params_default(pk_diffusion3d_params *p, int nx, int ny, int nz,
                                           int count);
@@ -219,7 +219,7 @@ PK_API pk_status pk_diffusion3d_plan_download(pk_diffusion3d_plan *plan, float *
 PK_API void pk_diffusion3d_plan_destroy(pk_diffusion3d_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
-/* conv2d: StrayLight periodic image convolution (KERNELS.md section 5).                      */
+/* conv2d: StrayLight periodic image convolution (docs/KERNELS.md section 5).                 */
 /* out[(i + kh/2) % h][(j + kw/2) % w] = sum_{k<kh, l<kw} image[(i+k) % h][(j+l) % w] psf[k][l]
  * (correlation: the PSF is not flipped; EDGE_WRAP boundaries; any size >= 1, a PSF larger
  * than the image wraps). */
@@ -254,7 +254,7 @@ PK_API pk_status pk_conv2d_plan_download(pk_conv2d_plan *plan, float *out);
 PK_API void pk_conv2d_plan_destroy(pk_conv2d_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
-/* magicfilter3d: BigDFT magic filter, 3-D (KERNELS.md section 2).                           */
+/* magicfilter3d: BigDFT magic filter, 3-D (docs/KERNELS.md section 2).                      */
 /* Taps f_l, l = -8..7 (pk_magicfilter_taps).  One 1-D pass along an axis of n points:
  *   MF  (transpose = 0): y(i) = sum_{l=-8..7} f_l  x(i + l)
  *   MFT (transpose = 1): y(i) = sum_{l=-7..8} f_-l x(i + l)     (the adjoint of MF)
@@ -310,7 +310,7 @@ PK_API pk_status pk_magicfilter3d_plan_download(pk_magicfilter3d_plan *plan, dou
 PK_API void pk_magicfilter3d_plan_destroy(pk_magicfilter3d_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
-/* grid: w-projection convolution gridding (KERNELS.md section 1; OSKAR's oskar_grid_wproj_f). */
+/* grid: w-projection convolution gridding (docs/KERNELS.md 1; OSKAR's oskar_grid_wproj_f). */
 /* Per visibility i (float coordinates, C round(): halves away from zero):
  *   grid_scale = (float)(grid_size * cell_size_rad), centre = grid_size / 2
  *   pos_u = -uu[i] * grid_scale, pos_v = vv[i] * grid_scale
@@ -394,7 +394,7 @@ PK_API pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, flo
 PK_API void pk_grid_plan_destroy(pk_grid_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
-/* Lattice QCD (KERNELS.md section 4): laplace2d, su3, dslash.                                */
+/* Lattice QCD (docs/KERNELS.md section 4): laplace2d, su3, dslash.                           */
 /* Complex numbers are interleaved (re, im) doubles (complex128), as NumPy stores them.      */
 
 /** Random SU(3) matrices (unitary, det 1 to rounding): n matrices u[n][3][3] complex128,
@@ -404,7 +404,7 @@ PK_API pk_status pk_lqcd_random_su3(uint64_t seed, size_t n, double *u);
  *  are [...][3][4] or [...][4][3] blocks of them), reproducible by seed. */
 PK_API pk_status pk_lqcd_random_complex(uint64_t seed, size_t n, double *z);
 
-/* ---- laplace2d (KERNELS.md 4a) ----------------------------------------------------------- */
+/* ---- laplace2d (docs/KERNELS.md 4a) ------------------------------------------------------ */
 /* phi float32 [l][l] (y, x), periodic; one iteration, in float arithmetic, exactly as the
  * serial reference (lib/ref/laplace2d_ref.c) evaluates it:
  *   a = (float)sigma,  inv = (float)(1 / (1 + 4 a))   (the quotient taken in double)
@@ -458,7 +458,7 @@ PK_API pk_status pk_laplace2d_plan_run(pk_laplace2d_plan *plan, int count, pk_ru
 PK_API pk_status pk_laplace2d_plan_download(pk_laplace2d_plan *plan, float *phi);
 PK_API void pk_laplace2d_plan_destroy(pk_laplace2d_plan *plan);
 
-/* ---- su3 (KERNELS.md 4b) ----------------------------------------------------------------- */
+/* ---- su3 (docs/KERNELS.md 4b) ------------------------------------------------------------ */
 /* chi[s][c][k] = sum_c' u[s][c][c'] psi[s][c'][k]: u complex128 [nv][3][3],
  * psi and chi complex128 [nv][3][4] (colour, spin).  264 flops, 528 bytes per site.
  * Layouts (what the kernel reads and writes; psi and chi are AoS [nv][3][4] except in vfo and
@@ -525,7 +525,7 @@ PK_API pk_status pk_su3_plan_run(pk_su3_plan *plan, pk_run_info *info);
 PK_API pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi);
 PK_API void pk_su3_plan_destroy(pk_su3_plan *plan);
 
-/* ---- dslash (KERNELS.md 4c) -------------------------------------------------------------- */
+/* ---- dslash (docs/KERNELS.md 4c) --------------------------------------------------------- */
 /* chi(x) = 1/(2 kappa) psi(x)
  *        + 1/2 sum_mu [ (1 - gamma_mu) U_mu(x) psi(x+mu) + (1 + gamma_mu) U_mu(x-mu)^+ psi(x-mu) ]
  * DeGrand-Rossi gammas, periodic in all four directions, mu = 0..3 = x, y, z, t.  The sign
@@ -568,7 +568,7 @@ PK_API pk_status pk_dslash_plan_download(pk_dslash_plan *plan, double *chi);
 PK_API void pk_dslash_plan_destroy(pk_dslash_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
-/* The differ (KERNELS.md section 6).                                                        */
+/* The differ (docs/KERNELS.md section 6).                                                   */
 typedef struct pk_diff_report {
     size_t count;            /* elements compared */
     size_t num_failed;       /* elements outside the element-wise rule (filled in both modes) */

@@ -1,4 +1,4 @@
-/* su3.c - the public su3 calls (KERNELS.md section 4b): layout names and sizes, the layout
+/* su3.c - the public su3 calls (docs/KERNELS.md section 4b): layout names and sizes, the layout
  * conversion (pk_su3_pack / pk_su3_unpack_spinor), validation, dispatch, the one-shot call,
  * plans, run info; also the host plan the serial and OpenMP backends share.
  *

@@ -1,4 +1,4 @@
-/* su3_serial.c - the plain C su3 kernels, one loop per layout (KERNELS.md section 4b), and
+/* su3_serial.c - the plain C su3 kernels, one loop per layout (docs/KERNELS.md section 4b), and
  * the serial backend's variant "serial" (those loops on one thread).  The OpenMP variant
  * "omp" runs the same loops on its threads' share of the sites.
  *

@@ -1,4 +1,4 @@
-/* conv2d_omp.c - the OpenMP backend's conv2d variants (KERNELS.md section 5):
+/* conv2d_omp.c - the OpenMP backend's conv2d variants (docs/KERNELS.md section 5):
  *   omp  the StrayLight report's cache-optimal order: for each output row (a band of rows
  *        per thread), for each pair of kernel rows k, k + 1, their wrapped halo rows of
  *        the image (each built once per band into a per-thread ring, so no wrap test in

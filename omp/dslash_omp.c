@@ -1,4 +1,4 @@
-/* dslash_omp.c - the OpenMP backend's dslash variants (KERNELS.md 4c):
+/* dslash_omp.c - the OpenMP backend's dslash variants (docs/KERNELS.md 4c):
  *
  *   omp-vnode  the virtual-node ("hopping vector-friendly") layout: the lattice split into W
  *              sub-lattices along one direction, lane w of a vector holding sub-lattice w,

@@ -1,4 +1,4 @@
-/* grid_omp.c - grid on the OpenMP backend (KERNELS.md section 1; the NAG report's CPU code).
+/* grid_omp.c - grid on the OpenMP backend (docs/KERNELS.md 1; the NAG report's CPU code).
  *
  *   omp-tiled   the NAG tiled algorithm, in stages timed into the run info:
  *     bbox     locate every visibility (pk_gr_locate_inline: the reference's float geometry

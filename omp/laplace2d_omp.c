@@ -1,4 +1,4 @@
-/* laplace2d_omp.c - the OpenMP variants of laplace2d (KERNELS.md section 4a), both layouts:
+/* laplace2d_omp.c - the OpenMP variants of laplace2d (docs/KERNELS.md 4a), both layouts:
  *   omp-simd  hand-vectorised rows (intrinsics, ISA picked at plan creation): hvfo with 16
  *             lanes is one AVX-512 vector (two AVX2 ones) per column x', every load aligned,
  *             and the only shuffles are one lane rotation (vpermps) at each of the two

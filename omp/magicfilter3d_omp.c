@@ -1,4 +1,4 @@
-/* magicfilter3d_omp.c - the OpenMP backend's magicfilter3d variant (KERNELS.md section 2):
+/* magicfilter3d_omp.c - the OpenMP backend's magicfilter3d variant (docs/KERNELS.md section 2):
  *   omp  the SIMD pass kernel (lib/magicfilter3d_simd.c) on all cores.  Each pass splits
  *        its lines between the threads in contiguous ranges, rounded to multiples of 8
  *        lines so that two threads never write the same 64-byte line of a transposed

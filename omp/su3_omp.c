@@ -1,4 +1,4 @@
-/* su3_omp.c - su3 on the OpenMP backend (KERNELS.md section 4b), two variants:
+/* su3_omp.c - su3 on the OpenMP backend (docs/KERNELS.md section 4b), two variants:
  *   omp-simd  hand-vectorised complex arithmetic (AVX-512F or AVX2+FMA intrinsics, chosen
  *             once from the CPU; PORTKERN_S3_ISA=avx512|avx2|generic lowers it), one kernel
  *             per layout family, chi written with non-temporal stores when the arrays are

@@ -1,7 +1,7 @@
 /* d3_common.h - the diffusion3d test every backend runs (test_d3_<backend>.c picks one).
  *
  * 1. Every variant against the serial reference (pk_diff_f32, rtol 1e-5, zero 1e-10: the
- *    KERNELS.md tolerance for count <= 100) on odd, non-power-of-two sizes, degenerate
+ *    docs/KERNELS.md tolerance for count <= 100) on odd, non-power-of-two sizes, degenerate
  *    extents and sizes smaller than a tile.
  * 2. Device-resident plans: runs split over several plan_run calls equal one long run.
  * 3. A longer run against the exact solution of the discrete scheme: the cosine field is a

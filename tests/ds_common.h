@@ -7,7 +7,7 @@
  *    (omp-vnode then runs fewer lanes), lattices that split 8, 4 and 2 ways along each
  *    direction, 8^4 and 16x8x8x16.  chi is written into a NaN-filled buffer with a guard zone after
  *    it (an unwritten or an overrun element fails); u and psi must come back unchanged.
- * 2. Properties (KERNELS.md 4c), each checked on the backend's operator M = 1/(2 kappa) +
+ * 2. Properties (docs/KERNELS.md 4c), each checked on the backend's operator M = 1/(2 kappa) +
  *    H/2 (and, in the serial suite, on the reference):
  *    - free field: U = 1 and a constant spinor give chi = psi/(2 kappa) + 4 psi (the eight
  *      projected terms sum to 8 psi);

@@ -12,13 +12,13 @@
  *     and kernel offsets exactly on rounding ties, both signs), "os2" and "os6" (oversample
  *     2 and 6), "wide" (support 15 on a 32-cell grid).
  *     Per cell, per component, |G - R| <= E (below); the relative Frobenius error is printed
- *     with the same bound's Frobenius norm; norm to 1e-9 relative (KERNELS.md); num_skipped
- *     exactly, also against the count this file constructed; no write outside the grid
- *     (guard zones); cells no footprint reaches stay exactly 0.
+ *     with the same bound's Frobenius norm; norm to 1e-9 relative (docs/KERNELS.md 1.5);
+ *     num_skipped exactly, also against the count this file constructed; no write outside
+ *     the grid (guard zones); cells no footprint reaches stay exactly 0.
  *  2. Coverage, exact: the same visibilities with unit kernels, vis 1 and weight 1 must give
  *     per cell exactly the number of footprints covering it (sums of ones are exact in
  *     float below 2^24), whatever the tiles, the order or the atomics; norm = updates.
- *  3. Invariants of KERNELS.md: sum rule (vis = 1: sum Re grid == norm), mirror-conjugate
+ *  3. Invariants of docs/KERNELS.md: sum rule (vis = 1: sum Re grid == norm), mirror-conjugate
  *     symmetry (bit for bit on the double references and on the serial variant, whose
  *     float sums run in the same order for both), linearity (3 vis), additivity over
  *     disjoint subsets (norms add, skipped counts add), a single visibility placed on
@@ -39,7 +39,7 @@
  *  5. Bad input through every public function.
  *
  * Error analysis (u = 2^-24).  A variant computes the same float val = fl(vis weight) as
- * the references (KERNELS.md); per cell and component it sums 2n products (a cr, -b' ci)
+ * the references (docs/KERNELS.md); per cell and component it sums 2n products (a cr, -b' ci)
  * of n visibilities in some order, each product rounded at most once (none under FMA):
  * in any summation order (a binary tree of the 2n summands, including per-thread copies
  * reduced afterwards) the error is <= gamma_{2n+1} sum_i (|a_i||cr_i| + |b_i||ci_i|)
@@ -52,9 +52,9 @@
  * copies and the double reference's own error (2n 2^-53 A).  For k runs accumulated into
  * one grid, n and A scale by k.  Invariants combine bounds by the triangle inequality
  * through the double references, whose identities hold exactly (mirror: bit for bit, as
- * ../shared/notes/gridding.md 7.1 claims: negation is exact, roundf is odd, the kernel
- * index uses |.|, conv_conj flips with the sign of w except at w = 0, where plane 0 here
- * is real; the grids' row and column 0 have no mirror and are left empty by the data).
+ * docs/KERNELS.md 1.6 states: negation is exact, roundf is odd, the kernel index uses |.|,
+ * conv_conj flips with the sign of w except at w = 0, where plane 0 here is real; the
+ * grids' row and column 0 have no mirror and are left empty by the data).
  */
 #ifndef PK_TEST_GR_COMMON_H
 #define PK_TEST_GR_COMMON_H
@@ -70,7 +70,7 @@
 #include <string.h>
 
 #define GR_U 0x1p-24
-#define GR_NORM_RTOL 1e-9 /* KERNELS.md */
+#define GR_NORM_RTOL 1e-9 /* docs/KERNELS.md */
 #define GR_GUARD 64       /* floats before and after every grid that must stay untouched */
 #define GR_SENTINEL 12345.5f
 
@@ -664,7 +664,7 @@ static void gr_check_sum_rule(const char *variant, const gr_set *base)
 }
 
 /* (-u, -v, -w, conj vis): grid'[G-y][G-x] == conj(grid[y][x]): bit for bit on the double
- * references (notes 7.1), within E + E' on the variant. */
+ * references (docs/KERNELS.md 1.6), within E + E' on the variant. */
 static void gr_check_mirror(const char *variant, const gr_set *base)
 {
     gr_set m;
@@ -701,7 +701,7 @@ static void gr_check_mirror(const char *variant, const gr_set *base)
             if (tol > 0 && fmax(dr, di) / tol > worst) worst = fmax(dr, di) / tol;
             not_bitwise += gm[2 * cm] != g[2 * c] || gm[2 * cm + 1] != -g[2 * c + 1];
         }
-    /* the serial loop sums in the same order for both: bit for bit (notes 7.1) */
+    /* the serial loop sums in the same order for both: bit for bit (docs/KERNELS.md 1.6) */
     const int exact = strcmp(variant, "serial") != 0 || not_bitwise == 0;
     ok(st == PK_OK && ref_bad == 0 && bad == 0 && exact && s1 == s2 && gr_norm_ok(n2, n1),
        "%s mirror-conjugate symmetry: %zu reference cells not bit-exact mirrors, %zu variant "
@@ -795,7 +795,7 @@ static void gr_check_additivity(const char *variant, const gr_set *base)
 
 /* One visibility on rounding ties: pos_u = 2.5 (round: 3, away from zero; off_u =
  * round(0.5 * 4) = 2), pos_v = -1.375 (round: -1; off_v = round(1.5) = 2, away from zero),
- * ww > 0 on plane 3 (conjugated kernel).  The patch is computed here from KERNELS.md and
+ * ww > 0 on plane 3 (conjugated kernel).  The patch is computed here from docs/KERNELS.md and
  * must equal the double reference bit for bit; the variant within its per-cell E. */
 static void gr_check_single(const char *variant, const gr_set *ties)
 {
@@ -835,7 +835,7 @@ static void gr_check_single(const char *variant, const gr_set *ties)
     const int var_ok = st == PK_OK && gr_check_grid(&s, &o, g, 1, msg, sizeof msg) &&
                        norm == o.norm && sk == 0;
     ok(ref_ok && var_ok, "%s single visibility on rounding ties: reference %s the patch of "
-       "KERNELS.md; variant %s", variant, ref_ok ? "is bit for bit" : "DIFFERS FROM", msg);
+       "docs/KERNELS.md; variant %s", variant, ref_ok ? "is bit for bit" : "DIFFERS FROM", msg);
     free(expect);
     gr_grid_free(g);
     gr_oracle_free(&o);

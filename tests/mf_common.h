@@ -2,7 +2,7 @@
  *
  * Every variant of the suite's backend (pk_magicfilter3d_variants), through the one-shot
  * call and through a plan:
- * 1. Against pk_magicfilter3d_reference, <= 1e-13 absolute per element (KERNELS.md), for
+ * 1. Against pk_magicfilter3d_reference, <= 1e-13 absolute per element (docs/KERNELS.md), for
  *    the three boundary conditions x MF / MFT, on odd sizes, sizes below 16 (the periodic
  *    wrap goes around more than once), sizes that are not multiples of 4 or 8, mixed shapes
  *    with unit axes, lines longer than the serial pass's 4096-point padded line, and once
@@ -10,9 +10,9 @@
  *    are written into NaN-filled buffers with a guard zone after them (an unwritten or an
  *    overrun element fails), and x must come back unchanged.  serial-direct (4096 taps
  *    per point) gets only the cases whose output has <= 8192 points.
- * 2. Properties of KERNELS.md, each against its own oracle written here from the
+ * 2. Properties of docs/KERNELS.md, each against its own oracle written here from the
  *    definitions of portkern.h (not from the library's reference):
- *    - the taps are the decimal values of KERNELS.md and sum to 1 in double;
+ *    - the taps are the decimal values of docs/KERNELS.md and sum to 1 in double;
  *    - MF(constant) = constant and MFT(constant) = constant (periodic);
  *    - adjointness: <MF x, y> = <x, MFT y> (periodic), <GROW_MF x, y> = <x, SHRINK_MFT y>,
  *      <GROW_MFT x, y> = <x, SHRINK_MF y>, the dot products compensated (Dot2, Ogita-Rump-
@@ -49,7 +49,7 @@
  *        <= 3 gamma_16 A^3 M = 8.97e-15 M          (E_sep, first order),
  *    1.35e-14 for the data used here (M <= 1.5: inputs in [0.5, 1.5] or [-1, 1]).  Two
  *    separable computations (a variant and the reference) differ by <= 2.7e-14: the 1e-13
- *    of KERNELS.md holds with a margin of 3.7.  Wrapping (n < 16) only adds the same 16
+ *    of docs/KERNELS.md holds with a margin of 3.7.  Wrapping (n < 16) only adds the same 16
  *    products in another grouping; grow / shrink have fewer products.
  *  - serial-direct adds 4096 products (each ((f_a f_b) f_c) x, <= 3u relative) in one
  *    accumulator.  Its worst-case bound is weak: gamma_4095 A^3 M = 7.7e-13 M, and the
@@ -91,7 +91,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MF_TOL 1e-13 /* KERNELS.md: absolute, per element, O(1) data */
+#define MF_TOL 1e-13 /* docs/KERNELS.md: absolute, per element, O(1) data */
 #define MF_GUARD 64  /* doubles after every output buffer that must stay untouched */
 #define MF_DIRECT_MAX_OUT 8192 /* serial-direct: output points per case (4096 taps each) */
 #define MF_SENTINEL (-12345.6789)
@@ -104,7 +104,7 @@ static pk_backend_id mf_backend;
 static double mf_u, mf_A, mf_E_sep, mf_E_dir;
 static char mf_err[512];
 
-/* f_{-8} .. f_{7} as KERNELS.md prints them (the decimal strings). */
+/* f_{-8} .. f_{7} as docs/KERNELS.md prints them (the decimal strings). */
 static const double mf_spec_taps[16] = {
     8.4334247333529341094733325815816e-7,  -0.1290557201342060969516786758559028e-4,
     0.8762984476210559564689161894116397e-4, -0.30158038132690463167163703826169879e-3,
@@ -383,7 +383,7 @@ static double mf_resp1d(int bc, int tr, int nin, int p, int j)
     return r;
 }
 
-/* The taps: the decimal values of KERNELS.md, summing to 1 (serial suite). */
+/* The taps: the decimal values of docs/KERNELS.md, summing to 1 (serial suite). */
 static void mf_check_taps(void)
 {
     const double *t = pk_magicfilter_taps();
@@ -395,8 +395,8 @@ static void mf_check_taps(void)
         sum += t[k];
         asum += fabs(t[k]);
     }
-    ok(same, "pk_magicfilter_taps()[l+8] = f_l, the decimal values of KERNELS.md to the bit "
-       "(max abs diff %.2e)", maxd);
+    ok(same, "pk_magicfilter_taps()[l+8] = f_l, the decimal values of docs/KERNELS.md to the "
+       "bit (max abs diff %.2e)", maxd);
     ok(t && sum == 1.0, "the taps f_-8 .. f_7 sum to 1 in double (sum - 1 = %.2e; sum |f| = %.6f)",
        sum - 1.0, asum);
 }

@@ -8,7 +8,7 @@
  *    vfo its rows).  chi is written into a NaN-filled buffer with a guard zone after it (an
  *    unwritten or overrun element fails); u and psi must come back unchanged; the run info
  *    names the backend and variant and counts 264 flops and 528 bytes per site.
- * 2. The property of KERNELS.md: for SU(3) u, |chi(s,.,k)| = |psi(s,.,k)| per site and
+ * 2. The property of docs/KERNELS.md: for SU(3) u, |chi(s,.,k)| = |psi(s,.,k)| per site and
  *    spin (bound below), against the generated links.
  * 3. Plans: u and psi uploaded once and run twice give the same bits; a second upload gives
  *    the new result; run before any upload, download before any run (also right after a new

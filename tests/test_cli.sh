@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_cli.sh - TAP test of the command-line tools (portkern, portkern-probe): the contract of
-# DESIGN.md, exit codes included.  Runs from the build tree through libtool's wrappers;
+# README.md's "Command line", exit codes included.  Runs from the build tree through libtool's wrappers;
 # tests/local.mk exports top_builddir and POCL_CACHE_DIR.  Small sizes keep it quick.
 
 : "${top_builddir:=.}"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_cli_dslash.sh - TAP test of 'portkern run/gen/bench dslash': the contract of DESIGN.md
+# test_cli_dslash.sh - TAP test of 'portkern run/gen/bench dslash': the contract of README.md
 # (one JSON line, --verify, --in/--out with params.json, exit codes 0/1/2).  Small lattices;
 # OpenMP is assumed built.  tests/local.mk exports top_builddir and POCL_CACHE_DIR.
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_cli_grid.sh - TAP test of 'portkern run/gen/bench grid': the contract of DESIGN.md (one
+# test_cli_grid.sh - TAP test of 'portkern run/gen/bench grid': the contract of README.md (one
 # JSON line, --verify, --in/--out with params.json, exit codes 0/1/2), the data files of
 # 'gen grid' (both kernel layouts), the grid-intensity PNG, the kernel export and bad inputs.
 # Small sets only (the 'small' data set: 50,000 visibilities on a 1024 grid).  tests/local.mk
@@ -23,7 +23,7 @@ else
     have_py=no
 fi
 
-echo "1..57"
+echo "1..61"
 n=0
 fails=0
 
@@ -171,17 +171,44 @@ else
     skip "--unit-vis sum rule" "no python3"
 fi
 
-# the layout file (SKA track, one dump)
-L="$top_srcdir/../shared/data/ska1_low_v6_layout.txt"
-if [ -r "$L" ]; then
-    expect 0 "gen grid --dataset el82-70 --layout v6 --scale 0.004 (one dump)" \
-        "$PK" gen grid --dataset el82-70 --layout "$L" --scale 0.004 --out "$T/el"
-    grep -q '"num_vis": 130816' "$T/el/params.json" && grep -q '"max_support": 44' "$T/el/params.json" &&
-        grep -q '"num_stations": 512' "$T/el/params.json"
-    result $? "el82-70, v6 layout, one dump: 130,816 visibilities, supports up to 44"
+# a station layout file of the test's own (SKA track, one dump): six made-up stations in the
+# format of the published SKA1-LOW configuration (east, north, up in metres, one a line) with
+# the variations the reader accepts: comments (also indented), blank lines, tabs, commas, a
+# two-column line, a CRLF line end
+{
+    printf '# test layout: E N U (metres)\n   # indented comment\n\n'
+    printf '6980.125 -4100.5 -5.25\n-120.5\t35.25\t0.0\n0 0 0\r\n \t \n'
+    printf '39800, 0 ,12.5\n-1234.5 -2345.75 3\n250.125 310\n'
+} >"$T/layout.txt"
+expect 0 "gen grid --dataset el82-70 --layout FILE --scale 0.004 (one dump, 6 stations)" \
+    "$PK" gen grid --dataset el82-70 --layout "$T/layout.txt" --scale 0.004 --out "$T/el"
+grep -q '"num_vis": 15,' "$T/el/params.json" && grep -q '"num_stations": 6,' "$T/el/params.json" &&
+    grep -q '"num_times": 1,' "$T/el/params.json" && grep -q '"max_support": 44,' "$T/el/params.json" &&
+    grep -q "\"layout\": \"$T/layout.txt\"" "$T/el/params.json"
+result $? "el82-70 with the layout file, one dump: 6 stations, 15 visibilities, supports up to 44"
+if [ $have_py = yes ]; then
+    # the ENU -> (u, v, w) rotations keep lengths: |uvw| = |baseline| / lambda (100 MHz)
+    python3 - "$T/el" <<'EOF'
+import array, math, struct, sys
+def npy(path):
+    d = open(path, 'rb').read()
+    hl = struct.unpack('<H', d[8:10])[0]
+    a = array.array('f')
+    a.frombytes(d[10 + hl:])
+    return a
+u, v, w = (npy(sys.argv[1] + '/%s.npy' % c) for c in ('uu', 'vv', 'ww'))
+st = [(6980.125, -4100.5, -5.25), (-120.5, 35.25, 0.0), (0, 0, 0), (39800, 0, 12.5),
+      (-1234.5, -2345.75, 3), (250.125, 310, 0)]
+lam = 299792458.0 / 100e6
+want = sorted(math.sqrt(sum((a - b) ** 2 for a, b in zip(st[i], st[j]))) / lam
+              for i in range(6) for j in range(i + 1, 6))
+got = sorted(math.sqrt(a * a + b * b + c * c) for a, b, c in zip(u, v, w))
+ok = len(got) == len(want) and all(abs(g - e) <= 1e-6 * e for g, e in zip(got, want))
+sys.exit(0 if ok else 1)
+EOF
+    result $? "the file's stations are used: |uvw| of the 15 visibilities = baseline lengths / lambda"
 else
-    skip "gen el82-70 with the v6 layout" "$L not found"
-    skip "el82-70 counts" "$L not found"
+    skip "|uvw| = baseline lengths / lambda" "no python3"
 fi
 
 # exit 1 when the verification fails
@@ -227,6 +254,11 @@ printf '1 2\n3 x\n' >"$T/bad_layout.txt"
 expect 2 "gen --layout with a bad line -> 2" "$PK" gen grid --dataset el82-70 --layout "$T/bad_layout.txt" --out "$T/x"
 grep -q "bad_layout.txt:2" "$T/err"
 result $? "the message names the file and line"
+printf '# one station\n1 2 3\n' >"$T/one_station.txt"
+expect 2 "gen --layout with one station -> 2" "$PK" gen grid --dataset el82-70 --layout "$T/one_station.txt" --out "$T/x"
+grep -q "one_station.txt: 1 station" "$T/err"
+result $? "the message names the file and the station count"
+expect 2 "gen --layout with a missing file -> 2" "$PK" gen grid --dataset el82-70 --layout "$T/no_such_layout.txt" --out "$T/x"
 
 # help, bench
 expect 0 "run grid --help" "$PK" run grid --help

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_cli_laplace2d.sh - TAP test of 'portkern run/gen/bench laplace2d' (DESIGN.md's contract,
+# test_cli_laplace2d.sh - TAP test of 'portkern run/gen/bench laplace2d' (README.md's contract,
 # exit codes included).  Runs from the build tree through libtool's wrappers; tests/local.mk
 # exports top_builddir and POCL_CACHE_DIR.  Small sizes keep it quick; OpenMP is assumed.
 

@@ -1,6 +1,6 @@
 #!/bin/sh
-# test_cli_su3.sh - TAP test of 'portkern run/gen/bench su3' (DESIGN.md's command-line
-# contract, KERNELS.md section 4b): gen, run --in/--out/--verify on every layout, the JSON
+# test_cli_su3.sh - TAP test of 'portkern run/gen/bench su3' (README.md's command-line
+# contract, docs/KERNELS.md section 4b): gen, run --in/--out/--verify on every layout, the JSON
 # line, params.json, exit codes for bad options and bad files, and a bench on a small
 # lattice.  Runs from the build tree; tests/local.mk exports top_builddir and POCL_CACHE_DIR.
 

@@ -1,4 +1,4 @@
-/* test_differ.c - every branch of the differ's rule (KERNELS.md section 6), in float and
+/* test_differ.c - every branch of the differ's rule (docs/KERNELS.md section 6), in float and
  * double, the report's figures, argument checks and pk_format_index. */
 #include "portkern.h"
 #include "tap.h"

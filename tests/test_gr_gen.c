@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gen/grid_gen.h"
 #include "tap.h"
@@ -96,7 +97,7 @@ static void test_el82_70(void)
     ok(smin == 4 && smax == 44 && k.support[0] == 4 && k.support[338] == 44,
        "el82-70: supports 4..44 (got %d..%d)", smin, smax);
     ok(mono, "el82-70: supports never shrink with w");
-    /* notes/gridding.md section 5: planes 0, 50, ..., 300, 338 */
+    /* the recipe's supports at planes 0, 50, ..., 300, 338 (docs/KERNELS.md 1.7) */
     static const int at[8] = {0, 50, 100, 150, 200, 250, 300, 338};
     static const int want[8] = {4, 5, 8, 12, 18, 26, 36, 44};
     int match = 1;
@@ -276,7 +277,8 @@ static void test_counts_and_seeds(void)
             inside &= fabsf(v.uu[i] * gs) < 9000 - 50 && fabsf(v.vv[i] * gs) < 9000 - 50;
             uvmax = fmax(uvmax, hypot(v.uu[i], v.vv[i]));
         }
-        /* longest v6-like baseline: ~65 km / 3 m = 21.8 k lambda (notes: max |uv| 21.6 k) */
+        /* longest v6-like baseline: ~65 km / 3 m = 21.8 k lambda (the v6 layout's EL82-70
+         * track reaches max |uv| 21.6 k lambda) */
         ok(fin && inside && uvmax > 18000 && uvmax < 23000,
            "el82-70: finite, weights in (0, 1], every footprint on the grid, max |uv| %.0f "
            "lambda", uvmax);
@@ -366,6 +368,160 @@ static void test_weights(void)
        "weights: an odd grid is refused");
 }
 
+/* ---- layout files written by the test ------------------------------------------------- */
+/* A handful of stations in the format of the published SKA1-LOW configuration (east, north,
+ * up in metres, one station a line), made up here, with every variation the reader accepts:
+ * a comment (also indented), blank and blank-looking lines, tabs, commas with blanks around
+ * them, a two-column line (up = 0) and CRLF line ends.  lay_enu holds the same values: the
+ * decimal strings are identical, so strtod and the compiler give the same doubles. */
+static const char lay_text[] =
+    "# SKA1-LOW-like test layout: E N U (metres)\n"
+    "   # an indented comment\n"
+    "\n"
+    "6980.125 -4100.5 -5.25\n"
+    "-120.5\t35.25\t0.0\n"
+    "0 0 0\r\n"
+    " \t \n"
+    "39800, 0 ,12.5\n"
+    "-1234.5 -2345.75 3\n"
+    "250.125 310\n"
+    "-15000 22000.5 -7.25";
+static const double lay_enu[][3] = {{6980.125, -4100.5, -5.25}, {-120.5, 35.25, 0.0},
+                                    {0, 0, 0},                  {39800, 0, 12.5},
+                                    {-1234.5, -2345.75, 3},     {250.125, 310, 0},
+                                    {-15000, 22000.5, -7.25}};
+#define LAY_N ((int)(sizeof lay_enu / sizeof lay_enu[0]))
+
+static char lay_dir[512];
+
+static int lay_make_dir(void)
+{
+    const char *top = getenv("top_builddir");
+    snprintf(lay_dir, sizeof lay_dir, "%s/tests/tmp-gr-gen-XXXXXX", top ? top : ".");
+    if (mkdtemp(lay_dir)) return 0;
+    snprintf(lay_dir, sizeof lay_dir, "/tmp/pk-test-gr-gen-XXXXXX");
+    return mkdtemp(lay_dir) ? 0 : -1;
+}
+
+/* Write len bytes of text to lay_dir/name, whose path goes to path. */
+static int lay_write(const char *name, const char *text, size_t len, char *path, size_t plen)
+{
+    snprintf(path, plen, "%s/%s", lay_dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    const int good = fwrite(text, 1, len, f) == len;
+    return fclose(f) == 0 && good ? 0 : -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_layout_file(void)
+{
+    char why[256], path[1024], bad_path[1024];
+    if (lay_make_dir() != 0 || lay_write("layout.txt", lay_text, strlen(lay_text), path,
+                                          sizeof path) != 0) {
+        ok(0, "layout file: cannot write a scratch file");
+        return;
+    }
+    pk_gg_layout L;
+    pk_status s = pk_gg_layout_read(path, &L, why, sizeof why);
+    int same = s == PK_OK && L.num_stations == LAY_N;
+    for (int i = 0; same && i < LAY_N; ++i)
+        for (int c = 0; c < 3; ++c) same &= L.enu[3 * i + c] == lay_enu[i][c];
+    ok(same, "layout file: %d stations read exactly (comments, blank lines, tabs, commas, 2 or "
+       "3 columns, CRLF)%s%s", LAY_N, s ? ": " : "", s ? why : "");
+    if (s != PK_OK) {
+        remove(path);
+        rmdir(lay_dir);
+        return;
+    }
+    /* el82-70 with the file, 2 dumps: n(n-1)/2 baselines per dump */
+    const pk_gg_dataset *el = pk_gg_dataset_find("el82-70");
+    const size_t nb = (size_t)LAY_N * (LAY_N - 1) / 2;
+    pk_gg_vis_options o = {el, 2.0 / 240, 5, &L, 0};
+    pk_gg_vis v, v2;
+    s = pk_gg_vis_make(&o, &v, why, sizeof why);
+    if (ok(s == PK_OK && v.num_vis == 2 * nb && v.num_times == 2 && pk_gg_vis_count(&o) == 2 * nb,
+           "el82-70 with the layout file, 2 dumps: %zu visibilities (%d stations)%s%s", 2 * nb,
+           LAY_N, s ? ": " : "", s ? why : "")) {
+        /* The ENU -> XYZ -> (u, v, w) rotations keep lengths: |uvw| = |baseline| / lambda
+         * for every visibility, each baseline once per dump (the order is shuffled).  uu, vv,
+         * ww are floats (each within 2^-24 relative): 1e-6 relative is ample, while a wrong,
+         * missing or default station moves lengths by far more. */
+        double *got = malloc(v.num_vis * sizeof *got), *want = malloc(v.num_vis * sizeof *want);
+        int good = got && want;
+        size_t k = 0;
+        for (int t = 0; good && t < 2; ++t)
+            for (int i = 0; i < LAY_N; ++i)
+                for (int j = i + 1; j < LAY_N; ++j)
+                    want[k++] = sqrt(pow(lay_enu[j][0] - lay_enu[i][0], 2) +
+                                     pow(lay_enu[j][1] - lay_enu[i][1], 2) +
+                                     pow(lay_enu[j][2] - lay_enu[i][2], 2)) *
+                                PK_GG_FREQ_HZ / PK_GG_C;
+        double worst = 0;
+        for (size_t i = 0; good && i < v.num_vis; ++i)
+            got[i] = sqrt((double)v.uu[i] * v.uu[i] + (double)v.vv[i] * v.vv[i] +
+                          (double)v.ww[i] * v.ww[i]);
+        if (good) {
+            qsort(got, v.num_vis, sizeof *got, cmp_double);
+            qsort(want, v.num_vis, sizeof *want, cmp_double);
+            for (size_t i = 0; i < v.num_vis; ++i)
+                worst = fmax(worst, fabs(got[i] - want[i]) / want[i]);
+        }
+        ok(good && worst <= 1e-6, "layout file: |uvw| = |baseline| / lambda for every "
+           "visibility, the file's baselines twice (max rel diff %.1e)", worst);
+        free(got);
+        free(want);
+        /* reproducible: the same file and seed give the same bytes */
+        s = pk_gg_vis_make(&o, &v2, why, sizeof why);
+        const size_t n = v.num_vis;
+        ok(s == PK_OK && v2.num_vis == n && !memcmp(v.uu, v2.uu, n * 4) &&
+               !memcmp(v.vv, v2.vv, n * 4) && !memcmp(v.ww, v2.ww, n * 4) &&
+               !memcmp(v.vis, v2.vis, n * 8) && !memcmp(v.weight, v2.weight, n * 4),
+           "layout file: the same file and seed give the same bytes");
+        pk_gg_vis_free(&v2);
+        /* the positions are used: one station moved 10 m east changes the data; the built-in
+         * layout gives its own 130,816 baselines per dump */
+        L.enu[3 * 4] += 10;
+        s = pk_gg_vis_make(&o, &v2, why, sizeof why);
+        ok(s == PK_OK && v2.num_vis == n && memcmp(v.uu, v2.uu, n * 4) != 0,
+           "layout file: moving one station changes the visibilities");
+        pk_gg_vis_free(&v2);
+        L.enu[3 * 4] -= 10;
+        o.layout = NULL;
+        ok(pk_gg_vis_count(&o) == 2 * (size_t)130816 && 2 * nb != 2 * (size_t)130816,
+           "without the file: the built-in 512 stations (261,632 visibilities in 2 dumps)");
+        pk_gg_vis_free(&v);
+    }
+    pk_gg_layout_free(&L);
+    remove(path);
+    /* bad files on disk: refused with the file and line, nothing returned */
+    static const struct {
+        const char *name, *text, *expect;
+        size_t len;
+    } bad[] = {{"word.txt", "# E N U\n1 2 3\n\n4 5 six\n", ":4:", 0},
+               {"one.txt", "# a single station\n1 2 3\n", "1 station", 0},
+               {"four.txt", "1 2 3\n4 5 6 7\n", ":2:", 0},
+               {"nul.txt", "1 2 3\n4 5\0 6\n", "NUL", 12}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        const size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
+        if (lay_write(bad[i].name, bad[i].text, len, bad_path, sizeof bad_path) != 0) {
+            ok(0, "layout file: cannot write %s", bad[i].name);
+            continue;
+        }
+        s = pk_gg_layout_read(bad_path, &L, why, sizeof why);
+        ok(s == PK_EFORMAT && L.enu == NULL && L.num_stations == 0 && strstr(why, bad[i].name) &&
+               strstr(why, bad[i].expect),
+           "layout file %s refused: %s", bad[i].name, why);
+        remove(bad_path);
+    }
+    rmdir(lay_dir);
+}
+
 static void test_layouts(void)
 {
     char why[256];
@@ -390,33 +546,7 @@ static void test_layouts(void)
         ok(dmin >= 20, "procedural layout: stations at least 20 m apart (closest %.1f m)", dmin);
         pk_gg_layout_free(&L);
     }
-    /* the steering repository's copy, next to the project (srcdir from the test driver) */
-    char real[4096];
-    const char *srcdir = getenv("srcdir");
-    snprintf(real, sizeof real, "%s/../shared/data/ska1_low_v6_layout.txt", srcdir ? srcdir : ".");
-    FILE *f = fopen(real, "r");
-    if (f) {
-        fclose(f);
-        s = pk_gg_layout_read(real, &L, why, sizeof why);
-        int good = s == PK_OK && L.num_stations == 512;
-        double rmax = 0;
-        for (int i = 0; good && i < 512; ++i) rmax = fmax(rmax, hypot(L.enu[3 * i], L.enu[3 * i + 1]));
-        ok(good && rmax > 39000 && rmax < 40500, "the v6 layout file: 512 stations, max radius "
-           "%.0f m%s%s", rmax, s ? ": " : "", s ? why : "");
-        if (good) {
-            const pk_gg_dataset *el = pk_gg_dataset_find("el82-70");
-            pk_gg_vis_options o = {el, 2.0 / 240, 5, &L, 1};
-            pk_gg_vis v;
-            s = pk_gg_vis_make(&o, &v, why, sizeof why);
-            ok(s == PK_OK && v.num_vis == 2 * 130816 && v.num_times == 2,
-               "el82-70 with the v6 layout file, 2 dumps: 261,632 visibilities");
-            pk_gg_vis_free(&v);
-        }
-        pk_gg_layout_free(&L);
-    } else {
-        tap_skip("../shared/data/ska1_low_v6_layout.txt not found", "the v6 layout file");
-        tap_skip("../shared/data/ska1_low_v6_layout.txt not found", "el82-70 with the v6 layout");
-    }
+    test_layout_file();
     s = pk_gg_layout_parse("# E N U\n\n 1.5, 2 ,0\n-3e2 4\n  \n5 6 7 # trailing is bad\n", "t",
                            &L, why, sizeof why);
     ok(s == PK_EFORMAT && strstr(why, "t:6"), "layout: trailing text after 3 numbers is refused "

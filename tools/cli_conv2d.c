@@ -1,5 +1,5 @@
 /* cli_conv2d.c - the conv2d commands of portkern: run, gen, and its part of bench
- * (DESIGN.md, "The command-line contract"; KERNELS.md section 5).  portkern.c hands a
+ * (README.md, "Command line"; docs/KERNELS.md section 5).  portkern.c hands a
  * command line to these when its kernel operand is "conv2d". */
 #include <errno.h>
 #include <float.h>
@@ -165,7 +165,7 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern run conv2d [options]\n"
-        "Convolve one image with a PSF (StrayLight, KERNELS.md section 5: correlation,\n"
+        "Convolve one image with a PSF (StrayLight, docs/KERNELS.md section 5: correlation,\n"
         "periodic borders, output centred by kh/2, kw/2) and print one JSON line on stdout.\n"
         "\n"
         "  --backend B     auto (default; PORTKERN_BACKEND), serial, openmp, opencl, cuda\n"

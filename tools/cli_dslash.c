@@ -1,5 +1,5 @@
 /* cli_dslash.c - the dslash commands of portkern: run, gen, and its part of bench
- * (DESIGN.md, "The command-line contract"; KERNELS.md 4c).  portkern.c hands a command line
+ * (README.md, "Command line"; docs/KERNELS.md 4c).  portkern.c hands a command line
  * to these when its kernel operand is "dslash".
  *
  * Data: u.npy complex128 [4][T][Z][Y][X][3][3] (random SU(3), pk_lqcd_random_su3 with the
@@ -246,7 +246,8 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern run dslash [options]\n"
-        "Apply the Wilson hopping operator once (KERNELS.md 4c; DeGrand-Rossi gammas, periodic):\n"
+        "Apply the Wilson hopping operator once (docs/KERNELS.md 4c; DeGrand-Rossi gammas,\n"
+        "periodic):\n"
         "  chi = 1/(2 kappa) psi + 1/2 sum_mu [(1 - g_mu) U_mu(x) psi(x+mu)\n"
         "                                   + (1 + g_mu) U_mu(x-mu)^+ psi(x-mu)]\n"
         "(the source paper's plus sign; the common convention has a minus) and print one JSON\n"

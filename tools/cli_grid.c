@@ -1,6 +1,6 @@
-/* cli_grid.c - the grid commands of portkern: run, gen, and its part of bench (DESIGN.md,
- * "The command-line contract"; KERNELS.md section 1).  portkern.c hands a command line to
- * these when its kernel operand is "grid".
+/* cli_grid.c - the grid commands of portkern: run, gen, and its part of bench (README.md,
+ * "Command line"; docs/KERNELS.md section 1).  portkern.c hands a command line to these when
+ * its kernel operand is "grid".
  *
  * Files (gen writes them, run --in reads them): uu.npy, vv.npy, ww.npy float32 [n]
  * (wavelengths), vis.npy complex64 [n], weight.npy float32 [n], support.npy int32 [planes],
@@ -11,7 +11,7 @@
  *
  * Verification (--verify, bench): against the double-accumulating reference
  * (pk_grid_reference_f64): the grid norm-wise, ||grid - ref||_2 / ||ref||_2 <= rtol (float
- * sums in another order cannot match per cell: KERNELS.md sections 1 and 6), norm to 1e-9
+ * sums in another order cannot match per cell: docs/KERNELS.md sections 1 and 6), norm to 1e-9
  * relative and num_skipped exactly.  rtol 1e-5: the serial float grid is within ~1e-7 of the
  * double one on these sets (each cell sums at most ~1e6 terms whose float rounding errors
  * are independent: ~sqrt(K) 2^-24 relative, ~6e-5 worst case for the busiest cell, far less
@@ -382,7 +382,7 @@ static int gr_finish_params(const char *prog, const gr_args *a, gr_data *g, size
 }
 
 /* ---- the grid-intensity picture (NAG report, Listing 2: updates per cell) ------------- */
-/* The geometry of KERNELS.md 1 exactly as the library's (lib/ref/grid_ref.c pk_gr_locate):
+/* The geometry of docs/KERNELS.md 1 exactly as the library's (lib/ref/grid_ref.c pk_gr_locate):
  * float arithmetic, roundf, the guards before any float-to-int conversion.  Returns the
  * support and the centre cell, or -1 when the visibility is skipped. */
 static int gr_footprint(const pk_grid_params *p, const int32_t *support, const pk_grid_data *d,
@@ -717,9 +717,9 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern run grid [options]\n"
-        "w-projection convolution gridding (KERNELS.md 1; OSKAR's oskar_grid_wproj_f): every\n"
-        "visibility's weighted value times its w-kernel (2 support + 1)^2 is added onto the\n"
-        "grid around its (u, v) cell.  Prints one JSON line on stdout.\n"
+        "w-projection convolution gridding (docs/KERNELS.md 1; OSKAR's oskar_grid_wproj_f):\n"
+        "every visibility's weighted value times its w-kernel (2 support + 1)^2 is added onto\n"
+        "the grid around its (u, v) cell.  Prints one JSON line on stdout.\n"
         "\n"
         "  --backend B     auto (default; PORTKERN_BACKEND), serial, openmp, opencl, cuda\n"
         "  --variant V     serial: serial; openmp: omp-tiled, omp-atomic; opencl: opencl-tiled,\n"
@@ -948,8 +948,8 @@ static void gen_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern gen grid --out DIR [options]\n"
-        "Write a gridding data set (KERNELS.md 1): DIR/uu.npy, vv.npy, ww.npy (float32 [n],\n"
-        "wavelengths), vis.npy (complex64 [n]), weight.npy (float32 [n], uniform weighting),\n"
+        "Write a gridding data set (docs/KERNELS.md 1.7): DIR/uu.npy, vv.npy, ww.npy (float32\n"
+        "[n], wavelengths), vis.npy (complex64 [n]), weight.npy (float32 [n], uniform weighting),\n"
         "kernels.npy (complex64; compact: 1-D, per plane the (os/2 + support*os + 1)^2 corner\n"
         "the gridder reads; full: [planes][half][half], half = the largest plane's corner),\n"
         "support.npy (int32 [planes]) and params.json, which 'portkern run grid --in DIR'\n"
@@ -962,12 +962,13 @@ static void gen_usage(FILE *f)
         "  --seed S        seed (default 1) of the visibility order (shuffle) and of the\n"
         "                  random sets' uvw: the same seed gives the same bytes\n"
         "  --layout FILE   SKA sets: station layout, one 'E N [U]' line per station in metres\n"
-        "                  (e.g. ../shared/data/ska1_low_v6_layout.txt); default: the built-in\n"
+        "                  (blanks or commas between; blank and '#' lines skipped), e.g. the\n"
+        "                  published SKA1-LOW v6 configuration; default: the built-in\n"
         "                  procedural 512-station layout with the v6 radial distribution\n"
         "  --kernels full|compact   kernel layout written (default compact)\n"
         "  --unit-vis      every visibility 1 + 0i (for the sum-rule invariant)\n"
         "\n"
-        "Data sets (published counts of KERNELS.md, reproduced):\n"
+        "Data sets (published counts of docs/KERNELS.md, reproduced):\n"
         "  el82-70, el56-82, el30-56: SKA1-LOW (512 stations, site lon 116.7644482, lat\n"
         "      -26.82472208), 130,816 baselines x 240 dumps = 31,395,840 visibilities at 100\n"
         "      MHz, source through zenith (declination = latitude), hour angles of the named\n"

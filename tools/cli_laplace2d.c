@@ -1,5 +1,5 @@
 /* cli_laplace2d.c - the laplace2d commands of portkern: run, gen, and its part of bench
- * (DESIGN.md, "The command-line contract"; KERNELS.md section 4a).  portkern.c hands a command
+ * (README.md, "Command line"; docs/KERNELS.md section 4a).  portkern.c hands a command
  * line to these when its kernel operand is "laplace2d".
  *
  * Verification: the backends evaluate the reference's float expression (portkern.h), fused or
@@ -256,7 +256,7 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern run laplace2d [options]\n"
-        "Apply `count` iterations of the 2-D smoothing Laplacian (KERNELS.md section 4a),\n"
+        "Apply `count` iterations of the 2-D smoothing Laplacian (docs/KERNELS.md 4a),\n"
         "phi' = (phi + sigma (sum of the 4 neighbours)) / (1 + 4 sigma), periodic, float32,\n"
         "and print one JSON line on stdout.\n"
         "\n"

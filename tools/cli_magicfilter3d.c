@@ -1,9 +1,9 @@
 /* cli_magicfilter3d.c - the magicfilter3d commands of portkern: run, gen, and its part of
- * bench (DESIGN.md, "The command-line contract"; KERNELS.md section 2).  portkern.c hands a
+ * bench (README.md, "Command line"; docs/KERNELS.md section 2).  portkern.c hands a
  * command line to these when its kernel operand is "magicfilter3d".
  *
- * Verification: KERNELS.md's bar is an absolute one (<= 1e-13 per element on O(1) data).
- * The library's differ is relative (KERNELS.md section 6), so the verdict here is
+ * Verification: docs/KERNELS.md's bar is an absolute one (<= 1e-13 per element on O(1) data).
+ * The library's differ is relative (docs/KERNELS.md section 6), so the verdict here is
  * |y - y_ref| <= rtol * max|y_ref| for every element (rtol = 1e-13: an absolute tolerance
  * scaled by the data, the bar itself on O(1) data); the differ supplies the relative and
  * norm-wise figures of the report. */
@@ -299,8 +299,8 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern run magicfilter3d [options]\n"
-        "Apply the BigDFT magic filter (KERNELS.md section 2: 16 taps per axis, three passes\n"
-        "of 1-D convolution + transposition) once and print one JSON line on stdout.\n"
+        "Apply the BigDFT magic filter (docs/KERNELS.md section 2: 16 taps per axis, three\n"
+        "passes of 1-D convolution + transposition) once and print one JSON line on stdout.\n"
         "\n"
         "  --backend B     auto (default; PORTKERN_BACKEND), serial, openmp, opencl, cuda\n"
         "  --variant V     a variant of the backend: serial: simd (default), unrolled,\n"
@@ -327,8 +327,8 @@ static void run_usage(FILE *f)
         "  --seed S        seed of the generated data (default 1)\n"
         "  --verify        also run the serial reference (pk_magicfilter3d_reference) and\n"
         "                  compare: pass when " MF_VERIFY_RULE ",\n"
-        "                  i.e. an absolute tolerance scaled by the data (KERNELS.md: 1e-13\n"
-        "                  absolute on O(1) data); the library's relative differ reports\n"
+        "                  i.e. an absolute tolerance scaled by the data (docs/KERNELS.md 2:\n"
+        "                  1e-13 absolute on O(1) data); the library's relative differ reports\n"
         "                  the relative and norm-wise errors beside it\n"
         "  --rtol R        rtol of --verify (default 1e-13)\n"
         "\n"
@@ -910,9 +910,9 @@ static void print_rows(const cli_mf_bench *b, int direct_left_out)
     }
     if (best) {
         const mf_roof *rf = &b->roof[PK_BACKEND_SERIAL];
-        printf("paper anchor (KERNELS.md): %dx%dx%d on 1 Nehalem core (SSE): 6.52 GFlop/s, 61%% "
-               "of peak; here serial %s: %.2f GFlop/s", MF_PAPER_N1, MF_PAPER_N2, MF_PAPER_N3,
-               best->variant, row_gflops(best));
+        printf("paper anchor (docs/KERNELS.md 2): %dx%dx%d on 1 Nehalem core (SSE): 6.52 "
+               "GFlop/s, 61%% of peak; here serial %s: %.2f GFlop/s", MF_PAPER_N1, MF_PAPER_N2,
+               MF_PAPER_N3, best->variant, row_gflops(best));
         if (rf->peak > 0)
             printf(", %.0f%% of the 1-thread FMA peak", 100 * row_gflops(best) * 1e9 / rf->peak);
         printf("\n");

@@ -1,6 +1,6 @@
-/* cli_su3.c - the su3 commands of portkern: run, gen, and its part of bench (DESIGN.md, "The
- * command-line contract"; KERNELS.md section 4b).  portkern.c hands a command line to these
- * when its kernel operand is "su3".
+/* cli_su3.c - the su3 commands of portkern: run, gen, and its part of bench (README.md,
+ * "Command line"; docs/KERNELS.md section 4b).  portkern.c hands a command line to these when
+ * its kernel operand is "su3".
  *
  * Verification: the library's bound on an output element is proportional to the 2-norm of
  * the spinor it comes from (tests/s3_common.h: <= 35 u |psi(s,.,k)| in every layout), so the
@@ -26,7 +26,7 @@
 
 #define MAIN_PROG "portkern"
 #define S3_KERNEL "su3"
-#define S3_PAPER_NV ((size_t)3840 * 1024) /* the paper's largest lattice (KERNELS.md) */
+#define S3_PAPER_NV ((size_t)3840 * 1024) /* the paper's largest lattice (docs/KERNELS.md) */
 #define S3_SMALL_NV ((size_t)64 * 1024)
 #define S3_MAX_NV ((size_t)1 << 40)
 #define S3_RTOL 1e-14
@@ -231,7 +231,7 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern run su3 [options]\n"
-        "Multiply every site's spinor by its SU(3) link (KERNELS.md section 4b):\n"
+        "Multiply every site's spinor by its SU(3) link (docs/KERNELS.md section 4b):\n"
         "chi[s][c][k] = sum_c' u[s][c][c'] psi[s][c'][k], and print one JSON line on stdout.\n"
         "\n"
         "  --backend B     auto (default; PORTKERN_BACKEND), serial, openmp, opencl, cuda\n"

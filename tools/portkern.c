@@ -1,5 +1,4 @@
-/* portkern - the command-line tool: run, gen, diff and bench (DESIGN.md, "The command-line
- * contract").  One function per command; what the commands share is in cli_common.c.
+/* portkern - the command-line tool: run, gen, diff and bench (README.md, "Command line").  One function per command; what the commands share is in cli_common.c.
  *
  * Exit status of every command: 0 success; 1 verification failed, arrays differ, or a
  * valid request failed while running (device error, out of memory, program build);
@@ -195,12 +194,12 @@ static void run_usage(FILE *f)
         "  --threads N     OpenMP threads (0: OpenMP's default)\n"
         "  --in DIR        read DIR/f.npy (float32 [nz][ny][nx]) and DIR/params.json when\n"
         "                  present; options given here override params.json.  Without\n"
-        "                  --in, the cosine initial field of KERNELS.md is generated\n"
+        "                  --in, the cosine initial field of docs/KERNELS.md is generated\n"
         "  --out DIR       write the result as DIR/f.npy (DIR is created)\n"
         "  --nx N --ny N --nz N   field size (default 64 each; with --in: must match)\n"
         "  --count N       steps (default 10)\n"
         "  --cc X --cw X --ce X --cs X --cn X --cb X --ct X   coefficients (default:\n"
-        "                  KERNELS.md: 0.1 for each neighbour, cc = 0.4)\n"
+        "                  docs/KERNELS.md: 0.1 for each neighbour, cc = 0.4)\n"
         "  --verify        also run the serial reference and compare (element-wise)\n"
         "  --rtol R        tolerance of --verify (default 1e-5; zero threshold 1e-10)\n"
         "\n"
@@ -354,16 +353,16 @@ static void gen_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern gen diffusion3d --out DIR [options]\n"
-        "Write the inputs of a run: DIR/f.npy (the cosine initial field of KERNELS.md,\n"
+        "Write the inputs of a run: DIR/f.npy (the cosine initial field of docs/KERNELS.md,\n"
         "float32 [nz][ny][nx]) and DIR/params.json (sizes, count, coefficients).\n"
         "DIR is created when missing.\n"
         "\n"
-        "  --dataset NAME  small: 256^3, count 20; large: 512^3, count 10 (KERNELS.md)\n"
+        "  --dataset NAME  small: 256^3, count 20; large: 512^3, count 10 (docs/KERNELS.md)\n"
         "  --nx N --ny N --nz N   field size (default 64 each, or the dataset's)\n"
         "  --count N       steps recorded in params.json (default 10, or the dataset's)\n"
         "  --scale F       multiply each size by F (> 0; rounded, at least 1)\n"
         "  --seed S        recorded in params.json; the cosine field is deterministic\n"
-        "  --cc X ... --ct X   coefficients (default: KERNELS.md's)\n"
+        "  --cc X ... --ct X   coefficients (default: docs/KERNELS.md's)\n"
         "\n"
         "Exit status: 0 written; 1 out of memory; 2 bad option or unwritable DIR.\n"
         "Other kernels: 'portkern gen conv2d --help', 'portkern gen magicfilter3d --help'.\n");
@@ -481,7 +480,7 @@ static void diff_usage(FILE *f)
         "Usage: portkern diff A.npy B.npy [--rtol R] [--zero Z] [--norm]\n"
         "Compare two arrays of the same dtype and shape (float32, float64, complex64,\n"
         "complex128; complex values are compared as interleaved real numbers) with the\n"
-        "differ of KERNELS.md section 6, A being x (the values errors are relative to).\n"
+        "differ of docs/KERNELS.md section 6, A being x (the values errors are relative to).\n"
         "\n"
         "  --rtol R   relative tolerance (default 1e-5)\n"
         "  --zero Z   pairs with both |a| and |b| <= Z are ignored (default 1e-10)\n"
@@ -619,8 +618,8 @@ static void bench_usage(FILE *f)
         "  --backends B,...  default: serial,openmp,opencl,cuda; unavailable ones are\n"
         "                    listed as skipped, with the reason\n"
         "  --size S          small: 128^3, count 10 (quick, default)\n"
-        "                    paper: 256^3, count 20 (KERNELS.md's \"small\" dataset)\n"
-        "                    large: 512^3, count 10 (KERNELS.md's \"large\" dataset)\n"
+        "                    paper: 256^3, count 20 (docs/KERNELS.md's \"small\" dataset)\n"
+        "                    large: 512^3, count 10 (docs/KERNELS.md's \"large\" dataset)\n"
         "                    conv2d: small = a quarter frame, 203 x 1317; paper and large =\n"
         "                    the StrayLight frame, 813 x 5271; an 11 x 11 PSF\n"
         "                    magicfilter3d (n1 x n2 x n3): small = 32x30x34 and 64^3;\n"

@@ -1,5 +1,4 @@
-/* grid_gen.c - the data sets of `portkern gen grid` (KERNELS.md section 1; the recipes are
- * restated in ../shared/notes/gridding.md sections 5 and 6).
+/* grid_gen.c - the data sets of `portkern gen grid` (docs/KERNELS.md 1.7 states the recipes).
  *
  * w-kernels (OSKAR's private_imager_init_wproj.c, after CASA's WPConvFunc): per plane i a
  * conv_size^2 screen, zero except the inner (conv_size/oversample)^2 samples around the
@@ -14,9 +13,9 @@
  * reads are needed (column pass: m + 1 FFTs, not conv_size).  Same numbers as the full 2-D
  * transform, about 4x less work for the SKA sets.
  *
- * uv data (notes section 6): SKA1-LOW station layout (built-in procedural or a file), source
- * at declination = latitude (through zenith), hour angles from the elevation range, uvw by
- * the textbook ENU -> local XYZ -> (H, dec) rotation, in wavelengths at 100 MHz. */
+ * uv data: SKA1-LOW station layout (built-in procedural or a file), source at declination =
+ * latitude (through zenith), hour angles from the elevation range, uvw by the textbook ENU ->
+ * local XYZ -> (H, dec) rotation, in wavelengths at 100 MHz. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -538,7 +537,8 @@ void pk_gg_layout_free(pk_gg_layout *L)
 
 pk_status pk_gg_layout_procedural(pk_gg_layout *L)
 {
-    /* stations within radius r of the centre in the v6 layout (notes section 6) */
+    /* stations within radius r of the centre in the SKA1-LOW v6 layout (its radial counts,
+     * docs/KERNELS.md 1.7; largest radius 39.8 km) */
     static const double cdf_r[] = {0, 100, 250, 500, 1000, 2000, 5000, 10000, 20000, 39800};
     static const double cdf_n[] = {0, 13, 77, 220, 277, 313, 370, 404, 458, 512};
     const int n = 512, core = 220, nseg = (int)(sizeof cdf_r / sizeof cdf_r[0]) - 1;
@@ -793,7 +793,8 @@ void pk_gg_vis_free(pk_gg_vis *v)
 static const double gg_sources[][3] = {{0.10, 0.05, 1.0}, {-0.45, 0.30, 0.5}, {0.55, -0.50, 0.7}};
 
 /* V = sum S exp(-2 pi i (u l + v m - w (n - 1))): the convention under which the gridded data
- * images correctly with this gridder (u negated on the grid, conj for w > 0; notes 7.2). */
+ * images correctly with this gridder (u negated on the grid, conj for w > 0; docs/KERNELS.md
+ * 1.7). */
 static void gg_fill_vis(pk_gg_vis *v, double l_max, int unit)
 {
     const long long n = (long long)v->num_vis;

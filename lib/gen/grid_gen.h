@@ -1,4 +1,4 @@
-/* grid_gen.h - the data sets of `portkern gen grid` (KERNELS.md section 1): w-kernel stacks
+/* grid_gen.h - the data sets of `portkern gen grid` (docs/KERNELS.md 1): w-kernel stacks
  * by the OSKAR/CASA recipe and SKA1-LOW uv tracks.  Compiled into the tool and the tests
  * (not exported by the library).  The kernel stack needs FFTW (double, PK_HAVE_FFTW3);
  * without it pk_gg_kernels_make fails with PK_EUNSUPPORTED and says so.
@@ -13,7 +13,7 @@
 
 #include "portkern.h"
 
-/* ---- w-kernel stack (notes/gridding.md section 5) ---------------------------------------- */
+/* ---- w-kernel stack (docs/KERNELS.md 1.7) ------------------------------------------------ */
 typedef struct pk_gg_kernel_params {
     double cell_size_rad; /* image cell; l_max = sin(cell) * image_size / 2 (OSKAR's fov) */
     int image_size;       /* image side in pixels (the grid is image_size * padding) */
@@ -71,7 +71,7 @@ typedef struct pk_gg_layout {
 #define PK_GG_MAX_STATIONS 65536
 
 /** The built-in SKA1-LOW-like layout: 512 stations whose radial distribution follows the v6
- *  layout's (notes/gridding.md section 6): a centrally concentrated core of 220 stations in
+ *  layout's (docs/KERNELS.md 1.7): a centrally concentrated core of 220 stations in
  *  500 m (Vogel spiral), the rest on three logarithmic spiral arms out to 39.8 km. */
 pk_status pk_gg_layout_procedural(pk_gg_layout *L);
 /** Read an ENU layout: one station a line, "E N [U]" in metres separated by blanks or

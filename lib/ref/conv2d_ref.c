@@ -1,4 +1,4 @@
-/* conv2d_ref.c - the serial reference of KERNELS.md section 5, written for clarity: the
+/* conv2d_ref.c - the serial reference of docs/KERNELS.md section 5, written for clarity: the
  * formula as it stands (correlation, EDGE_WRAP by the mathematical modulo, output centred
  * by kh/2, kw/2), each sum accumulated in double and rounded to float once.  It is the
  * oracle of the tests; no variant is compared with anything else. */

@@ -1,4 +1,4 @@
-/* diffusion3d_ref.c - the serial reference of KERNELS.md section 3, written for clarity.
+/* diffusion3d_ref.c - the serial reference of docs/KERNELS.md section 3, written for clarity.
  * It is the oracle of the tests: float arithmetic evaluated left to right, no FMA
  * contraction, so every compiler gives the same bits. */
 #include "internal.h"

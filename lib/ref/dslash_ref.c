@@ -1,6 +1,6 @@
-/* dslash_ref.c - the serial reference of KERNELS.md 4c, written for clarity and independent
- * of the spin-projection tricks of the backends: full 4x4 gamma matrices, full 3x3 links,
- * every term a full 4-spinor:
+/* dslash_ref.c - the serial reference of docs/KERNELS.md 4c, written for clarity and
+ * independent of the spin-projection tricks of the backends: full 4x4 gamma matrices, full
+ * 3x3 links, every term a full 4-spinor:
  *   chi(x) = 1/(2 kappa) psi(x)
  *          + 1/2 sum_mu [ (1 - gamma_mu) U_mu(x) psi(x+mu) + (1 + gamma_mu) U_mu(x-mu)^+ psi(x-mu) ]
  * (the source paper's plus sign; the common convention, M = 1/(2 kappa) - 1/2 D, has a minus).
@@ -9,7 +9,7 @@
 
 #include <complex.h>
 
-/* DeGrand-Rossi, exactly as KERNELS.md 4c prints them: gamma[mu][row][col]. */
+/* DeGrand-Rossi, exactly as docs/KERNELS.md 4c prints them: gamma[mu][row][col]. */
 static const double complex ds_gamma[4][4][4] = {
     {{0, 0, 0, I}, {0, 0, I, 0}, {0, -I, 0, 0}, {-I, 0, 0, 0}},  /* x */
     {{0, 0, 0, -1}, {0, 0, 1, 0}, {0, 1, 0, 0}, {-1, 0, 0, 0}},  /* y */

@@ -1,4 +1,4 @@
-/* grid_ref.c - serial references of grid (KERNELS.md section 1): the OSKAR loop exactly
+/* grid_ref.c - serial references of grid (docs/KERNELS.md section 1): the OSKAR loop exactly
  * (float grid, double norm) and the same loop accumulating in double (the test oracle), with
  * the per-visibility geometry every backend shares (pk_gr_locate). */
 #include "internal.h"

@@ -1,4 +1,4 @@
-/* laplace2d_ref.c - serial reference of laplace2d (KERNELS.md section 4a): plain loops with
+/* laplace2d_ref.c - serial reference of laplace2d (docs/KERNELS.md 4a): plain loops with
  * modulo indexing on lexicographic data, written for clarity; the oracle of the tests.
  *
  * The float expression below is the definition every backend follows (portkern.h):

@@ -1,4 +1,4 @@
-/* magicfilter3d_ref.c - the serial reference of KERNELS.md section 2, written for clarity:
+/* magicfilter3d_ref.c - the serial reference of docs/KERNELS.md section 2, written for clarity:
  * the taps as BigDFT prints them, one 1-D pass with the index rule of pk_mf_pass (modulo,
  * zero outside, or inside), and the six-loop triple sum the tests use as a second oracle. */
 #include "magicfilter3d_host.h"

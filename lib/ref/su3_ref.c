@@ -1,4 +1,4 @@
-/* su3_ref.c - serial reference of su3 (KERNELS.md section 4b): chi = u psi per site on AoS
+/* su3_ref.c - serial reference of su3 (docs/KERNELS.md section 4b): chi = u psi per site on AoS
  * data, written for clarity (the oracle of the tests).  Each output is the 3-term complex
  * dot product in the order c' = 0, 1, 2, real and imaginary parts as in the definition of
  * the complex product. */
