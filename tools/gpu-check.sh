@@ -131,12 +131,15 @@ try:
 except Exception as e:
     print("  (no JSON rows: %s)" % e); sys.exit(0)
 if isinstance(rows, dict): rows = rows.get("rows", [])
+def num(v, fmt):
+    return fmt % v if isinstance(v, (int, float)) else "?"
 for r in rows:
     t = r.get("kernel_seconds", r.get("seconds"))
-    print("  %-14s %-7s %-14s %10s s  bw ratio %s  verified %s" % (
-        r.get("kernel"), r.get("backend"), r.get("variant"),
-        "%.4g" % t if isinstance(t, (int, float)) else "?",
-        r.get("bw_ratio", r.get("ratio", "?")), r.get("verified", r.get("ok", "?"))))
+    ratio = r.get("roof_fraction", r.get("bw_ratio", r.get("ratio")))
+    print("  %-14s %-7s %-14s %-8s %10s s  %8s GB/s  roof %5s  verified %s" % (
+        r.get("kernel"), r.get("backend"), r.get("variant"), r.get("layout", ""),
+        num(t, "%.4g"), num(r.get("gb_per_s"), "%.1f"), num(ratio, "%.2f"),
+        r.get("verified", r.get("status", "?"))))
 EOF
 }
 
