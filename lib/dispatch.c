@@ -70,25 +70,28 @@ static pk_status candidates(pk_context *ctx, const pk_kernel_class *kc, const ch
     return PK_OK;
 }
 
-/* The device a candidate runs on; PK_ENODEVICE when it has none of the wanted type. */
+/* The device a candidate runs on; PK_ENODEVICE when it has none of the wanted type.  A device
+ * index the caller asked for is honoured or the candidate is refused: never silently
+ * replaced by device 0 (under auto, a backend without that device is skipped, and when no
+ * backend has it the call fails). */
 static pk_status pick_device(pk_context *ctx, const candidate *cd, int strict, int *device)
 {
     const pk_backend_ops *ops = pk_backend_ops_get(cd->backend);
     int dev = ctx->opt.device, n = pk_device_count(ctx, cd->backend);
-    if (strict && dev >= 0) {
+    if (dev >= 0) {
         PK_CHECK(dev < n, PK_ENODEVICE, "%s device %d: the backend has %d device(s)",
                  pk_backend_name(cd->backend), dev, n);
+        if (!strict && cd->type) { /* the requested index, if it is of this type */
+            pk_device_info di;
+            PK_CHECK(ops->device_info(ctx->slot[cd->backend].state, dev, &di) == PK_OK &&
+                         di.type == cd->type,
+                     PK_ENODEVICE, "%s device %d is not a %s", pk_backend_name(cd->backend), dev,
+                     cd->type == PK_DEVICE_GPU ? "GPU" : "CPU");
+        }
         *device = dev;
         return PK_OK;
     }
-    if (dev >= 0 && dev < n && cd->type) { /* the requested index, if it is of this type */
-        pk_device_info di;
-        if (ops->device_info(ctx->slot[cd->backend].state, dev, &di) != PK_OK || di.type != cd->type)
-            dev = -1;
-    } else if (dev >= n) {
-        dev = -1;
-    }
-    if (dev < 0) dev = pk_context_pick_device(ctx, cd->backend, cd->type);
+    dev = pk_context_pick_device(ctx, cd->backend, cd->type);
     PK_CHECK(dev >= 0, PK_ENODEVICE, "%s: no %s device", pk_backend_name(cd->backend),
              cd->type == PK_DEVICE_GPU ? "GPU" : cd->type == PK_DEVICE_CPU ? "CPU" : "usable");
     *device = dev;
@@ -132,7 +135,7 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
     PK_CHECK_NULL(ctx);
     candidate cand[N_AUTO + 3];
     int ncand = 0, strict = 0;
-    char note[256] = "";
+    char note[PK_REASON_LEN] = "";
     if (ctx->env_note[0]) pk_append_note(note, sizeof note, "%s", ctx->env_note);
     PK_TRY(candidates(ctx, kc, variant, cand, &ncand, &strict, note, sizeof note));
     pk_status last = PK_ENOBACKEND;
@@ -145,10 +148,13 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
         pk_status s = create_on(ctx, kc, &cand[i], strict, desc, variant, out);
         out->setup_s = pk_now() - ts;
         if (s == PK_OK && work) s = work(out, arg);
+        char label[32];
+        snprintf(label, sizeof label, "%s%s", pk_backend_name(cand[i].backend),
+                 cand[i].type == PK_DEVICE_GPU ? " gpu" : cand[i].type == PK_DEVICE_CPU ? " cpu" : "");
         if (s == PK_OK) {
             out->fell_back = tried_real;
             pk_strlcpy(out->reason, note, sizeof out->reason);
-            pk_append_note(out->reason, sizeof out->reason, "%s",
+            pk_append_note(out->reason, sizeof out->reason, "%s: chosen (%s)", label,
                            strict                  ? "backend forced by the caller"
                            : (variant && *variant) ? "backend of the requested variant"
                            : (i == 0 && ctx->opt.backend != PK_BACKEND_AUTO)
@@ -165,14 +171,24 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
                            "may have overwritten the input array): %s",
                            pk_backend_name(cand[i].backend), last_err);
         if (strict) break;
-        /* Unavailable backends are skipped quietly; a real failure is a warning to see. */
+        /* An unavailable backend is skipped, and the reason says why in a few words; a real
+         * failure is a warning to see. */
         if (s != PK_ENOBACKEND && s != PK_ENODEVICE && s != PK_ENOVARIANT) {
             tried_real = 1;
             pk_append_note(note, sizeof note, "%s failed (%s: %s), fell back",
                            pk_backend_name(cand[i].backend), pk_status_name(s), last_err);
+        } else {
+            /* the backend's own name leads most messages ("opencl: no GPU device"): drop it */
+            const char *why = last_err;
+            const size_t bl = strlen(pk_backend_name(cand[i].backend));
+            if (!strncmp(why, pk_backend_name(cand[i].backend), bl) && why[bl] == ':')
+                why += bl + (why[bl + 1] == ' ' ? 2 : 1);
+            pk_append_note(note, sizeof note, "%s: skipped (%.60s%s)", label, why,
+                           strlen(why) > 60 ? "..." : "");
         }
     }
-    return pk_fail(last, "%s", last_err);
+    if (strict || ncand == 1) return pk_fail(last, "%s", last_err);
+    return pk_fail(last, "no backend could run %s: %s", kc->name, note);
 }
 
 void pk_choice_info(const pk_choice *c, pk_run_info *info)

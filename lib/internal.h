@@ -414,6 +414,9 @@ typedef struct pk_kernel_class {
 } pk_kernel_class;
 
 /* The outcome of a dispatch: a created plan on one backend and device. */
+/* The run info's reason: every candidate auto tried, with why. */
+#define PK_REASON_LEN 512
+
 typedef struct pk_choice {
     pk_backend_id backend;
     int device;
@@ -421,7 +424,7 @@ typedef struct pk_choice {
     void *impl;
     char variant[32];
     char device_name[128];
-    char reason[256];
+    char reason[PK_REASON_LEN];
     int fell_back;
     double setup_s;
     int no_fallback; /* set by the work once a failure may have overwritten the caller's input

@@ -159,7 +159,9 @@ typedef struct pk_run_info {
     int device;            /* its device index */
     char device_name[128];
     char variant[32];
-    char reason[256];      /* why this backend/variant ran (choice, fallbacks, warnings) */
+    char reason[512];      /* why this backend/variant ran: each candidate auto tried, in order,
+                              "skipped (why)", "failed (...), fell back" or "chosen (why)";
+                              environment notes first */
     double wall_s;         /* whole call, including transfers and program builds */
     double kernel_s;       /* device compute only */
     double transfer_s;     /* host <-> device copies */

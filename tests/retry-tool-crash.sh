@@ -10,7 +10,8 @@
 #                                                    stopped the threads (PoCL's, under load);
 #   "ThreadSanitizer: unexpected memory mapping"     TSan's shadow meets an ASLR placement.
 # A run with any finding (a leak, an ASan error, a UBSan runtime error, a TSan warning) is
-# never retried, tool crash or not: its output is passed on as it is and it fails.
+# never retried, tool crash or not: its output is passed on as it is and it fails, also when
+# the finding was in a child process and the test itself exited 0.
 #
 # ASan/LSan reports of the program and of every process it starts (the CLI tests run the
 # `portkern` binary, often with its stderr captured) go to files in a directory of their own
@@ -48,6 +49,13 @@ while :; do
 done
 [ -n "$crash" ] &&
     echo "# NOTE: $*: $crash in all $max_runs runs; the last run's result stands"
+# A finding in a report file (a process the test started, whose stderr the test may not
+# look at) fails the test even when the test itself passed.
+if [ "$rc" -eq 0 ] && cat "$work/san"/report.* 2>/dev/null |
+        grep -q -e 'ERROR: AddressSanitizer' -e 'ERROR: LeakSanitizer' -e 'runtime error:'; then
+    echo "# NOTE: $*: a sanitizer finding in a process it started (below, on stderr): failed"
+    rc=1
+fi
 cat "$work/stdout"
 cat "$work/stderr" >&2
 for f in "$work/san"/report.*; do

@@ -67,7 +67,7 @@ npy_f32_value() {
     printf "$2" >>"$1"
 }
 
-echo "1..73"
+echo "1..75"
 
 # ---- the command line ---------------------------------------------------------------------
 bad 2 "Usage: portkern" "no command" "$PK"
@@ -108,6 +108,10 @@ bad 2 "unknown backend 'gpu'" "unknown backend" "$PK" run conv2d --backend gpu
 bad 2 "unknown" "unknown variant" "$PK" run conv2d --variant warp --h 4 --w 4 --kh 1 --kw 1
 bad 2 "device 7" "device index beyond the backend's devices" \
     "$PK" run diffusion3d --backend serial --device 7 --nx 4 --ny 4 --nz 4
+bad 2 "no backend could run diffusion3d" "device 99 under auto: refused, not replaced by device 0" \
+    "$PK" run diffusion3d --device 99 --nx 4 --ny 4 --nz 4
+bad 2 "serial device 5" "device 5 with a variant naming its backend: refused" \
+    "$PK" run diffusion3d --variant serial --device 5 --nx 4 --ny 4 --nz 4
 bad 2 "unknown size 'tiny'" "bench --size tiny" "$PK" bench --size tiny
 bad 2 "bad list" "bench --kernels with an empty item" "$PK" bench --kernels diffusion3d,,conv2d
 bad 2 "unknown kernel 'fft'" "bench --kernels fft" "$PK" bench --kernels fft

@@ -146,6 +146,42 @@ int main(void)
         tap_skip("every backend is available here", "reason of an absent backend");
     }
 
+    /* The run info says what auto tried: every candidate before the chosen one, skipped with
+     * why (an absent backend by its reason), then the one chosen. */
+    {
+        pk_run_info info;
+        int s = pk_diffusion3d(ctx, &p, NULL, f, &info);
+        char want[64] = "";
+        if (absent == PK_BACKEND_CUDA) /* first in auto order */
+            snprintf(want, sizeof want, "%s: skipped (", pk_backend_name(absent));
+        char chosen[64];
+        snprintf(chosen, sizeof chosen, "%s: chosen (", pk_backend_name(info.backend));
+        ok(s == PK_OK && strstr(info.reason, chosen) && (!want[0] || strstr(info.reason, want)),
+           "auto's reason lists the skipped candidates and the chosen one: %s", info.reason);
+    }
+    /* A device index is honoured or refused, never replaced by device 0: under auto no
+     * backend has a device 57, so the call fails naming each candidate; forced, the same. */
+    pk_context_options_init(&opt);
+    opt.device = 57;
+    pk_context_create(&c2, &opt);
+    {
+        float keep[sizeof f / sizeof f[0]];
+        memcpy(keep, f, sizeof keep);
+        expect(pk_diffusion3d(c2, &p, NULL, f, NULL), PK_ENODEVICE, "device 57",
+               "auto with device 57: PK_ENODEVICE");
+        ok(strstr(pk_last_error(), "serial: skipped") && memcmp(keep, f, sizeof keep) == 0,
+           "auto with device 57: every candidate named, the field untouched (%s)",
+           pk_last_error());
+        expect(pk_diffusion3d(c2, &p, "serial", f, NULL), PK_ENODEVICE, "serial device 57",
+               "variant serial with device 57: PK_ENODEVICE");
+    }
+    pk_context_destroy(c2);
+    opt.backend = PK_BACKEND_SERIAL;
+    pk_context_create(&c2, &opt);
+    expect(pk_diffusion3d(c2, &p, NULL, f, NULL), PK_ENODEVICE, "serial device 57",
+           "forced serial with device 57: PK_ENODEVICE");
+    pk_context_destroy(c2);
+
     /* plans */
     pk_diffusion3d_plan *plan = NULL;
     expect(pk_diffusion3d_plan_create(NULL, ctx, &p, NULL, NULL), PK_ENULL, "plan", "plan: NULL out");

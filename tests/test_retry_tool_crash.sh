@@ -5,7 +5,7 @@
 # The "programs" are shell scripts that print what the sanitizers print, counting their runs.
 . "${top_srcdir:-.}/tests/tap.sh"
 n=0 fails=0
-echo "1..16"
+echo "1..18"
 T=$(mktemp -d "${TMPDIR:-/tmp}/pk-retry-test.XXXXXX") || exit 99
 trap 'rm -rf "$T"' EXIT
 RETRY="${top_srcdir:-.}/tests/retry-tool-crash.sh"
@@ -69,6 +69,22 @@ fake child 1 logfile
 sh "$RETRY" "$T/child" >"$T/child.out" 2>"$T/child.err"
 result $? "tracer crash in a child's ASan log file: the second run passes"
 [ "$(runs child)" -eq 2 ]; result $? "tracer crash in a child's ASan log file: run twice"
+
+# a child's leak report in ASan's log file, the test itself passing: the wrapper fails it
+cat >"$T/childleak" <<EOF
+#!/bin/sh
+echo "1..1"
+echo "ok 1 - the test saw nothing wrong"
+log=\${ASAN_OPTIONS##*log_path=}; log=\${log%%:*}
+echo "$LEAK" >"\$log.12345"
+exit 0
+EOF
+chmod +x "$T/childleak"
+sh "$RETRY" "$T/childleak" >"$T/childleak.out" 2>"$T/childleak.err"
+[ $? -ne 0 ] && grep -q 'detected memory leaks' "$T/childleak.err"
+result $? "a leak reported by a child process fails the test that passed, and is shown"
+grep -q '^# NOTE: .*finding in a process it started' "$T/childleak.out"
+result $? "a child's finding: said on stdout"
 
 printf '#!/bin/sh\necho "1..1"\necho "not ok 1 - real failure"\nexit 1\n' >"$T/plain"
 chmod +x "$T/plain"

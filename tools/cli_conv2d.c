@@ -430,7 +430,7 @@ typedef struct cv_row {
     char device[128];
     char variant[32];
     int status;
-    char reason[320];
+    char reason[600];
     double kernel_s, up_s, down_s; /* best of the timed runs */
     int verified;
     double max_rel_err;

@@ -505,7 +505,7 @@ typedef struct ds_row {
     char device[128];
     char variant[32];
     int status;
-    char reason[320];
+    char reason[600];
     int dim[4], recon12;
     double kernel_s; /* best of the timed runs */
     int verified;

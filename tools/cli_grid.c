@@ -1097,7 +1097,7 @@ typedef struct gr_row {
     char device[128];
     char variant[32];
     int status;
-    char reason[320];
+    char reason[600];
     double best_s;   /* best kernel + transfer time of the timed runs */
     double updates;  /* grid-point updates of one run */
     int num_stages;  /* of the best run */

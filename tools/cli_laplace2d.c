@@ -494,7 +494,7 @@ typedef struct lp_row {
     char variant[32];
     int layout, nw;
     int status;
-    char reason[320];
+    char reason[600];
     int l, count;
     double kernel_s; /* best of the timed runs */
     int verified;

@@ -699,7 +699,7 @@ typedef struct mf_row {
     char device[128];
     char variant[32];
     int status;
-    char reason[320];
+    char reason[600];
     int n1, n2, n3;
     double kernel_s; /* best of the timed runs */
     int verified;

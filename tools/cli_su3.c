@@ -464,7 +464,7 @@ typedef struct s3_row {
     char variant[32];
     int layout;
     int status;
-    char reason[320];
+    char reason[600];
     double kernel_s;  /* best of the timed runs */
     double layout_s;  /* pack u and psi + unpack chi, host, one each */
     double upload_s;  /* plan_upload (conversion + copy to the device) */

@@ -665,7 +665,7 @@ typedef struct bench_row {
     char device[128];
     char variant[32];
     int status;         /* ROW_* */
-    char reason[320];   /* skipped/failed: why; ok: the library's reason */
+    char reason[600];   /* skipped/failed: why; ok: the library's reason */
     int nx, ny, nz, count;
     double kernel_s;    /* best of the timed runs */
     double bw;          /* measured bytes/s of the device; 0 when unknown */
