@@ -236,3 +236,13 @@ pk_status pk_cl_cv_download(void *impl, float *out, double *seconds)
     if (seconds) *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The conv2d kernel family on this backend (lib/internal.h, pk_cv_ops). */
+const pk_cv_ops pk_opencl_cv_ops = {
+    .variants = "opencl",
+    .create = pk_cl_cv_create,
+    .upload = pk_cl_cv_upload,
+    .run = pk_cl_cv_run,
+    .download = pk_cl_cv_download,
+    .destroy = pk_cl_cv_destroy,
+};

@@ -219,3 +219,13 @@ pk_status pk_cl_d3_download(void *impl, float *f, double *seconds)
     if (seconds) *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The diffusion3d kernel family on this backend (lib/internal.h, pk_d3_ops). */
+const pk_d3_ops pk_opencl_d3_ops = {
+    .variants = "opencl",
+    .create = pk_cl_d3_create,
+    .upload = pk_cl_d3_upload,
+    .run = pk_cl_d3_run,
+    .download = pk_cl_d3_download,
+    .destroy = pk_cl_d3_destroy,
+};

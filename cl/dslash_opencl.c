@@ -173,3 +173,13 @@ pk_status pk_cl_ds_download(void *impl, double *chi, double *seconds)
     if (seconds) *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The dslash kernel family on this backend (lib/internal.h, pk_ds_ops). */
+const pk_ds_ops pk_opencl_ds_ops = {
+    .variants = "opencl",
+    .create = pk_cl_ds_create,
+    .upload = pk_cl_ds_upload,
+    .run = pk_cl_ds_run,
+    .download = pk_cl_ds_download,
+    .destroy = pk_cl_ds_destroy,
+};

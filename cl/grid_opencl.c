@@ -941,3 +941,11 @@ pk_status pk_cl_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr_
     pk_gr_stage(res, "transfer", t.transfer);
     return PK_OK;
 }
+
+/* The grid kernel family on this backend (lib/internal.h, pk_gr_ops). */
+const pk_gr_ops pk_opencl_gr_ops = {
+    .variants = "opencl-tiled,opencl-atomic",
+    .create = pk_cl_gr_create,
+    .run = pk_cl_gr_run,
+    .destroy = pk_cl_gr_destroy,
+};

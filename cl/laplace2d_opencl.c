@@ -211,3 +211,13 @@ pk_status pk_cl_lp_download(void *impl, float *phi, double *seconds)
     if (seconds) *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The laplace2d kernel family on this backend (lib/internal.h, pk_lp_ops). */
+const pk_lp_ops pk_opencl_lp_ops = {
+    .variants = "opencl",
+    .create = pk_cl_lp_create,
+    .upload = pk_cl_lp_upload,
+    .run = pk_cl_lp_run,
+    .download = pk_cl_lp_download,
+    .destroy = pk_cl_lp_destroy,
+};

@@ -277,3 +277,13 @@ pk_status pk_cl_mf_download(void *impl, double *y, double *seconds)
     if (seconds) *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The magicfilter3d kernel family on this backend (lib/internal.h, pk_mf_ops). */
+const pk_mf_ops pk_opencl_mf_ops = {
+    .variants = "opencl",
+    .create = pk_cl_mf_create,
+    .upload = pk_cl_mf_upload,
+    .run = pk_cl_mf_run,
+    .download = pk_cl_mf_download,
+    .destroy = pk_cl_mf_destroy,
+};

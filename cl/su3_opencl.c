@@ -173,3 +173,13 @@ pk_status pk_cl_s3_download(void *impl, double *chi, double *seconds)
     if (seconds) *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The su3 kernel family on this backend (lib/internal.h, pk_s3_ops). */
+const pk_s3_ops pk_opencl_s3_ops = {
+    .variants = "opencl",
+    .create = pk_cl_s3_create,
+    .upload = pk_cl_s3_upload,
+    .run = pk_cl_s3_run,
+    .download = pk_cl_s3_download,
+    .destroy = pk_cl_s3_destroy,
+};

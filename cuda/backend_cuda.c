@@ -57,53 +57,16 @@ static pk_status cuda_device_info(void *state, int index, pk_device_info *info)
     return PK_OK;
 }
 
+/* Before every kernel's create (lib/dispatch.c): a valid, usable device. */
+static pk_status cuda_device_check(void *state, int device)
+{
+    return pk_cuda_check_device((const pk_cuda_state *)state, device);
+}
+
 static pk_status cuda_bandwidth(void *state, int device, size_t bytes, int reps, double *bps)
 {
     PK_TRY(pk_cuda_check_device(state, device));
     return pk_cuda_bandwidth(device, bytes, reps, bps);
-}
-
-static pk_status cuda_d3_create(void *state, int device, const pk_d3_desc *desc, void **impl)
-{
-    PK_TRY(pk_cuda_check_device(state, device));
-    return pk_cuda_d3_create(device, desc, impl);
-}
-
-static pk_status cuda_cv_create(void *state, int device, const pk_cv_desc *desc, void **impl)
-{
-    PK_TRY(pk_cuda_check_device(state, device));
-    return pk_cuda_cv_create(device, desc, desc->variant && !strcmp(desc->variant, "cuda-fft"),
-                             impl);
-}
-
-static pk_status cuda_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl)
-{
-    PK_TRY(pk_cuda_check_device(state, device));
-    return pk_cuda_mf_create(device, desc, impl);
-}
-
-static pk_status cuda_lp_create(void *state, int device, const pk_lp_desc *desc, void **impl)
-{
-    PK_TRY(pk_cuda_check_device(state, device));
-    return pk_cuda_lp_create(device, desc, impl);
-}
-
-static pk_status cuda_s3_create(void *state, int device, const pk_s3_desc *desc, void **impl)
-{
-    PK_TRY(pk_cuda_check_device(state, device));
-    return pk_cuda_s3_create(device, desc, impl);
-}
-
-static pk_status cuda_ds_create(void *state, int device, const pk_ds_desc *desc, void **impl)
-{
-    PK_TRY(pk_cuda_check_device(state, device));
-    return pk_cuda_ds_create(device, desc, impl);
-}
-
-static pk_status cuda_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl)
-{
-    PK_TRY(pk_cuda_check_device(state, device));
-    return pk_cuda_gr_create(device, desc, impl);
 }
 
 const pk_backend_ops pk_backend_cuda = {
@@ -114,44 +77,5 @@ const pk_backend_ops pk_backend_cuda = {
     .device_count = cuda_device_count,
     .device_info = cuda_device_info,
     .bandwidth = cuda_bandwidth,
-    .d3_variants = "cuda",
-    .d3_create = cuda_d3_create,
-    .d3_upload = pk_cuda_d3_upload,
-    .d3_run = pk_cuda_d3_run,
-    .d3_download = pk_cuda_d3_download,
-    .d3_destroy = pk_cuda_d3_destroy,
-    .cv_variants = "cuda,cuda-fft",
-    .cv_create = cuda_cv_create,
-    .cv_upload = pk_cuda_cv_upload,
-    .cv_run = pk_cuda_cv_run,
-    .cv_download = pk_cuda_cv_download,
-    .cv_destroy = pk_cuda_cv_destroy,
-    .mf_variants = "cuda",
-    .mf_create = cuda_mf_create,
-    .mf_upload = pk_cuda_mf_upload,
-    .mf_run = pk_cuda_mf_run,
-    .mf_download = pk_cuda_mf_download,
-    .mf_destroy = pk_cuda_mf_destroy,
-    .gr_variants = "cuda-tiled,cuda-atomic,hybrid",
-    .gr_create = cuda_gr_create,
-    .gr_run = pk_cuda_gr_run,
-    .gr_destroy = pk_cuda_gr_destroy,
-    .lp_variants = "cuda",
-    .lp_create = cuda_lp_create,
-    .lp_upload = pk_cuda_lp_upload,
-    .lp_run = pk_cuda_lp_run,
-    .lp_download = pk_cuda_lp_download,
-    .lp_destroy = pk_cuda_lp_destroy,
-    .s3_variants = "cuda",
-    .s3_create = cuda_s3_create,
-    .s3_upload = pk_cuda_s3_upload,
-    .s3_run = pk_cuda_s3_run,
-    .s3_download = pk_cuda_s3_download,
-    .s3_destroy = pk_cuda_s3_destroy,
-    .ds_variants = "cuda",
-    .ds_create = cuda_ds_create,
-    .ds_upload = pk_cuda_ds_upload,
-    .ds_run = pk_cuda_ds_run,
-    .ds_download = pk_cuda_ds_download,
-    .ds_destroy = pk_cuda_ds_destroy,
+    .device_check = cuda_device_check,
 };

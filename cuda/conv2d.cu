@@ -270,8 +270,10 @@ static pk_status pk_cv_alloc(float **ptr, size_t bytes, const char *what, int de
                         what, bytes, device, fr, tot);
 }
 
-extern "C" pk_status pk_cuda_cv_create(int device, const pk_cv_desc *desc, int fft, void **impl)
+extern "C" pk_status pk_cuda_cv_create(void *state, int device, const pk_cv_desc *desc,
+                                     void **impl)
 {
+    const int fft = desc->variant && !strcmp(desc->variant, "cuda-fft");
     cudaError_t e;
     pk_status st;
     const int h = desc->h, w = desc->w, kh = desc->kh, kw = desc->kw;
@@ -402,3 +404,6 @@ extern "C" pk_status pk_cuda_cv_download(void *impl, float *out, double *seconds
     pk_cuda_cv *p = (pk_cuda_cv *)impl;
     return pk_cuda_transfer(p->device, out, p->out, p->bytes, 0, "conv2d download", seconds);
 }
+
+/* The conv2d kernel family on this backend (lib/internal.h, pk_cv_ops). */
+extern "C" const pk_cv_ops pk_cuda_cv_ops = {"cuda,cuda-fft", pk_cuda_cv_create, pk_cuda_cv_upload, pk_cuda_cv_run, pk_cuda_cv_download, pk_cuda_cv_destroy};

@@ -58,14 +58,14 @@ pk_status pk_cuda_check_device(const pk_cuda_state *s, int device);
 pk_status pk_cuda_bandwidth(int device, size_t bytes, int reps, double *bps);
 
 /* diffusion3d.cu -------------------------------------------------------------------------- */
-pk_status pk_cuda_d3_create(int device, const pk_d3_desc *desc, void **impl);
+pk_status pk_cuda_d3_create(void *state, int device, const pk_d3_desc *desc, void **impl);
 pk_status pk_cuda_d3_upload(void *impl, const float *f, double *seconds);
 pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_seconds);
 pk_status pk_cuda_d3_download(void *impl, float *f, double *seconds);
 void pk_cuda_d3_destroy(void *impl);
 
-/* conv2d.cu: the plan of both variants (fft = 0: "cuda", direct; 1: "cuda-fft") --------- */
-pk_status pk_cuda_cv_create(int device, const pk_cv_desc *desc, int fft, void **impl);
+/* conv2d.cu: the plan of both variants ("cuda", direct; "cuda-fft") ------------------- */
+pk_status pk_cuda_cv_create(void *state, int device, const pk_cv_desc *desc, void **impl);
 pk_status pk_cuda_cv_upload(void *impl, const float *image, double *seconds);
 pk_status pk_cuda_cv_run(void *impl, double *kernel_seconds);
 pk_status pk_cuda_cv_download(void *impl, float *out, double *seconds);
@@ -80,25 +80,25 @@ pk_status pk_cuda_cvfft_run(pk_cuda_cvfft *fft, const float *img, float *out);
 void pk_cuda_cvfft_destroy(pk_cuda_cvfft *fft);
 
 /* magicfilter3d.cu: the plan of variant "cuda" ------------------------------------------- */
-pk_status pk_cuda_mf_create(int device, const pk_mf_desc *desc, void **impl);
+pk_status pk_cuda_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl);
 pk_status pk_cuda_mf_upload(void *impl, const double *x, double *seconds);
 pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds);
 pk_status pk_cuda_mf_download(void *impl, double *y, double *seconds);
 void pk_cuda_mf_destroy(void *impl);
-pk_status pk_cuda_gr_create(int device, const pk_gr_desc *desc, void **impl);
+pk_status pk_cuda_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl);
 pk_status pk_cuda_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr_result *res);
 void pk_cuda_gr_destroy(void *impl);
-pk_status pk_cuda_lp_create(int device, const pk_lp_desc *desc, void **impl);
+pk_status pk_cuda_lp_create(void *state, int device, const pk_lp_desc *desc, void **impl);
 pk_status pk_cuda_lp_upload(void *impl, const float *phi, double *seconds);
 pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_seconds);
 pk_status pk_cuda_lp_download(void *impl, float *phi, double *seconds);
 void pk_cuda_lp_destroy(void *impl);
-pk_status pk_cuda_s3_create(int device, const pk_s3_desc *desc, void **impl);
+pk_status pk_cuda_s3_create(void *state, int device, const pk_s3_desc *desc, void **impl);
 pk_status pk_cuda_s3_upload(void *impl, const double *u, const double *psi, double *seconds);
 pk_status pk_cuda_s3_run(void *impl, double *kernel_seconds);
 pk_status pk_cuda_s3_download(void *impl, double *chi, double *seconds);
 void pk_cuda_s3_destroy(void *impl);
-pk_status pk_cuda_ds_create(int device, const pk_ds_desc *desc, void **impl);
+pk_status pk_cuda_ds_create(void *state, int device, const pk_ds_desc *desc, void **impl);
 pk_status pk_cuda_ds_upload(void *impl, const double *u, const double *psi, double *seconds);
 pk_status pk_cuda_ds_run(void *impl, double *kernel_seconds);
 pk_status pk_cuda_ds_download(void *impl, double *chi, double *seconds);

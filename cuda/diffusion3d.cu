@@ -308,7 +308,8 @@ extern "C" void pk_cuda_d3_destroy(void *impl)
     free(p);
 }
 
-extern "C" pk_status pk_cuda_d3_create(int device, const pk_d3_desc *desc, void **impl)
+extern "C" pk_status pk_cuda_d3_create(void *state, int device, const pk_d3_desc *desc,
+                                     void **impl)
 {
     cudaError_t e;
     size_t n = 0;
@@ -451,3 +452,6 @@ extern "C" pk_status pk_cuda_d3_download(void *impl, float *f, double *seconds)
     return pk_cuda_transfer(p->device, f, p->buf[p->cur], p->bytes, 0, "diffusion3d download",
                             seconds);
 }
+
+/* The diffusion3d kernel family on this backend (lib/internal.h, pk_d3_ops). */
+extern "C" const pk_d3_ops pk_cuda_d3_ops = {"cuda", pk_cuda_d3_create, pk_cuda_d3_upload, pk_cuda_d3_run, pk_cuda_d3_download, pk_cuda_d3_destroy};

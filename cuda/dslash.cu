@@ -319,7 +319,8 @@ static pk_status pk_ds_alloc(double2 **ptr, size_t bytes, const char *what, int 
                         what, bytes, device, fr, tot);
 }
 
-extern "C" pk_status pk_cuda_ds_create(int device, const pk_ds_desc *desc, void **impl)
+extern "C" pk_status pk_cuda_ds_create(void *state, int device, const pk_ds_desc *desc,
+                                     void **impl)
 {
     cudaError_t e;
     pk_status st;
@@ -428,3 +429,6 @@ extern "C" pk_status pk_cuda_ds_download(void *impl, double *chi, double *second
     if (seconds) *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The dslash kernel family on this backend (lib/internal.h, pk_ds_ops). */
+extern "C" const pk_ds_ops pk_cuda_ds_ops = {"cuda", pk_cuda_ds_create, pk_cuda_ds_upload, pk_cuda_ds_run, pk_cuda_ds_download, pk_cuda_ds_destroy};

@@ -634,7 +634,8 @@ static pk_status gr_upload_const(gr_plan *h, void **dst, const void *src, size_t
     return pk_cuda_transfer(h->device, *dst, src, bytes, 1, what, NULL);
 }
 
-extern "C" pk_status pk_cuda_gr_create(int device, const pk_gr_desc *desc, void **impl)
+extern "C" pk_status pk_cuda_gr_create(void *state, int device, const pk_gr_desc *desc,
+                                     void **impl)
 {
     const char *variant = desc->variant && desc->variant[0] ? desc->variant : "cuda-tiled";
     double factor;
@@ -1140,3 +1141,6 @@ extern "C" pk_status pk_cuda_gr_run(void *impl, const pk_grid_data *data, float 
     }
     return PK_OK;
 }
+
+/* The grid kernel family on this backend (lib/internal.h, pk_gr_ops). */
+extern "C" const pk_gr_ops pk_cuda_gr_ops = {"cuda-tiled,cuda-atomic,hybrid", pk_cuda_gr_create, pk_cuda_gr_run, pk_cuda_gr_destroy};

@@ -90,7 +90,8 @@ extern "C" void pk_cuda_lp_destroy(void *impl)
     free(p);
 }
 
-extern "C" pk_status pk_cuda_lp_create(int device, const pk_lp_desc *desc, void **impl)
+extern "C" pk_status pk_cuda_lp_create(void *state, int device, const pk_lp_desc *desc,
+                                     void **impl)
 {
     cudaError_t e;
     pk_cuda_lp *p;
@@ -203,3 +204,6 @@ extern "C" pk_status pk_cuda_lp_download(void *impl, float *phi, double *seconds
     return pk_cuda_transfer(p->device, phi, p->buf[p->cur], p->bytes, 0, "laplace2d download",
                             seconds);
 }
+
+/* The laplace2d kernel family on this backend (lib/internal.h, pk_lp_ops). */
+extern "C" const pk_lp_ops pk_cuda_lp_ops = {"cuda", pk_cuda_lp_create, pk_cuda_lp_upload, pk_cuda_lp_run, pk_cuda_lp_download, pk_cuda_lp_destroy};

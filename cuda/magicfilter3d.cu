@@ -150,7 +150,8 @@ static pk_status pk_mf_alloc(double **ptr, size_t bytes, const char *what, int d
                         what, bytes, device, fr, tot);
 }
 
-extern "C" pk_status pk_cuda_mf_create(int device, const pk_mf_desc *desc, void **impl)
+extern "C" pk_status pk_cuda_mf_create(void *state, int device, const pk_mf_desc *desc,
+                                     void **impl)
 {
     cudaError_t e;
     pk_status st;
@@ -280,3 +281,6 @@ extern "C" pk_status pk_cuda_mf_download(void *impl, double *y, double *seconds)
     return pk_cuda_transfer(p->device, y, p->y, p->out_bytes, 0, "magicfilter3d download",
                             seconds);
 }
+
+/* The magicfilter3d kernel family on this backend (lib/internal.h, pk_mf_ops). */
+extern "C" const pk_mf_ops pk_cuda_mf_ops = {"cuda", pk_cuda_mf_create, pk_cuda_mf_upload, pk_cuda_mf_run, pk_cuda_mf_download, pk_cuda_mf_destroy};

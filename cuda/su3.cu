@@ -220,7 +220,8 @@ static pk_status pk_s3_alloc(double **ptr, size_t bytes, const char *what, int d
                         bytes, device, fr, tot);
 }
 
-extern "C" pk_status pk_cuda_s3_create(int device, const pk_s3_desc *desc, void **impl)
+extern "C" pk_status pk_cuda_s3_create(void *state, int device, const pk_s3_desc *desc,
+                                     void **impl)
 {
     cudaError_t e;
     pk_status st;
@@ -330,3 +331,6 @@ extern "C" pk_status pk_cuda_s3_download(void *impl, double *chi, double *second
     return pk_cuda_transfer(p->device, chi, p->chi, p->s_bytes, 0, "su3 download of chi",
                             seconds);
 }
+
+/* The su3 kernel family on this backend (lib/internal.h, pk_s3_ops). */
+extern "C" const pk_s3_ops pk_cuda_s3_ops = {"cuda", pk_cuda_s3_create, pk_cuda_s3_upload, pk_cuda_s3_run, pk_cuda_s3_download, pk_cuda_s3_destroy};

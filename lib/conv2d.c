@@ -134,12 +134,11 @@ static pk_status cv_resolve_method(const pk_conv2d_params *p, cv_request *rq)
     return PK_OK;
 }
 
-static const char *cv_variants_of(const pk_backend_ops *ops) { return ops->cv_variants; }
-
 /* The dispatcher passes the named variant, or the backend's first (its best direct one).
  * Unnamed, an FFT method takes the backend's "fft" or "<backend>-fft" variant; a backend
  * without one runs direct and says so. */
-static pk_status cv_create_on(const pk_backend_ops *ops, void *state, int device, const void *desc,
+static pk_status cv_create_on(const pk_backend_ops *backend, const void *kops, void *state,
+                              int device, const void *desc,
                               const char *variant, int threads, void **impl)
 {
     const cv_request *rq = desc;
@@ -147,27 +146,33 @@ static pk_status cv_create_on(const pk_backend_ops *ops, void *state, int device
     char fft[32], note[160] = "";
     const char *v = variant;
     if (!rq->named && rq->use_fft) {
-        snprintf(fft, sizeof fft, "%s-fft", ops->name);
-        if (pk_list_find(ops->cv_variants, "fft") >= 0)
+        snprintf(fft, sizeof fft, "%s-fft", backend->name);
+        if (pk_list_find(((const pk_cv_ops *)kops)->variants, "fft") >= 0)
             v = "fft";
-        else if (pk_list_find(ops->cv_variants, fft) >= 0)
+        else if (pk_list_find(((const pk_cv_ops *)kops)->variants, fft) >= 0)
             v = fft;
         else
             snprintf(note, sizeof note, "%s; backend %s has no FFT variant: ran %s", rq->why,
-                     ops->name, variant);
+                     backend->name, variant);
     }
     if (!note[0] && !rq->named && rq->why[0]) pk_strlcpy(note, rq->why, sizeof note);
     d.variant = v;
     d.threads = threads;
-    PK_TRY(ops->cv_create(state, device, &d, impl));
+    PK_TRY(((const pk_cv_ops *)kops)->create(state, device, &d, impl));
     pk_strlcpy(rq->out->variant, v, sizeof rq->out->variant);
     pk_strlcpy(rq->out->note, note, sizeof rq->out->note);
     return PK_OK;
 }
 
-static void cv_destroy_on(const pk_backend_ops *ops, void *impl) { ops->cv_destroy(impl); }
+static void cv_destroy_on(const void *kops, void *impl)
+{
+    ((const pk_cv_ops *)kops)->destroy(impl);
+}
 
-static const pk_kernel_class cv_class = {"conv2d", cv_variants_of, cv_create_on, cv_destroy_on};
+static const pk_kernel_class cv_class = {"conv2d", PK_KERNEL_ON(cv), cv_create_on, cv_destroy_on};
+
+/* The kernel's ops table on the backend a choice landed on. */
+static const pk_cv_ops *cv_ops(const pk_choice *c) { return c->kops; }
 
 const char *pk_conv2d_variants(pk_backend_id backend)
 {
@@ -300,12 +305,12 @@ typedef struct cv_oneshot {
 static pk_status cv_oneshot_work(pk_choice *c, void *arg)
 {
     cv_oneshot *o = arg;
-    PK_TRY(c->ops->cv_upload(c->impl, o->image, &o->up));
-    PK_TRY(c->ops->cv_run(c->impl, &o->kern));
+    PK_TRY(cv_ops(c)->upload(c->impl, o->image, &o->up));
+    PK_TRY(cv_ops(c)->run(c->impl, &o->kern));
     /* out overlapping the image: a download failing part way leaves no input to retry */
     const uintptr_t i0 = (uintptr_t)o->image, o0 = (uintptr_t)o->out;
     c->no_fallback = !(o0 + o->bytes <= i0 || i0 + o->bytes <= o0);
-    return c->ops->cv_download(c->impl, o->out, &o->down);
+    return cv_ops(c)->download(c->impl, o->out, &o->down);
 }
 
 pk_status pk_conv2d(pk_context *ctx, const pk_conv2d_params *p, const char *variant,
@@ -321,7 +326,7 @@ pk_status pk_conv2d(pk_context *ctx, const pk_conv2d_params *p, const char *vari
     cv_oneshot o = {image, out, 0, 0, 0, (size_t)p->h * (size_t)p->w * sizeof(float)};
     pk_choice c;
     PK_TRY(cv_dispatch(ctx, p, variant, psf, cv_oneshot_work, &o, &c));
-    cv_class.destroy(c.ops, c.impl);
+    cv_ops(&c)->destroy(c.impl);
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = o.up + o.down;
@@ -365,7 +370,7 @@ pk_status pk_conv2d_plan_upload(pk_conv2d_plan *plan, const float *image)
     PK_CHECK_NULL(plan);
     PK_CHECK_NULL(image);
     double s;
-    PK_TRY(plan->c.ops->cv_upload(plan->c.impl, image, &s));
+    PK_TRY(cv_ops(&plan->c)->upload(plan->c.impl, image, &s));
     plan->uploaded = 1;
     plan->ran = 0;
     return PK_OK;
@@ -378,7 +383,7 @@ pk_status pk_conv2d_plan_run(pk_conv2d_plan *plan, pk_run_info *info)
     PK_CHECK_NULL(plan);
     PK_CHECK(plan->uploaded, PK_ESTATE, "plan_run: no image uploaded yet (call plan_upload)");
     double t0 = pk_now(), kern = 0;
-    PK_TRY(plan->c.ops->cv_run(plan->c.impl, &kern));
+    PK_TRY(cv_ops(&plan->c)->run(plan->c.impl, &kern));
     plan->ran = 1;
     pk_choice_run_info(&plan->c, info, kern, plan->flops, plan->bytes, t0);
     return PK_OK;
@@ -392,12 +397,12 @@ pk_status pk_conv2d_plan_download(pk_conv2d_plan *plan, float *out)
     PK_CHECK(plan->ran, PK_ESTATE, "plan_download: the uploaded image was not convolved yet "
              "(call plan_run)");
     double s;
-    return plan->c.ops->cv_download(plan->c.impl, out, &s);
+    return cv_ops(&plan->c)->download(plan->c.impl, out, &s);
 }
 
 void pk_conv2d_plan_destroy(pk_conv2d_plan *plan)
 {
     if (!plan) return;
-    if (plan->c.impl) plan->c.ops->cv_destroy(plan->c.impl);
+    if (plan->c.impl) cv_ops(&plan->c)->destroy(plan->c.impl);
     free(plan);
 }

@@ -110,3 +110,13 @@ pk_status pk_serial_cv_run(void *impl, double *seconds)
     *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The conv2d kernel family on this backend (lib/internal.h, pk_cv_ops). */
+const pk_cv_ops pk_serial_cv_ops = {
+    .variants = "simd,serial,naive",
+    .create = pk_serial_cv_create,
+    .upload = pk_cv_host_upload,
+    .run = pk_serial_cv_run,
+    .download = pk_cv_host_download,
+    .destroy = pk_cv_host_destroy,
+};

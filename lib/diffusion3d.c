@@ -63,20 +63,25 @@ pk_status pk_diffusion3d_reference(const pk_diffusion3d_params *p, float *f)
 }
 
 /* ---- the kernel class the dispatcher uses ---------------------------------------------- */
-static const char *d3_variants_of(const pk_backend_ops *ops) { return ops->d3_variants; }
-
-static pk_status d3_create_on(const pk_backend_ops *ops, void *state, int device, const void *desc,
+static pk_status d3_create_on(const pk_backend_ops *backend, const void *kops, void *state,
+                              int device, const void *desc,
                               const char *variant, int threads, void **impl)
 {
     pk_d3_desc d = *(const pk_d3_desc *)desc;
     d.variant = variant;
     d.threads = threads;
-    return ops->d3_create(state, device, &d, impl);
+    return ((const pk_d3_ops *)kops)->create(state, device, &d, impl);
 }
 
-static void d3_destroy_on(const pk_backend_ops *ops, void *impl) { ops->d3_destroy(impl); }
+static void d3_destroy_on(const void *kops, void *impl)
+{
+    ((const pk_d3_ops *)kops)->destroy(impl);
+}
 
-static const pk_kernel_class d3_class = {"diffusion3d", d3_variants_of, d3_create_on, d3_destroy_on};
+static const pk_kernel_class d3_class = {"diffusion3d", PK_KERNEL_ON(d3), d3_create_on, d3_destroy_on};
+
+/* The kernel's ops table on the backend a choice landed on. */
+static const pk_d3_ops *d3_ops(const pk_choice *c) { return c->kops; }
 
 const char *pk_diffusion3d_variants(pk_backend_id backend)
 {
@@ -145,10 +150,10 @@ typedef struct d3_oneshot {
 static pk_status d3_oneshot_work(pk_choice *c, void *arg)
 {
     d3_oneshot *o = arg;
-    PK_TRY(c->ops->d3_upload(c->impl, o->f, &o->up));
-    PK_TRY(c->ops->d3_run(c->impl, o->count, &o->kern));
+    PK_TRY(d3_ops(c)->upload(c->impl, o->f, &o->up));
+    PK_TRY(d3_ops(c)->run(c->impl, o->count, &o->kern));
     c->no_fallback = 1; /* in place: a download failing part way leaves no input to retry */
-    return c->ops->d3_download(c->impl, o->f, &o->down);
+    return d3_ops(c)->download(c->impl, o->f, &o->down);
 }
 
 static void d3_counts(pk_run_info *info, size_t points, int count)
@@ -171,7 +176,7 @@ pk_status pk_diffusion3d(pk_context *ctx, const pk_diffusion3d_params *p, const 
     d3_oneshot o = {f, p->count, 0, 0, 0};
     pk_choice c;
     PK_TRY(pk_dispatch(ctx, &d3_class, variant, &desc, d3_oneshot_work, &o, &c));
-    d3_class.destroy(c.ops, c.impl);
+    d3_ops(&c)->destroy(c.impl);
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = o.up + o.down;
@@ -216,7 +221,7 @@ pk_status pk_diffusion3d_plan_upload(pk_diffusion3d_plan *plan, const float *f)
     PK_CHECK_NULL(plan);
     PK_CHECK_NULL(f);
     double s;
-    PK_TRY(plan->c.ops->d3_upload(plan->c.impl, f, &s));
+    PK_TRY(d3_ops(&plan->c)->upload(plan->c.impl, f, &s));
     plan->uploaded = 1;
     return PK_OK;
 }
@@ -229,7 +234,7 @@ pk_status pk_diffusion3d_plan_run(pk_diffusion3d_plan *plan, int count, pk_run_i
     PK_CHECK(count >= 0, PK_ESIZE, "count: must be >= 0, got %d", count);
     PK_CHECK(plan->uploaded, PK_ESTATE, "plan_run: no field uploaded yet (call plan_upload)");
     double t0 = pk_now(), kern = 0;
-    PK_TRY(plan->c.ops->d3_run(plan->c.impl, count, &kern));
+    PK_TRY(d3_ops(&plan->c)->run(plan->c.impl, count, &kern));
     pk_choice_info(&plan->c, info);
     if (info) {
         info->setup_s = 0;
@@ -247,12 +252,12 @@ pk_status pk_diffusion3d_plan_download(pk_diffusion3d_plan *plan, float *f)
     PK_CHECK_NULL(f);
     PK_CHECK(plan->uploaded, PK_ESTATE, "plan_download: no field uploaded yet");
     double s;
-    return plan->c.ops->d3_download(plan->c.impl, f, &s);
+    return d3_ops(&plan->c)->download(plan->c.impl, f, &s);
 }
 
 void pk_diffusion3d_plan_destroy(pk_diffusion3d_plan *plan)
 {
     if (!plan) return;
-    if (plan->c.impl) plan->c.ops->d3_destroy(plan->c.impl);
+    if (plan->c.impl) d3_ops(&plan->c)->destroy(plan->c.impl);
     free(plan);
 }

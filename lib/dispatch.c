@@ -24,8 +24,11 @@ static const candidate auto_order[] = {
 
 const char *pk_kernel_variants(const pk_kernel_class *kc, pk_backend_id backend)
 {
-    const pk_backend_ops *ops = pk_backend_ops_get(backend);
-    const char *v = ops ? kc->variants(ops) : NULL;
+    if ((int)backend <= 0 || backend >= PK_BACKEND_COUNT || !pk_backend_ops_get(backend) ||
+        !kc->on[backend])
+        return "";
+    /* every kernel's ops table starts with its variants (lib/internal.h) */
+    const char *v = *(const char *const *)kc->on[backend];
     return v ? v : "";
 }
 
@@ -121,11 +124,14 @@ static pk_status create_on(pk_context *ctx, const pk_kernel_class *kc, const can
     pk_device_info di;
     if (ops->device_info(ctx->slot[cd->backend].state, dev, &di) == PK_OK)
         pk_strlcpy(c->device_name, di.name, sizeof c->device_name);
-    PK_TRY(kc->create(ops, ctx->slot[cd->backend].state, dev, desc, c->variant, ctx->opt.threads,
+    if (ops->device_check) PK_TRY(ops->device_check(ctx->slot[cd->backend].state, dev));
+    PK_TRY(kc->create(ops, kc->on[cd->backend], ctx->slot[cd->backend].state, dev, desc,
+                      c->variant, ctx->opt.threads,
                       &c->impl));
     c->backend = cd->backend;
     c->device = dev;
     c->ops = ops;
+    c->kops = kc->on[cd->backend];
     return PK_OK;
 }
 
@@ -162,7 +168,7 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
                                : "first usable backend in auto order");
             return PK_OK;
         }
-        if (out->impl) kc->destroy(out->ops, out->impl);
+        if (out->impl) kc->destroy(out->kops, out->impl);
         out->impl = NULL;
         last = s;
         pk_strlcpy(last_err, pk_last_error(), sizeof last_err);

@@ -95,18 +95,20 @@ pk_status pk_dslash_reference(const pk_dslash_params *p, const double *u, const 
 }
 
 /* ---- the kernel class the dispatcher uses ----------------------------------------------- */
-static const char *ds_variants_of(const pk_backend_ops *ops) { return ops->ds_variants; }
-
-static pk_status ds_create_on(const pk_backend_ops *ops, void *state, int device, const void *desc,
+static pk_status ds_create_on(const pk_backend_ops *backend, const void *kops, void *state,
+                              int device, const void *desc,
                               const char *variant, int threads, void **impl)
 {
     pk_ds_desc d = *(const pk_ds_desc *)desc;
     d.variant = variant;
     d.threads = threads;
-    return ops->ds_create(state, device, &d, impl);
+    return ((const pk_ds_ops *)kops)->create(state, device, &d, impl);
 }
 
-static void ds_destroy_on(const pk_backend_ops *ops, void *impl) { ops->ds_destroy(impl); }
+static void ds_destroy_on(const void *kops, void *impl)
+{
+    ((const pk_ds_ops *)kops)->destroy(impl);
+}
 
 /* The host backends' plans say what they chose (omp-vnode: lanes, direction, ISA). */
 static void ds_note(pk_choice *c)
@@ -116,7 +118,10 @@ static void ds_note(pk_choice *c)
     if (h->note[0]) pk_append_note(c->reason, sizeof c->reason, "%s", h->note);
 }
 
-static const pk_kernel_class ds_class = {"dslash", ds_variants_of, ds_create_on, ds_destroy_on};
+static const pk_kernel_class ds_class = {"dslash", PK_KERNEL_ON(ds), ds_create_on, ds_destroy_on};
+
+/* The kernel's ops table on the backend a choice landed on. */
+static const pk_ds_ops *ds_ops(const pk_choice *c) { return c->kops; }
 
 const char *pk_dslash_variants(pk_backend_id backend)
 {
@@ -152,10 +157,10 @@ static pk_status ds_upload(const pk_choice *c, const pk_ds_desc *d, const double
                            const double *psi, double *up_s, double *layout_s)
 {
     *layout_s = 0;
-    if (!d->recon12) return c->ops->ds_upload(c->impl, u, psi, up_s);
+    if (!d->recon12) return ds_ops(c)->upload(c->impl, u, psi, up_s);
     double *u12 = ds_compress12(d, u, layout_s);
     if (!u12) return PK_ENOMEM;
-    pk_status s = c->ops->ds_upload(c->impl, u12, psi, up_s);
+    pk_status s = ds_ops(c)->upload(c->impl, u12, psi, up_s);
     free(u12);
     return s;
 }
@@ -236,12 +241,12 @@ static pk_status ds_oneshot_work(pk_choice *c, void *arg)
 {
     ds_oneshot *o = arg;
     PK_TRY(ds_upload(c, o->d, o->u, o->psi, &o->up, &o->layout));
-    PK_TRY(c->ops->ds_run(c->impl, &o->kern));
+    PK_TRY(ds_ops(c)->run(c->impl, &o->kern));
     /* chi over psi or u: a download failing part way leaves no intact input to retry on */
     const size_t sb = o->d->spinor_doubles * sizeof(double);
     c->no_fallback = ds_overlap(o->chi, sb, o->psi, sb) ||
                      ds_overlap(o->chi, sb, o->u, 4 * o->d->volume * 18 * sizeof(double));
-    return c->ops->ds_download(c->impl, o->chi, &o->down);
+    return ds_ops(c)->download(c->impl, o->chi, &o->down);
 }
 
 pk_status pk_dslash(pk_context *ctx, const pk_dslash_params *p, const char *variant,
@@ -260,7 +265,7 @@ pk_status pk_dslash(pk_context *ctx, const pk_dslash_params *p, const char *vari
     pk_choice c;
     PK_TRY(pk_dispatch(ctx, &ds_class, variant, &d, ds_oneshot_work, &o, &c));
     ds_note(&c);
-    ds_class.destroy(c.ops, c.impl);
+    ds_ops(&c)->destroy(c.impl);
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = o.up + o.down;
@@ -322,7 +327,7 @@ pk_status pk_dslash_plan_run(pk_dslash_plan *plan, pk_run_info *info)
              "plan_run: no u and psi uploaded yet (call plan_upload)");
     const double t0 = pk_now();
     double kern = 0;
-    PK_TRY(plan->c.ops->ds_run(plan->c.impl, &kern));
+    PK_TRY(ds_ops(&plan->c)->run(plan->c.impl, &kern));
     plan->state = DS_RAN;
     pk_choice_run_info(&plan->c, info, kern, plan->flops, plan->bytes, t0);
     return PK_OK;
@@ -336,12 +341,12 @@ pk_status pk_dslash_plan_download(pk_dslash_plan *plan, double *chi)
     PK_CHECK(plan->state == DS_RAN, PK_ESTATE,
              "plan_download: the uploaded fields were not run yet (call plan_run)");
     double s;
-    return plan->c.ops->ds_download(plan->c.impl, chi, &s);
+    return ds_ops(&plan->c)->download(plan->c.impl, chi, &s);
 }
 
 void pk_dslash_plan_destroy(pk_dslash_plan *plan)
 {
     if (!plan) return;
-    if (plan->c.impl) plan->c.ops->ds_destroy(plan->c.impl);
+    if (plan->c.impl) ds_ops(&plan->c)->destroy(plan->c.impl);
     free(plan);
 }

@@ -154,3 +154,13 @@ void pk_ds_rows(const pk_ds_desc *d, const double *u, const double *psi, double 
 {
     pk_ds_rows_clones(d, u, psi, chi, r0, r1);
 }
+
+/* The dslash kernel family on this backend (lib/internal.h, pk_ds_ops). */
+const pk_ds_ops pk_serial_ds_ops = {
+    .variants = "serial",
+    .create = pk_serial_ds_create,
+    .upload = pk_ds_host_upload,
+    .run = pk_serial_ds_run,
+    .download = pk_ds_host_download,
+    .destroy = pk_ds_host_destroy,
+};

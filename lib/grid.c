@@ -217,20 +217,25 @@ pk_status pk_grid_reference_f64(const pk_grid_params *p, const int32_t *support,
 }
 
 /* ---- the kernel class the dispatcher uses ----------------------------------------------- */
-static const char *gr_variants_of(const pk_backend_ops *ops) { return ops->gr_variants; }
-
-static pk_status gr_create_on(const pk_backend_ops *ops, void *state, int device,
-                              const void *desc, const char *variant, int threads, void **impl)
+static pk_status gr_create_on(const pk_backend_ops *backend, const void *kops, void *state,
+                              int device, const void *desc, const char *variant, int threads,
+                              void **impl)
 {
     pk_gr_desc d = *(const pk_gr_desc *)desc;
     d.variant = variant;
     d.threads = threads;
-    return ops->gr_create(state, device, &d, impl);
+    return ((const pk_gr_ops *)kops)->create(state, device, &d, impl);
 }
 
-static void gr_destroy_on(const pk_backend_ops *ops, void *impl) { ops->gr_destroy(impl); }
+static void gr_destroy_on(const void *kops, void *impl)
+{
+    ((const pk_gr_ops *)kops)->destroy(impl);
+}
 
-static const pk_kernel_class gr_class = {"grid", gr_variants_of, gr_create_on, gr_destroy_on};
+static const pk_kernel_class gr_class = {"grid", PK_KERNEL_ON(gr), gr_create_on, gr_destroy_on};
+
+/* The kernel's ops table on the backend a choice landed on. */
+static const pk_gr_ops *gr_ops(const pk_choice *c) { return c->kops; }
 
 const char *pk_grid_variants(pk_backend_id backend) { return pk_kernel_variants(&gr_class, backend); }
 
@@ -310,7 +315,7 @@ static pk_status gr_oneshot_work(pk_choice *c, void *arg)
 {
     gr_oneshot *o = arg;
     memset(&o->r, 0, sizeof o->r);
-    pk_status s = c->ops->gr_run(c->impl, o->data, o->grid, &o->r);
+    pk_status s = gr_ops(c)->run(c->impl, o->data, o->grid, &o->r);
     /* the caller's grid accumulates: once written, no other backend may retry */
     if (s != PK_OK && o->r.grid_touched) c->no_fallback = 1;
     return s;
@@ -338,7 +343,7 @@ pk_status pk_grid(pk_context *ctx, const pk_grid_params *p, const char *variant,
     pk_status s = pk_dispatch(ctx, &gr_class, variant, &st.d, gr_oneshot_work, &o, &c);
     gr_stack_free(&st);
     if (s != PK_OK) return s;
-    gr_class.destroy(c.ops, c.impl);
+    gr_ops(&c)->destroy(c.impl);
     *norm += o.r.norm;
     *num_skipped = o.r.num_skipped;
     gr_fill_info(&c, &o.r, info, t0, 1);
@@ -388,7 +393,7 @@ pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, float *gri
     PK_CHECK_NULL(num_skipped);
     pk_gr_result r;
     memset(&r, 0, sizeof r);
-    PK_TRY(plan->c.ops->gr_run(plan->c.impl, d, grid, &r));
+    PK_TRY(gr_ops(&plan->c)->run(plan->c.impl, d, grid, &r));
     *norm += r.norm;
     *num_skipped = r.num_skipped;
     gr_fill_info(&plan->c, &r, info, t0, 0);
@@ -398,6 +403,6 @@ pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, float *gri
 void pk_grid_plan_destroy(pk_grid_plan *plan)
 {
     if (!plan) return;
-    if (plan->c.impl) plan->c.ops->gr_destroy(plan->c.impl);
+    if (plan->c.impl) gr_ops(&plan->c)->destroy(plan->c.impl);
     free(plan);
 }

@@ -58,3 +58,11 @@ pk_status pk_serial_gr_run(void *impl, const pk_grid_data *data, float *grid, pk
     pk_gr_stage(res, "grid", res->kernel_s);
     return PK_OK;
 }
+
+/* The grid kernel family on this backend (lib/internal.h, pk_gr_ops). */
+const pk_gr_ops pk_serial_gr_ops = {
+    .variants = "serial",
+    .create = pk_serial_gr_create,
+    .run = pk_serial_gr_run,
+    .destroy = pk_serial_gr_destroy,
+};

@@ -296,6 +296,108 @@ typedef struct pk_ds_desc {
     int threads;
 } pk_ds_desc;
 
+/* ---- kernels on backends ----------------------------------------------------------------
+ * One small table per kernel family per backend, defined in that backend's file of the kernel
+ * (omp/diffusion3d_omp.c: pk_openmp_d3_ops) and listed by the kernel's own file through
+ * PK_KERNEL_ON (lib/diffusion3d.c).  `variants` comes first in every table (comma-separated,
+ * the first the backend's default; NULL or "" when the backend lacks the kernel): the
+ * dispatcher reads it without knowing the kernel.  create gets the resolved variant and host
+ * threads in desc; upload/run/download move data to, compute on and bring back from the
+ * backend's memory (times in seconds). */
+typedef struct pk_d3_ops {
+    const char *variants;
+    pk_status (*create)(void *state, int device, const pk_d3_desc *desc, void **impl);
+    pk_status (*upload)(void *impl, const float *f, double *seconds);
+    pk_status (*run)(void *impl, int count, double *kernel_seconds);
+    pk_status (*download)(void *impl, float *f, double *seconds);
+    void (*destroy)(void *impl);
+} pk_d3_ops;
+
+/* conv2d: the plan keeps the PSF (and its transform) on the device; one frame per run. */
+typedef struct pk_cv_ops {
+    const char *variants;
+    pk_status (*create)(void *state, int device, const pk_cv_desc *desc, void **impl);
+    pk_status (*upload)(void *impl, const float *image, double *seconds);
+    pk_status (*run)(void *impl, double *kernel_seconds);
+    pk_status (*download)(void *impl, float *out, double *seconds);
+    void (*destroy)(void *impl);
+} pk_cv_ops;
+
+/* magicfilter3d: the plan holds x, y and the work buffers on the device. */
+typedef struct pk_mf_ops {
+    const char *variants;
+    pk_status (*create)(void *state, int device, const pk_mf_desc *desc, void **impl);
+    pk_status (*upload)(void *impl, const double *x, double *seconds);
+    pk_status (*run)(void *impl, double *kernel_seconds);
+    pk_status (*download)(void *impl, double *y, double *seconds);
+    void (*destroy)(void *impl);
+} pk_mf_ops;
+
+/* grid: the plan holds the (reordered) kernel stack on the device; each run grids a
+ * visibility list into the caller's host grid (accumulating). */
+typedef struct pk_gr_ops {
+    const char *variants;
+    pk_status (*create)(void *state, int device, const pk_gr_desc *desc, void **impl);
+    pk_status (*run)(void *impl, const pk_grid_data *data, float *grid, pk_gr_result *res);
+    void (*destroy)(void *impl);
+} pk_gr_ops;
+
+/* laplace2d: the plan holds the field (in desc->layout) on the device. */
+typedef struct pk_lp_ops {
+    const char *variants;
+    pk_status (*create)(void *state, int device, const pk_lp_desc *desc, void **impl);
+    pk_status (*upload)(void *impl, const float *phi, double *seconds);
+    pk_status (*run)(void *impl, int count, double *kernel_seconds);
+    pk_status (*download)(void *impl, float *phi, double *seconds);
+    void (*destroy)(void *impl);
+} pk_lp_ops;
+
+/* su3: the plan holds u, psi and chi (in desc->layout) on the device. */
+typedef struct pk_s3_ops {
+    const char *variants;
+    pk_status (*create)(void *state, int device, const pk_s3_desc *desc, void **impl);
+    pk_status (*upload)(void *impl, const double *u, const double *psi, double *seconds);
+    pk_status (*run)(void *impl, double *kernel_seconds);
+    pk_status (*download)(void *impl, double *chi, double *seconds);
+    void (*destroy)(void *impl);
+} pk_s3_ops;
+
+/* dslash: the plan holds u, psi and chi on the device. */
+typedef struct pk_ds_ops {
+    const char *variants;
+    pk_status (*create)(void *state, int device, const pk_ds_desc *desc, void **impl);
+    pk_status (*upload)(void *impl, const double *u, const double *psi, double *seconds);
+    pk_status (*run)(void *impl, double *kernel_seconds);
+    pk_status (*download)(void *impl, double *chi, double *seconds);
+    void (*destroy)(void *impl);
+} pk_ds_ops;
+
+/* Every backend's table of a kernel family K (d3, cv, ...), by backend id; a backend not built
+ * has none.  A new backend adds its line here once, for all kernels. */
+#ifdef PK_HAVE_OPENCL
+#define PK_ON_OPENCL(k) [PK_BACKEND_OPENCL] = &pk_opencl_##k##_ops,
+#else
+#define PK_ON_OPENCL(k)
+#endif
+#ifdef PK_HAVE_CUDA
+#define PK_ON_CUDA(k) [PK_BACKEND_CUDA] = &pk_cuda_##k##_ops,
+#else
+#define PK_ON_CUDA(k)
+#endif
+#define PK_KERNEL_ON(k)                                                                        \
+    {[PK_BACKEND_SERIAL] = &pk_serial_##k##_ops, [PK_BACKEND_OPENMP] = &pk_openmp_##k##_ops,    \
+     PK_ON_OPENCL(k) PK_ON_CUDA(k)}
+#define PK_DECLARE_KERNEL_OPS(k)                                                               \
+    extern const pk_##k##_ops pk_serial_##k##_ops, pk_openmp_##k##_ops, pk_opencl_##k##_ops,    \
+        pk_cuda_##k##_ops
+PK_DECLARE_KERNEL_OPS(d3);
+PK_DECLARE_KERNEL_OPS(cv);
+PK_DECLARE_KERNEL_OPS(mf);
+PK_DECLARE_KERNEL_OPS(gr);
+PK_DECLARE_KERNEL_OPS(lp);
+PK_DECLARE_KERNEL_OPS(s3);
+PK_DECLARE_KERNEL_OPS(ds);
+
 /* ---- the backend table ---------------------------------------------------------------- */
 typedef struct pk_backend_ops pk_backend_ops;
 struct pk_backend_ops {
@@ -309,62 +411,9 @@ struct pk_backend_ops {
     pk_status (*device_info)(void *state, int index, pk_device_info *info);
     pk_status (*bandwidth)(void *state, int device, size_t bytes, int reps, double *bps);
 
-    /* diffusion3d: variants (comma-separated, first = the default) and the plan calls. */
-    const char *d3_variants;
-    pk_status (*d3_create)(void *state, int device, const pk_d3_desc *desc, void **impl);
-    pk_status (*d3_upload)(void *impl, const float *f, double *seconds);
-    pk_status (*d3_run)(void *impl, int count, double *kernel_seconds);
-    pk_status (*d3_download)(void *impl, float *f, double *seconds);
-    void (*d3_destroy)(void *impl);
-
-    /* conv2d: variants (NULL when the backend lacks it) and a plan that keeps the PSF (and
-     * its transform) on the device; upload/run/download move one frame. */
-    const char *cv_variants;
-    pk_status (*cv_create)(void *state, int device, const pk_cv_desc *desc, void **impl);
-    pk_status (*cv_upload)(void *impl, const float *image, double *seconds);
-    pk_status (*cv_run)(void *impl, double *kernel_seconds);
-    pk_status (*cv_download)(void *impl, float *out, double *seconds);
-    void (*cv_destroy)(void *impl);
-
-    /* magicfilter3d: variants (NULL when the backend lacks it) and a plan holding x, y and
-     * the work buffers on the device. */
-    const char *mf_variants;
-    pk_status (*mf_create)(void *state, int device, const pk_mf_desc *desc, void **impl);
-    pk_status (*mf_upload)(void *impl, const double *x, double *seconds);
-    pk_status (*mf_run)(void *impl, double *kernel_seconds);
-    pk_status (*mf_download)(void *impl, double *y, double *seconds);
-    void (*mf_destroy)(void *impl);
-
-    /* grid: a plan holding the (reordered) kernel stack on the device; each run grids a
-     * visibility list into the caller's host grid (accumulating). */
-    const char *gr_variants;
-    pk_status (*gr_create)(void *state, int device, const pk_gr_desc *desc, void **impl);
-    pk_status (*gr_run)(void *impl, const pk_grid_data *data, float *grid, pk_gr_result *res);
-    void (*gr_destroy)(void *impl);
-
-    /* laplace2d: a plan holding the field (in desc->layout) on the device. */
-    const char *lp_variants;
-    pk_status (*lp_create)(void *state, int device, const pk_lp_desc *desc, void **impl);
-    pk_status (*lp_upload)(void *impl, const float *phi, double *seconds);
-    pk_status (*lp_run)(void *impl, int count, double *kernel_seconds);
-    pk_status (*lp_download)(void *impl, float *phi, double *seconds);
-    void (*lp_destroy)(void *impl);
-
-    /* su3: a plan holding u, psi and chi (in desc->layout) on the device. */
-    const char *s3_variants;
-    pk_status (*s3_create)(void *state, int device, const pk_s3_desc *desc, void **impl);
-    pk_status (*s3_upload)(void *impl, const double *u, const double *psi, double *seconds);
-    pk_status (*s3_run)(void *impl, double *kernel_seconds);
-    pk_status (*s3_download)(void *impl, double *chi, double *seconds);
-    void (*s3_destroy)(void *impl);
-
-    /* dslash: a plan holding u, psi and chi on the device. */
-    const char *ds_variants;
-    pk_status (*ds_create)(void *state, int device, const pk_ds_desc *desc, void **impl);
-    pk_status (*ds_upload)(void *impl, const double *u, const double *psi, double *seconds);
-    pk_status (*ds_run)(void *impl, double *kernel_seconds);
-    pk_status (*ds_download)(void *impl, double *chi, double *seconds);
-    void (*ds_destroy)(void *impl);
+    /* Called before any kernel's create on `device` (NULL: nothing to check): CUDA makes the
+     * device current and checks it once, for every kernel. */
+    pk_status (*device_check)(void *state, int device);
 };
 
 extern const pk_backend_ops pk_backend_serial;
@@ -405,12 +454,12 @@ int pk_context_pick_device(pk_context *ctx, pk_backend_id id, pk_device_type typ
 /* What the dispatcher needs to know of a kernel family. */
 typedef struct pk_kernel_class {
     const char *name; /* "diffusion3d" */
-    /* comma-separated variants of a backend; NULL or "" when it lacks the kernel */
-    const char *(*variants)(const pk_backend_ops *ops);
+    /* each backend's ops table of the kernel (PK_KERNEL_ON), its variants first */
+    const void *on[PK_BACKEND_COUNT];
     /* create the backend's plan for desc with the resolved variant and host threads */
-    pk_status (*create)(const pk_backend_ops *ops, void *state, int device, const void *desc,
-                        const char *variant, int threads, void **impl);
-    void (*destroy)(const pk_backend_ops *ops, void *impl);
+    pk_status (*create)(const pk_backend_ops *backend, const void *kops, void *state, int device,
+                        const void *desc, const char *variant, int threads, void **impl);
+    void (*destroy)(const void *kops, void *impl);
 } pk_kernel_class;
 
 /* The outcome of a dispatch: a created plan on one backend and device. */
@@ -421,6 +470,7 @@ typedef struct pk_choice {
     pk_backend_id backend;
     int device;
     const pk_backend_ops *ops;
+    const void *kops; /* the kernel's ops table on that backend (pk_d3_ops, ...) */
     void *impl;
     char variant[32];
     char device_name[128];

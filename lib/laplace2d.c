@@ -180,20 +180,25 @@ pk_status pk_laplace2d_reference(const pk_laplace2d_params *p, float *phi)
 }
 
 /* ---- the kernel class the dispatcher uses ----------------------------------------------- */
-static const char *lp_variants_of(const pk_backend_ops *ops) { return ops->lp_variants; }
-
-static pk_status lp_create_on(const pk_backend_ops *ops, void *state, int device, const void *desc,
+static pk_status lp_create_on(const pk_backend_ops *backend, const void *kops, void *state,
+                              int device, const void *desc,
                               const char *variant, int threads, void **impl)
 {
     pk_lp_desc d = *(const pk_lp_desc *)desc;
     d.variant = variant;
     d.threads = threads;
-    return ops->lp_create(state, device, &d, impl);
+    return ((const pk_lp_ops *)kops)->create(state, device, &d, impl);
 }
 
-static void lp_destroy_on(const pk_backend_ops *ops, void *impl) { ops->lp_destroy(impl); }
+static void lp_destroy_on(const void *kops, void *impl)
+{
+    ((const pk_lp_ops *)kops)->destroy(impl);
+}
 
-static const pk_kernel_class lp_class = {"laplace2d", lp_variants_of, lp_create_on, lp_destroy_on};
+static const pk_kernel_class lp_class = {"laplace2d", PK_KERNEL_ON(lp), lp_create_on, lp_destroy_on};
+
+/* The kernel's ops table on the backend a choice landed on. */
+static const pk_lp_ops *lp_ops(const pk_choice *c) { return c->kops; }
 
 const char *pk_laplace2d_variants(pk_backend_id backend)
 {
@@ -297,11 +302,11 @@ typedef struct lp_oneshot {
 static pk_status lp_oneshot_work(pk_choice *c, void *arg)
 {
     lp_oneshot *o = arg;
-    PK_TRY(c->ops->lp_upload(c->impl, o->in, &o->up));
-    PK_TRY(c->ops->lp_run(c->impl, o->count, &o->kern));
+    PK_TRY(lp_ops(c)->upload(c->impl, o->in, &o->up));
+    PK_TRY(lp_ops(c)->run(c->impl, o->count, &o->kern));
     /* into phi itself: a download failing part way leaves no input to retry another backend */
     c->no_fallback = o->in_place;
-    return c->ops->lp_download(c->impl, o->out, &o->down);
+    return lp_ops(c)->download(c->impl, o->out, &o->down);
 }
 
 pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char *variant,
@@ -333,7 +338,7 @@ pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char
         pk_free_aligned(buf);
         return s;
     }
-    lp_class.destroy(c.ops, c.impl);
+    lp_ops(&c)->destroy(c.impl);
     if (buf) {
         const double tl = pk_now();
         lp_reorder(d.l, d.nw, buf, phi, 0);
@@ -393,7 +398,7 @@ pk_status pk_laplace2d_plan_upload(pk_laplace2d_plan *plan, const float *phi)
     PK_CHECK_NULL(phi);
     double s;
     if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, phi, plan->buf, 1);
-    PK_TRY(plan->c.ops->lp_upload(plan->c.impl, plan->buf ? plan->buf : phi, &s));
+    PK_TRY(lp_ops(&plan->c)->upload(plan->c.impl, plan->buf ? plan->buf : phi, &s));
     plan->uploaded = 1;
     return PK_OK;
 }
@@ -407,7 +412,7 @@ pk_status pk_laplace2d_plan_run(pk_laplace2d_plan *plan, int count, pk_run_info 
     PK_CHECK(plan->uploaded, PK_ESTATE, "plan_run: no field uploaded yet (call plan_upload)");
     const double t0 = pk_now();
     double kern = 0, flops, bytes;
-    PK_TRY(plan->c.ops->lp_run(plan->c.impl, count, &kern));
+    PK_TRY(lp_ops(&plan->c)->run(plan->c.impl, count, &kern));
     lp_counts(plan->n, count, &flops, &bytes);
     pk_choice_run_info(&plan->c, info, kern, flops, bytes, t0);
     return PK_OK;
@@ -420,8 +425,8 @@ pk_status pk_laplace2d_plan_download(pk_laplace2d_plan *plan, float *phi)
     PK_CHECK_NULL(phi);
     PK_CHECK(plan->uploaded, PK_ESTATE, "plan_download: no field uploaded yet (call plan_upload)");
     double s;
-    if (!plan->buf) return plan->c.ops->lp_download(plan->c.impl, phi, &s);
-    PK_TRY(plan->c.ops->lp_download(plan->c.impl, plan->buf, &s));
+    if (!plan->buf) return lp_ops(&plan->c)->download(plan->c.impl, phi, &s);
+    PK_TRY(lp_ops(&plan->c)->download(plan->c.impl, plan->buf, &s));
     lp_reorder(plan->d.l, plan->d.nw, plan->buf, phi, 0);
     return PK_OK;
 }
@@ -429,7 +434,7 @@ pk_status pk_laplace2d_plan_download(pk_laplace2d_plan *plan, float *phi)
 void pk_laplace2d_plan_destroy(pk_laplace2d_plan *plan)
 {
     if (!plan) return;
-    if (plan->c.impl) plan->c.ops->lp_destroy(plan->c.impl);
+    if (plan->c.impl) lp_ops(&plan->c)->destroy(plan->c.impl);
     pk_free_aligned(plan->buf);
     free(plan);
 }

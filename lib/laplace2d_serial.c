@@ -31,3 +31,13 @@ pk_status pk_serial_lp_run(void *impl, int count, double *kernel_seconds)
     *kernel_seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The laplace2d kernel family on this backend (lib/internal.h, pk_lp_ops). */
+const pk_lp_ops pk_serial_lp_ops = {
+    .variants = "serial",
+    .create = pk_serial_lp_create,
+    .upload = pk_lp_host_upload,
+    .run = pk_serial_lp_run,
+    .download = pk_lp_host_download,
+    .destroy = pk_lp_host_destroy,
+};

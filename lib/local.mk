@@ -9,6 +9,7 @@ libportkern_la_SOURCES += \
 	lib/backend_serial.c \
 	lib/dispatch.c \
 	lib/diffusion3d.c \
+	lib/diffusion3d_serial.c \
 	lib/conv2d.c \
 	lib/conv2d_host.h \
 	lib/conv2d_serial.c \

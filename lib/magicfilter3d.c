@@ -90,21 +90,25 @@ pk_status pk_magicfilter3d_reference(const pk_magicfilter3d_params *p, const dou
 }
 
 /* ---- the kernel class the dispatcher uses ----------------------------------------------- */
-static const char *mf_variants_of(const pk_backend_ops *ops) { return ops->mf_variants; }
-
-static pk_status mf_create_on(const pk_backend_ops *ops, void *state, int device, const void *desc,
+static pk_status mf_create_on(const pk_backend_ops *backend, const void *kops, void *state,
+                              int device, const void *desc,
                               const char *variant, int threads, void **impl)
 {
     pk_mf_desc d = *(const pk_mf_desc *)desc;
     d.variant = variant;
     d.threads = threads;
-    return ops->mf_create(state, device, &d, impl);
+    return ((const pk_mf_ops *)kops)->create(state, device, &d, impl);
 }
 
-static void mf_destroy_on(const pk_backend_ops *ops, void *impl) { ops->mf_destroy(impl); }
+static void mf_destroy_on(const void *kops, void *impl)
+{
+    ((const pk_mf_ops *)kops)->destroy(impl);
+}
 
-static const pk_kernel_class mf_class = {"magicfilter3d", mf_variants_of, mf_create_on,
-                                         mf_destroy_on};
+static const pk_kernel_class mf_class = {"magicfilter3d", PK_KERNEL_ON(mf), mf_create_on, mf_destroy_on};
+
+/* The kernel's ops table on the backend a choice landed on. */
+static const pk_mf_ops *mf_ops(const pk_choice *c) { return c->kops; }
 
 const char *pk_magicfilter3d_variants(pk_backend_id backend)
 {
@@ -187,12 +191,12 @@ typedef struct mf_oneshot {
 static pk_status mf_oneshot_work(pk_choice *c, void *arg)
 {
     mf_oneshot *o = arg;
-    PK_TRY(c->ops->mf_upload(c->impl, o->x, &o->up));
-    PK_TRY(c->ops->mf_run(c->impl, &o->kern));
+    PK_TRY(mf_ops(c)->upload(c->impl, o->x, &o->up));
+    PK_TRY(mf_ops(c)->run(c->impl, &o->kern));
     /* y over x: a download failing part way leaves no intact x to retry another backend on */
     const uintptr_t x0 = (uintptr_t)o->x, y0 = (uintptr_t)o->y;
     c->no_fallback = !(y0 + o->ybytes <= x0 || x0 + o->xbytes <= y0);
-    return c->ops->mf_download(c->impl, o->y, &o->down);
+    return mf_ops(c)->download(c->impl, o->y, &o->down);
 }
 
 pk_status pk_magicfilter3d(pk_context *ctx, const pk_magicfilter3d_params *p, const char *variant,
@@ -209,7 +213,7 @@ pk_status pk_magicfilter3d(pk_context *ctx, const pk_magicfilter3d_params *p, co
     mf_oneshot o = {x, y, d.in_count * sizeof(double), d.out_count * sizeof(double), 0, 0, 0};
     pk_choice c;
     PK_TRY(pk_dispatch(ctx, &mf_class, variant, &d, mf_oneshot_work, &o, &c));
-    mf_class.destroy(c.ops, c.impl);
+    mf_ops(&c)->destroy(c.impl);
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = o.up + o.down;
@@ -254,7 +258,7 @@ pk_status pk_magicfilter3d_plan_upload(pk_magicfilter3d_plan *plan, const double
     PK_CHECK_NULL(plan);
     PK_CHECK_NULL(x);
     double s;
-    PK_TRY(plan->c.ops->mf_upload(plan->c.impl, x, &s));
+    PK_TRY(mf_ops(&plan->c)->upload(plan->c.impl, x, &s));
     plan->uploaded = 1;
     plan->ran = 0;
     return PK_OK;
@@ -268,7 +272,7 @@ pk_status pk_magicfilter3d_plan_run(pk_magicfilter3d_plan *plan, pk_run_info *in
     PK_CHECK(plan->uploaded, PK_ESTATE, "plan_run: no x uploaded yet (call plan_upload)");
     const double t0 = pk_now();
     double kern = 0;
-    PK_TRY(plan->c.ops->mf_run(plan->c.impl, &kern));
+    PK_TRY(mf_ops(&plan->c)->run(plan->c.impl, &kern));
     plan->ran = 1;
     pk_choice_run_info(&plan->c, info, kern, plan->flops, plan->bytes, t0);
     return PK_OK;
@@ -282,12 +286,12 @@ pk_status pk_magicfilter3d_plan_download(pk_magicfilter3d_plan *plan, double *y)
     PK_CHECK(plan->ran, PK_ESTATE,
              "plan_download: the uploaded x was not filtered yet (call plan_run)");
     double s;
-    return plan->c.ops->mf_download(plan->c.impl, y, &s);
+    return mf_ops(&plan->c)->download(plan->c.impl, y, &s);
 }
 
 void pk_magicfilter3d_plan_destroy(pk_magicfilter3d_plan *plan)
 {
     if (!plan) return;
-    if (plan->c.impl) plan->c.ops->mf_destroy(plan->c.impl);
+    if (plan->c.impl) mf_ops(&plan->c)->destroy(plan->c.impl);
     free(plan);
 }

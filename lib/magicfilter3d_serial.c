@@ -83,3 +83,13 @@ pk_status pk_serial_mf_run(void *impl, double *seconds)
     *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The magicfilter3d kernel family on this backend (lib/internal.h, pk_mf_ops). */
+const pk_mf_ops pk_serial_mf_ops = {
+    .variants = "simd,unrolled,serial,serial-direct",
+    .create = pk_serial_mf_create,
+    .upload = pk_mf_host_upload,
+    .run = pk_serial_mf_run,
+    .download = pk_mf_host_download,
+    .destroy = pk_mf_host_destroy,
+};

@@ -282,20 +282,25 @@ static pk_status s3_stage(const pk_s3_desc *d, const double *u, const double *ps
 }
 
 /* ---- the kernel class the dispatcher uses ----------------------------------------------- */
-static const char *s3_variants_of(const pk_backend_ops *ops) { return ops->s3_variants; }
-
-static pk_status s3_create_on(const pk_backend_ops *ops, void *state, int device, const void *desc,
+static pk_status s3_create_on(const pk_backend_ops *backend, const void *kops, void *state,
+                              int device, const void *desc,
                               const char *variant, int threads, void **impl)
 {
     pk_s3_desc d = *(const pk_s3_desc *)desc;
     d.variant = variant;
     d.threads = threads;
-    return ops->s3_create(state, device, &d, impl);
+    return ((const pk_s3_ops *)kops)->create(state, device, &d, impl);
 }
 
-static void s3_destroy_on(const pk_backend_ops *ops, void *impl) { ops->s3_destroy(impl); }
+static void s3_destroy_on(const void *kops, void *impl)
+{
+    ((const pk_s3_ops *)kops)->destroy(impl);
+}
 
-static const pk_kernel_class s3_class = {"su3", s3_variants_of, s3_create_on, s3_destroy_on};
+static const pk_kernel_class s3_class = {"su3", PK_KERNEL_ON(s3), s3_create_on, s3_destroy_on};
+
+/* The kernel's ops table on the backend a choice landed on. */
+static const pk_s3_ops *s3_ops(const pk_choice *c) { return c->kops; }
 
 const char *pk_su3_variants(pk_backend_id backend)
 {
@@ -362,11 +367,11 @@ typedef struct s3_oneshot {
 static pk_status s3_oneshot_work(pk_choice *c, void *arg)
 {
     s3_oneshot *o = arg;
-    PK_TRY(c->ops->s3_upload(c->impl, o->u, o->psi, &o->up));
-    PK_TRY(c->ops->s3_run(c->impl, &o->kern));
+    PK_TRY(s3_ops(c)->upload(c->impl, o->u, o->psi, &o->up));
+    PK_TRY(s3_ops(c)->run(c->impl, &o->kern));
     /* chi over u or psi: a download failing part way leaves no intact input to retry on */
     c->no_fallback = o->chi_overlaps;
-    return c->ops->s3_download(c->impl, o->chi, &o->down);
+    return s3_ops(c)->download(c->impl, o->chi, &o->down);
 }
 
 static int s3_overlap(const void *a, size_t abytes, const void *b, size_t bbytes)
@@ -405,7 +410,7 @@ pk_status pk_su3(pk_context *ctx, const pk_su3_params *p, const char *variant, c
     pk_status s = pk_dispatch(ctx, &s3_class, variant, &d, s3_oneshot_work, &o, &c);
     s3_unstage(&st);
     if (s == PK_OK) {
-        s3_class.destroy(c.ops, c.impl);
+        s3_ops(&c)->destroy(c.impl);
         if (chi_l != chi) {
             const double t1 = pk_now();
             s3_unpack_spinor(&d, chi_l, chi);
@@ -466,7 +471,7 @@ pk_status pk_su3_plan_upload(pk_su3_plan *plan, const double *u, const double *p
     PK_TRY(s3_stage(&plan->d, u, psi, &st, &pack_s));
     plan->uploaded = 0; /* a failed upload leaves the device data undefined */
     plan->ran = 0;
-    pk_status s = plan->c.ops->s3_upload(plan->c.impl, st.u, st.psi, &up_s);
+    pk_status s = s3_ops(&plan->c)->upload(plan->c.impl, st.u, st.psi, &up_s);
     s3_unstage(&st);
     PK_TRY(s);
     plan->uploaded = 1;
@@ -481,7 +486,7 @@ pk_status pk_su3_plan_run(pk_su3_plan *plan, pk_run_info *info)
     PK_CHECK(plan->uploaded, PK_ESTATE, "plan_run: no u and psi uploaded yet (call plan_upload)");
     const double t0 = pk_now();
     double kern = 0;
-    PK_TRY(plan->c.ops->s3_run(plan->c.impl, &kern));
+    PK_TRY(s3_ops(&plan->c)->run(plan->c.impl, &kern));
     plan->ran = 1;
     pk_choice_run_info(&plan->c, info, kern, plan->flops, plan->bytes, t0);
     return PK_OK;
@@ -495,12 +500,12 @@ pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi)
     PK_CHECK(plan->ran, PK_ESTATE,
              "plan_download: the uploaded u and psi were not multiplied yet (call plan_run)");
     double s;
-    if (s3_aos_spinor(plan->d.layout)) return plan->c.ops->s3_download(plan->c.impl, chi, &s);
+    if (s3_aos_spinor(plan->d.layout)) return s3_ops(&plan->c)->download(plan->c.impl, chi, &s);
     double *chi_l = pk_alloc_aligned(plan->d.spinor_doubles * sizeof(double));
     if (!chi_l)
         return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu doubles for chi in layout %s",
                        plan->d.spinor_doubles, s3_layout_names[plan->d.layout]);
-    pk_status st = plan->c.ops->s3_download(plan->c.impl, chi_l, &s);
+    pk_status st = s3_ops(&plan->c)->download(plan->c.impl, chi_l, &s);
     if (st == PK_OK) s3_unpack_spinor(&plan->d, chi_l, chi);
     pk_free_aligned(chi_l);
     return st;
@@ -509,6 +514,6 @@ pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi)
 void pk_su3_plan_destroy(pk_su3_plan *plan)
 {
     if (!plan) return;
-    if (plan->c.impl) plan->c.ops->s3_destroy(plan->c.impl);
+    if (plan->c.impl) s3_ops(&plan->c)->destroy(plan->c.impl);
     free(plan);
 }

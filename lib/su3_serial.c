@@ -134,3 +134,13 @@ void pk_s3_plain_range(const pk_s3_desc *d, const double *u, const double *psi, 
 {
     pk_s3_plain_range_clones(d, u, psi, chi, s0, s1);
 }
+
+/* The su3 kernel family on this backend (lib/internal.h, pk_s3_ops). */
+const pk_s3_ops pk_serial_s3_ops = {
+    .variants = "serial",
+    .create = pk_serial_s3_create,
+    .upload = pk_s3_host_upload,
+    .run = pk_serial_s3_run,
+    .download = pk_s3_host_download,
+    .destroy = pk_s3_host_destroy,
+};

@@ -317,3 +317,17 @@ pk_status pk_omp_cv_run(void *impl, double *seconds)
     *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The conv2d kernel family on this backend (lib/internal.h, pk_cv_ops). */
+const pk_cv_ops pk_openmp_cv_ops = {
+#ifdef PK_HAVE_FFTW
+    .variants = "omp,fft",
+#else
+    .variants = "omp", /* no FFTW at configure time: no fft variant */
+#endif
+    .create = pk_omp_cv_create,
+    .upload = pk_cv_host_upload,
+    .run = pk_omp_cv_run,
+    .download = pk_cv_host_download,
+    .destroy = pk_cv_host_destroy,
+};

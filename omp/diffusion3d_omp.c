@@ -419,3 +419,13 @@ pk_status pk_omp_d3_run(void *impl, int count, double *seconds)
     *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The diffusion3d kernel family on this backend (lib/internal.h, pk_d3_ops). */
+const pk_d3_ops pk_openmp_d3_ops = {
+    .variants = "omp-tb,omp-tiled,omp,omp-phalanx",
+    .create = pk_omp_d3_create,
+    .upload = pk_d3_host_upload,
+    .run = pk_omp_d3_run,
+    .download = pk_d3_host_download,
+    .destroy = pk_d3_host_destroy,
+};

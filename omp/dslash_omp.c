@@ -292,3 +292,13 @@ pk_status pk_omp_ds_run(void *impl, double *kernel_seconds)
     *kernel_seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The dslash kernel family on this backend (lib/internal.h, pk_ds_ops). */
+const pk_ds_ops pk_openmp_ds_ops = {
+    .variants = "omp-vnode,omp",
+    .create = pk_omp_ds_create,
+    .upload = pk_ds_host_upload,
+    .run = pk_omp_ds_run,
+    .download = pk_ds_host_download,
+    .destroy = pk_ds_host_destroy,
+};

@@ -770,3 +770,11 @@ pk_status pk_omp_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr
     for (int s = 0; s < ST_N; ++s) pk_gr_stage(res, gr_stage_names[s], st[s]);
     return PK_OK;
 }
+
+/* The grid kernel family on this backend (lib/internal.h, pk_gr_ops). */
+const pk_gr_ops pk_openmp_gr_ops = {
+    .variants = "omp-tiled,omp-atomic",
+    .create = pk_omp_gr_create,
+    .run = pk_omp_gr_run,
+    .destroy = pk_omp_gr_destroy,
+};

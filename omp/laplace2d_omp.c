@@ -494,3 +494,13 @@ pk_status pk_omp_lp_run(void *impl, int count, double *kernel_seconds)
     *kernel_seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The laplace2d kernel family on this backend (lib/internal.h, pk_lp_ops). */
+const pk_lp_ops pk_openmp_lp_ops = {
+    .variants = "omp-simd,omp,omp-tb",
+    .create = pk_omp_lp_create,
+    .upload = pk_lp_host_upload,
+    .run = pk_omp_lp_run,
+    .download = pk_lp_host_download,
+    .destroy = pk_lp_host_destroy,
+};

@@ -59,3 +59,13 @@ pk_status pk_omp_mf_run(void *impl, double *seconds)
     *seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The magicfilter3d kernel family on this backend (lib/internal.h, pk_mf_ops). */
+const pk_mf_ops pk_openmp_mf_ops = {
+    .variants = "omp",
+    .create = pk_omp_mf_create,
+    .upload = pk_mf_host_upload,
+    .run = pk_omp_mf_run,
+    .download = pk_mf_host_download,
+    .destroy = pk_mf_host_destroy,
+};

@@ -469,3 +469,13 @@ pk_status pk_omp_s3_run(void *impl, double *kernel_seconds)
     *kernel_seconds = pk_now() - t0;
     return PK_OK;
 }
+
+/* The su3 kernel family on this backend (lib/internal.h, pk_s3_ops). */
+const pk_s3_ops pk_openmp_s3_ops = {
+    .variants = "omp-simd,omp",
+    .create = pk_omp_s3_create,
+    .upload = pk_omp_s3_upload,
+    .run = pk_omp_s3_run,
+    .download = pk_omp_s3_download,
+    .destroy = pk_s3_host_destroy,
+};
