@@ -116,19 +116,28 @@ pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt)
                 pk_append_note(c->env_note, sizeof c->env_note, "PORTKERN_DEVICE=%d", o.device);
         }
         if (s == PK_OK && o.threads == 0) s = parse_env_int("PORTKERN_THREADS", 0, 4096, &o.threads);
+        int cache = 1;
+        if (s == PK_OK) s = parse_env_int("PORTKERN_PLAN_CACHE", 0, 1, &cache);
         if (s != PK_OK) {
             free(c);
             return s;
         }
+        c->cache_off = !cache;
     }
     c->opt = o;
     *ctx = c;
     return PK_OK;
 }
 
+void pk_context_release_cache(pk_context *ctx)
+{
+    if (ctx) pk_plan_cache_release(ctx);
+}
+
 void pk_context_destroy(pk_context *ctx)
 {
     if (!ctx) return;
+    pk_plan_cache_release(ctx); /* plans before the backends they live on */
     for (int i = 0; i < PK_BACKEND_COUNT; ++i) {
         const pk_backend_ops *ops = pk_backend_ops_get((pk_backend_id)i);
         if (ops && ctx->slot[i].state && ops->fini) ops->fini(ctx->slot[i].state);

@@ -179,7 +179,16 @@ const char *pk_conv2d_variants(pk_backend_id backend)
     return pk_kernel_variants(&cv_class, backend);
 }
 
-/* Validate the call and dispatch; `work` runs on the fresh plan (NULL for plans). */
+/* The variant the method chose and its note, into the choice. */
+static void cv_finish(pk_choice *c, const void *desc)
+{
+    const cv_request *rq = desc;
+    pk_strlcpy(c->variant, rq->out->variant, sizeof c->variant);
+    if (rq->out->note[0]) pk_append_note(c->reason, sizeof c->reason, "%s", rq->out->note);
+}
+
+/* Validate the call and dispatch; `work` runs on the plan (NULL for plans: a fresh plan the
+ * caller owns; else the one-shot call's, through the context's cache). */
 static pk_status cv_dispatch(pk_context *ctx, const pk_conv2d_params *p, const char *variant,
                              const float *psf, pk_choice_work work, void *arg, pk_choice *c)
 {
@@ -193,10 +202,22 @@ static pk_status cv_dispatch(pk_context *ctx, const pk_conv2d_params *p, const c
     rq.d.psf = psf;
     rq.named = variant && *variant;
     rq.out = &out;
-    PK_TRY(pk_dispatch(ctx, &cv_class, variant, &rq, work, arg, c));
-    pk_strlcpy(c->variant, out.variant, sizeof c->variant);
-    if (out.note[0]) pk_append_note(c->reason, sizeof c->reason, "%s", out.note);
-    return PK_OK;
+    if (!work) {
+        PK_TRY(pk_dispatch(ctx, &cv_class, variant, &rq, NULL, NULL, c));
+        cv_finish(c, &rq);
+        return PK_OK;
+    }
+    /* the context's cache: sizes, method and the PSF itself make a plan */
+    const size_t taps = (size_t)p->kh * (size_t)p->kw;
+    int *key = malloc(5 * sizeof(int) + taps * sizeof(float));
+    PK_CHECK(key != NULL, PK_ENOMEM, "conv2d: out of host memory");
+    key[0] = p->h, key[1] = p->w, key[2] = p->kh, key[3] = p->kw, key[4] = p->method;
+    memcpy(key + 5, psf, taps * sizeof(float));
+    pk_status s = pk_dispatch_oneshot(ctx, &cv_class, variant, &rq, key,
+                                      5 * sizeof(int) + taps * sizeof(float), work, arg,
+                                      cv_finish, c);
+    free(key);
+    return s;
 }
 
 static void cv_counts(pk_run_info *info, const pk_conv2d_params *p)
@@ -326,7 +347,6 @@ pk_status pk_conv2d(pk_context *ctx, const pk_conv2d_params *p, const char *vari
     cv_oneshot o = {image, out, 0, 0, 0, (size_t)p->h * (size_t)p->w * sizeof(float)};
     pk_choice c;
     PK_TRY(cv_dispatch(ctx, p, variant, psf, cv_oneshot_work, &o, &c));
-    cv_ops(&c)->destroy(c.impl);
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = o.up + o.down;

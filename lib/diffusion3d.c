@@ -175,8 +175,12 @@ pk_status pk_diffusion3d(pk_context *ctx, const pk_diffusion3d_params *p, const 
     PK_CHECK_NULL(f);
     d3_oneshot o = {f, p->count, 0, 0, 0};
     pk_choice c;
-    PK_TRY(pk_dispatch(ctx, &d3_class, variant, &desc, d3_oneshot_work, &o, &c));
-    d3_ops(&c)->destroy(c.impl);
+    struct { int n[3]; float c[7]; } key; /* what a plan is made of (the context's cache) */
+    memset(&key, 0, sizeof key);
+    key.n[0] = desc.nx, key.n[1] = desc.ny, key.n[2] = desc.nz;
+    memcpy(key.c, desc.c, sizeof key.c);
+    PK_TRY(pk_dispatch_oneshot(ctx, &d3_class, variant, &desc, &key, sizeof key, d3_oneshot_work,
+                               &o, NULL, &c));
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = o.up + o.down;

@@ -7,6 +7,7 @@
  * create its plan, or whose work fails, is noted in the reason and the next one runs. */
 #include "internal.h"
 
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -219,4 +220,111 @@ void pk_choice_run_info(const pk_choice *c, pk_run_info *info, double kernel_s, 
     info->flops = flops;
     info->bytes = bytes;
     info->wall_s = pk_now() - t0;
+}
+
+/* ---- the context's plan cache (one-shot calls) ------------------------------------------ */
+typedef struct plan_entry {
+    const pk_kernel_class *kc; /* NULL: free slot */
+    char variant[32];          /* as the caller named it ("" for none) */
+    unsigned char *key;
+    size_t key_len;
+    pk_choice c;
+    unsigned long long last_use;
+} plan_entry;
+
+struct pk_plan_cache {
+    plan_entry e[PK_PLAN_CACHE_SLOTS];
+    unsigned long long clock;
+};
+
+static void entry_drop(plan_entry *e)
+{
+    if (!e->kc) return;
+    if (e->c.impl) e->kc->destroy(e->c.kops, e->c.impl);
+    free(e->key);
+    memset(e, 0, sizeof *e);
+}
+
+void pk_plan_cache_release(pk_context *ctx)
+{
+    if (!ctx->cache) return;
+    for (int i = 0; i < PK_PLAN_CACHE_SLOTS; ++i) entry_drop(&ctx->cache->e[i]);
+    free(ctx->cache);
+    ctx->cache = NULL;
+}
+
+static plan_entry *cache_find(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
+                              const void *key, size_t key_len)
+{
+    if (!ctx->cache) return NULL;
+    for (int i = 0; i < PK_PLAN_CACHE_SLOTS; ++i) {
+        plan_entry *e = &ctx->cache->e[i];
+        if (e->kc == kc && e->key_len == key_len && !strcmp(e->variant, variant) &&
+            memcmp(e->key, key, key_len) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* Keep c (a created plan) under (kc, variant, key); 0 when it could not be kept (no memory):
+ * the caller then destroys it. */
+static int cache_keep(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
+                      const void *key, size_t key_len, const pk_choice *c)
+{
+    if (!ctx->cache && !(ctx->cache = calloc(1, sizeof *ctx->cache))) return 0;
+    plan_entry *slot = NULL;
+    for (int i = 0; i < PK_PLAN_CACHE_SLOTS && !slot; ++i)
+        if (!ctx->cache->e[i].kc) slot = &ctx->cache->e[i];
+    if (!slot) { /* full: the least recently used goes */
+        slot = &ctx->cache->e[0];
+        for (int i = 1; i < PK_PLAN_CACHE_SLOTS; ++i)
+            if (ctx->cache->e[i].last_use < slot->last_use) slot = &ctx->cache->e[i];
+        entry_drop(slot);
+    }
+    unsigned char *k = malloc(key_len ? key_len : 1);
+    if (!k) return 0;
+    memcpy(k, key, key_len);
+    slot->kc = kc;
+    pk_strlcpy(slot->variant, variant, sizeof slot->variant);
+    slot->key = k;
+    slot->key_len = key_len;
+    slot->c = *c;
+    slot->last_use = ++ctx->cache->clock;
+    return 1;
+}
+
+pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
+                              const void *desc, const void *key, size_t key_len,
+                              pk_choice_work work, void *arg,
+                              void (*finish)(pk_choice *c, const void *desc), pk_choice *out)
+{
+    PK_CHECK_NULL(ctx);
+    const char *named = variant ? variant : "";
+    const int cached = key != NULL && !ctx->cache_off && strlen(named) < 32;
+    plan_entry *e = cached ? cache_find(ctx, kc, named, key, key_len) : NULL;
+    if (e) {
+        *out = e->c;
+        out->setup_s = 0;
+        out->no_fallback = 0;
+        pk_status s = work(out, arg);
+        if (s == PK_OK) {
+            e->last_use = ++ctx->cache->clock;
+            pk_append_note(out->reason, sizeof out->reason, "plan reused from the context");
+            return PK_OK;
+        }
+        /* a plan that failed is not kept; unless the failure may have damaged the caller's
+         * input, the call starts over as a fresh one (and may fall back) */
+        const int no_fallback = out->no_fallback;
+        char err[1024];
+        pk_strlcpy(err, pk_last_error(), sizeof err);
+        entry_drop(e);
+        if (no_fallback) return pk_fail(s, "%s", err);
+    }
+    PK_TRY(pk_dispatch(ctx, kc, variant, desc, work, arg, out));
+    if (finish) finish(out, desc);
+    if (!cached || !cache_keep(ctx, kc, named, key, key_len, out)) {
+        kc->destroy(out->kops, out->impl);
+        out->impl = NULL;
+    }
+    return PK_OK;
 }

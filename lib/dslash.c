@@ -111,6 +111,14 @@ static void ds_destroy_on(const void *kops, void *impl)
 }
 
 /* The host backends' plans say what they chose (omp-vnode: lanes, direction, ISA). */
+static void ds_note(pk_choice *c);
+/* A one-shot choice completed before the context's cache keeps it. */
+static void ds_finish(pk_choice *c, const void *desc)
+{
+    (void)desc;
+    ds_note(c);
+}
+
 static void ds_note(pk_choice *c)
 {
     if (c->backend != PK_BACKEND_SERIAL && c->backend != PK_BACKEND_OPENMP) return;
@@ -263,9 +271,12 @@ pk_status pk_dslash(pk_context *ctx, const pk_dslash_params *p, const char *vari
     PK_CHECK_NULL(chi);
     ds_oneshot o = {&d, u, psi, chi, 0, 0, 0, 0};
     pk_choice c;
-    PK_TRY(pk_dispatch(ctx, &ds_class, variant, &d, ds_oneshot_work, &o, &c));
-    ds_note(&c);
-    ds_ops(&c)->destroy(c.impl);
+    struct { int dims[4], recon12; double kappa; } key; /* the context's cache */
+    memset(&key, 0, sizeof key);
+    memcpy(key.dims, d.dims, sizeof key.dims);
+    key.recon12 = d.recon12, key.kappa = d.kappa;
+    PK_TRY(pk_dispatch_oneshot(ctx, &ds_class, variant, &d, &key, sizeof key, ds_oneshot_work, &o,
+                               ds_finish, &c));
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = o.up + o.down;

@@ -340,10 +340,11 @@ pk_status pk_grid(pk_context *ctx, const pk_grid_params *p, const char *variant,
     o.data = d;
     o.grid = grid;
     pk_choice c;
-    pk_status s = pk_dispatch(ctx, &gr_class, variant, &st.d, gr_oneshot_work, &o, &c);
+    /* not cached: the key would be the whole kernel stack, compared on every call */
+    pk_status s = pk_dispatch_oneshot(ctx, &gr_class, variant, &st.d, NULL, 0, gr_oneshot_work,
+                                      &o, NULL, &c);
     gr_stack_free(&st);
     if (s != PK_OK) return s;
-    gr_ops(&c)->destroy(c.impl);
     *norm += o.r.norm;
     *num_skipped = o.r.num_skipped;
     gr_fill_info(&c, &o.r, info, t0, 1);

@@ -442,6 +442,8 @@ struct pk_context {
     pk_context_options opt; /* after the environment was applied */
     char env_note[256];     /* what the environment changed, for run info */
     pk_backend_slot slot[PK_BACKEND_COUNT];
+    struct pk_plan_cache *cache; /* the one-shot calls' plans (lib/dispatch.c); NULL: empty */
+    int cache_off;               /* PORTKERN_PLAN_CACHE=0 */
 };
 
 /** Initialise a backend on first use; returns its state or NULL (reason in slot.why). */
@@ -487,6 +489,20 @@ typedef pk_status (*pk_choice_work)(pk_choice *c, void *arg);
 
 pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
                       const void *desc, pk_choice_work work, void *arg, pk_choice *out);
+/* A one-shot call: pk_dispatch through the context's plan cache.  The plan of a call whose
+ * kernel, variant and key (the bytes that define a plan: sizes, parameters, a PSF) match a
+ * cached one is reused: `work` runs on it, no create (setup_s 0, "plan reused" in the
+ * reason).  Otherwise pk_dispatch makes one, `finish` (may be NULL) completes the choice,
+ * and the cache keeps it (at most PK_PLAN_CACHE_SLOTS plans, the least recently used
+ * destroyed first).  key NULL, or PORTKERN_PLAN_CACHE=0: nothing is cached and the plan is
+ * destroyed before returning.  Either way the caller never destroys *out's plan. */
+#define PK_PLAN_CACHE_SLOTS 8
+pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
+                              const void *desc, const void *key, size_t key_len,
+                              pk_choice_work work, void *arg,
+                              void (*finish)(pk_choice *c, const void *desc), pk_choice *out);
+/** Destroy every cached plan of ctx (pk_context_release_cache, pk_context_destroy). */
+void pk_plan_cache_release(pk_context *ctx);
 /** Copy backend, device, variant, reason, fell_back and setup time into info (may be NULL). */
 void pk_choice_info(const pk_choice *c, pk_run_info *info);
 /** Variants of a kernel on a backend ("" when not built or not implemented). */

@@ -333,12 +333,15 @@ pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char
     }
     lp_oneshot o = {buf ? buf : phi, buf ? buf : phi, buf == NULL, p->count, 0, 0, 0};
     pk_choice c;
-    pk_status s = pk_dispatch(ctx, &lp_class, variant, &d, lp_oneshot_work, &o, &c);
+    struct { int l, layout, nw; float sigma, inv; } key; /* the context's cache */
+    memset(&key, 0, sizeof key);
+    key.l = d.l, key.layout = d.layout, key.nw = d.nw, key.sigma = d.sigma, key.inv = d.inv;
+    pk_status s = pk_dispatch_oneshot(ctx, &lp_class, variant, &d, &key, sizeof key,
+                                      lp_oneshot_work, &o, NULL, &c);
     if (s != PK_OK) {
         pk_free_aligned(buf);
         return s;
     }
-    lp_ops(&c)->destroy(c.impl);
     if (buf) {
         const double tl = pk_now();
         lp_reorder(d.l, d.nw, buf, phi, 0);

@@ -212,8 +212,9 @@ pk_status pk_magicfilter3d(pk_context *ctx, const pk_magicfilter3d_params *p, co
     PK_CHECK_NULL(y);
     mf_oneshot o = {x, y, d.in_count * sizeof(double), d.out_count * sizeof(double), 0, 0, 0};
     pk_choice c;
-    PK_TRY(pk_dispatch(ctx, &mf_class, variant, &d, mf_oneshot_work, &o, &c));
-    mf_ops(&c)->destroy(c.impl);
+    const int key[5] = {d.n[0], d.n[1], d.n[2], d.transpose, d.bc}; /* the context's cache */
+    PK_TRY(pk_dispatch_oneshot(ctx, &mf_class, variant, &d, key, sizeof key, mf_oneshot_work, &o,
+                               NULL, &c));
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = o.up + o.down;

@@ -136,6 +136,14 @@ PK_API void pk_context_options_init(pk_context_options *opt);
  *  that cannot run is recorded with the reason, never fatal. */
 PK_API pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt);
 PK_API void pk_context_destroy(pk_context *ctx);
+/** The one-shot calls (pk_diffusion3d, pk_conv2d, ...) keep their plans in the context, by
+ *  kernel, variant and shape (and conv2d's PSF): a second call of the same shape reuses the
+ *  plan, its buffers and built programs (run info: setup_s 0, "plan reused" in the reason).
+ *  At most 8 plans are kept, the least recently used dropped first; each holds what its
+ *  kernel needs for its size (diffusion3d 512^3: two 512 MiB fields).  This frees them all
+ *  now; pk_context_destroy does too.  PORTKERN_PLAN_CACHE=0 keeps none. grid's one-shot
+ *  call is not cached (its kernel stack would have to be compared on every call). */
+PK_API void pk_context_release_cache(pk_context *ctx);
 
 /** 1 when the backend can run in this context, 0 when not; *why (may be NULL) receives
  *  the reason it cannot ("no OpenCL platform (clGetPlatformIDs: -1001)"), or "" when it can.

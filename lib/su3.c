@@ -407,10 +407,13 @@ pk_status pk_su3(pk_context *ctx, const pk_su3_params *p, const char *variant, c
     o.chi_overlaps = chi_l == chi && (s3_overlap(chi, sbytes, psi, sbytes) ||
                                       s3_overlap(chi, sbytes, u, d.nv * 18 * sizeof(double)));
     pk_choice c;
-    pk_status s = pk_dispatch(ctx, &s3_class, variant, &d, s3_oneshot_work, &o, &c);
+    struct { size_t nv; int layout, nw; } key; /* the context's cache */
+    memset(&key, 0, sizeof key);
+    key.nv = d.nv, key.layout = d.layout, key.nw = d.nw;
+    pk_status s = pk_dispatch_oneshot(ctx, &s3_class, variant, &d, &key, sizeof key,
+                                      s3_oneshot_work, &o, NULL, &c);
     s3_unstage(&st);
     if (s == PK_OK) {
-        s3_ops(&c)->destroy(c.impl);
         if (chi_l != chi) {
             const double t1 = pk_now();
             s3_unpack_spinor(&d, chi_l, chi);
