@@ -71,7 +71,8 @@ PK_TEST_PROGS = \
 	tests/test_clcache \
 	tests/test_faults \
 	tests/test_threads \
-	tests/test_badinput
+	tests/test_badinput \
+	tests/test_plan_cache
 check_PROGRAMS += $(PK_TEST_PROGS)
 TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
 	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh \
@@ -133,6 +134,7 @@ tests_test_faults_LDADD = libportkern.la
 tests_test_threads_CFLAGS = $(AM_CFLAGS) -pthread
 tests_test_threads_LDADD = libportkern.la -lpthread
 tests_test_badinput_LDADD = libportkern.la
+tests_test_plan_cache_LDADD = libportkern.la
 
 # valgrind memcheck on the serial and OpenMP tests (docs/RELIABILITY.md).
 .PHONY: check-valgrind

@@ -1,0 +1,286 @@
+/* test_plan_cache.c - the one-shot calls' plans kept in the context (lib/dispatch.c):
+ *
+ *  - on every usable backend, for diffusion3d, conv2d, magicfilter3d, laplace2d, su3 and
+ *    dslash: a second call of the same shape on new data reuses the first call's plan (no
+ *    create: setup_s is 0 and the reason says "plan reused"), and both results equal the
+ *    serial reference within the kernel's tolerance;
+ *  - a call of another shape, another conv2d PSF of the same shape, or another variant makes
+ *    a new plan (and is right); pk_context_release_cache drops every plan;
+ *  - PORTKERN_PLAN_CACHE=0 keeps none; more shapes than slots evict the least recently used;
+ *  - grid's one-shot call is never cached.
+ * Tolerances: the kernels' own (tests/*_common.h derive them); here the same data runs twice,
+ * so each result is compared with the reference at the loosest of those, 1e-5 relative in
+ * float and 1e-12 in double (su3: 3 complex products a component, element-wise; dslash: 8
+ * hops summed, which can cancel, so norm-wise, as tests/ds_common.h does).
+ */
+#define _XOPEN_SOURCE 700
+#include "portkern.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int reused(const pk_run_info *i) { return i->setup_s == 0 && strstr(i->reason, "plan reused"); }
+
+static void fill_f32(float *x, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; ++i) x[i] = (float)((i * 37u + seed * 101u) % 97u) / 97.0f;
+}
+
+static void fill_f64(double *x, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; ++i) x[i] = (double)((i * 41u + seed * 13u) % 89u) / 89.0 - 0.5;
+}
+
+static pk_context *context(pk_backend_id b)
+{
+    pk_context_options o;
+    pk_context_options_init(&o);
+    o.backend = b;
+    o.threads = b == PK_BACKEND_OPENMP ? 2 : 0;
+    pk_context *ctx = NULL;
+    if (pk_context_create(&ctx, &o) != PK_OK) {
+        printf("Bail out! pk_context_create: %s\n", pk_last_error());
+        exit(1);
+    }
+    return ctx;
+}
+
+/* two calls of one kernel on one backend: first fresh, second reused, both right */
+static void twice(pk_backend_id b, const char *kernel, int first_ok, const pk_run_info *i1,
+                  int second_ok, const pk_run_info *i2)
+{
+    ok(first_ok && !reused(i1), "%s %s: first call makes a plan and is right (setup %.2e s)",
+       pk_backend_name(b), kernel, i1->setup_s);
+    ok(second_ok && reused(i2), "%s %s: second call of the same shape on new data reuses it "
+       "and is right (setup %.2e s; %s)", pk_backend_name(b), kernel, i2->setup_s, i2->reason);
+}
+
+static void kernels_on(pk_backend_id b)
+{
+    pk_context *ctx = context(b);
+    pk_run_info i1, i2;
+
+    /* diffusion3d */
+    {
+        enum { NX = 13, NY = 9, NZ = 7, N = NX * NY * NZ };
+        pk_diffusion3d_params p;
+        pk_diffusion3d_params_default(&p, NX, NY, NZ, 3);
+        float f[2][N], r[2][N];
+        int good[2];
+        pk_run_info *inf[2] = {&i1, &i2};
+        for (int k = 0; k < 2; ++k) {
+            fill_f32(f[k], N, (unsigned)k + 1);
+            memcpy(r[k], f[k], sizeof r[k]);
+            pk_diffusion3d_reference(&p, r[k]);
+            good[k] = pk_diffusion3d(ctx, &p, NULL, f[k], inf[k]) == PK_OK &&
+                      pk_diff_f32(f[k], r[k], N, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
+        }
+        twice(b, "diffusion3d", good[0], &i1, good[1], &i2);
+        pk_diffusion3d_params q;
+        pk_diffusion3d_params_default(&q, NX + 1, NY, NZ, 3);
+        float g[(NX + 1) * NY * NZ];
+        fill_f32(g, sizeof g / sizeof g[0], 5);
+        ok(pk_diffusion3d(ctx, &q, NULL, g, &i1) == PK_OK && !reused(&i1),
+           "%s diffusion3d: another shape makes another plan", pk_backend_name(b));
+        pk_context_release_cache(ctx);
+        fill_f32(f[0], N, 1);
+        ok(pk_diffusion3d(ctx, &p, NULL, f[0], &i1) == PK_OK && !reused(&i1) &&
+               pk_diff_f32(f[0], r[0], N, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, NULL) == PK_OK,
+           "%s diffusion3d: after pk_context_release_cache, a fresh plan, right",
+           pk_backend_name(b));
+    }
+
+    /* conv2d, and another PSF of the same shape */
+    {
+        enum { H = 17, W = 23, KH = 5, KW = 3 };
+        pk_conv2d_params p = {H, W, KH, KW, PK_CONV2D_DIRECT};
+        float img[2][H * W], psf[2][KH * KW], out[H * W], ref[H * W];
+        int good[2];
+        pk_run_info *inf[2] = {&i1, &i2};
+        fill_f32(psf[0], KH * KW, 3);
+        for (int k = 0; k < 2; ++k) {
+            fill_f32(img[k], H * W, (unsigned)k + 7);
+            pk_conv2d_reference(&p, img[k], psf[0], ref);
+            good[k] = pk_conv2d(ctx, &p, NULL, img[k], psf[0], out, inf[k]) == PK_OK &&
+                      pk_diff_f32(out, ref, H * W, 1e-5, 1e-6, PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
+        }
+        twice(b, "conv2d", good[0], &i1, good[1], &i2);
+        fill_f32(psf[1], KH * KW, 11);
+        pk_conv2d_reference(&p, img[0], psf[1], ref);
+        ok(pk_conv2d(ctx, &p, NULL, img[0], psf[1], out, &i1) == PK_OK && !reused(&i1) &&
+               pk_diff_f32(out, ref, H * W, 1e-5, 1e-6, PK_DIFF_ELEMENTWISE, NULL) == PK_OK,
+           "%s conv2d: another PSF of the same shape makes another plan, right",
+           pk_backend_name(b));
+    }
+
+    /* magicfilter3d */
+    {
+        enum { N1 = 9, N2 = 8, N3 = 7, N = N1 * N2 * N3 };
+        pk_magicfilter3d_params p = {N1, N2, N3, 0, PK_MF_PERIODIC};
+        double x[2][N], y[N], r[N];
+        int good[2];
+        pk_run_info *inf[2] = {&i1, &i2};
+        for (int k = 0; k < 2; ++k) {
+            fill_f64(x[k], N, (unsigned)k + 2);
+            pk_magicfilter3d_reference(&p, x[k], r);
+            good[k] = pk_magicfilter3d(ctx, &p, NULL, x[k], y, inf[k]) == PK_OK &&
+                      pk_diff_f64(y, r, N, 1e-12, 1e-14, PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
+        }
+        twice(b, "magicfilter3d", good[0], &i1, good[1], &i2);
+    }
+
+    /* laplace2d */
+    {
+        enum { L = 32, N = L * L };
+        pk_laplace2d_params p = {L, 4, 0.25, PK_LAP_LEXI, 0};
+        float phi[2][N], r[2][N];
+        int good[2];
+        pk_run_info *inf[2] = {&i1, &i2};
+        for (int k = 0; k < 2; ++k) {
+            fill_f32(phi[k], N, (unsigned)k + 4);
+            memcpy(r[k], phi[k], sizeof r[k]);
+            pk_laplace2d_reference(&p, r[k]);
+            good[k] = pk_laplace2d(ctx, &p, NULL, phi[k], inf[k]) == PK_OK &&
+                      pk_diff_f32(phi[k], r[k], N, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
+        }
+        twice(b, "laplace2d", good[0], &i1, good[1], &i2);
+    }
+
+    /* su3 */
+    {
+        enum { NV = 50 };
+        pk_su3_params p = {NV, PK_SU3_AOS, 0};
+        static double u[2][NV * 18], psi[2][NV * 24], chi[NV * 24], r[NV * 24];
+        int good[2];
+        pk_run_info *inf[2] = {&i1, &i2};
+        for (int k = 0; k < 2; ++k) {
+            pk_lqcd_random_su3(10 + (uint64_t)k, NV, u[k]);
+            pk_lqcd_random_complex(20 + (uint64_t)k, NV * 12, psi[k]);
+            pk_su3_reference(NV, u[k], psi[k], r);
+            good[k] = pk_su3(ctx, &p, NULL, u[k], psi[k], chi, inf[k]) == PK_OK &&
+                      pk_diff_f64(chi, r, NV * 24, 1e-12, 1e-14, PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
+        }
+        twice(b, "su3", good[0], &i1, good[1], &i2);
+    }
+
+    /* dslash */
+    {
+        enum { V = 4 * 4 * 4 * 4 };
+        pk_dslash_params p = {4, 4, 4, 4, 0.13, 0};
+        static double u[2][4 * V * 18], psi[2][V * 24], chi[V * 24], r[V * 24];
+        int good[2];
+        pk_run_info *inf[2] = {&i1, &i2};
+        for (int k = 0; k < 2; ++k) {
+            pk_lqcd_random_su3(30 + (uint64_t)k, 4 * V, u[k]);
+            pk_lqcd_random_complex(40 + (uint64_t)k, V * 12, psi[k]);
+            pk_dslash_reference(&p, u[k], psi[k], r);
+            good[k] = pk_dslash(ctx, &p, NULL, u[k], psi[k], chi, inf[k]) == PK_OK &&
+                      pk_diff_f64(chi, r, V * 24, 1e-12, 0, PK_DIFF_NORM, NULL) == PK_OK;
+        }
+        twice(b, "dslash", good[0], &i1, good[1], &i2);
+    }
+    pk_context_destroy(ctx);
+}
+
+/* More shapes than the cache has slots (8): the least recently used goes first. */
+static void eviction(void)
+{
+    pk_context *ctx = context(PK_BACKEND_SERIAL);
+    pk_run_info info;
+    float f[4 * 4 * 20];
+    int fresh_ok = 1;
+    for (int k = 0; k < 9; ++k) { /* shapes 4 x 4 x (1 .. 9): the ninth evicts the first */
+        pk_diffusion3d_params p;
+        pk_diffusion3d_params_default(&p, 4, 4, k + 1, 1);
+        fill_f32(f, (size_t)16 * (k + 1), 1);
+        fresh_ok &= pk_diffusion3d(ctx, &p, NULL, f, &info) == PK_OK && !reused(&info);
+    }
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, 4, 4, 9, 1);
+    const int last_kept = pk_diffusion3d(ctx, &p, NULL, f, &info) == PK_OK && reused(&info);
+    pk_diffusion3d_params_default(&p, 4, 4, 1, 1);
+    const int first_gone = pk_diffusion3d(ctx, &p, NULL, f, &info) == PK_OK && !reused(&info);
+    ok(fresh_ok && last_kept && first_gone, "9 shapes through 8 slots: the newest is kept, the "
+       "least recently used was dropped");
+    pk_context_destroy(ctx);
+}
+
+static void switched_off(void)
+{
+    setenv("PORTKERN_PLAN_CACHE", "0", 1);
+    pk_context *ctx = NULL;
+    pk_context_options o;
+    pk_context_options_init(&o);
+    o.backend = PK_BACKEND_SERIAL;
+    pk_status s = pk_context_create(&ctx, &o);
+    float f[64];
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, 4, 4, 4, 1);
+    pk_run_info i1, i2;
+    fill_f32(f, 64, 1);
+    int good = s == PK_OK && pk_diffusion3d(ctx, &p, NULL, f, &i1) == PK_OK &&
+               pk_diffusion3d(ctx, &p, NULL, f, &i2) == PK_OK;
+    ok(good && !reused(&i1) && !reused(&i2), "PORTKERN_PLAN_CACHE=0: no plan is reused");
+    pk_context_destroy(ctx);
+    setenv("PORTKERN_PLAN_CACHE", "maybe", 1);
+    ctx = NULL;
+    s = pk_context_create(&ctx, &o);
+    ok(s == PK_EINVAL && ctx == NULL && strstr(pk_last_error(), "PORTKERN_PLAN_CACHE"),
+       "PORTKERN_PLAN_CACHE=maybe: refused at context creation (%s)", pk_last_error());
+    unsetenv("PORTKERN_PLAN_CACHE");
+}
+
+/* grid: one visibility, twice: never "plan reused" */
+static void grid_not_cached(void)
+{
+    pk_context *ctx = context(PK_BACKEND_SERIAL);
+    pk_grid_params p;
+    pk_grid_params_init(&p);
+    p.grid_size = 16;
+    p.oversample = 2;
+    p.cell_size_rad = 1e-3;
+    p.w_scale = 0;
+    p.num_w_planes = 1;
+    p.kernel_layout = PK_GRID_KERNELS_COMPACT;
+    const int32_t support[1] = {1};
+    size_t nk = 0;
+    pk_grid_kernel_count(&p, support, &nk);
+    float *kern = calloc(2 * nk, sizeof *kern);
+    for (size_t i = 0; i < nk; ++i) kern[2 * i] = 1.0f;
+    float uu = 0, vv = 0, ww = 0, vis[2] = {1, 0}, wt = 1;
+    pk_grid_data d = {1, &uu, &vv, &ww, vis, &wt};
+    float *grid = calloc(2 * 16 * 16, sizeof *grid);
+    double norm = 0;
+    int64_t sk;
+    pk_run_info i1, i2;
+    const int good = pk_grid(ctx, &p, NULL, support, kern, &d, grid, &norm, &sk, &i1) == PK_OK &&
+                     pk_grid(ctx, &p, NULL, support, kern, &d, grid, &norm, &sk, &i2) == PK_OK;
+    ok(good && !reused(&i1) && !reused(&i2) && norm == 18.0,
+       "grid's one-shot call is not cached (norm %g, 2 x 9 updates)", norm);
+    free(kern);
+    free(grid);
+    pk_context_destroy(ctx);
+}
+
+int main(void)
+{
+    unsetenv("PORTKERN_BACKEND");
+    unsetenv("PORTKERN_DEVICE");
+    unsetenv("PORTKERN_PLAN_CACHE");
+    pk_context *probe = context(PK_BACKEND_AUTO);
+    for (int b = PK_BACKEND_SERIAL; b < PK_BACKEND_COUNT; ++b) {
+        const char *why = "";
+        if (pk_backend_available(probe, (pk_backend_id)b, &why))
+            kernels_on((pk_backend_id)b);
+        else
+            tap_skip(why, "%s: plans kept between one-shot calls", pk_backend_name((pk_backend_id)b));
+    }
+    pk_context_destroy(probe);
+    eviction();
+    switched_off();
+    grid_not_cached();
+    return tap_done();
+}
