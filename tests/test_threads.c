@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,6 +416,12 @@ typedef struct cold_thread {
 static void *cold_main(void *arg)
 {
     cold_thread *c = arg;
+    /* PoCL compiles kernels with LLVM on the calling thread, and LLVM gives the thread an
+     * alternate signal stack from malloc; under AddressSanitizer the thread's end then unmaps
+     * that stack as if it were ASan's own and dies ("failed to deallocate ... unable to
+     * unmap").  The thread's own alternate stack is put back before it ends. */
+    stack_t own;
+    const int have_own = sigaltstack(NULL, &own) == 0;
     pthread_barrier_wait(&start_line);
     for (int b = PK_BACKEND_SERIAL; b < PK_BACKEND_COUNT; ++b) {
         pk_context_options o;
@@ -436,6 +443,7 @@ static void *cold_main(void *arg)
         }
         pk_context_destroy(ctx);
     }
+    if (have_own) sigaltstack(&own, NULL);
     return NULL;
 }
 
