@@ -413,6 +413,17 @@ typedef struct cold_thread {
     int wrong; /* results that differ from the reference */
 } cold_thread;
 
+/* A context forced onto backend b, environment ignored; NULL if it cannot be made. */
+static pk_context *cold_context(int b)
+{
+    pk_context_options o;
+    pk_context_options_init(&o);
+    o.backend = (pk_backend_id)b;
+    o.flags = PK_OPT_IGNORE_ENV;
+    pk_context *ctx = NULL;
+    return pk_context_create(&ctx, &o) == PK_OK ? ctx : NULL;
+}
+
 static void *cold_main(void *arg)
 {
     cold_thread *c = arg;
@@ -424,12 +435,8 @@ static void *cold_main(void *arg)
     const int have_own = sigaltstack(NULL, &own) == 0;
     pthread_barrier_wait(&start_line);
     for (int b = PK_BACKEND_SERIAL; b < PK_BACKEND_COUNT; ++b) {
-        pk_context_options o;
-        pk_context_options_init(&o);
-        o.backend = (pk_backend_id)b;
-        o.flags = PK_OPT_IGNORE_ENV;
-        pk_context *ctx = NULL;
-        if (pk_context_create(&ctx, &o) != PK_OK) {
+        pk_context *ctx = cold_context(b);
+        if (!ctx) {
             ++c->wrong;
             continue;
         }
@@ -460,12 +467,8 @@ static int cold_child(void)
     pthread_barrier_destroy(&start_line);
     int bad = 0;
     for (int b = PK_BACKEND_SERIAL; b < PK_BACKEND_COUNT; ++b) {
-        pk_context_options o;
-        pk_context_options_init(&o);
-        o.backend = (pk_backend_id)b;
-        o.flags = PK_OPT_IGNORE_ENV;
-        pk_context *ctx = NULL;
-        if (pk_context_create(&ctx, &o) != PK_OK) return 1;
+        pk_context *ctx = cold_context(b);
+        if (!ctx) return 1;
         const char *why = "";
         const int usable_now = pk_backend_available(ctx, (pk_backend_id)b, &why);
         for (int t = 0; t < NTHREADS; ++t)
