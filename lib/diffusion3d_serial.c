@@ -2,10 +2,13 @@
  * plan's two buffers. */
 #include "internal.h"
 
+static pk_status serial_d3_run(void *impl, int count, double *seconds);
+
 static pk_status serial_d3_create(void *state, int device, const pk_d3_desc *desc, void **impl)
 {
     pk_d3_host_plan *h;
     PK_TRY(pk_d3_host_create(desc, &h));
+    h->run = serial_d3_run;
     *impl = h;
     return PK_OK;
 }
@@ -27,4 +30,5 @@ const pk_d3_ops pk_serial_d3_ops = {
     .run = serial_d3_run,
     .download = pk_d3_host_download,
     .destroy = pk_d3_host_destroy,
+    .execute = pk_d3_host_execute,
 };

@@ -120,10 +120,16 @@ typedef struct pk_d3_host_plan {
     int *cpu_of_slot;     /* OpenMP phalanx: CPU of each team slot (-1: unpinned) */
     int nt;               /* OpenMP: team size fixed at creation */
     float *scratch;       /* OpenMP temporal blocking: per-thread ring buffers */
+    pk_status (*run)(void *impl, int count, double *seconds); /* the backend's steps */
 } pk_d3_host_plan;
 pk_status pk_d3_host_create(const pk_d3_desc *desc, pk_d3_host_plan **plan);
 pk_status pk_d3_host_upload(void *impl, const float *f, double *seconds);
 pk_status pk_d3_host_download(void *impl, float *f, double *seconds);
+/** The host backends' execute: the steps run on the caller's field itself (it takes the place
+ *  of the plan's first buffer; the second is the work array), so nothing is copied but the
+ *  last step's result when it lands in the work array (an odd number of passes). */
+pk_status pk_d3_host_execute(void *impl, float *f, int count, double *kernel_seconds,
+                             double *transfer_seconds);
 void pk_d3_host_destroy(void *impl);
 
 /* ---- conv2d, as a backend sees it (docs/KERNELS.md section 5) ------------------------- */
@@ -311,6 +317,10 @@ typedef struct pk_d3_ops {
     pk_status (*run)(void *impl, int count, double *kernel_seconds);
     pk_status (*download)(void *impl, float *f, double *seconds);
     void (*destroy)(void *impl);
+    /* optional (NULL: upload, run, download): count steps on the caller's f in place, without
+     * copying it in and out where the backend works in host memory */
+    pk_status (*execute)(void *impl, float *f, int count, double *kernel_seconds,
+                         double *transfer_seconds);
 } pk_d3_ops;
 
 /* conv2d: the plan keeps the PSF (and its transform) on the device; one frame per run. */

@@ -226,6 +226,14 @@ PK_API pk_status pk_diffusion3d_plan_upload(pk_diffusion3d_plan *plan, const flo
 PK_API pk_status pk_diffusion3d_plan_run(pk_diffusion3d_plan *plan, int count,
                                          pk_run_info *info);
 PK_API pk_status pk_diffusion3d_plan_download(pk_diffusion3d_plan *plan, float *f);
+/** count steps on f in place with the plan (FFTW's new-array execute): on the serial and
+ *  OpenMP backends the steps run on f itself, nothing copied in or out (transfer_s 0; with an
+ *  odd number of ping-pong passes the last lands in the plan's work array and is copied
+ *  back, counted as transfer); on OpenCL and CUDA f is uploaded, stepped and downloaded.
+ *  pk_diffusion3d does the same on the plan its context keeps.  Afterwards the plan's
+ *  resident field (plan_upload / plan_run / plan_download) is undefined: upload again. */
+PK_API pk_status pk_diffusion3d_plan_execute(pk_diffusion3d_plan *plan, float *f, int count,
+                                             pk_run_info *info);
 PK_API void pk_diffusion3d_plan_destroy(pk_diffusion3d_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */

@@ -396,6 +396,7 @@ pk_status pk_omp_d3_create(void *state, int device, const pk_d3_desc *desc, void
         h->threads_per_core = 1;
         h->cpu_of_slot = phalanx_cpu_map(nt, &h->threads_per_core);
     }
+    h->run = pk_omp_d3_run;
     *impl = h;
     return PK_OK;
 }
@@ -428,4 +429,5 @@ const pk_d3_ops pk_openmp_d3_ops = {
     .run = pk_omp_d3_run,
     .download = pk_d3_host_download,
     .destroy = pk_d3_host_destroy,
+    .execute = pk_d3_host_execute,
 };

@@ -103,6 +103,63 @@ static void d3_check_plan(const char *variant)
     free(out);
 }
 
+/* plan_execute on the caller's own field: right for 0, 1, 2, 8 and 9 steps, in a 64-byte
+ * aligned field and in one that is not; on the host backends nothing is copied in or out
+ * when the passes leave the result in the caller's field (8 steps: an even number of passes
+ * in every variant, omp-tb's passes of 4 included): transfer_s 0.  Afterwards the plan's
+ * resident field is undefined (lib/portkern.h): a new upload makes plan_run right again. */
+static void d3_check_execute(const char *variant)
+{
+    const int nx = 21, ny = 9, nz = 14, counts[5] = {0, 1, 2, 8, 9};
+    const size_t n = (size_t)nx * ny * nz;
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, nx, ny, nz, 1);
+    pk_diffusion3d_plan *plan = NULL;
+    int s = pk_diffusion3d_plan_create(&plan, d3_ctx, &p, variant, NULL);
+    float *block = NULL, *ref = d3_alloc(n), *resident = d3_alloc(n);
+    if (s == PK_OK && posix_memalign((void **)&block, 64, (n + 16) * sizeof(float)) != 0)
+        block = NULL;
+    if (s != PK_OK || !block) {
+        ok(0, "%s plan_execute: plan or memory: %s", variant, pk_last_error());
+        goto done;
+    }
+    d3_fill(resident, nx, ny, nz, 3);
+    s = pk_diffusion3d_plan_upload(plan, resident);
+    for (int a = 0; a < 2; ++a) {
+        float *f = block + (a ? 1 : 0); /* a = 1: 4 bytes off the 64-byte boundary */
+        for (int k = 0; k < 5; ++k) {
+            d3_fill(f, nx, ny, nz, (unsigned)(7 + k));
+            memcpy(ref, f, n * sizeof(float));
+            p.count = counts[k];
+            pk_diffusion3d_reference(&p, ref);
+            pk_run_info info;
+            if (s == PK_OK) s = pk_diffusion3d_plan_execute(plan, f, counts[k], &info);
+            const int host = d3_backend == PK_BACKEND_SERIAL || d3_backend == PK_BACKEND_OPENMP;
+            const int no_copy = !host || counts[k] != 8 || info.transfer_s == 0;
+            ok(s == PK_OK && no_copy &&
+                   pk_diff_f32(f, ref, n, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, NULL) == PK_OK,
+               "%s plan_execute, %s field, %d steps: the reference's result in the caller's "
+               "field, transfer %.2e s%s", variant, a ? "unaligned" : "aligned", counts[k],
+               s == PK_OK ? info.transfer_s : -1.0,
+               host && counts[k] == 8 ? " (must be 0)" : "");
+        }
+    }
+    /* upload, run, download on the same plan after the executes */
+    p.count = 2;
+    memcpy(ref, resident, n * sizeof(float));
+    pk_diffusion3d_reference(&p, ref);
+    if (s == PK_OK) s = pk_diffusion3d_plan_upload(plan, resident);
+    if (s == PK_OK) s = pk_diffusion3d_plan_run(plan, 2, NULL);
+    if (s == PK_OK) s = pk_diffusion3d_plan_download(plan, resident);
+    ok(s == PK_OK && pk_diff_f32(resident, ref, n, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, NULL) == PK_OK,
+       "%s after plan_execute: upload, run and download on the same plan are right", variant);
+done:
+    free(block);
+    free(ref);
+    free(resident);
+    pk_diffusion3d_plan_destroy(plan);
+}
+
 static void d3_check_analytic(const char *variant, int nx, int count)
 {
     pk_diffusion3d_params p;
@@ -175,6 +232,7 @@ static int d3_run_suite(pk_backend_id backend)
                 d3_check_reference(v, sizes[i][0], sizes[i][1], sizes[i][2], counts[k]);
         d3_check_reference(v, 24, 20, 18, 100);
         d3_check_plan(v);
+        d3_check_execute(v);
         d3_check_analytic(v, 32, 1024);
     }
     pk_context_destroy(d3_ctx);
