@@ -295,6 +295,7 @@ pk_status pk_diffusion3d_plan_execute(pk_diffusion3d_plan *plan, float *f, int c
         d3_counts(info, plan->points, count);
         info->wall_s = pk_now() - t0;
     }
+    plan->uploaded = 0; /* the resident field is undefined now */
     return PK_OK;
 }
 

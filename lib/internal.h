@@ -360,6 +360,10 @@ typedef struct pk_lp_ops {
     pk_status (*run)(void *impl, int count, double *kernel_seconds);
     pk_status (*download)(void *impl, float *phi, double *seconds);
     void (*destroy)(void *impl);
+    /* optional (NULL: upload, run, download): count iterations on the caller's field (in the
+     * plan's layout) in place, without copies where the backend works in host memory */
+    pk_status (*execute)(void *impl, float *phi, int count, double *kernel_seconds,
+                         double *transfer_seconds);
 } pk_lp_ops;
 
 /* su3: the plan holds u, psi and chi (in desc->layout) on the device. */

@@ -279,6 +279,31 @@ pk_status pk_lp_host_download(void *impl, float *phi, double *seconds)
     return PK_OK;
 }
 
+pk_status pk_lp_host_execute(void *impl, float *phi, int count, double *kernel_seconds,
+                             double *transfer_seconds)
+{
+    pk_lp_host_plan *h = impl;
+    double up = 0, down = 0;
+    *kernel_seconds = 0;
+    if ((uintptr_t)phi % 64 != 0) {
+        PK_TRY(pk_lp_host_upload(h, phi, &up));
+        PK_TRY(h->run(h, count, kernel_seconds));
+        PK_TRY(pk_lp_host_download(h, phi, &down));
+        *transfer_seconds = up + down;
+        return PK_OK;
+    }
+    float *own = h->f1;
+    h->f1 = phi;
+    h->cur = phi;
+    pk_status s = h->run(h, count, kernel_seconds);
+    if (s == PK_OK && h->cur != phi) /* the result is in the work array */
+        s = pk_lp_host_download(h, phi, &down);
+    h->f1 = own;
+    h->cur = own; /* the plan's own field is not the caller's: upload before plan_run */
+    *transfer_seconds = down;
+    return s;
+}
+
 void pk_lp_host_destroy(void *impl)
 {
     pk_lp_host_plan *h = impl;
@@ -302,6 +327,10 @@ typedef struct lp_oneshot {
 static pk_status lp_oneshot_work(pk_choice *c, void *arg)
 {
     lp_oneshot *o = arg;
+    if (lp_ops(c)->execute && o->in == o->out) { /* host memory: on the field itself */
+        c->no_fallback = o->in_place;
+        return lp_ops(c)->execute(c->impl, o->out, o->count, &o->kern, &o->down);
+    }
     PK_TRY(lp_ops(c)->upload(c->impl, o->in, &o->up));
     PK_TRY(lp_ops(c)->run(c->impl, o->count, &o->kern));
     /* into phi itself: a download failing part way leaves no input to retry another backend */
@@ -418,6 +447,35 @@ pk_status pk_laplace2d_plan_run(pk_laplace2d_plan *plan, int count, pk_run_info 
     PK_TRY(lp_ops(&plan->c)->run(plan->c.impl, count, &kern));
     lp_counts(plan->n, count, &flops, &bytes);
     pk_choice_run_info(&plan->c, info, kern, flops, bytes, t0);
+    return PK_OK;
+}
+
+pk_status pk_laplace2d_plan_execute(pk_laplace2d_plan *plan, float *phi, int count,
+                                    pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(phi);
+    PK_CHECK(count >= 0, PK_ESIZE, "count: must be >= 0, got %d", count);
+    const double t0 = pk_now();
+    double layout_s = 0, tl = pk_now();
+    if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, phi, plan->buf, 1);
+    layout_s += pk_now() - tl;
+    float *field = plan->buf ? plan->buf : phi;
+    lp_oneshot o = {field, field, plan->buf == NULL, count, 0, 0, 0};
+    PK_TRY(lp_oneshot_work(&plan->c, &o));
+    tl = pk_now();
+    if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, plan->buf, phi, 0);
+    layout_s += pk_now() - tl;
+    double flops, bytes;
+    lp_counts(plan->n, count, &flops, &bytes);
+    pk_choice_run_info(&plan->c, info, o.kern, flops, bytes, t0);
+    if (info) {
+        info->transfer_s = o.up + o.down;
+        info->layout_s = plan->buf ? layout_s : 0;
+    }
+    plan->uploaded = 0; /* the resident field is undefined now */
     return PK_OK;
 }
 

@@ -72,6 +72,7 @@ typedef struct pk_lp_host_plan {
     int stream;        /* OpenMP: streaming stores (the two fields exceed the last-level cache) */
     float *scratch;    /* OpenMP temporal blocking: per-thread ring rows */
     size_t scratch_per_thread; /* floats */
+    pk_status (*run)(void *impl, int count, double *kernel_seconds); /* the backend's sweeps */
 } pk_lp_host_plan;
 
 /** Allocate the plan for nt threads; both fields are first touched (zeroed) with the static
@@ -79,6 +80,12 @@ typedef struct pk_lp_host_plan {
 pk_status pk_lp_host_create(const pk_lp_desc *desc, int nt, pk_lp_host_plan **plan);
 pk_status pk_lp_host_upload(void *impl, const float *phi, double *seconds);
 pk_status pk_lp_host_download(void *impl, float *phi, double *seconds);
+/** The host backends' execute: the sweeps run on the caller's field itself (in place of the
+ *  plan's first buffer; the second is the work array), the result copied back only when an
+ *  odd number of passes leaves it there.  The hand-vectorised rows load and stream aligned
+ *  vectors: a field not 64-byte aligned goes through the plan's buffers instead. */
+pk_status pk_lp_host_execute(void *impl, float *phi, int count, double *kernel_seconds,
+                             double *transfer_seconds);
 void pk_lp_host_destroy(void *impl);
 
 /* Backend entry points. */

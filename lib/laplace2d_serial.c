@@ -8,6 +8,7 @@ pk_status pk_serial_lp_create(void *state, int device, const pk_lp_desc *desc, v
 {
     pk_lp_host_plan *h;
     PK_TRY(pk_lp_host_create(desc, 1, &h));
+    h->run = pk_serial_lp_run;
     *impl = h;
     return PK_OK;
 }
@@ -40,4 +41,5 @@ const pk_lp_ops pk_serial_lp_ops = {
     .run = pk_serial_lp_run,
     .download = pk_lp_host_download,
     .destroy = pk_lp_host_destroy,
+    .execute = pk_lp_host_execute,
 };

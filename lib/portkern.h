@@ -230,8 +230,8 @@ PK_API pk_status pk_diffusion3d_plan_download(pk_diffusion3d_plan *plan, float *
  *  OpenMP backends the steps run on f itself, nothing copied in or out (transfer_s 0; with an
  *  odd number of ping-pong passes the last lands in the plan's work array and is copied
  *  back, counted as transfer); on OpenCL and CUDA f is uploaded, stepped and downloaded.
- *  pk_diffusion3d does the same on the plan its context keeps.  Afterwards the plan's
- *  resident field (plan_upload / plan_run / plan_download) is undefined: upload again. */
+ *  pk_diffusion3d does the same on the plan its context keeps.  Afterwards the plan holds
+ *  no resident field (plan_upload / plan_run / plan_download): plan_upload again. */
 PK_API pk_status pk_diffusion3d_plan_execute(pk_diffusion3d_plan *plan, float *f, int count,
                                              pk_run_info *info);
 PK_API void pk_diffusion3d_plan_destroy(pk_diffusion3d_plan *plan);
@@ -474,6 +474,13 @@ PK_API pk_status pk_laplace2d_plan_create(pk_laplace2d_plan **plan, pk_context *
 PK_API pk_status pk_laplace2d_plan_upload(pk_laplace2d_plan *plan, const float *phi);
 PK_API pk_status pk_laplace2d_plan_run(pk_laplace2d_plan *plan, int count, pk_run_info *info);
 PK_API pk_status pk_laplace2d_plan_download(pk_laplace2d_plan *plan, float *phi);
+/** count iterations on phi (lexicographic, in place) with the plan, as pk_laplace2d does on
+ *  the plan its context keeps: on serial and OpenMP the sweeps run on the field itself (phi
+ *  for lexi, the plan's reordered copy for hvfo) when it is 64-byte aligned, nothing copied
+ *  in or out but an odd pass's result; on OpenCL and CUDA it is uploaded and downloaded.
+ *  Afterwards the plan holds no resident field: plan_upload before plan_run again. */
+PK_API pk_status pk_laplace2d_plan_execute(pk_laplace2d_plan *plan, float *phi, int count,
+                                           pk_run_info *info);
 PK_API void pk_laplace2d_plan_destroy(pk_laplace2d_plan *plan);
 
 /* ---- su3 (docs/KERNELS.md 4b) ------------------------------------------------------------ */

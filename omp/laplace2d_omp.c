@@ -473,6 +473,7 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
             return s;
         }
     }
+    h->run = pk_omp_lp_run;
     *impl = h;
     return PK_OK;
 }
@@ -503,4 +504,5 @@ const pk_lp_ops pk_openmp_lp_ops = {
     .run = pk_omp_lp_run,
     .download = pk_lp_host_download,
     .destroy = pk_lp_host_destroy,
+    .execute = pk_lp_host_execute,
 };

@@ -480,6 +480,56 @@ static void lp_check_plan(const char *variant, int layout, int nw, int l)
     free(ref);
 }
 
+/* plan_execute on the caller's field: right for 0, 1, 2, 8 and 9 iterations in a 64-byte
+ * aligned field and in one that is not; on the host backends, lexi, aligned, 8 iterations (an
+ * even number of passes in every variant, omp-tb's included): nothing copied, transfer_s 0.
+ * Afterwards the plan has no resident field (PK_ESTATE) until the next upload. */
+static void lp_check_execute(const char *variant, int layout, int nw, int l)
+{
+    static const int counts[5] = {0, 1, 2, 8, 9};
+    const size_t n = (size_t)l * l;
+    pk_laplace2d_params p = lp_params(l, 1, layout, nw);
+    char lay[32];
+    lp_layout_label(&p, lay, sizeof lay);
+    pk_laplace2d_plan *plan = NULL;
+    int s = pk_laplace2d_plan_create(&plan, lp_ctx, &p, variant, NULL);
+    float *block = NULL, *ref = lp_alloc(n);
+    if (s == PK_OK && posix_memalign((void **)&block, 64, (n + 16) * sizeof(float)) != 0)
+        block = NULL;
+    if (s != PK_OK || !block) {
+        ok(0, "%s %s plan_execute: plan or memory: %s", variant, lay, pk_last_error());
+        goto done;
+    }
+    const int host = lp_backend == PK_BACKEND_SERIAL || lp_backend == PK_BACKEND_OPENMP;
+    for (int a = 0; a < 2; ++a) {
+        float *phi = block + (a ? 1 : 0);
+        for (int k = 0; k < 5; ++k) {
+            lp_fill(phi, n, 11u + (unsigned)k, -1.0f, 2.0f);
+            memcpy(ref, phi, n * sizeof(float));
+            p.count = counts[k];
+            pk_laplace2d_reference(&p, ref);
+            pk_run_info info;
+            memset(&info, 0, sizeof info);
+            if (s == PK_OK) s = pk_laplace2d_plan_execute(plan, phi, counts[k], &info);
+            const int must_not_copy = host && !a && layout == PK_LAP_LEXI && counts[k] == 8;
+            const double tol = lp_tol_ref(counts[k] ? counts[k] : 1, 1.0);
+            ok(s == PK_OK && lp_maxdiff(phi, ref, n, tol, NULL, NULL) <= tol &&
+                   (!must_not_copy || info.transfer_s == 0),
+               "%s %s l=%d plan_execute, %s field, %d iterations: the reference's result in the "
+               "caller's field, transfer %.2e s%s%s%s", variant, lay, l, a ? "unaligned" : "aligned",
+               counts[k], info.transfer_s, must_not_copy ? " (must be 0)" : "", s ? "; " : "",
+               s ? pk_last_error() : "");
+        }
+    }
+    const int st = s == PK_OK ? pk_laplace2d_plan_run(plan, 1, NULL) : s;
+    ok(st == PK_ESTATE, "%s %s after plan_execute, plan_run without an upload -> PK_ESTATE (got "
+       "%s)", variant, lay, pk_status_name(st));
+done:
+    free(block);
+    free(ref);
+    pk_laplace2d_plan_destroy(plan);
+}
+
 /* ---- 4. layout conversion and bad input (serial suite) ---------------------------------- */
 static void lp_check_conversion(void)
 {
@@ -764,6 +814,8 @@ static int lp_run_suite(pk_backend_id backend)
         lp_check_plan(v, PK_LAP_LEXI, 0, 37);
         lp_check_plan(v, PK_LAP_HVFO, 0, 64);
         lp_check_plan(v, PK_LAP_HVFO, 3, 15);
+        lp_check_execute(v, PK_LAP_LEXI, 0, 48);
+        lp_check_execute(v, PK_LAP_HVFO, 0, 64);
         if (strcmp(v, "omp-simd") == 0 || strcmp(v, "omp-tb") == 0) {
             static const char *const isa[] = {"avx512", "avx2", "generic"};
             lp_check_env(v, "PORTKERN_LP_ISA", isa, 3);
