@@ -341,6 +341,10 @@ typedef struct pk_mf_ops {
     pk_status (*run)(void *impl, double *kernel_seconds);
     pk_status (*download)(void *impl, double *y, double *seconds);
     void (*destroy)(void *impl);
+    /* optional (NULL: upload, run, download): y = MF x on the caller's arrays, without copies
+     * where the backend works in host memory */
+    pk_status (*execute)(void *impl, const double *x, double *y, double *kernel_seconds,
+                         double *transfer_seconds);
 } pk_mf_ops;
 
 /* grid: the plan holds the (reordered) kernel stack on the device; each run grids a

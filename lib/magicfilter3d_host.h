@@ -20,11 +20,18 @@ typedef struct pk_mf_host_plan {
     double *w1_own;           /* w1 when it is not y (shrink) */
     pk_mf_pass_fn pass;       /* the variant's pass kernel (NULL: serial-direct) */
     int nt;                   /* host threads (OpenMP) */
+    pk_status (*run)(void *impl, double *seconds); /* the backend's three passes */
 } pk_mf_host_plan;
 
 pk_status pk_mf_host_create(const pk_mf_desc *desc, pk_mf_host_plan **plan);
 pk_status pk_mf_host_upload(void *impl, const double *x, double *seconds);
 pk_status pk_mf_host_download(void *impl, double *y, double *seconds);
+/** The host backends' execute: the first pass reads the caller's x and the last writes the
+ *  caller's y (which also serves as w1 where the plan's y does), nothing copied.  x and y
+ *  that overlap, or are not 64-byte aligned (the vector passes), go through the plan's
+ *  buffers instead. */
+pk_status pk_mf_host_execute(void *impl, const double *x, double *y, double *kernel_seconds,
+                             double *transfer_seconds);
 void pk_mf_host_destroy(void *impl);
 
 /* Pass kernels (lib/magicfilter3d_simd.c):

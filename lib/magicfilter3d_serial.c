@@ -64,6 +64,7 @@ pk_status pk_serial_mf_create(void *state, int device, const pk_mf_desc *desc, v
               : !strcmp(v, "serial")   ? pk_mf_pass_serial
                                        : NULL; /* serial-direct */
     h->nt = 1;
+    h->run = pk_serial_mf_run;
     *impl = h;
     return PK_OK;
 }
@@ -92,4 +93,5 @@ const pk_mf_ops pk_serial_mf_ops = {
     .run = pk_serial_mf_run,
     .download = pk_mf_host_download,
     .destroy = pk_mf_host_destroy,
+    .execute = pk_mf_host_execute,
 };

@@ -325,6 +325,13 @@ PK_API pk_status pk_magicfilter3d_plan_create(pk_magicfilter3d_plan **plan, pk_c
 PK_API pk_status pk_magicfilter3d_plan_upload(pk_magicfilter3d_plan *plan, const double *x);
 PK_API pk_status pk_magicfilter3d_plan_run(pk_magicfilter3d_plan *plan, pk_run_info *info);
 PK_API pk_status pk_magicfilter3d_plan_download(pk_magicfilter3d_plan *plan, double *y);
+/** y = MF x (or MFT x) with the plan on the caller's arrays, as pk_magicfilter3d does on the
+ *  plan its context keeps: on serial and OpenMP the first pass reads x and the last writes
+ *  y directly (both 64-byte aligned and apart; else through the plan's buffers), nothing
+ *  copied; on OpenCL and CUDA x is uploaded and y downloaded.  Afterwards the plan holds no
+ *  resident x: plan_upload before plan_run again. */
+PK_API pk_status pk_magicfilter3d_plan_execute(pk_magicfilter3d_plan *plan, const double *x,
+                                               double *y, pk_run_info *info);
 PK_API void pk_magicfilter3d_plan_destroy(pk_magicfilter3d_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */

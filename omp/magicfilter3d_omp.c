@@ -22,6 +22,7 @@ pk_status pk_omp_mf_create(void *state, int device, const pk_mf_desc *desc, void
 #else
     h->nt = 1;
 #endif
+    h->run = pk_omp_mf_run;
     *impl = h;
     return PK_OK;
 }
@@ -68,4 +69,5 @@ const pk_mf_ops pk_openmp_mf_ops = {
     .run = pk_omp_mf_run,
     .download = pk_mf_host_download,
     .destroy = pk_mf_host_destroy,
+    .execute = pk_mf_host_execute,
 };

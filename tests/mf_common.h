@@ -654,6 +654,51 @@ static void mf_check_shift(const char *variant)
 }
 
 /* ---- 3. plans --------------------------------------------------------------------------- */
+/* plan_execute on the caller's arrays, for each boundary mode (grow: y longer than x, so w1
+ * is y; shrink: shorter) with x and y 64-byte aligned and with both off it: the reference's
+ * y, x unchanged; on the host backends the aligned case copies nothing (transfer_s 0).
+ * Afterwards the plan has no resident x (PK_ESTATE until the next upload). */
+static void mf_check_execute(const char *variant)
+{
+    static const int bcs[3] = {PK_MF_PERIODIC, PK_MF_GROW, PK_MF_SHRINK};
+    const int host = mf_backend == PK_BACKEND_SERIAL || mf_backend == PK_BACKEND_OPENMP;
+    for (int b = 0; b < 3; ++b) {
+        pk_magicfilter3d_params p = mf_params(11, 10, 9, b == 1, bcs[b]);
+        size_t nin, nout;
+        mf_counts(&p, &nin, &nout, NULL, NULL);
+        pk_magicfilter3d_plan *plan = NULL;
+        int s = pk_magicfilter3d_plan_create(&plan, mf_ctx, &p, variant, NULL);
+        double *xb = NULL, *yb = NULL, *r = mf_alloc(nout), *keep = mf_alloc(nin);
+        if (s == PK_OK && (posix_memalign((void **)&xb, 64, (nin + 8) * sizeof(double)) ||
+                           posix_memalign((void **)&yb, 64, (nout + 8) * sizeof(double))))
+            s = PK_ENOMEM;
+        for (int a = 0; a < 2 && s == PK_OK; ++a) {
+            double *x = xb + (a ? 1 : 0), *y = yb + (a ? 1 : 0);
+            mf_fill(x, nin, 300 + (unsigned)(3 * b + a), -1.0, 2.0);
+            memcpy(keep, x, nin * sizeof(double));
+            pk_magicfilter3d_reference(&p, x, r);
+            pk_run_info info;
+            memset(&info, 0, sizeof info);
+            s = pk_magicfilter3d_plan_execute(plan, x, y, &info);
+            const double e = s == PK_OK ? mf_maxdiff(y, r, nout, MF_TOL, NULL, NULL) : -1;
+            ok(s == PK_OK && e <= MF_TOL && memcmp(x, keep, nin * sizeof(double)) == 0 &&
+                   (!host || a || info.transfer_s == 0),
+               "%s plan_execute, bc %d, %s arrays: the reference's y (max abs diff %.2e), x "
+               "unchanged, transfer %.2e s%s%s%s", variant, bcs[b], a ? "unaligned" : "aligned",
+               e, info.transfer_s, host && !a ? " (must be 0)" : "", s ? "; " : "",
+               s ? pk_last_error() : "");
+        }
+        const int st = s == PK_OK ? pk_magicfilter3d_plan_run(plan, NULL) : s;
+        ok(st == PK_ESTATE, "%s bc %d: after plan_execute, plan_run without an upload -> "
+           "PK_ESTATE (got %s)", variant, bcs[b], pk_status_name(st));
+        pk_magicfilter3d_plan_destroy(plan);
+        free(xb);
+        free(yb);
+        free(r);
+        free(keep);
+    }
+}
+
 static void mf_check_plan(const char *variant)
 {
     const int n1 = 13, n2 = 9, n3 = 7;
@@ -1017,6 +1062,7 @@ static int mf_run_suite(pk_backend_id backend)
         mf_check_direct(v);
         mf_check_shift(v);
         mf_check_plan(v);
+        mf_check_execute(v);
         if (strcmp(v, "simd") == 0 || strcmp(v, "omp") == 0) {
             static const char *const isa[] = {"avx512", "avx2", "generic"};
             mf_check_env(v, "PORTKERN_MF_ISA", isa, 3);
