@@ -378,6 +378,10 @@ typedef struct pk_s3_ops {
     pk_status (*run)(void *impl, double *kernel_seconds);
     pk_status (*download)(void *impl, double *chi, double *seconds);
     void (*destroy)(void *impl);
+    /* optional (NULL: upload, run, download): chi = u psi on the caller's arrays (in the
+     * plan's layout), without copies where the backend works in host memory */
+    pk_status (*execute)(void *impl, const double *u, const double *psi, double *chi,
+                         double *kernel_seconds, double *transfer_seconds);
 } pk_s3_ops;
 
 /* dslash: the plan holds u, psi and chi on the device. */

@@ -71,12 +71,18 @@ typedef struct pk_s3_host_plan {
     int simd;    /* OpenMP: the hand-vectorised kernels (omp-simd) */
     int stream;  /* omp-simd: non-temporal stores for chi */
     int isa;     /* omp-simd: the ISA chosen at creation */
+    const pk_s3_ops *ops; /* the backend's own table (its upload, run and download) */
 } pk_s3_host_plan;
 
 /** Allocate the three arrays (nothing touched: the backend places the pages). */
 pk_status pk_s3_host_alloc(const pk_s3_desc *desc, pk_s3_host_plan **plan);
 pk_status pk_s3_host_upload(void *impl, const double *u, const double *psi, double *seconds);
 pk_status pk_s3_host_download(void *impl, double *chi, double *seconds);
+/** The host backends' execute: the kernel reads the caller's u and psi and writes its chi
+ *  (swapped in for the plan's arrays), nothing copied.  Arrays that are not 64-byte aligned
+ *  (the vector kernels), or a chi over u or psi, go through the plan's arrays instead. */
+pk_status pk_s3_host_execute(void *impl, const double *u, const double *psi, double *chi,
+                             double *kernel_seconds, double *transfer_seconds);
 void pk_s3_host_destroy(void *impl);
 
 /* Backend entry points. */

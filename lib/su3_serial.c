@@ -116,6 +116,7 @@ pk_status pk_serial_s3_create(void *state, int device, const pk_s3_desc *desc, v
     memset(h->psi, 0, desc->spinor_doubles * sizeof(double));
     memset(h->chi, 0, desc->spinor_doubles * sizeof(double));
     h->nt = 1;
+    h->ops = &pk_serial_s3_ops;
     *impl = h;
     return PK_OK;
 }
@@ -143,4 +144,5 @@ const pk_s3_ops pk_serial_s3_ops = {
     .run = pk_serial_s3_run,
     .download = pk_s3_host_download,
     .destroy = pk_s3_host_destroy,
+    .execute = pk_s3_host_execute,
 };

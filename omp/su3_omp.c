@@ -415,6 +415,7 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
     double *const dst[3] = {h->u, h->psi, h->chi};
     const double *const src[3] = {NULL, NULL, NULL};
     s3_copy_all(h, dst, src); /* first touch */
+    h->ops = &pk_openmp_s3_ops;
     *impl = h;
     return PK_OK;
 }
@@ -478,4 +479,5 @@ const pk_s3_ops pk_openmp_s3_ops = {
     .run = pk_omp_s3_run,
     .download = pk_omp_s3_download,
     .destroy = pk_s3_host_destroy,
+    .execute = pk_s3_host_execute,
 };
