@@ -34,7 +34,8 @@ long fail_malloc_in = 0; /* the nth cudaMalloc from now fails; 0: none */
 cudaError_t last_error = cudaSuccess;
 cudaError_t sticky = cudaSuccess;
 std::string fault;        /* the first fault since the last reset */
-std::string misuse;       /* detail of the last non-sticky error */
+std::string misuse;       /* detail of the last misused call ... */
+cudaError_t misuse_code = cudaSuccess; /* ... and its error */
 pk_emu_stats stats;
 
 double now_s(void)
@@ -68,6 +69,7 @@ cudaError_t misused(cudaError_t e, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     misuse = buf;
+    misuse_code = e;
     last_error = e;
     return e;
 }
@@ -88,14 +90,13 @@ size_t page_size(void)
 }
 
 /* The allocation holding [p, p + n), or NULL (n may be 0: p may then be one past the end). */
-const allocation *find_alloc(const void *p, size_t n, uintptr_t *base = nullptr)
+const allocation *find_alloc(const void *p, size_t n)
 {
     const uintptr_t a = (uintptr_t)p;
     auto it = allocs.upper_bound(a);
     if (it == allocs.begin()) return nullptr;
     --it;
     if (a - it->first > it->second.bytes || n > it->second.bytes - (a - it->first)) return nullptr;
-    if (base) *base = it->first;
     return &it->second;
 }
 
@@ -601,7 +602,8 @@ cudaError_t pk_emu::enqueue_launch(cudaStream_t st, std::shared_ptr<launch> l)
         return misused(cudaErrorInvalidConfiguration,
                        "launch with %zu bytes of dynamic shared memory (48 KiB without opt-in)",
                        l->dyn_shared);
-    if (!valid_stream(st)) return misused(cudaErrorInvalidResourceHandle, "launch on a dead stream");
+    if (!valid_stream(st))
+        return misused(cudaErrorInvalidResourceHandle, "launch on a dead stream");
     enqueue(st, [l]() { run_launch(*l); });
     return cudaSuccess;
 }
@@ -753,7 +755,7 @@ const char *cudaGetErrorString(cudaError_t e)
     text = error_text(e);
     if (e == cudaErrorLaunchFailure && !fault.empty())
         text += " (emulation: " + fault + ")";
-    else if (e != cudaSuccess && !misuse.empty())
+    else if (e != cudaSuccess && e == misuse_code)
         text += " (emulation: " + misuse + ")";
     return text.c_str();
 }
@@ -862,7 +864,8 @@ cudaError_t cudaFree(void *p)
     PK_EMU_ENTER;
     if (p == nullptr) return cudaSuccess;
     auto it = allocs.find((uintptr_t)p);
-    if (it == allocs.end()) return misused(cudaErrorInvalidValue, "cudaFree(%p): not an allocation", p);
+    if (it == allocs.end())
+        return misused(cudaErrorInvalidValue, "cudaFree(%p): not an allocation", p);
     drain_all(); /* cudaFree synchronises with the device */
     if (sticky != cudaSuccess) return sticky;
     bytes_in_use -= it->second.bytes;
@@ -886,12 +889,16 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t st)
     if (!is_device(p, bytes))
         return misused(cudaErrorInvalidValue, "cudaMemset(%p, %zu bytes) outside device memory",
                        p, bytes);
-    if (!valid_stream(st)) return misused(cudaErrorInvalidResourceHandle, "memset on a dead stream");
+    if (!valid_stream(st))
+        return misused(cudaErrorInvalidResourceHandle, "memset on a dead stream");
     enqueue(st, [p, value, bytes]() { memset(p, value, bytes); });
     return cudaSuccess;
 }
 
-cudaError_t cudaMemset(void *p, int value, size_t bytes) { return cudaMemsetAsync(p, value, bytes, 0); }
+cudaError_t cudaMemset(void *p, int value, size_t bytes)
+{
+    return cudaMemsetAsync(p, value, bytes, 0);
+}
 
 namespace {
 /* Check a 2-D copy's ends against its kind; the first and last byte of each row lie in
@@ -925,7 +932,8 @@ cudaError_t copy2d(const char *what, void *dst, size_t dpitch, const void *src, 
     const size_t dspan = (height - 1) * dpitch + width, sspan = (height - 1) * spitch + width;
     cudaError_t e = check_copy(what, dst, dspan, src, sspan, kind);
     if (e != cudaSuccess) return e;
-    if (!valid_stream(st)) return misused(cudaErrorInvalidResourceHandle, "%s on a dead stream", what);
+    if (!valid_stream(st))
+        return misused(cudaErrorInvalidResourceHandle, "%s on a dead stream", what);
     if (kind == cudaMemcpyHostToDevice) {
         auto staged = std::make_shared<std::vector<char>>(width * height);
         for (size_t r = 0; r < height; ++r)
@@ -1106,6 +1114,7 @@ void pk_emu_reset(void)
     sticky = cudaSuccess;
     fault.clear();
     misuse.clear();
+    misuse_code = cudaSuccess;
     last_error = cudaSuccess;
 }
 

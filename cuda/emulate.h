@@ -1,28 +1,31 @@
 /* emulate.h - CUDA without a GPU: the device code of the .cu files here compiled by the host
  * C++ compiler (g++, C++17) and run by host threads, and the part of the CUDA runtime the
- * host code of those files calls, on host memory.  The tests tests/test_*_cuda_emu include a .cu
- * file after this header (PK_CUDA_EMULATE selects the emulated paths in it) and compare what
- * its kernels compute with the serial references; docs/RELIABILITY.md ("CUDA without a
- * GPU") says what this checks and what it cannot.
+ * host code of those files calls, on host memory.  tests/cuda_emu_*.cc include a .cu file
+ * after this header (PK_CUDA_EMULATE selects the emulated paths in it) and the tests
+ * tests/test_*_cuda_emu compare what its kernels compute with the serial references;
+ * docs/RELIABILITY.md ("CUDA without a GPU") says what this checks and what it cannot.
  *
  * The model (cuda/emulate.cc implements it):
  *  - A launch runs its blocks one after another.  The threads of a block are real host
- *    threads (a pool of pthreads, one per CUDA thread of the block) and __syncthreads is a
- *    real barrier among them.  By default they run one at a time, in a fixed order between
- *    two barriers ("phases"): ascending thread index in one phase, descending in the next
- *    (and the other way round in odd blocks), so that a missing barrier between a write to
- *    shared memory and another thread's read of it gives a wrong result deterministically in
- *    one of the two orders.  PK_EMU_SCHEDULE=free lets all threads of a block run at once
- *    (for ThreadSanitizer); =ascending or =descending fixes the order.
+ *    threads (pthreads of a pool: a CUDA thread keeps its own while it waits at a barrier)
+ *    and __syncthreads is a real barrier among them.  By default they run one at a time, on
+ *    one CPU, in a fixed order between two barriers ("phases"): ascending thread index in
+ *    one phase, descending in the next (and the other way round in odd blocks), so that a
+ *    missing barrier between a write to shared memory and another thread's read of it gives
+ *    a wrong result deterministically in one of the two orders.  PK_EMU_SCHEDULE=free lets
+ *    all threads of a block run at once (for ThreadSanitizer); =ascending or =descending
+ *    fixes the order.
  *  - A barrier is checked: threads of one block that wait at different __syncthreads (file
  *    and line) are a fault; threads that have returned no longer count (as on Volta+).
  *  - Static __shared__ variables are function statics (shared by the threads of the one
  *    block that runs); they are not cleared between blocks.  Dynamic shared memory
  *    (pk_emu_dynamic_shared, sized at launch) is a fresh NaN-filled (0xff bytes) buffer per
  *    block that ends at an inaccessible page, so an overrun faults.
- *  - Device memory (cudaMalloc) is host memory between two inaccessible pages, filled with
- *    0xff bytes (NaN for float and double) so that a kernel that reads what nobody wrote
- *    sees garbage; a pointer argument of a kernel must lie in a device allocation.
+ *  - Device memory (cudaMalloc) is host memory whose end (the size rounded up to 16 bytes)
+ *    touches an inaccessible page, with another one before it, filled with 0xff bytes (NaN
+ *    for float and double) so that what a kernel reads and nobody wrote is garbage; a
+ *    pointer argument of a kernel must lie in a device allocation, and copies and memsets
+ *    must stay inside one and match their direction.
  *  - Streams are lazy: work queued on a stream runs only when the host or another stream
  *    waits for it (cudaStreamSynchronize, cudaEventSynchronize, a cudaStreamWaitEvent that
  *    is reached, a blocking cudaMemcpy, cudaDeviceSynchronize).  A missing dependency
@@ -177,7 +180,10 @@ inline double __longlong_as_double(long long v)
 
 /* Atomics: relaxed read-modify-writes, as CUDA's; they return the old value. */
 inline int atomicAdd(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+inline unsigned atomicAdd(unsigned *p, unsigned v)
+{
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
 inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)
 {
     return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);

@@ -88,7 +88,7 @@ static void emu_check_alloc_failures(const char *what, emu_create_fn create,
                                      void (*destroy)(void *), const void *arg)
 {
     int good = 1, k;
-    char why[600] = "";
+    char why[1400] = "";
     const long before = pk_emu_allocations();
     for (k = 1; k < 64; ++k) {
         void *impl = NULL;

@@ -139,7 +139,13 @@ tests_test_badinput_LDADD = libportkern.la
 # references.  No CUDA toolkit needed: built and run in every configuration; without a C++17
 # compiler the script below SKIPs in their place.
 PK_EMU_TESTS = \
-	tests/test_d3_cuda_emu
+	tests/test_d3_cuda_emu \
+	tests/test_cv_cuda_emu \
+	tests/test_mf_cuda_emu \
+	tests/test_gr_cuda_emu \
+	tests/test_lp_cuda_emu \
+	tests/test_s3_cuda_emu \
+	tests/test_ds_cuda_emu
 EXTRA_DIST += tests/cuda_emu_common.h
 if PK_HAVE_CXX17
 # Without -DPK_BUILDING_LIBRARY: lib/error.c and lib/util.c, which the emulated host code
@@ -159,10 +165,44 @@ PK_EMU_LDADD = tests/libcudaemu.la libportkern.la -lpthread
 check_PROGRAMS += $(PK_EMU_TESTS)
 TESTS += $(PK_EMU_TESTS)
 tests_test_d3_cuda_emu_SOURCES = tests/test_d3_cuda_emu.c tests/cuda_emu_diffusion3d.cc
+tests_test_cv_cuda_emu_SOURCES = tests/test_cv_cuda_emu.c tests/cuda_emu_conv2d.cc \
+	tests/cuda_emu_conv2d_fft.cc lib/gen/conv2d_gen.c
+tests_test_mf_cuda_emu_SOURCES = tests/test_mf_cuda_emu.c tests/cuda_emu_magicfilter3d.cc \
+	lib/ref/magicfilter3d_ref.c
+tests_test_gr_cuda_emu_SOURCES = tests/test_gr_cuda_emu.c tests/cuda_emu_grid.cc \
+	lib/ref/grid_ref.c
+tests_test_lp_cuda_emu_SOURCES = tests/test_lp_cuda_emu.c tests/cuda_emu_laplace2d.cc \
+	lib/ref/laplace2d_ref.c
+tests_test_s3_cuda_emu_SOURCES = tests/test_s3_cuda_emu.c tests/cuda_emu_su3.cc
+tests_test_ds_cuda_emu_SOURCES = tests/test_ds_cuda_emu.c tests/cuda_emu_dslash.cc
 tests_test_d3_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_cv_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_mf_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_gr_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_lp_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_s3_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_ds_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
 tests_test_d3_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_cv_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_mf_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_gr_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_lp_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_s3_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_ds_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
 tests_test_d3_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_cv_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_mf_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_gr_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_lp_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_s3_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_ds_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
 tests_test_d3_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_cv_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_mf_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_gr_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_lp_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_s3_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_ds_cuda_emu_LDADD = $(PK_EMU_LDADD)
 else
 TESTS += tests/test_cuda_emu_skip.sh
 dist_check_SCRIPTS += tests/test_cuda_emu_skip.sh
