@@ -382,17 +382,21 @@ void run_threads(worker *w, int t)
         gridDim = b->l->grid;
         b->l->body();
         if (schedule() == ORDER_FREE) {
-            give_back(w);
-            std::unique_lock<std::mutex> g(b->m);
-            b->state[(size_t)t] = T_EXITED;
-            b->owner[(size_t)t] = nullptr;
-            if (--b->live == 0) {
-                sem_post(&b->done);
-            } else if (b->arrived == b->live) { /* the others wait at a barrier: release them */
-                b->arrived = 0;
-                ++b->generation;
-                b->cv.notify_all();
+            bool last;
+            {
+                std::unique_lock<std::mutex> g(b->m);
+                b->state[(size_t)t] = T_EXITED;
+                b->owner[(size_t)t] = nullptr;
+                last = --b->live == 0;
+                if (!last && b->arrived == b->live) { /* the others wait at a barrier */
+                    b->arrived = 0;
+                    ++b->generation;
+                    b->cv.notify_all();
+                }
             }
+            give_back(w);
+            /* the last one: nothing of the block is touched after this */
+            if (last) sem_post(&b->done);
             return;
         }
         b->state[(size_t)t] = T_EXITED;
@@ -413,12 +417,25 @@ void *worker_main(void *arg)
     }
 }
 
-void stop_workers(void)
-{
-    shutting_down = true;
-    for (worker *w : all_workers) sem_post(&w->go);
-    for (worker *w : all_workers) pthread_join(w->th, nullptr);
-}
+/* At exit (the pool's threads wait for work): end them, free what the runtime kept. */
+struct at_exit {
+    ~at_exit()
+    {
+        shutting_down = true;
+        for (worker *w : all_workers) sem_post(&w->go);
+        for (worker *w : all_workers) {
+            pthread_join(w->th, nullptr);
+            sem_destroy(&w->go);
+            delete w;
+        }
+        all_workers.clear();
+        idle_workers.clear();
+        for (pk_emu_stream *s : dead_streams) delete s;
+        for (pk_emu_stream *s : streams) delete s;
+        dead_streams.clear();
+        streams.clear();
+    }
+} the_end; /* (defined after what it frees, so destroyed before it) */
 
 void run_block(block_run *b)
 {
@@ -460,7 +477,6 @@ void run_launch(const pk_emu::launch &l)
     static bool first = true;
     if (first) {
         first = false;
-        atexit(stop_workers);
         /* Serial schedules run one thread at a time: on one CPU (the workers inherit it from
          * this thread) a hand-over costs a third of one between CPUs. */
         const int cpu = sched_getcpu();

@@ -46,7 +46,7 @@ static const char *emu_why(pk_status s)
 {
     static char buf[1200];
     if (s == PK_OK)
-        snprintf(buf, sizeof buf, "ok%s", emu_fault_note());
+        snprintf(buf, sizeof buf, "calls ok%s", emu_fault_note());
     else
         snprintf(buf, sizeof buf, "%s: %s%s", pk_status_name(s), pk_last_error(), emu_fault_note());
     return buf;

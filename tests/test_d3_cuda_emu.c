@@ -8,7 +8,8 @@
  * is given 1, 3 and 32 multiprocessors to get one chunk, uneven chunks and one plane per
  * chunk.  Then the plan's own logic: split runs, count 0, a download before any upload (zeros),
  * a second upload; and create when each of its allocations fails.  Also the runtime file
- * (cuda/runtime.cu) on the emulated device: the probe and the copy kernel.
+ * (cuda/runtime.cu) on the emulated device: the probe and the copy kernel, and the
+ * PORTKERN_TEST_DEVICE_OOM hook of cuda_internal.h.
  */
 #include "cuda_emu_common.h"
 #include "d3_common.h"
@@ -145,6 +146,17 @@ static void d3e_check_runtime(void)
     double bps = 0;
     s = pk_cuda_bandwidth(0, 100000, 1, &bps);
     ok(s == PK_OK && bps > 0, "runtime.cu: the copy kernel runs (%s)", emu_why(s));
+    emu_next_case();
+    /* the test hook of cuda_internal.h: every cudaMalloc fails */
+    pk_diffusion3d_params p;
+    d3e_params(&p, 5, 4, 3, 1);
+    const pk_d3_desc d = d3e_desc(&p);
+    void *impl = NULL;
+    setenv("PORTKERN_TEST_DEVICE_OOM", "1", 1);
+    s = pk_cuda_d3_create(0, &d, &impl);
+    unsetenv("PORTKERN_TEST_DEVICE_OOM");
+    ok(s == PK_EDEVMEM && impl == NULL && pk_emu_allocations() == 0,
+       "PORTKERN_TEST_DEVICE_OOM=1: plan creation fails with PK_EDEVMEM (%s)", emu_why(s));
     emu_next_case();
 }
 
