@@ -36,7 +36,9 @@
  */
 #include "cuda_internal.h"
 
+#ifndef PK_CUDA_EMULATE /* tests/test_cv_cuda_emu: cuda/emulate.h instead */
 #include <cuda_runtime.h>
+#endif
 
 #include <limits.h>
 #include <stdint.h>
@@ -126,8 +128,12 @@ pk_cv_kernel(const float *__restrict__ img, float *__restrict__ out,
              const float *__restrict__ gpsf, int h, int w, int kh, int kw, int cbh, int cbw,
              int pitch, int tiles_x, const __grid_constant__ pk_cv_psf<CAP> cpsf)
 {
+#ifdef PK_CUDA_EMULATE
+    float *sm = reinterpret_cast<float *>(pk_emu_dynamic_shared<float4>());
+#else
     extern __shared__ float4 pk_cv_smem[];
     float *sm = reinterpret_cast<float *>(pk_cv_smem);
+#endif
     const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
     const int x0 = ((int)blockIdx.x % tiles_x) * PK_CV_TX;
     const int y0 = ((int)blockIdx.x / tiles_x) * PK_CV_TY;
@@ -224,6 +230,9 @@ static size_t pk_cv_plan_chunk(int kh, int kw, int *cbh, int *cbw, int *pitch)
 }
 /* PK_CV_KERNEL_END */
 
+/* The emulated test (tests/test_cv_cuda_emu) launches the kernel itself with this geometry:
+ * the host side calls pk_cv_int_limits of the dispatch layer, which it does not link. */
+#ifndef PK_CUDA_EMULATE
 /* ---- host side ---------------------------------------------------------------------------- */
 typedef struct pk_cuda_cv {
     int device;
@@ -407,3 +416,4 @@ extern "C" pk_status pk_cuda_cv_download(void *impl, float *out, double *seconds
 
 /* The conv2d kernel family on this backend (lib/internal.h, pk_cv_ops). */
 extern "C" const pk_cv_ops pk_cuda_cv_ops = {"cuda,cuda-fft", pk_cuda_cv_create, pk_cuda_cv_upload, pk_cuda_cv_run, pk_cuda_cv_download, pk_cuda_cv_destroy};
+#endif /* !PK_CUDA_EMULATE */

@@ -37,7 +37,9 @@
  */
 #include "cuda_internal.h"
 
+#ifndef PK_CUDA_EMULATE /* tests/test_cv_cuda_emu: cuda/emulate.h instead */
 #include <cuda_runtime.h>
+#endif
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -68,6 +70,14 @@ static pthread_once_t pk_cufft_once = PTHREAD_ONCE_INIT;
 
 static void pk_cufft_load(void)
 {
+#ifdef PK_CUDA_EMULATE
+    /* tests/test_cv_cuda_emu: cuda/emulate.h's stand-in (a double-precision DFT) */
+    pk_cufft.plan2d = pk_emu_cufft_plan2d;
+    pk_cufft.exec_r2c = pk_emu_cufft_exec_r2c;
+    pk_cufft.exec_c2r = pk_emu_cufft_exec_c2r;
+    pk_cufft.destroy = pk_emu_cufft_destroy;
+    return;
+#endif
     static const char *const names[] = {"libcufft.so.12", "libcufft.so"};
     void *lib = NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0] && lib == NULL; ++i) {
@@ -339,7 +349,8 @@ extern "C" pk_status pk_cuda_cvfft_create(int device, const pk_cv_desc *desc, pk
         st = pk_cufft_fail(r, "cufftExecR2C(psf)");
         goto fail;
     }
-    pk_cvf_conj_scale<<<f->blocks, 256>>>(f->g, f->nc, (float)(1.0 / ((double)P * (double)Q)));
+    pk_cuda_launch(pk_cvf_conj_scale, f->blocks, 256, 0, 0, f->g, f->nc,
+                   (float)(1.0 / ((double)P * (double)Q)));
     if ((e = cudaGetLastError()) != cudaSuccess) {
         st = pk_cuda_fail(e, "conv2d cuda-fft conj_scale launch");
         goto fail;
@@ -367,13 +378,14 @@ extern "C" pk_status pk_cuda_cvfft_run(pk_cuda_cvfft *f, const float *img, float
         const int bx = f->Q < 256 ? 32 : 256;
         const int gx = (f->Q + bx - 1) / bx < 64 ? (f->Q + bx - 1) / bx : 64;
         const int gy = f->P < 65535 ? f->P : 65535;
-        pk_cvf_gather<<<dim3(gx, gy), bx>>>(img, f->h, f->w, f->e, f->P, f->Q, f->sy, f->sx);
+        pk_cuda_launch(pk_cvf_gather, dim3(gx, gy), bx, 0, 0, img, f->h, f->w, f->e, f->P, f->Q,
+                       f->sy, f->sx);
     }
     if ((e = cudaGetLastError()) != cudaSuccess)
         return pk_cuda_fail(e, "conv2d cuda-fft gather launch (%d x %d)", f->P, f->Q);
     if ((r = pk_cufft.exec_r2c(f->r2c, f->e, f->x)) != 0)
         return pk_cufft_fail(r, "cufftExecR2C(image)");
-    pk_cvf_mul<<<f->blocks, 256>>>(f->x, f->g, f->nc);
+    pk_cuda_launch(pk_cvf_mul, f->blocks, 256, 0, 0, f->x, f->g, f->nc);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return pk_cuda_fail(e, "conv2d cuda-fft multiply launch");
     if ((r = pk_cufft.exec_c2r(f->c2r, f->x, direct ? out : f->e)) != 0)

@@ -41,9 +41,10 @@ pk_status pk_cuda_transfer(int device, void *dst, const void *src, size_t bytes,
                            const char *what, double *seconds);
 /** Test hook (tests/test_faults.c): 1 when PORTKERN_TEST_DEVICE_OOM is set and not "0".
  *  Then every cudaMalloc of the .cu files (they all include this header; nvcc has included
- *  cuda_runtime.h before it) fails as cudaErrorMemoryAllocation without allocating. */
+ *  cuda_runtime.h before it, the emulated tests cuda/emulate.h) fails as
+ *  cudaErrorMemoryAllocation without allocating. */
 int pk_cuda_test_oom(void);
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(PK_CUDA_EMULATE)
 #define cudaMalloc(ptr, bytes) \
     (pk_cuda_test_oom() ? cudaErrorMemoryAllocation : cudaMalloc((ptr), (bytes)))
 #endif
@@ -105,6 +106,22 @@ pk_status pk_cuda_ds_download(void *impl, double *chi, double *seconds);
 void pk_cuda_ds_destroy(void *impl);
 
 #ifdef __cplusplus
+}
+#endif
+
+#if defined(__cplusplus) && (defined(__CUDACC__) || defined(PK_CUDA_EMULATE))
+/** kernel<<<grid, block, shared_bytes, st>>>(args...); the launch's errors are then
+ *  cudaGetLastError()'s, as after the chevrons.  Under PK_CUDA_EMULATE (the tests
+ *  tests/test_*_cuda_emu, cuda/emulate.h included first) host threads run the kernel. */
+template <typename... P, typename... A>
+static inline void pk_cuda_launch(void (*kernel)(P...), dim3 grid, dim3 block,
+                                  size_t shared_bytes, cudaStream_t st, A... args)
+{
+#ifdef PK_CUDA_EMULATE
+    (void)pk_emu_launch(kernel, grid, block, shared_bytes, st, args...);
+#else
+    kernel<<<grid, block, shared_bytes, st>>>(args...);
+#endif
 }
 #endif
 #endif /* PK_CUDA_INTERNAL_H */

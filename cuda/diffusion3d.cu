@@ -39,7 +39,9 @@
  */
 #include "cuda_internal.h"
 
+#ifndef PK_CUDA_EMULATE /* tests/test_d3_cuda_emu: cuda/emulate.h instead */
 #include <cuda_runtime.h>
+#endif
 
 #include <limits.h>
 #include <stdint.h>
@@ -427,8 +429,8 @@ extern "C" pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_second
     if ((e = cudaEventRecord(p->ev[0], 0)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaEventRecord");
     for (int i = 0; i < count; ++i) {
-        pk_d3_kernel<<<grid, block>>>(p->buf[p->cur], p->buf[p->cur ^ 1], p->nx, p->ny, p->nz,
-                                      p->tiles_x, p->zch, p->k);
+        pk_cuda_launch(pk_d3_kernel, grid, block, 0, 0, p->buf[p->cur], p->buf[p->cur ^ 1],
+                       p->nx, p->ny, p->nz, p->tiles_x, p->zch, p->k);
         if ((e = cudaGetLastError()) != cudaSuccess)
             return pk_cuda_fail(e, "diffusion3d kernel launch (step %d of %d, grid %d x %d, "
                                    "block %d x %d)",

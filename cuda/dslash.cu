@@ -33,7 +33,9 @@
  */
 #include "cuda_internal.h"
 
+#ifndef PK_CUDA_EMULATE /* tests/test_ds_cuda_emu: cuda/emulate.h instead */
 #include <cuda_runtime.h>
+#endif
 
 #include <limits.h>
 #include <stdlib.h>
@@ -401,11 +403,11 @@ extern "C" pk_status pk_cuda_ds_run(void *impl, double *kernel_seconds)
         return pk_cuda_fail(e, "cudaEventRecord");
     const int *L = p->dims;
     if (p->recon12)
-        pk_ds_kernel<1><<<p->blocks, PK_DS_THREADS>>>(p->u, p->psi, p->chi, L[0], L[1], L[2],
-                                                      L[3], p->vol, p->diag);
+        pk_cuda_launch(pk_ds_kernel<1>, p->blocks, PK_DS_THREADS, 0, 0, p->u, p->psi, p->chi,
+                       L[0], L[1], L[2], L[3], p->vol, p->diag);
     else
-        pk_ds_kernel<0><<<p->blocks, PK_DS_THREADS>>>(p->u, p->psi, p->chi, L[0], L[1], L[2],
-                                                      L[3], p->vol, p->diag);
+        pk_cuda_launch(pk_ds_kernel<0>, p->blocks, PK_DS_THREADS, 0, 0, p->u, p->psi, p->chi,
+                       L[0], L[1], L[2], L[3], p->vol, p->diag);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return pk_cuda_fail(e, "dslash launch (%u blocks x %d threads, %lld sites)", p->blocks,
                             PK_DS_THREADS, p->vol);

@@ -61,7 +61,7 @@
  */
 #include "cuda_internal.h"
 
-#ifndef PK_GR_EMULATE
+#ifndef PK_CUDA_EMULATE /* tests/test_gr_cuda_emu: cuda/emulate.h instead */
 #include <cuda_runtime.h>
 #include <cub/device/device_scan.cuh>
 #endif
@@ -474,12 +474,8 @@ template <typename... P, typename... A>
 static cudaError_t gr_launch(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t st,
                             A... args)
 {
-#ifdef PK_GR_EMULATE
-    return pk_emu_launch(kernel, grid, block, st, args...);
-#else
-    kernel<<<grid, block, 0, st>>>(args...);
+    pk_cuda_launch(kernel, grid, block, 0, st, args...);
     return cudaGetLastError();
-#endif
 }
 
 static pk_status buf_ensure(gr_plan *h, int which, size_t bytes, const char *what)
@@ -874,8 +870,8 @@ static pk_status gr_band_batch(gr_plan *h, const gr_band *b, const gr_box *box, 
                 "gr_count_kernel");
         PK_TRY(ev_end(h, slot, h->s_comp));
         PK_TRY(ev_begin(h, ST_SORT, h->s_comp, &slot));
-#ifdef PK_GR_EMULATE
-        GR_CUDA(pk_emu_exclusive_sum(count, start, ntiles + 1), "scan");
+#ifdef PK_CUDA_EMULATE
+        GR_CUDA(pk_emu_exclusive_sum(count, start, ntiles + 1, h->s_comp), "scan");
 #else
         size_t tmp = 0;
         GR_CUDA(cub::DeviceScan::ExclusiveSum(NULL, tmp, count, start, ntiles + 1, h->s_comp),

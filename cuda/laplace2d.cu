@@ -23,7 +23,9 @@
  */
 #include "cuda_internal.h"
 
+#ifndef PK_CUDA_EMULATE /* tests/test_lp_cuda_emu: cuda/emulate.h instead */
 #include <cuda_runtime.h>
+#endif
 
 #include <limits.h>
 #include <stdint.h>
@@ -179,8 +181,8 @@ extern "C" pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_second
     if ((e = cudaEventRecord(p->ev[0], 0)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaEventRecord");
     for (int i = 0; i < count; ++i) {
-        pk_lp_kernel<<<grid, block>>>(p->buf[p->cur], p->buf[p->cur ^ 1], p->l, p->nw, p->a,
-                                      p->inv);
+        pk_cuda_launch(pk_lp_kernel, grid, block, 0, 0, p->buf[p->cur], p->buf[p->cur ^ 1], p->l,
+                       p->nw, p->a, p->inv);
         if ((e = cudaGetLastError()) != cudaSuccess)
             return pk_cuda_fail(e, "laplace2d kernel launch (iteration %d of %d, grid %u x %u, "
                                    "block %d)",

@@ -43,7 +43,9 @@
  */
 #include "cuda_internal.h"
 
+#ifndef PK_CUDA_EMULATE /* tests/test_mf_cuda_emu: cuda/emulate.h instead */
 #include <cuda_runtime.h>
+#endif
 
 #include <limits.h>
 #include <stdlib.h>
@@ -234,8 +236,8 @@ template <int BC>
 static void pk_mf_launch(const pk_cuda_mf *p, int a, const double *src, double *dst)
 {
     const pk_mf_pass *ps = &p->pass[a];
-    pk_mf_kernel<BC><<<p->blocks[a], dim3(PK_MF_TILE, PK_MF_TILE)>>>(
-        src, dst, ps->nin, ps->nout, (long long)ps->ndat, ps->off, p->tiles_j[a], p->taps);
+    pk_cuda_launch(pk_mf_kernel<BC>, p->blocks[a], dim3(PK_MF_TILE, PK_MF_TILE), 0, 0, src, dst,
+                   ps->nin, ps->nout, (long long)ps->ndat, ps->off, p->tiles_j[a], p->taps);
 }
 
 extern "C" pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds)

@@ -17,7 +17,9 @@
  */
 #include "cuda_internal.h"
 
+#ifndef PK_CUDA_EMULATE /* tests/test_*_cuda_emu: cuda/emulate.h instead */
 #include <cuda_runtime.h>
+#endif
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -365,7 +367,8 @@ extern "C" pk_status pk_cuda_bandwidth(int device, size_t bytes, int reps, doubl
             st = pk_cuda_fail(e, "cudaEventRecord");
             goto done;
         }
-        pk_cuda_copy_kernel<<<blocks, PK_COPY_THREADS>>>((const uint4 *)a, (uint4 *)b, n);
+        pk_cuda_launch(pk_cuda_copy_kernel, blocks, PK_COPY_THREADS, 0, 0, (const uint4 *)a,
+                       (uint4 *)b, n);
         if ((e = cudaGetLastError()) != cudaSuccess) {
             st = pk_cuda_fail(e, "copy kernel launch (%d blocks x %d threads)", blocks,
                               (int)PK_COPY_THREADS);

@@ -26,7 +26,9 @@
  */
 #include "cuda_internal.h"
 
+#ifndef PK_CUDA_EMULATE /* tests/test_s3_cuda_emu: cuda/emulate.h instead */
 #include <cuda_runtime.h>
+#endif
 
 #include <limits.h>
 #include <stdlib.h>
@@ -281,21 +283,22 @@ static void pk_s3_launch(const pk_cuda_s3 *p)
 {
     const double2 *u2 = (const double2 *)p->u, *p2 = (const double2 *)p->psi;
     double2 *x2 = (double2 *)p->chi;
+    const dim3 g(p->blocks), b(PK_S3_THREADS);
     switch (p->layout) {
-    case PK_SU3_VFO: pk_s3_kernel_vfo<<<p->blocks, PK_S3_THREADS>>>(u2, p2, x2, p->n); break;
+    case PK_SU3_VFO: pk_cuda_launch(pk_s3_kernel_vfo, g, b, 0, 0, u2, p2, x2, p->n); break;
     case PK_SU3_HVFO:
-        pk_s3_kernel_hvfo<<<p->blocks, PK_S3_THREADS>>>(p->u, p->psi, p->chi, p->n, p->nw);
+        pk_cuda_launch(pk_s3_kernel_hvfo, g, b, 0, 0, p->u, p->psi, p->chi, p->n, p->nw);
         break;
     case PK_SU3_SHORT:
-        pk_s3_kernel_aos<PK_S3_L_SHORT><<<p->blocks, PK_S3_THREADS>>>(u2, p2, x2, p->n);
+        pk_cuda_launch(pk_s3_kernel_aos<PK_S3_L_SHORT>, g, b, 0, 0, u2, p2, x2, p->n);
         break;
     case PK_SU3_PADDED:
-        pk_s3_kernel_aos<PK_S3_L_PADDED><<<p->blocks, PK_S3_THREADS>>>(u2, p2, x2, p->n);
+        pk_cuda_launch(pk_s3_kernel_aos<PK_S3_L_PADDED>, g, b, 0, 0, u2, p2, x2, p->n);
         break;
     case PK_SU3_RECON12:
-        pk_s3_kernel_aos<PK_S3_L_RECON12><<<p->blocks, PK_S3_THREADS>>>(u2, p2, x2, p->n);
+        pk_cuda_launch(pk_s3_kernel_aos<PK_S3_L_RECON12>, g, b, 0, 0, u2, p2, x2, p->n);
         break;
-    default: pk_s3_kernel_aos<PK_S3_L_AOS><<<p->blocks, PK_S3_THREADS>>>(u2, p2, x2, p->n);
+    default: pk_cuda_launch(pk_s3_kernel_aos<PK_S3_L_AOS>, g, b, 0, 0, u2, p2, x2, p->n);
     }
 }
 

@@ -115,6 +115,26 @@ static void cv_expect(const char *variant, const pk_conv2d_params *p, const floa
     free(out);
 }
 
+/* (h, w, kh, kw) against the reference: odd sizes, 1 x 1 image and PSF, PSF taller / wider /
+ * larger than the image (wrapping more than once), even PSFs, rows around the 8- and 64-float
+ * blocks. */
+static const int cv_sizes[][4] = {
+    {1, 1, 1, 1},   {1, 1, 3, 2},    {7, 13, 3, 5},   {13, 7, 1, 1},  {5, 37, 9, 3},
+    {6, 4, 3, 11},  {4, 6, 11, 13},  {3, 2, 7, 8},    {17, 29, 4, 6}, {17, 29, 2, 2},
+    {31, 67, 5, 7}, {9, 150, 1, 12}, {150, 9, 12, 1}, {2, 73, 12, 12}, {64, 64, 8, 8},
+    {61, 203, 11, 11}, {40, 1000, 2, 65},
+};
+#define CV_NSIZES (sizeof cv_sizes / sizeof cv_sizes[0])
+
+/* The FFT comparisons of cv_check_fft: (h, w, kh, kw). */
+static const int cv_fft_cases[][4] = {{813, 5271, 11, 11}, {200, 300, 31, 25}, {24, 30, 29, 41},
+                                      {97, 101, 20, 3}};
+#define CV_NFFT (sizeof cv_fft_cases / sizeof cv_fft_cases[0])
+
+/* The norm-wise bound of an FFT convolution on n pixels (transforms up to about 4n): see
+ * the top. */
+static double cv_fft_bound(size_t n) { return 8 * log2(4.0 * n) * ldexp(1.0, -24); }
+
 static void cv_check_reference(const char *variant, int h, int w, int kh, int kw)
 {
     pk_conv2d_params p;
@@ -207,10 +227,9 @@ static void cv_check_plan(const char *variant)
  * zero-mean data against the reference by the norm-wise FFT bound. */
 static void cv_check_fft(const char *variant, const char *direct)
 {
-    static const int cases[][4] = {{813, 5271, 11, 11}, {200, 300, 31, 25}, {24, 30, 29, 41},
-                                   {97, 101, 20, 3}};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
-        const int h = cases[c][0], w = cases[c][1], kh = cases[c][2], kw = cases[c][3];
+    for (size_t c = 0; c < CV_NFFT; ++c) {
+        const int h = cv_fft_cases[c][0], w = cv_fft_cases[c][1], kh = cv_fft_cases[c][2],
+                  kw = cv_fft_cases[c][3];
         pk_conv2d_params p;
         cv_params(&p, h, w, kh, kw, PK_CONV2D_AUTO);
         size_t n = (size_t)h * w;
@@ -240,7 +259,7 @@ static void cv_check_fft(const char *variant, const char *direct)
         s = pk_conv2d(cv_ctx, &p, variant, image, psf, a, NULL);
         for (size_t i = 0; i < n && s == PK_OK; ++i) en += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
         /* Transform sizes are at most about 2h x 2w. */
-        const double bound = 8 * log2(4.0 * n) * ldexp(1.0, -24), err = sqrt(en) / (sqrt(xn) * pn);
+        const double bound = cv_fft_bound(n), err = sqrt(en) / (sqrt(xn) * pn);
         ok(s == PK_OK && err <= bound, "%s signed data %dx%d psf %dx%d: ||fft-ref|| / (||x|| ||psf||_1)"
            " = %.2e <= %.2e", variant, h, w, kh, kw, err, bound);
         free(image);
@@ -326,19 +345,11 @@ static int cv_run_suite(pk_backend_id backend)
         pk_context_destroy(cv_ctx);
         tap_skip_all(msg);
     }
-    /* (h, w, kh, kw): odd sizes, 1 x 1 image and PSF, PSF taller / wider / larger than the
-     * image (wrapping more than once), even PSFs, rows around the 8- and 64-float blocks. */
-    static const int sizes[][4] = {
-        {1, 1, 1, 1},   {1, 1, 3, 2},    {7, 13, 3, 5},   {13, 7, 1, 1},  {5, 37, 9, 3},
-        {6, 4, 3, 11},  {4, 6, 11, 13},  {3, 2, 7, 8},    {17, 29, 4, 6}, {17, 29, 2, 2},
-        {31, 67, 5, 7}, {9, 150, 1, 12}, {150, 9, 12, 1}, {2, 73, 12, 12}, {64, 64, 8, 8},
-        {61, 203, 11, 11}, {40, 1000, 2, 65},
-    };
     for (char *v = strtok(variants, ","); v; v = strtok(NULL, ",")) {
         if (!first[0]) snprintf(first, sizeof first, "%s", v);
         if (cv_is_fft(v)) snprintf(fft, sizeof fft, "%s", v);
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i)
-            cv_check_reference(v, sizes[i][0], sizes[i][1], sizes[i][2], sizes[i][3]);
+        for (size_t i = 0; i < CV_NSIZES; ++i)
+            cv_check_reference(v, cv_sizes[i][0], cv_sizes[i][1], cv_sizes[i][2], cv_sizes[i][3]);
         cv_check_frame(v);
         cv_check_plan(v);
         if (cv_is_fft(v)) cv_check_fft(v, first);

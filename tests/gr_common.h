@@ -557,6 +557,12 @@ static int gr_norm_ok(double got, double want)
     return fabs(got - want) <= GR_NORM_RTOL * fabs(want) || (want == 0 && got == 0);
 }
 
+/* What runs a variant in place of pk_grid when set (tests/test_gr_cuda_emu.c: the CUDA plan
+ * on the emulated device); p is the set's parameters with the tuning fields applied. */
+typedef pk_status (*gr_exec_fn)(const char *variant, const pk_grid_params *p, const gr_set *s,
+                                float *grid, double *norm, int64_t *skipped, pk_run_info *info);
+static gr_exec_fn gr_exec_hook;
+
 /* One-shot run of a variant on a set (grid zeroed first).  p_over: tuning fields. */
 static pk_status gr_exec(pk_context *ctx, const char *variant, const gr_set *s,
                          const pk_grid_params *p_over, float *grid, double *norm,
@@ -572,6 +578,7 @@ static pk_status gr_exec(pk_context *ctx, const char *variant, const gr_set *s,
     gr_grid_zero(s, grid);
     *norm = 0;
     *skipped = -7;
+    if (gr_exec_hook) return gr_exec_hook(variant, &p, s, grid, norm, skipped, info);
     return pk_grid(ctx, &p, variant, s->support, s->kern, &d, grid, norm, skipped, info);
 }
 

@@ -136,6 +136,80 @@ tests_test_threads_LDADD = libportkern.la -lpthread
 tests_test_badinput_LDADD = libportkern.la
 tests_test_plan_cache_LDADD = libportkern.la
 
+# CUDA without a GPU (docs/RELIABILITY.md): each .cu file of cuda/ compiled by the C++ compiler
+# with cuda/emulate.h (tests/cuda_emu_*.cc), its plan run on host threads against the serial
+# references.  No CUDA toolkit needed: built and run in every configuration; without a C++17
+# compiler the script below SKIPs in their place.
+PK_EMU_TESTS = \
+	tests/test_d3_cuda_emu \
+	tests/test_cv_cuda_emu \
+	tests/test_mf_cuda_emu \
+	tests/test_gr_cuda_emu \
+	tests/test_lp_cuda_emu \
+	tests/test_s3_cuda_emu \
+	tests/test_ds_cuda_emu
+EXTRA_DIST += tests/cuda_emu_common.h
+if PK_HAVE_CXX17
+# Without -DPK_BUILDING_LIBRARY: lib/error.c and lib/util.c, which the emulated host code
+# calls, are compiled in here with hidden visibility (the library's own copies are hidden
+# too), so the test's copies never interpose on the library's.
+PK_EMU_CPPFLAGS = -I$(top_srcdir)/lib -I$(top_srcdir)/cuda -I$(top_builddir)
+PK_EMU_CXXFLAGS = -std=gnu++17 -ffp-contract=off -pthread -Wall -Wextra -Wno-unused-parameter \
+	-Wno-unknown-pragmas $(PK_SANITIZER_FLAGS)
+PK_EMU_CFLAGS = $(AM_CFLAGS) -pthread -Wno-unused-function
+check_LTLIBRARIES = tests/libcudaemu.la
+tests_libcudaemu_la_SOURCES = cuda/emulate.h cuda/emulate.cc tests/cuda_emu_runtime.cc \
+	lib/error.c lib/util.c
+tests_libcudaemu_la_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_libcudaemu_la_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_libcudaemu_la_CFLAGS = $(PK_EMU_CFLAGS)
+PK_EMU_LDADD = tests/libcudaemu.la libportkern.la -lpthread
+check_PROGRAMS += $(PK_EMU_TESTS)
+TESTS += $(PK_EMU_TESTS)
+tests_test_d3_cuda_emu_SOURCES = tests/test_d3_cuda_emu.c tests/cuda_emu_diffusion3d.cc
+tests_test_cv_cuda_emu_SOURCES = tests/test_cv_cuda_emu.c tests/cuda_emu_conv2d.cc \
+	tests/cuda_emu_conv2d_fft.cc lib/gen/conv2d_gen.c
+tests_test_mf_cuda_emu_SOURCES = tests/test_mf_cuda_emu.c tests/cuda_emu_magicfilter3d.cc \
+	lib/ref/magicfilter3d_ref.c
+tests_test_gr_cuda_emu_SOURCES = tests/test_gr_cuda_emu.c tests/cuda_emu_grid.cc \
+	lib/ref/grid_ref.c
+tests_test_lp_cuda_emu_SOURCES = tests/test_lp_cuda_emu.c tests/cuda_emu_laplace2d.cc \
+	lib/ref/laplace2d_ref.c
+tests_test_s3_cuda_emu_SOURCES = tests/test_s3_cuda_emu.c tests/cuda_emu_su3.cc
+tests_test_ds_cuda_emu_SOURCES = tests/test_ds_cuda_emu.c tests/cuda_emu_dslash.cc
+tests_test_d3_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_cv_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_mf_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_gr_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_lp_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_s3_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_ds_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_d3_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_cv_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_mf_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_gr_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_lp_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_s3_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_ds_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_d3_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_cv_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_mf_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_gr_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_lp_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_s3_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_ds_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_d3_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_cv_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_mf_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_gr_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_lp_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_s3_cuda_emu_LDADD = $(PK_EMU_LDADD)
+tests_test_ds_cuda_emu_LDADD = $(PK_EMU_LDADD)
+else
+TESTS += tests/test_cuda_emu_skip.sh
+dist_check_SCRIPTS += tests/test_cuda_emu_skip.sh
+endif
+
 # valgrind memcheck on the serial and OpenMP tests (docs/RELIABILITY.md).
 .PHONY: check-valgrind
 check-valgrind: $(check_PROGRAMS)

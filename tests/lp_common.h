@@ -134,6 +134,16 @@ static double lp_maxdiff(const float *a, const float *b, size_t n, double tol, s
     return m;
 }
 
+/* u, nu and d0 of the header for sigma = LP_SIGMA. */
+static void lp_init_bounds(void)
+{
+    lp_u = FLT_EPSILON / 2;
+    const float a = (float)LP_SIGMA;
+    const float inv = (float)(1.0 / (1.0 + 4.0 * (double)a));
+    lp_nu = (1.0 + 4.0 * (double)a) * (double)inv;
+    lp_d0 = lp_nu - 1.0;
+}
+
 static double lp_tol_ref(int count, double maxabs)
 {
     return 1.01 * 2 * count * lp_gamma(5) * pow(lp_nu, count) * maxabs;
@@ -788,14 +798,7 @@ static int lp_run_suite(pk_backend_id backend)
         pk_context_destroy(lp_ctx);
         tap_skip_all(msg);
     }
-    lp_u = FLT_EPSILON / 2;
-    {
-        float a, inv;
-        a = (float)LP_SIGMA;
-        inv = (float)(1.0 / (1.0 + 4.0 * (double)a));
-        lp_nu = (1.0 + 4.0 * (double)a) * (double)inv;
-        lp_d0 = lp_nu - 1.0;
-    }
+    lp_init_bounds();
     tap_diag("sigma %g: nu = (1 + 4a) inv = 1 %+.3e (|d0| / u = %.3f); gamma_5 = %.3e", LP_SIGMA,
              lp_d0, fabs(lp_d0) / lp_u, lp_gamma(5));
 

@@ -1,0 +1,115 @@
+/* cuda_emu_common.h - what the emulated CUDA tests (tests/test_*_cuda_emu.c) share.
+ *
+ * Each of them links one .cu file of cuda/ compiled for the host (tests/cuda_emu_*.cc, with
+ * cuda/emulate.h), the emulated runtime (cuda/emulate.cc, cuda/runtime.cu) and libportkern
+ * for the references, and drives the .cu file's own plan functions (pk_cuda_*_create,
+ * upload, run, download, destroy: the host code the CUDA backend calls) on the emulated
+ * device.  docs/RELIABILITY.md ("CUDA without a GPU") says what that checks.
+ *
+ * Errors: the emulated host code records its errors with its own copy of the library's
+ * error module (lib/error.c is compiled into the test: the library's is hidden), so
+ * pk_last_error() here is the detail of the last emulated call.
+ */
+#ifndef PK_TEST_CUDA_EMU_COMMON_H
+#define PK_TEST_CUDA_EMU_COMMON_H
+
+#include "cuda_internal.h"
+#include "emulate.h"
+#include "tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double emu_t0;
+
+static double emu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* " (fault: ...)" when the emulation recorded a fault, else "". */
+static const char *emu_fault_note(void)
+{
+    static char buf[900];
+    const char *f = pk_emu_fault();
+    if (!f[0]) return "";
+    snprintf(buf, sizeof buf, " (emulation fault: %s)", f);
+    return buf;
+}
+
+/* The status and the detail of a failed emulated call, for a test line. */
+static const char *emu_why(pk_status s)
+{
+    static char buf[1200];
+    if (s == PK_OK)
+        snprintf(buf, sizeof buf, "calls ok%s", emu_fault_note());
+    else
+        snprintf(buf, sizeof buf, "%s: %s%s", pk_status_name(s), pk_last_error(), emu_fault_note());
+    return buf;
+}
+
+/* Clear what a failed case left behind (sticky error, fault), so that the next case runs. */
+static void emu_next_case(void)
+{
+    pk_emu_reset();
+    pk_clear_error();
+}
+
+static void emu_begin(const char *what)
+{
+    emu_t0 = emu_now();
+    const char *sched = getenv("PK_EMU_SCHEDULE");
+    tap_diag("%s on the CUDA emulation (cuda/emulate.h), schedule %s", what,
+             sched && *sched ? sched : "alternate");
+    pk_emu_set_device(4, 0, (size_t)1 << 30);
+}
+
+/* Every device allocation freed, then the TAP plan; returns the exit code. */
+static int emu_end(void)
+{
+    pk_emu_stats st;
+    pk_emu_get_stats(&st);
+    ok(pk_emu_allocations() == 0, "no device memory left allocated (%ld allocations, %zu bytes)",
+       pk_emu_allocations(), pk_emu_bytes_in_use());
+    tap_diag("%llu launches, %llu blocks, %llu threads, %llu barriers in %.2f s", st.launches,
+             st.blocks, st.threads, st.barriers, emu_now() - emu_t0);
+    return tap_done();
+}
+
+/* Plan creation under device-memory exhaustion: the k-th cudaMalloc of create failing, for
+ * every k until create succeeds, must give PK_EDEVMEM with nothing left allocated (the
+ * cleanup paths of create; with the sanitizers, no host memory either). */
+typedef pk_status (*emu_create_fn)(const void *arg, void **impl);
+static void emu_check_alloc_failures(const char *what, emu_create_fn create,
+                                     void (*destroy)(void *), const void *arg)
+{
+    int good = 1, k;
+    char why[1400] = "";
+    const long before = pk_emu_allocations();
+    for (k = 1; k < 64; ++k) {
+        void *impl = NULL;
+        pk_emu_fail_malloc(k);
+        const pk_status s = create(arg, &impl);
+        pk_emu_fail_malloc(0);
+        if (s == PK_OK) {
+            destroy(impl);
+            break;
+        }
+        if (s != PK_EDEVMEM || pk_emu_allocations() != before) {
+            if (good)
+                snprintf(why, sizeof why, "; allocation %d: %s, %ld allocations left", k,
+                         emu_why(s), pk_emu_allocations() - before);
+            good = 0;
+        }
+        emu_next_case();
+    }
+    ok(good && k > 1 && k < 64,
+       "%s: each of its %d device allocations failing in turn gives PK_EDEVMEM and frees the "
+       "others%s", what, k - 1, why);
+}
+
+#endif

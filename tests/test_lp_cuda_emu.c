@@ -1,0 +1,164 @@
+/* test_lp_cuda_emu.c - laplace2d.cu without a GPU: its plan (pk_cuda_lp_*) on the emulated
+ * device of cuda/emulate.h against pk_laplace2d_reference within lp_common.h's bound
+ * 2 k gamma_5 nu^k max|phi|, on every layout and extent of lp_common.h's lp_shapes (lexi;
+ * hvfo with 1, 2, 3, 4, 5, 8, 15, 16, 32 lanes and nw = l: the kernel's wrap of the east and
+ * west neighbours across lanes) and counts 0, 1, 3, 10, plus a field of several blocks in x
+ * and y.  The field goes to the device in the layout (pk_laplace2d_to_hvfo, as the library
+ * does) and comes back into a NaN-filled buffer with a guard zone.  Then the plan: runs of 2
+ * and 3 iterations equal one of 5 bit for bit, a download before any upload gives zeros; and
+ * create when each of its allocations fails (see cuda_emu_common.h).
+ */
+#include "cuda_emu_common.h"
+#include "laplace2d_host.h"
+#include "lp_common.h"
+
+static pk_lp_desc lpe_desc(const pk_laplace2d_params *p)
+{
+    pk_lp_desc d; /* as lib/laplace2d.c fills it */
+    memset(&d, 0, sizeof d);
+    d.l = p->l;
+    d.layout = p->layout;
+    d.nw = p->layout == PK_LAP_HVFO ? (p->nw ? p->nw : PK_LAP_DEFAULT_NW) : 1;
+    pk_lp_coefficients(p->sigma, &d.sigma, &d.inv);
+    d.variant = "cuda";
+    return d;
+}
+
+/* phi (lexicographic) after p->count iterations in `runs` plan runs; the result comes back
+ * into a NaN-filled buffer with a guard zone (PK_EINTERNAL when it is written or a NaN is
+ * left). */
+static pk_status lpe_exec(const pk_laplace2d_params *p, float *phi, int runs)
+{
+    const pk_lp_desc d = lpe_desc(p);
+    const size_t n = (size_t)p->l * p->l;
+    float *lay = lp_alloc(n), *buf = lp_alloc(n + LP_GUARD);
+    for (size_t i = 0; i < n; ++i) buf[i] = NAN;
+    for (size_t i = n; i < n + LP_GUARD; ++i) buf[i] = LP_SENTINEL;
+    pk_status s = PK_OK;
+    if (d.layout == PK_LAP_HVFO)
+        s = pk_laplace2d_to_hvfo(d.l, d.nw, phi, lay);
+    else
+        memcpy(lay, phi, n * sizeof(float));
+    void *impl = NULL;
+    if (s == PK_OK) s = pk_cuda_lp_create(NULL, 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_lp_upload(impl, lay, NULL);
+    for (int r = 0, done = 0; r < runs && s == PK_OK; ++r) {
+        const int c = r + 1 == runs ? p->count - done : p->count / runs;
+        s = pk_cuda_lp_run(impl, c, NULL);
+        done += c;
+    }
+    if (s == PK_OK) s = pk_cuda_lp_download(impl, buf, NULL);
+    pk_cuda_lp_destroy(impl);
+    size_t bad = 0, nan = 0;
+    for (size_t i = n; i < n + LP_GUARD; ++i) bad += buf[i] != LP_SENTINEL;
+    for (size_t i = 0; i < n; ++i) nan += buf[i] != buf[i];
+    if (s == PK_OK && (bad || nan))
+        s = pk_fail(PK_EINTERNAL, "%zu guard floats overwritten, %zu NaN in the result", bad, nan);
+    if (s == PK_OK && d.layout == PK_LAP_HVFO)
+        s = pk_laplace2d_from_hvfo(d.l, d.nw, buf, phi);
+    else if (s == PK_OK)
+        memcpy(phi, buf, n * sizeof(float));
+    free(lay);
+    free(buf);
+    return s;
+}
+
+/* One (l, count, layout, nw) with lp_case's data; returns 1 when it passes. */
+static int lpe_case(int l, int count, int layout, int nw, double *maxerr, char *why,
+                    size_t whylen)
+{
+    pk_laplace2d_params p = lp_params(l, count, layout, nw);
+    const size_t n = (size_t)l * l;
+    float *x = lp_alloc(n), *ref = lp_alloc(n);
+    const unsigned seed = (unsigned)(l * 7919 + count * 131 + nw * 17 + layout);
+    if (seed & 1)
+        lp_fill(x, n, seed, -1.0f, 2.0f);
+    else
+        lp_fill(x, n, seed, 0.5f, 1.0f);
+    memcpy(ref, x, n * sizeof(float));
+    if (pk_laplace2d_reference(&p, ref) != PK_OK) {
+        printf("Bail out! reference l = %d failed\n", l);
+        exit(1);
+    }
+    const double tol = lp_tol_ref(count, lp_maxabs(x, n));
+    const pk_status s = lpe_exec(&p, x, 1);
+    size_t nfail = 0, first = (size_t)-1;
+    const double e = s == PK_OK ? lp_maxdiff(x, ref, n, tol, &nfail, &first) : INFINITY;
+    if (e > *maxerr) *maxerr = e;
+    int good = s == PK_OK && nfail == 0;
+    if (!good) {
+        char lay[32];
+        const size_t len = strlen(why);
+        snprintf(why + len, whylen - len, "; l=%d %s count %d: %s, %zu over %.2e, first [%zu, %zu]",
+                 l, lp_layout_label(&p, lay, sizeof lay), count, emu_why(s), nfail, tol,
+                 first == (size_t)-1 ? 0 : first / l, first == (size_t)-1 ? 0 : first % l);
+    }
+    emu_next_case();
+    free(x);
+    free(ref);
+    return good;
+}
+
+static void lpe_check_shape(const lp_shape *sh)
+{
+    static const int counts[] = {0, 1, 3, 10};
+    double maxerr = 0;
+    char why[2048] = "", lay[32], ls[96] = "";
+    int good = 1;
+    pk_laplace2d_params p = lp_params(1, 0, sh->layout, sh->nw);
+    for (int i = 0; i < sh->nl; ++i) {
+        const size_t len = strlen(ls);
+        snprintf(ls + len, sizeof ls - len, "%s%d", i ? "," : "", sh->l[i]);
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; ++c)
+            good &= lpe_case(sh->l[i], counts[c], sh->layout, sh->nw, &maxerr, why, sizeof why);
+    }
+    ok(good, "cuda %s, l = %s, count 0/1/3/10: equals the reference within 2 k gamma_5 nu^k "
+       "max|phi| (max abs err %.2e%s)",
+       lp_layout_label(&p, lay, sizeof lay), ls, maxerr, why);
+}
+
+static void lpe_check_plan(void)
+{
+    pk_laplace2d_params p = lp_params(40, 5, PK_LAP_HVFO, 8);
+    const pk_lp_desc d = lpe_desc(&p);
+    const size_t n = 1600;
+    float *x = lp_alloc(n), *a = lp_alloc(n), *b = lp_alloc(n);
+    lp_fill(x, n, 9, 0.5f, 1.0f);
+    memcpy(a, x, n * sizeof(float));
+    memcpy(b, x, n * sizeof(float));
+    const pk_status s1 = lpe_exec(&p, a, 1), s2 = lpe_exec(&p, b, 2);
+    ok(s1 == PK_OK && s2 == PK_OK && memcmp(a, b, n * sizeof(float)) == 0,
+       "plan: runs of 2 and 3 iterations give the bits of one run of 5 (%s)",
+       emu_why(s1 != PK_OK ? s1 : s2));
+    void *impl = NULL;
+    size_t nonzero = 0;
+    pk_status s = pk_cuda_lp_create(NULL, 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_lp_download(impl, a, NULL);
+    for (size_t i = 0; i < n && s == PK_OK; ++i) nonzero += a[i] != 0.0f;
+    ok(s == PK_OK && nonzero == 0, "plan: a download before any upload gives zeros (%zu not; %s)",
+       nonzero, emu_why(s));
+    pk_cuda_lp_destroy(impl);
+    emu_next_case();
+    free(x);
+    free(a);
+    free(b);
+}
+
+static pk_status lpe_create(const void *arg, void **impl)
+{
+    return pk_cuda_lp_create(NULL, 0, (const pk_lp_desc *)arg, impl);
+}
+
+int main(void)
+{
+    emu_begin("laplace2d.cu");
+    lp_init_bounds();
+    for (int i = 0; i < LP_NSHAPES; ++i) lpe_check_shape(&lp_shapes[i]);
+    static const lp_shape big[] = {{PK_LAP_LEXI, 0, {300}, 1}, {PK_LAP_HVFO, 0, {272}, 1}};
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; ++i) lpe_check_shape(&big[i]);
+    lpe_check_plan();
+    pk_laplace2d_params p = lp_params(24, 1, PK_LAP_LEXI, 0);
+    const pk_lp_desc d = lpe_desc(&p);
+    emu_check_alloc_failures("laplace2d plan creation", lpe_create, pk_cuda_lp_destroy, &d);
+    return emu_end();
+}

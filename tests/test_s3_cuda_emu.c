@@ -1,0 +1,136 @@
+/* test_s3_cuda_emu.c - su3.cu without a GPU: its plan (pk_cuda_s3_*) on the emulated device
+ * of cuda/emulate.h against pk_su3_reference within s3_common.h's element-wise bound
+ * (2 sqrt2 gamma_6 + R) |psi(s,.,k)|, for every layout of s3_common.h's s3_cases (the AoS
+ * family's four template instantiations - aos, short, padded, recon12 - vfo, and hvfo with
+ * 1, 3, 4, 8 and 16 sites per block) and every size of s3_sizes (1 .. 4099: padded vfo rows,
+ * a partly filled last hvfo block, partial thread blocks).  u and psi go to the device in the
+ * layout (pk_su3_pack) and chi comes back through pk_su3_unpack_spinor into a NaN-filled
+ * buffer with a guard zone.  Then the plan: two runs give the same bits, a download before
+ * any upload gives zeros; and create when each of its allocations fails.
+ */
+#include "cuda_emu_common.h"
+#include "s3_common.h"
+
+#include <float.h>
+
+static pk_s3_desc s3e_desc(const pk_su3_params *p)
+{
+    pk_s3_desc d; /* as lib/su3.c fills it, the sizes from the public pk_su3_layout_sizes */
+    memset(&d, 0, sizeof d);
+    d.nv = p->nv;
+    d.layout = p->layout;
+    d.nw = p->layout == PK_SU3_HVFO ? (p->nw ? p->nw : PK_SU3_NW_DEFAULT) : 1;
+    if (pk_su3_layout_sizes(p, &d.u_doubles, &d.spinor_doubles) != PK_OK) {
+        printf("Bail out! pk_su3_layout_sizes failed\n");
+        exit(1);
+    }
+    d.nsites = d.spinor_doubles / 24;
+    d.variant = "cuda";
+    return d;
+}
+
+/* chi (AoS, 24 nv doubles) through a plan run `runs` times; PK_EINTERNAL when the guard
+ * zone after chi is written. */
+static pk_status s3e_exec(const pk_su3_params *p, const s3_data *dat, double *chi, int runs)
+{
+    const pk_s3_desc d = s3e_desc(p);
+    const size_t nv = p->nv;
+    double *ul = s3_alloc(d.u_doubles), *pl = s3_alloc(d.spinor_doubles);
+    double *xl = s3_alloc(d.spinor_doubles), *buf = s3_alloc(24 * nv + S3_GUARD);
+    for (size_t i = 0; i < 24 * nv; ++i) buf[i] = NAN;
+    for (size_t i = 24 * nv; i < 24 * nv + S3_GUARD; ++i) buf[i] = S3_SENTINEL;
+    for (size_t i = 0; i < d.spinor_doubles; ++i) xl[i] = NAN;
+    pk_status s = pk_su3_pack(p, dat->u, dat->psi, ul, pl);
+    void *impl = NULL;
+    if (s == PK_OK) s = pk_cuda_s3_create(NULL, 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_s3_upload(impl, ul, pl, NULL);
+    for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_s3_run(impl, NULL);
+    if (s == PK_OK) s = pk_cuda_s3_download(impl, xl, NULL);
+    pk_cuda_s3_destroy(impl);
+    if (s == PK_OK) s = pk_su3_unpack_spinor(p, xl, buf);
+    size_t over = 0;
+    for (size_t i = 24 * nv; i < 24 * nv + S3_GUARD; ++i) over += buf[i] != S3_SENTINEL;
+    if (s == PK_OK && over)
+        s = pk_fail(PK_EINTERNAL, "%zu of the %d doubles after chi were overwritten", over,
+                    S3_GUARD);
+    memcpy(chi, buf, 24 * nv * sizeof(double));
+    free(ul);
+    free(pl);
+    free(xl);
+    free(buf);
+    return s;
+}
+
+static void s3e_check_layout(int layout, int nw)
+{
+    double worst = 0;
+    char why[1024] = "", name[48];
+    int good = 1;
+    const double rb = s3_rebuild_err(layout);
+    for (size_t i = 0; i < S3_NSIZES; ++i) {
+        const size_t nv = s3_sizes[i];
+        s3_data d = s3_make(nv, 11 + nv);
+        pk_su3_params p = {nv, layout, nw};
+        double *chi = s3_alloc(24 * nv);
+        const pk_status s = s3e_exec(&p, &d, chi, 1);
+        double w = 0;
+        size_t first = 0, bad = 0;
+        if (s == PK_OK) bad = s3_compare(chi, d.ref, d.psi, nv, layout, &w, &first);
+        if (w > worst) worst = w;
+        if (s != PK_OK || bad) {
+            const size_t l = strlen(why);
+            snprintf(why + l, sizeof why - l, "; nv %zu: %zu over the bound, first double %zu; %s",
+                     nv, bad, first, emu_why(s));
+            good = 0;
+        }
+        emu_next_case();
+        free(chi);
+        s3_free(&d);
+    }
+    ok(good, "cuda %s: equals the reference within (2 sqrt2 gamma_6 + %.1f u) |psi(s,.,k)| for "
+       "nv = 1 .. 4099 (worst %.2f u |psi|)%s",
+       s3_case_name(layout, nw, name, sizeof name), rb / s3_u, worst, why);
+}
+
+static void s3e_check_plan(void)
+{
+    const size_t nv = 37;
+    s3_data dat = s3_make(nv, 5);
+    pk_su3_params p = {nv, PK_SU3_HVFO, 4};
+    double *a = s3_alloc(24 * nv), *b = s3_alloc(24 * nv);
+    const pk_status s1 = s3e_exec(&p, &dat, a, 1), s2 = s3e_exec(&p, &dat, b, 2);
+    ok(s1 == PK_OK && s2 == PK_OK && memcmp(a, b, 24 * nv * sizeof(double)) == 0,
+       "plan: two runs on one upload give the bits of one (%s)", emu_why(s1 != PK_OK ? s1 : s2));
+    const pk_s3_desc d = s3e_desc(&p);
+    double *xl = s3_alloc(d.spinor_doubles);
+    void *impl = NULL;
+    size_t nonzero = 0;
+    pk_status s = pk_cuda_s3_create(NULL, 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_s3_download(impl, xl, NULL);
+    for (size_t i = 0; i < d.spinor_doubles && s == PK_OK; ++i) nonzero += xl[i] != 0.0;
+    ok(s == PK_OK && nonzero == 0, "plan: a download before any upload gives zeros (%zu not; %s)",
+       nonzero, emu_why(s));
+    pk_cuda_s3_destroy(impl);
+    emu_next_case();
+    free(a);
+    free(b);
+    free(xl);
+    s3_free(&dat);
+}
+
+static pk_status s3e_create(const void *arg, void **impl)
+{
+    return pk_cuda_s3_create(NULL, 0, (const pk_s3_desc *)arg, impl);
+}
+
+int main(void)
+{
+    emu_begin("su3.cu");
+    s3_u = DBL_EPSILON / 2; /* u of s3_common.h's bounds */
+    for (size_t c = 0; c < S3_NCASES; ++c) s3e_check_layout(s3_cases[c][0], s3_cases[c][1]);
+    s3e_check_plan();
+    pk_su3_params p = {100, PK_SU3_AOS, 0};
+    const pk_s3_desc d = s3e_desc(&p);
+    emu_check_alloc_failures("su3 plan creation", s3e_create, pk_cuda_s3_destroy, &d);
+    return emu_end();
+}
