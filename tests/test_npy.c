@@ -473,6 +473,7 @@ static void test_files(void)
     }
     /* a header declaring 2^40 floats in a 200-byte file: truncated, without allocating them */
     unsigned char huge[256];
+    memset(huge, 0, sizeof huge); /* the 72 data bytes written are zeros */
     memcpy(huge, numpy_f4_2x3, 128);
     const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }";
     memset(huge + 10, ' ', 118);
