@@ -1336,6 +1336,21 @@ static pk_context *gr_context(pk_backend_id backend, int threads)
 enum { GR_UNIFORM, GR_CENTRAL, GR_EDGE, GR_NONFINITE, GR_W0, GR_TIES, GR_OS2, GR_OS6, GR_WIDE,
        GR_NSETS };
 
+/* The suite's sets and their double-precision oracles. */
+static void gr_make_sets(gr_set sets[GR_NSETS], gr_oracle orc[GR_NSETS])
+{
+    gr_make_uniform(&sets[GR_UNIFORM]);
+    gr_make_central(&sets[GR_CENTRAL]);
+    gr_make_edge(&sets[GR_EDGE]);
+    gr_make_nonfinite(&sets[GR_NONFINITE]);
+    gr_make_w0(&sets[GR_W0]);
+    gr_make_ties(&sets[GR_TIES]);
+    gr_make_os(&sets[GR_OS2], 2);
+    gr_make_os(&sets[GR_OS6], 6);
+    gr_make_wide(&sets[GR_WIDE]);
+    for (int i = 0; i < GR_NSETS; ++i) gr_oracle_make(&orc[i], &sets[i]);
+}
+
 static int gr_run_suite(pk_backend_id backend)
 {
     gr_backend = backend;
@@ -1356,16 +1371,7 @@ static int gr_run_suite(pk_backend_id backend)
     }
     gr_set sets[GR_NSETS];
     gr_oracle orc[GR_NSETS];
-    gr_make_uniform(&sets[GR_UNIFORM]);
-    gr_make_central(&sets[GR_CENTRAL]);
-    gr_make_edge(&sets[GR_EDGE]);
-    gr_make_nonfinite(&sets[GR_NONFINITE]);
-    gr_make_w0(&sets[GR_W0]);
-    gr_make_ties(&sets[GR_TIES]);
-    gr_make_os(&sets[GR_OS2], 2);
-    gr_make_os(&sets[GR_OS6], 6);
-    gr_make_wide(&sets[GR_WIDE]);
-    for (int i = 0; i < GR_NSETS; ++i) gr_oracle_make(&orc[i], &sets[i]);
+    gr_make_sets(sets, orc);
     /* the plan test's second list: the central positions with the uniform set's kernels */
     gr_set second = sets[GR_UNIFORM];
     second.name = "central-on-uniform";

@@ -208,22 +208,29 @@ static int lp_info_ok(const pk_run_info *info, const char *variant)
 
 /* ---- 1. against the reference ----------------------------------------------------------- */
 /* One (l, count, layout, nw) through both call paths; returns 1 when both pass. */
+/* A case's field (signed or positive by its seed) and the reference's result of it. */
+static void lp_case_field(const pk_laplace2d_params *p, float *x, float *ref)
+{
+    const size_t n = (size_t)p->l * p->l;
+    const unsigned seed = (unsigned)(p->l * 7919 + p->count * 131 + p->nw * 17 + p->layout);
+    if (seed & 1)
+        lp_fill(x, n, seed, -1.0f, 2.0f);
+    else
+        lp_fill(x, n, seed, 0.5f, 1.0f);
+    memcpy(ref, x, n * sizeof(float));
+    if (pk_laplace2d_reference(p, ref) != PK_OK) {
+        printf("Bail out! reference l = %d: %s\n", p->l, pk_last_error());
+        exit(1);
+    }
+}
+
 static int lp_case(pk_context *ctx, const char *variant, int l, int count, int layout, int nw,
                    double *maxerr, char *why, size_t whylen)
 {
     pk_laplace2d_params p = lp_params(l, count, layout, nw);
     const size_t n = (size_t)l * l;
     float *x = lp_alloc(n), *ref = lp_alloc(n), *y = lp_alloc(n);
-    const unsigned seed = (unsigned)(l * 7919 + count * 131 + nw * 17 + layout);
-    if (seed & 1)
-        lp_fill(x, n, seed, -1.0f, 2.0f);
-    else
-        lp_fill(x, n, seed, 0.5f, 1.0f);
-    memcpy(ref, x, n * sizeof(float));
-    if (pk_laplace2d_reference(&p, ref) != PK_OK) {
-        printf("Bail out! reference l = %d: %s\n", l, pk_last_error());
-        exit(1);
-    }
+    lp_case_field(&p, x, ref);
     const double tol = lp_tol_ref(count, lp_maxabs(x, n));
     int good = 1;
     char lay[32];

@@ -172,16 +172,7 @@ int main(void)
     gr_exec_hook = gre_exec;
     gr_set sets[GR_NSETS];
     gr_oracle orc[GR_NSETS];
-    gr_make_uniform(&sets[GR_UNIFORM]);
-    gr_make_central(&sets[GR_CENTRAL]);
-    gr_make_edge(&sets[GR_EDGE]);
-    gr_make_nonfinite(&sets[GR_NONFINITE]);
-    gr_make_w0(&sets[GR_W0]);
-    gr_make_ties(&sets[GR_TIES]);
-    gr_make_os(&sets[GR_OS2], 2);
-    gr_make_os(&sets[GR_OS6], 6);
-    gr_make_wide(&sets[GR_WIDE]);
-    for (int i = 0; i < GR_NSETS; ++i) gr_oracle_make(&orc[i], &sets[i]);
+    gr_make_sets(sets, orc);
 
     /* Every set on each variant.  Fewer blocks per tile than grid.cu's 4 (outer) and 32
      * (central) keep the emulated runs short; the defaults run below. */
