@@ -50,19 +50,20 @@ s3_line_ok() {
         python3 - "$1" "$2" "$3" <<'EOF'
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
-keys = ["kernel", "backend", "device", "variant", "layout", "nw", "nv", "seconds",
-        "kernel_seconds", "transfer_seconds", "layout_seconds", "gflop_per_s", "gb_per_s",
-        "layout_bytes_per_site", "flops", "bytes", "bytes_model", "reason", "verify",
-        "verify_rule"]
+keys = ["kernel", "backend", "device", "variant", "seconds", "kernel_seconds",
+        "transfer_seconds", "layout_seconds", "ms", "gflop_per_s", "gb_per_s", "flops", "bytes",
+        "bytes_model", "reason", "verify", "verify_rule", "su3"]
 missing = [k for k in keys if k not in d]
+missing += ["su3." + k for k in ["layout", "nw", "nv", "layout_bytes_per_site"]
+            if k not in d.get("su3", {})]
 if missing:
     sys.exit("missing keys: %s" % missing)
 v = d["verify"]
 if not (v["equal"] is True and v["num_failed"] == 0 and v["first_fail"] is None):
     sys.exit("verify: %s" % v)
-if d["kernel"] != "su3" or d["layout"] != sys.argv[2] or d["nv"] != int(sys.argv[3]):
+if d["kernel"] != "su3" or d["su3"]["layout"] != sys.argv[2] or d["su3"]["nv"] != int(sys.argv[3]):
     sys.exit("kernel, layout or nv: %s" % d)
-if d["bytes"] != 528 * d["nv"] or d["flops"] != 264 * d["nv"]:
+if d["bytes"] != 528 * d["su3"]["nv"] or d["flops"] != 264 * d["su3"]["nv"]:
     sys.exit("byte or flop model: %s" % d)
 EOF
     else
@@ -149,8 +150,8 @@ rows = [r for r in d["rows"] if r.get("kernel") == "su3"]
 # serial: 6 layouts, openmp: 2 variants x 6 layouts
 if len(rows) != 18 or not all(r["verified"] for r in rows):
     sys.exit("rows: %d, unverified: %s" % (len(rows), [r for r in rows if not r["verified"]]))
-if d["su3"]["bytes_per_site"] != 528:
-    sys.exit("su3 object: %s" % d["su3"])
+if any(r["bytes"] != 528 * r["su3"]["nv"] for r in rows):
+    sys.exit("byte model: %s" % rows[0])
 EOF
     result $? "bench --json has 18 verified su3 rows and the byte model"
 else

@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Set only by the fuzz harness (fuzz/fuzz_cli.c); see cli_common.h. */
@@ -604,6 +606,28 @@ const cli_jvalue *cli_json_get(const cli_jobject *obj, const char *key)
     return NULL;
 }
 
+/* ---- small helpers ------------------------------------------------------------------- */
+
+double cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double cli_rate(double amount, double seconds)
+{
+    return seconds > 0 && amount > 0 ? amount / seconds : NAN;
+}
+
+void cli_shape_text(const size_t *shape, int ndim, char *buf, size_t len)
+{
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int k = 0; k < ndim && used < len; ++k)
+        used += (size_t)snprintf(buf + used, len - used, "%s%zu", k ? ", " : "", shape[k]);
+    if (used < len) snprintf(buf + used, len - used, "]");
+}
+
 /* ---- files --------------------------------------------------------------------------- */
 
 char *cli_read_text(const char *path)
@@ -786,9 +810,12 @@ void cj_verify(cli_json *j, const pk_diff_report *rep, double rtol, int norm, co
 int cli_params_open(const char *prog, const char *dir, const char *kernel, char *path,
                     size_t path_len, FILE **pf, cli_json *j)
 {
+    char tmp[4200];
+    if (cli_mkdirs(dir) != 0)
+        return cli_usage_error(prog, "cannot create directory %s: %s", dir, strerror(errno));
     if (cli_join(path, path_len, dir, "params.json"))
         return cli_usage_error(prog, "path too long: %s", dir);
-    *pf = fopen(path, "w");
+    *pf = cli_temp_open(path, tmp, sizeof tmp);
     if (!*pf) return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
     cj_init(j, *pf, 1);
     cj_open(j, NULL, '{');
@@ -799,8 +826,84 @@ int cli_params_open(const char *prog, const char *dir, const char *kernel, char 
 int cli_params_close(const char *prog, const char *path, FILE *pf, cli_json *j)
 {
     cj_close(j);
-    if (fclose(pf) != 0) return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
+    if (cli_temp_commit(pf, path) != 0)
+        return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
     return 0;
+}
+
+/* ---- files written whole: a temporary name, renamed when complete ----------------------- */
+/* The temporaries in flight, removed by the signal handler (SIGINT, SIGTERM, SIGHUP) so that an
+ * interrupted command leaves no partial file behind. */
+#define CLI_TEMPS 8
+static char cli_temps[CLI_TEMPS][4200];
+static volatile sig_atomic_t cli_temps_used[CLI_TEMPS];
+
+static void cli_temp_signal(int sig)
+{
+    for (int i = 0; i < CLI_TEMPS; ++i)
+        if (cli_temps_used[i]) unlink(cli_temps[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static int cli_temp_slot(const char *tmp)
+{
+    static int handlers;
+    if (!handlers) {
+        handlers = 1;
+        signal(SIGINT, cli_temp_signal);
+        signal(SIGTERM, cli_temp_signal);
+        signal(SIGHUP, cli_temp_signal);
+    }
+    for (int i = 0; i < CLI_TEMPS; ++i)
+        if (!cli_temps_used[i]) {
+            snprintf(cli_temps[i], sizeof cli_temps[i], "%s", tmp);
+            cli_temps_used[i] = 1;
+            return i;
+        }
+    return -1;
+}
+
+static void cli_temp_forget(const char *tmp)
+{
+    for (int i = 0; i < CLI_TEMPS; ++i)
+        if (cli_temps_used[i] && strcmp(cli_temps[i], tmp) == 0) cli_temps_used[i] = 0;
+}
+
+static int cli_temp_name(const char *path, char *tmp, size_t len)
+{
+    int n = snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+    if (n < 0 || (size_t)n >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+FILE *cli_temp_open(const char *path, char *tmp, size_t len)
+{
+    if (cli_temp_name(path, tmp, len) != 0) return NULL;
+    if (cli_temp_slot(tmp) < 0) {
+        errno = EMFILE;
+        return NULL;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f) cli_temp_forget(tmp);
+    return f;
+}
+
+int cli_temp_commit(FILE *f, const char *path)
+{
+    char tmp[4200];
+    cli_temp_name(path, tmp, sizeof tmp);
+    int bad = ferror(f);
+    int err = bad ? EIO : 0;
+    if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
+    if (!err && rename(tmp, path) != 0) err = errno;
+    if (err) unlink(tmp);
+    cli_temp_forget(tmp);
+    errno = err;
+    return err ? -1 : 0;
 }
 
 int cli_opt_add(cli_opt *o, int n, const char *name, cli_type type, void *dest, int *seen,
@@ -883,11 +986,20 @@ int cli_context_opts(const char *prog, const char *backend, int device, int thre
 int cli_write_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
                   const size_t *shape, const void *data)
 {
-    char path[4096];
+    char path[4096], tmp[4200];
     if (cli_mkdirs(dir) != 0)
         return cli_usage_error(prog, "cannot create directory %s: %s", dir, strerror(errno));
-    if (cli_join(path, sizeof path, dir, name))
+    if (cli_join(path, sizeof path, dir, name) || cli_temp_name(path, tmp, sizeof tmp))
         return cli_usage_error(prog, "path too long: %s", dir);
-    pk_status s = pk_npy_write(path, dtype, ndim, shape, data);
+    if (cli_temp_slot(tmp) < 0) return cli_usage_error(prog, "too many files in flight");
+    pk_status s = pk_npy_write(tmp, dtype, ndim, shape, data);
+    if (s == PK_OK && rename(tmp, path) != 0) {
+        const int err = errno;
+        unlink(tmp);
+        cli_temp_forget(tmp);
+        return cli_usage_error(prog, "cannot write %s: %s", path, strerror(err));
+    }
+    if (s != PK_OK) unlink(tmp);
+    cli_temp_forget(tmp);
     return s == PK_OK ? 0 : cli_lib_error("portkern", s); /* library errors: "portkern: ..." */
 }

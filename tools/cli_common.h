@@ -109,10 +109,23 @@ int cli_json_parse_flat(const char *text, cli_jobject *obj, char *why, size_t le
 /** The value of key, or NULL. */
 const cli_jvalue *cli_json_get(const cli_jobject *obj, const char *key);
 
+/* ---- small helpers ------------------------------------------------------------------- */
+/** Monotonic clock, seconds. */
+double cli_now_s(void);
+/** amount / seconds, NaN unless both are positive. */
+double cli_rate(double amount, double seconds);
+/** "[a, b, c]" */
+void cli_shape_text(const size_t *shape, int ndim, char *buf, size_t len);
+
 /* ---- files --------------------------------------------------------------------------- */
 /** Read a whole text file (NUL-terminated, malloc'ed).  NULL with errno set on failure;
  *  files over 1 MiB are refused (EFBIG). */
 char *cli_read_text(const char *path);
+/** A file written whole: cli_temp_open opens PATH.tmp.PID (tmp gets its name) and registers it
+ *  for removal on SIGINT/SIGTERM/SIGHUP; cli_temp_commit closes it and renames it to path
+ *  when every write succeeded, else removes it (-1 with errno). */
+FILE *cli_temp_open(const char *path, char *tmp, size_t len);
+int cli_temp_commit(FILE *f, const char *path);
 /** mkdir -p; 0 or -1 with errno set. */
 int cli_mkdirs(const char *path);
 /** dir + "/" + name into buf; -1 when it does not fit. */
@@ -240,22 +253,6 @@ int cli_laplace2d_bench(const char *size, int reps, int threads, const pk_backen
 void cli_laplace2d_bench_json_rows(const cli_lp_bench *b, cli_json *j); /* inside "rows" */
 void cli_laplace2d_bench_json(const cli_lp_bench *b, cli_json *j);      /* the "laplace2d" object */
 void cli_laplace2d_bench_free(cli_lp_bench *b);
-
-/* ---- su3 (tools/cli_su3.c) ---------------------------------------------------------- */
-/** 1 when the kernel operand of a run/gen command line is "su3". */
-int cli_su3_named(int argc, char **argv);
-/** portkern run su3 / gen su3: argv after the command; exit codes as above. */
-int cli_su3_run(int argc, char **argv);
-int cli_su3_gen(int argc, char **argv);
-/** portkern bench's su3 part: every variant (and layout) of the backends at `size`,
- *  verified, against the bandwidth measured in the same run, printed as a table.  *out
- *  (free with _free) keeps the rows for the JSON file.  Returns the exit code. */
-typedef struct cli_s3_bench cli_s3_bench;
-int cli_su3_bench(const char *size, int reps, int threads, const pk_backend_id *backends, int nb,
-                  cli_s3_bench **out);
-void cli_su3_bench_json_rows(const cli_s3_bench *b, cli_json *j); /* inside "rows" */
-void cli_su3_bench_json(const cli_s3_bench *b, cli_json *j);      /* the "su3" object */
-void cli_su3_bench_free(cli_s3_bench *b);
 
 /* ---- dslash (tools/cli_dslash.c) ---------------------------------------------------------- */
 /** 1 when the kernel operand of a run/gen command line is "dslash". */

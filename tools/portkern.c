@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_common.h"
+#include "cli_kernel.h"
 
 #define MAIN_PROG "portkern" /* library errors are reported as "portkern: ..." */
 
@@ -914,7 +914,7 @@ static void bench_print(const bench_state *b)
 }
 
 static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_mf_bench *mf,
-                       const cli_gr_bench *gr, const cli_lp_bench *lp, const cli_s3_bench *s3,
+                       const cli_gr_bench *gr, const cli_lp_bench *lp, const cli_bench_result *s3,
                        const cli_ds_bench *ds, FILE *f)
 {
     cli_json j;
@@ -967,7 +967,7 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
     if (lp)
         cli_laplace2d_bench_json_rows(lp, &j);
     if (s3)
-        cli_su3_bench_json_rows(s3, &j);
+        cli_bench_json_rows(s3, &j);
     if (ds)
         cli_dslash_bench_json_rows(ds, &j);
     cj_close(&j);
@@ -986,8 +986,6 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
         cli_grid_bench_json(gr, &j);
     if (lp)
         cli_laplace2d_bench_json(lp, &j);
-    if (s3)
-        cli_su3_bench_json(s3, &j);
     if (ds)
         cli_dslash_bench_json(ds, &j);
     cj_close(&j);
@@ -1004,7 +1002,7 @@ static int cmd_bench(int argc, char **argv)
     cli_mf_bench *mf = NULL;
     cli_gr_bench *gr = NULL;
     cli_lp_bench *lp = NULL;
-    cli_s3_bench *s3 = NULL;
+    cli_bench_result *s3 = NULL;
     cli_ds_bench *ds = NULL;
     int want_d3 = 0, want_cv = 0, want_gr = 0, want_mf = 0, want_lp = 0, want_s3 = 0,
         want_ds = 0;
@@ -1123,7 +1121,8 @@ static int cmd_bench(int argc, char **argv)
         if (want_s3) {
             if (want_d3 || want_cv || want_gr || want_mf || want_lp)
                 printf("\n");
-            if (cli_su3_bench(b.size, b.reps, b.threads, list, nb, &s3) != 0)
+            cli_bench_req req = {b.size, b.reps, b.threads, psf_sweep};
+            if (cli_bench_kernel(&cli_kernel_su3, &req, list, nb, &s3) != 0)
                 failed = 1;
         }
         if (want_ds) {
@@ -1147,7 +1146,7 @@ static int cmd_bench(int argc, char **argv)
     cli_magicfilter3d_bench_free(mf);
     cli_grid_bench_free(gr);
     cli_laplace2d_bench_free(lp);
-    cli_su3_bench_free(s3);
+    cli_bench_free(s3);
     cli_dslash_bench_free(ds);
     return rc;
 }
@@ -1191,6 +1190,12 @@ int main(int argc, char **argv)
         printf("portkern %s\n", pk_version());
         return CLI_EXIT_OK;
     }
+    if (strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) {
+        const cli_kernel *k = cli_kernel_find(cli_kernel_operand(argc - 2, argv + 2));
+        if (k)
+            return strcmp(cmd, "run") == 0 ? cli_run(k, argc - 2, argv + 2)
+                                           : cli_gen(k, argc - 2, argv + 2);
+    }
     if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) && cli_grid_named(argc - 2, argv + 2))
         return strcmp(cmd, "run") == 0 ? cli_grid_run(argc - 2, argv + 2)
                                        : cli_grid_gen(argc - 2, argv + 2);
@@ -1198,9 +1203,6 @@ int main(int argc, char **argv)
         cli_laplace2d_named(argc - 2, argv + 2))
         return strcmp(cmd, "run") == 0 ? cli_laplace2d_run(argc - 2, argv + 2)
                                        : cli_laplace2d_gen(argc - 2, argv + 2);
-    if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) && cli_su3_named(argc - 2, argv + 2))
-        return strcmp(cmd, "run") == 0 ? cli_su3_run(argc - 2, argv + 2)
-                                       : cli_su3_gen(argc - 2, argv + 2);
     if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) &&
         cli_dslash_named(argc - 2, argv + 2))
         return strcmp(cmd, "run") == 0 ? cli_dslash_run(argc - 2, argv + 2)

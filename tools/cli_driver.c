@@ -1,0 +1,738 @@
+/* cli_driver.c - the generic run, gen and bench of portkern over the kernel descriptors of
+ * tools/cli_<kernel>.c (cli_kernel.h).  Everything every kernel does the same way is here,
+ * once: options and params.json from the parameter table, the context, the JSON line, the
+ * verdict, atomic output files, and the benchmark loop (plan, upload, warm-up, timed runs,
+ * download, verify, roof). */
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_kernel.h"
+
+#define MAIN_PROG "portkern"
+
+const cli_kernel *const cli_kernels[] = {
+    &cli_kernel_su3, NULL};
+
+const cli_kernel *cli_kernel_find(const char *name)
+{
+    for (int i = 0; name && cli_kernels[i]; ++i)
+        if (strcmp(cli_kernels[i]->name, name) == 0) return cli_kernels[i];
+    return NULL;
+}
+
+/* The kernel operand of a run/gen command line: the first word that is neither an option
+ * nor an option's value (options of every kernel that take no value are known here). */
+const char *cli_kernel_operand(int argc, char **argv)
+{
+    static const char *const common[] = {"verify", "help", NULL};
+    for (int i = 0; i < argc; ++i) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) return i + 1 < argc ? argv[i + 1] : NULL;
+        if (a[0] != '-' || a[1] == '\0') return a;
+        if (a[1] != '-' || strchr(a, '=')) continue;
+        int flag = 0;
+        for (int k = 0; common[k]; ++k) flag |= strcmp(a + 2, common[k]) == 0;
+        for (int n = 0; cli_kernels[n]; ++n)
+            for (int k = 0; cli_kernels[n]->flags && cli_kernels[n]->flags[k]; ++k)
+                flag |= strcmp(a + 2, cli_kernels[n]->flags[k]) == 0;
+        if (!flag) ++i; /* the option's value */
+    }
+    return NULL;
+}
+
+/* ---- parameters ------------------------------------------------------------------------ */
+static int param_index(const cli_kernel *k, const char *name)
+{
+    for (int i = 0; k->params && k->params[i].name; ++i)
+        if (strcmp(k->params[i].name, name) == 0) return i;
+    return -1;
+}
+
+int cli_seen(const cli_call *c, const char *name)
+{
+    const int i = param_index(c->k, name);
+    return i < 0 ? 0 : c->seen[i];
+}
+
+void cli_set_seen(cli_call *c, const char *name, int how)
+{
+    const int i = param_index(c->k, name);
+    if (i >= 0) c->seen[i] = (unsigned char)how;
+}
+
+const char *cli_seen_text(const cli_call *c, const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, cli_seen(c, name) == CLI_SEEN_OPT ? "--%s" : "params.json's %s", name);
+    return buf;
+}
+
+static void *field(void *args, const cli_param *p) { return (char *)args + p->off; }
+
+/* What the parser writes before the driver converts it into the args struct. */
+typedef struct param_slots {
+    double num[CLI_PMAX];
+    const char *str[CLI_PMAX];
+    int seen[CLI_PMAX];
+} param_slots;
+
+static int add_param_opts(const cli_kernel *k, unsigned where, void *args, param_slots *s,
+                          cli_opt *o, int n)
+{
+    for (int i = 0; k->params && k->params[i].name; ++i) {
+        const cli_param *p = &k->params[i];
+        if (!(p->in & where)) continue;
+        switch (p->type) {
+        case CLI_P_INT:
+            n = cli_opt_add(o, n, p->name, CLI_INT, field(args, p), &s->seen[i], p->min, p->max);
+            break;
+        case CLI_P_DOUBLE:
+            n = cli_opt_add(o, n, p->name, CLI_DOUBLE, field(args, p), &s->seen[i], p->min,
+                            p->max);
+            break;
+        case CLI_P_COUNT:
+            n = cli_opt_add(o, n, p->name, CLI_DOUBLE, &s->num[i], &s->seen[i], p->min, p->max);
+            break;
+        case CLI_P_NAME:
+            n = cli_opt_add(o, n, p->name, CLI_STRING, &s->str[i], &s->seen[i], 0, 0);
+            break;
+        case CLI_P_TEXT:
+            n = cli_opt_add(o, n, p->name, CLI_STRING, field(args, p), &s->seen[i], 0, 0);
+            break;
+        }
+    }
+    return n;
+}
+
+/* The parsed slots into the args struct: whole counts, known names. */
+static int take_param_opts(cli_call *c, param_slots *s)
+{
+    const cli_kernel *k = c->k;
+    for (int i = 0; k->params && k->params[i].name; ++i) {
+        const cli_param *p = &k->params[i];
+        if (!s->seen[i]) continue;
+        c->seen[i] = CLI_SEEN_OPT;
+        if (p->type == CLI_P_COUNT) {
+            if (s->num[i] != floor(s->num[i]))
+                return cli_usage_error(c->prog, "option --%s: %g is not a whole number", p->name,
+                                       s->num[i]);
+            *(size_t *)field(c->args, p) = (size_t)s->num[i];
+        } else if (p->type == CLI_P_NAME) {
+            if (p->from_name(s->str[i], (int *)field(c->args, p)) != PK_OK)
+                return cli_usage_error(c->prog, "option --%s: unknown %s '%s' (%s)", p->name,
+                                       p->name, s->str[i], p->names);
+        }
+    }
+    return 0;
+}
+
+/* DIR/params.json: the values the command line did not set.  A key the kernel does not know is
+ * a warning (a typo must not pass unseen); a value of the wrong type or range is bad input. */
+static int read_params(cli_call *c, const char *dir, char **keep)
+{
+    const cli_kernel *k = c->k;
+    char path[4096];
+    cli_jobject *obj;
+    int rc;
+    if (cli_join(path, sizeof path, dir, "params.json"))
+        return cli_usage_error(c->prog, "path too long: %s", dir);
+    if ((rc = cli_params_load(c->prog, path, k->name, &obj, keep)) || !obj) return rc;
+    for (int i = 0; i < obj->n; ++i) {
+        const cli_jvalue *v = &obj->v[i];
+        const int pi = param_index(k, v->key);
+        if (strcmp(v->key, "kernel") == 0) continue;
+        if (pi < 0 || !(k->params[pi].in & CLI_IN_PARAMS)) {
+            fprintf(stderr, "%s: warning: %s: unknown key \"%s\" ignored\n", c->prog, path,
+                    v->key);
+            continue;
+        }
+        const cli_param *p = &k->params[pi];
+        int id = 0;
+        const int num_ok = v->type == CLI_JNUM && v->num >= p->min && v->num <= p->max;
+        switch (p->type) {
+        case CLI_P_INT:
+        case CLI_P_COUNT:
+            if (!num_ok || v->num != floor(v->num))
+                rc = cli_usage_error(c->prog, "%s: \"%s\" must be an integer in [%.17g, %.17g]",
+                                     path, p->name, p->min, p->max);
+            break;
+        case CLI_P_DOUBLE:
+            if (!num_ok)
+                rc = cli_usage_error(c->prog, "%s: \"%s\" must be a number in [%.17g, %.17g]",
+                                     path, p->name, p->min, p->max);
+            break;
+        case CLI_P_NAME:
+            if (v->type != CLI_JSTR || p->from_name(v->str, &id) != PK_OK)
+                rc = cli_usage_error(c->prog, "%s: \"%s\" must be one of %s", path, p->name,
+                                     p->names);
+            break;
+        case CLI_P_TEXT:
+            if (v->type != CLI_JSTR)
+                rc = cli_usage_error(c->prog, "%s: \"%s\" must be a string", path, p->name);
+            break;
+        }
+        if (rc) break;
+        if (c->seen[pi]) continue; /* the command line wins */
+        c->seen[pi] = CLI_SEEN_FILE;
+        void *f = field(c->args, p);
+        switch (p->type) {
+        case CLI_P_INT: *(int *)f = (int)v->num; break;
+        case CLI_P_COUNT: *(size_t *)f = (size_t)v->num; break;
+        case CLI_P_DOUBLE: *(double *)f = v->num; break;
+        case CLI_P_NAME: *(int *)f = id; break;
+        case CLI_P_TEXT: *(const char **)f = v->str; break; /* obj is kept until the end */
+        }
+    }
+    if (rc) {
+        free(obj);
+        free(*keep);
+        *keep = NULL;
+        return rc;
+    }
+    /* *keep holds the text; the object holds the strings TEXT parameters point to. */
+    free(*keep);
+    *keep = (char *)obj;
+    return 0;
+}
+
+static void write_params(cli_json *j, const cli_kernel *k, const void *args)
+{
+    for (int i = 0; k->params && k->params[i].name; ++i) {
+        const cli_param *p = &k->params[i];
+        const void *f = (const char *)args + p->off;
+        if (!(p->in & CLI_IN_PARAMS)) continue;
+        switch (p->type) {
+        case CLI_P_INT: cj_int(j, p->name, *(const int *)f); break;
+        case CLI_P_COUNT: cj_int(j, p->name, (long long)*(const size_t *)f); break;
+        case CLI_P_DOUBLE: cj_num(j, p->name, *(const double *)f); break;
+        case CLI_P_NAME: cj_str(j, p->name, p->to_name(*(const int *)f)); break;
+        case CLI_P_TEXT: cj_str(j, p->name, *(const char *const *)f); break;
+        }
+    }
+}
+
+int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
+                 const size_t *want, const char *what, pk_array *arr)
+{
+    char path[4096], shape[160];
+    if (cli_join(path, sizeof path, dir, name)) return cli_usage_error(prog, "path too long: %s", dir);
+    pk_status s = pk_npy_read(path, arr);
+    if (s != PK_OK) return cli_lib_error(MAIN_PROG, s);
+    cli_shape_text(arr->shape, arr->ndim, shape, sizeof shape);
+    int ok = arr->dtype == dtype && arr->ndim == ndim;
+    for (int i = 0; ok && i < ndim; ++i) ok = arr->shape[i] >= 1 && (!want[i] || arr->shape[i] == want[i]);
+    if (ok) return 0;
+    const char *d = pk_dtype_descr(arr->dtype);
+    pk_array_free(arr);
+    return cli_usage_error(prog, "%s: expected %s, got '%s' with shape %s", path, what,
+                           d ? d : "?", shape);
+}
+
+/* ---- help ------------------------------------------------------------------------------- */
+static void variants_text(const cli_kernel *k, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int be = PK_BACKEND_SERIAL; be < PK_BACKEND_COUNT && used < len; ++be) {
+        const char *v = k->variants((pk_backend_id)be);
+        if (!v || !*v) continue;
+        used += (size_t)snprintf(buf + used, len - used, "%s%s: %s", used ? "; " : "",
+                                 pk_backend_name((pk_backend_id)be), v);
+    }
+}
+
+static void run_usage(const cli_kernel *k, FILE *f)
+{
+    char vars[512];
+    variants_text(k, vars, sizeof vars);
+    fprintf(f, "Usage: portkern run %s [options]\n", k->name);
+    fputs(k->run_help, f);
+    fprintf(f,
+        "\nOptions of every kernel:\n"
+        "  --backend B     auto (default; PORTKERN_BACKEND), serial, openmp, opencl, cuda\n"
+        "  --variant V     the backend's variants (the first its default; with --backend auto\n"
+        "                  a variant selects its backend):\n"
+        "                  %s\n"
+        "  --device N      device index within the backend (portkern-probe lists them)\n"
+        "  --threads N     OpenMP threads (0: OpenMP's default)\n"
+        "  --preset S      small, paper or large: the sizes 'portkern bench --size S' runs\n"
+        "  --in DIR        read the inputs 'portkern gen %s --out DIR' writes, and\n"
+        "                  DIR/params.json; options given here override params.json\n"
+        "  --out DIR       write the outputs as .npy files into DIR (created when missing)\n"
+        "  --verify        also run the serial reference and compare: pass when\n"
+        "                  %s\n"
+        "  --rtol R        rtol of --verify (default %g)\n"
+        "\n"
+        "Prints one JSON line (one cold call: plan, transfers and kernel; 'portkern bench'\n"
+        "times resident plan runs): kernel, backend, device, device_index, variant, seconds\n"
+        "(the whole call), kernel_seconds, transfer_seconds, setup_seconds, layout_seconds,\n"
+        "ms (kernel), gflop_per_s, gb_per_s (kernel time; flops and bytes by the library's\n"
+        "model: %s; %s), flops, bytes, flops_model, bytes_model, \"%s\" {its own fields},\n"
+        "fell_back, reason; --verify adds \"verify\" {equal, mode, rtol, max_rel_err,\n"
+        "max_abs_err, norm_rel_err, num_failed, first_fail} and verify_rule.\n"
+        "Exit status: 0 ok; 1 verification failed or the run failed; 2 bad option, bad input\n"
+        "file, or unknown backend/variant/device.\n",
+        vars, k->name, k->verify_rule, k->rtol, k->flops_model, k->bytes_model, k->name);
+}
+
+static void gen_usage(const cli_kernel *k, FILE *f)
+{
+    fprintf(f, "Usage: portkern gen %s --out DIR [options]\n", k->name);
+    fputs(k->gen_help, f);
+    fprintf(f,
+        "  --preset S      small, paper or large: the sizes 'portkern bench --size S' runs\n"
+        "\nEvery file is written under a temporary name and renamed when complete; params.json\n"
+        "comes last, so a DIR with params.json holds a whole data set.\n"
+        "Exit status: 0 written; 1 out of memory or a write failed; 2 bad option or\n"
+        "unwritable DIR.\n");
+}
+
+void cli_kernels_usage(FILE *f, const char *cmd)
+{
+    fprintf(f, "Usage: portkern %s KERNEL [options]   (portkern %s KERNEL --help for its "
+               "options)\nKernels:\n", cmd, cmd);
+    for (int i = 0; cli_kernels[i]; ++i)
+        fprintf(f, "  %-14s %s\n", cli_kernels[i]->name, cli_kernels[i]->summary);
+}
+
+/* ---- run and gen ------------------------------------------------------------------------ */
+typedef struct cmd_state {
+    cli_call c;
+    param_slots slots;
+    cli_opt opts[64];
+    char *pos[2];
+    int npos, nopts;
+    const char *preset;
+    char *keep; /* params.json, kept while TEXT parameters point into it */
+} cmd_state;
+
+static int cmd_begin(cmd_state *st, const cli_kernel *k, const char *prog, unsigned where,
+                     void *args)
+{
+    memset(st, 0, sizeof *st);
+    st->c.k = k;
+    st->c.prog = prog;
+    st->c.args = args;
+    k->args_init(args);
+    st->nopts = add_param_opts(k, where, args, &st->slots, st->opts, 0);
+    if (k->options) st->nopts = k->options(st->opts, st->nopts, args, where == CLI_IN_GEN);
+    st->nopts = cli_opt_add(st->opts, st->nopts, "preset", CLI_STRING, &st->preset, NULL, 0, 0);
+    return st->nopts;
+}
+
+/* Options parsed: the preset first (explicit options override it), then the parameters. */
+static int cmd_args(cmd_state *st)
+{
+    const cli_kernel *k = st->c.k;
+    if (st->preset) {
+        param_slots saved = st->slots;
+        /* The preset replaces defaults only: re-apply what the command line gave. */
+        char *copy = malloc(k->args_size);
+        if (!copy) return cli_usage_error(st->c.prog, "out of memory");
+        memcpy(copy, st->c.args, k->args_size);
+        if (k->preset(st->preset, st->c.args) != 0) {
+            free(copy);
+            return cli_usage_error(st->c.prog, "option --preset: unknown size '%s' (small, "
+                                   "paper, large)", st->preset);
+        }
+        for (int i = 0; k->params && k->params[i].name; ++i) {
+            const cli_param *p = &k->params[i];
+            if (!saved.seen[i]) continue;
+            size_t sz = p->type == CLI_P_COUNT ? sizeof(size_t) : p->type == CLI_P_DOUBLE
+                        ? sizeof(double) : p->type == CLI_P_TEXT ? sizeof(char *) : sizeof(int);
+            memcpy((char *)st->c.args + p->off, copy + p->off, sz);
+        }
+        free(copy);
+    }
+    return take_param_opts(&st->c, &st->slots);
+}
+
+int cli_run(const cli_kernel *k, int argc, char **argv)
+{
+    const char *prog = "portkern run";
+    cmd_state st;
+    const char *backend = NULL, *variant = NULL, *in = NULL, *out = NULL;
+    int device = -1, threads = 0, verify = 0, rc;
+    double rtol = k->rtol;
+    pk_context_options copt;
+    pk_context *ctx = NULL;
+    pk_run_info info;
+    cli_verdict v;
+    void *args = calloc(1, k->args_size), *data = calloc(1, k->data_size);
+
+    if (!args || !data) {
+        free(args);
+        free(data);
+        fprintf(stderr, "%s: out of host memory\n", prog);
+        return CLI_EXIT_FAIL;
+    }
+    int n = cmd_begin(&st, k, prog, CLI_IN_RUN, args);
+    n = cli_run_opts(st.opts, n, &backend, &variant, &device, &threads, &in, &out, &verify);
+    cli_opt_add(st.opts, n, "rtol", CLI_DOUBLE, &rtol, NULL, 0, DBL_MAX);
+    rc = cli_parse(prog, argc, argv, st.opts, st.pos, 1, &st.npos);
+    if (rc == CLI_HELP) {
+        run_usage(k, stdout);
+        rc = CLI_EXIT_OK;
+        goto done;
+    }
+    if (rc || (rc = cmd_args(&st)) || (rc = cli_context_opts(prog, backend, device, threads, &copt)))
+        goto done;
+    if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
+        goto done;
+    if (in && (rc = read_params(&st.c, in, &st.keep))) goto done;
+    if (k->resolve && (rc = k->resolve(&st.c))) goto done;
+    if ((rc = in ? k->load(&st.c, in, data) : k->generate(&st.c, data))) goto done;
+
+    pk_status s = pk_context_create(&ctx, &copt);
+    if (s == PK_OK) s = k->run(ctx, variant, args, data, &info);
+    if (s != PK_OK) {
+        rc = cli_lib_error(MAIN_PROG, s);
+        goto done;
+    }
+    if (verify) {
+        memset(&v, 0, sizeof v);
+        v.rtol = rtol;
+        if ((s = k->verify(args, data, &v)) != PK_OK) {
+            rc = cli_lib_error(MAIN_PROG, s);
+            goto done;
+        }
+    }
+    if (out && (rc = k->write_outputs(&st.c, out, data))) goto done;
+
+    cli_json j;
+    cj_init(&j, stdout, 0);
+    cj_open(&j, NULL, '{');
+    cj_run_head(&j, k->name, &info);
+    cj_run_times(&j, &info);
+    cj_num(&j, "layout_seconds", info.layout_s);
+    cj_num(&j, "ms", info.kernel_s > 0 ? 1e3 * info.kernel_s : NAN);
+    cj_num(&j, "gflop_per_s", cli_rate(info.flops / 1e9, info.kernel_s));
+    cj_num(&j, "gb_per_s", cli_rate(info.bytes / 1e9, info.kernel_s));
+    cj_num(&j, "flops", info.flops);
+    cj_num(&j, "bytes", info.bytes);
+    cj_str(&j, "flops_model", k->flops_model);
+    cj_str(&j, "bytes_model", k->bytes_model);
+    cj_open(&j, k->name, '{');
+    k->run_json(&j, args, data, &info);
+    cj_close(&j);
+    cj_run_tail(&j, &info);
+    if (verify) {
+        cj_verify(&j, &v.rep, v.rtol, v.norm, v.shape, v.ndim);
+        cj_str(&j, "verify_rule", k->verify_rule);
+    }
+    cj_close(&j);
+    rc = verify && !v.rep.equal ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+done:
+    pk_context_destroy(ctx);
+    k->data_free(data);
+    free(data);
+    free(args);
+    free(st.keep);
+    return rc;
+}
+
+int cli_gen(const cli_kernel *k, int argc, char **argv)
+{
+    const char *prog = "portkern gen";
+    cmd_state st;
+    const char *out = NULL;
+    int rc;
+    void *args = calloc(1, k->args_size), *data = calloc(1, k->data_size);
+
+    if (!args || !data) {
+        free(args);
+        free(data);
+        fprintf(stderr, "%s: out of host memory\n", prog);
+        return CLI_EXIT_FAIL;
+    }
+    int n = cmd_begin(&st, k, prog, CLI_IN_GEN, args);
+    cli_opt_add(st.opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
+    rc = cli_parse(prog, argc, argv, st.opts, st.pos, 1, &st.npos);
+    if (rc == CLI_HELP) {
+        gen_usage(k, stdout);
+        rc = CLI_EXIT_OK;
+        goto done;
+    }
+    if (rc || (rc = cmd_args(&st)) || (k->resolve && (rc = k->resolve(&st.c)))) goto done;
+    if (!out) {
+        rc = cli_usage_error(prog, "--out DIR is required");
+        goto done;
+    }
+    if (cli_parse_only) goto done;
+    if ((rc = k->generate(&st.c, data)) || (rc = k->write_inputs(&st.c, out, data))) goto done;
+    /* params.json last: its presence says the set is complete. */
+    char path[4096];
+    FILE *pf;
+    cli_json j;
+    if ((rc = cli_params_open(prog, out, k->name, path, sizeof path, &pf, &j))) goto done;
+    write_params(&j, k, args);
+    if ((rc = cli_params_close(prog, path, pf, &j))) goto done;
+    printf("wrote %s (the inputs of 'portkern run %s --in %s')\n", out, k->name, out);
+done:
+    k->data_free(data);
+    free(data);
+    free(args);
+    free(st.keep);
+    return rc;
+}
+
+/* ---- bench ------------------------------------------------------------------------------ */
+double cli_row_gbs(const cli_bench_row *r)
+{
+    return r->status == CLI_ROW_OK ? cli_rate(r->bytes / 1e9, r->t_min) : NAN;
+}
+
+double cli_row_gflops(const cli_bench_row *r)
+{
+    return r->status == CLI_ROW_OK ? cli_rate(r->flops / 1e9, r->t_min) : NAN;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The copy bandwidth of a device, measured once per process. */
+static double roof_bw(pk_context *ctx, pk_backend_id be, int device)
+{
+    static struct { pk_backend_id be; int device; double bw; } seen[32];
+    static int nseen;
+    for (int i = 0; i < nseen; ++i)
+        if (seen[i].be == be && seen[i].device == device) return seen[i].bw;
+    double bw = 0;
+    cli_progress("roof: %s device %d bandwidth ...", pk_backend_name(be), device);
+    pk_status s = pk_measure_bandwidth(ctx, be, device, 0, 5, &bw);
+    if (s != PK_OK) {
+        fprintf(stderr, "portkern bench: %s device %d: bandwidth not measured: %s: %s\n",
+                pk_backend_name(be), device, pk_strerror(s), pk_last_error());
+        bw = 0;
+    }
+    if (nseen < 32) {
+        seen[nseen].be = be;
+        seen[nseen].device = device;
+        seen[nseen++].bw = bw;
+    }
+    return bw;
+}
+
+static cli_bench_row *add_row(cli_bench_result *r, pk_backend_id be)
+{
+    cli_bench_row *rows = cli_grow(r->rows, r->nrows, &r->cap, sizeof *rows);
+    if (!rows) return NULL;
+    r->rows = rows;
+    rows[r->nrows].backend = be;
+    rows[r->nrows].c = -1;
+    rows[r->nrows].device = -1;
+    return &rows[r->nrows++];
+}
+
+static void row_fail(cli_bench_row *r, const char *what, pk_status s)
+{
+    r->status = CLI_ROW_FAILED;
+    snprintf(r->reason, sizeof r->reason, "%s: %s: %s", what, pk_strerror(s), pk_last_error());
+}
+
+static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
+{
+    const cli_bench_ops *b = res->k->bench;
+    const int reps = res->req->reps;
+    void *plan = NULL;
+    pk_run_info info;
+    double *t = malloc((size_t)reps * sizeof *t);
+    double t0 = cli_now_s();
+    pk_status s = t ? b->create(&plan, ctx, r->variant, res->bd, r->c, &info) : PK_ENOMEM;
+    if (s != PK_OK) {
+        row_fail(r, "plan", s);
+        goto done;
+    }
+    r->setup_s = cli_now_s() - t0;
+    r->device = info.device;
+    snprintf(r->device_name, sizeof r->device_name, "%s", info.device_name);
+    r->bw = roof_bw(ctx, r->backend, info.device);
+    t0 = cli_now_s();
+    if ((s = b->upload(plan, res->bd, r->c)) != PK_OK) {
+        row_fail(r, "upload", s);
+        goto done;
+    }
+    r->upload_s = cli_now_s() - t0;
+    for (int i = 0; i <= reps; ++i) { /* i = 0: the untimed warm-up (program builds) */
+        if ((s = b->run(plan, &info)) != PK_OK) {
+            row_fail(r, i ? "timed run" : "warm-up run", s);
+            goto done;
+        }
+        if (i > 0) t[i - 1] = info.kernel_s;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    r->t_min = t[0];
+    r->t_max = t[reps - 1];
+    r->t_median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    r->flops = info.flops;
+    r->bytes = info.bytes;
+    snprintf(r->reason, sizeof r->reason, "%s", info.reason);
+    t0 = cli_now_s();
+    if ((s = b->download(plan, res->bd, r->c)) != PK_OK) {
+        row_fail(r, "download", s);
+        goto done;
+    }
+    r->download_s = cli_now_s() - t0;
+    if ((s = b->verify(res->bd, r->c, reps + 1, &r->v)) != PK_OK) {
+        row_fail(r, "verify", s);
+        goto done;
+    }
+    r->verified = r->v.rep.equal;
+done:
+    if (plan) b->destroy(plan);
+    free(t);
+}
+
+static void print_rows(const cli_bench_result *res)
+{
+    const cli_kernel *k = res->k;
+    int cases = 0;
+    for (int i = 0; i < res->nrows; ++i) cases |= res->rows[i].case_name[0] != 0;
+    printf("%-13s %-7s %-22s %-13s", "kernel", "backend", "device", "variant");
+    if (cases) printf(" %-16s", "case");
+    printf(" %9s %9s %9s %8s %8s %6s %9s %s\n", "ms min", "median", "max", "GB/s", "GFlop/s",
+           "x roof", "max err", "verified");
+    for (int i = 0; i < res->nrows; ++i) {
+        const cli_bench_row *r = &res->rows[i];
+        printf("%-13s %-7s %-22.22s %-13s", k->name, pk_backend_name(r->backend),
+               r->device_name[0] ? r->device_name : "-", r->variant[0] ? r->variant : "-");
+        if (cases) printf(" %-16.16s", r->case_name[0] ? r->case_name : "-");
+        if (r->status != CLI_ROW_OK) {
+            printf(" %9s %9s %9s %8s %8s %6s %9s %s\n", "-", "-", "-", "-", "-", "-", "-",
+                   r->status == CLI_ROW_SKIPPED ? "skipped" : "error");
+            continue;
+        }
+        const double gbs = cli_row_gbs(r);
+        printf(" %9.3f %9.3f %9.3f %8.2f %8.2f ", 1e3 * r->t_min, 1e3 * r->t_median,
+               1e3 * r->t_max, gbs, cli_row_gflops(r));
+        if (r->bw > 0)
+            printf("%5.2fx", gbs * 1e9 / r->bw);
+        else
+            printf("%6s", "-");
+        printf(" %9.2e %s\n", r->v.norm ? r->v.rep.norm_rel_err : r->v.rep.max_rel_err,
+               r->verified ? "yes" : "NO");
+    }
+    for (int i = 0; i < res->nrows; ++i) {
+        const cli_bench_row *r = &res->rows[i];
+        if (r->status == CLI_ROW_SKIPPED)
+            printf("%s %s skipped: %s\n", k->name, pk_backend_name(r->backend), r->reason);
+        else if (r->status == CLI_ROW_FAILED)
+            printf("%s %s %s %s error: %s\n", k->name, pk_backend_name(r->backend), r->variant,
+                   r->case_name, r->reason);
+        else if (!r->verified)
+            printf("%s %s %s %s NOT verified: %zu elements beyond rtol %g, max rel err %.3g\n",
+                   k->name, pk_backend_name(r->backend), r->variant, r->case_name,
+                   r->v.rep.num_failed, r->v.rtol, r->v.rep.max_rel_err);
+    }
+}
+
+int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
+                     const pk_backend_id *backends, int nb, cli_bench_result **out)
+{
+    const cli_bench_ops *b = k->bench;
+    cli_bench_result *res = calloc(1, sizeof *res);
+    int ncases = 1, total, done = 0, rc = 0;
+    *out = res;
+    if (!res) goto nomem;
+    res->k = k;
+    res->req = req;
+    total = cli_bench_open(&res->set, backends, nb, req->threads, k->variants, k->name);
+    for (int i = 0; i < nb; ++i) { /* unavailable backends: one row each */
+        const pk_backend_id be = backends[i];
+        if (res->set.nvars[be] > 0) continue;
+        cli_bench_row *r = add_row(res, be);
+        if (!r) goto nomem;
+        r->status = CLI_ROW_SKIPPED;
+        snprintf(r->reason, sizeof r->reason, "%s", res->set.skip[be]);
+    }
+    if (total > 0) {
+        cli_progress("%s: data set and reference (%s) ...", k->name, req->size);
+        if ((rc = b->setup(req, &res->bd, &ncases))) goto done;
+    }
+    if (res->bd && b->describe) b->describe(res->bd);
+    for (int i = 0; total > 0 && i < nb; ++i) {
+        const pk_backend_id be = backends[i];
+        for (int v = 0; v < res->set.nvars[be]; ++v)
+            for (int c = 0; c < ncases; ++c) {
+                const char *var = res->set.vars[be][v];
+                if (b->case_runs && !b->case_runs(res->bd, c, be, var)) continue;
+                cli_bench_row *r = add_row(res, be);
+                if (!r) goto nomem;
+                snprintf(r->variant, sizeof r->variant, "%s", var);
+                r->c = c;
+                if (b->case_name) b->case_name(res->bd, c, r->case_name, sizeof r->case_name);
+                cli_progress("%s [%d] %s %s %s ...", k->name, ++done, pk_backend_name(be), var,
+                             r->case_name);
+                bench_one(res, res->set.ctx[be], r);
+            }
+    }
+    printf("best of %d timed plan runs (min, median, max) after 1 warm-up, data resident on the "
+           "device; 'portkern run' times one cold call instead\n", req->reps);
+    print_rows(res);
+    if (res->bd && b->report) b->report(res);
+    for (int i = 0; i < res->nrows; ++i)
+        if (res->rows[i].status == CLI_ROW_FAILED ||
+            (res->rows[i].status == CLI_ROW_OK && !res->rows[i].verified))
+            rc = CLI_EXIT_FAIL;
+    goto done;
+nomem:
+    fprintf(stderr, "portkern bench: out of host memory\n");
+    rc = CLI_EXIT_FAIL;
+done:
+    if (res) cli_bench_close(&res->set);
+    return rc;
+}
+
+void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
+{
+    for (int i = 0; res && i < res->nrows; ++i) {
+        const cli_bench_row *r = &res->rows[i];
+        const int ok = r->status == CLI_ROW_OK;
+        const double gbs = cli_row_gbs(r);
+        cj_open(j, NULL, '{');
+        cj_str(j, "kernel", res->k->name);
+        cj_str(j, "backend", pk_backend_name(r->backend));
+        cj_str(j, "status", ok ? "ok" : r->status == CLI_ROW_SKIPPED ? "skipped" : "error");
+        cj_str(j, "device", r->device_name);
+        cj_str(j, "variant", r->variant[0] ? r->variant : NULL);
+        cj_str(j, "case", r->case_name[0] ? r->case_name : NULL);
+        cj_num(j, "kernel_seconds", ok ? r->t_min : NAN);
+        cj_num(j, "kernel_seconds_median", ok ? r->t_median : NAN);
+        cj_num(j, "kernel_seconds_max", ok ? r->t_max : NAN);
+        cj_num(j, "ms", ok ? 1e3 * r->t_min : NAN);
+        cj_num(j, "setup_seconds", ok ? r->setup_s : NAN);
+        cj_num(j, "upload_seconds", ok ? r->upload_s : NAN);
+        cj_num(j, "download_seconds", ok ? r->download_s : NAN);
+        cj_num(j, "flops", ok ? r->flops : NAN);
+        cj_num(j, "bytes", ok ? r->bytes : NAN);
+        cj_num(j, "gflop_per_s", cli_row_gflops(r));
+        cj_num(j, "gb_per_s", gbs);
+        cj_num(j, "bandwidth_gb_per_s", r->bw > 0 ? r->bw / 1e9 : NAN);
+        cj_num(j, "roof_fraction", r->bw > 0 ? gbs * 1e9 / r->bw : NAN);
+        if (r->c >= 0 && res->k->bench->case_json && res->bd) {
+            cj_open(j, res->k->name, '{');
+            res->k->bench->case_json(j, res->bd, r->c);
+            cj_close(j);
+        }
+        cj_bool(j, "verified", ok && r->verified);
+        if (ok) cj_verify(j, &r->v.rep, r->v.rtol, r->v.norm, r->v.shape, r->v.ndim);
+        cj_str(j, "reason", r->reason);
+        cj_close(j);
+    }
+}
+
+void cli_bench_free(cli_bench_result *res)
+{
+    if (!res) return;
+    if (res->bd) res->k->bench->free(res->bd);
+    free(res->rows);
+    free(res);
+}

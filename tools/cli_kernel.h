@@ -1,0 +1,188 @@
+/* cli_kernel.h - a kernel's part of the portkern command line: one descriptor per kernel
+ * (tools/cli_<kernel>.c) that the generic driver (tools/cli_driver.c) runs for `run`, `gen`
+ * and `bench`.  The driver owns everything the kernels share: the common options, params.json
+ * in and out, the context, timing, the JSON schema of a run line and of a bench row, the
+ * bench table with min/median/max, the roof, exit codes.  A descriptor keeps only what is
+ * the kernel's own: its parameters, its files, how to generate, run and verify it. */
+#ifndef PK_CLI_KERNEL_H
+#define PK_CLI_KERNEL_H
+
+#include <stddef.h>
+
+#include "cli_common.h"
+
+/* ---- parameters: options of run and gen that are also keys of params.json ---------------- */
+typedef enum cli_ptype {
+    CLI_P_INT,    /* int */
+    CLI_P_COUNT,  /* size_t, given as a whole number up to max (past INT_MAX) */
+    CLI_P_DOUBLE, /* double, finite */
+    CLI_P_NAME,   /* int id of a name: names() lists them, from_name() resolves */
+    CLI_P_TEXT    /* const char *, resolved by the kernel (magicfilter3d's "20x18x17") */
+} cli_ptype;
+
+#define CLI_IN_RUN 1u    /* an option of `run` */
+#define CLI_IN_GEN 2u    /* an option of `gen` */
+#define CLI_IN_PARAMS 4u /* written to params.json by gen, read from it by run --in */
+#define CLI_IN_ALL (CLI_IN_RUN | CLI_IN_GEN | CLI_IN_PARAMS)
+
+typedef struct cli_param {
+    const char *name; /* the option --name and the params.json key; NULL ends a table */
+    cli_ptype type;
+    size_t off;       /* offset of the value in the kernel's args struct */
+    double min, max;  /* INT, COUNT, DOUBLE: accepted closed range */
+    unsigned in;      /* CLI_IN_* */
+    pk_status (*from_name)(const char *name, int *id); /* NAME: PK_OK or not */
+    const char *(*to_name)(int id);              /* NAME */
+    const char *names;                           /* NAME: "aos, short, ..." for messages */
+} cli_param;
+
+#define CLI_PMAX 24
+#define CLI_SEEN_OPT 1  /* given on the command line */
+#define CLI_SEEN_FILE 2 /* taken from params.json or an input file's shape */
+
+/* One command on one kernel: what the hooks get. */
+typedef struct cli_kernel cli_kernel;
+typedef struct cli_call {
+    const cli_kernel *k;
+    const char *prog;           /* "portkern run" / "portkern gen" */
+    void *args;                 /* the kernel's args struct */
+    unsigned char seen[CLI_PMAX]; /* per entry of k->params: 0, CLI_SEEN_OPT or CLI_SEEN_FILE */
+} cli_call;
+
+/** 0, CLI_SEEN_OPT or CLI_SEEN_FILE for the parameter `name` of the call's kernel. */
+int cli_seen(const cli_call *c, const char *name);
+void cli_set_seen(cli_call *c, const char *name, int how);
+/** "--nv" when the value came from the command line, else "params.json's nv": for the
+ *  message of an input file whose shape disagrees. */
+const char *cli_seen_text(const cli_call *c, const char *name, char *buf, size_t len);
+
+/** Read DIR/name.npy and check its dtype, rank and every extent given (want[i] = 0: any);
+ *  0, or the usage error's exit code after a message naming the file, its dtype and shape
+ *  and what was expected (`what`, e.g. "complex128 [nv][3][3]"). */
+int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
+                 const size_t *want, const char *what, pk_array *arr);
+
+/* The differ's verdict of a run against its reference, and how to report it. */
+typedef struct cli_verdict {
+    pk_diff_report rep;
+    double rtol;
+    int norm;
+    size_t shape[8]; /* names the first failure as a multi-index */
+    int ndim;
+} cli_verdict;
+
+/* ---- bench ------------------------------------------------------------------------------ */
+typedef struct cli_bench_req {
+    const char *size; /* small, paper, large */
+    int reps, threads;
+    int psf_sweep;    /* conv2d's --psf-sweep */
+} cli_bench_req;
+
+enum { CLI_ROW_OK, CLI_ROW_SKIPPED, CLI_ROW_FAILED };
+
+typedef struct cli_bench_row {
+    pk_backend_id backend;
+    int device;
+    char device_name[128];
+    char variant[32];
+    int c;            /* the kernel's case index; -1 for a skipped backend */
+    char case_name[48];
+    int status;       /* CLI_ROW_* */
+    char reason[600]; /* skipped/failed: why; ok: the library's reason */
+    double t_min, t_median, t_max; /* kernel seconds of the timed runs */
+    double setup_s, upload_s, download_s;
+    double flops, bytes; /* per run, from the library's run info */
+    double bw;           /* the device's measured copy bandwidth, B/s; 0: not measured */
+    int verified;
+    cli_verdict v;
+} cli_bench_row;
+
+typedef struct cli_bench_result {
+    const cli_kernel *k;
+    const cli_bench_req *req;
+    cli_bench_row *rows;
+    int nrows, cap;
+    cli_bench_set set; /* the contexts, one per backend */
+    void *bd;          /* the kernel's bench data */
+} cli_bench_result;
+
+/* GB/s and GFlop/s of a row at its best time (NaN when not ok). */
+double cli_row_gbs(const cli_bench_row *r);
+double cli_row_gflops(const cli_bench_row *r);
+/* Time a plan-like callback: one warm-up, then reps timed runs; min/median/max of kernel_s. */
+
+typedef struct cli_bench_ops {
+    /* Generate the data set of req->size and its reference; *ncases timed configurations per
+     * variant (su3: its layouts; magicfilter3d: two grids).  Returns 0 or an exit code. */
+    int (*setup)(const cli_bench_req *req, void **bd, int *ncases);
+    void (*case_name)(const void *bd, int c, char *buf, size_t len); /* NULL: one case, "" */
+    /* Optional: 0 leaves the combination out (not a row). */
+    int (*case_runs)(const void *bd, int c, pk_backend_id be, const char *variant);
+    pk_status (*create)(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
+                        pk_run_info *info);
+    pk_status (*upload)(void *plan, void *bd, int c);
+    pk_status (*run)(void *plan, pk_run_info *info);
+    pk_status (*download)(void *plan, void *bd, int c);
+    void (*destroy)(void *plan);
+    /* Compare the downloaded result with the reference after `runs` plan runs. */
+    pk_status (*verify)(void *bd, int c, int runs, cli_verdict *v);
+    void (*describe)(const void *bd);                      /* lines above the table */
+    void (*case_json)(cli_json *j, const void *bd, int c); /* the case's own fields */
+    void (*report)(cli_bench_result *r);                   /* optional: after the table */
+    void (*json)(cli_json *j, const void *bd);             /* optional: its top-level object */
+    void (*free)(void *bd);
+} cli_bench_ops;
+
+/* ---- the descriptor --------------------------------------------------------------------- */
+struct cli_kernel {
+    const char *name;
+    const char *summary;          /* one line: `portkern run --help` lists it */
+    const char *run_help;         /* the kernel's part of `run KERNEL --help` (printf format: %s
+                                     gets the variants line) */
+    const char *gen_help;         /* the kernel's part of `gen KERNEL --help` */
+    const char *const *flags;     /* its options that take no value (NULL: none) */
+    const char *(*variants)(pk_backend_id be);
+    size_t args_size, data_size;
+    const cli_param *params;
+    void (*args_init)(void *args);
+    /* Optional: options beyond params (run: gen = 0; gen: gen = 1). */
+    int (*options)(cli_opt *o, int n, void *args, int gen);
+    /* Set the args to a named size (small, paper, large: the sizes of bench); -1: unknown. */
+    int (*preset)(const char *size, void *args);
+    int (*resolve)(cli_call *c); /* optional: after options and params.json */
+    int (*load)(cli_call *c, const char *dir, void *data);     /* run --in DIR */
+    int (*generate)(cli_call *c, void *data);                  /* run without --in, gen */
+    int (*write_inputs)(cli_call *c, const char *dir, const void *data); /* gen */
+    pk_status (*run)(pk_context *ctx, const char *variant, const void *args, void *data,
+                     pk_run_info *info);
+    double rtol;                  /* --verify's default */
+    const char *verify_rule;      /* what passes */
+    pk_status (*verify)(const void *args, void *data, cli_verdict *v); /* v->rtol, v->norm set */
+    int (*write_outputs)(cli_call *c, const char *dir, const void *data); /* run --out DIR */
+    void (*run_json)(cli_json *j, const void *args, const void *data, const pk_run_info *info);
+    void (*data_free)(void *data);
+    const char *flops_model, *bytes_model; /* what the library's counts mean, in words */
+    const cli_bench_ops *bench;
+};
+
+extern const cli_kernel cli_kernel_diffusion3d, cli_kernel_conv2d, cli_kernel_grid,
+    cli_kernel_magicfilter3d, cli_kernel_laplace2d, cli_kernel_su3, cli_kernel_dslash;
+
+/** The kernels in the order of `portkern --help` and bench; NULL-terminated. */
+extern const cli_kernel *const cli_kernels[];
+const cli_kernel *cli_kernel_find(const char *name);
+/** The kernel operand of a run/gen command line (argv after the command), or NULL. */
+const char *cli_kernel_operand(int argc, char **argv);
+/** `portkern run --help` / `gen --help`: the kernels and their one-line summaries. */
+void cli_kernels_usage(FILE *f, const char *cmd);
+
+int cli_run(const cli_kernel *k, int argc, char **argv);
+int cli_gen(const cli_kernel *k, int argc, char **argv);
+/** One kernel's part of bench: rows printed, kept in *out for the JSON (free with
+ *  cli_bench_free).  Returns the exit code (1: a failure or an unverified row). */
+int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
+                     const pk_backend_id *backends, int nb, cli_bench_result **out);
+void cli_bench_json_rows(const cli_bench_result *r, cli_json *j);
+void cli_bench_free(cli_bench_result *r);
+
+#endif /* PK_CLI_KERNEL_H */
