@@ -59,16 +59,19 @@ run_line_ok() {
         python3 - "$1" <<'EOF'
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
-keys = ["kernel", "backend", "device", "variant", "nx", "ny", "nz", "count", "seconds",
-        "kernel_seconds", "transfer_seconds", "gpts_per_s", "gflop_per_s", "gb_per_s",
-        "bytes_model", "reason", "verify"]
+keys = ["kernel", "backend", "device", "variant", "seconds", "kernel_seconds",
+        "transfer_seconds", "gflop_per_s", "gb_per_s", "bytes_model", "reason", "verify",
+        "diffusion3d"]
 missing = [k for k in keys if k not in d]
+missing += ["diffusion3d." + k for k in ["nx", "ny", "nz", "count", "gpts_per_s"]
+            if k not in d.get("diffusion3d", {})]
 if missing:
     sys.exit("missing keys: %s" % missing)
 v = d["verify"]
 if not (v["equal"] is True and v["num_failed"] == 0 and v["first_fail"] is None):
     sys.exit("verify: %s" % v)
-if d["kernel"] != "diffusion3d" or (d["nx"], d["ny"], d["nz"]) != (24, 20, 18):
+e = d["diffusion3d"]
+if d["kernel"] != "diffusion3d" or (e["nx"], e["ny"], e["nz"]) != (24, 20, 18):
     sys.exit("kernel or sizes: %s" % d)
 EOF
     else

@@ -101,7 +101,7 @@ bad 2 "does not fit in memory" "gen: field whose bytes overflow size_t" \
 bad 2 "--scale: must be > 0" "gen --scale 0" "$PK" gen diffusion3d --out "$T/never" --scale 0
 bad 2 "scaled by" "gen --scale that overflows a size" \
     "$PK" gen diffusion3d --out "$T/never" --nx 1000 --scale 1e7
-bad 2 "unknown dataset 'huge'" "gen --dataset huge" "$PK" gen diffusion3d --out "$T/never" --dataset huge
+bad 2 "unknown size 'huge'" "gen --preset huge" "$PK" gen diffusion3d --out "$T/never" --preset huge
 bad 2 "--out DIR is required" "gen without --out" "$PK" gen conv2d
 bad 2 "unknown method 'wavelet'" "conv2d --method wavelet" "$PK" run conv2d --method wavelet --h 4 --w 4
 bad 2 "unknown backend 'gpu'" "unknown backend" "$PK" run conv2d --backend gpu

@@ -17,7 +17,7 @@
 #define MAIN_PROG "portkern"
 
 const cli_kernel *const cli_kernels[] = {
-    &cli_kernel_su3, NULL};
+    &cli_kernel_diffusion3d, &cli_kernel_su3, NULL};
 
 const cli_kernel *cli_kernel_find(const char *name)
 {
@@ -157,9 +157,14 @@ static int read_params(cli_call *c, const char *dir, char **keep)
         switch (p->type) {
         case CLI_P_INT:
         case CLI_P_COUNT:
-            if (!num_ok || v->num != floor(v->num))
-                rc = cli_usage_error(c->prog, "%s: \"%s\" must be an integer in [%.17g, %.17g]",
-                                     path, p->name, p->min, p->max);
+            if (!num_ok || v->num != floor(v->num)) {
+                if (p->max >= INT_MAX) /* no upper bound worth naming */
+                    rc = cli_usage_error(c->prog, "%s: \"%s\" must be an integer >= %.17g",
+                                         path, p->name, p->min);
+                else
+                    rc = cli_usage_error(c->prog, "%s: \"%s\" must be an integer in [%.17g, "
+                                         "%.17g]", path, p->name, p->min, p->max);
+            }
             break;
         case CLI_P_DOUBLE:
             if (!num_ok)
@@ -225,7 +230,13 @@ int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype d
     if (s != PK_OK) return cli_lib_error(MAIN_PROG, s);
     cli_shape_text(arr->shape, arr->ndim, shape, sizeof shape);
     int ok = arr->dtype == dtype && arr->ndim == ndim;
-    for (int i = 0; ok && i < ndim; ++i) ok = arr->shape[i] >= 1 && (!want[i] || arr->shape[i] == want[i]);
+    for (int i = 0; ok && i < ndim; ++i) {
+        if (arr->shape[i] == 0) {
+            pk_array_free(arr);
+            return cli_usage_error(prog, "%s: dimension %d has size 0 (must be >= 1)", path, i);
+        }
+        ok = !want[i] || arr->shape[i] == want[i];
+    }
     if (ok) return 0;
     const char *d = pk_dtype_descr(arr->dtype);
     pk_array_free(arr);
@@ -596,6 +607,15 @@ static void print_rows(const cli_bench_result *res)
     const cli_kernel *k = res->k;
     int cases = 0;
     for (int i = 0; i < res->nrows; ++i) cases |= res->rows[i].case_name[0] != 0;
+    for (int i = 0; i < res->nrows; ++i) { /* the roof of each device, once */
+        const cli_bench_row *r = &res->rows[i];
+        int first = r->device >= 0;
+        for (int k = 0; first && k < i; ++k)
+            first = res->rows[k].backend != r->backend || res->rows[k].device != r->device;
+        if (first && r->bw > 0)
+            printf("roof: %s device %d (%s): copy bandwidth %.1f GB/s, measured in this run\n",
+                   pk_backend_name(r->backend), r->device, r->device_name, r->bw / 1e9);
+    }
     printf("%-13s %-7s %-22s %-13s", "kernel", "backend", "device", "variant");
     if (cases) printf(" %-16s", "case");
     printf(" %9s %9s %9s %8s %8s %6s %9s %s\n", "ms min", "median", "max", "GB/s", "GFlop/s",
