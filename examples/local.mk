@@ -8,13 +8,10 @@ TESTS += $(PK_EXAMPLE_PROGS)
 
 examples_oneshot_SOURCES = examples/oneshot.c
 examples_oneshot_CPPFLAGS = -I$(top_srcdir)/lib
-examples_oneshot_LDADD = libportkern.la
 examples_plan_SOURCES = examples/plan.c
 examples_plan_CPPFLAGS = -I$(top_srcdir)/lib
-examples_plan_LDADD = libportkern.la
 examples_iterate_SOURCES = examples/iterate.c
 examples_iterate_CPPFLAGS = -I$(top_srcdir)/lib
-examples_iterate_LDADD = libportkern.la
 
 # Installed beside the documentation, to be copied and compiled against the installed
 # library: cc oneshot.c $(pkg-config --cflags --libs portkern).

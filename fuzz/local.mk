@@ -14,18 +14,15 @@ check_PROGRAMS += fuzz/replay_npy fuzz/replay_cli fuzz/replay_json
 TESTS += fuzz/replay_npy fuzz/replay_cli fuzz/replay_json
 fuzz_replay_npy_SOURCES = fuzz/replay_main.c fuzz/fuzz_npy.c
 fuzz_replay_npy_CPPFLAGS = $(AM_CPPFLAGS) -DPK_FUZZ_TARGET='"npy"'
-fuzz_replay_npy_LDADD = libportkern.la
 fuzz_replay_cli_SOURCES = fuzz/replay_main.c $(PK_FUZZ_CLI_SOURCES)
 fuzz_replay_cli_CPPFLAGS = $(PK_FUZZ_CLI_CPPFLAGS) -DPK_FUZZ_TARGET='"cli"'
 fuzz_replay_cli_LDADD = libportkern.la $(FFTW3_LIBS)
 fuzz_replay_json_SOURCES = fuzz/replay_main.c $(PK_FUZZ_JSON_SOURCES)
 fuzz_replay_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools -DPK_FUZZ_TARGET='"json"'
-fuzz_replay_json_LDADD = libportkern.la
 
 if PK_FUZZING
 noinst_PROGRAMS += fuzz/fuzz_npy fuzz/fuzz_cli fuzz/fuzz_json
 fuzz_fuzz_npy_SOURCES = fuzz/fuzz_npy.c
-fuzz_fuzz_npy_LDADD = libportkern.la
 fuzz_fuzz_npy_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_cli_SOURCES = $(PK_FUZZ_CLI_SOURCES)
 fuzz_fuzz_cli_CPPFLAGS = $(PK_FUZZ_CLI_CPPFLAGS)
@@ -33,7 +30,6 @@ fuzz_fuzz_cli_LDADD = libportkern.la $(FFTW3_LIBS)
 fuzz_fuzz_cli_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_json_SOURCES = $(PK_FUZZ_JSON_SOURCES)
 fuzz_fuzz_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
-fuzz_fuzz_json_LDADD = libportkern.la
 fuzz_fuzz_json_LDFLAGS = -fsanitize=fuzzer
 endif
 

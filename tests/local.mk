@@ -85,56 +85,18 @@ EXTRA_DIST += tests/tap.h tests/tap.sh tests/d3_common.h tests/cv_common.h tests
 	tests/lsan.supp tests/lsan-precise.supp tests/lsan-precise.sh tests/retry-tool-crash.sh tests/tsan.supp \
 	tests/valgrind.supp tests/valgrind.sh
 
-tests_test_errors_LDADD = libportkern.la
-tests_test_npy_LDADD = libportkern.la
-tests_test_differ_LDADD = libportkern.la
-tests_test_probe_LDADD = libportkern.la
-tests_test_d3_serial_LDADD = libportkern.la
-tests_test_d3_openmp_LDADD = libportkern.la
-tests_test_d3_opencl_LDADD = libportkern.la
-tests_test_d3_cuda_LDADD = libportkern.la
 # conv2d tests: the StrayLight frame generator is not exported; each test compiles it in.
 tests_test_cv_serial_SOURCES = tests/test_cv_serial.c lib/gen/conv2d_gen.c
-tests_test_cv_serial_LDADD = libportkern.la
 tests_test_cv_openmp_SOURCES = tests/test_cv_openmp.c lib/gen/conv2d_gen.c
-tests_test_cv_openmp_LDADD = libportkern.la
 tests_test_cv_opencl_SOURCES = tests/test_cv_opencl.c lib/gen/conv2d_gen.c
-tests_test_cv_opencl_LDADD = libportkern.la
 tests_test_cv_cuda_SOURCES = tests/test_cv_cuda.c lib/gen/conv2d_gen.c
-tests_test_cv_cuda_LDADD = libportkern.la
-tests_test_mf_serial_LDADD = libportkern.la
-tests_test_mf_openmp_LDADD = libportkern.la
-tests_test_mf_opencl_LDADD = libportkern.la
-tests_test_mf_cuda_LDADD = libportkern.la
 # grid (gr): the generator of `portkern gen grid` is not exported; its tests compile it in.
-tests_test_gr_serial_LDADD = libportkern.la
-tests_test_gr_openmp_LDADD = libportkern.la
-tests_test_gr_opencl_LDADD = libportkern.la
-tests_test_gr_cuda_LDADD = libportkern.la
 tests_test_gr_gen_SOURCES = tests/test_gr_gen.c lib/gen/grid_gen.c lib/gen/grid_gen.h
 tests_test_gr_gen_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW3_CFLAGS)
 tests_test_gr_gen_LDADD = libportkern.la $(FFTW3_LIBS)
-# lattice QCD: laplace2d (lp), su3 (s3), dslash (ds)
-tests_test_lp_serial_LDADD = libportkern.la
-tests_test_lp_openmp_LDADD = libportkern.la
-tests_test_lp_opencl_LDADD = libportkern.la
-tests_test_lp_cuda_LDADD = libportkern.la
-tests_test_s3_serial_LDADD = libportkern.la
-tests_test_s3_openmp_LDADD = libportkern.la
-tests_test_s3_opencl_LDADD = libportkern.la
-tests_test_s3_cuda_LDADD = libportkern.la
-tests_test_ds_serial_LDADD = libportkern.la
-tests_test_ds_openmp_LDADD = libportkern.la
-tests_test_ds_opencl_LDADD = libportkern.la
-tests_test_ds_cuda_LDADD = libportkern.la
-# The cache test is black-box: public API and environment variables only.
-tests_test_clcache_LDADD = libportkern.la
-# Reliability (docs/RELIABILITY.md): injected faults, threads, bad input.
-tests_test_faults_LDADD = libportkern.la
+# Every other test program is one .c file linking the library (Makefile.am's LDADD).
 tests_test_threads_CFLAGS = $(AM_CFLAGS) -pthread
 tests_test_threads_LDADD = libportkern.la -lpthread
-tests_test_badinput_LDADD = libportkern.la
-tests_test_plan_cache_LDADD = libportkern.la
 
 # CUDA without a GPU (docs/RELIABILITY.md): each .cu file of cuda/ compiled by the C++ compiler
 # with cuda/emulate.h (tests/cuda_emu_*.cc), its plan run on host threads against the serial
