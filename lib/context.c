@@ -91,8 +91,8 @@ pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt)
     PK_CHECK((int)o.backend >= 0 && o.backend < PK_BACKEND_COUNT, PK_EINVAL,
              "opt->backend: %d is not a pk_backend_id", (int)o.backend);
     PK_CHECK(o.device >= -1, PK_EINVAL, "opt->device: must be >= -1, got %d", o.device);
-    PK_CHECK(o.threads >= 0 && o.threads <= 4096, PK_EINVAL,
-             "opt->threads: must be in [0, 4096], got %d", o.threads);
+    PK_CHECK(o.threads >= 0 && o.threads <= PK_MAX_THREADS, PK_EINVAL,
+             "opt->threads: must be in [0, %d], got %d", PK_MAX_THREADS, o.threads);
 
     pk_context *c = calloc(1, sizeof *c);
     if (!c) return pk_fail(PK_ENOMEM, "pk_context_create: out of memory");
@@ -115,7 +115,7 @@ pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt)
             if (s == PK_OK)
                 pk_append_note(c->env_note, sizeof c->env_note, "PORTKERN_DEVICE=%d", o.device);
         }
-        if (s == PK_OK && o.threads == 0) s = parse_env_int("PORTKERN_THREADS", 0, 4096, &o.threads);
+        if (s == PK_OK && o.threads == 0) s = parse_env_int("PORTKERN_THREADS", 0, PK_MAX_THREADS, &o.threads);
         int cache = 1;
         if (s == PK_OK) s = parse_env_int("PORTKERN_PLAN_CACHE", 0, 1, &cache);
         if (s != PK_OK) {

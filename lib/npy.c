@@ -546,22 +546,54 @@ static int write_le(FILE *f, const unsigned char *p, size_t bytes, size_t width)
     return 1;
 }
 
+/* The checks of both writers; *t and *bytes for the write. */
+static pk_status npy_write_check(pk_dtype dtype, int ndim, const size_t *shape,
+                                 const void *data, const dtype_info **t, size_t *bytes)
+{
+    *t = dtype_find(dtype);
+    PK_CHECK(*t != NULL, PK_EINVAL, "dtype: unknown value %d", (int)dtype);
+    PK_CHECK(ndim >= 0 && ndim <= PK_NPY_MAX_DIMS, PK_EINVAL, "ndim: must be 0..%d, got %d",
+             PK_NPY_MAX_DIMS, ndim);
+    PK_CHECK(shape != NULL || ndim == 0, PK_ENULL, "shape: must not be NULL when ndim = %d",
+             ndim);
+    size_t count = 0;
+    PK_TRY(shape_bytes(*t, ndim, shape, &count, bytes));
+    PK_CHECK(data != NULL || *bytes == 0, PK_ENULL, "data: must not be NULL for %zu elements",
+             count);
+    return PK_OK;
+}
+
+/* Header and data to f; 1 when every byte was written (f flushed). */
+static int npy_emit(FILE *f, const dtype_info *t, int ndim, const size_t *shape,
+                    const void *data, size_t bytes)
+{
+    char header[1024];
+    const size_t hbytes = build_header(header, sizeof header, t, ndim, shape);
+    return fwrite(header, 1, hbytes, f) == hbytes && write_le(f, data, bytes, t->width) &&
+           fflush(f) == 0;
+}
+
+pk_status pk_npy_fwrite(FILE *f, pk_dtype dtype, int ndim, const size_t *shape, const void *data)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(f);
+    const dtype_info *t;
+    size_t bytes;
+    PK_TRY(npy_write_check(dtype, ndim, shape, data, &t, &bytes));
+    PK_CHECK(npy_emit(f, t, ndim, shape, data, bytes), PK_EIO, "write failed: %s",
+             strerror(errno));
+    return PK_OK;
+}
+
 pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t *shape,
                        const void *data)
 {
     pk_clear_error();
     PK_CHECK_NULL(path);
     PK_CHECK(path[0] != '\0', PK_EINVAL, "path: must not be empty");
-    const dtype_info *t = dtype_find(dtype);
-    PK_CHECK(t != NULL, PK_EINVAL, "dtype: unknown value %d", (int)dtype);
-    PK_CHECK(ndim >= 0 && ndim <= PK_NPY_MAX_DIMS, PK_EINVAL, "ndim: must be 0..%d, got %d",
-             PK_NPY_MAX_DIMS, ndim);
-    PK_CHECK(shape != NULL || ndim == 0, PK_ENULL, "shape: must not be NULL when ndim = %d",
-             ndim);
-    size_t count = 0, bytes = 0;
-    PK_TRY(shape_bytes(t, ndim, shape, &count, &bytes));
-    PK_CHECK(data != NULL || bytes == 0, PK_ENULL, "data: must not be NULL for %zu elements",
-             count);
+    const dtype_info *t;
+    size_t bytes = 0;
+    PK_TRY(npy_write_check(dtype, ndim, shape, data, &t, &bytes));
 
     /* Renaming over a device or a FIFO (/dev/null) would replace it with a plain file. */
     struct stat st;
@@ -569,9 +601,6 @@ pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t 
     const char *msg_path = shown_path(path, shown, sizeof shown);
     PK_CHECK(stat(path, &st) != 0 || S_ISREG(st.st_mode), PK_EIO,
              "%s: exists and is not a regular file", msg_path);
-
-    char header[1024];
-    size_t hbytes = build_header(header, sizeof header, t, ndim, shape);
 
     /* Write a temporary file beside the target and rename it into place, so the target is
      * either the old file or the complete new one.  O_EXCL with a counter keeps concurrent
@@ -593,8 +622,7 @@ pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t 
         return s;
     }
     FILE *f = fdopen(fd, "wb");
-    int ok = f != NULL && fwrite(header, 1, hbytes, f) == hbytes &&
-             write_le(f, data, bytes, t->width) && fflush(f) == 0;
+    int ok = f != NULL && npy_emit(f, t, ndim, shape, data, bytes);
     /* fsync before the rename, so that a delayed write error is seen before the old file
      * is replaced */
     ok = ok && fsync(fd) == 0;

@@ -19,6 +19,7 @@
 #define PORTKERN_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -126,9 +127,10 @@ typedef struct pk_context pk_context;
 typedef struct pk_context_options {
     pk_backend_id backend; /* PK_BACKEND_AUTO: fastest usable (PORTKERN_BACKEND overrides) */
     int device;            /* -1: default device of the backend (PORTKERN_DEVICE overrides) */
-    int threads;           /* host threads for OpenMP; 0: OpenMP's default */
+    int threads;           /* host threads for OpenMP, 0..PK_MAX_THREADS; 0: OpenMP's default */
     unsigned flags;        /* PK_OPT_* */
 } pk_context_options;
+#define PK_MAX_THREADS 4096 /* the most host threads a context (or PORTKERN_THREADS) asks for */
 
 /** Fill *opt with the defaults (auto backend, default device, default threads). */
 PK_API void pk_context_options_init(pk_context_options *opt);
@@ -650,8 +652,13 @@ PK_API const char *pk_dtype_descr(pk_dtype dtype); /* "<f4", ...; NULL when unkn
 PK_API pk_status pk_npy_read(const char *path, pk_array *a);
 /** Parse a .npy image held in memory (what pk_npy_read does after reading the file). */
 PK_API pk_status pk_npy_parse(const void *buf, size_t len, pk_array *a);
+/** Write a .npy file: a temporary beside path, renamed into place when complete (path is
+ *  then either the old file or the whole new one). */
 PK_API pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t *shape,
                               const void *data);
+/** The same .npy image written to an open stream (flushed; the caller closes it). */
+PK_API pk_status pk_npy_fwrite(FILE *f, pk_dtype dtype, int ndim, const size_t *shape,
+                               const void *data);
 PK_API void pk_array_free(pk_array *a);
 
 #ifdef __cplusplus

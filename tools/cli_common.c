@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -72,7 +74,9 @@ int cli_to_double(const char *s, double min, double max, double *out, char *why,
         snprintf(why, len, "'%s' is not a number", s);
         return -1;
     }
-    if (!isfinite(v) || errno == ERANGE) {
+    /* strtod reports ERANGE on underflow too, with the nearest (subnormal or zero) value:
+     * that is a number; only an overflow is out of double range. */
+    if (!isfinite(v) || (errno == ERANGE && fabs(v) > DBL_MIN)) {
         snprintf(why, len, "'%s' is not a finite number in double range", s);
         return -1;
     }
@@ -633,12 +637,18 @@ void cli_shape_text(const size_t *shape, int ndim, char *buf, size_t len)
 char *cli_read_text(const char *path)
 {
     enum { CAP = 1 << 20 };
+    struct stat st;
     FILE *f = fopen(path, "rb");
     char *buf;
     size_t n;
     int err;
     if (!f)
         return NULL;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        errno = EISDIR;
+        return NULL;
+    }
     buf = malloc(CAP + 1);
     if (!buf) {
         fclose(f);
@@ -646,7 +656,8 @@ char *cli_read_text(const char *path)
         return NULL;
     }
     n = fread(buf, 1, CAP + 1, f);
-    err = ferror(f) ? EIO : n > CAP ? EFBIG : 0;
+    /* A NUL byte would end the text early and hide what follows it: not a text file. */
+    err = ferror(f) ? EIO : n > CAP ? EFBIG : memchr(buf, '\0', n) ? EILSEQ : 0;
     fclose(f);
     if (err) {
         free(buf);
@@ -810,12 +821,11 @@ void cj_verify(cli_json *j, const pk_diff_report *rep, double rtol, int norm, co
 int cli_params_open(const char *prog, const char *dir, const char *kernel, char *path,
                     size_t path_len, FILE **pf, cli_json *j)
 {
-    char tmp[4200];
     if (cli_mkdirs(dir) != 0)
         return cli_usage_error(prog, "cannot create directory %s: %s", dir, strerror(errno));
     if (cli_join(path, path_len, dir, "params.json"))
         return cli_usage_error(prog, "path too long: %s", dir);
-    *pf = cli_temp_open(path, tmp, sizeof tmp);
+    *pf = cli_temp_open(path);
     if (!*pf) return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
     cj_init(j, *pf, 1);
     cj_open(j, NULL, '{');
@@ -826,84 +836,178 @@ int cli_params_open(const char *prog, const char *dir, const char *kernel, char 
 int cli_params_close(const char *prog, const char *path, FILE *pf, cli_json *j)
 {
     cj_close(j);
-    if (cli_temp_commit(pf, path) != 0)
+    if (cli_temp_commit(pf) != 0)
         return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
     return 0;
 }
 
 /* ---- files written whole: a temporary name, renamed when complete ----------------------- */
-/* The temporaries in flight, removed by the signal handler (SIGINT, SIGTERM, SIGHUP) so that an
- * interrupted command leaves no partial file behind. */
+/* An output goes to PATH.tmp.PID first and is renamed over its target when complete, so that
+ * a reader never sees half a file and a failure leaves the old file intact.  The target is
+ * the path itself, or where a symbolic link points (the link stays a link); an existing
+ * target keeps its permission bits, and one without write permission is refused.  The
+ * temporaries in flight are removed on SIGINT, SIGTERM, SIGHUP and SIGXFSZ, and a later write of the
+ * same target removes those that dead processes left. */
 #define CLI_TEMPS 8
-static char cli_temps[CLI_TEMPS][4200];
+typedef struct cli_temp {
+    char target[4096], tmp[4160];
+    FILE *f;
+    int keep_mode;
+    mode_t mode;
+} cli_temp;
+static cli_temp cli_temps[CLI_TEMPS];
 static volatile sig_atomic_t cli_temps_used[CLI_TEMPS];
 
 static void cli_temp_signal(int sig)
 {
     for (int i = 0; i < CLI_TEMPS; ++i)
-        if (cli_temps_used[i]) unlink(cli_temps[i]);
+        if (cli_temps_used[i]) unlink(cli_temps[i].tmp);
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
-static int cli_temp_slot(const char *tmp)
+/* The target of path (a symlink followed, relative to its directory); -1 with errno. */
+static int cli_temp_target(const char *path, char *target, size_t len)
+{
+    char link[4096];
+    struct stat st;
+    int n = snprintf(target, len, "%s", path);
+    if (n < 0 || (size_t)n >= len) goto toolong;
+    for (int hops = 0; lstat(target, &st) == 0 && S_ISLNK(st.st_mode); ++hops) {
+        if (hops == 8) {
+            errno = ELOOP;
+            return -1;
+        }
+        ssize_t k = readlink(target, link, sizeof link - 1);
+        if (k < 0) return -1;
+        link[k] = '\0';
+        if (link[0] == '/') {
+            n = snprintf(target, len, "%s", link);
+        } else { /* relative to the link's directory */
+            char *slash = strrchr(target, '/');
+            const int dirlen = slash ? (int)(slash - target) + 1 : 0;
+            char dir[4200];
+            snprintf(dir, sizeof dir, "%.*s", dirlen, target);
+            n = snprintf(target, len, "%s%s", dir, link);
+        }
+        if (n < 0 || (size_t)n >= len) goto toolong;
+    }
+    return 0;
+toolong:
+    errno = ENAMETOOLONG;
+    return -1;
+}
+
+/* Remove NAME.tmp.PID files next to target whose process is gone. */
+static void cli_temp_sweep(const char *target)
+{
+    const char *slash = strrchr(target, '/');
+    char dir[4200], prefix[512];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - target) : 1, slash ? target : ".");
+    if (slash == target) snprintf(dir, sizeof dir, "/");
+    const int plen = snprintf(prefix, sizeof prefix, "%s.tmp.", slash ? slash + 1 : target);
+    if (plen < 0 || (size_t)plen >= sizeof prefix) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        if (strncmp(e->d_name, prefix, (size_t)plen) != 0) continue;
+        const long pid = strtol(e->d_name + plen, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to know */
+        char stale[4700];
+        snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name);
+        unlink(stale);
+    }
+    closedir(d);
+}
+
+/* Reserve a slot for an output to path: its target, its temporary, its mode. */
+static int cli_temp_begin(const char *path)
 {
     static int handlers;
+    struct stat st;
     if (!handlers) {
         handlers = 1;
         signal(SIGINT, cli_temp_signal);
         signal(SIGTERM, cli_temp_signal);
         signal(SIGHUP, cli_temp_signal);
+        signal(SIGXFSZ, cli_temp_signal); /* a file-size limit hit while writing */
     }
-    for (int i = 0; i < CLI_TEMPS; ++i)
-        if (!cli_temps_used[i]) {
-            snprintf(cli_temps[i], sizeof cli_temps[i], "%s", tmp);
-            cli_temps_used[i] = 1;
-            return i;
+    int i = 0;
+    while (i < CLI_TEMPS && cli_temps_used[i]) ++i;
+    if (i == CLI_TEMPS) {
+        errno = EMFILE;
+        return -1;
+    }
+    cli_temp *t = &cli_temps[i];
+    memset(t, 0, sizeof *t);
+    if (cli_temp_target(path, t->target, sizeof t->target) != 0) return -1;
+    if (stat(t->target, &st) == 0) {
+        if (!S_ISREG(st.st_mode)) {
+            errno = S_ISDIR(st.st_mode) ? EISDIR : EEXIST;
+            return -1;
         }
+        if (!(st.st_mode & 0222) || access(t->target, W_OK) != 0) { /* read-only: kept */
+            errno = EACCES;
+            return -1;
+        }
+        t->keep_mode = 1;
+        t->mode = st.st_mode & 07777;
+    }
+    const size_t tl = strlen(t->target); /* < 4096: room for ".tmp." and a pid */
+    memcpy(t->tmp, t->target, tl);
+    snprintf(t->tmp + tl, sizeof t->tmp - tl, ".tmp.%ld", (long)getpid());
+    cli_temp_sweep(t->target);
+    cli_temps_used[i] = 1;
+    return i;
+}
+
+/* Publish slot i's temporary (written, closed) unless err; then free the slot. */
+static int cli_temp_end(int i, int err)
+{
+    cli_temp *t = &cli_temps[i];
+    if (!err && t->keep_mode && chmod(t->tmp, t->mode) != 0) err = errno;
+    if (!err && rename(t->tmp, t->target) != 0) err = errno;
+    if (err) unlink(t->tmp);
+    cli_temps_used[i] = 0;
+    errno = err;
+    return err ? -1 : 0;
+}
+
+FILE *cli_temp_open(const char *path)
+{
+    const int i = cli_temp_begin(path);
+    if (i < 0) return NULL;
+    if (!(cli_temps[i].f = fopen(cli_temps[i].tmp, "w"))) {
+        cli_temp_end(i, errno);
+        return NULL;
+    }
+    return cli_temps[i].f;
+}
+
+int cli_temp_commit(FILE *f)
+{
+    for (int i = 0; i < CLI_TEMPS; ++i) {
+        if (!cli_temps_used[i] || cli_temps[i].f != f) continue;
+        /* fsync before the rename: a delayed write error is seen before the old file goes */
+        int err = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0 ? (errno ? errno : EIO)
+                                                                        : 0;
+        if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
+        return cli_temp_end(i, err);
+    }
+    errno = EINVAL;
     return -1;
 }
 
-static void cli_temp_forget(const char *tmp)
+void cli_temp_abort(FILE *f)
 {
     for (int i = 0; i < CLI_TEMPS; ++i)
-        if (cli_temps_used[i] && strcmp(cli_temps[i], tmp) == 0) cli_temps_used[i] = 0;
-}
-
-static int cli_temp_name(const char *path, char *tmp, size_t len)
-{
-    int n = snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
-    if (n < 0 || (size_t)n >= len) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    return 0;
-}
-
-FILE *cli_temp_open(const char *path, char *tmp, size_t len)
-{
-    if (cli_temp_name(path, tmp, len) != 0) return NULL;
-    if (cli_temp_slot(tmp) < 0) {
-        errno = EMFILE;
-        return NULL;
-    }
-    FILE *f = fopen(tmp, "w");
-    if (!f) cli_temp_forget(tmp);
-    return f;
-}
-
-int cli_temp_commit(FILE *f, const char *path)
-{
-    char tmp[4200];
-    cli_temp_name(path, tmp, sizeof tmp);
-    int bad = ferror(f);
-    int err = bad ? EIO : 0;
-    if (fclose(f) != 0 && !err) err = errno ? errno : EIO;
-    if (!err && rename(tmp, path) != 0) err = errno;
-    if (err) unlink(tmp);
-    cli_temp_forget(tmp);
-    errno = err;
-    return err ? -1 : 0;
+        if (cli_temps_used[i] && cli_temps[i].f == f) {
+            fclose(f);
+            cli_temp_end(i, ECANCELED);
+        }
 }
 
 int cli_opt_add(cli_opt *o, int n, const char *name, cli_type type, void *dest, int *seen,
@@ -925,7 +1029,7 @@ int cli_run_opts(cli_opt *o, int n, const char **backend, const char **variant, 
     n = cli_opt_add(o, n, "backend", CLI_STRING, backend, NULL, 0, 0);
     n = cli_opt_add(o, n, "variant", CLI_STRING, variant, NULL, 0, 0);
     n = cli_opt_add(o, n, "device", CLI_INT, device, NULL, 0, INT_MAX);
-    n = cli_opt_add(o, n, "threads", CLI_INT, threads, NULL, 0, INT_MAX);
+    n = cli_opt_add(o, n, "threads", CLI_INT, threads, NULL, 0, PK_MAX_THREADS);
     n = cli_opt_add(o, n, "in", CLI_STRING, in, NULL, 0, 0);
     n = cli_opt_add(o, n, "out", CLI_STRING, out, NULL, 0, 0);
     return cli_opt_add(o, n, "verify", CLI_FLAG, verify, NULL, 0, 0);
@@ -951,7 +1055,11 @@ int cli_params_load(const char *prog, const char *path, const char *kernel, cli_
     char why[256];
     *obj = NULL;
     *text = cli_read_text(path);
-    if (!*text) return errno == ENOENT ? 0 : cli_usage_error(prog, "%s: %s", path, strerror(errno));
+    if (!*text)
+        return errno == ENOENT ? 0
+               : errno == EILSEQ ? cli_usage_error(prog, "%s: contains a NUL byte: not a JSON "
+                                                   "text", path)
+                                 : cli_usage_error(prog, "%s: %s", path, strerror(errno));
     cli_jobject *o = malloc(sizeof *o);
     int rc = 0;
     const cli_jvalue *v;
@@ -986,20 +1094,19 @@ int cli_context_opts(const char *prog, const char *backend, int device, int thre
 int cli_write_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
                   const size_t *shape, const void *data)
 {
-    char path[4096], tmp[4200];
+    char path[4096];
     if (cli_mkdirs(dir) != 0)
         return cli_usage_error(prog, "cannot create directory %s: %s", dir, strerror(errno));
-    if (cli_join(path, sizeof path, dir, name) || cli_temp_name(path, tmp, sizeof tmp))
+    if (cli_join(path, sizeof path, dir, name))
         return cli_usage_error(prog, "path too long: %s", dir);
-    if (cli_temp_slot(tmp) < 0) return cli_usage_error(prog, "too many files in flight");
-    pk_status s = pk_npy_write(tmp, dtype, ndim, shape, data);
-    if (s == PK_OK && rename(tmp, path) != 0) {
-        const int err = errno;
-        unlink(tmp);
-        cli_temp_forget(tmp);
-        return cli_usage_error(prog, "cannot write %s: %s", path, strerror(err));
+    FILE *f = cli_temp_open(path);
+    if (!f) return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
+    pk_status s = pk_npy_fwrite(f, dtype, ndim, shape, data);
+    if (s != PK_OK) {
+        cli_temp_abort(f);
+        return cli_lib_error("portkern", s); /* library errors: "portkern: ..." */
     }
-    if (s != PK_OK) unlink(tmp);
-    cli_temp_forget(tmp);
-    return s == PK_OK ? 0 : cli_lib_error("portkern", s); /* library errors: "portkern: ..." */
+    if (cli_temp_commit(f) != 0)
+        return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
+    return 0;
 }

@@ -121,11 +121,16 @@ void cli_shape_text(const size_t *shape, int ndim, char *buf, size_t len);
 /** Read a whole text file (NUL-terminated, malloc'ed).  NULL with errno set on failure;
  *  files over 1 MiB are refused (EFBIG). */
 char *cli_read_text(const char *path);
-/** A file written whole: cli_temp_open opens PATH.tmp.PID (tmp gets its name) and registers it
- *  for removal on SIGINT/SIGTERM/SIGHUP; cli_temp_commit closes it and renames it to path
- *  when every write succeeded, else removes it (-1 with errno). */
-FILE *cli_temp_open(const char *path, char *tmp, size_t len);
-int cli_temp_commit(FILE *f, const char *path);
+/** A file written whole: cli_temp_open opens TARGET.tmp.PID for writing, where TARGET is path
+ *  or where a symbolic link at path points; a target that exists without write permission is
+ *  refused (NULL, errno EACCES).  cli_temp_commit closes it and renames it over the target
+ *  (which keeps its permission bits) when every write succeeded, else removes it (-1 with
+ *  errno).  Temporaries in flight are removed on SIGINT/SIGTERM/SIGHUP; those of dead
+ *  processes are removed by the next write of the same target. */
+FILE *cli_temp_open(const char *path);
+int cli_temp_commit(FILE *f);
+/** Close and remove a temporary opened by cli_temp_open; the target is left as it was. */
+void cli_temp_abort(FILE *f);
 /** mkdir -p; 0 or -1 with errno set. */
 int cli_mkdirs(const char *path);
 /** dir + "/" + name into buf; -1 when it does not fit. */

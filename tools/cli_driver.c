@@ -4,6 +4,7 @@
  * verdict, atomic output files, and the benchmark loop (plan, upload, warm-up, timed runs,
  * download, verify, roof). */
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "cli_kernel.h"
 
@@ -312,6 +315,34 @@ void cli_kernels_usage(FILE *f, const char *cmd)
 }
 
 /* ---- run and gen ------------------------------------------------------------------------ */
+/* A data set is one unit: gen writes DIR under an exclusive lock of DIR/.portkern-lock and
+ * run --in reads it under a shared one, so that two gens into one DIR do not interleave their
+ * files and a run never reads half of one set and half of another.  Returns the lock's
+ * descriptor, -1 when a reader finds no lock file (a set written by other means), or -2 after
+ * a message. */
+static int lock_dir(const char *prog, const char *dir, int exclusive)
+{
+    char path[4096];
+    if (exclusive && cli_mkdirs(dir) != 0) {
+        cli_usage_error(prog, "cannot create directory %s: %s", dir, strerror(errno));
+        return -2;
+    }
+    if (cli_join(path, sizeof path, dir, ".portkern-lock")) {
+        cli_usage_error(prog, "path too long: %s", dir);
+        return -2;
+    }
+    const int fd = open(path, exclusive ? O_RDWR | O_CREAT | O_CLOEXEC : O_RDONLY | O_CLOEXEC,
+                        0666);
+    if (fd < 0) {
+        if (!exclusive) return -1;
+        cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
+        return -2;
+    }
+    while (flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0)
+        if (errno != EINTR) break; /* a file system without locks: go on unlocked */
+    return fd;
+}
+
 typedef struct cmd_state {
     cli_call c;
     param_slots slots;
@@ -368,7 +399,7 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
     const char *prog = "portkern run";
     cmd_state st;
     const char *backend = NULL, *variant = NULL, *in = NULL, *out = NULL;
-    int device = -1, threads = 0, verify = 0, rc;
+    int device = -1, threads = 0, verify = 0, rc, lock = -1;
     double rtol = k->rtol;
     pk_context_options copt;
     pk_context *ctx = NULL;
@@ -395,9 +426,15 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
         goto done;
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
         goto done;
+    if (in && (lock = lock_dir(prog, in, 0)) == -2) {
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
     if (in && (rc = read_params(&st.c, in, &st.keep))) goto done;
     if (k->resolve && (rc = k->resolve(&st.c))) goto done;
     if ((rc = in ? k->load(&st.c, in, data) : k->generate(&st.c, data))) goto done;
+    if (lock >= 0) close(lock);
+    lock = -1;
 
     pk_status s = pk_context_create(&ctx, &copt);
     if (s == PK_OK) s = k->run(ctx, variant, args, data, &info);
@@ -439,6 +476,7 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
     cj_close(&j);
     rc = verify && !v.rep.equal ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 done:
+    if (lock >= 0) close(lock);
     pk_context_destroy(ctx);
     k->data_free(data);
     free(data);
@@ -452,7 +490,7 @@ int cli_gen(const cli_kernel *k, int argc, char **argv)
     const char *prog = "portkern gen";
     cmd_state st;
     const char *out = NULL;
-    int rc;
+    int rc, lock = -1;
     void *args = calloc(1, k->args_size), *data = calloc(1, k->data_size);
 
     if (!args || !data) {
@@ -475,7 +513,12 @@ int cli_gen(const cli_kernel *k, int argc, char **argv)
         goto done;
     }
     if (cli_parse_only) goto done;
-    if ((rc = k->generate(&st.c, data)) || (rc = k->write_inputs(&st.c, out, data))) goto done;
+    if ((rc = k->generate(&st.c, data))) goto done;
+    if ((lock = lock_dir(prog, out, 1)) == -2) {
+        rc = CLI_EXIT_USAGE;
+        goto done;
+    }
+    if ((rc = k->write_inputs(&st.c, out, data))) goto done;
     /* params.json last: its presence says the set is complete. */
     char path[4096];
     FILE *pf;
@@ -485,6 +528,7 @@ int cli_gen(const cli_kernel *k, int argc, char **argv)
     if ((rc = cli_params_close(prog, path, pf, &j))) goto done;
     printf("wrote %s (the inputs of 'portkern run %s --in %s')\n", out, k->name, out);
 done:
+    if (lock >= 0) close(lock);
     k->data_free(data);
     free(data);
     free(args);

@@ -197,7 +197,7 @@ static int cmd_bench(int argc, char **argv)
     const cli_kernel *want[16];
     cli_bench_result *res[16] = {0};
     cli_opt opts[10];
-    char *pos[1], items[16][32], tmp[4200];
+    char *pos[1], items[16][32];
     pk_backend_id list[PK_BACKEND_COUNT];
     int nk = 0, nitems, nb = 0, npos, rc, failed = 0, conv2d = 0;
     FILE *jf = NULL;
@@ -206,7 +206,7 @@ static int cmd_bench(int argc, char **argv)
     cli_opt_add(opts, 1, "backends", CLI_STRING, &backends, NULL, 0, 0);
     cli_opt_add(opts, 2, "size", CLI_STRING, &req.size, NULL, 0, 0);
     cli_opt_add(opts, 3, "reps", CLI_INT, &req.reps, NULL, 1, 1000);
-    cli_opt_add(opts, 4, "threads", CLI_INT, &req.threads, NULL, 0, INT_MAX);
+    cli_opt_add(opts, 4, "threads", CLI_INT, &req.threads, NULL, 0, PK_MAX_THREADS);
     cli_opt_add(opts, 5, "json", CLI_STRING, &json, NULL, 0, 0);
     cli_opt_add(opts, 6, "psf-sweep", CLI_FLAG, &req.psf_sweep, NULL, 0, 0);
     rc = cli_parse(prog, argc, argv, opts, pos, 0, &npos);
@@ -247,7 +247,7 @@ static int cmd_bench(int argc, char **argv)
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
         return CLI_EXIT_OK;
     /* Open the JSON file first: a bad path fails before minutes of benchmarking. */
-    if (json && !(jf = cli_temp_open(json, tmp, sizeof tmp)))
+    if (json && !(jf = cli_temp_open(json)))
         return cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
 
     for (int i = 0; i < nk; ++i) {
@@ -276,7 +276,7 @@ static int cmd_bench(int argc, char **argv)
                 cj_close(&j);
             }
         cj_close(&j);
-        if (cli_temp_commit(jf, json) != 0)
+        if (cli_temp_commit(jf) != 0)
             rc = cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
     }
     for (int i = 0; i < nk; ++i) cli_bench_free(res[i]);
