@@ -17,7 +17,7 @@
 #define MAIN_PROG "portkern"
 
 const cli_kernel *const cli_kernels[] = {
-    &cli_kernel_su3, NULL};
+    &cli_kernel_laplace2d, &cli_kernel_su3, NULL};
 
 const cli_kernel *cli_kernel_find(const char *name)
 {

@@ -914,8 +914,8 @@ static void bench_print(const bench_state *b)
 }
 
 static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_mf_bench *mf,
-                       const cli_gr_bench *gr, const cli_lp_bench *lp, const cli_bench_result *s3,
-                       const cli_ds_bench *ds, FILE *f)
+                       const cli_gr_bench *gr, const cli_bench_result *lp,
+                       const cli_bench_result *s3, const cli_ds_bench *ds, FILE *f)
 {
     cli_json j;
     int i, k;
@@ -965,7 +965,7 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
     if (gr)
         cli_grid_bench_json_rows(gr, &j);
     if (lp)
-        cli_laplace2d_bench_json_rows(lp, &j);
+        cli_bench_json_rows(lp, &j);
     if (s3)
         cli_bench_json_rows(s3, &j);
     if (ds)
@@ -984,8 +984,6 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
         cli_magicfilter3d_bench_json(mf, &j);
     if (gr)
         cli_grid_bench_json(gr, &j);
-    if (lp)
-        cli_laplace2d_bench_json(lp, &j);
     if (ds)
         cli_dslash_bench_json(ds, &j);
     cj_close(&j);
@@ -1001,7 +999,7 @@ static int cmd_bench(int argc, char **argv)
     cli_cv_bench *cv = NULL;
     cli_mf_bench *mf = NULL;
     cli_gr_bench *gr = NULL;
-    cli_lp_bench *lp = NULL;
+    cli_bench_result *lp = NULL;
     cli_bench_result *s3 = NULL;
     cli_ds_bench *ds = NULL;
     int want_d3 = 0, want_cv = 0, want_gr = 0, want_mf = 0, want_lp = 0, want_s3 = 0,
@@ -1115,7 +1113,8 @@ static int cmd_bench(int argc, char **argv)
         if (want_lp) {
             if (want_d3 || want_cv || want_gr || want_mf)
                 printf("\n");
-            if (cli_laplace2d_bench(b.size, b.reps, b.threads, list, nb, &lp) != 0)
+            cli_bench_req req = {b.size, b.reps, b.threads, psf_sweep};
+            if (cli_bench_kernel(&cli_kernel_laplace2d, &req, list, nb, &lp) != 0)
                 failed = 1;
         }
         if (want_s3) {
@@ -1145,7 +1144,7 @@ static int cmd_bench(int argc, char **argv)
     cli_conv2d_bench_free(cv);
     cli_magicfilter3d_bench_free(mf);
     cli_grid_bench_free(gr);
-    cli_laplace2d_bench_free(lp);
+    cli_bench_free(lp);
     cli_bench_free(s3);
     cli_dslash_bench_free(ds);
     return rc;
@@ -1199,10 +1198,6 @@ int main(int argc, char **argv)
     if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) && cli_grid_named(argc - 2, argv + 2))
         return strcmp(cmd, "run") == 0 ? cli_grid_run(argc - 2, argv + 2)
                                        : cli_grid_gen(argc - 2, argv + 2);
-    if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) &&
-        cli_laplace2d_named(argc - 2, argv + 2))
-        return strcmp(cmd, "run") == 0 ? cli_laplace2d_run(argc - 2, argv + 2)
-                                       : cli_laplace2d_gen(argc - 2, argv + 2);
     if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) &&
         cli_dslash_named(argc - 2, argv + 2))
         return strcmp(cmd, "run") == 0 ? cli_dslash_run(argc - 2, argv + 2)
