@@ -915,7 +915,7 @@ static void bench_print(const bench_state *b)
 
 static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_mf_bench *mf,
                        const cli_gr_bench *gr, const cli_bench_result *lp,
-                       const cli_bench_result *s3, const cli_ds_bench *ds, FILE *f)
+                       const cli_bench_result *s3, const cli_bench_result *ds, FILE *f)
 {
     cli_json j;
     int i, k;
@@ -969,7 +969,7 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
     if (s3)
         cli_bench_json_rows(s3, &j);
     if (ds)
-        cli_dslash_bench_json_rows(ds, &j);
+        cli_bench_json_rows(ds, &j);
     cj_close(&j);
     cj_open(&j, "best", '{');
     for (k = PK_BACKEND_SERIAL; k < PK_BACKEND_COUNT; ++k) {
@@ -984,8 +984,6 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
         cli_magicfilter3d_bench_json(mf, &j);
     if (gr)
         cli_grid_bench_json(gr, &j);
-    if (ds)
-        cli_dslash_bench_json(ds, &j);
     cj_close(&j);
 }
 
@@ -1001,7 +999,7 @@ static int cmd_bench(int argc, char **argv)
     cli_gr_bench *gr = NULL;
     cli_bench_result *lp = NULL;
     cli_bench_result *s3 = NULL;
-    cli_ds_bench *ds = NULL;
+    cli_bench_result *ds = NULL;
     int want_d3 = 0, want_cv = 0, want_gr = 0, want_mf = 0, want_lp = 0, want_s3 = 0,
         want_ds = 0;
     int psf_sweep = 0;
@@ -1127,7 +1125,8 @@ static int cmd_bench(int argc, char **argv)
         if (want_ds) {
             if (want_d3 || want_cv || want_gr || want_mf || want_lp || want_s3)
                 printf("\n");
-            if (cli_dslash_bench(b.size, b.reps, b.threads, list, nb, &ds) != 0)
+            cli_bench_req req = {b.size, b.reps, b.threads, psf_sweep};
+            if (cli_bench_kernel(&cli_kernel_dslash, &req, list, nb, &ds) != 0)
                 failed = 1;
         }
         rc = failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
@@ -1146,7 +1145,7 @@ static int cmd_bench(int argc, char **argv)
     cli_grid_bench_free(gr);
     cli_bench_free(lp);
     cli_bench_free(s3);
-    cli_dslash_bench_free(ds);
+    cli_bench_free(ds);
     return rc;
 }
 
@@ -1198,10 +1197,6 @@ int main(int argc, char **argv)
     if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) && cli_grid_named(argc - 2, argv + 2))
         return strcmp(cmd, "run") == 0 ? cli_grid_run(argc - 2, argv + 2)
                                        : cli_grid_gen(argc - 2, argv + 2);
-    if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) &&
-        cli_dslash_named(argc - 2, argv + 2))
-        return strcmp(cmd, "run") == 0 ? cli_dslash_run(argc - 2, argv + 2)
-                                       : cli_dslash_gen(argc - 2, argv + 2);
     if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) &&
         cli_magicfilter3d_named(argc - 2, argv + 2))
         return strcmp(cmd, "run") == 0 ? cli_magicfilter3d_run(argc - 2, argv + 2)
