@@ -58,11 +58,11 @@ EOF
 # 1-3: run with generated data, every backend's default, verified
 expect 0 "run dslash 3x5x2x7 --verify (auto backend)" \
     "$PK" run dslash --dims 3,5,2,7 --verify
-json_check "$T/out" 'd["kernel"] == "dslash" and d["verify"]["equal"] and d["verify"]["mode"] == "norm" and d["volume"] == 210 and d["flops"] == 1320 * 210 and d["bytes"] == 3072 * 210 and "gflop_per_s" in d and "gb_per_s" in d'
+json_check "$T/out" 'd["kernel"] == "dslash" and d["verify"]["equal"] and d["verify"]["mode"] == "norm" and d["dslash"]["volume"] == 210 and d["flops"] == 1320 * 210 and d["bytes"] == 3072 * 210 and "gflop_per_s" in d and "gb_per_s" in d'
 result $? "run JSON line: kernel, norm verify, volume, flops = 1320 V, bytes = 3072 V"
 expect 0 "run dslash --recon12 --verify on openmp omp-vnode" \
     "$PK" run dslash --x 8 --y 3 --z 2 --t 8 --backend openmp --variant omp-vnode --recon12 --verify
-json_check "$T/out" 'd["recon12"] and d["bytes"] == 2688 * 384 and d["variant"] == "omp-vnode" and " lanes along " in d["reason"]'
+json_check "$T/out" 'd["dslash"]["recon12"] and d["bytes"] == 2688 * 384 and d["variant"] == "omp-vnode" and " lanes along " in d["reason"]'
 result $? "recon12 run: bytes = 2688 V, lanes named in the reason"
 for v in serial omp opencl; do
     be=serial
@@ -93,7 +93,7 @@ else
 fi
 expect 0 "run dslash --in DIR --out DIR2 --verify (params.json read)" \
     "$PK" run dslash --in "$T/in" --out "$T/o1" --verify
-json_check "$T/out" 'd["kappa"] == 0.15 and d["recon12"] and (d["x"], d["y"], d["z"], d["t"]) == (3, 5, 2, 7) and d["layout_seconds"] > 0'
+json_check "$T/out" 'd["dslash"]["kappa"] == 0.15 and d["dslash"]["recon12"] and (d["dslash"]["x"], d["dslash"]["y"], d["dslash"]["z"], d["dslash"]["t"]) == (3, 5, 2, 7) and d["layout_seconds"] > 0'
 result $? "run --in: kappa, recon12 and extents from params.json, layout_seconds > 0"
 test -s "$T/o1/chi.npy"
 result $? "run --out wrote chi.npy"
@@ -104,7 +104,7 @@ result $? "gen + run --in and run --seed give the same chi"
 expect 0 "run --in with a matching --x" "$PK" run dslash --in "$T/in" --x 3 --backend serial
 expect 0 "run --in --no-recon12 overrides params.json" \
     "$PK" run dslash --in "$T/in" --no-recon12 --backend serial
-json_check "$T/out" 'd["recon12"] is False'
+json_check "$T/out" 'd["dslash"]["recon12"] is False'
 result $? "--no-recon12 in the JSON line"
 
 # bad input: exit 2

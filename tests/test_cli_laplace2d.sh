@@ -50,20 +50,22 @@ lp_line_ok() {
         python3 - "$@" <<'EOF'
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
-keys = ["kernel", "backend", "device", "variant", "l", "count", "sigma", "layout", "nw",
-        "seconds", "kernel_seconds", "transfer_seconds", "layout_seconds", "ms_per_iteration",
-        "gflop_per_s", "gb_per_s", "bytes_model", "flops_model", "reason", "verify",
-        "verify_atol"]
+keys = ["kernel", "backend", "device", "variant", "seconds", "kernel_seconds",
+        "transfer_seconds", "layout_seconds", "ms", "gflop_per_s", "gb_per_s", "bytes_model",
+        "flops_model", "reason", "verify", "laplace2d"]
 missing = [k for k in keys if k not in d]
+missing += ["laplace2d." + k for k in ["l", "count", "sigma", "layout", "nw", "verify_atol"]
+            if k not in d.get("laplace2d", {})]
 if missing:
     sys.exit("missing keys: %s" % missing)
 v = d["verify"]
 if not (v["equal"] is True and v["num_failed"] == 0 and v["first_fail"] is None):
     sys.exit("verify: %s" % v)
 want = (int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5]))
-if d["kernel"] != "laplace2d" or (d["l"], d["count"], d["layout"], d["nw"]) != want:
+lp = d["laplace2d"]
+if d["kernel"] != "laplace2d" or (lp["l"], lp["count"], lp["layout"], lp["nw"]) != want:
     sys.exit("kernel, sizes or layout: %s" % d)
-if d["bytes"] != 8.0 * d["l"] ** 2 * d["count"]:
+if d["bytes"] != 8.0 * lp["l"] ** 2 * lp["count"]:
     sys.exit("bytes: %s" % d["bytes"])
 EOF
     else
@@ -173,10 +175,11 @@ if [ $have_py = yes ]; then
 import json, sys
 d = json.load(open(sys.argv[1]))
 rows = [r for r in d["rows"] if r["kernel"] == "laplace2d"]
-lay = {(r["variant"], r["layout"]) for r in rows if r["status"] == "ok"}
+lay = {(r["variant"], r["laplace2d"]["layout"]) for r in rows if r["status"] == "ok"}
 assert ("omp-simd", "hvfo") in lay and ("omp", "lexi") in lay and ("serial", "hvfo") in lay, lay
 assert all(r["verified"] for r in rows if r["status"] == "ok"), rows
-assert d["laplace2d"]["bytes_per_site_iteration"] == 8
+assert all(r["bytes"] == 8 * r["laplace2d"]["l"] ** 2 * r["laplace2d"]["count"]
+           for r in rows if r["status"] == "ok"), rows
 EOF
     result $? "bench JSON: laplace2d rows for every variant x layout, verified, the byte model"
 else

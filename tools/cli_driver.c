@@ -20,7 +20,7 @@
 #define MAIN_PROG "portkern"
 
 const cli_kernel *const cli_kernels[] = {
-    &cli_kernel_diffusion3d, &cli_kernel_su3, NULL};
+    &cli_kernel_diffusion3d, &cli_kernel_laplace2d, &cli_kernel_su3, &cli_kernel_dslash, NULL};
 
 const cli_kernel *cli_kernel_find(const char *name)
 {
@@ -82,6 +82,8 @@ typedef struct param_slots {
     double num[CLI_PMAX];
     const char *str[CLI_PMAX];
     int seen[CLI_PMAX];
+    int flag[CLI_PMAX], noflag[CLI_PMAX], noseen[CLI_PMAX]; /* BOOL: --name, --no-name */
+    char noname[CLI_PMAX][48];
 } param_slots;
 
 static int add_param_opts(const cli_kernel *k, unsigned where, void *args, param_slots *s,
@@ -107,6 +109,11 @@ static int add_param_opts(const cli_kernel *k, unsigned where, void *args, param
         case CLI_P_TEXT:
             n = cli_opt_add(o, n, p->name, CLI_STRING, field(args, p), &s->seen[i], 0, 0);
             break;
+        case CLI_P_BOOL:
+            n = cli_opt_add(o, n, p->name, CLI_FLAG, &s->flag[i], &s->seen[i], 0, 0);
+            snprintf(s->noname[i], sizeof s->noname[i], "no-%s", p->name);
+            n = cli_opt_add(o, n, s->noname[i], CLI_FLAG, &s->noflag[i], &s->noseen[i], 0, 0);
+            break;
         }
     }
     return n;
@@ -118,6 +125,14 @@ static int take_param_opts(cli_call *c, param_slots *s)
     const cli_kernel *k = c->k;
     for (int i = 0; k->params && k->params[i].name; ++i) {
         const cli_param *p = &k->params[i];
+        if (p->type == CLI_P_BOOL && s->seen[i] && s->noseen[i])
+            return cli_usage_error(c->prog, "options --%s and --no-%s contradict", p->name,
+                                   p->name);
+        if (p->type == CLI_P_BOOL && (s->seen[i] || s->noseen[i])) {
+            c->seen[i] = CLI_SEEN_OPT;
+            *(int *)field(c->args, p) = s->seen[i] != 0;
+            continue;
+        }
         if (!s->seen[i]) continue;
         c->seen[i] = CLI_SEEN_OPT;
         if (p->type == CLI_P_COUNT) {
@@ -183,6 +198,11 @@ static int read_params(cli_call *c, const char *dir, char **keep)
             if (v->type != CLI_JSTR)
                 rc = cli_usage_error(c->prog, "%s: \"%s\" must be a string", path, p->name);
             break;
+        case CLI_P_BOOL:
+            if (!(v->type == CLI_JBOOL || (v->type == CLI_JNUM && (v->num == 0 || v->num == 1))))
+                rc = cli_usage_error(c->prog, "%s: \"%s\" must be true, false, 0 or 1", path,
+                                     p->name);
+            break;
         }
         if (rc) break;
         if (c->seen[pi]) continue; /* the command line wins */
@@ -194,6 +214,7 @@ static int read_params(cli_call *c, const char *dir, char **keep)
         case CLI_P_DOUBLE: *(double *)f = v->num; break;
         case CLI_P_NAME: *(int *)f = id; break;
         case CLI_P_TEXT: *(const char **)f = v->str; break; /* obj is kept until the end */
+        case CLI_P_BOOL: *(int *)f = v->num != 0; break;
         }
     }
     if (rc) {
@@ -220,6 +241,7 @@ static void write_params(cli_json *j, const cli_kernel *k, const void *args)
         case CLI_P_DOUBLE: cj_num(j, p->name, *(const double *)f); break;
         case CLI_P_NAME: cj_str(j, p->name, p->to_name(*(const int *)f)); break;
         case CLI_P_TEXT: cj_str(j, p->name, *(const char *const *)f); break;
+        case CLI_P_BOOL: cj_bool(j, p->name, *(const int *)f); break;
         }
     }
 }

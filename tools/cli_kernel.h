@@ -17,7 +17,9 @@ typedef enum cli_ptype {
     CLI_P_COUNT,  /* size_t, given as a whole number up to max (past INT_MAX) */
     CLI_P_DOUBLE, /* double, finite */
     CLI_P_NAME,   /* int id of a name: names() lists them, from_name() resolves */
-    CLI_P_TEXT    /* const char *, resolved by the kernel (magicfilter3d's "20x18x17") */
+    CLI_P_TEXT,   /* const char *, resolved by the kernel (magicfilter3d's "20x18x17") */
+    CLI_P_BOOL    /* int 0 or 1: the flags --name and --no-name (not both); params.json true,
+                     false, 0 or 1 (the kernel's flags list names both flags) */
 } cli_ptype;
 
 #define CLI_IN_RUN 1u    /* an option of `run` */

@@ -1,6 +1,5 @@
-/* cli_laplace2d.c - the laplace2d commands of portkern: run, gen, and its part of bench
- * (README.md, "Command line"; docs/KERNELS.md section 4a).  portkern.c hands a command
- * line to these when its kernel operand is "laplace2d".
+/* cli_laplace2d.c - laplace2d's part of the portkern command line (tools/cli_kernel.h): its
+ * parameters, file, generator, run, verdict and bench cases (docs/KERNELS.md section 4a).
  *
  * Verification: the backends evaluate the reference's float expression (portkern.h), fused or
  * not, so after k iterations they agree with it within 2 k gamma_5 nu^k max|phi_0| per element
@@ -8,9 +7,9 @@
  * inv).  The verdict is that absolute bound, a property of the data; the library's relative
  * differ supplies the relative and norm-wise figures of the report.
  *
- * Byte model: 8 B per site and iteration, one float read and one written (the ideal; the four
- * neighbours come from caches).  Flops: 7 per site and iteration. */
-#include <errno.h>
+ * Bench: every backend x variant x layout (lexi, hvfo) on two grids of the size, and the
+ * comparisons of the paper: hvfo against lexi, hand- against auto-vectorised, temporal
+ * blocking against omp-simd. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -19,25 +18,94 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_common.h"
+#include "cli_kernel.h"
 
-#define MAIN_PROG "portkern"
-#define LP_KERNEL "laplace2d"
-#define LP_PAPER_L 2048
-#define LP_DEFAULT_COUNT 10
-#define LP_DEFAULT_SIGMA 0.1
-#define LP_FLOPS_PER_SITE 7.0
-#define LP_BYTES_PER_SITE 8.0
-#define LP_FLOPS_MODEL "7 flop per site and iteration"
-#define LP_BYTES_MODEL "8 B per site and iteration: one float read + one written (ideal)"
+#define LP_MAX_L 65536
+#define LP_SIGMA 0.1
 #define LP_VERIFY_RULE "|phi - phi_ref| <= 2 k gamma_5 nu^k max|phi_0| for every element"
+#define LP_BYTES_MODEL "8 B per site and iteration: one float read + one written (ideal)"
+#if PK_LAP_DEFAULT_NW != 16
+#error "the help texts say the default nw is 16"
+#endif
 
-#define SEEN_CLI 1
-#define SEEN_JSON 2
+/* The two grids (l, iterations per run) of each bench size; --preset takes the first.
+ * small: in cache / just beyond; paper: the paper's 2048^2 (16.8 MB per field) and 4096^2;
+ * large: 4096^2 and 8192^2 (268 MB per field), both far beyond the caches. */
+static const char *const lp_sizes[3] = {"small", "paper", "large"};
+static const int lp_grid[3][2][2] = {
+    {{256, 20}, {1024, 10}}, {{2048, 10}, {4096, 8}}, {{4096, 8}, {8192, 4}}};
 
-static double rate(double amount, double seconds)
+typedef struct lp_args {
+    int l, count, layout, nw, seed; /* layout -1: auto */
+    double sigma;
+} lp_args;
+
+typedef struct lp_data {
+    pk_array in;        /* --in */
+    float *gen;         /* generated */
+    float *phi, *ref;   /* the run's result, the reference */
+    double atol;        /* of --verify; 0: not verified */
+} lp_data;
+
+static const float *lp_phi0(const lp_data *d) { return d->in.data ? d->in.data : d->gen; }
+
+/* layout: lexi, hvfo, or auto (-1). */
+static pk_status lp_layout_from_name(const char *name, int *id)
 {
-    return seconds > 0 && amount > 0 ? amount / seconds : NAN;
+    if (strcmp(name, "auto") == 0) {
+        *id = -1;
+        return PK_OK;
+    }
+    return pk_laplace2d_layout_from_name(name, id);
+}
+
+static const char *lp_layout_name(int id) { return id < 0 ? "auto" : pk_laplace2d_layout_name(id); }
+
+static const cli_param lp_params_table[] = {
+    {"l", CLI_P_INT, offsetof(lp_args, l), 1, LP_MAX_L, CLI_IN_ALL, 0, 0, 0},
+    {"count", CLI_P_INT, offsetof(lp_args, count), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
+    {"sigma", CLI_P_DOUBLE, offsetof(lp_args, sigma), FLT_MIN, FLT_MAX, CLI_IN_ALL, 0, 0, 0},
+    {"layout", CLI_P_NAME, offsetof(lp_args, layout), 0, 0, CLI_IN_ALL, lp_layout_from_name,
+     lp_layout_name, "lexi, hvfo, auto"},
+    {"nw", CLI_P_INT, offsetof(lp_args, nw), 0, LP_MAX_L, CLI_IN_ALL, 0, 0, 0},
+    {"seed", CLI_P_INT, offsetof(lp_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
+    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+
+static void lp_args_init(void *args)
+{
+    lp_args *a = args;
+    a->l = lp_grid[1][0][0]; /* the paper's 2048 */
+    a->count = lp_grid[1][0][1];
+    a->sigma = LP_SIGMA;
+    a->layout = -1;
+    a->nw = 0;
+    a->seed = 1;
+}
+
+static int lp_size_index(const char *size)
+{
+    for (int s = 0; s < 3; ++s)
+        if (strcmp(size, lp_sizes[s]) == 0) return s;
+    return -1;
+}
+
+static int lp_preset(const char *size, void *args)
+{
+    lp_args *a = args;
+    const int s = lp_size_index(size);
+    if (s < 0) return -1;
+    a->l = lp_grid[s][0][0];
+    a->count = lp_grid[s][0][1];
+    return 0;
+}
+
+/* auto: hvfo when l is a multiple of the lanes, else lexi. */
+static pk_laplace2d_params lp_params(const lp_args *a)
+{
+    const int nw = a->nw ? a->nw : PK_LAP_DEFAULT_NW;
+    const int layout = a->layout >= 0 ? a->layout : a->l % nw == 0 ? PK_LAP_HVFO : PK_LAP_LEXI;
+    const pk_laplace2d_params p = {a->l, a->count, a->sigma, layout, a->nw};
+    return p;
 }
 
 /* O(1) random data, uniform in [-1, 1), the same for a seed everywhere (splitmix64). */
@@ -53,15 +121,6 @@ static void lp_gen_phi(size_t n, unsigned long long seed, float *phi)
     }
 }
 
-/* The absolute tolerance of --verify and of the bench after `count` iterations (see the top). */
-static double lp_atol(double sigma, int count, double maxabs)
-{
-    const double u = FLT_EPSILON / 2, gamma5 = 5 * u / (1 - 5 * u);
-    const float a = (float)sigma, inv = (float)(1.0 / (1.0 + 4.0 * (double)a));
-    const double nu = (1.0 + 4.0 * (double)a) * (double)inv;
-    return 1.01 * 2 * count * gamma5 * pow(nu, count) * maxabs;
-}
-
 static double lp_maxabs(const float *f, size_t n)
 {
     double m = 0;
@@ -70,16 +129,27 @@ static double lp_maxabs(const float *f, size_t n)
     return m;
 }
 
-/* The verdict: *rep gets the differ's relative and norm-wise figures (pairs with both sides
- * <= atol left out of the relative ones) and, from the absolute rule, equal, num_failed,
- * first_fail and max_abs_err. */
-static pk_status lp_check(const float *ref, const float *y, size_t n, double atol,
-                          pk_diff_report *rep, double *rtol_used)
+/* The absolute tolerance after `count` iterations from a field of max|phi_0| (see the top). */
+static double lp_atol(double sigma, double count, double maxabs)
 {
-    const double amax = lp_maxabs(ref, n);
-    const double rtol = amax > 0 && isfinite(amax) && atol > 0 ? atol / amax : 1e-5;
-    *rtol_used = rtol;
-    pk_status s = pk_diff_f32(ref, y, n, rtol, atol, PK_DIFF_ELEMENTWISE, rep);
+    const double u = FLT_EPSILON / 2, gamma5 = 5 * u / (1 - 5 * u);
+    const float a = (float)sigma, inv = (float)(1.0 / (1.0 + 4.0 * (double)a));
+    const double nu = (1.0 + 4.0 * (double)a) * (double)inv;
+    return 1.01 * 2 * count * gamma5 * pow(nu, count) * maxabs;
+}
+
+/* The verdict (see the top): the differ's relative and norm-wise figures (pairs with both
+ * sides <= atol left out of the relative ones; v->rtol 0: atol / max|phi_ref|), then from the
+ * absolute rule equal, num_failed, first_fail and max_abs_err. */
+static pk_status lp_check(const float *ref, const float *y, int l, double atol, cli_verdict *v)
+{
+    pk_diff_report *rep = &v->rep;
+    const size_t n = (size_t)l * (size_t)l;
+    if (!(v->rtol > 0)) {
+        const double amax = lp_maxabs(ref, n);
+        v->rtol = amax > 0 && isfinite(amax) && atol > 0 ? atol / amax : 1e-5;
+    }
+    pk_status s = pk_diff_f32(ref, y, n, v->rtol, atol, PK_DIFF_ELEMENTWISE, rep);
     if (s != PK_OK && s != PK_EMISMATCH) return s;
     rep->num_failed = 0;
     rep->first_fail = (size_t)-1;
@@ -91,337 +161,347 @@ static pk_status lp_check(const float *ref, const float *y, size_t n, double ato
         if (d > rep->max_abs_err) rep->max_abs_err = d;
     }
     rep->equal = rep->num_failed == 0;
+    v->shape[0] = v->shape[1] = (size_t)l;
+    v->ndim = 2;
+    v->norm = 0;
     return PK_OK;
 }
 
-/* ---- options ---------------------------------------------------------------------------- */
-typedef struct lp_args {
-    int l, count, nw, seed, layout;
-    double sigma;
-    const char *layout_name;
-    int seen_l, seen_count, seen_nw, seen_seed, seen_layout, seen_sigma;
-} lp_args;
-
-static void lp_args_init(lp_args *a)
+/* hvfo needs l % nw == 0: checked before a field is generated (run without --in, gen); with
+ * --in the library checks the l of phi.npy. */
+static int lp_generate(cli_call *c, void *data)
 {
-    memset(a, 0, sizeof *a);
-    a->l = LP_PAPER_L;
-    a->count = LP_DEFAULT_COUNT;
-    a->sigma = LP_DEFAULT_SIGMA;
-    a->seed = 1;
-    a->layout = -1; /* auto */
-}
-
-static int lp_opts(cli_opt *o, int n, lp_args *a)
-{
-    n = cli_opt_add(o, n, "l", CLI_INT, &a->l, &a->seen_l, 1, 65536);
-    n = cli_opt_add(o, n, "count", CLI_INT, &a->count, &a->seen_count, 0, INT_MAX);
-    n = cli_opt_add(o, n, "sigma", CLI_DOUBLE, &a->sigma, &a->seen_sigma, FLT_MIN, FLT_MAX);
-    n = cli_opt_add(o, n, "layout", CLI_STRING, &a->layout_name, &a->seen_layout, 0, 0);
-    n = cli_opt_add(o, n, "nw", CLI_INT, &a->nw, &a->seen_nw, 0, 65536);
-    n = cli_opt_add(o, n, "seed", CLI_INT, &a->seed, &a->seen_seed, 0, INT_MAX);
-    return n;
-}
-
-static int lp_layout_arg(const char *prog, const lp_args *a, const char *name, int *layout)
-{
-    if (strcmp(name, "auto") == 0) {
-        *layout = -1;
-        return 0;
-    }
-    if (pk_laplace2d_layout_from_name(name, layout) != PK_OK)
-        return cli_usage_error(prog, "option --layout: unknown layout '%s' (lexi, hvfo, auto)",
-                               name);
-    (void)a;
-    return 0;
-}
-
-/* What the command line said about the layout, checked. */
-static int lp_args_resolve(const char *prog, lp_args *a)
-{
-    if (a->seen_layout) return lp_layout_arg(prog, a, a->layout_name, &a->layout);
-    return 0;
-}
-
-/* auto: hvfo when l is a multiple of the lanes, else lexi. */
-static int lp_effective_layout(const lp_args *a)
-{
-    if (a->layout >= 0) return a->layout;
+    const lp_args *a = c->args;
+    lp_data *d = data;
     const int nw = a->nw ? a->nw : PK_LAP_DEFAULT_NW;
-    return a->l % nw == 0 ? PK_LAP_HVFO : PK_LAP_LEXI;
-}
-
-static void lp_params(const lp_args *a, pk_laplace2d_params *p)
-{
-    p->l = a->l;
-    p->count = a->count;
-    p->sigma = a->sigma;
-    p->layout = lp_effective_layout(a);
-    p->nw = a->nw;
-}
-
-/* ---- which kernel ----------------------------------------------------------------------- */
-int cli_laplace2d_named(int argc, char **argv)
-{
-    static const char *const flags[] = {"verify", "help", NULL};
-    return cli_kernel_named(argc, argv, LP_KERNEL, flags);
-}
-
-/* ---- inputs ----------------------------------------------------------------------------- */
-/* DIR/params.json values for what the command line did not set; an absent file is fine. */
-static int lp_read_params(const char *prog, const char *path, lp_args *a)
-{
-    struct { const char *key; int *v, *seen; double min, max; } ints[4] = {
-        {"l", &a->l, &a->seen_l, 1, 65536}, {"count", &a->count, &a->seen_count, 0, INT_MAX},
-        {"nw", &a->nw, &a->seen_nw, 0, 65536}, {"seed", &a->seed, &a->seen_seed, 0, INT_MAX}};
-    cli_jobject *obj;
-    char *text;
-    int rc = cli_params_load(prog, path, LP_KERNEL, &obj, &text);
-    if (rc || !obj) return rc;
-    const cli_jvalue *v;
-    for (int k = 0; k < 4; ++k) {
-        v = cli_json_get(obj, ints[k].key);
-        if (!v) continue;
-        if (v->type != CLI_JNUM || v->num != floor(v->num) || v->num < ints[k].min ||
-            v->num > ints[k].max) {
-            rc = cli_usage_error(prog, "%s: \"%s\" must be an integer in [%.0f, %.0f]", path,
-                                 ints[k].key, ints[k].min, ints[k].max);
-            goto done;
-        }
-        if (!*ints[k].seen) {
-            *ints[k].v = (int)v->num;
-            *ints[k].seen = SEEN_JSON;
-        }
+    if (a->layout == PK_LAP_HVFO && a->l % nw != 0)
+        return cli_usage_error(c->prog, "--layout hvfo: l = %d is not a multiple of nw = %d "
+                               "(give an nw that divides l, or --layout lexi)", a->l, nw);
+    const size_t n = (size_t)a->l * (size_t)a->l;
+    if (!(d->gen = malloc(n * sizeof *d->gen))) {
+        fprintf(stderr, "%s: out of host memory for a %d x %d field\n", c->prog, a->l, a->l);
+        return CLI_EXIT_FAIL;
     }
-    v = cli_json_get(obj, "sigma");
-    if (v) {
-        if (v->type != CLI_JNUM || !(v->num >= FLT_MIN && v->num <= FLT_MAX)) {
-            rc = cli_usage_error(prog, "%s: \"sigma\" must be a number in [%g, %g]", path,
-                                 (double)FLT_MIN, (double)FLT_MAX);
-            goto done;
-        }
-        if (!a->seen_sigma) {
-            a->sigma = v->num;
-            a->seen_sigma = SEEN_JSON;
-        }
-    }
-    v = cli_json_get(obj, "layout");
-    if (v) {
-        int layout;
-        if (v->type != CLI_JSTR || (rc = lp_layout_arg(prog, a, v->str, &layout))) {
-            if (!rc)
-                rc = cli_usage_error(prog, "%s: \"layout\" must be \"lexi\", \"hvfo\" or \"auto\"",
-                                     path);
-            goto done;
-        }
-        if (!a->seen_layout) {
-            a->layout = layout;
-            a->seen_layout = SEEN_JSON;
-        }
-    }
-done:
-    free(obj);
-    free(text);
-    return rc;
+    lp_gen_phi(n, (unsigned long long)a->seed, d->gen);
+    return 0;
 }
 
 /* DIR/phi.npy: float32 [l][l]; l comes from its shape and must agree with l given elsewhere. */
-static int lp_read_phi(const char *prog, const char *path, lp_args *a, pk_array *arr)
+static int lp_load(cli_call *c, const char *dir, void *data)
 {
-    pk_status s = pk_npy_read(path, arr);
-    if (s != PK_OK) return cli_lib_error(MAIN_PROG, s);
-    if (arr->dtype != PK_DTYPE_F32 || arr->ndim != 2 || arr->shape[0] != arr->shape[1] ||
-        arr->shape[0] < 1 || arr->shape[0] > 65536) {
-        const char *d = pk_dtype_descr(arr->dtype);
-        char shape[96] = "[";
-        for (int k = 0; k < arr->ndim && k < 4; ++k) {
-            size_t len = strlen(shape);
-            snprintf(shape + len, sizeof shape - len, "%s%zu", k ? ", " : "", arr->shape[k]);
-        }
-        strcat(shape, arr->ndim > 4 ? ", ...]" : "]");
-        return cli_usage_error(prog, "%s: expected a float32 ('<f4') square array [l][l], "
-                               "1 <= l <= 65536, got '%s' with shape %s", path, d ? d : "?",
-                               shape);
-    }
-    const int l = (int)arr->shape[0];
-    if (a->seen_l && a->l != l)
-        return cli_usage_error(prog, "%s has shape [%d, %d], but %sl is %d", path, l, l,
-                               a->seen_l == SEEN_CLI ? "--" : "params.json ", a->l);
-    a->l = l;
+    static const char what[] = "a float32 ('<f4') square array [l][l], 1 <= l <= 65536";
+    lp_args *a = c->args;
+    lp_data *d = data;
+    const size_t want[2] = {0, 0};
+    char shape[160], by[64];
+    int rc = cli_read_npy(c->prog, dir, "phi.npy", PK_DTYPE_F32, 2, want, what, &d->in);
+    if (rc) return rc;
+    const size_t l = d->in.shape[0];
+    cli_shape_text(d->in.shape, 2, shape, sizeof shape);
+    if (d->in.shape[1] != l || l > LP_MAX_L)
+        return cli_usage_error(c->prog, "%s/phi.npy: expected %s, got '%s' with shape %s", dir,
+                               what, pk_dtype_descr(d->in.dtype), shape);
+    if (cli_seen(c, "l") && (size_t)a->l != l)
+        return cli_usage_error(c->prog, "%s/phi.npy has shape %s, but %s is %d", dir, shape,
+                               cli_seen_text(c, "l", by, sizeof by), a->l);
+    a->l = (int)l;
     return 0;
 }
 
-/* ---- run -------------------------------------------------------------------------------- */
-static void run_usage(FILE *f)
+static int lp_write_inputs(cli_call *c, const char *dir, const void *data)
 {
-    fprintf(f,
-        "Usage: portkern run laplace2d [options]\n"
+    const lp_args *a = c->args;
+    const size_t shape[2] = {(size_t)a->l, (size_t)a->l};
+    return cli_write_npy(c->prog, dir, "phi.npy", PK_DTYPE_F32, 2, shape,
+                         ((const lp_data *)data)->gen);
+}
+
+/* The run works in place on a copy of the input, which --verify needs again. */
+static pk_status lp_run(pk_context *ctx, const char *variant, const void *args, void *data,
+                        pk_run_info *info)
+{
+    const lp_args *a = args;
+    lp_data *d = data;
+    const pk_laplace2d_params p = lp_params(a);
+    const size_t n = (size_t)a->l * (size_t)a->l;
+    if (!(d->phi = malloc(n * sizeof *d->phi))) return PK_ENOMEM;
+    memcpy(d->phi, lp_phi0(d), n * sizeof *d->phi);
+    return pk_laplace2d(ctx, &p, variant, d->phi, info);
+}
+
+static pk_status lp_verify(const void *args, void *data, cli_verdict *v)
+{
+    const lp_args *a = args;
+    lp_data *d = data;
+    const pk_laplace2d_params p = lp_params(a);
+    const size_t n = (size_t)a->l * (size_t)a->l;
+    if (!(d->ref = malloc(n * sizeof *d->ref))) return PK_ENOMEM;
+    memcpy(d->ref, lp_phi0(d), n * sizeof *d->ref);
+    d->atol = lp_atol(a->sigma, a->count, lp_maxabs(d->ref, n));
+    pk_status s = pk_laplace2d_reference(&p, d->ref);
+    return s == PK_OK ? lp_check(d->ref, d->phi, a->l, d->atol, v) : s;
+}
+
+static int lp_write_outputs(cli_call *c, const char *dir, const void *data)
+{
+    const lp_args *a = c->args;
+    const size_t shape[2] = {(size_t)a->l, (size_t)a->l};
+    return cli_write_npy(c->prog, dir, "phi.npy", PK_DTYPE_F32, 2, shape,
+                         ((const lp_data *)data)->phi);
+}
+
+static void lp_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
+{
+    const lp_args *a = args;
+    const lp_data *d = data;
+    const pk_laplace2d_params p = lp_params(a);
+    cj_int(j, "l", p.l);
+    cj_int(j, "count", p.count);
+    cj_num(j, "sigma", p.sigma);
+    cj_str(j, "layout", pk_laplace2d_layout_name(p.layout));
+    cj_int(j, "nw", p.layout == PK_LAP_HVFO ? (p.nw ? p.nw : PK_LAP_DEFAULT_NW) : 1);
+    cj_num(j, "ms_per_iteration", p.count > 0 ? cli_rate(1e3 * info->kernel_s, p.count) : NAN);
+    if (d->atol > 0) cj_num(j, "verify_atol", d->atol);
+}
+
+static void lp_data_free(void *data)
+{
+    lp_data *d = data;
+    pk_array_free(&d->in);
+    free(d->gen);
+    free(d->phi);
+    free(d->ref);
+}
+
+/* ---- bench: both layouts of every variant on the two grids of the size ----------------- */
+/* Case c: grid c / 2, layout c % 2 (lexi, hvfo with the default lanes).  The timed runs go on
+ * from where the previous left the field (the values stay O(1): the operator averages), so
+ * the result after `runs` runs is checked against the reference after runs x count
+ * iterations. */
+typedef struct lp_bench {
+    const char *size;
+    int l[2], count[2];
+    float *phi[2], *ref[2], *out[2];
+    double maxabs[2];
+    long long ref_iters[2]; /* iterations ref[g] holds; -1: none */
+    double atol[4];         /* of the case's last verdict */
+} lp_bench;
+
+typedef struct lp_plan {
+    pk_laplace2d_plan *p;
+    int count;
+} lp_plan;
+
+/* ref[g] after `iters` iterations from phi[g] (computed once per count of iterations). */
+static pk_status lp_bench_ref(lp_bench *b, int g, long long iters)
+{
+    const size_t n = (size_t)b->l[g] * (size_t)b->l[g];
+    if (b->ref_iters[g] == iters) return PK_OK;
+    if (iters > INT_MAX) return PK_ESIZE;
+    const pk_laplace2d_params p = {b->l[g], (int)iters, LP_SIGMA, PK_LAP_LEXI, 0};
+    memcpy(b->ref[g], b->phi[g], n * sizeof(float));
+    b->ref_iters[g] = -1;
+    cli_progress("laplace2d reference: serial, l = %d, %lld iterations ...", b->l[g], iters);
+    pk_status s = pk_laplace2d_reference(&p, b->ref[g]);
+    if (s == PK_OK) b->ref_iters[g] = iters;
+    return s;
+}
+
+static int lp_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+{
+    const int s = lp_size_index(req->size);
+    lp_bench *b = calloc(1, sizeof *b);
+    *bd = b;
+    if (s < 0) return cli_usage_error("portkern bench", "unknown size '%s'", req->size);
+    if (!b) goto nomem;
+    b->size = req->size;
+    for (int g = 0; g < 2; ++g) {
+        const size_t n = (size_t)lp_grid[s][g][0] * (size_t)lp_grid[s][g][0];
+        b->l[g] = lp_grid[s][g][0];
+        b->count[g] = lp_grid[s][g][1];
+        b->ref_iters[g] = -1;
+        if (!(b->phi[g] = malloc(n * sizeof(float))) || !(b->ref[g] = malloc(n * sizeof(float))) ||
+            !(b->out[g] = malloc(n * sizeof(float))))
+            goto nomem;
+        lp_gen_phi(n, 1, b->phi[g]);
+        b->maxabs[g] = lp_maxabs(b->phi[g], n);
+        /* the reference the rows will need: a warm-up and reps timed runs */
+        pk_status st = lp_bench_ref(b, g, (long long)(req->reps + 1) * b->count[g]);
+        if (st != PK_OK) return cli_lib_error("portkern", st);
+    }
+    *ncases = 4;
+    return 0;
+nomem:
+    fprintf(stderr, "portkern bench: out of host memory\n");
+    return CLI_EXIT_FAIL;
+}
+
+static void lp_case_name(const void *bd, int c, char *buf, size_t len)
+{
+    const lp_bench *b = bd;
+    if (c % 2 == PK_LAP_HVFO)
+        snprintf(buf, len, "l=%d hvfo/%d", b->l[c / 2], PK_LAP_DEFAULT_NW);
+    else
+        snprintf(buf, len, "l=%d lexi", b->l[c / 2]);
+}
+
+static pk_status lp_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
+                           pk_run_info *info)
+{
+    const lp_bench *b = bd;
+    const pk_laplace2d_params p = {b->l[c / 2], b->count[c / 2], LP_SIGMA, c % 2, 0};
+    lp_plan *lp = calloc(1, sizeof *lp);
+    if (!lp) return PK_ENOMEM;
+    lp->count = p.count;
+    pk_status s = pk_laplace2d_plan_create(&lp->p, ctx, &p, variant, info);
+    if (s != PK_OK) {
+        free(lp);
+        return s;
+    }
+    *plan = lp;
+    return PK_OK;
+}
+
+static pk_status lp_upload(void *plan, void *bd, int c)
+{
+    return pk_laplace2d_plan_upload(((lp_plan *)plan)->p, ((lp_bench *)bd)->phi[c / 2]);
+}
+
+static pk_status lp_plan_run(void *plan, pk_run_info *info)
+{
+    return pk_laplace2d_plan_run(((lp_plan *)plan)->p, ((lp_plan *)plan)->count, info);
+}
+
+static pk_status lp_download(void *plan, void *bd, int c)
+{
+    return pk_laplace2d_plan_download(((lp_plan *)plan)->p, ((lp_bench *)bd)->out[c / 2]);
+}
+
+static void lp_destroy(void *plan)
+{
+    pk_laplace2d_plan_destroy(((lp_plan *)plan)->p);
+    free(plan);
+}
+
+static pk_status lp_bench_verify(void *bd, int c, int runs, cli_verdict *v)
+{
+    lp_bench *b = bd;
+    const int g = c / 2;
+    const long long iters = (long long)runs * b->count[g];
+    pk_status s = lp_bench_ref(b, g, iters);
+    if (s != PK_OK) return s;
+    b->atol[c] = lp_atol(LP_SIGMA, (double)iters, b->maxabs[g]);
+    v->rtol = 0; /* atol / max|phi_ref| */
+    return lp_check(b->ref[g], b->out[g], b->l[g], b->atol[c], v);
+}
+
+static void lp_describe(const void *bd)
+{
+    const lp_bench *b = bd;
+    printf("laplace2d %s: l = %d (%d iterations per run) and l = %d (%d), sigma %g, O(1) random "
+           "data (seed 1), layouts lexi and hvfo/%d;\nbyte model: " LP_BYTES_MODEL "; ms are "
+           "per run of count iterations;\nverified against the serial reference after the "
+           "warm-up and the timed runs: " LP_VERIFY_RULE "\n",
+           b->size, b->l[0], b->count[0], b->l[1], b->count[1], LP_SIGMA, PK_LAP_DEFAULT_NW);
+}
+
+static void lp_case_json(cli_json *j, const void *bd, int c)
+{
+    const lp_bench *b = bd;
+    cj_str(j, "layout", pk_laplace2d_layout_name(c % 2));
+    cj_int(j, "nw", c % 2 == PK_LAP_HVFO ? PK_LAP_DEFAULT_NW : 1);
+    cj_int(j, "l", b->l[c / 2]);
+    cj_int(j, "count", b->count[c / 2]);
+    cj_num(j, "sigma", LP_SIGMA);
+    cj_num(j, "verify_atol", b->atol[c] > 0 ? b->atol[c] : NAN);
+}
+
+/* The ok row of (backend, variant, case), or NULL. */
+static const cli_bench_row *lp_find(const cli_bench_result *res, pk_backend_id be, const char *v,
+                                    int c)
+{
+    for (int i = 0; i < res->nrows; ++i) {
+        const cli_bench_row *r = &res->rows[i];
+        if (r->backend == be && r->c == c && r->status == CLI_ROW_OK && !strcmp(r->variant, v))
+            return r;
+    }
+    return NULL;
+}
+
+/* On the larger grid: hvfo against lexi per backend and variant, and on the OpenMP backend
+ * hand- against auto-vectorised and temporal blocking against omp-simd. */
+static void lp_report(cli_bench_result *res)
+{
+    const lp_bench *b = res->bd;
+    const int lexi = 2 + PK_LAP_LEXI, hvfo = 2 + PK_LAP_HVFO, l = b->l[1];
+    int header = 0;
+    for (int i = 0; i < res->nrows; ++i) {
+        const cli_bench_row *r = &res->rows[i];
+        if (r->c != hvfo || r->status != CLI_ROW_OK) continue;
+        const cli_bench_row *lx = lp_find(res, r->backend, r->variant, lexi);
+        if (!lx) continue;
+        if (!header++) printf("layouts at l = %d (hvfo speed / lexi speed):", l);
+        printf("  %s %s %.2fx", pk_backend_name(r->backend), r->variant, lx->t_min / r->t_min);
+    }
+    if (header) printf("\n");
+    for (int c = lexi; c <= hvfo; ++c) {
+        const cli_bench_row *hand = lp_find(res, PK_BACKEND_OPENMP, "omp-simd", c);
+        const cli_bench_row *autov = lp_find(res, PK_BACKEND_OPENMP, "omp", c);
+        const cli_bench_row *tb = lp_find(res, PK_BACKEND_OPENMP, "omp-tb", c);
+        if (!hand || !autov) continue;
+        printf("openmp %s at l = %d: hand-vectorised (omp-simd) / auto-vectorised (omp) %.2fx",
+               c == hvfo ? "hvfo" : "lexi", l, autov->t_min / hand->t_min);
+        if (tb) printf(", temporal blocking (omp-tb) / omp-simd %.2fx", hand->t_min / tb->t_min);
+        printf("\n");
+    }
+}
+
+static void lp_bench_free(void *bd)
+{
+    lp_bench *b = bd;
+    for (int g = 0; g < 2; ++g) {
+        free(b->phi[g]);
+        free(b->ref[g]);
+        free(b->out[g]);
+    }
+    free(b);
+}
+
+static const cli_bench_ops lp_bench_ops = {
+    lp_bench_setup, lp_case_name, NULL,            lp_create,   lp_upload,    lp_plan_run,
+    lp_download,    lp_destroy,   lp_bench_verify, lp_describe, lp_case_json, lp_report,
+    NULL,           lp_bench_free};
+
+const cli_kernel cli_kernel_laplace2d = {
+    .name = "laplace2d",
+    .summary = "count iterations of the periodic 2-D smoothing Laplacian, float32, two layouts",
+    .run_help =
         "Apply `count` iterations of the 2-D smoothing Laplacian (docs/KERNELS.md 4a),\n"
-        "phi' = (phi + sigma (sum of the 4 neighbours)) / (1 + 4 sigma), periodic, float32,\n"
-        "and print one JSON line on stdout.\n"
+        "phi' = (phi + sigma (sum of the 4 neighbours)) / (1 + 4 sigma), periodic, float32.\n"
         "\n"
-        "  --backend B     auto (default; PORTKERN_BACKEND), serial, openmp, opencl, cuda\n"
-        "  --variant V     a variant of the backend: serial: serial; openmp: omp-simd (default,\n"
-        "                  hand-vectorised), omp (auto-vectorised), omp-tb (temporal blocking,\n"
-        "                  4 iterations per pass over memory); opencl: opencl; cuda: cuda\n"
-        "  --device N      device index within the backend (portkern-probe lists them)\n"
-        "  --threads N     OpenMP threads (0: OpenMP's default)\n"
-        "  --in DIR        read DIR/phi.npy (float32 [l][l], x fastest): l comes from its\n"
-        "                  shape; and DIR/params.json when present (l, count, sigma, layout,\n"
-        "                  nw); options given here override params.json.  Without --in, O(1)\n"
-        "                  random data (uniform in [-1, 1), reproducible by --seed) is\n"
-        "                  generated as 'portkern gen laplace2d' does\n"
-        "  --out DIR       write the result as DIR/phi.npy (DIR is created): float32 [l][l]\n"
-        "  --l N           lattice extent (default 2048, the paper's; with --in: must match)\n"
+        "  --l N           lattice extent (default 2048, the paper's; with --in: must match;\n"
+        "                  --preset takes the first grid of bench: small 256, paper 2048,\n"
+        "                  large 4096, with its count)\n"
         "  --count N       iterations (default 10)\n"
         "  --sigma S       > 0 (default 0.1), applied in float\n"
         "  --layout L      the layout the kernel runs on: hvfo (Hopping Vector-Friendly\n"
-        "                  Ordering, pho[y][x'][w] = phi[y][w*l/nw + x'], needs l %% nw == 0),\n"
+        "                  Ordering, pho[y][x'][w] = phi[y][w*l/nw + x'], needs l % nw == 0),\n"
         "                  lexi (phi[y][x], any l) or auto (default: hvfo when l is a multiple\n"
         "                  of nw, else lexi).  Input and output are lexicographic either way;\n"
         "                  the reorder is timed apart (layout_seconds)\n"
-        "  --nw N          hvfo lanes (default 0: %d, one 64-byte line)\n"
+        "  --nw N          hvfo lanes (default 0: 16, one 64-byte line)\n"
         "  --seed S        seed of the generated data (default 1)\n"
-        "  --verify        also run the serial reference (pk_laplace2d_reference) and compare:\n"
-        "                  pass when " LP_VERIFY_RULE "\n"
-        "                  (the float error bound of the kernels, tests/lp_common.h); the\n"
-        "                  library's relative differ reports the relative and norm-wise errors\n"
-        "\n"
-        "The JSON line: kernel, backend, device, device_index, variant, l, count, sigma,\n"
-        "layout, nw, seconds (whole call), kernel_seconds, transfer_seconds, setup_seconds,\n"
-        "layout_seconds, ms_per_iteration, gflop_per_s (" LP_FLOPS_MODEL "), gb_per_s\n"
-        "(" LP_BYTES_MODEL "),\n"
-        "flops, bytes, flops_model, bytes_model, fell_back, reason; --verify adds \"verify\":\n"
-        "{equal, mode, rtol, max_rel_err, max_abs_err, norm_rel_err, num_failed, first_fail\n"
-        "\"[y, x]\" or null}, verify_rule and verify_atol.  Rates use the kernel time.\n"
-        "Exit status: 0 ok; 1 verification failed or the run failed; 2 bad option, bad input\n"
-        "file (wrong dtype or shape), l not a multiple of nw for hvfo, or unknown\n"
-        "backend/variant/device.\n",
-        PK_LAP_DEFAULT_NW);
-}
-
-static void run_print(const pk_laplace2d_params *p, const pk_run_info *info,
-                      const pk_diff_report *rep, double rtol, double atol)
-{
-    cli_json j;
-    const size_t shape[2] = {(size_t)p->l, (size_t)p->l};
-    cj_init(&j, stdout, 0);
-    cj_open(&j, NULL, '{');
-    cj_run_head(&j, LP_KERNEL, info);
-    cj_int(&j, "l", p->l);
-    cj_int(&j, "count", p->count);
-    cj_num(&j, "sigma", p->sigma);
-    cj_str(&j, "layout", pk_laplace2d_layout_name(p->layout));
-    cj_int(&j, "nw", p->layout == PK_LAP_HVFO ? (p->nw ? p->nw : PK_LAP_DEFAULT_NW) : 1);
-    cj_run_times(&j, info);
-    cj_num(&j, "layout_seconds", info->layout_s);
-    cj_num(&j, "ms_per_iteration", p->count > 0 ? rate(1e3 * info->kernel_s, p->count) : NAN);
-    cj_num(&j, "gflop_per_s", rate(info->flops / 1e9, info->kernel_s));
-    cj_num(&j, "gb_per_s", rate(info->bytes / 1e9, info->kernel_s));
-    cj_num(&j, "flops", info->flops);
-    cj_num(&j, "bytes", info->bytes);
-    cj_str(&j, "flops_model", LP_FLOPS_MODEL);
-    cj_str(&j, "bytes_model", LP_BYTES_MODEL);
-    cj_run_tail(&j, info);
-    if (rep) {
-        cj_verify(&j, rep, rtol, 0, shape, 2);
-        cj_str(&j, "verify_rule", LP_VERIFY_RULE);
-        cj_num(&j, "verify_atol", atol);
-    }
-    cj_close(&j);
-}
-
-int cli_laplace2d_run(int argc, char **argv)
-{
-    const char *prog = "portkern run";
-    lp_args a;
-    const char *backend = NULL, *variant = NULL, *in = NULL, *out = NULL;
-    int device = -1, threads = 0, verify = 0, n = 0, npos, rc = 0;
-    double atol = 0, rtol = 0;
-    cli_opt opts[24];
-    char *pos[1], path[4096];
-    pk_context_options copt;
-    pk_context *ctx = NULL;
-    pk_laplace2d_params p;
-    pk_run_info info;
-    pk_diff_report rep;
-    pk_array arr;
-    float *phi = NULL, *ref = NULL;
-    size_t sites;
-    pk_status s;
-
-    lp_args_init(&a);
-    memset(&arr, 0, sizeof arr);
-    n = lp_opts(opts, n, &a);
-    n = cli_run_opts(opts, n, &backend, &variant, &device, &threads, &in, &out, &verify);
-    rc = cli_parse(prog, argc, argv, opts, pos, 1, &npos);
-    if (rc == CLI_HELP) {
-        run_usage(stdout);
-        return CLI_EXIT_OK;
-    }
-    if (rc || (rc = lp_args_resolve(prog, &a))) return rc;
-    if ((rc = cli_context_opts(prog, backend, device, threads, &copt))) return rc;
-    if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
-        return CLI_EXIT_OK;
-
-    if (in) {
-        if (cli_join(path, sizeof path, in, "params.json"))
-            return cli_usage_error(prog, "path too long: %s", in);
-        if ((rc = lp_read_params(prog, path, &a))) return rc;
-        if (cli_join(path, sizeof path, in, "phi.npy"))
-            return cli_usage_error(prog, "path too long: %s", in);
-        if ((rc = lp_read_phi(prog, path, &a, &arr))) goto done;
-    }
-    lp_params(&a, &p);
-    sites = (size_t)p.l * (size_t)p.l;
-    if (!(phi = malloc(sites * sizeof *phi))) goto nomem;
-    if (in)
-        memcpy(phi, arr.data, sites * sizeof *phi);
-    else
-        lp_gen_phi(sites, (unsigned)a.seed, phi);
-    if (verify) {
-        if (!(ref = malloc(sites * sizeof *ref))) goto nomem;
-        memcpy(ref, phi, sites * sizeof *ref);
-        atol = lp_atol(p.sigma, p.count, lp_maxabs(phi, sites));
-    }
-
-    s = pk_context_create(&ctx, &copt);
-    if (s == PK_OK) s = pk_laplace2d(ctx, &p, variant, phi, &info);
-    if (s != PK_OK) {
-        rc = cli_lib_error(MAIN_PROG, s);
-        goto done;
-    }
-    if (verify) {
-        s = pk_laplace2d_reference(&p, ref);
-        if (s == PK_OK) s = lp_check(ref, phi, sites, atol, &rep, &rtol);
-        if (s != PK_OK) {
-            rc = cli_lib_error(MAIN_PROG, s);
-            goto done;
-        }
-    }
-    if (out) {
-        const size_t shape[2] = {(size_t)p.l, (size_t)p.l};
-        if ((rc = cli_write_npy(prog, out, "phi.npy", PK_DTYPE_F32, 2, shape, phi))) goto done;
-    }
-    run_print(&p, &info, verify ? &rep : NULL, rtol, atol);
-    rc = verify && !rep.equal ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-    goto done;
-nomem:
-    fprintf(stderr, "%s: out of host memory for a %d x %d field\n", prog, a.l, a.l);
-    rc = CLI_EXIT_FAIL;
-done:
-    pk_context_destroy(ctx);
-    pk_array_free(&arr);
-    free(phi);
-    free(ref);
-    return rc;
-}
-
-/* ---- gen -------------------------------------------------------------------------------- */
-static void gen_usage(FILE *f)
-{
-    fprintf(f,
-        "Usage: portkern gen laplace2d --out DIR [options]\n"
+        "Files: --in DIR reads DIR/phi.npy (float32 [l][l], x fastest; l from its shape);\n"
+        "without --in, O(1) random data (uniform in [-1, 1), reproducible by --seed) is\n"
+        "generated as 'portkern gen laplace2d' does.  --out DIR writes the result as\n"
+        "DIR/phi.npy (float32 [l][l]).\n"
+        "--verify runs the serial reference (pk_laplace2d_reference); the rule is the float\n"
+        "error bound of the kernels (tests/lp_common.h).  --rtol only sets the rtol of the\n"
+        "differ's relative figures (default 0: atol / max|phi_ref|).\n"
+        "\"laplace2d\" in the JSON line: l, count, sigma, layout (the one run: auto resolved),\n"
+        "nw (1 for lexi), ms_per_iteration, and with --verify verify_atol (the rule's bound).\n"
+        "An hvfo run with l not a multiple of nw is bad input (exit 2).\n",
+    .gen_help =
         "Write the input of a run: DIR/phi.npy (O(1) random data, uniform in [-1, 1), float32\n"
         "[l][l]) and DIR/params.json (l, count, sigma, layout, nw, seed), which 'portkern run\n"
         "laplace2d --in DIR' reads.  DIR is created when missing.\n"
@@ -429,425 +509,26 @@ static void gen_usage(FILE *f)
         "  --l N           lattice extent (default 2048)\n"
         "  --count N       iterations to record (default 10)\n"
         "  --sigma S       > 0 (default 0.1)\n"
-        "  --layout L      lexi, hvfo or auto (default auto) to record\n"
-        "  --nw N          hvfo lanes to record (default 0: %d)\n"
-        "  --seed S        seed (default 1): the same seed gives the same data\n"
-        "\n"
-        "Exit status: 0 written; 1 out of memory; 2 bad option or unwritable DIR.\n",
-        PK_LAP_DEFAULT_NW);
-}
-
-int cli_laplace2d_gen(int argc, char **argv)
-{
-    const char *prog = "portkern gen";
-    lp_args a;
-    const char *out = NULL;
-    int n = 0, npos, rc;
-    cli_opt opts[16];
-    char *pos[1], path[4096];
-    float *phi = NULL;
-    FILE *pf;
-    cli_json j;
-
-    lp_args_init(&a);
-    n = lp_opts(opts, n, &a);
-    n = cli_opt_add(opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
-    rc = cli_parse(prog, argc, argv, opts, pos, 1, &npos);
-    if (rc == CLI_HELP) {
-        gen_usage(stdout);
-        return CLI_EXIT_OK;
-    }
-    if (rc || (rc = lp_args_resolve(prog, &a))) return rc;
-    if (!out) return cli_usage_error(prog, "--out DIR is required");
-    if (a.layout == PK_LAP_HVFO && a.l % (a.nw ? a.nw : PK_LAP_DEFAULT_NW) != 0)
-        return cli_usage_error(prog, "--layout hvfo needs l %% nw == 0, got l = %d, nw = %d",
-                               a.l, a.nw ? a.nw : PK_LAP_DEFAULT_NW);
-    if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
-        return CLI_EXIT_OK;
-    const size_t sites = (size_t)a.l * (size_t)a.l, shape[2] = {(size_t)a.l, (size_t)a.l};
-    if (!(phi = malloc(sites * sizeof *phi))) {
-        fprintf(stderr, "%s: out of host memory for a %d x %d field\n", prog, a.l, a.l);
-        return CLI_EXIT_FAIL;
-    }
-    lp_gen_phi(sites, (unsigned)a.seed, phi);
-    if ((rc = cli_write_npy(prog, out, "phi.npy", PK_DTYPE_F32, 2, shape, phi))) goto done;
-    if ((rc = cli_params_open(prog, out, LP_KERNEL, path, sizeof path, &pf, &j))) goto done;
-    cj_int(&j, "l", a.l);
-    cj_int(&j, "count", a.count);
-    cj_num(&j, "sigma", a.sigma);
-    cj_str(&j, "layout", a.layout < 0 ? "auto" : pk_laplace2d_layout_name(a.layout));
-    cj_int(&j, "nw", a.nw);
-    cj_int(&j, "seed", a.seed);
-    if ((rc = cli_params_close(prog, path, pf, &j))) goto done;
-    printf("wrote %s/phi.npy (float32 [%d, %d]) and %s\n", out, a.l, a.l, path);
-done:
-    free(phi);
-    return rc;
-}
-
-/* ---- bench ------------------------------------------------------------------------------ */
-enum { ROW_OK, ROW_SKIPPED, ROW_FAILED };
-
-typedef struct lp_row {
-    pk_backend_id backend;
-    char device[128];
-    char variant[32];
-    int layout, nw;
-    int status;
-    char reason[600];
-    int l, count;
-    double kernel_s; /* best of the timed runs */
-    int verified;
-    double max_abs_err, atol;
-    size_t num_failed;
-} lp_row;
-
-typedef struct lp_bw {
-    int measured;
-    char device[128];
-    double bw; /* bytes/s (copy: read + written); 0: not measured */
-} lp_bw;
-
-struct cli_lp_bench {
-    const char *size;
-    int reps, threads;
-    int grids[2], counts[2];
-    lp_row *rows;
-    int nrows, cap;
-    lp_bw bw[PK_BACKEND_COUNT];
+        "  --layout L      lexi, hvfo or auto (default auto) to record; hvfo needs l % nw == 0\n"
+        "  --nw N          hvfo lanes to record (default 0: 16)\n"
+        "  --seed S        seed (default 1): the same seed gives the same data\n",
+    .variants = pk_laplace2d_variants,
+    .args_size = sizeof(lp_args),
+    .data_size = sizeof(lp_data),
+    .params = lp_params_table,
+    .args_init = lp_args_init,
+    .preset = lp_preset,
+    .load = lp_load,
+    .generate = lp_generate,
+    .write_inputs = lp_write_inputs,
+    .run = lp_run,
+    .rtol = 0,
+    .verify_rule = LP_VERIFY_RULE,
+    .verify = lp_verify,
+    .write_outputs = lp_write_outputs,
+    .run_json = lp_run_json,
+    .data_free = lp_data_free,
+    .flops_model = "7 flop per site and iteration",
+    .bytes_model = LP_BYTES_MODEL,
+    .bench = &lp_bench_ops,
 };
-
-static lp_row *add_row(cli_lp_bench *b, pk_backend_id be)
-{
-    lp_row *rows = cli_grow(b->rows, b->nrows, &b->cap, sizeof *rows);
-    if (!rows) return NULL;
-    b->rows = rows;
-    lp_row *r = &rows[b->nrows++];
-    r->backend = be;
-    return r;
-}
-
-static void row_fail(lp_row *r, const char *what, pk_status s)
-{
-    r->status = ROW_FAILED;
-    snprintf(r->reason, sizeof r->reason, "%s: %s: %s", what, pk_strerror(s), pk_last_error());
-}
-
-static double row_gbs(const lp_row *r)
-{
-    return r->status == ROW_OK
-               ? rate(LP_BYTES_PER_SITE * (double)r->l * r->l * r->count / 1e9, r->kernel_s)
-               : NAN;
-}
-
-/* Plan, upload, verify one run of `count` iterations against ref, then time reps runs. */
-static void bench_variant(cli_lp_bench *b, pk_context *ctx, lp_row *r, const float *phi,
-                          const float *ref, float *out, double maxabs)
-{
-    pk_laplace2d_params p = {r->l, r->count, LP_DEFAULT_SIGMA, r->layout, r->nw};
-    const size_t n = (size_t)r->l * r->l;
-    pk_laplace2d_plan *plan = NULL;
-    pk_run_info info;
-    pk_diff_report rep;
-    double rtol;
-    pk_status s = pk_laplace2d_plan_create(&plan, ctx, &p, r->variant, &info);
-    if (s != PK_OK) {
-        row_fail(r, "plan", s);
-        return;
-    }
-    snprintf(r->device, sizeof r->device, "%s", info.device_name);
-    lp_bw *bw = &b->bw[r->backend];
-    if (!bw->measured) {
-        bw->measured = 1;
-        snprintf(bw->device, sizeof bw->device, "%s", info.device_name);
-        cli_progress(LP_KERNEL " bandwidth: %s ...", pk_backend_name(r->backend));
-        s = pk_measure_bandwidth(ctx, r->backend, info.device, 0, 5, &bw->bw);
-        if (s != PK_OK) {
-            fprintf(stderr, "portkern bench: %s device %d: bandwidth not measured: %s: %s\n",
-                    pk_backend_name(r->backend), info.device, pk_strerror(s), pk_last_error());
-            bw->bw = 0;
-        }
-    }
-    /* Verified run: count iterations from phi. */
-    if ((s = pk_laplace2d_plan_upload(plan, phi)) != PK_OK ||
-        (s = pk_laplace2d_plan_run(plan, r->count, &info)) != PK_OK ||
-        (s = pk_laplace2d_plan_download(plan, out)) != PK_OK) {
-        row_fail(r, "verified run", s);
-        goto done;
-    }
-    r->atol = lp_atol(LP_DEFAULT_SIGMA, r->count, maxabs);
-    if ((s = lp_check(ref, out, n, r->atol, &rep, &rtol)) != PK_OK) {
-        row_fail(r, "verify", s);
-        goto done;
-    }
-    r->verified = rep.equal;
-    r->max_abs_err = rep.max_abs_err;
-    r->num_failed = rep.num_failed;
-    snprintf(r->reason, sizeof r->reason, "%s", info.reason);
-    /* Timed runs continue on the field (the values stay O(1): the operator averages). */
-    r->kernel_s = INFINITY;
-    for (int i = 0; i < b->reps; ++i) {
-        if ((s = pk_laplace2d_plan_run(plan, r->count, &info)) != PK_OK) {
-            row_fail(r, "timed run", s);
-            goto done;
-        }
-        if (info.kernel_s < r->kernel_s) r->kernel_s = info.kernel_s;
-    }
-done:
-    pk_laplace2d_plan_destroy(plan);
-}
-
-static const char *row_layout(const lp_row *r, char *buf, size_t len)
-{
-    if (r->layout == PK_LAP_HVFO)
-        snprintf(buf, len, "hvfo/%d", r->nw);
-    else
-        snprintf(buf, len, "lexi");
-    return buf;
-}
-
-/* The row of (backend, variant, layout) on grid l, or NULL. */
-static const lp_row *find_row(const cli_lp_bench *b, pk_backend_id be, const char *v, int layout,
-                              int l)
-{
-    for (int i = 0; i < b->nrows; ++i) {
-        const lp_row *r = &b->rows[i];
-        if (r->backend == be && r->layout == layout && r->l == l && r->status == ROW_OK &&
-            strcmp(r->variant, v) == 0)
-            return r;
-    }
-    return NULL;
-}
-
-static void print_rows(const cli_lp_bench *b)
-{
-    printf(LP_KERNEL " %s: l = %d (%d iterations per run) and l = %d (%d), sigma %g, O(1) "
-           "random data (seed 1);\nbyte model: " LP_BYTES_MODEL "; " LP_FLOPS_MODEL ";\n"
-           "best of %d plan runs after a verified run, field resident; verified against the "
-           "serial reference: " LP_VERIFY_RULE ";\nratio = GB/s / the copy bandwidth of the "
-           "backend's device measured in this run (plain stores, bytes read + written)\n",
-           b->size, b->grids[0], b->counts[0], b->grids[1], b->counts[1], LP_DEFAULT_SIGMA,
-           b->reps);
-    for (int be = 0; be < PK_BACKEND_COUNT; ++be) {
-        const lp_bw *bw = &b->bw[be];
-        if (!bw->measured) continue;
-        printf("  %-7s %-40.40s  bandwidth ", pk_backend_name((pk_backend_id)be), bw->device);
-        if (bw->bw > 0)
-            printf("%6.1f GB/s\n", bw->bw / 1e9);
-        else
-            printf("not measured\n");
-    }
-    printf("\n%-9s  %-7s  %-24s  %-9s  %-7s  %5s  %5s  %9s  %8s  %8s  %5s  %11s  %s\n", "kernel",
-           "backend", "device", "variant", "layout", "l", "count", "ms/iter", "GB/s", "GFlop/s",
-           "ratio", "max abs err", "verified");
-    for (int i = 0; i < b->nrows; ++i) {
-        const lp_row *r = &b->rows[i];
-        char lay[16];
-        printf("%-9s  %-7s  %-24.24s  %-9s  %-7s  ", LP_KERNEL, pk_backend_name(r->backend),
-               r->device[0] ? r->device : "-", r->variant[0] ? r->variant : "-",
-               r->l ? row_layout(r, lay, sizeof lay) : "-");
-        if (r->status == ROW_OK) {
-            const double gbs = row_gbs(r), bw = b->bw[r->backend].bw;
-            printf("%5d  %5d  %9.3f  %8.2f  %8.2f  ", r->l, r->count, 1e3 * r->kernel_s / r->count,
-                   gbs, gbs * LP_FLOPS_PER_SITE / LP_BYTES_PER_SITE);
-            if (bw > 0)
-                printf("%5.2f  ", gbs * 1e9 / bw);
-            else
-                printf("%5s  ", "-");
-            printf("%11.2e  %s\n", r->max_abs_err, r->verified ? "yes" : "NO");
-        } else {
-            printf("%5s  %5s  %9s  %8s  %8s  %5s  %11s  %s\n", "-", "-", "-", "-", "-", "-", "-",
-                   r->status == ROW_SKIPPED ? "skipped" : "error");
-        }
-    }
-    printf("\n");
-    for (int i = 0; i < b->nrows; ++i) {
-        const lp_row *r = &b->rows[i];
-        if (r->status == ROW_SKIPPED)
-            printf("%s skipped: %s\n", pk_backend_name(r->backend), r->reason);
-        else if (r->status == ROW_FAILED)
-            printf("%s %s l=%d error: %s\n", pk_backend_name(r->backend), r->variant, r->l,
-                   r->reason);
-        else if (!r->verified)
-            printf("%s %s l=%d NOT verified: %zu elements beyond %.3g, max abs err %.3g\n",
-                   pk_backend_name(r->backend), r->variant, r->l, r->num_failed, r->atol,
-                   r->max_abs_err);
-    }
-    /* The layout comparison per backend and variant on the larger grid, and hand- against
-     * auto-vectorised on the OpenMP backend. */
-    const int l = b->grids[1];
-    int header = 0;
-    for (int i = 0; i < b->nrows; ++i) {
-        const lp_row *r = &b->rows[i];
-        if (r->l != l || r->layout != PK_LAP_HVFO || r->status != ROW_OK) continue;
-        const lp_row *lx = find_row(b, r->backend, r->variant, PK_LAP_LEXI, l);
-        if (!lx) continue;
-        if (!header++) printf("layouts at l = %d (hvfo speed / lexi speed):", l);
-        printf("  %s %s %.2fx", pk_backend_name(r->backend), r->variant,
-               lx->kernel_s / r->kernel_s);
-    }
-    if (header) printf("\n");
-    for (int layout = 0; layout < 2; ++layout) {
-        const lp_row *hand = find_row(b, PK_BACKEND_OPENMP, "omp-simd", layout, l);
-        const lp_row *autov = find_row(b, PK_BACKEND_OPENMP, "omp", layout, l);
-        const lp_row *tb = find_row(b, PK_BACKEND_OPENMP, "omp-tb", layout, l);
-        if (!hand || !autov) continue;
-        printf("openmp %s at l = %d: hand-vectorised (omp-simd) / auto-vectorised (omp) %.2fx",
-               layout ? "hvfo" : "lexi", l, autov->kernel_s / hand->kernel_s);
-        if (tb) printf(", temporal blocking (omp-tb) / omp-simd %.2fx", hand->kernel_s / tb->kernel_s);
-        printf("\n");
-    }
-}
-
-int cli_laplace2d_bench(const char *size, int reps, int threads, const pk_backend_id *backends,
-                        int nb, cli_lp_bench **out)
-{
-    /* small: in cache / just beyond; paper: the paper's 2048^2 (16.8 MB per field) and 4096^2;
-     * large: 4096^2 and 8192^2 (268 MB per field), both far beyond the caches. */
-    static const int small[2] = {256, 1024}, paper[2] = {LP_PAPER_L, 4096},
-                     large[2] = {4096, 8192};
-    static const int small_c[2] = {20, 10}, paper_c[2] = {10, 8}, large_c[2] = {8, 4};
-    cli_lp_bench *b = calloc(1, sizeof *b);
-    cli_bench_set set;
-    int total, done = 0, rc = 0;
-    float *phi = NULL, *ref = NULL, *res = NULL;
-    pk_status s;
-
-    memset(&set, 0, sizeof set); /* the error path closes it */
-    *out = b;
-    if (!b) goto nomem;
-    b->size = size;
-    b->reps = reps > 0 ? reps : 3;
-    b->threads = threads;
-    const int is_small = strcmp(size, "small") == 0, is_large = strcmp(size, "large") == 0;
-    memcpy(b->grids, is_small ? small : is_large ? large : paper, sizeof b->grids);
-    memcpy(b->counts, is_small ? small_c : is_large ? large_c : paper_c, sizeof b->counts);
-
-    total = cli_bench_open(&set, backends, nb, threads, pk_laplace2d_variants, LP_KERNEL);
-    for (int i = 0; i < nb; ++i) { /* unavailable backends: one row each */
-        const pk_backend_id be = backends[i];
-        if (set.nvars[be] > 0) continue;
-        lp_row *r = add_row(b, be);
-        if (!r) goto nomem;
-        r->status = ROW_SKIPPED;
-        snprintf(r->reason, sizeof r->reason, "%s", set.skip[be]);
-    }
-    for (int g = 0; g < 2 && total > 0; ++g) {
-        const int l = b->grids[g], count = b->counts[g];
-        const size_t n = (size_t)l * l;
-        pk_laplace2d_params p = {l, count, LP_DEFAULT_SIGMA, PK_LAP_LEXI, 0};
-        free(phi);
-        free(ref);
-        free(res);
-        phi = malloc(n * sizeof *phi);
-        ref = malloc(n * sizeof *ref);
-        res = malloc(n * sizeof *res);
-        if (!phi || !ref || !res) goto nomem;
-        lp_gen_phi(n, 1, phi);
-        memcpy(ref, phi, n * sizeof *ref);
-        cli_progress(LP_KERNEL " reference: serial, l = %d, %d iterations ...", l, count);
-        if ((s = pk_laplace2d_reference(&p, ref)) != PK_OK) {
-            rc = cli_lib_error(MAIN_PROG, s);
-            goto done;
-        }
-        const double maxabs = lp_maxabs(phi, n);
-        for (int i = 0; i < nb; ++i) {
-            const pk_backend_id be = backends[i];
-            for (int v = 0; v < set.nvars[be]; ++v)
-                for (int layout = PK_LAP_LEXI; layout <= PK_LAP_HVFO; ++layout) {
-                    lp_row *r = add_row(b, be);
-                    if (!r) goto nomem;
-                    snprintf(r->variant, sizeof r->variant, "%s", set.vars[be][v]);
-                    r->layout = layout;
-                    r->nw = layout == PK_LAP_HVFO ? PK_LAP_DEFAULT_NW : 1;
-                    r->l = l;
-                    r->count = count;
-                    cli_progress(LP_KERNEL " [%d/%d] %s %s %s l = %d ...", ++done, 4 * total,
-                                 pk_backend_name(be), r->variant, layout ? "hvfo" : "lexi", l);
-                    bench_variant(b, set.ctx[be], r, phi, ref, res, maxabs);
-                }
-        }
-    }
-    print_rows(b);
-    for (int i = 0; i < b->nrows; ++i)
-        if (b->rows[i].status == ROW_FAILED ||
-            (b->rows[i].status == ROW_OK && !b->rows[i].verified))
-            rc = CLI_EXIT_FAIL;
-    goto done;
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    rc = CLI_EXIT_FAIL;
-done:
-    cli_bench_close(&set);
-    free(phi);
-    free(ref);
-    free(res);
-    return rc;
-}
-
-void cli_laplace2d_bench_json_rows(const cli_lp_bench *b, cli_json *j)
-{
-    for (int i = 0; b && i < b->nrows; ++i) {
-        const lp_row *r = &b->rows[i];
-        const int ok = r->status == ROW_OK;
-        const double t = ok ? r->kernel_s : NAN, gbs = row_gbs(r), bw = b->bw[r->backend].bw;
-        cj_open(j, NULL, '{');
-        cj_str(j, "kernel", LP_KERNEL);
-        cj_str(j, "backend", pk_backend_name(r->backend));
-        cj_str(j, "status", ok ? "ok" : r->status == ROW_SKIPPED ? "skipped" : "error");
-        cj_str(j, "device", r->device);
-        cj_str(j, "variant", r->variant[0] ? r->variant : NULL);
-        if (r->l) {
-            cj_str(j, "layout", pk_laplace2d_layout_name(r->layout));
-            cj_int(j, "nw", r->nw);
-            cj_int(j, "l", r->l);
-            cj_int(j, "count", r->count);
-        }
-        cj_num(j, "kernel_seconds", t);
-        cj_num(j, "ms_per_iteration", ok ? 1e3 * t / r->count : NAN);
-        cj_num(j, "gb_per_s", gbs);
-        cj_num(j, "gflop_per_s", gbs * LP_FLOPS_PER_SITE / LP_BYTES_PER_SITE);
-        cj_num(j, "bandwidth_gb_per_s", bw > 0 ? bw / 1e9 : NAN);
-        cj_num(j, "ratio", bw > 0 ? gbs * 1e9 / bw : NAN);
-        cj_bool(j, "verified", ok && r->verified);
-        if (ok) {
-            cj_num(j, "max_abs_err", r->max_abs_err);
-            cj_num(j, "atol", r->atol);
-            cj_int(j, "num_failed", (long long)r->num_failed);
-        }
-        cj_str(j, "reason", r->reason);
-        cj_close(j);
-    }
-}
-
-void cli_laplace2d_bench_json(const cli_lp_bench *b, cli_json *j)
-{
-    if (!b) return;
-    cj_open(j, LP_KERNEL, '{');
-    cj_num(j, "bytes_per_site_iteration", LP_BYTES_PER_SITE);
-    cj_num(j, "flops_per_site_iteration", LP_FLOPS_PER_SITE);
-    cj_str(j, "bytes_model", LP_BYTES_MODEL);
-    cj_str(j, "timing", "best kernel time of reps plan runs of count iterations after a "
-                        "verified run, field resident");
-    cj_str(j, "verify_rule", LP_VERIFY_RULE);
-    cj_str(j, "ratio", "GB/s over the device's copy bandwidth measured in this run");
-    cj_open(j, "bandwidth", '[');
-    for (int be = 0; be < PK_BACKEND_COUNT; ++be) {
-        const lp_bw *bw = &b->bw[be];
-        if (!bw->measured) continue;
-        cj_open(j, NULL, '{');
-        cj_str(j, "backend", pk_backend_name((pk_backend_id)be));
-        cj_str(j, "device", bw->device);
-        cj_num(j, "bandwidth_gb_per_s", bw->bw > 0 ? bw->bw / 1e9 : NAN);
-        cj_close(j);
-    }
-    cj_close(j);
-    cj_close(j);
-}
-
-void cli_laplace2d_bench_free(cli_lp_bench *b)
-{
-    if (!b) return;
-    free(b->rows);
-    free(b);
-}
