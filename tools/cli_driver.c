@@ -151,15 +151,10 @@ static int take_param_opts(cli_call *c, param_slots *s)
 
 /* DIR/params.json: the values the command line did not set.  A key the kernel does not know is
  * a warning (a typo must not pass unseen); a value of the wrong type or range is bad input. */
-static int read_params(cli_call *c, const char *dir, char **keep)
+int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj)
 {
     const cli_kernel *k = c->k;
-    char path[4096];
-    cli_jobject *obj;
-    int rc;
-    if (cli_join(path, sizeof path, dir, "params.json"))
-        return cli_usage_error(c->prog, "path too long: %s", dir);
-    if ((rc = cli_params_load(c->prog, path, k->name, &obj, keep)) || !obj) return rc;
+    int rc = 0;
     for (int i = 0; i < obj->n; ++i) {
         const cli_jvalue *v = &obj->v[i];
         const int pi = param_index(k, v->key);
@@ -217,7 +212,18 @@ static int read_params(cli_call *c, const char *dir, char **keep)
         case CLI_P_BOOL: *(int *)f = v->num != 0; break;
         }
     }
-    if (rc) {
+    return rc;
+}
+
+static int read_params(cli_call *c, const char *dir, char **keep)
+{
+    char path[4096];
+    cli_jobject *obj;
+    int rc;
+    if (cli_join(path, sizeof path, dir, "params.json"))
+        return cli_usage_error(c->prog, "path too long: %s", dir);
+    if ((rc = cli_params_load(c->prog, path, c->k->name, &obj, keep)) || !obj) return rc;
+    if ((rc = cli_params_apply(c, path, obj))) {
         free(obj);
         free(*keep);
         *keep = NULL;

@@ -58,6 +58,11 @@ void cli_set_seen(cli_call *c, const char *name, int how);
  *  message of an input file whose shape disagrees. */
 const char *cli_seen_text(const cli_call *c, const char *name, char *buf, size_t len);
 
+/** The values of a parsed params.json (path names it in messages) for what the command line
+ *  did not set: a key the kernel does not know is a warning, a value of the wrong type or
+ *  range a usage error (its exit code returned).  TEXT parameters point into obj afterwards. */
+int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj);
+
 /** Read DIR/name.npy and check its dtype, rank and every extent given (want[i] = 0: any);
  *  0, or the usage error's exit code after a message naming the file, its dtype and shape
  *  and what was expected (`what`, e.g. "complex128 [nv][3][3]"). */
