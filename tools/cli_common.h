@@ -201,27 +201,6 @@ void cli_conv2d_bench_json_rows(const cli_cv_bench *b, cli_json *j); /* inside "
 void cli_conv2d_bench_json(const cli_cv_bench *b, cli_json *j);      /* the "conv2d" object */
 void cli_conv2d_bench_free(cli_cv_bench *b);
 
-/* ---- magicfilter3d (tools/cli_magicfilter3d.c) ------------------------------------------ */
-/** 1 when the kernel operand of a run/gen command line is "magicfilter3d". */
-int cli_magicfilter3d_named(int argc, char **argv);
-/** portkern run magicfilter3d / gen magicfilter3d: argv after the command; exit codes as
- *  above. */
-int cli_magicfilter3d_run(int argc, char **argv);
-int cli_magicfilter3d_gen(int argc, char **argv);
-/** portkern bench's magicfilter3d part: every variant of the backends (serial-direct only
- *  on 32x30x34) on the two grids of `size` (small: 32x30x34, 64^3; paper: 128x126x130,
- *  256^3; large: 128x126x130, 384^3), periodic MF, verified, against the roofline measured
- *  in the same run (host: min(FMA peak, 2 x copy bandwidth); device: 2 x its bandwidth),
- *  printed as a table.  *out (free with _free) keeps the rows for the JSON file.  Returns
- *  the exit code. */
-typedef struct cli_mf_bench cli_mf_bench;
-int cli_magicfilter3d_bench(const char *size, int reps, int threads,
-                            const pk_backend_id *backends, int nb, cli_mf_bench **out);
-int cli_magicfilter3d_bench_failed(const cli_mf_bench *b);
-void cli_magicfilter3d_bench_json_rows(const cli_mf_bench *b, cli_json *j); /* in "rows" */
-void cli_magicfilter3d_bench_json(const cli_mf_bench *b, cli_json *j); /* "magicfilter3d" */
-void cli_magicfilter3d_bench_free(cli_mf_bench *b);
-
 /* ---- grid (tools/cli_grid.c) ------------------------------------------------------------ */
 /** 1 when the kernel operand of a run/gen command line is "grid". */
 int cli_grid_named(int argc, char **argv);

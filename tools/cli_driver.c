@@ -17,7 +17,7 @@
 #define MAIN_PROG "portkern"
 
 const cli_kernel *const cli_kernels[] = {
-    &cli_kernel_su3, NULL};
+    &cli_kernel_magicfilter3d, &cli_kernel_su3, NULL};
 
 const cli_kernel *cli_kernel_find(const char *name)
 {
@@ -104,6 +104,9 @@ static int add_param_opts(const cli_kernel *k, unsigned where, void *args, param
         case CLI_P_TEXT:
             n = cli_opt_add(o, n, p->name, CLI_STRING, field(args, p), &s->seen[i], 0, 0);
             break;
+        case CLI_P_BOOL:
+            n = cli_opt_add(o, n, p->name, CLI_FLAG, field(args, p), &s->seen[i], 0, 0);
+            break;
         }
     }
     return n;
@@ -175,6 +178,11 @@ static int read_params(cli_call *c, const char *dir, char **keep)
             if (v->type != CLI_JSTR)
                 rc = cli_usage_error(c->prog, "%s: \"%s\" must be a string", path, p->name);
             break;
+        case CLI_P_BOOL:
+            if (!(v->type == CLI_JBOOL || (v->type == CLI_JNUM && (v->num == 0 || v->num == 1))))
+                rc = cli_usage_error(c->prog, "%s: \"%s\" must be true, false, 0 or 1", path,
+                                     p->name);
+            break;
         }
         if (rc) break;
         if (c->seen[pi]) continue; /* the command line wins */
@@ -186,6 +194,7 @@ static int read_params(cli_call *c, const char *dir, char **keep)
         case CLI_P_DOUBLE: *(double *)f = v->num; break;
         case CLI_P_NAME: *(int *)f = id; break;
         case CLI_P_TEXT: *(const char **)f = v->str; break; /* obj is kept until the end */
+        case CLI_P_BOOL: *(int *)f = v->num != 0; break;
         }
     }
     if (rc) {
@@ -212,6 +221,7 @@ static void write_params(cli_json *j, const cli_kernel *k, const void *args)
         case CLI_P_DOUBLE: cj_num(j, p->name, *(const double *)f); break;
         case CLI_P_NAME: cj_str(j, p->name, p->to_name(*(const int *)f)); break;
         case CLI_P_TEXT: cj_str(j, p->name, *(const char *const *)f); break;
+        case CLI_P_BOOL: cj_bool(j, p->name, *(const int *)f); break;
         }
     }
 }
@@ -717,9 +727,10 @@ void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_num(j, "gb_per_s", gbs);
         cj_num(j, "bandwidth_gb_per_s", r->bw > 0 ? r->bw / 1e9 : NAN);
         cj_num(j, "roof_fraction", r->bw > 0 ? gbs * 1e9 / r->bw : NAN);
-        if (r->c >= 0 && res->k->bench->case_json && res->bd) {
+        if (r->c >= 0 && (res->k->bench->case_json || res->k->bench->row_json) && res->bd) {
             cj_open(j, res->k->name, '{');
-            res->k->bench->case_json(j, res->bd, r->c);
+            if (res->k->bench->case_json) res->k->bench->case_json(j, res->bd, r->c);
+            if (res->k->bench->row_json) res->k->bench->row_json(j, res->bd, r);
             cj_close(j);
         }
         cj_bool(j, "verified", ok && r->verified);
@@ -727,6 +738,14 @@ void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_str(j, "reason", r->reason);
         cj_close(j);
     }
+}
+
+void cli_bench_json_object(const cli_bench_result *res, cli_json *j)
+{
+    if (!res || !res->bd || !res->k->bench->json) return;
+    cj_open(j, res->k->name, '{');
+    res->k->bench->json(j, res->bd);
+    cj_close(j);
 }
 
 void cli_bench_free(cli_bench_result *res)

@@ -17,7 +17,8 @@ typedef enum cli_ptype {
     CLI_P_COUNT,  /* size_t, given as a whole number up to max (past INT_MAX) */
     CLI_P_DOUBLE, /* double, finite */
     CLI_P_NAME,   /* int id of a name: names() lists them, from_name() resolves */
-    CLI_P_TEXT    /* const char *, resolved by the kernel (magicfilter3d's "20x18x17") */
+    CLI_P_TEXT,   /* const char *, resolved by the kernel (magicfilter3d's "20x18x17") */
+    CLI_P_BOOL    /* int 0/1: an option without a value; true, false, 0 or 1 in params.json */
 } cli_ptype;
 
 #define CLI_IN_RUN 1u    /* an option of `run` */
@@ -131,6 +132,9 @@ typedef struct cli_bench_ops {
     void (*report)(cli_bench_result *r);                   /* optional: after the table */
     void (*json)(cli_json *j, const void *bd);             /* optional: its top-level object */
     void (*free)(void *bd);
+    /* Optional: the row's own fields beside case_json's (what depends on the backend or the
+     * row's result, e.g. a roof measured by report). */
+    void (*row_json)(cli_json *j, const void *bd, const cli_bench_row *r);
 } cli_bench_ops;
 
 /* ---- the descriptor --------------------------------------------------------------------- */
@@ -183,6 +187,9 @@ int cli_gen(const cli_kernel *k, int argc, char **argv);
 int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                      const pk_backend_id *backends, int nb, cli_bench_result **out);
 void cli_bench_json_rows(const cli_bench_result *r, cli_json *j);
+/** The kernel's top-level object "<kernel>": {...} of the bench JSON, from its json hook
+ *  (nothing without one). */
+void cli_bench_json_object(const cli_bench_result *r, cli_json *j);
 void cli_bench_free(cli_bench_result *r);
 
 #endif /* PK_CLI_KERNEL_H */

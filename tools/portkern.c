@@ -913,7 +913,7 @@ static void bench_print(const bench_state *b)
     }
 }
 
-static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_mf_bench *mf,
+static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_bench_result *mf,
                        const cli_gr_bench *gr, const cli_lp_bench *lp, const cli_bench_result *s3,
                        const cli_ds_bench *ds, FILE *f)
 {
@@ -961,7 +961,7 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
     if (cv)
         cli_conv2d_bench_json_rows(cv, &j);
     if (mf)
-        cli_magicfilter3d_bench_json_rows(mf, &j);
+        cli_bench_json_rows(mf, &j);
     if (gr)
         cli_grid_bench_json_rows(gr, &j);
     if (lp)
@@ -981,7 +981,7 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
     if (cv)
         cli_conv2d_bench_json(cv, &j);
     if (mf)
-        cli_magicfilter3d_bench_json(mf, &j);
+        cli_bench_json_object(mf, &j);
     if (gr)
         cli_grid_bench_json(gr, &j);
     if (lp)
@@ -999,7 +999,7 @@ static int cmd_bench(int argc, char **argv)
     const char *json = NULL;
     bench_state b;
     cli_cv_bench *cv = NULL;
-    cli_mf_bench *mf = NULL;
+    cli_bench_result *mf = NULL;
     cli_gr_bench *gr = NULL;
     cli_lp_bench *lp = NULL;
     cli_bench_result *s3 = NULL;
@@ -1109,7 +1109,8 @@ static int cmd_bench(int argc, char **argv)
         if (want_mf) {
             if (want_d3 || want_cv || want_gr)
                 printf("\n");
-            if (cli_magicfilter3d_bench(b.size, b.reps, b.threads, list, nb, &mf) != 0)
+            cli_bench_req req = {b.size, b.reps, b.threads, psf_sweep};
+            if (cli_bench_kernel(&cli_kernel_magicfilter3d, &req, list, nb, &mf) != 0)
                 failed = 1;
         }
         if (want_lp) {
@@ -1143,7 +1144,7 @@ static int cmd_bench(int argc, char **argv)
         fclose(jf);
     free(b.rows);
     cli_conv2d_bench_free(cv);
-    cli_magicfilter3d_bench_free(mf);
+    cli_bench_free(mf);
     cli_grid_bench_free(gr);
     cli_laplace2d_bench_free(lp);
     cli_bench_free(s3);
@@ -1207,10 +1208,6 @@ int main(int argc, char **argv)
         cli_dslash_named(argc - 2, argv + 2))
         return strcmp(cmd, "run") == 0 ? cli_dslash_run(argc - 2, argv + 2)
                                        : cli_dslash_gen(argc - 2, argv + 2);
-    if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) &&
-        cli_magicfilter3d_named(argc - 2, argv + 2))
-        return strcmp(cmd, "run") == 0 ? cli_magicfilter3d_run(argc - 2, argv + 2)
-                                       : cli_magicfilter3d_gen(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0)
         return cli_conv2d_named(argc - 2, argv + 2) ? cli_conv2d_run(argc - 2, argv + 2)
                                                    : cmd_run(argc - 2, argv + 2);
