@@ -197,13 +197,15 @@ cv_line_ok() {
         python3 - "$1" "$2" <<'EOF2'
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
-keys = ["kernel", "backend", "device", "variant", "method", "h", "w", "kh", "kw", "seconds",
-        "kernel_seconds", "transfer_seconds", "ms_per_frame", "gflop_per_s", "gb_per_s",
-        "bytes_model", "reason", "verify"]
-missing = [k for k in keys if k not in d]
+keys = ["kernel", "backend", "device", "variant", "seconds", "kernel_seconds",
+        "transfer_seconds", "ms", "gflop_per_s", "gb_per_s", "bytes_model", "reason", "verify",
+        "conv2d"]
+ckeys = ["method", "h", "w", "kh", "kw"]
+missing = [k for k in keys if k not in d] + [k for k in ckeys if k not in d.get("conv2d", {})]
 if missing:
     sys.exit("missing keys: %s" % missing)
-if d["kernel"] != "conv2d" or (d["h"], d["w"], d["kh"], d["kw"]) != (37, 91, 7, 4):
+c = d["conv2d"]
+if d["kernel"] != "conv2d" or (c["h"], c["w"], c["kh"], c["kw"]) != (37, 91, 7, 4):
     sys.exit("kernel or sizes: %s" % d)
 if d["variant"] != sys.argv[2] or d["verify"]["equal"] is not True:
     sys.exit("variant or verify: %s" % d)

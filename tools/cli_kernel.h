@@ -105,12 +105,18 @@ typedef struct cli_bench_result {
     int nrows, cap;
     cli_bench_set set; /* the contexts, one per backend */
     void *bd;          /* the kernel's bench data */
+    int failed;        /* set by the report hook when the kernel's own extras failed: exit 1 */
 } cli_bench_result;
 
 /* GB/s and GFlop/s of a row at its best time (NaN when not ok). */
 double cli_row_gbs(const cli_bench_row *r);
 double cli_row_gflops(const cli_bench_row *r);
-/* Time a plan-like callback: one warm-up, then reps timed runs; min/median/max of kernel_s. */
+/* Time a plan-like callback: one warm-up, then reps timed runs; min/median/max of kernel_s
+ * (info: the last run's).  On failure *stage (may be NULL) names the run that failed
+ * ("warm-up run" or "timed run"). */
+pk_status cli_bench_time(pk_status (*run)(void *plan, pk_run_info *info), void *plan, int reps,
+                         double *t_min, double *t_median, double *t_max, pk_run_info *info,
+                         const char **stage);
 
 typedef struct cli_bench_ops {
     /* Generate the data set of req->size and its reference; *ncases timed configurations per

@@ -133,7 +133,7 @@ static const cli_param mf_params[] = {
     {"n3", CLI_P_INT, offsetof(mf_args, n3), 1, MF_NMAX, CLI_IN_ALL, 0, 0, 0},
     {"transpose", CLI_P_BOOL, offsetof(mf_args, transpose), 0, 1, CLI_IN_ALL, 0, 0, 0},
     {"bc", CLI_P_NAME, offsetof(mf_args, bc), 0, 0, CLI_IN_ALL, mf_bc_from_name, mf_bc_name,
-     "\"periodic\", \"grow\" or \"shrink\""},
+     "periodic, grow, shrink"},
     {"seed", CLI_P_INT, offsetof(mf_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
     {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
 

@@ -913,7 +913,7 @@ static void bench_print(const bench_state *b)
     }
 }
 
-static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_bench_result *mf,
+static void bench_json(const bench_state *b, const cli_bench_result *cv, const cli_bench_result *mf,
                        const cli_gr_bench *gr, const cli_lp_bench *lp, const cli_bench_result *s3,
                        const cli_ds_bench *ds, FILE *f)
 {
@@ -959,7 +959,7 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_b
         cj_close(&j);
     }
     if (cv)
-        cli_conv2d_bench_json_rows(cv, &j);
+        cli_bench_json_rows(cv, &j);
     if (mf)
         cli_bench_json_rows(mf, &j);
     if (gr)
@@ -979,7 +979,7 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_b
     }
     cj_close(&j);
     if (cv)
-        cli_conv2d_bench_json(cv, &j);
+        cli_bench_json_object(cv, &j);
     if (mf)
         cli_bench_json_object(mf, &j);
     if (gr)
@@ -998,7 +998,7 @@ static int cmd_bench(int argc, char **argv)
     const char *backends = "serial,openmp,opencl,cuda";
     const char *json = NULL;
     bench_state b;
-    cli_cv_bench *cv = NULL;
+    cli_bench_result *cv = NULL;
     cli_bench_result *mf = NULL;
     cli_gr_bench *gr = NULL;
     cli_lp_bench *lp = NULL;
@@ -1097,7 +1097,8 @@ static int cmd_bench(int argc, char **argv)
         if (want_cv) {
             if (want_d3)
                 printf("\n");
-            if (cli_conv2d_bench(b.size, b.reps, b.threads, list, nb, psf_sweep, &cv) != 0)
+            cli_bench_req req = {b.size, b.reps, b.threads, psf_sweep};
+            if (cli_bench_kernel(&cli_kernel_conv2d, &req, list, nb, &cv) != 0)
                 failed = 1;
         }
         if (want_gr) {
@@ -1143,7 +1144,7 @@ static int cmd_bench(int argc, char **argv)
     if (jf)
         fclose(jf);
     free(b.rows);
-    cli_conv2d_bench_free(cv);
+    cli_bench_free(cv);
     cli_bench_free(mf);
     cli_grid_bench_free(gr);
     cli_laplace2d_bench_free(lp);
@@ -1209,11 +1210,9 @@ int main(int argc, char **argv)
         return strcmp(cmd, "run") == 0 ? cli_dslash_run(argc - 2, argv + 2)
                                        : cli_dslash_gen(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0)
-        return cli_conv2d_named(argc - 2, argv + 2) ? cli_conv2d_run(argc - 2, argv + 2)
-                                                   : cmd_run(argc - 2, argv + 2);
+        return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "gen") == 0)
-        return cli_conv2d_named(argc - 2, argv + 2) ? cli_conv2d_gen(argc - 2, argv + 2)
-                                                   : cmd_gen(argc - 2, argv + 2);
+        return cmd_gen(argc - 2, argv + 2);
     if (strcmp(cmd, "diff") == 0)
         return cmd_diff(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0)
