@@ -111,12 +111,18 @@ typedef struct cli_bench_result {
     int nrows, cap;
     cli_bench_set set; /* the contexts, one per backend */
     void *bd;          /* the kernel's bench data */
+    int failed;        /* set by the report hook when the kernel's own extras failed: exit 1 */
 } cli_bench_result;
 
 /* GB/s and GFlop/s of a row at its best time (NaN when not ok). */
 double cli_row_gbs(const cli_bench_row *r);
 double cli_row_gflops(const cli_bench_row *r);
-/* Time a plan-like callback: one warm-up, then reps timed runs; min/median/max of kernel_s. */
+/* Time a plan-like callback: one warm-up, then reps timed runs; min/median/max of kernel_s
+ * (info: the last run's).  On failure *stage (may be NULL) names the run that failed
+ * ("warm-up run" or "timed run"). */
+pk_status cli_bench_time(pk_status (*run)(void *plan, pk_run_info *info), void *plan, int reps,
+                         double *t_min, double *t_median, double *t_max, pk_run_info *info,
+                         const char **stage);
 
 typedef struct cli_bench_ops {
     /* Generate the data set of req->size and its reference; *ncases timed configurations per
@@ -138,6 +144,9 @@ typedef struct cli_bench_ops {
     void (*report)(cli_bench_result *r);                   /* optional: after the table */
     void (*json)(cli_json *j, const void *bd);             /* optional: its top-level object */
     void (*free)(void *bd);
+    /* Optional: the row's own fields beside case_json's (what depends on the backend or the
+     * row's result, e.g. a roof measured by report). */
+    void (*row_json)(cli_json *j, const void *bd, const cli_bench_row *r);
 } cli_bench_ops;
 
 /* ---- the descriptor --------------------------------------------------------------------- */
@@ -190,6 +199,9 @@ int cli_gen(const cli_kernel *k, int argc, char **argv);
 int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                      const pk_backend_id *backends, int nb, cli_bench_result **out);
 void cli_bench_json_rows(const cli_bench_result *r, cli_json *j);
+/** The kernel's top-level object "<kernel>": {...} of the bench JSON, from its json hook
+ *  (nothing without one). */
+void cli_bench_json_object(const cli_bench_result *r, cli_json *j);
 void cli_bench_free(cli_bench_result *r);
 
 #endif /* PK_CLI_KERNEL_H */
