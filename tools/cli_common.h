@@ -222,22 +222,6 @@ void cli_magicfilter3d_bench_json_rows(const cli_mf_bench *b, cli_json *j); /* i
 void cli_magicfilter3d_bench_json(const cli_mf_bench *b, cli_json *j); /* "magicfilter3d" */
 void cli_magicfilter3d_bench_free(cli_mf_bench *b);
 
-/* ---- grid (tools/cli_grid.c) ------------------------------------------------------------ */
-/** 1 when the kernel operand of a run/gen command line is "grid". */
-int cli_grid_named(int argc, char **argv);
-/** portkern run grid / gen grid: argv after the command; exit codes as above. */
-int cli_grid_run(int argc, char **argv);
-int cli_grid_gen(int argc, char **argv);
-/** portkern bench's grid part: every variant of the backends on the data set of `size`,
- *  verified against the double reference, visibilities/s and grid-point updates/s, printed
- *  as a table.  *out (free with _free) keeps the rows for the JSON file. */
-typedef struct cli_gr_bench cli_gr_bench;
-int cli_grid_bench(const char *size, int reps, int threads, const pk_backend_id *backends, int nb,
-                   cli_gr_bench **out);
-void cli_grid_bench_json_rows(const cli_gr_bench *b, cli_json *j); /* inside "rows" */
-void cli_grid_bench_json(const cli_gr_bench *b, cli_json *j);      /* the "grid" object */
-void cli_grid_bench_free(cli_gr_bench *b);
-
 /* ---- laplace2d (tools/cli_laplace2d.c) ---------------------------------------------------------- */
 /** 1 when the kernel operand of a run/gen command line is "laplace2d". */
 int cli_laplace2d_named(int argc, char **argv);

@@ -17,7 +17,7 @@
 #define MAIN_PROG "portkern"
 
 const cli_kernel *const cli_kernels[] = {
-    &cli_kernel_su3, NULL};
+    &cli_kernel_grid, &cli_kernel_su3, NULL};
 
 const cli_kernel *cli_kernel_find(const char *name)
 {
@@ -145,7 +145,10 @@ static int read_params(cli_call *c, const char *dir, char **keep)
     for (int i = 0; i < obj->n; ++i) {
         const cli_jvalue *v = &obj->v[i];
         const int pi = param_index(k, v->key);
-        if (strcmp(v->key, "kernel") == 0) continue;
+        int info = strcmp(v->key, "kernel") == 0;
+        for (int n = 0; k->info_keys && k->info_keys[n]; ++n)
+            info |= strcmp(v->key, k->info_keys[n]) == 0;
+        if (info) continue;
         if (pi < 0 || !(k->params[pi].in & CLI_IN_PARAMS)) {
             fprintf(stderr, "%s: warning: %s: unknown key \"%s\" ignored\n", c->prog, path,
                     v->key);
@@ -402,7 +405,7 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
             goto done;
         }
     }
-    if (out && (rc = k->write_outputs(&st.c, out, data))) goto done;
+    if ((out || k->own_outputs) && (rc = k->write_outputs(&st.c, out, data))) goto done;
 
     cli_json j;
     cj_init(&j, stdout, 0);
@@ -471,6 +474,7 @@ int cli_gen(const cli_kernel *k, int argc, char **argv)
     cli_json j;
     if ((rc = cli_params_open(prog, out, k->name, path, sizeof path, &pf, &j))) goto done;
     write_params(&j, k, args);
+    if (k->params_info) k->params_info(&j, args, data);
     if ((rc = cli_params_close(prog, path, pf, &j))) goto done;
     printf("wrote %s (the inputs of 'portkern run %s --in %s')\n", out, k->name, out);
 done:
@@ -717,9 +721,11 @@ void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_num(j, "gb_per_s", gbs);
         cj_num(j, "bandwidth_gb_per_s", r->bw > 0 ? r->bw / 1e9 : NAN);
         cj_num(j, "roof_fraction", r->bw > 0 ? gbs * 1e9 / r->bw : NAN);
-        if (r->c >= 0 && res->k->bench->case_json && res->bd) {
+        const cli_bench_ops *b = res->k->bench;
+        if (r->c >= 0 && (b->case_json || b->row_json) && res->bd) {
             cj_open(j, res->k->name, '{');
-            res->k->bench->case_json(j, res->bd, r->c);
+            if (b->case_json) b->case_json(j, res->bd, r->c);
+            if (b->row_json) b->row_json(j, res->bd, r);
             cj_close(j);
         }
         cj_bool(j, "verified", ok && r->verified);

@@ -352,7 +352,7 @@ static void s3_bench_free(void *bd)
 static const cli_bench_ops s3_bench_ops = {
     s3_bench_setup, s3_case_name, NULL,         s3_create,   s3_upload, s3_plan_run,
     s3_download,    s3_destroy,   s3_bench_verify, s3_describe, s3_case_json, s3_report,
-    NULL,           s3_bench_free};
+    NULL,           s3_bench_free, NULL};
 
 const cli_kernel cli_kernel_su3 = {
     .name = "su3",

@@ -914,7 +914,8 @@ static void bench_print(const bench_state *b)
 }
 
 static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_mf_bench *mf,
-                       const cli_gr_bench *gr, const cli_lp_bench *lp, const cli_bench_result *s3,
+                       const cli_bench_result *gr, const cli_lp_bench *lp,
+                       const cli_bench_result *s3,
                        const cli_ds_bench *ds, FILE *f)
 {
     cli_json j;
@@ -963,7 +964,7 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
     if (mf)
         cli_magicfilter3d_bench_json_rows(mf, &j);
     if (gr)
-        cli_grid_bench_json_rows(gr, &j);
+        cli_bench_json_rows(gr, &j);
     if (lp)
         cli_laplace2d_bench_json_rows(lp, &j);
     if (s3)
@@ -982,8 +983,6 @@ static void bench_json(const bench_state *b, const cli_cv_bench *cv, const cli_m
         cli_conv2d_bench_json(cv, &j);
     if (mf)
         cli_magicfilter3d_bench_json(mf, &j);
-    if (gr)
-        cli_grid_bench_json(gr, &j);
     if (lp)
         cli_laplace2d_bench_json(lp, &j);
     if (ds)
@@ -1000,7 +999,7 @@ static int cmd_bench(int argc, char **argv)
     bench_state b;
     cli_cv_bench *cv = NULL;
     cli_mf_bench *mf = NULL;
-    cli_gr_bench *gr = NULL;
+    cli_bench_result *gr = NULL;
     cli_lp_bench *lp = NULL;
     cli_bench_result *s3 = NULL;
     cli_ds_bench *ds = NULL;
@@ -1103,7 +1102,8 @@ static int cmd_bench(int argc, char **argv)
         if (want_gr) {
             if (want_d3 || want_cv)
                 printf("\n");
-            if (cli_grid_bench(b.size, b.reps, b.threads, list, nb, &gr) != 0)
+            cli_bench_req req = {b.size, b.reps, b.threads, psf_sweep};
+            if (cli_bench_kernel(&cli_kernel_grid, &req, list, nb, &gr) != 0)
                 failed = 1;
         }
         if (want_mf) {
@@ -1144,7 +1144,7 @@ static int cmd_bench(int argc, char **argv)
     free(b.rows);
     cli_conv2d_bench_free(cv);
     cli_magicfilter3d_bench_free(mf);
-    cli_grid_bench_free(gr);
+    cli_bench_free(gr);
     cli_laplace2d_bench_free(lp);
     cli_bench_free(s3);
     cli_dslash_bench_free(ds);
@@ -1196,9 +1196,6 @@ int main(int argc, char **argv)
             return strcmp(cmd, "run") == 0 ? cli_run(k, argc - 2, argv + 2)
                                            : cli_gen(k, argc - 2, argv + 2);
     }
-    if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) && cli_grid_named(argc - 2, argv + 2))
-        return strcmp(cmd, "run") == 0 ? cli_grid_run(argc - 2, argv + 2)
-                                       : cli_grid_gen(argc - 2, argv + 2);
     if ((strcmp(cmd, "run") == 0 || strcmp(cmd, "gen") == 0) &&
         cli_laplace2d_named(argc - 2, argv + 2))
         return strcmp(cmd, "run") == 0 ? cli_laplace2d_run(argc - 2, argv + 2)
