@@ -2,7 +2,8 @@
  * DIR` reads it (cli_json_parse_flat, then cli_params_apply with the kernel's parameter table,
  * tools/cli_driver.c).  The oracle, per kernel: no crash, no sanitizer report; a file that is
  * accepted leaves every parameter inside the range and the names its table declares (what the
- * kernel's run relies on), and one that is refused is refused with the usage exit code. */
+ * kernel's run relies on) for what it set, and one that is refused is refused with the usage
+ * exit code. */
 #include "cli_kernel.h"
 
 #include <fcntl.h>
@@ -36,11 +37,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* Every parameter of an accepted file within what the table declares. */
-static void check_args(const cli_kernel *k, const void *args)
+/* Every parameter an accepted file set within what the table declares (the others keep the
+ * kernel's defaults, which may mean "from the data set"). */
+static void check_args(const cli_call *c)
 {
+    const cli_kernel *k = c->k;
+    const void *args = c->args;
     for (int i = 0; k->params && k->params[i].name; ++i) {
         const cli_param *p = &k->params[i];
+        if (c->seen[i] != CLI_SEEN_FILE) continue;
         const void *f = (const char *)args + p->off;
         switch (p->type) {
         case CLI_P_INT: CHECK(*(const int *)f >= p->min && *(const int *)f <= p->max); break;
@@ -79,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             k->args_init(args);
             const int rc = cli_params_apply(&c, "params.json", obj);
             CHECK(rc == 0 || rc == CLI_EXIT_USAGE);
-            if (rc == 0) check_args(k, args);
+            if (rc == 0) check_args(&c);
             free(args);
         }
     free(obj);

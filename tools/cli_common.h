@@ -185,24 +185,5 @@ int cli_write_npy(const char *prog, const char *dir, const char *name, pk_dtype 
  *  (which *obj points into) to free() on success; else the usage error's exit code. */
 int cli_params_load(const char *prog, const char *path, const char *kernel, cli_jobject **obj,
                     char **text);
-/** 1 when the kernel operand (the first non-option word) of a run/gen command line is
- *  `kernel`; flags[] (NULL-terminated, without "--") are the options that take no value. */
-int cli_kernel_named(int argc, char **argv, const char *kernel, const char *const *flags);
-
-/* ---- grid (tools/cli_grid.c) ------------------------------------------------------------ */
-/** 1 when the kernel operand of a run/gen command line is "grid". */
-int cli_grid_named(int argc, char **argv);
-/** portkern run grid / gen grid: argv after the command; exit codes as above. */
-int cli_grid_run(int argc, char **argv);
-int cli_grid_gen(int argc, char **argv);
-/** portkern bench's grid part: every variant of the backends on the data set of `size`,
- *  verified against the double reference, visibilities/s and grid-point updates/s, printed
- *  as a table.  *out (free with _free) keeps the rows for the JSON file. */
-typedef struct cli_gr_bench cli_gr_bench;
-int cli_grid_bench(const char *size, int reps, int threads, const pk_backend_id *backends, int nb,
-                   cli_gr_bench **out);
-void cli_grid_bench_json_rows(const cli_gr_bench *b, cli_json *j); /* inside "rows" */
-void cli_grid_bench_json(const cli_gr_bench *b, cli_json *j);      /* the "grid" object */
-void cli_grid_bench_free(cli_gr_bench *b);
 
 #endif /* PK_CLI_COMMON_H */

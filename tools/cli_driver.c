@@ -20,7 +20,7 @@
 #define MAIN_PROG "portkern"
 
 const cli_kernel *const cli_kernels[] = {
-    &cli_kernel_diffusion3d, &cli_kernel_conv2d, &cli_kernel_magicfilter3d,
+    &cli_kernel_diffusion3d, &cli_kernel_conv2d, &cli_kernel_grid, &cli_kernel_magicfilter3d,
     &cli_kernel_laplace2d, &cli_kernel_su3, &cli_kernel_dslash, NULL};
 
 const cli_kernel *cli_kernel_find(const char *name)
@@ -173,7 +173,10 @@ int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj)
     for (int i = 0; i < obj->n; ++i) {
         const cli_jvalue *v = &obj->v[i];
         const int pi = param_index(k, v->key);
-        if (strcmp(v->key, "kernel") == 0) continue;
+        int info = strcmp(v->key, "kernel") == 0;
+        for (int n = 0; k->info_keys && k->info_keys[n]; ++n)
+            info |= strcmp(v->key, k->info_keys[n]) == 0;
+        if (info) continue;
         if (pi < 0 || !(k->params[pi].in & CLI_IN_PARAMS)) {
             fprintf(stderr, "%s: warning: %s: unknown key \"%s\" ignored\n", c->prog, path,
                     v->key);
@@ -495,7 +498,7 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
             goto done;
         }
     }
-    if (out && (rc = k->write_outputs(&st.c, out, data))) goto done;
+    if ((out || k->own_outputs) && (rc = k->write_outputs(&st.c, out, data))) goto done;
 
     cli_json j;
     cj_init(&j, stdout, 0);
@@ -570,6 +573,7 @@ int cli_gen(const cli_kernel *k, int argc, char **argv)
     cli_json j;
     if ((rc = cli_params_open(prog, out, k->name, path, sizeof path, &pf, &j))) goto done;
     write_params(&j, k, args);
+    if (k->params_info) k->params_info(&j, args, data);
     if ((rc = cli_params_close(prog, path, pf, &j))) goto done;
     printf("wrote %s (the inputs of 'portkern run %s --in %s')\n", out, k->name, out);
 done:

@@ -169,12 +169,19 @@ struct cli_kernel {
     int (*load)(cli_call *c, const char *dir, void *data);     /* run --in DIR */
     int (*generate)(cli_call *c, void *data);                  /* run without --in, gen */
     int (*write_inputs)(cli_call *c, const char *dir, const void *data); /* gen */
+    /* Optional: params.json keys gen writes after the table's, for information only (grid:
+     * the data set's counts and recipe); run --in skips the keys info_keys lists (NULL-ended)
+     * instead of warning about them. */
+    void (*params_info)(cli_json *j, const void *args, const void *data);
+    const char *const *info_keys;
     pk_status (*run)(pk_context *ctx, const char *variant, const void *args, void *data,
                      pk_run_info *info);
     double rtol;                  /* --verify's default */
     const char *verify_rule;      /* what passes */
     pk_status (*verify)(const void *args, void *data, cli_verdict *v); /* v->rtol, v->norm set */
     int (*write_outputs)(cli_call *c, const char *dir, const void *data); /* run --out DIR */
+    int own_outputs; /* 1: write_outputs runs without --out too (dir NULL): outputs named by the
+                        kernel's own options (grid's --intensity FILE) */
     void (*run_json)(cli_json *j, const void *args, const void *data, const pk_run_info *info);
     void (*data_free)(void *data);
     const char *flops_model, *bytes_model; /* what the library's counts mean, in words */
