@@ -401,6 +401,15 @@ pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, float *gri
     return PK_OK;
 }
 
+/* grid's plan holds only the kernel stack: plan_run already takes the caller's visibility
+ * list and grid on every backend (the device backends copy them in and out inside the run)
+ * and keeps no resident data between calls, so execute is the same call. */
+pk_status pk_grid_plan_execute(pk_grid_plan *plan, const pk_grid_data *d, float *grid,
+                               double *norm, int64_t *num_skipped, pk_run_info *info)
+{
+    return pk_grid_plan_run(plan, d, grid, norm, num_skipped, info);
+}
+
 void pk_grid_plan_destroy(pk_grid_plan *plan)
 {
     if (!plan) return;

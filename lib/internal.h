@@ -331,6 +331,10 @@ typedef struct pk_cv_ops {
     pk_status (*run)(void *impl, double *kernel_seconds);
     pk_status (*download)(void *impl, float *out, double *seconds);
     void (*destroy)(void *impl);
+    /* optional (NULL: upload, run, download): out = image (*) psf on the caller's arrays,
+     * without copies where the backend works in host memory */
+    pk_status (*execute)(void *impl, const float *image, float *out, double *kernel_seconds,
+                         double *transfer_seconds);
 } pk_cv_ops;
 
 /* magicfilter3d: the plan holds x, y and the work buffers on the device. */
@@ -392,6 +396,11 @@ typedef struct pk_ds_ops {
     pk_status (*run)(void *impl, double *kernel_seconds);
     pk_status (*download)(void *impl, double *chi, double *seconds);
     void (*destroy)(void *impl);
+    /* optional (NULL: upload, run, download): chi = M psi on the caller's arrays (u as the
+     * desc says: two rows when recon12), without copies where the backend works in host
+     * memory on the desc's layout */
+    pk_status (*execute)(void *impl, const double *u, const double *psi, double *chi,
+                         double *kernel_seconds, double *transfer_seconds);
 } pk_ds_ops;
 
 /* Every backend's table of a kernel family K (d3, cv, ...), by backend id; a backend not built

@@ -271,6 +271,17 @@ PK_API pk_status pk_conv2d_plan_create(pk_conv2d_plan **plan, pk_context *ctx,
 PK_API pk_status pk_conv2d_plan_upload(pk_conv2d_plan *plan, const float *image);
 PK_API pk_status pk_conv2d_plan_run(pk_conv2d_plan *plan, pk_run_info *info);
 PK_API pk_status pk_conv2d_plan_download(pk_conv2d_plan *plan, float *out);
+/** One frame, out = image (*) psf, with the plan on the caller's arrays (FFTW's new-array
+ *  execute), as pk_conv2d does on the plan its context keeps.  On serial and OpenMP the run
+ *  reads image and writes out themselves, nothing copied in or out (transfer_s 0; every
+ *  variant builds its halo rows of min(kh, h) wrapped image rows, or the FFT's padded
+ *  transform input, inside the run, timed as kernel, as plan_run does; no alignment
+ *  needed).  out may overlap image, in place included, as in pk_conv2d: then the frame
+ *  goes through the plan's own buffers (copied in and out, counted as transfer).  On
+ *  OpenCL and CUDA the image is uploaded, convolved and downloaded.  Afterwards the plan
+ *  holds no resident frame: plan_upload before plan_run again. */
+PK_API pk_status pk_conv2d_plan_execute(pk_conv2d_plan *plan, const float *image, float *out,
+                                        pk_run_info *info);
 PK_API void pk_conv2d_plan_destroy(pk_conv2d_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -418,6 +429,15 @@ PK_API pk_status pk_grid_plan_create(pk_grid_plan **plan, pk_context *ctx,
                                      pk_run_info *info);
 PK_API pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, float *grid,
                                   double *norm, int64_t *num_skipped, pk_run_info *info);
+/** The plan on the caller's arrays, the name every kernel's plan has for it (FFTW's
+ *  new-array execute): exactly pk_grid_plan_run, which already has these semantics (grid's
+ *  plan keeps only the kernel stack; each call grids the caller's visibility list into the
+ *  caller's grid, accumulating, and leaves nothing resident; serial and OpenMP write the
+ *  grid directly, transfer_s 0; OpenCL and CUDA copy the list in, and the box of grid rows
+ *  it touches in and back out, inside the call).  There is no upload, so no state:
+ *  plan_run and plan_execute may follow each other in any order. */
+PK_API pk_status pk_grid_plan_execute(pk_grid_plan *plan, const pk_grid_data *d, float *grid,
+                                      double *norm, int64_t *num_skipped, pk_run_info *info);
 PK_API void pk_grid_plan_destroy(pk_grid_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -557,6 +577,17 @@ PK_API pk_status pk_su3_plan_upload(pk_su3_plan *plan, const double *u, const do
 PK_API pk_status pk_su3_plan_run(pk_su3_plan *plan, pk_run_info *info);
 /** chi (AoS) of the last run; PK_ESTATE before a run of the current upload. */
 PK_API pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi);
+/** chi = u psi (AoS in and out) with the plan on the caller's arrays, as pk_su3 does on the
+ *  plan its context keeps.  On serial and OpenMP the kernel reads and writes the arrays in
+ *  the plan's layout directly, nothing copied in or out (transfer_s 0): for aos that is
+ *  u, psi and chi themselves; the other layouts convert u (and for vfo and hvfo psi and
+ *  chi) on the host, as pk_su3 does (info->layout_s).  The caller's arrays that the kernel
+ *  touches must be 64-byte aligned (the vector kernels) and chi apart from u and psi;
+ *  otherwise they go through the plan's arrays (copied in and out, counted as transfer).
+ *  chi may overlap u or psi, as in pk_su3.  On OpenCL and CUDA they are uploaded and
+ *  downloaded.  Afterwards the plan holds no resident u and psi: plan_upload again. */
+PK_API pk_status pk_su3_plan_execute(pk_su3_plan *plan, const double *u, const double *psi,
+                                     double *chi, pk_run_info *info);
 PK_API void pk_su3_plan_destroy(pk_su3_plan *plan);
 
 /* ---- dslash (docs/KERNELS.md 4c) --------------------------------------------------------- */
@@ -599,6 +630,17 @@ PK_API pk_status pk_dslash_plan_create(pk_dslash_plan **plan, pk_context *ctx,
 PK_API pk_status pk_dslash_plan_upload(pk_dslash_plan *plan, const double *u, const double *psi);
 PK_API pk_status pk_dslash_plan_run(pk_dslash_plan *plan, pk_run_info *info);
 PK_API pk_status pk_dslash_plan_download(pk_dslash_plan *plan, double *chi);
+/** chi = M psi with the plan on the caller's arrays (full links, as plan_upload takes them),
+ *  as pk_dslash does on the plan its context keeps.  On serial and on OpenMP's omp the
+ *  kernel reads u and psi and writes chi directly, nothing copied in or out (transfer_s 0;
+ *  no alignment needed); recon12's two-row links are made on the host first, as in
+ *  pk_dslash (info->layout_s).  omp-vnode runs on its own lane layout, into which psi and u
+ *  are converted and chi back (its upload and download: counted as transfer), as are the
+ *  uploads and downloads of OpenCL and CUDA.  chi may overlap u or psi, as in pk_dslash:
+ *  then the fields go through the plan's arrays.  Afterwards the plan holds no resident
+ *  fields: plan_upload before plan_run again. */
+PK_API pk_status pk_dslash_plan_execute(pk_dslash_plan *plan, const double *u, const double *psi,
+                                        double *chi, pk_run_info *info);
 PK_API void pk_dslash_plan_destroy(pk_dslash_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */

@@ -7,11 +7,15 @@
  *  - a call of another shape, another conv2d PSF of the same shape, or another variant makes
  *    a new plan (and is right); pk_context_release_cache drops every plan;
  *  - PORTKERN_PLAN_CACHE=0 keeps none; more shapes than slots evict the least recently used;
- *  - grid's one-shot call is never cached.
- * Tolerances: the kernels' own (tests/*_common.h derive them); here the same data runs twice,
- * so each result is compared with the reference at the loosest of those, 1e-5 relative in
- * float and 1e-12 in double (su3: 3 complex products a component, element-wise; dslash: 8
- * hops summed, which can cancel, so norm-wise, as tests/ds_common.h does).
+ *  - grid's one-shot call is never cached;
+ *  - on serial and OpenMP the one-shot calls of conv2d and su3 (64-byte aligned arrays), on
+ *    serial dslash's (OpenMP's default omp-vnode converts to its lanes), run on the caller's
+ *    arrays through the kept plan's execute (transfer_s 0).
+ * Tolerances: the kernels' own (tests/<kernel>_common.h derive them); here the same data
+ * runs twice, so each result is compared with the reference at the loosest of those, 1e-5
+ * relative in float and 1e-12 in double (su3: 3 complex products a component,
+ * element-wise; dslash: 8 hops summed, which can cancel, so norm-wise, as tests/ds_common.h
+ * does).
  */
 #define _XOPEN_SOURCE 700
 #include "portkern.h"
@@ -108,6 +112,9 @@ static void kernels_on(pk_backend_id b)
                       pk_diff_f32(out, ref, H * W, 1e-5, 1e-6, PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
         }
         twice(b, "conv2d", good[0], &i1, good[1], &i2);
+        if (b == PK_BACKEND_SERIAL || b == PK_BACKEND_OPENMP)
+            ok(i1.transfer_s == 0 && i2.transfer_s == 0, "%s conv2d: no copy in or out (transfer "
+               "%.2e, %.2e s)", pk_backend_name(b), i1.transfer_s, i2.transfer_s);
         fill_f32(psf[1], KH * KW, 11);
         pk_conv2d_reference(&p, img[0], psf[1], ref);
         ok(pk_conv2d(ctx, &p, NULL, img[0], psf[1], out, &i1) == PK_OK && !reused(&i1) &&
@@ -187,6 +194,9 @@ static void kernels_on(pk_backend_id b)
                       pk_diff_f64(chi, r, V * 24, 1e-12, 0, PK_DIFF_NORM, NULL) == PK_OK;
         }
         twice(b, "dslash", good[0], &i1, good[1], &i2);
+        if (b == PK_BACKEND_SERIAL) /* openmp's first variant, omp-vnode, converts: transfer */
+            ok(i1.transfer_s == 0 && i2.transfer_s == 0, "%s dslash: no copy in or out (transfer "
+               "%.2e, %.2e s)", pk_backend_name(b), i1.transfer_s, i2.transfer_s);
     }
     pk_context_destroy(ctx);
 }
