@@ -257,7 +257,7 @@ pk_status pk_cv_host_upload(void *impl, const float *image, double *seconds)
 {
     pk_cv_host_plan *h = impl;
     double t0 = pk_now();
-    memcpy(h->image, image, h->n * sizeof(float));
+    pk_copy_threads(h->image, image, h->n * sizeof(float), h->nt);
     *seconds = pk_now() - t0;
     return PK_OK;
 }
@@ -266,7 +266,7 @@ pk_status pk_cv_host_download(void *impl, float *out, double *seconds)
 {
     pk_cv_host_plan *h = impl;
     double t0 = pk_now();
-    memcpy(out, h->out, h->n * sizeof(float));
+    pk_copy_threads(out, h->out, h->n * sizeof(float), h->nt);
     *seconds = pk_now() - t0;
     return PK_OK;
 }

@@ -113,7 +113,7 @@ pk_status pk_d3_host_upload(void *impl, const float *f, double *seconds)
 {
     pk_d3_host_plan *h = impl;
     double t0 = pk_now();
-    memcpy(h->f1, f, h->n * sizeof(float));
+    pk_copy_threads(h->f1, f, h->n * sizeof(float), h->nt);
     h->cur = h->f1;
     *seconds = pk_now() - t0;
     return PK_OK;
@@ -123,7 +123,7 @@ pk_status pk_d3_host_download(void *impl, float *f, double *seconds)
 {
     pk_d3_host_plan *h = impl;
     double t0 = pk_now();
-    memcpy(f, h->cur, h->n * sizeof(float));
+    pk_copy_threads(f, h->cur, h->n * sizeof(float), h->nt);
     *seconds = pk_now() - t0;
     return PK_OK;
 }
@@ -142,7 +142,7 @@ pk_status pk_d3_host_execute(void *impl, float *f, int count, double *kernel_sec
     pk_status s = h->run(h, count, kernel_seconds);
     if (s == PK_OK && h->cur != f) { /* the result is in the work array */
         const double t0 = pk_now();
-        memcpy(f, h->cur, h->n * sizeof(float));
+        pk_copy_threads(f, h->cur, h->n * sizeof(float), h->nt);
         down = pk_now() - t0;
     }
     h->f1 = own;

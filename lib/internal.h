@@ -58,9 +58,14 @@ void pk_clear_error(void);
 double pk_now(void); /* monotonic seconds */
 /** a*b*c with overflow detection: returns 0 and sets *out on success, -1 on overflow. */
 int pk_mul3_size(size_t a, size_t b, size_t c, size_t *out);
-/** 64-byte aligned allocation (free with pk_free_aligned); NULL on failure. */
+/** 64-byte aligned allocation (free with pk_free_aligned); NULL on failure.  From 4 MiB on:
+ *  2 MiB aligned and advised for transparent huge pages. */
 void *pk_alloc_aligned(size_t bytes);
 void pk_free_aligned(void *p);
+/** memcpy by a team of nt threads (nt <= 1, or under 4 MiB: one), each an equal contiguous
+ *  share: a host plan's upload places each page with the thread that sweeps it (first touch
+ *  of a fresh buffer, NUMA) and pays its page faults in parallel. */
+void pk_copy_threads(void *dst, const void *src, size_t bytes, int nt);
 /** Copy at most len-1 bytes and terminate. */
 void pk_strlcpy(char *dst, const char *src, size_t len);
 /** Append to a bounded string, separated by "; " when it is not empty. */

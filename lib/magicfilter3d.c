@@ -154,7 +154,7 @@ pk_status pk_mf_host_upload(void *impl, const double *x, double *seconds)
 {
     pk_mf_host_plan *h = impl;
     const double t0 = pk_now();
-    memcpy(h->x, x, h->d.in_count * sizeof(double));
+    pk_copy_threads(h->x, x, h->d.in_count * sizeof(double), h->nt);
     *seconds = pk_now() - t0;
     return PK_OK;
 }
@@ -163,7 +163,7 @@ pk_status pk_mf_host_download(void *impl, double *y, double *seconds)
 {
     pk_mf_host_plan *h = impl;
     const double t0 = pk_now();
-    memcpy(y, h->y, h->d.out_count * sizeof(double));
+    pk_copy_threads(y, h->y, h->d.out_count * sizeof(double), h->nt);
     *seconds = pk_now() - t0;
     return PK_OK;
 }
