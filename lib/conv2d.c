@@ -170,7 +170,13 @@ static void cv_destroy_on(const void *kops, void *impl)
     ((const pk_cv_ops *)kops)->destroy(impl);
 }
 
-static const pk_kernel_class cv_class = {"conv2d", PK_KERNEL_ON(cv), cv_create_on, cv_destroy_on};
+static double cv_plan_bytes(const void *desc)
+{
+    const pk_cv_desc *d = &((const cv_request *)desc)->d;
+    return 2.0 * 4.0 * (double)d->h * (double)d->w; /* image and out */
+}
+static const pk_kernel_class cv_class = {"conv2d", PK_KERNEL_ON(cv), cv_create_on,
+                                          cv_destroy_on, cv_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_cv_ops *cv_ops(const pk_choice *c) { return c->kops; }

@@ -78,7 +78,13 @@ static void d3_destroy_on(const void *kops, void *impl)
     ((const pk_d3_ops *)kops)->destroy(impl);
 }
 
-static const pk_kernel_class d3_class = {"diffusion3d", PK_KERNEL_ON(d3), d3_create_on, d3_destroy_on};
+static double d3_plan_bytes(const void *desc)
+{
+    const pk_d3_desc *d = desc;
+    return 2.0 * 4.0 * (double)d->nx * (double)d->ny * (double)d->nz; /* two fields */
+}
+static const pk_kernel_class d3_class = {"diffusion3d", PK_KERNEL_ON(d3), d3_create_on,
+                                          d3_destroy_on, d3_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_d3_ops *d3_ops(const pk_choice *c) { return c->kops; }

@@ -126,7 +126,13 @@ static void ds_note(pk_choice *c)
     if (h->note[0]) pk_append_note(c->reason, sizeof c->reason, "%s", h->note);
 }
 
-static const pk_kernel_class ds_class = {"dslash", PK_KERNEL_ON(ds), ds_create_on, ds_destroy_on};
+static double ds_plan_bytes(const void *desc)
+{
+    const pk_ds_desc *d = desc;
+    return 8.0 * ((double)d->u_doubles + 2.0 * (double)d->spinor_doubles);
+}
+static const pk_kernel_class ds_class = {"dslash", PK_KERNEL_ON(ds), ds_create_on,
+                                          ds_destroy_on, ds_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_ds_ops *ds_ops(const pk_choice *c) { return c->kops; }

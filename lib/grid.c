@@ -232,7 +232,13 @@ static void gr_destroy_on(const void *kops, void *impl)
     ((const pk_gr_ops *)kops)->destroy(impl);
 }
 
-static const pk_kernel_class gr_class = {"grid", PK_KERNEL_ON(gr), gr_create_on, gr_destroy_on};
+static double gr_plan_bytes(const void *desc)
+{
+    (void)desc; /* grid's one-shot plan is never kept */
+    return 0;
+}
+static const pk_kernel_class gr_class = {"grid", PK_KERNEL_ON(gr), gr_create_on,
+                                          gr_destroy_on, gr_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_gr_ops *gr_ops(const pk_choice *c) { return c->kops; }

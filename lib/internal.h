@@ -480,6 +480,7 @@ struct pk_context {
     pk_backend_slot slot[PK_BACKEND_COUNT];
     struct pk_plan_cache *cache; /* the one-shot calls' plans (lib/dispatch.c); NULL: empty */
     int cache_off;               /* PORTKERN_PLAN_CACHE=0 */
+    size_t cache_limit;          /* bytes the kept plans may hold (pk_context_set_cache_limit) */
 };
 
 /** Initialise a backend on first use; returns its state or NULL (reason in slot.why). */
@@ -498,6 +499,9 @@ typedef struct pk_kernel_class {
     pk_status (*create)(const pk_backend_ops *backend, const void *kops, void *state, int device,
                         const void *desc, const char *variant, int threads, void **impl);
     void (*destroy)(const void *kops, void *impl);
+    /* bytes of host or device memory a plan for desc holds (its arrays), for the context's
+     * plan cache ceiling */
+    double (*plan_bytes)(const void *desc);
 } pk_kernel_class;
 
 /* The outcome of a dispatch: a created plan on one backend and device. */
@@ -539,6 +543,8 @@ pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const 
                               void (*finish)(pk_choice *c, const void *desc), pk_choice *out);
 /** Destroy every cached plan of ctx (pk_context_release_cache, pk_context_destroy). */
 void pk_plan_cache_release(pk_context *ctx);
+/** Drop the least recently used plans until the kept bytes fit ctx->cache_limit. */
+void pk_plan_cache_trim(pk_context *ctx);
 /** Copy backend, device, variant, reason, fell_back and setup time into info (may be NULL). */
 void pk_choice_info(const pk_choice *c, pk_run_info *info);
 /** Variants of a kernel on a backend ("" when not built or not implemented). */

@@ -105,7 +105,14 @@ static void mf_destroy_on(const void *kops, void *impl)
     ((const pk_mf_ops *)kops)->destroy(impl);
 }
 
-static const pk_kernel_class mf_class = {"magicfilter3d", PK_KERNEL_ON(mf), mf_create_on, mf_destroy_on};
+static double mf_plan_bytes(const void *desc)
+{
+    const pk_mf_desc *d = desc;
+    return 8.0 * ((double)d->in_count + (double)d->out_count + (double)d->work_count[0] +
+                  (double)d->work_count[1]);
+}
+static const pk_kernel_class mf_class = {"magicfilter3d", PK_KERNEL_ON(mf), mf_create_on,
+                                          mf_destroy_on, mf_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_mf_ops *mf_ops(const pk_choice *c) { return c->kops; }

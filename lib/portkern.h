@@ -141,11 +141,18 @@ PK_API void pk_context_destroy(pk_context *ctx);
 /** The one-shot calls (pk_diffusion3d, pk_conv2d, ...) keep their plans in the context, by
  *  kernel, variant and shape (and conv2d's PSF): a second call of the same shape reuses the
  *  plan, its buffers and built programs (run info: setup_s 0, "plan reused" in the reason).
- *  At most 8 plans are kept, the least recently used dropped first; each holds what its
- *  kernel needs for its size (diffusion3d 512^3: two 512 MiB fields).  This frees them all
- *  now; pk_context_destroy does too.  PORTKERN_PLAN_CACHE=0 keeps none. grid's one-shot
- *  call is not cached (its kernel stack would have to be compared on every call). */
+ *  At most 8 plans are kept, and at most the context's memory ceiling in bytes of their
+ *  arrays (host or device memory; diffusion3d 512^3: two 512 MiB fields): the least recently
+ *  used are dropped first, and a plan larger than the ceiling is not kept (the call then
+ *  destroys it before returning).  The ceiling is a quarter of the physical memory, or
+ *  PORTKERN_PLAN_CACHE_MB, or what pk_context_set_cache_limit sets (0: keep nothing).  This
+ *  frees them all now; pk_context_destroy does too.  PORTKERN_PLAN_CACHE=0 keeps none.
+ *  grid's one-shot call is not cached (its kernel stack would have to be compared on every
+ *  call). */
 PK_API void pk_context_release_cache(pk_context *ctx);
+/** Set the ceiling in bytes of what the context's kept plans may hold; plans beyond it are
+ *  dropped now, least recently used first. */
+PK_API pk_status pk_context_set_cache_limit(pk_context *ctx, size_t bytes);
 
 /** 1 when the backend can run in this context, 0 when not; *why (may be NULL) receives
  *  the reason it cannot ("no OpenCL platform (clGetPlatformIDs: -1001)"), or "" when it can.

@@ -7,6 +7,8 @@
  *  - a call of another shape, another conv2d PSF of the same shape, or another variant makes
  *    a new plan (and is right); pk_context_release_cache drops every plan;
  *  - PORTKERN_PLAN_CACHE=0 keeps none; more shapes than slots evict the least recently used;
+ *    the memory ceiling (pk_context_set_cache_limit, PORTKERN_PLAN_CACHE_MB) is never
+ *    exceeded: a larger plan is not kept, the least recently used go first;
  *  - grid's one-shot call is never cached;
  *  - on serial and OpenMP the one-shot calls of conv2d and su3 (64-byte aligned arrays), on
  *    serial dslash's (OpenMP's default omp-vnode converts to its lanes), run on the caller's
@@ -224,6 +226,55 @@ static void eviction(void)
     pk_context_destroy(ctx);
 }
 
+/* The memory ceiling: diffusion3d 8 x 8 x 8 holds 2 x 2048 bytes, 16 x 16 x 16 2 x 16 KiB. */
+static void ceiling(void)
+{
+    pk_context *ctx = context(PK_BACKEND_SERIAL);
+    pk_run_info info;
+    static float f[16 * 16 * 16];
+    pk_diffusion3d_params small, big;
+    pk_diffusion3d_params_default(&small, 8, 8, 8, 1);
+    pk_diffusion3d_params_default(&big, 16, 16, 16, 1);
+    fill_f32(f, 16 * 16 * 16, 2);
+    /* 20 KiB: the small plan (4 KiB) fits, the big one (32 KiB) is never kept */
+    int good = pk_context_set_cache_limit(ctx, 20 << 10) == PK_OK;
+    good &= pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK;
+    good &= pk_diffusion3d(ctx, &big, NULL, f, &info) == PK_OK && !reused(&info);
+    good &= pk_diffusion3d(ctx, &big, NULL, f, &info) == PK_OK;
+    const int big_not_kept = good && !reused(&info);
+    good &= pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK;
+    const int small_kept = good && reused(&info);
+    ok(big_not_kept && small_kept, "a plan larger than the ceiling is not kept, a smaller one "
+       "beside it is");
+    /* 6 KiB: one small plan at a time; another shape of the same size evicts it */
+    pk_diffusion3d_params other;
+    pk_diffusion3d_params_default(&other, 8, 8, 9, 1);
+    good = pk_context_set_cache_limit(ctx, 6 << 10) == PK_OK;
+    good &= pk_diffusion3d(ctx, &other, NULL, f, &info) == PK_OK && !reused(&info);
+    good &= pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK;
+    ok(good && !reused(&info), "under a ceiling of one plan, a second shape evicts the first");
+    good = pk_context_set_cache_limit(ctx, 0) == PK_OK;
+    good &= pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK && !reused(&info);
+    ok(good, "pk_context_set_cache_limit(0) drops every plan now and keeps none after");
+    ok(pk_context_set_cache_limit(NULL, 1) == PK_ENULL, "pk_context_set_cache_limit(NULL): PK_ENULL");
+    pk_context_destroy(ctx);
+
+    setenv("PORTKERN_PLAN_CACHE_MB", "-1", 1);
+    pk_context *bad = NULL;
+    pk_context_options o;
+    pk_context_options_init(&o);
+    const pk_status s = pk_context_create(&bad, &o);
+    ok(s == PK_EINVAL && !bad && strstr(pk_last_error(), "PORTKERN_PLAN_CACHE_MB"),
+       "PORTKERN_PLAN_CACHE_MB=-1: refused at context creation (%s)", pk_last_error());
+    setenv("PORTKERN_PLAN_CACHE_MB", "0", 1);
+    ctx = context(PK_BACKEND_SERIAL);
+    good = pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK &&
+           pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK && !reused(&info);
+    ok(good, "PORTKERN_PLAN_CACHE_MB=0: nothing kept");
+    pk_context_destroy(ctx);
+    unsetenv("PORTKERN_PLAN_CACHE_MB");
+}
+
 static void switched_off(void)
 {
     setenv("PORTKERN_PLAN_CACHE", "0", 1);
@@ -296,6 +347,7 @@ int main(void)
     }
     pk_context_destroy(probe);
     eviction();
+    ceiling();
     switched_off();
     grid_not_cached();
     return tap_done();
