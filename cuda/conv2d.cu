@@ -415,5 +415,6 @@ extern "C" pk_status pk_cuda_cv_download(void *impl, float *out, double *seconds
 }
 
 /* The conv2d kernel family on this backend (lib/internal.h, pk_cv_ops). */
-extern "C" const pk_cv_ops pk_cuda_cv_ops = {"cuda,cuda-fft", pk_cuda_cv_create, pk_cuda_cv_upload, pk_cuda_cv_run, pk_cuda_cv_download, pk_cuda_cv_destroy};
+extern "C" const pk_cv_ops pk_cuda_cv_ops = {"cuda,cuda-fft", pk_cuda_cv_create, pk_cuda_cv_upload, pk_cuda_cv_run, pk_cuda_cv_download, pk_cuda_cv_destroy,
+                                             NULL /* execute: upload, run, download */};
 #endif /* !PK_CUDA_EMULATE */

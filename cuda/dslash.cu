@@ -433,4 +433,5 @@ extern "C" pk_status pk_cuda_ds_download(void *impl, double *chi, double *second
 }
 
 /* The dslash kernel family on this backend (lib/internal.h, pk_ds_ops). */
-extern "C" const pk_ds_ops pk_cuda_ds_ops = {"cuda", pk_cuda_ds_create, pk_cuda_ds_upload, pk_cuda_ds_run, pk_cuda_ds_download, pk_cuda_ds_destroy};
+extern "C" const pk_ds_ops pk_cuda_ds_ops = {"cuda", pk_cuda_ds_create, pk_cuda_ds_upload, pk_cuda_ds_run, pk_cuda_ds_download, pk_cuda_ds_destroy,
+                                             NULL /* execute: upload, run, download */};

@@ -6,12 +6,16 @@
 #   cli   the option parsing of `portkern` (tools/portkern.c and tools/cli_*.c, main renamed,
 #         commands stopping after their checks: cli_parse_only)
 #   json  cli_json_parse_flat, the reader of params.json
+#   params params.json of every kernel: the flat reader, then the kernel's parameter table
+#         (cli_params_apply in tools/cli_driver.c)
 PK_FUZZ_CLI_SOURCES = fuzz/fuzz_cli.c $(tools_portkern_SOURCES)
 PK_FUZZ_CLI_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW3_CFLAGS) -I$(top_srcdir)/tools -Dmain=pk_cli_tool_main
 PK_FUZZ_JSON_SOURCES = fuzz/fuzz_json.c tools/cli_common.c tools/cli_common.h
+# The kernels' descriptors and the driver, without the tool's main.
+PK_FUZZ_PARAMS_SOURCES = fuzz/fuzz_params.c $(PK_CLI_SOURCES)
 
-check_PROGRAMS += fuzz/replay_npy fuzz/replay_cli fuzz/replay_json
-TESTS += fuzz/replay_npy fuzz/replay_cli fuzz/replay_json
+check_PROGRAMS += fuzz/replay_npy fuzz/replay_cli fuzz/replay_json fuzz/replay_params
+TESTS += fuzz/replay_npy fuzz/replay_cli fuzz/replay_json fuzz/replay_params
 fuzz_replay_npy_SOURCES = fuzz/replay_main.c fuzz/fuzz_npy.c
 fuzz_replay_npy_CPPFLAGS = $(AM_CPPFLAGS) -DPK_FUZZ_TARGET='"npy"'
 fuzz_replay_cli_SOURCES = fuzz/replay_main.c $(PK_FUZZ_CLI_SOURCES)
@@ -19,9 +23,13 @@ fuzz_replay_cli_CPPFLAGS = $(PK_FUZZ_CLI_CPPFLAGS) -DPK_FUZZ_TARGET='"cli"'
 fuzz_replay_cli_LDADD = libportkern.la $(FFTW3_LIBS)
 fuzz_replay_json_SOURCES = fuzz/replay_main.c $(PK_FUZZ_JSON_SOURCES)
 fuzz_replay_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools -DPK_FUZZ_TARGET='"json"'
+fuzz_replay_params_SOURCES = fuzz/replay_main.c $(PK_FUZZ_PARAMS_SOURCES)
+fuzz_replay_params_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW3_CFLAGS) -I$(top_srcdir)/tools \
+	-DPK_FUZZ_TARGET='"params"'
+fuzz_replay_params_LDADD = libportkern.la $(FFTW3_LIBS)
 
 if PK_FUZZING
-noinst_PROGRAMS += fuzz/fuzz_npy fuzz/fuzz_cli fuzz/fuzz_json
+noinst_PROGRAMS += fuzz/fuzz_npy fuzz/fuzz_cli fuzz/fuzz_json fuzz/fuzz_params
 fuzz_fuzz_npy_SOURCES = fuzz/fuzz_npy.c
 fuzz_fuzz_npy_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_cli_SOURCES = $(PK_FUZZ_CLI_SOURCES)
@@ -31,6 +39,10 @@ fuzz_fuzz_cli_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_json_SOURCES = $(PK_FUZZ_JSON_SOURCES)
 fuzz_fuzz_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 fuzz_fuzz_json_LDFLAGS = -fsanitize=fuzzer
+fuzz_fuzz_params_SOURCES = $(PK_FUZZ_PARAMS_SOURCES)
+fuzz_fuzz_params_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW3_CFLAGS) -I$(top_srcdir)/tools
+fuzz_fuzz_params_LDADD = libportkern.la $(FFTW3_LIBS)
+fuzz_fuzz_params_LDFLAGS = -fsanitize=fuzzer
 endif
 
-EXTRA_DIST += fuzz/run.sh fuzz/npy.dict fuzz/cli.dict fuzz/json.dict fuzz/corpus
+EXTRA_DIST += fuzz/run.sh fuzz/npy.dict fuzz/cli.dict fuzz/json.dict fuzz/params.dict fuzz/corpus

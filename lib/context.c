@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <strings.h>
 
@@ -78,6 +80,23 @@ static pk_status parse_env_int(const char *name, int lo, int hi, int *out)
     return PK_OK;
 }
 
+/* The plan cache's default ceiling: a quarter of the physical memory (4 GiB when unknown). */
+static size_t default_cache_limit(void)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return (size_t)4 << 30;
+    return (size_t)((double)pages * (double)page / 4);
+}
+
+pk_status pk_context_set_cache_limit(pk_context *ctx, size_t bytes)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(ctx);
+    ctx->cache_limit = bytes;
+    pk_plan_cache_trim(ctx);
+    return PK_OK;
+}
+
 pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt)
 {
     pk_clear_error();
@@ -96,6 +115,7 @@ pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt)
 
     pk_context *c = calloc(1, sizeof *c);
     if (!c) return pk_fail(PK_ENOMEM, "pk_context_create: out of memory");
+    c->cache_limit = default_cache_limit();
     /* The environment overrides defaults, never what the caller chose explicitly. */
     if (!(o.flags & PK_OPT_IGNORE_ENV)) {
         const char *be = pk_getenv("PORTKERN_BACKEND");
@@ -116,13 +136,15 @@ pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt)
                 pk_append_note(c->env_note, sizeof c->env_note, "PORTKERN_DEVICE=%d", o.device);
         }
         if (s == PK_OK && o.threads == 0) s = parse_env_int("PORTKERN_THREADS", 0, PK_MAX_THREADS, &o.threads);
-        int cache = 1;
+        int cache = 1, cache_mb = -1;
         if (s == PK_OK) s = parse_env_int("PORTKERN_PLAN_CACHE", 0, 1, &cache);
+        if (s == PK_OK) s = parse_env_int("PORTKERN_PLAN_CACHE_MB", 0, INT_MAX, &cache_mb);
         if (s != PK_OK) {
             free(c);
             return s;
         }
         c->cache_off = !cache;
+        if (cache_mb >= 0) c->cache_limit = (size_t)cache_mb << 20;
     }
     c->opt = o;
     *ctx = c;

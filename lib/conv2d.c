@@ -20,6 +20,7 @@
 
 struct pk_conv2d_plan {
     pk_choice c;
+    size_t n; /* pixels: h * w */
     double flops, bytes;
     int uploaded, ran;
 };
@@ -169,7 +170,13 @@ static void cv_destroy_on(const void *kops, void *impl)
     ((const pk_cv_ops *)kops)->destroy(impl);
 }
 
-static const pk_kernel_class cv_class = {"conv2d", PK_KERNEL_ON(cv), cv_create_on, cv_destroy_on};
+static double cv_plan_bytes(const void *desc)
+{
+    const pk_cv_desc *d = &((const cv_request *)desc)->d;
+    return 2.0 * 4.0 * (double)d->h * (double)d->w; /* image and out */
+}
+static const pk_kernel_class cv_class = {"conv2d", PK_KERNEL_ON(cv), cv_create_on,
+                                          cv_destroy_on, cv_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_cv_ops *cv_ops(const pk_choice *c) { return c->kops; }
@@ -256,7 +263,7 @@ pk_status pk_cv_host_upload(void *impl, const float *image, double *seconds)
 {
     pk_cv_host_plan *h = impl;
     double t0 = pk_now();
-    memcpy(h->image, image, h->n * sizeof(float));
+    pk_copy_threads(h->image, image, h->n * sizeof(float), h->nt);
     *seconds = pk_now() - t0;
     return PK_OK;
 }
@@ -265,9 +272,34 @@ pk_status pk_cv_host_download(void *impl, float *out, double *seconds)
 {
     pk_cv_host_plan *h = impl;
     double t0 = pk_now();
-    memcpy(out, h->out, h->n * sizeof(float));
+    pk_copy_threads(out, h->out, h->n * sizeof(float), h->nt);
     *seconds = pk_now() - t0;
     return PK_OK;
+}
+
+pk_status pk_cv_host_execute(void *impl, const float *image, float *out, double *kernel_seconds,
+                             double *transfer_seconds)
+{
+    pk_cv_host_plan *h = impl;
+    const uintptr_t i0 = (uintptr_t)image, o0 = (uintptr_t)out;
+    const size_t bytes = h->n * sizeof(float);
+    *kernel_seconds = 0;
+    if (!(o0 + bytes <= i0 || i0 + bytes <= o0)) { /* in place: through the plan's arrays */
+        double up = 0, down = 0;
+        PK_TRY(pk_cv_host_upload(h, image, &up));
+        PK_TRY(h->ops->run(h, kernel_seconds));
+        PK_TRY(pk_cv_host_download(h, out, &down));
+        *transfer_seconds = up + down;
+        return PK_OK;
+    }
+    float *own_image = h->image, *own_out = h->out;
+    h->image = (float *)image; /* read only */
+    h->out = out;
+    pk_status s = h->ops->run(h, kernel_seconds);
+    h->image = own_image;
+    h->out = own_out;
+    *transfer_seconds = 0;
+    return s;
 }
 
 void pk_cv_host_destroy(void *impl)
@@ -322,15 +354,21 @@ typedef struct cv_oneshot {
     size_t bytes; /* of the image (and of out) */
 } cv_oneshot;
 
-/* The one-shot call's work on a fresh plan: a device failure here falls back too. */
+/* The one-shot call's work on a fresh plan (and plan_execute's on the caller's plan): a
+ * device failure here falls back too. */
 static pk_status cv_oneshot_work(pk_choice *c, void *arg)
 {
     cv_oneshot *o = arg;
+    /* out overlapping the image: a failure part way leaves no input to retry another on */
+    const uintptr_t i0 = (uintptr_t)o->image, o0 = (uintptr_t)o->out;
+    const int overlaps = !(o0 + o->bytes <= i0 || i0 + o->bytes <= o0);
+    if (cv_ops(c)->execute) { /* host memory: on the caller's arrays */
+        c->no_fallback = overlaps;
+        return cv_ops(c)->execute(c->impl, o->image, o->out, &o->kern, &o->down);
+    }
     PK_TRY(cv_ops(c)->upload(c->impl, o->image, &o->up));
     PK_TRY(cv_ops(c)->run(c->impl, &o->kern));
-    /* out overlapping the image: a download failing part way leaves no input to retry */
-    const uintptr_t i0 = (uintptr_t)o->image, o0 = (uintptr_t)o->out;
-    c->no_fallback = !(o0 + o->bytes <= i0 || i0 + o->bytes <= o0);
+    c->no_fallback = overlaps;
     return cv_ops(c)->download(c->impl, o->out, &o->down);
 }
 
@@ -376,6 +414,7 @@ pk_status pk_conv2d_plan_create(pk_conv2d_plan **plan, pk_context *ctx, const pk
     }
     pk_run_info tmp;
     cv_counts(&tmp, p);
+    pl->n = (size_t)p->h * (size_t)p->w;
     pl->flops = tmp.flops;
     pl->bytes = tmp.bytes;
     pk_choice_info(&pl->c, info);
@@ -418,6 +457,23 @@ pk_status pk_conv2d_plan_download(pk_conv2d_plan *plan, float *out)
              "(call plan_run)");
     double s;
     return cv_ops(&plan->c)->download(plan->c.impl, out, &s);
+}
+
+pk_status pk_conv2d_plan_execute(pk_conv2d_plan *plan, const float *image, float *out,
+                                 pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(image);
+    PK_CHECK_NULL(out);
+    const double t0 = pk_now();
+    cv_oneshot o = {image, out, 0, 0, 0, plan->n * sizeof(float)};
+    plan->uploaded = plan->ran = 0; /* the resident frame is undefined from here on */
+    PK_TRY(cv_oneshot_work(&plan->c, &o));
+    pk_choice_run_info(&plan->c, info, o.kern, plan->flops, plan->bytes, t0);
+    if (info) info->transfer_s = o.up + o.down;
+    return PK_OK;
 }
 
 void pk_conv2d_plan_destroy(pk_conv2d_plan *plan)

@@ -15,11 +15,20 @@ typedef struct pk_cv_host_plan {
     int nt;               /* host threads of the run */
     void *priv;           /* the variant's own state (halo rings, FFT plans) */
     void (*priv_free)(void *priv);
+    const pk_cv_ops *ops; /* the backend's own table (its run) */
 } pk_cv_host_plan;
 
 pk_status pk_cv_host_create(const pk_cv_desc *desc, pk_cv_host_plan **plan);
 pk_status pk_cv_host_upload(void *impl, const float *image, double *seconds);
 pk_status pk_cv_host_download(void *impl, float *out, double *seconds);
+/** The host backends' execute: the run reads the caller's image and writes its out (swapped
+ *  in for the plan's arrays), nothing copied in or out.  Every host variant reads the image
+ *  only through its own working storage (halo rings of min(kh, h) wrapped rows, or the FFT's
+ *  padded transform input, both filled inside the run and timed as kernel) and writes each
+ *  output pixel once, so no alignment is needed; an out that overlaps the image (in place)
+ *  goes through the plan's arrays instead (upload, run, download: transfer). */
+pk_status pk_cv_host_execute(void *impl, const float *image, float *out, double *kernel_seconds,
+                             double *transfer_seconds);
 void pk_cv_host_destroy(void *impl);
 
 /* The reference (lib/ref/conv2d_ref.c): modulo indexing, double accumulation. */

@@ -85,6 +85,7 @@ pk_status pk_serial_cv_create(void *state, int device, const pk_cv_desc *desc, v
     pk_cv_host_plan *h;
     PK_TRY(pk_cv_host_create(desc, &h));
     h->nt = 1;
+    h->ops = &pk_serial_cv_ops;
     if (cv_variant_id(h->variant) == CV_SIMD) {
         const size_t floats = pk_cv_ring_floats(desc);
         h->priv = floats <= SIZE_MAX / sizeof(float) ? pk_alloc_aligned(floats * sizeof(float)) : NULL;
@@ -119,4 +120,5 @@ const pk_cv_ops pk_serial_cv_ops = {
     .run = pk_serial_cv_run,
     .download = pk_cv_host_download,
     .destroy = pk_cv_host_destroy,
+    .execute = pk_cv_host_execute,
 };

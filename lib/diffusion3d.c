@@ -78,7 +78,13 @@ static void d3_destroy_on(const void *kops, void *impl)
     ((const pk_d3_ops *)kops)->destroy(impl);
 }
 
-static const pk_kernel_class d3_class = {"diffusion3d", PK_KERNEL_ON(d3), d3_create_on, d3_destroy_on};
+static double d3_plan_bytes(const void *desc)
+{
+    const pk_d3_desc *d = desc;
+    return 2.0 * 4.0 * (double)d->nx * (double)d->ny * (double)d->nz; /* two fields */
+}
+static const pk_kernel_class d3_class = {"diffusion3d", PK_KERNEL_ON(d3), d3_create_on,
+                                          d3_destroy_on, d3_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_d3_ops *d3_ops(const pk_choice *c) { return c->kops; }
@@ -113,7 +119,7 @@ pk_status pk_d3_host_upload(void *impl, const float *f, double *seconds)
 {
     pk_d3_host_plan *h = impl;
     double t0 = pk_now();
-    memcpy(h->f1, f, h->n * sizeof(float));
+    pk_copy_threads(h->f1, f, h->n * sizeof(float), h->nt);
     h->cur = h->f1;
     *seconds = pk_now() - t0;
     return PK_OK;
@@ -123,7 +129,7 @@ pk_status pk_d3_host_download(void *impl, float *f, double *seconds)
 {
     pk_d3_host_plan *h = impl;
     double t0 = pk_now();
-    memcpy(f, h->cur, h->n * sizeof(float));
+    pk_copy_threads(f, h->cur, h->n * sizeof(float), h->nt);
     *seconds = pk_now() - t0;
     return PK_OK;
 }
@@ -142,7 +148,7 @@ pk_status pk_d3_host_execute(void *impl, float *f, int count, double *kernel_sec
     pk_status s = h->run(h, count, kernel_seconds);
     if (s == PK_OK && h->cur != f) { /* the result is in the work array */
         const double t0 = pk_now();
-        memcpy(f, h->cur, h->n * sizeof(float));
+        pk_copy_threads(f, h->cur, h->n * sizeof(float), h->nt);
         down = pk_now() - t0;
     }
     h->f1 = own;

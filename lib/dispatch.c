@@ -229,17 +229,20 @@ typedef struct plan_entry {
     unsigned char *key;
     size_t key_len;
     pk_choice c;
+    double bytes; /* what the plan holds (the class's plan_bytes) */
     unsigned long long last_use;
 } plan_entry;
 
-struct pk_plan_cache {
+typedef struct pk_plan_cache {
     plan_entry e[PK_PLAN_CACHE_SLOTS];
+    double bytes; /* held by all entries */
     unsigned long long clock;
-};
+} pk_plan_cache;
 
-static void entry_drop(plan_entry *e)
+static void entry_drop(pk_plan_cache *cache, plan_entry *e)
 {
     if (!e->kc) return;
+    cache->bytes -= e->bytes;
     if (e->c.impl) e->kc->destroy(e->c.kops, e->c.impl);
     free(e->key);
     memset(e, 0, sizeof *e);
@@ -248,9 +251,22 @@ static void entry_drop(plan_entry *e)
 void pk_plan_cache_release(pk_context *ctx)
 {
     if (!ctx->cache) return;
-    for (int i = 0; i < PK_PLAN_CACHE_SLOTS; ++i) entry_drop(&ctx->cache->e[i]);
+    for (int i = 0; i < PK_PLAN_CACHE_SLOTS; ++i) entry_drop(ctx->cache, &ctx->cache->e[i]);
     free(ctx->cache);
     ctx->cache = NULL;
+}
+
+void pk_plan_cache_trim(pk_context *ctx)
+{
+    pk_plan_cache *cache = ctx->cache;
+    while (cache && cache->bytes > (double)ctx->cache_limit) {
+        plan_entry *oldest = NULL;
+        for (int i = 0; i < PK_PLAN_CACHE_SLOTS; ++i)
+            if (cache->e[i].kc && (!oldest || cache->e[i].last_use < oldest->last_use))
+                oldest = &cache->e[i];
+        if (!oldest) break;
+        entry_drop(cache, oldest);
+    }
 }
 
 static plan_entry *cache_find(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
@@ -266,20 +282,29 @@ static plan_entry *cache_find(pk_context *ctx, const pk_kernel_class *kc, const 
     return NULL;
 }
 
-/* Keep c (a created plan) under (kc, variant, key); 0 when it could not be kept (no memory):
- * the caller then destroys it. */
+/* Keep c (a created plan) under (kc, variant, key); 0 when it is not kept (larger than the
+ * context's ceiling, or no memory): the caller then destroys it.  The least recently used
+ * plans go first, until a slot is free and the kept bytes stay within the ceiling. */
 static int cache_keep(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
-                      const void *key, size_t key_len, const pk_choice *c)
+                      const void *key, size_t key_len, double bytes, const pk_choice *c)
 {
+    if (bytes > (double)ctx->cache_limit) return 0;
     if (!ctx->cache && !(ctx->cache = calloc(1, sizeof *ctx->cache))) return 0;
-    plan_entry *slot = NULL;
-    for (int i = 0; i < PK_PLAN_CACHE_SLOTS && !slot; ++i)
-        if (!ctx->cache->e[i].kc) slot = &ctx->cache->e[i];
-    if (!slot) { /* full: the least recently used goes */
-        slot = &ctx->cache->e[0];
-        for (int i = 1; i < PK_PLAN_CACHE_SLOTS; ++i)
-            if (ctx->cache->e[i].last_use < slot->last_use) slot = &ctx->cache->e[i];
-        entry_drop(slot);
+    pk_plan_cache *cache = ctx->cache;
+    plan_entry *slot;
+    for (;;) {
+        slot = NULL;
+        plan_entry *oldest = NULL;
+        for (int i = 0; i < PK_PLAN_CACHE_SLOTS; ++i) {
+            plan_entry *e = &cache->e[i];
+            if (!e->kc) {
+                if (!slot) slot = e;
+            } else if (!oldest || e->last_use < oldest->last_use) {
+                oldest = e;
+            }
+        }
+        if (slot && cache->bytes + bytes <= (double)ctx->cache_limit) break;
+        entry_drop(cache, oldest); /* full, or over the ceiling: oldest exists then */
     }
     unsigned char *k = malloc(key_len ? key_len : 1);
     if (!k) return 0;
@@ -289,7 +314,9 @@ static int cache_keep(pk_context *ctx, const pk_kernel_class *kc, const char *va
     slot->key = k;
     slot->key_len = key_len;
     slot->c = *c;
-    slot->last_use = ++ctx->cache->clock;
+    slot->bytes = bytes;
+    cache->bytes += bytes;
+    slot->last_use = ++cache->clock;
     return 1;
 }
 
@@ -317,12 +344,12 @@ pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const 
         const int no_fallback = out->no_fallback;
         char err[1024];
         pk_strlcpy(err, pk_last_error(), sizeof err);
-        entry_drop(e);
+        entry_drop(ctx->cache, e);
         if (no_fallback) return pk_fail(s, "%s", err);
     }
     PK_TRY(pk_dispatch(ctx, kc, variant, desc, work, arg, out));
     if (finish) finish(out, desc);
-    if (!cached || !cache_keep(ctx, kc, named, key, key_len, out)) {
+    if (!cached || !cache_keep(ctx, kc, named, key, key_len, kc->plan_bytes(desc), out)) {
         kc->destroy(out->kops, out->impl);
         out->impl = NULL;
     }

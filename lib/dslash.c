@@ -126,7 +126,13 @@ static void ds_note(pk_choice *c)
     if (h->note[0]) pk_append_note(c->reason, sizeof c->reason, "%s", h->note);
 }
 
-static const pk_kernel_class ds_class = {"dslash", PK_KERNEL_ON(ds), ds_create_on, ds_destroy_on};
+static double ds_plan_bytes(const void *desc)
+{
+    const pk_ds_desc *d = desc;
+    return 8.0 * ((double)d->u_doubles + 2.0 * (double)d->spinor_doubles);
+}
+static const pk_kernel_class ds_class = {"dslash", PK_KERNEL_ON(ds), ds_create_on,
+                                          ds_destroy_on, ds_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_ds_ops *ds_ops(const pk_choice *c) { return c->kops; }
@@ -226,6 +232,32 @@ pk_status pk_ds_host_download(void *impl, double *chi, double *seconds)
     return PK_OK;
 }
 
+pk_status pk_ds_host_execute(void *impl, const double *u, const double *psi, double *chi,
+                             double *kernel_seconds, double *transfer_seconds)
+{
+    pk_ds_host_plan *h = impl;
+    const size_t ub = h->d.u_doubles * sizeof(double), sb = h->d.spinor_doubles * sizeof(double);
+    *kernel_seconds = 0;
+    if (h->pack || h->unpack || ds_overlap(chi, sb, u, ub) || ds_overlap(chi, sb, psi, sb)) {
+        double up = 0, down = 0;
+        PK_TRY(pk_ds_host_upload(h, u, psi, &up));
+        PK_TRY(h->ops->run(h, kernel_seconds));
+        PK_TRY(pk_ds_host_download(h, chi, &down));
+        *transfer_seconds = up + down;
+        return PK_OK;
+    }
+    double *own_u = h->u, *own_psi = h->psi, *own_chi = h->chi;
+    h->u = (double *)u; /* read only */
+    h->psi = (double *)psi;
+    h->chi = chi;
+    pk_status s = h->ops->run(h, kernel_seconds);
+    h->u = own_u;
+    h->psi = own_psi;
+    h->chi = own_chi;
+    *transfer_seconds = 0;
+    return s;
+}
+
 void pk_ds_host_destroy(void *impl)
 {
     pk_ds_host_plan *h = impl;
@@ -244,16 +276,29 @@ typedef struct ds_oneshot {
     double up, kern, down, layout;
 } ds_oneshot;
 
-/* The one-shot call's work on a fresh plan: a device failure here falls back too. */
+/* The one-shot call's work on a fresh plan (and plan_execute's on the caller's plan): a
+ * device failure here falls back too. */
 static pk_status ds_oneshot_work(pk_choice *c, void *arg)
 {
     ds_oneshot *o = arg;
+    /* chi over psi or u: a failure part way leaves no intact input to retry another on */
+    const size_t sb = o->d->spinor_doubles * sizeof(double);
+    const int overlaps = ds_overlap(o->chi, sb, o->psi, sb) ||
+                         ds_overlap(o->chi, sb, o->u, 4 * o->d->volume * 18 * sizeof(double));
+    if (ds_ops(c)->execute) { /* host memory: on the caller's arrays */
+        const double *uk = o->u;
+        double *u12 = NULL;
+        o->layout = 0;
+        if (o->d->recon12 && !(uk = u12 = ds_compress12(o->d, o->u, &o->layout)))
+            return PK_ENOMEM;
+        c->no_fallback = overlaps;
+        pk_status s = ds_ops(c)->execute(c->impl, uk, o->psi, o->chi, &o->kern, &o->down);
+        free(u12);
+        return s;
+    }
     PK_TRY(ds_upload(c, o->d, o->u, o->psi, &o->up, &o->layout));
     PK_TRY(ds_ops(c)->run(c->impl, &o->kern));
-    /* chi over psi or u: a download failing part way leaves no intact input to retry on */
-    const size_t sb = o->d->spinor_doubles * sizeof(double);
-    c->no_fallback = ds_overlap(o->chi, sb, o->psi, sb) ||
-                     ds_overlap(o->chi, sb, o->u, 4 * o->d->volume * 18 * sizeof(double));
+    c->no_fallback = overlaps;
     return ds_ops(c)->download(c->impl, o->chi, &o->down);
 }
 
@@ -353,6 +398,27 @@ pk_status pk_dslash_plan_download(pk_dslash_plan *plan, double *chi)
              "plan_download: the uploaded fields were not run yet (call plan_run)");
     double s;
     return ds_ops(&plan->c)->download(plan->c.impl, chi, &s);
+}
+
+pk_status pk_dslash_plan_execute(pk_dslash_plan *plan, const double *u, const double *psi,
+                                 double *chi, pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(u);
+    PK_CHECK_NULL(psi);
+    PK_CHECK_NULL(chi);
+    const double t0 = pk_now();
+    ds_oneshot o = {&plan->d, u, psi, chi, 0, 0, 0, 0};
+    plan->state = DS_EMPTY; /* the resident u, psi and chi are undefined from here on */
+    PK_TRY(ds_oneshot_work(&plan->c, &o));
+    pk_choice_run_info(&plan->c, info, o.kern, plan->flops, plan->bytes, t0);
+    if (info) {
+        info->transfer_s = o.up + o.down;
+        info->layout_s = o.layout;
+    }
+    return PK_OK;
 }
 
 void pk_dslash_plan_destroy(pk_dslash_plan *plan)

@@ -54,6 +54,7 @@ struct pk_ds_host_plan {
     double *u, *psi, *chi;
     size_t u_len, spinor_len; /* doubles held */
     int nt;                   /* host threads (OpenMP); 1 for serial */
+    const pk_ds_ops *ops;     /* the backend's own table (its run) */
     /* Backend layout (NULL: lexicographic, plain copies). */
     void (*pack)(pk_ds_host_plan *h, const double *u, const double *psi);
     void (*unpack)(const pk_ds_host_plan *h, double *chi);
@@ -69,6 +70,14 @@ pk_status pk_ds_host_create(const pk_ds_desc *desc, size_t u_len, size_t spinor_
                             pk_ds_host_plan **plan);
 pk_status pk_ds_host_upload(void *impl, const double *u, const double *psi, double *seconds);
 pk_status pk_ds_host_download(void *impl, double *chi, double *seconds);
+/** The host backends' execute: on lexicographic plans (serial, omp) the kernel reads the
+ *  caller's u (as the desc says: two rows when recon12) and psi and writes its chi (swapped
+ *  in for the plan's arrays), nothing copied; the scalar kernel needs no alignment.  A plan
+ *  in a backend layout (omp-vnode: the pack and unpack hooks are its upload and download),
+ *  or a chi that overlaps u or psi, goes through the plan's arrays (upload, run, download:
+ *  transfer). */
+pk_status pk_ds_host_execute(void *impl, const double *u, const double *psi, double *chi,
+                             double *kernel_seconds, double *transfer_seconds);
 void pk_ds_host_destroy(void *impl);
 
 /** The spin-projected kernel on lexicographic data, for the rows (t, z, y) with flat index

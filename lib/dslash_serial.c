@@ -135,6 +135,7 @@ pk_status pk_serial_ds_create(void *state, int device, const pk_ds_desc *desc, v
 {
     pk_ds_host_plan *h;
     PK_TRY(pk_ds_host_create(desc, desc->u_doubles, desc->spinor_doubles, &h));
+    h->ops = &pk_serial_ds_ops;
     *impl = h;
     return PK_OK;
 }
@@ -163,4 +164,5 @@ const pk_ds_ops pk_serial_ds_ops = {
     .run = pk_serial_ds_run,
     .download = pk_ds_host_download,
     .destroy = pk_ds_host_destroy,
+    .execute = pk_ds_host_execute,
 };

@@ -232,7 +232,13 @@ static void gr_destroy_on(const void *kops, void *impl)
     ((const pk_gr_ops *)kops)->destroy(impl);
 }
 
-static const pk_kernel_class gr_class = {"grid", PK_KERNEL_ON(gr), gr_create_on, gr_destroy_on};
+static double gr_plan_bytes(const void *desc)
+{
+    (void)desc; /* grid's one-shot plan is never kept */
+    return 0;
+}
+static const pk_kernel_class gr_class = {"grid", PK_KERNEL_ON(gr), gr_create_on,
+                                          gr_destroy_on, gr_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_gr_ops *gr_ops(const pk_choice *c) { return c->kops; }
@@ -399,6 +405,15 @@ pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, float *gri
     *num_skipped = r.num_skipped;
     gr_fill_info(&plan->c, &r, info, t0, 0);
     return PK_OK;
+}
+
+/* grid's plan holds only the kernel stack: plan_run already takes the caller's visibility
+ * list and grid on every backend (the device backends copy them in and out inside the run)
+ * and keeps no resident data between calls, so execute is the same call. */
+pk_status pk_grid_plan_execute(pk_grid_plan *plan, const pk_grid_data *d, float *grid,
+                               double *norm, int64_t *num_skipped, pk_run_info *info)
+{
+    return pk_grid_plan_run(plan, d, grid, norm, num_skipped, info);
 }
 
 void pk_grid_plan_destroy(pk_grid_plan *plan)

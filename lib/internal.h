@@ -58,9 +58,14 @@ void pk_clear_error(void);
 double pk_now(void); /* monotonic seconds */
 /** a*b*c with overflow detection: returns 0 and sets *out on success, -1 on overflow. */
 int pk_mul3_size(size_t a, size_t b, size_t c, size_t *out);
-/** 64-byte aligned allocation (free with pk_free_aligned); NULL on failure. */
+/** 64-byte aligned allocation (free with pk_free_aligned); NULL on failure.  From 4 MiB on:
+ *  2 MiB aligned and advised for transparent huge pages. */
 void *pk_alloc_aligned(size_t bytes);
 void pk_free_aligned(void *p);
+/** memcpy by a team of nt threads (nt <= 1, or under 4 MiB: one), each an equal contiguous
+ *  share: a host plan's upload places each page with the thread that sweeps it (first touch
+ *  of a fresh buffer, NUMA) and pays its page faults in parallel. */
+void pk_copy_threads(void *dst, const void *src, size_t bytes, int nt);
 /** Copy at most len-1 bytes and terminate. */
 void pk_strlcpy(char *dst, const char *src, size_t len);
 /** Append to a bounded string, separated by "; " when it is not empty. */
@@ -331,6 +336,10 @@ typedef struct pk_cv_ops {
     pk_status (*run)(void *impl, double *kernel_seconds);
     pk_status (*download)(void *impl, float *out, double *seconds);
     void (*destroy)(void *impl);
+    /* optional (NULL: upload, run, download): out = image (*) psf on the caller's arrays,
+     * without copies where the backend works in host memory */
+    pk_status (*execute)(void *impl, const float *image, float *out, double *kernel_seconds,
+                         double *transfer_seconds);
 } pk_cv_ops;
 
 /* magicfilter3d: the plan holds x, y and the work buffers on the device. */
@@ -392,6 +401,11 @@ typedef struct pk_ds_ops {
     pk_status (*run)(void *impl, double *kernel_seconds);
     pk_status (*download)(void *impl, double *chi, double *seconds);
     void (*destroy)(void *impl);
+    /* optional (NULL: upload, run, download): chi = M psi on the caller's arrays (u as the
+     * desc says: two rows when recon12), without copies where the backend works in host
+     * memory on the desc's layout */
+    pk_status (*execute)(void *impl, const double *u, const double *psi, double *chi,
+                         double *kernel_seconds, double *transfer_seconds);
 } pk_ds_ops;
 
 /* Every backend's table of a kernel family K (d3, cv, ...), by backend id; a backend not built
@@ -466,6 +480,7 @@ struct pk_context {
     pk_backend_slot slot[PK_BACKEND_COUNT];
     struct pk_plan_cache *cache; /* the one-shot calls' plans (lib/dispatch.c); NULL: empty */
     int cache_off;               /* PORTKERN_PLAN_CACHE=0 */
+    size_t cache_limit;          /* bytes the kept plans may hold (pk_context_set_cache_limit) */
 };
 
 /** Initialise a backend on first use; returns its state or NULL (reason in slot.why). */
@@ -484,6 +499,9 @@ typedef struct pk_kernel_class {
     pk_status (*create)(const pk_backend_ops *backend, const void *kops, void *state, int device,
                         const void *desc, const char *variant, int threads, void **impl);
     void (*destroy)(const void *kops, void *impl);
+    /* bytes of host or device memory a plan for desc holds (its arrays), for the context's
+     * plan cache ceiling */
+    double (*plan_bytes)(const void *desc);
 } pk_kernel_class;
 
 /* The outcome of a dispatch: a created plan on one backend and device. */
@@ -525,6 +543,8 @@ pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const 
                               void (*finish)(pk_choice *c, const void *desc), pk_choice *out);
 /** Destroy every cached plan of ctx (pk_context_release_cache, pk_context_destroy). */
 void pk_plan_cache_release(pk_context *ctx);
+/** Drop the least recently used plans until the kept bytes fit ctx->cache_limit. */
+void pk_plan_cache_trim(pk_context *ctx);
 /** Copy backend, device, variant, reason, fell_back and setup time into info (may be NULL). */
 void pk_choice_info(const pk_choice *c, pk_run_info *info);
 /** Variants of a kernel on a backend ("" when not built or not implemented). */

@@ -195,7 +195,13 @@ static void lp_destroy_on(const void *kops, void *impl)
     ((const pk_lp_ops *)kops)->destroy(impl);
 }
 
-static const pk_kernel_class lp_class = {"laplace2d", PK_KERNEL_ON(lp), lp_create_on, lp_destroy_on};
+static double lp_plan_bytes(const void *desc)
+{
+    const pk_lp_desc *d = desc;
+    return 2.0 * 4.0 * (double)d->l * (double)d->l; /* two fields */
+}
+static const pk_kernel_class lp_class = {"laplace2d", PK_KERNEL_ON(lp), lp_create_on,
+                                          lp_destroy_on, lp_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_lp_ops *lp_ops(const pk_choice *c) { return c->kops; }

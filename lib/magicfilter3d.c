@@ -105,7 +105,14 @@ static void mf_destroy_on(const void *kops, void *impl)
     ((const pk_mf_ops *)kops)->destroy(impl);
 }
 
-static const pk_kernel_class mf_class = {"magicfilter3d", PK_KERNEL_ON(mf), mf_create_on, mf_destroy_on};
+static double mf_plan_bytes(const void *desc)
+{
+    const pk_mf_desc *d = desc;
+    return 8.0 * ((double)d->in_count + (double)d->out_count + (double)d->work_count[0] +
+                  (double)d->work_count[1]);
+}
+static const pk_kernel_class mf_class = {"magicfilter3d", PK_KERNEL_ON(mf), mf_create_on,
+                                          mf_destroy_on, mf_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_mf_ops *mf_ops(const pk_choice *c) { return c->kops; }
@@ -154,7 +161,7 @@ pk_status pk_mf_host_upload(void *impl, const double *x, double *seconds)
 {
     pk_mf_host_plan *h = impl;
     const double t0 = pk_now();
-    memcpy(h->x, x, h->d.in_count * sizeof(double));
+    pk_copy_threads(h->x, x, h->d.in_count * sizeof(double), h->nt);
     *seconds = pk_now() - t0;
     return PK_OK;
 }
@@ -163,7 +170,7 @@ pk_status pk_mf_host_download(void *impl, double *y, double *seconds)
 {
     pk_mf_host_plan *h = impl;
     const double t0 = pk_now();
-    memcpy(y, h->y, h->d.out_count * sizeof(double));
+    pk_copy_threads(y, h->y, h->d.out_count * sizeof(double), h->nt);
     *seconds = pk_now() - t0;
     return PK_OK;
 }

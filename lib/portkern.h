@@ -141,11 +141,18 @@ PK_API void pk_context_destroy(pk_context *ctx);
 /** The one-shot calls (pk_diffusion3d, pk_conv2d, ...) keep their plans in the context, by
  *  kernel, variant and shape (and conv2d's PSF): a second call of the same shape reuses the
  *  plan, its buffers and built programs (run info: setup_s 0, "plan reused" in the reason).
- *  At most 8 plans are kept, the least recently used dropped first; each holds what its
- *  kernel needs for its size (diffusion3d 512^3: two 512 MiB fields).  This frees them all
- *  now; pk_context_destroy does too.  PORTKERN_PLAN_CACHE=0 keeps none. grid's one-shot
- *  call is not cached (its kernel stack would have to be compared on every call). */
+ *  At most 8 plans are kept, and at most the context's memory ceiling in bytes of their
+ *  arrays (host or device memory; diffusion3d 512^3: two 512 MiB fields): the least recently
+ *  used are dropped first, and a plan larger than the ceiling is not kept (the call then
+ *  destroys it before returning).  The ceiling is a quarter of the physical memory, or
+ *  PORTKERN_PLAN_CACHE_MB, or what pk_context_set_cache_limit sets (0: keep nothing).  This
+ *  frees them all now; pk_context_destroy does too.  PORTKERN_PLAN_CACHE=0 keeps none.
+ *  grid's one-shot call is not cached (its kernel stack would have to be compared on every
+ *  call). */
 PK_API void pk_context_release_cache(pk_context *ctx);
+/** Set the ceiling in bytes of what the context's kept plans may hold; plans beyond it are
+ *  dropped now, least recently used first. */
+PK_API pk_status pk_context_set_cache_limit(pk_context *ctx, size_t bytes);
 
 /** 1 when the backend can run in this context, 0 when not; *why (may be NULL) receives
  *  the reason it cannot ("no OpenCL platform (clGetPlatformIDs: -1001)"), or "" when it can.
@@ -271,6 +278,17 @@ PK_API pk_status pk_conv2d_plan_create(pk_conv2d_plan **plan, pk_context *ctx,
 PK_API pk_status pk_conv2d_plan_upload(pk_conv2d_plan *plan, const float *image);
 PK_API pk_status pk_conv2d_plan_run(pk_conv2d_plan *plan, pk_run_info *info);
 PK_API pk_status pk_conv2d_plan_download(pk_conv2d_plan *plan, float *out);
+/** One frame, out = image (*) psf, with the plan on the caller's arrays (FFTW's new-array
+ *  execute), as pk_conv2d does on the plan its context keeps.  On serial and OpenMP the run
+ *  reads image and writes out themselves, nothing copied in or out (transfer_s 0; every
+ *  variant builds its halo rows of min(kh, h) wrapped image rows, or the FFT's padded
+ *  transform input, inside the run, timed as kernel, as plan_run does; no alignment
+ *  needed).  out may overlap image, in place included, as in pk_conv2d: then the frame
+ *  goes through the plan's own buffers (copied in and out, counted as transfer).  On
+ *  OpenCL and CUDA the image is uploaded, convolved and downloaded.  Afterwards the plan
+ *  holds no resident frame: plan_upload before plan_run again. */
+PK_API pk_status pk_conv2d_plan_execute(pk_conv2d_plan *plan, const float *image, float *out,
+                                        pk_run_info *info);
 PK_API void pk_conv2d_plan_destroy(pk_conv2d_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -418,6 +436,15 @@ PK_API pk_status pk_grid_plan_create(pk_grid_plan **plan, pk_context *ctx,
                                      pk_run_info *info);
 PK_API pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, float *grid,
                                   double *norm, int64_t *num_skipped, pk_run_info *info);
+/** The plan on the caller's arrays, the name every kernel's plan has for it (FFTW's
+ *  new-array execute): exactly pk_grid_plan_run, which already has these semantics (grid's
+ *  plan keeps only the kernel stack; each call grids the caller's visibility list into the
+ *  caller's grid, accumulating, and leaves nothing resident; serial and OpenMP write the
+ *  grid directly, transfer_s 0; OpenCL and CUDA copy the list in, and the box of grid rows
+ *  it touches in and back out, inside the call).  There is no upload, so no state:
+ *  plan_run and plan_execute may follow each other in any order. */
+PK_API pk_status pk_grid_plan_execute(pk_grid_plan *plan, const pk_grid_data *d, float *grid,
+                                      double *norm, int64_t *num_skipped, pk_run_info *info);
 PK_API void pk_grid_plan_destroy(pk_grid_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -557,6 +584,17 @@ PK_API pk_status pk_su3_plan_upload(pk_su3_plan *plan, const double *u, const do
 PK_API pk_status pk_su3_plan_run(pk_su3_plan *plan, pk_run_info *info);
 /** chi (AoS) of the last run; PK_ESTATE before a run of the current upload. */
 PK_API pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi);
+/** chi = u psi (AoS in and out) with the plan on the caller's arrays, as pk_su3 does on the
+ *  plan its context keeps.  On serial and OpenMP the kernel reads and writes the arrays in
+ *  the plan's layout directly, nothing copied in or out (transfer_s 0): for aos that is
+ *  u, psi and chi themselves; the other layouts convert u (and for vfo and hvfo psi and
+ *  chi) on the host, as pk_su3 does (info->layout_s).  The caller's arrays that the kernel
+ *  touches must be 64-byte aligned (the vector kernels) and chi apart from u and psi;
+ *  otherwise they go through the plan's arrays (copied in and out, counted as transfer).
+ *  chi may overlap u or psi, as in pk_su3.  On OpenCL and CUDA they are uploaded and
+ *  downloaded.  Afterwards the plan holds no resident u and psi: plan_upload again. */
+PK_API pk_status pk_su3_plan_execute(pk_su3_plan *plan, const double *u, const double *psi,
+                                     double *chi, pk_run_info *info);
 PK_API void pk_su3_plan_destroy(pk_su3_plan *plan);
 
 /* ---- dslash (docs/KERNELS.md 4c) --------------------------------------------------------- */
@@ -599,6 +637,17 @@ PK_API pk_status pk_dslash_plan_create(pk_dslash_plan **plan, pk_context *ctx,
 PK_API pk_status pk_dslash_plan_upload(pk_dslash_plan *plan, const double *u, const double *psi);
 PK_API pk_status pk_dslash_plan_run(pk_dslash_plan *plan, pk_run_info *info);
 PK_API pk_status pk_dslash_plan_download(pk_dslash_plan *plan, double *chi);
+/** chi = M psi with the plan on the caller's arrays (full links, as plan_upload takes them),
+ *  as pk_dslash does on the plan its context keeps.  On serial and on OpenMP's omp the
+ *  kernel reads u and psi and writes chi directly, nothing copied in or out (transfer_s 0;
+ *  no alignment needed); recon12's two-row links are made on the host first, as in
+ *  pk_dslash (info->layout_s).  omp-vnode runs on its own lane layout, into which psi and u
+ *  are converted and chi back (its upload and download: counted as transfer), as are the
+ *  uploads and downloads of OpenCL and CUDA.  chi may overlap u or psi, as in pk_dslash:
+ *  then the fields go through the plan's arrays.  Afterwards the plan holds no resident
+ *  fields: plan_upload before plan_run again. */
+PK_API pk_status pk_dslash_plan_execute(pk_dslash_plan *plan, const double *u, const double *psi,
+                                        double *chi, pk_run_info *info);
 PK_API void pk_dslash_plan_destroy(pk_dslash_plan *plan);
 
 /* ---------------------------------------------------------------------------------------- */

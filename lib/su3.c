@@ -297,7 +297,13 @@ static void s3_destroy_on(const void *kops, void *impl)
     ((const pk_s3_ops *)kops)->destroy(impl);
 }
 
-static const pk_kernel_class s3_class = {"su3", PK_KERNEL_ON(s3), s3_create_on, s3_destroy_on};
+static double s3_plan_bytes(const void *desc)
+{
+    const pk_s3_desc *d = desc;
+    return 8.0 * ((double)d->u_doubles + 2.0 * (double)d->spinor_doubles);
+}
+static const pk_kernel_class s3_class = {"su3", PK_KERNEL_ON(s3), s3_create_on,
+                                          s3_destroy_on, s3_plan_bytes};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_s3_ops *s3_ops(const pk_choice *c) { return c->kops; }
@@ -412,6 +418,53 @@ static int s3_overlap(const void *a, size_t abytes, const void *b, size_t bbytes
     return !(a0 + abytes <= b0 || b0 + bbytes <= a0);
 }
 
+/* A call on the caller's AoS arrays: u and psi staged into the layout (s3_stage), chi the
+ * caller's array or a staging one (vfo, hvfo), the work's arguments; then chi unpacked. */
+typedef struct s3_call {
+    s3_staged st;
+    double *chi_l; /* chi in the layout: the caller's chi or an own array */
+    double pack_s, unpack_s;
+    s3_oneshot o;
+} s3_call;
+
+static pk_status s3_call_begin(const pk_s3_desc *d, const double *u, const double *psi,
+                               double *chi, s3_call *k)
+{
+    memset(k, 0, sizeof *k);
+    PK_TRY(s3_stage(d, u, psi, &k->st, &k->pack_s));
+    k->chi_l = chi;
+    if (!s3_aos_spinor(d->layout) &&
+        !(k->chi_l = pk_alloc_aligned(d->spinor_doubles * sizeof(double)))) {
+        s3_unstage(&k->st);
+        return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu doubles for chi in layout %s",
+                       d->spinor_doubles, s3_layout_names[d->layout]);
+    }
+    const size_t sbytes = d->nv * 24 * sizeof(double);
+    k->o.u = k->st.u;
+    k->o.psi = k->st.psi;
+    k->o.chi = k->chi_l;
+    k->o.chi_overlaps = k->chi_l == chi &&
+                        (s3_overlap(chi, sbytes, psi, sbytes) ||
+                         s3_overlap(chi, sbytes, u, d->nv * 18 * sizeof(double)));
+    return PK_OK;
+}
+
+/* After the work (status s): chi unpacked from the layout when s is PK_OK; frees the
+ * staging; returns s. */
+static pk_status s3_call_end(const pk_s3_desc *d, pk_status s, double *chi, s3_call *k)
+{
+    s3_unstage(&k->st);
+    if (k->chi_l != chi) {
+        if (s == PK_OK) {
+            const double t1 = pk_now();
+            s3_unpack_spinor(d, k->chi_l, chi);
+            k->unpack_s = pk_now() - t1;
+        }
+        pk_free_aligned(k->chi_l);
+    }
+    return s;
+}
+
 pk_status pk_su3(pk_context *ctx, const pk_su3_params *p, const char *variant, const double *u,
                  const double *psi, double *chi, pk_run_info *info)
 {
@@ -424,41 +477,21 @@ pk_status pk_su3(pk_context *ctx, const pk_su3_params *p, const char *variant, c
     PK_CHECK_NULL(u);
     PK_CHECK_NULL(psi);
     PK_CHECK_NULL(chi);
-    s3_staged st;
-    double pack_s = 0, unpack_s = 0;
-    PK_TRY(s3_stage(&d, u, psi, &st, &pack_s));
-    double *chi_l = chi;
-    if (!s3_aos_spinor(d.layout) &&
-        !(chi_l = pk_alloc_aligned(d.spinor_doubles * sizeof(double)))) {
-        s3_unstage(&st);
-        return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu doubles for chi in layout %s",
-                       d.spinor_doubles, s3_layout_names[d.layout]);
-    }
-    const size_t sbytes = d.nv * 24 * sizeof(double);
-    s3_oneshot o = {st.u, st.psi, chi_l, 0, 0, 0, 0};
-    o.chi_overlaps = chi_l == chi && (s3_overlap(chi, sbytes, psi, sbytes) ||
-                                      s3_overlap(chi, sbytes, u, d.nv * 18 * sizeof(double)));
+    s3_call k;
+    PK_TRY(s3_call_begin(&d, u, psi, chi, &k));
     pk_choice c;
     struct { size_t nv; int layout, nw; } key; /* the context's cache */
     memset(&key, 0, sizeof key);
     key.nv = d.nv, key.layout = d.layout, key.nw = d.nw;
-    pk_status s = pk_dispatch_oneshot(ctx, &s3_class, variant, &d, &key, sizeof key,
-                                      s3_oneshot_work, &o, NULL, &c);
-    s3_unstage(&st);
-    if (s == PK_OK) {
-        if (chi_l != chi) {
-            const double t1 = pk_now();
-            s3_unpack_spinor(&d, chi_l, chi);
-            unpack_s = pk_now() - t1;
-        }
-    }
-    if (chi_l != chi) pk_free_aligned(chi_l);
-    PK_TRY(s);
+    PK_TRY(s3_call_end(&d,
+                       pk_dispatch_oneshot(ctx, &s3_class, variant, &d, &key, sizeof key,
+                                           s3_oneshot_work, &k.o, NULL, &c),
+                       chi, &k));
     if (info) {
         pk_choice_info(&c, info);
-        info->transfer_s = o.up + o.down;
-        info->kernel_s = o.kern;
-        info->layout_s = pack_s + unpack_s;
+        info->transfer_s = k.o.up + k.o.down;
+        info->kernel_s = k.o.kern;
+        info->layout_s = k.pack_s + k.unpack_s;
         info->flops = S3_FLOPS_PER_SITE * (double)d.nv;
         info->bytes = S3_BYTES_PER_SITE * (double)d.nv;
         info->wall_s = pk_now() - t0;
@@ -544,6 +577,28 @@ pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi)
     if (st == PK_OK) s3_unpack_spinor(&plan->d, chi_l, chi);
     pk_free_aligned(chi_l);
     return st;
+}
+
+pk_status pk_su3_plan_execute(pk_su3_plan *plan, const double *u, const double *psi, double *chi,
+                              pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(u);
+    PK_CHECK_NULL(psi);
+    PK_CHECK_NULL(chi);
+    const double t0 = pk_now();
+    s3_call k;
+    PK_TRY(s3_call_begin(&plan->d, u, psi, chi, &k));
+    plan->uploaded = plan->ran = 0; /* the resident u, psi and chi are undefined from here on */
+    PK_TRY(s3_call_end(&plan->d, s3_oneshot_work(&plan->c, &k.o), chi, &k));
+    pk_choice_run_info(&plan->c, info, k.o.kern, plan->flops, plan->bytes, t0);
+    if (info) {
+        info->transfer_s = k.o.up + k.o.down;
+        info->layout_s = k.pack_s + k.unpack_s;
+    }
+    return PK_OK;
 }
 
 void pk_su3_plan_destroy(pk_su3_plan *plan)

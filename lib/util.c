@@ -1,9 +1,14 @@
 /* util.c - small helpers shared by the library's parts. */
 #include "internal.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -28,12 +33,39 @@ int pk_mul3_size(size_t a, size_t b, size_t c, size_t *out)
 
 void *pk_alloc_aligned(size_t bytes)
 {
+    /* Buffers of 4 MiB and more: aligned to 2 MiB and advised for transparent huge pages, so
+     * that a sweep over hundreds of MiB takes 512 x fewer page faults and TLB misses (where
+     * THP is "madvise", the kernel default of many distributions, only advised ranges get
+     * huge pages); smaller ones: a cache line. */
+    const size_t huge = (size_t)2 << 20;
+    const size_t align = bytes >= 2 * huge ? huge : 64;
     void *p = NULL;
-    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
+    if (posix_memalign(&p, align, bytes ? bytes : 64) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (align == huge) (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice only: errors ignored */
+#endif
     return p;
 }
 
 void pk_free_aligned(void *p) { free(p); }
+
+void pk_copy_threads(void *dst, const void *src, size_t bytes, int nt)
+{
+    if (nt <= 1 || bytes < ((size_t)4 << 20)) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+#ifdef _OPENMP
+        const size_t t = (size_t)omp_get_thread_num(), n = (size_t)omp_get_num_threads();
+#else
+        const size_t t = 0, n = 1;
+#endif
+        const size_t lo = bytes / n * t + (t < bytes % n ? t : bytes % n);
+        memcpy((char *)dst + lo, (const char *)src + lo, bytes / n + (t < bytes % n));
+    }
+}
 
 void pk_strlcpy(char *dst, const char *src, size_t len)
 {

@@ -282,6 +282,7 @@ pk_status pk_omp_cv_create(void *state, int device, const pk_cv_desc *desc, void
     pk_cv_host_plan *h;
     PK_TRY(pk_cv_host_create(desc, &h));
     h->nt = cv_threads(desc);
+    h->ops = &pk_openmp_cv_ops;
     pk_status s = PK_OK;
 #ifdef PK_HAVE_FFTW
     if (strcmp(h->variant, "fft") == 0) {
@@ -330,4 +331,5 @@ const pk_cv_ops pk_openmp_cv_ops = {
     .run = pk_omp_cv_run,
     .download = pk_cv_host_download,
     .destroy = pk_cv_host_destroy,
+    .execute = pk_cv_host_execute,
 };

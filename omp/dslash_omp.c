@@ -252,6 +252,7 @@ pk_status pk_omp_ds_create(void *state, int device, const pk_ds_desc *desc, void
     }
     pk_ds_host_plan *h;
     PK_TRY(pk_ds_host_create(desc, desc->u_doubles, desc->spinor_doubles, &h));
+    h->ops = &pk_openmp_ds_ops;
 #ifdef PK_HAVE_OPENMP
     h->nt = desc->threads > 0 ? desc->threads : omp_get_max_threads();
 #endif
@@ -301,4 +302,5 @@ const pk_ds_ops pk_openmp_ds_ops = {
     .run = pk_omp_ds_run,
     .download = pk_ds_host_download,
     .destroy = pk_ds_host_destroy,
+    .execute = pk_ds_host_execute,
 };

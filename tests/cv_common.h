@@ -6,6 +6,11 @@
  *    once), even and odd PSF sizes, rows shorter and longer than the vector blocks, and the
  *    real frame once per variant (813 x 5271, 11 x 11, lib/gen/conv2d_gen.c).
  * 2. Plans: several frames through one plan; repeated runs; the run info's counts.
+ *    plan_execute: two frames executed into two output arrays each equal the reference
+ *    (the first output untouched by the second call: the call uses the arrays it is
+ *    given), the image unchanged, no copy in or out on serial and OpenMP (transfer_s 0);
+ *    in place (out == image) right too; afterwards plan_run and plan_download without an
+ *    upload are PK_ESTATE, and upload, run, download work again; NULL arguments PK_ENULL.
  * 3. FFT variants against a direct variant, and on signed data norm-wise.
  * 4. The method: DIRECT, FFT and AUTO (its threshold moved with PORTKERN_CONV2D_FFT_TAPS)
  *    map to the backend's variants, or say why not.
@@ -223,6 +228,99 @@ static void cv_check_plan(const char *variant)
     free(again);
 }
 
+/* plan_execute on the caller's arrays (see the top, 2.). */
+static void cv_check_execute(const char *variant)
+{
+    const int h = 37, w = 91, kh = 6, kw = 9;
+    const int host = cv_backend == PK_BACKEND_SERIAL || cv_backend == PK_BACKEND_OPENMP;
+    pk_conv2d_params p;
+    cv_params(&p, h, w, kh, kw, PK_CONV2D_AUTO);
+    const size_t n = (size_t)h * w;
+    float *img[2] = {cv_alloc(n), cv_alloc(n)}, *ref[2] = {cv_alloc(n), cv_alloc(n)};
+    float *out[2] = {cv_alloc(n), cv_alloc(n)}, *keep = cv_alloc(n), *first = cv_alloc(n);
+    float *psf = cv_alloc((size_t)kh * kw);
+    cv_psf(psf, kh, kw, 6);
+    pk_conv2d_plan *plan = NULL;
+    int s = pk_conv2d_plan_create(&plan, cv_ctx, &p, variant, psf, NULL);
+    if (s != PK_OK) {
+        ok(0, "%s plan_execute: plan_create: %s", variant, pk_last_error());
+        goto done;
+    }
+    for (int k = 0; k < 2; ++k) {
+        cv_fill(img[k], n, 400u + (unsigned)k, 0.5f, 1.0f);
+        pk_conv2d_reference(&p, img[k], psf, ref[k]);
+        for (size_t i = 0; i < n; ++i) out[k][i] = NAN;
+    }
+    int good = 1;
+    double maxrel = 0, transfer[2] = {-1, -1};
+    char why[600] = "";
+    for (int k = 0; k < 2 && good; ++k) {
+        pk_run_info info;
+        memset(&info, 0, sizeof info);
+        memcpy(keep, img[k], n * sizeof(float));
+        s = pk_conv2d_plan_execute(plan, img[k], out[k], &info);
+        pk_diff_report r;
+        memset(&r, 0, sizeof r);
+        const int d = s == PK_OK ? pk_diff_f32(out[k], ref[k], n, CV_RTOL, CV_ZERO,
+                                               PK_DIFF_ELEMENTWISE, &r)
+                                 : -1;
+        if (d == PK_OK && r.max_rel_err > maxrel) maxrel = r.max_rel_err;
+        transfer[k] = info.transfer_s;
+        if (k == 0) memcpy(first, out[0], n * sizeof(float));
+        const int counts = s == PK_OK && info.backend == cv_backend &&
+                           strcmp(info.variant, variant) == 0 &&
+                           info.flops == 2.0 * kh * kw * h * w && info.bytes == 8.0 * h * w &&
+                           info.kernel_s >= 0 && info.setup_s == 0;
+        good = s == PK_OK && d == PK_OK && counts && !memcmp(keep, img[k], n * sizeof(float)) &&
+               (!host || info.transfer_s == 0);
+        if (!good)
+            snprintf(why, sizeof why, "; frame %d: %s%s%s, %zu failed, counts %s, image %s, "
+                     "transfer %.2e s", k, pk_status_name(s), s ? " " : "",
+                     s ? pk_last_error() : "", d == PK_OK ? (size_t)0 : r.num_failed,
+                     counts ? "ok" : "wrong", memcmp(keep, img[k], n * sizeof(float)) ? "changed"
+                                                                                       : "kept",
+                     info.transfer_s);
+    }
+    const int first_kept = good && !memcmp(first, out[0], n * sizeof(float));
+    ok(good && first_kept,
+       "%s plan_execute: two frames into two arrays equal the reference (max rel %.2e), images "
+       "unchanged, the first output untouched by the second call%s (transfer %.2e, %.2e s)%s",
+       variant, maxrel, host ? ", no copy in or out" : "", transfer[0], transfer[1], why);
+    /* in place: out == image */
+    memcpy(out[0], img[0], n * sizeof(float));
+    s = pk_conv2d_plan_execute(plan, out[0], out[0], NULL);
+    ok(s == PK_OK && pk_diff_f32(out[0], ref[0], n, CV_RTOL, CV_ZERO, PK_DIFF_ELEMENTWISE,
+                                 NULL) == PK_OK,
+       "%s plan_execute in place (out == image) equals the reference (%s)", variant,
+       s ? pk_last_error() : "ok");
+    const int st = pk_conv2d_plan_run(plan, NULL), sd = pk_conv2d_plan_download(plan, out[1]);
+    ok(st == PK_ESTATE && sd == PK_ESTATE,
+       "%s after plan_execute, plan_run and plan_download without an upload -> PK_ESTATE (got "
+       "%s, %s)", variant, pk_status_name(st), pk_status_name(sd));
+    s = pk_conv2d_plan_upload(plan, img[1]);
+    if (s == PK_OK) s = pk_conv2d_plan_run(plan, NULL);
+    if (s == PK_OK) s = pk_conv2d_plan_download(plan, out[1]);
+    ok(s == PK_OK && pk_diff_f32(out[1], ref[1], n, CV_RTOL, CV_ZERO, PK_DIFF_ELEMENTWISE,
+                                 NULL) == PK_OK,
+       "%s after plan_execute: upload, run and download on the same plan are right (%s)",
+       variant, s ? pk_last_error() : "ok");
+    ok(pk_conv2d_plan_execute(NULL, img[0], out[0], NULL) == PK_ENULL &&
+           pk_conv2d_plan_execute(plan, NULL, out[0], NULL) == PK_ENULL &&
+           pk_conv2d_plan_execute(plan, img[0], NULL, NULL) == PK_ENULL &&
+           strstr(pk_last_error(), "out"),
+       "%s plan_execute: NULL plan, image or out -> PK_ENULL (%s)", variant, pk_last_error());
+done:
+    pk_conv2d_plan_destroy(plan);
+    for (int k = 0; k < 2; ++k) {
+        free(img[k]);
+        free(ref[k]);
+        free(out[k]);
+    }
+    free(keep);
+    free(first);
+    free(psf);
+}
+
 /* FFT variant against the backend's first (direct) variant, element-wise, and on signed
  * zero-mean data against the reference by the norm-wise FFT bound. */
 static void cv_check_fft(const char *variant, const char *direct)
@@ -352,6 +450,7 @@ static int cv_run_suite(pk_backend_id backend)
             cv_check_reference(v, cv_sizes[i][0], cv_sizes[i][1], cv_sizes[i][2], cv_sizes[i][3]);
         cv_check_frame(v);
         cv_check_plan(v);
+        cv_check_execute(v);
         if (cv_is_fft(v)) cv_check_fft(v, first);
     }
     cv_check_method(first, fft[0] ? fft : NULL);

@@ -2,11 +2,12 @@
  *
  * Every variant of the suite's backend (pk_dslash_variants), with and without recon12:
  * 1. Against pk_dslash_reference (full 4x4 gammas and 3x3 links), norm-wise, through the
- *    one-shot call and a plan, on odd lattices (3x5x2x7), extents of 1 and 2 (x+mu and x-mu
- *    are the same site, or x itself), extents that are not multiples of the SIMD widths
- *    (omp-vnode then runs fewer lanes), lattices that split 8, 4 and 2 ways along each
- *    direction, 8^4 and 16x8x8x16.  chi is written into a NaN-filled buffer with a guard zone after
- *    it (an unwritten or an overrun element fails); u and psi must come back unchanged.
+ *    one-shot call, a plan (create, upload, run, download) and plan_execute, on odd
+ *    lattices (3x5x2x7), extents of 1 and 2 (x+mu and x-mu are the same site, or x itself),
+ *    extents that are not multiples of the SIMD widths (omp-vnode then runs fewer lanes),
+ *    lattices that split 8, 4 and 2 ways along each direction, 8^4 and 16x8x8x16.  chi is
+ *    written into a NaN-filled buffer with a guard zone after it (an unwritten or an overrun
+ *    element fails); u and psi must come back unchanged.
  * 2. Properties (docs/KERNELS.md 4c), each checked on the backend's operator M = 1/(2 kappa) +
  *    H/2 (and, in the serial suite, on the reference):
  *    - free field: U = 1 and a constant spinor give chi = psi/(2 kappa) + 4 psi (the eight
@@ -23,7 +24,13 @@
  *    result; run before any upload and download before a run (also right after a new
  *    upload) are PK_ESTATE; the run info names the backend and variant, counts 1320 flops
  *    per site and 3072 (2688 with recon12) bytes per site, and layout_s > 0 exactly when
- *    recon12; a NULL variant runs the backend's first.
+ *    recon12; a NULL variant runs the backend's first.  plan_execute, with and without
+ *    recon12: two field sets into two chi arrays each within the bound (the first chi
+ *    untouched by the second call), u and psi unchanged, no copy in or out on serial and
+ *    omp (transfer_s 0; omp-vnode converts to its lanes: transfer), layout_s > 0 exactly
+ *    when recon12; in place (chi == psi) right; afterwards plan_run and plan_download
+ *    without an upload are PK_ESTATE and upload, run, download work again; NULL arguments
+ *    PK_ENULL.
  * 4. Bad input (serial suite): NULL arguments, extents <= 0, sizes whose bytes overflow,
  *    kappa <= 0, NaN or Inf, recon12 not 0/1, unknown variants, the reference in place.
  * omp-vnode also runs under PORTKERN_DS_ISA = avx512, avx2, generic and unset (the lanes it
@@ -73,7 +80,7 @@
 #define DS_GUARD 64        /* doubles after chi that must stay untouched */
 #define DS_SENTINEL (-12345.6789)
 
-enum { DS_REF = 0, DS_ONESHOT = 1, DS_PLAN = 2 };
+enum { DS_REF = 0, DS_ONESHOT = 1, DS_PLAN = 2, DS_EXECUTE = 3 };
 
 static pk_context *ds_ctx;
 static pk_backend_id ds_backend;
@@ -143,10 +150,10 @@ static double ds_relerr(const double *a, const double *b, size_t n)
     return e == e ? e : INFINITY;
 }
 
-/* One call into chi[24 V]: the reference, the one-shot call or a plan (create, upload, run,
- * download).  chi is written through a NaN-filled buffer with a guard zone; u and psi must
- * be left unchanged.  Returns the status (PK_EINTERNAL for an overrun or a changed input),
- * detail in ds_err. */
+/* One call into chi[24 V]: the reference, the one-shot call, a plan (create, upload, run,
+ * download) or a plan's plan_execute.  chi is written through a NaN-filled buffer with a
+ * guard zone; u and psi must be left unchanged.  Returns the status (PK_EINTERNAL for an
+ * overrun or a changed input), detail in ds_err. */
 static int ds_exec(pk_context *ctx, const char *variant, int mode, const pk_dslash_params *p,
                    const double *u, const double *psi, double *chi, pk_run_info *info)
 {
@@ -165,9 +172,13 @@ static int ds_exec(pk_context *ctx, const char *variant, int mode, const pk_dsla
     } else {
         pk_dslash_plan *plan = NULL;
         s = pk_dslash_plan_create(&plan, ctx, p, variant, NULL);
-        if (s == PK_OK) s = pk_dslash_plan_upload(plan, u, psi);
-        if (s == PK_OK) s = pk_dslash_plan_run(plan, info);
-        if (s == PK_OK) s = pk_dslash_plan_download(plan, buf);
+        if (mode == DS_EXECUTE) {
+            if (s == PK_OK) s = pk_dslash_plan_execute(plan, u, psi, buf, info);
+        } else {
+            if (s == PK_OK) s = pk_dslash_plan_upload(plan, u, psi);
+            if (s == PK_OK) s = pk_dslash_plan_run(plan, info);
+            if (s == PK_OK) s = pk_dslash_plan_download(plan, buf);
+        }
         if (s != PK_OK) snprintf(ds_err, sizeof ds_err, "%s", pk_last_error());
         pk_dslash_plan_destroy(plan);
     }
@@ -217,14 +228,15 @@ static void ds_check_size(pk_context *ctx, const char *variant, const int *L, in
         ok(0, "reference %dx%dx%dx%d: %s", L[0], L[1], L[2], L[3], ds_err);
     } else {
         const double tol = 2 * ds_EM(p.kappa) * ds_norm(psi, ns) / ds_norm(ref, ns);
-        for (int mode = DS_ONESHOT; mode <= DS_PLAN; ++mode) {
+        for (int mode = DS_ONESHOT; mode <= DS_EXECUTE; ++mode) {
             pk_run_info info;
             memset(&info, 0, sizeof info);
             const int s = ds_exec(ctx, variant, mode, &p, u, psi, chi, &info);
             const double e = s == PK_OK ? ds_relerr(chi, ref, ns) : INFINITY;
             ok(s == PK_OK && e <= tol && tol <= DS_ISSUE_TOL,
                "%s %s%s %dx%dx%dx%d%s: rel err %.2e <= bound %.2e (<= %.0e)%s%s%s%s", variant,
-               mode == DS_ONESHOT ? "one-shot" : "plan", recon12 ? " recon12" : "", L[0], L[1],
+               mode == DS_ONESHOT ? "one-shot" : mode == DS_PLAN ? "plan" : "plan_execute",
+               recon12 ? " recon12" : "", L[0], L[1],
                L[2], L[3], label, e, tol, DS_ISSUE_TOL, s ? "; " : "", s ? ds_err : "",
                info.reason[0] && strstr(info.reason, "lane") ? "; " : "",
                info.reason[0] && strstr(info.reason, "lane") ? strstr(info.reason, "omp-vnode")
@@ -537,6 +549,99 @@ done:
     free(again);
 }
 
+/* plan_execute on the caller's arrays (see the top, 3.). */
+static void ds_check_execute(const char *variant, int recon12)
+{
+    pk_dslash_params p = ds_params(3, 5, 2, 7, 0.125, recon12);
+    const size_t V = ds_volume(&p), ns = 24 * V, nu = 72 * V;
+    const int copy_free = (ds_backend == PK_BACKEND_SERIAL || ds_backend == PK_BACKEND_OPENMP) &&
+                          strcmp(variant, "omp-vnode") != 0;
+    const char *r12 = recon12 ? " recon12" : "";
+    double *u[2], *psi[2], *ref[2] = {ds_alloc(ns), ds_alloc(ns)};
+    double *chi[2] = {ds_alloc(ns), ds_alloc(ns)}, *uc = ds_alloc(nu), *pc = ds_alloc(ns);
+    double *first = ds_alloc(ns), tol[2];
+    for (int k = 0; k < 2; ++k) {
+        ds_fields(&p, 41 + (unsigned)k, &u[k], &psi[k]);
+        pk_dslash_reference(&p, u[k], psi[k], ref[k]);
+        tol[k] = 2 * ds_EM(p.kappa) * ds_norm(psi[k], ns) / ds_norm(ref[k], ns);
+        for (size_t i = 0; i < ns; ++i) chi[k][i] = NAN;
+    }
+    pk_dslash_plan *plan = NULL;
+    int s = pk_dslash_plan_create(&plan, ds_ctx, &p, variant, NULL);
+    if (s != PK_OK) {
+        ok(0, "%s%s plan_execute: plan_create: %s", variant, r12, pk_last_error());
+        goto done;
+    }
+    int good = 1;
+    double err[2] = {INFINITY, INFINITY}, transfer[2] = {-1, -1}, layout[2] = {-1, -1};
+    char why[600] = "";
+    for (int k = 0; k < 2 && good; ++k) {
+        memcpy(uc, u[k], nu * sizeof(double));
+        memcpy(pc, psi[k], ns * sizeof(double));
+        pk_run_info info;
+        memset(&info, 0, sizeof info);
+        s = pk_dslash_plan_execute(plan, u[k], psi[k], chi[k], &info);
+        err[k] = s == PK_OK ? ds_relerr(chi[k], ref[k], ns) : INFINITY;
+        transfer[k] = info.transfer_s;
+        layout[k] = info.layout_s;
+        if (k == 0) memcpy(first, chi[0], ns * sizeof(double));
+        const int inputs = !memcmp(uc, u[k], nu * sizeof(double)) &&
+                           !memcmp(pc, psi[k], ns * sizeof(double));
+        const int counts = s == PK_OK && ds_info_ok(&info, variant) &&
+                           info.flops == 1320.0 * V &&
+                           info.bytes == (recon12 ? 2688.0 : 3072.0) * V && info.kernel_s >= 0 &&
+                           info.setup_s == 0 && (recon12 ? info.layout_s > 0 : info.layout_s == 0);
+        good = s == PK_OK && err[k] <= tol[k] && inputs && counts &&
+               (!copy_free || info.transfer_s == 0);
+        if (!good)
+            snprintf(why, sizeof why, "; set %d: %s%s%s, inputs %s, counts %s (flops %.0f, bytes "
+                     "%.0f, layout %.1e s)", k, pk_status_name(s), s ? " " : "",
+                     s ? pk_last_error() : "", inputs ? "kept" : "changed", counts ? "ok" : "wrong",
+                     info.flops, info.bytes, info.layout_s);
+    }
+    const int first_kept = good && !memcmp(first, chi[0], ns * sizeof(double));
+    ok(good && first_kept,
+       "%s%s plan_execute: two field sets into two chi arrays, rel err %.2e, %.2e <= bounds "
+       "%.2e, %.2e; u and psi unchanged; the first chi untouched by the second call%s "
+       "(transfer %.2e, %.2e s; layout %.1e, %.1e s)%s", variant, r12, err[0], err[1], tol[0],
+       tol[1], copy_free ? "; no copy in or out" : "", transfer[0], transfer[1], layout[0],
+       layout[1], why);
+    /* in place: chi == psi */
+    memcpy(pc, psi[0], ns * sizeof(double));
+    s = pk_dslash_plan_execute(plan, u[0], pc, pc, NULL);
+    ok(s == PK_OK && ds_relerr(pc, ref[0], ns) <= tol[0],
+       "%s%s plan_execute in place (chi == psi): rel err %.2e <= %.2e (%s)", variant, r12,
+       s == PK_OK ? ds_relerr(pc, ref[0], ns) : INFINITY, tol[0], s ? pk_last_error() : "ok");
+    const int sr = pk_dslash_plan_run(plan, NULL), sd = pk_dslash_plan_download(plan, first);
+    ok(sr == PK_ESTATE && sd == PK_ESTATE,
+       "%s%s after plan_execute, plan_run and plan_download without an upload -> PK_ESTATE "
+       "(got %s, %s)", variant, r12, pk_status_name(sr), pk_status_name(sd));
+    s = pk_dslash_plan_upload(plan, u[1], psi[1]);
+    if (s == PK_OK) s = pk_dslash_plan_run(plan, NULL);
+    if (s == PK_OK) s = pk_dslash_plan_download(plan, first);
+    ok(s == PK_OK && ds_relerr(first, ref[1], ns) <= tol[1],
+       "%s%s after plan_execute: upload, run and download on the same plan are right (%s)",
+       variant, r12, s ? pk_last_error() : "ok");
+    ok(pk_dslash_plan_execute(NULL, u[0], psi[0], chi[0], NULL) == PK_ENULL &&
+           pk_dslash_plan_execute(plan, NULL, psi[0], chi[0], NULL) == PK_ENULL &&
+           pk_dslash_plan_execute(plan, u[0], NULL, chi[0], NULL) == PK_ENULL &&
+           pk_dslash_plan_execute(plan, u[0], psi[0], NULL, NULL) == PK_ENULL &&
+           strstr(pk_last_error(), "chi"),
+       "%s%s plan_execute: NULL plan, u, psi or chi -> PK_ENULL (%s)", variant, r12,
+       pk_last_error());
+done:
+    pk_dslash_plan_destroy(plan);
+    for (int k = 0; k < 2; ++k) {
+        free(u[k]);
+        free(psi[k]);
+        free(ref[k]);
+        free(chi[k]);
+    }
+    free(uc);
+    free(pc);
+    free(first);
+}
+
 /* ---- 4. bad input (serial suite) --------------------------------------------------------- */
 static void ds_expect(int got, int want, const char *needle, const char *what)
 {
@@ -785,6 +890,8 @@ static int ds_run_suite(pk_backend_id backend)
         ds_check_reference(v);
         ds_check_properties(v);
         ds_check_plan(v);
+        ds_check_execute(v, 0);
+        ds_check_execute(v, 1);
         if (strcmp(v, "omp-vnode") == 0) ds_check_env(v);
         if (backend == PK_BACKEND_OPENMP) ds_check_threads(v);
     }

@@ -31,9 +31,13 @@
  *     local memory capped at 48 and 32 KiB (PORTKERN_TEST_LOCAL_MEM_BYTES) the default tile
  *     must fit and grid right and the same sweep must hold;
  *     plans (run twice accumulates twice, norm accumulates, num_skipped per call; a second
- *     set on the same plan); run info (backend, variant, flops = 8 updates, stages: for
- *     omp-tiled bbox, count, sort, outer, central, reduce); FULL and COMPACT layouts (a
- *     FULL stack whose unreadable samples are NaN, pk_grid_compact_kernels round trip);
+ *     set on the same plan); plan_execute (the same call as plan_run under every kernel's
+ *     name: two lists into two grids each equal the reference, the first grid untouched by
+ *     the second call, serial and OpenMP copy nothing (transfer_s 0), plan_run before and
+ *     after it right, NULL arguments PK_ENULL); run info (backend, variant, flops = 8
+ *     updates, stages: for omp-tiled bbox, count, sort, outer, central, reduce); FULL and
+ *     COMPACT layouts (a FULL stack whose unreadable samples are NaN,
+ *     pk_grid_compact_kernels round trip);
  *     OpenMP with 1 and 3 threads; omp-tiled and serial deterministic (same bits twice);
  *     serial bit-identical to pk_grid_reference.
  *  5. Bad input through every public function.
@@ -992,6 +996,72 @@ static void gr_check_plan(const char *variant, const gr_set *s1, const gr_oracle
     pk_grid_plan_destroy(plan);
 }
 
+/* plan_execute: s1 into one grid, then s2 (same kernels) into another, on one plan. */
+static void gr_check_execute(const char *variant, const gr_set *s1, const gr_oracle *o1,
+                             const gr_set *s2, const gr_oracle *o2)
+{
+    const int host = gr_backend == PK_BACKEND_SERIAL || gr_backend == PK_BACKEND_OPENMP;
+    pk_grid_plan *plan = NULL;
+    pk_status st = pk_grid_plan_create(&plan, gr_ctx, &s1->p, variant, s1->support, s1->kern,
+                                       NULL);
+    if (st != PK_OK) {
+        ok(0, "%s plan_execute: plan create: %s", variant, pk_last_error());
+        return;
+    }
+    const gr_set *set[2] = {s1, s2};
+    const gr_oracle *orc[2] = {o1, o2};
+    float *g[2] = {gr_grid_new(s1), gr_grid_new(s2)};
+    const size_t n1 = 2 * gr_cells(s1);
+    float *first = gr_xalloc(n1 * sizeof(float));
+    double transfer[2] = {-1, -1};
+    char msg[2][400] = {"", ""};
+    int good = 1;
+    for (int k = 0; k < 2 && good; ++k) {
+        pk_grid_data d = gr_data(set[k]);
+        double norm = 0;
+        int64_t sk = -1;
+        pk_run_info info;
+        memset(&info, 0, sizeof info);
+        st = pk_grid_plan_execute(plan, &d, g[k], &norm, &sk, &info);
+        transfer[k] = info.transfer_s;
+        if (k == 0) memcpy(first, g[0], n1 * sizeof(float));
+        good = st == PK_OK && gr_check_grid(set[k], orc[k], g[k], 1, msg[k], sizeof msg[k]) &&
+               gr_norm_ok(norm, orc[k]->norm) && sk == orc[k]->skipped &&
+               gr_guards_ok(set[k], g[k]) && info.backend == gr_backend &&
+               strcmp(info.variant, variant) == 0 && info.flops == 8 * orc[k]->updates &&
+               info.setup_s == 0 && (!host || info.transfer_s == 0);
+        if (st != PK_OK) snprintf(msg[k], sizeof msg[k], "%s", pk_last_error());
+    }
+    const int first_kept = good && !memcmp(first, g[0], n1 * sizeof(float));
+    ok(good && first_kept,
+       "%s plan_execute: two visibility lists into two grids equal the reference (%s; %s), the "
+       "first grid untouched by the second call%s (transfer %.2e, %.2e s)", variant, msg[0],
+       msg[1], host ? ", no copy in or out" : "", transfer[0], transfer[1]);
+    /* no resident data, no state: plan_run after execute accumulates onto the same grid */
+    pk_grid_data d = gr_data(s1);
+    double norm = 0;
+    int64_t sk = -1;
+    st = pk_grid_plan_run(plan, &d, g[0], &norm, &sk, NULL);
+    if (st == PK_OK) st = pk_grid_plan_execute(plan, &d, g[0], &norm, &sk, NULL);
+    char m3[400] = "";
+    ok(st == PK_OK && gr_check_grid(s1, o1, g[0], 3, m3, sizeof m3) &&
+           gr_norm_ok(norm, 2 * o1->norm) && sk == o1->skipped,
+       "%s plan_execute, plan_run, plan_execute on one grid accumulate three times the "
+       "reference (%s)", variant, st == PK_OK ? m3 : pk_last_error());
+    ok(pk_grid_plan_execute(NULL, &d, g[0], &norm, &sk, NULL) == PK_ENULL &&
+           pk_grid_plan_execute(plan, NULL, g[0], &norm, &sk, NULL) == PK_ENULL &&
+           pk_grid_plan_execute(plan, &d, NULL, &norm, &sk, NULL) == PK_ENULL &&
+           pk_grid_plan_execute(plan, &d, g[0], NULL, &sk, NULL) == PK_ENULL &&
+           pk_grid_plan_execute(plan, &d, g[0], &norm, NULL, NULL) == PK_ENULL &&
+           strstr(pk_last_error(), "num_skipped"),
+       "%s plan_execute: NULL plan, data, grid, norm or num_skipped -> PK_ENULL (%s)", variant,
+       pk_last_error());
+    gr_grid_free(g[0]);
+    gr_grid_free(g[1]);
+    free(first);
+    pk_grid_plan_destroy(plan);
+}
+
 static void gr_check_info(const char *variant, const gr_set *s, const gr_oracle *o)
 {
     float *g = gr_grid_new(s);
@@ -1414,6 +1484,7 @@ static int gr_run_suite(pk_backend_id backend)
         if (backend == PK_BACKEND_OPENCL && !strcmp(variant, "opencl-tiled"))
             gr_check_small_local_mem(variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL]);
         gr_check_plan(variant, &sets[GR_UNIFORM], &orc[GR_UNIFORM], &second, &o2);
+        gr_check_execute(variant, &sets[GR_UNIFORM], &orc[GR_UNIFORM], &second, &o2);
         gr_check_info(variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL]);
         gr_check_layouts(variant, &sets[GR_UNIFORM], &orc[GR_UNIFORM]);
         if (!strcmp(variant, "serial") || !strcmp(variant, "omp-tiled")) {

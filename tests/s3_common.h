@@ -3,7 +3,8 @@
  * Every variant of the suite's backend (pk_su3_variants) x every layout (aos, short,
  * padded, vfo, hvfo with nw = 8 (default), 1, 3, 4, 16, recon12):
  * 1. Against pk_su3_reference, element-wise within the bound derived below, through the
- *    one-shot call and through a plan, for nv = 1, 2, 3, 7, 8, 9, 13, 31, 33, 1001, 4099
+ *    one-shot call, through a plan (create, upload, run, download) and through
+ *    plan_execute, for nv = 1, 2, 3, 7, 8, 9, 13, 31, 33, 1001, 4099
  *    (odd, and neither multiples of the vector widths nor of nw: hvfo pads its last block,
  *    vfo its rows).  chi is written into a NaN-filled buffer with a guard zone after it (an
  *    unwritten or overrun element fails); u and psi must come back unchanged; the run info
@@ -13,7 +14,11 @@
  * 3. Plans: u and psi uploaded once and run twice give the same bits; a second upload gives
  *    the new result; run before any upload, download before any run (also right after a new
  *    upload) are PK_ESTATE; plan_run's layout_s is 0; a NULL variant runs the backend's
- *    first one.
+ *    first one.  plan_execute on 64-byte aligned arrays: two data sets into two chi arrays
+ *    each equal the reference (the first chi untouched by the second call), no copy in or
+ *    out on serial and OpenMP (transfer_s 0); unaligned arrays and chi == psi (in place)
+ *    right too; afterwards plan_run and plan_download without an upload are PK_ESTATE and
+ *    upload, run, download work again; NULL arguments PK_ENULL.
  * 4. Serial suite only: the generators (pk_lqcd_random_su3: unitary and det 1 within 16 u,
  *    row 2 = conj(row0 x row1) within 4 u, the same seed gives the same bits, other seeds
  *    other matrices; pk_lqcd_random_complex: reproducible, seeds differ, mean 0 and
@@ -152,9 +157,10 @@ static void s3_free(s3_data *d)
     free(d->ref);
 }
 
-/* One call (one-shot, or a plan: create, upload, run, download) into chi[24 nv]; checks
- * the guard zone, unchanged inputs and the run info.  Returns the status (PK_EINTERNAL for
- * an overrun, changed input or wrong info), detail in s3_err. */
+/* One call (plan_mode 0: one-shot; 1: a plan: create, upload, run, download; 2: a plan's
+ * plan_execute) into chi[24 nv]; checks the guard zone, unchanged inputs and the run info.
+ * Returns the status (PK_EINTERNAL for an overrun, changed input or wrong info), detail in
+ * s3_err. */
 static int s3_exec(pk_context *ctx, const char *variant, int plan_mode, const pk_su3_params *p,
                    const s3_data *d, double *chi, pk_run_info *info)
 {
@@ -172,9 +178,13 @@ static int s3_exec(pk_context *ctx, const char *variant, int plan_mode, const pk
     } else {
         pk_su3_plan *plan = NULL;
         s = pk_su3_plan_create(&plan, ctx, p, variant, NULL);
-        if (s == PK_OK) s = pk_su3_plan_upload(plan, d->u, d->psi);
-        if (s == PK_OK) s = pk_su3_plan_run(plan, info);
-        if (s == PK_OK) s = pk_su3_plan_download(plan, buf);
+        if (plan_mode == 2) {
+            if (s == PK_OK) s = pk_su3_plan_execute(plan, d->u, d->psi, buf, info);
+        } else {
+            if (s == PK_OK) s = pk_su3_plan_upload(plan, d->u, d->psi);
+            if (s == PK_OK) s = pk_su3_plan_run(plan, info);
+            if (s == PK_OK) s = pk_su3_plan_download(plan, buf);
+        }
         if (s != PK_OK) snprintf(s3_err, sizeof s3_err, "%s", pk_last_error());
         pk_su3_plan_destroy(plan);
     }
@@ -193,7 +203,7 @@ static int s3_exec(pk_context *ctx, const char *variant, int plan_mode, const pk
         } else if (info->backend != s3_backend || (variant && strcmp(info->variant, variant)) ||
                    info->flops != 264.0 * (double)nv || info->bytes != 528.0 * (double)nv ||
                    !(info->kernel_s >= 0) || !(info->layout_s >= 0) ||
-                   (plan_mode && info->layout_s != 0)) {
+                   (plan_mode == 1 && info->layout_s != 0)) {
             s = PK_EINTERNAL;
             snprintf(s3_err, sizeof s3_err,
                      "run info: backend %s variant %s flops %.0f bytes %.0f kernel_s %g "
@@ -232,7 +242,7 @@ static void s3_check_layout(pk_context *ctx, const char *variant, int layout, in
         s3_data d = s3_make(nv, 11 + nv);
         pk_su3_params p = {nv, layout, nw};
         double *chi = s3_alloc(24 * nv);
-        for (int m = 0; m < 2; ++m) {
+        for (int m = 0; m < 3; ++m) {
             pk_run_info info;
             const int s = s3_exec(ctx, variant, m, &p, &d, chi, &info);
             double w = 0;
@@ -253,7 +263,8 @@ static void s3_check_layout(pk_context *ctx, const char *variant, int layout, in
             if (s != PK_OK || bad || nbad) {
                 size_t l = strlen(why);
                 snprintf(why + l, sizeof why - l, "; nv %zu %s: %s%s%s, %zu over the bound%s%s",
-                         nv, m ? "plan" : "one-shot", pk_status_name(s), s ? " " : "",
+                         nv, m == 2 ? "plan_execute" : m ? "plan" : "one-shot",
+                         pk_status_name(s), s ? " " : "",
                          s ? s3_err : "", bad, nbad ? ", norms not preserved: " : "",
                          nbad ? "yes" : "");
                 good = 0;
@@ -262,7 +273,8 @@ static void s3_check_layout(pk_context *ctx, const char *variant, int layout, in
         free(chi);
         s3_free(&d);
     }
-    ok(good, "%s %s%s: one-shot and plan equal the reference within (2 sqrt2 gamma_6 + %.1f u) "
+    ok(good, "%s %s%s: one-shot, plan and plan_execute equal the reference within (2 sqrt2 "
+       "gamma_6 + %.1f u) "
        "|psi(s,.,k)| for nv = 1 .. 4099 (worst %.2f u |psi|), and |chi(s,.,k)| = |psi(s,.,k)| "
        "within %.1f u |psi| (worst %.2f u)%s",
        variant, s3_case_name(layout, nw, name, sizeof name), label, rb / s3_u, worst,
@@ -320,6 +332,117 @@ done:
     free(x2);
     s3_free(&a);
     s3_free(&b);
+}
+
+/* plan_execute on the caller's arrays (see the top, 3.): 64-byte aligned u, psi and chi
+ * (offset 0), then one double off (offset 1). */
+static double *s3_aligned(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, (n + 8) * sizeof(double))) {
+        printf("Bail out! out of memory (%zu doubles)\n", n);
+        exit(1);
+    }
+    return p;
+}
+
+static void s3_check_execute(const char *variant, int layout)
+{
+    const size_t nv = 37;
+    const int host = s3_backend == PK_BACKEND_SERIAL || s3_backend == PK_BACKEND_OPENMP;
+    s3_data a[2] = {s3_make(nv, 601), s3_make(nv, 602)};
+    pk_su3_params p = {nv, layout, 0};
+    double *ub = s3_aligned(18 * nv), *pb = s3_aligned(24 * nv);
+    double *cb[2] = {s3_aligned(24 * nv), s3_aligned(24 * nv)}, *first = s3_alloc(24 * nv);
+    char name[48];
+    s3_case_name(layout, 0, name, sizeof name);
+    pk_su3_plan *plan = NULL;
+    int s = pk_su3_plan_create(&plan, s3_ctx, &p, variant, NULL);
+    if (s != PK_OK) {
+        ok(0, "%s %s plan_execute: plan_create: %s", variant, name, pk_last_error());
+        goto done;
+    }
+    for (int off = 0; off <= 1; ++off) {
+        double w, transfer[2] = {-1, -1};
+        size_t f;
+        int good = 1;
+        char why[600] = "";
+        for (int k = 0; k < 2 && good; ++k) {
+            /* the same u and psi buffers for both calls: the second set overwrites the first */
+            double *u = ub + off, *psi = pb + off, *chi = cb[k] + off;
+            memcpy(u, a[k].u, 18 * nv * sizeof(double));
+            memcpy(psi, a[k].psi, 24 * nv * sizeof(double));
+            for (size_t i = 0; i < 24 * nv; ++i) chi[i] = NAN;
+            pk_run_info info;
+            memset(&info, 0, sizeof info);
+            s = pk_su3_plan_execute(plan, u, psi, chi, &info);
+            const size_t bad = s == PK_OK ? s3_compare(chi, a[k].ref, a[k].psi, nv, layout, &w, &f)
+                                          : 1;
+            transfer[k] = info.transfer_s;
+            if (k == 0) memcpy(first, chi, 24 * nv * sizeof(double));
+            const int inputs = !memcmp(u, a[k].u, 18 * nv * sizeof(double)) &&
+                               !memcmp(psi, a[k].psi, 24 * nv * sizeof(double));
+            const int counts = s == PK_OK && info.backend == s3_backend &&
+                               strcmp(info.variant, variant) == 0 &&
+                               info.flops == 264.0 * (double)nv &&
+                               info.bytes == 528.0 * (double)nv && info.kernel_s >= 0 &&
+                               info.layout_s >= 0 && info.setup_s == 0;
+            good = s == PK_OK && !bad && inputs && counts &&
+                   (!host || off || info.transfer_s == 0);
+            if (!good)
+                snprintf(why, sizeof why, "; set %d: %s%s%s, %zu over the bound, inputs %s, "
+                         "counts %s, transfer %.2e s", k, pk_status_name(s), s ? " " : "",
+                         s ? pk_last_error() : "", bad, inputs ? "kept" : "changed",
+                         counts ? "ok" : "wrong", info.transfer_s);
+        }
+        const int first_kept = good && !memcmp(first, cb[0] + off, 24 * nv * sizeof(double));
+        ok(good && first_kept,
+           "%s %s plan_execute, %s arrays: two data sets into two chi arrays equal the "
+           "reference, u and psi unchanged, the first chi untouched by the second call%s "
+           "(transfer %.2e, %.2e s)%s", variant, name, off ? "unaligned" : "64-byte aligned",
+           host && !off ? ", no copy in or out" : "", transfer[0], transfer[1], why);
+    }
+    /* in place: chi == psi */
+    memcpy(pb, a[0].psi, 24 * nv * sizeof(double));
+    memcpy(ub, a[0].u, 18 * nv * sizeof(double));
+    s = pk_su3_plan_execute(plan, ub, pb, pb, NULL);
+    {
+        double w;
+        size_t f;
+        ok(s == PK_OK && s3_compare(pb, a[0].ref, a[0].psi, nv, layout, &w, &f) == 0,
+           "%s %s plan_execute in place (chi == psi) equals the reference (%s)", variant, name,
+           s ? pk_last_error() : "ok");
+    }
+    const int sr = pk_su3_plan_run(plan, NULL), sd = pk_su3_plan_download(plan, first);
+    ok(sr == PK_ESTATE && sd == PK_ESTATE,
+       "%s %s after plan_execute, plan_run and plan_download without an upload -> PK_ESTATE "
+       "(got %s, %s)", variant, name, pk_status_name(sr), pk_status_name(sd));
+    s = pk_su3_plan_upload(plan, a[1].u, a[1].psi);
+    if (s == PK_OK) s = pk_su3_plan_run(plan, NULL);
+    if (s == PK_OK) s = pk_su3_plan_download(plan, first);
+    {
+        double w;
+        size_t f;
+        ok(s == PK_OK && s3_compare(first, a[1].ref, a[1].psi, nv, layout, &w, &f) == 0,
+           "%s %s after plan_execute: upload, run and download on the same plan are right (%s)",
+           variant, name, s ? pk_last_error() : "ok");
+    }
+    ok(pk_su3_plan_execute(NULL, ub, pb, cb[0], NULL) == PK_ENULL &&
+           pk_su3_plan_execute(plan, NULL, pb, cb[0], NULL) == PK_ENULL &&
+           pk_su3_plan_execute(plan, ub, NULL, cb[0], NULL) == PK_ENULL &&
+           pk_su3_plan_execute(plan, ub, pb, NULL, NULL) == PK_ENULL &&
+           strstr(pk_last_error(), "chi"),
+       "%s %s plan_execute: NULL plan, u, psi or chi -> PK_ENULL (%s)", variant, name,
+       pk_last_error());
+done:
+    pk_su3_plan_destroy(plan);
+    free(ub);
+    free(pb);
+    free(cb[0]);
+    free(cb[1]);
+    free(first);
+    s3_free(&a[0]);
+    s3_free(&a[1]);
 }
 
 /* ---- 4. generators, layout functions, bad input (serial suite) --------------------------- */
@@ -600,7 +723,10 @@ static int s3_run_suite(pk_backend_id backend)
     snprintf(list, sizeof list, "%s", variants);
     for (char *v = strtok(list, ","); v; v = strtok(NULL, ",")) {
         s3_check_all_layouts(s3_ctx, v, "");
-        for (int l = 0; l < PK_SU3_LAYOUTS; ++l) s3_check_plan(v, l);
+        for (int l = 0; l < PK_SU3_LAYOUTS; ++l) {
+            s3_check_plan(v, l);
+            s3_check_execute(v, l);
+        }
         if (strcmp(v, "omp-simd") == 0) {
             static const char *const isa[] = {"avx512", "avx2", "generic"};
             static const char *const stream[] = {"0", "1"};

@@ -200,13 +200,15 @@ cv_line_ok() {
         python3 - "$1" "$2" <<'EOF2'
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
-keys = ["kernel", "backend", "device", "variant", "method", "h", "w", "kh", "kw", "seconds",
-        "kernel_seconds", "transfer_seconds", "ms_per_frame", "gflop_per_s", "gb_per_s",
-        "bytes_model", "reason", "verify"]
-missing = [k for k in keys if k not in d]
+keys = ["kernel", "backend", "device", "variant", "seconds", "kernel_seconds",
+        "transfer_seconds", "ms", "gflop_per_s", "gb_per_s", "bytes_model", "reason", "verify",
+        "conv2d"]
+ckeys = ["method", "h", "w", "kh", "kw"]
+missing = [k for k in keys if k not in d] + [k for k in ckeys if k not in d.get("conv2d", {})]
 if missing:
     sys.exit("missing keys: %s" % missing)
-if d["kernel"] != "conv2d" or (d["h"], d["w"], d["kh"], d["kw"]) != (37, 91, 7, 4):
+c = d["conv2d"]
+if d["kernel"] != "conv2d" or (c["h"], c["w"], c["kh"], c["kw"]) != (37, 91, 7, 4):
     sys.exit("kernel or sizes: %s" % d)
 if d["variant"] != sys.argv[2] or d["verify"]["equal"] is not True:
     sys.exit("variant or verify: %s" % d)
@@ -281,18 +283,20 @@ mf_line_ok() {
         python3 - "$@" <<'EOF3'
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
-keys = ["kernel", "backend", "device", "variant", "operation", "transpose", "bc", "n1", "n2",
-        "n3", "in_shape", "out_shape", "seconds", "kernel_seconds", "transfer_seconds", "ms",
-        "gflop_per_s", "gb_per_s", "flops_model", "bytes_model", "reason", "verify",
-        "verify_rule", "verify_atol"]
-missing = [k for k in keys if k not in d]
+keys = ["kernel", "backend", "device", "variant", "seconds", "kernel_seconds",
+        "transfer_seconds", "ms", "gflop_per_s", "gb_per_s", "flops_model", "bytes_model",
+        "reason", "verify", "verify_rule", "magicfilter3d"]
+mkeys = ["operation", "transpose", "bc", "n1", "n2", "n3", "in_shape", "out_shape",
+         "verify_atol"]
+missing = [k for k in keys if k not in d] + [k for k in mkeys if k not in d.get("magicfilter3d", {})]
 if missing:
     sys.exit("missing keys: %s" % missing)
+m = d["magicfilter3d"]
 want = (sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
-if d["kernel"] != "magicfilter3d" or (d["operation"], d["bc"], d["n1"], d["n2"], d["n3"]) != want:
+if d["kernel"] != "magicfilter3d" or (m["operation"], m["bc"], m["n1"], m["n2"], m["n3"]) != want:
     sys.exit("kernel, operation, bc or sizes: %s" % d)
 v = d["verify"]
-if not (v["equal"] is True and v["num_failed"] == 0 and v["max_abs_err"] <= d["verify_atol"]):
+if not (v["equal"] is True and v["num_failed"] == 0 and v["max_abs_err"] <= m["verify_atol"]):
     sys.exit("verify: %s" % v)
 EOF3
     else
@@ -349,7 +353,7 @@ d = json.load(open(sys.argv[1]))
 rows = [r for r in d["rows"] if r["kernel"] == "magicfilter3d" and r["status"] == "ok"]
 assert rows and all(r["verified"] for r in rows), d["rows"]
 assert {"simd", "unrolled", "serial", "serial-direct", "omp"} <= {r["variant"] for r in rows}
-assert all(r["gflop_per_s"] > 0 and r["roof_gflop_per_s"] > 0 for r in rows), rows
+assert all(r["gflop_per_s"] > 0 and r["magicfilter3d"]["roof_gflop_per_s"] > 0 for r in rows), rows
 roofs = {r["backend"]: r for r in d["magicfilter3d"]["roofline"]}
 assert roofs["serial"]["fma_peak_gflop_per_s"] > 0 and roofs["openmp"]["roof_gflop_per_s"] > 0
 EOF3

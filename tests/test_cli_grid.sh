@@ -101,7 +101,7 @@ EOF
 
 # run with the default generated set, verified
 expect 0 "run grid --verify (the default small set, auto backend)" "$PK" run grid --verify
-json_check "$T/out" 'd["kernel"] == "grid" and d["dataset"] == "small" and d["num_vis"] == 50000 and d["grid_size"] == 1024 and d["num_w_planes"] == 32 and d["max_support"] == 16 and d["verify"]["equal"] and d["verify"]["mode"] == "norm" and d["verify"]["num_skipped_equal"] and d["num_skipped"] == 0 and d["updates"] > 50000 * 81 and abs(d["updates_per_s"] * d["ms"] / 1e3 - d["updates"]) <= 1e-9 * d["updates"] and "stages" in d and d["norm"] > 0'
+json_check "$T/out" 'd["kernel"] == "grid" and d["grid"]["dataset"] == "small" and d["grid"]["num_vis"] == 50000 and d["grid"]["grid_size"] == 1024 and d["grid"]["num_w_planes"] == 32 and d["grid"]["max_support"] == 16 and d["verify"]["equal"] and d["verify"]["mode"] == "norm" and d["grid"]["verify"]["num_skipped_equal"] and d["grid"]["num_skipped"] == 0 and d["grid"]["updates"] > 50000 * 81 and abs(d["grid"]["updates_per_s"] * d["ms"] / 1e3 - d["grid"]["updates"]) <= 1e-9 * d["grid"]["updates"] and "stages" in d["grid"] and d["grid"]["norm"] > 0'
 result $? "run JSON line: data set, counts, norm-wise verify with norm and num_skipped, updates"
 
 # gen (compact), run --in --out --intensity --export-kernels on serial
@@ -127,7 +127,7 @@ fi
 expect 0 "run grid --in DIR --out --verify --intensity --export-kernels (serial)" \
     "$PK" run grid --in "$T/in" --backend serial --out "$T/o1" --verify \
     --intensity "$T/i.png" --export-kernels "$T/k"
-json_check "$T/out" 'd["verify"]["equal"] and d["kernel_layout"] == "compact" and d["intensity"]["width"] == 1024 and d["intensity"]["height"] == 1024 and d["intensity"]["block"] == 1 and d["intensity"]["total_updates"] == d["updates"]'
+json_check "$T/out" 'd["verify"]["equal"] and d["grid"]["kernel_layout"] == "compact" and d["grid"]["intensity"]["width"] == 1024 and d["grid"]["intensity"]["height"] == 1024 and d["grid"]["intensity"]["block"] == 1 and d["grid"]["intensity"]["total_updates"] == d["grid"]["updates"]'
 result $? "run --in: verified; intensity 1024 x 1024, its total = the run's updates"
 test -s "$T/o1/grid.npy"
 result $? "run --out wrote grid.npy"
@@ -157,9 +157,9 @@ expect 0 "run the exported (full) stack with the gridding options" \
 expect 0 "run grid --unit-vis --intensity-touched --out" \
     "$PK" run grid --unit-vis --backend serial --intensity "$T/t.png" --intensity-touched --out "$T/o5"
 if [ $have_py = yes ]; then
-    norm=$(python3 -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))["norm"]))' "$T/out")
-    w=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["intensity"]["width"])' "$T/out")
-    h=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["intensity"]["height"])' "$T/out")
+    norm=$(python3 -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))["grid"]["norm"]))' "$T/out")
+    w=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["grid"]["intensity"]["width"])' "$T/out")
+    h=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["grid"]["intensity"]["height"])' "$T/out")
     png_check "$T/t.png" "$w" "$h" && [ "$w" -lt 1024 ] && [ "$h" -lt 1024 ]
     result $? "--intensity-touched: a valid PNG of the updated region only (${w} x ${h})"
     s=$(npy_sum_re "$T/o5/grid.npy")
@@ -214,7 +214,7 @@ fi
 # exit 1 when the verification fails
 expect 1 "--verify --rtol 0 fails (float grid vs double reference) -> 1" \
     "$PK" run grid --in "$T/in" --backend serial --verify --rtol 0
-json_check "$T/out" 'not d["verify"]["equal"] and not d["verify"]["grid_equal"] and d["verify"]["norm_rel_err"] > 0'
+json_check "$T/out" 'not d["verify"]["equal"] and not d["grid"]["verify"]["grid_equal"] and d["verify"]["norm_rel_err"] > 0'
 result $? "failed verify still prints the JSON line with the figures"
 
 # bad input, exit 2

@@ -558,7 +558,8 @@ static void test_layouts(void)
     pk_gg_layout_free(&L);
     static const char *const bad[] = {"1 2\nabc 3\n", "1 2\n4\n", "1 2 3\n1 2 3 4\n", "1 2\n",
                                       "", "1 nan\n2 3\n", "1 2\n3 1e999\n", "1 2,\n3 4\n",
-                                      "1 2\n3 4x\n"};
+                                      "1 2\n3 4x\n", "1 2\n0x10 3\n", "1 2\n1e300 3\n",
+                                      "1 2\ninf 3\n", "1 2\n3 -2e7\n"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         s = pk_gg_layout_parse(bad[i], "bad", &L, why, sizeof why);
         ok(s == PK_EFORMAT && L.enu == NULL && L.num_stations == 0, "layout: bad file %zu "

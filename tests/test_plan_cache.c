@@ -7,11 +7,17 @@
  *  - a call of another shape, another conv2d PSF of the same shape, or another variant makes
  *    a new plan (and is right); pk_context_release_cache drops every plan;
  *  - PORTKERN_PLAN_CACHE=0 keeps none; more shapes than slots evict the least recently used;
- *  - grid's one-shot call is never cached.
- * Tolerances: the kernels' own (tests/*_common.h derive them); here the same data runs twice,
- * so each result is compared with the reference at the loosest of those, 1e-5 relative in
- * float and 1e-12 in double (su3: 3 complex products a component, element-wise; dslash: 8
- * hops summed, which can cancel, so norm-wise, as tests/ds_common.h does).
+ *    the memory ceiling (pk_context_set_cache_limit, PORTKERN_PLAN_CACHE_MB) is never
+ *    exceeded: a larger plan is not kept, the least recently used go first;
+ *  - grid's one-shot call is never cached;
+ *  - on serial and OpenMP the one-shot calls of conv2d and su3 (64-byte aligned arrays), on
+ *    serial dslash's (OpenMP's default omp-vnode converts to its lanes), run on the caller's
+ *    arrays through the kept plan's execute (transfer_s 0).
+ * Tolerances: the kernels' own (tests/<kernel>_common.h derive them); here the same data
+ * runs twice, so each result is compared with the reference at the loosest of those, 1e-5
+ * relative in float and 1e-12 in double (su3: 3 complex products a component,
+ * element-wise; dslash: 8 hops summed, which can cancel, so norm-wise, as tests/ds_common.h
+ * does).
  */
 #define _XOPEN_SOURCE 700
 #include "portkern.h"
@@ -108,6 +114,9 @@ static void kernels_on(pk_backend_id b)
                       pk_diff_f32(out, ref, H * W, 1e-5, 1e-6, PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
         }
         twice(b, "conv2d", good[0], &i1, good[1], &i2);
+        if (b == PK_BACKEND_SERIAL || b == PK_BACKEND_OPENMP)
+            ok(i1.transfer_s == 0 && i2.transfer_s == 0, "%s conv2d: no copy in or out (transfer "
+               "%.2e, %.2e s)", pk_backend_name(b), i1.transfer_s, i2.transfer_s);
         fill_f32(psf[1], KH * KW, 11);
         pk_conv2d_reference(&p, img[0], psf[1], ref);
         ok(pk_conv2d(ctx, &p, NULL, img[0], psf[1], out, &i1) == PK_OK && !reused(&i1) &&
@@ -187,6 +196,9 @@ static void kernels_on(pk_backend_id b)
                       pk_diff_f64(chi, r, V * 24, 1e-12, 0, PK_DIFF_NORM, NULL) == PK_OK;
         }
         twice(b, "dslash", good[0], &i1, good[1], &i2);
+        if (b == PK_BACKEND_SERIAL) /* openmp's first variant, omp-vnode, converts: transfer */
+            ok(i1.transfer_s == 0 && i2.transfer_s == 0, "%s dslash: no copy in or out (transfer "
+               "%.2e, %.2e s)", pk_backend_name(b), i1.transfer_s, i2.transfer_s);
     }
     pk_context_destroy(ctx);
 }
@@ -212,6 +224,55 @@ static void eviction(void)
     ok(fresh_ok && last_kept && first_gone, "9 shapes through 8 slots: the newest is kept, the "
        "least recently used was dropped");
     pk_context_destroy(ctx);
+}
+
+/* The memory ceiling: diffusion3d 8 x 8 x 8 holds 2 x 2048 bytes, 16 x 16 x 16 2 x 16 KiB. */
+static void ceiling(void)
+{
+    pk_context *ctx = context(PK_BACKEND_SERIAL);
+    pk_run_info info;
+    static float f[16 * 16 * 16];
+    pk_diffusion3d_params small, big;
+    pk_diffusion3d_params_default(&small, 8, 8, 8, 1);
+    pk_diffusion3d_params_default(&big, 16, 16, 16, 1);
+    fill_f32(f, 16 * 16 * 16, 2);
+    /* 20 KiB: the small plan (4 KiB) fits, the big one (32 KiB) is never kept */
+    int good = pk_context_set_cache_limit(ctx, 20 << 10) == PK_OK;
+    good &= pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK;
+    good &= pk_diffusion3d(ctx, &big, NULL, f, &info) == PK_OK && !reused(&info);
+    good &= pk_diffusion3d(ctx, &big, NULL, f, &info) == PK_OK;
+    const int big_not_kept = good && !reused(&info);
+    good &= pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK;
+    const int small_kept = good && reused(&info);
+    ok(big_not_kept && small_kept, "a plan larger than the ceiling is not kept, a smaller one "
+       "beside it is");
+    /* 6 KiB: one small plan at a time; another shape of the same size evicts it */
+    pk_diffusion3d_params other;
+    pk_diffusion3d_params_default(&other, 8, 8, 9, 1);
+    good = pk_context_set_cache_limit(ctx, 6 << 10) == PK_OK;
+    good &= pk_diffusion3d(ctx, &other, NULL, f, &info) == PK_OK && !reused(&info);
+    good &= pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK;
+    ok(good && !reused(&info), "under a ceiling of one plan, a second shape evicts the first");
+    good = pk_context_set_cache_limit(ctx, 0) == PK_OK;
+    good &= pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK && !reused(&info);
+    ok(good, "pk_context_set_cache_limit(0) drops every plan now and keeps none after");
+    ok(pk_context_set_cache_limit(NULL, 1) == PK_ENULL, "pk_context_set_cache_limit(NULL): PK_ENULL");
+    pk_context_destroy(ctx);
+
+    setenv("PORTKERN_PLAN_CACHE_MB", "-1", 1);
+    pk_context *bad = NULL;
+    pk_context_options o;
+    pk_context_options_init(&o);
+    const pk_status s = pk_context_create(&bad, &o);
+    ok(s == PK_EINVAL && !bad && strstr(pk_last_error(), "PORTKERN_PLAN_CACHE_MB"),
+       "PORTKERN_PLAN_CACHE_MB=-1: refused at context creation (%s)", pk_last_error());
+    setenv("PORTKERN_PLAN_CACHE_MB", "0", 1);
+    ctx = context(PK_BACKEND_SERIAL);
+    good = pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK &&
+           pk_diffusion3d(ctx, &small, NULL, f, &info) == PK_OK && !reused(&info);
+    ok(good, "PORTKERN_PLAN_CACHE_MB=0: nothing kept");
+    pk_context_destroy(ctx);
+    unsetenv("PORTKERN_PLAN_CACHE_MB");
 }
 
 static void switched_off(void)
@@ -286,6 +347,7 @@ int main(void)
     }
     pk_context_destroy(probe);
     eviction();
+    ceiling();
     switched_off();
     grid_not_cached();
     return tap_done();

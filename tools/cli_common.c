@@ -1035,20 +1035,6 @@ int cli_run_opts(cli_opt *o, int n, const char **backend, const char **variant, 
     return cli_opt_add(o, n, "verify", CLI_FLAG, verify, NULL, 0, 0);
 }
 
-int cli_kernel_named(int argc, char **argv, const char *kernel, const char *const *flags)
-{
-    for (int i = 0; i < argc; ++i) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) return i + 1 < argc && strcmp(argv[i + 1], kernel) == 0;
-        if (a[0] != '-' || a[1] == '\0') return strcmp(a, kernel) == 0;
-        if (a[1] != '-' || strchr(a, '=')) continue;
-        int flag = 0;
-        for (int k = 0; flags && flags[k]; ++k) flag |= strcmp(a + 2, flags[k]) == 0;
-        if (!flag) ++i; /* the option's value */
-    }
-    return 0;
-}
-
 int cli_params_load(const char *prog, const char *path, const char *kernel, cli_jobject **obj,
                     char **text)
 {

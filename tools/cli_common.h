@@ -136,8 +136,6 @@ int cli_mkdirs(const char *path);
 /** dir + "/" + name into buf; -1 when it does not fit. */
 int cli_join(char *buf, size_t len, const char *dir, const char *name);
 
-/* ---- conv2d (tools/cli_conv2d.c) ------------------------------------------------------ */
-/** 1 when the kernel operand of a run/gen command line is "conv2d". */
 /* The parts of a run's JSON line every kernel shares: the head (kernel, backend, device,
  * variant), the times, the tail (fell_back, reason) and the differ's verdict (rep NULL: none;
  * shape[ndim] names the first failure as a multi-index). */
@@ -187,60 +185,5 @@ int cli_write_npy(const char *prog, const char *dir, const char *name, pk_dtype 
  *  (which *obj points into) to free() on success; else the usage error's exit code. */
 int cli_params_load(const char *prog, const char *path, const char *kernel, cli_jobject **obj,
                     char **text);
-/** 1 when the kernel operand (the first non-option word) of a run/gen command line is
- *  `kernel`; flags[] (NULL-terminated, without "--") are the options that take no value. */
-int cli_kernel_named(int argc, char **argv, const char *kernel, const char *const *flags);
-int cli_conv2d_named(int argc, char **argv);
-/** portkern run conv2d / gen conv2d: argv after the command; exit codes as above. */
-int cli_conv2d_run(int argc, char **argv);
-int cli_conv2d_gen(int argc, char **argv);
-/** portkern bench's conv2d part: every variant of the backends on the frame of `size`
- *  (small: a quarter frame; paper, large: 813 x 5271), verified, printed as a table; with
- *  psf_sweep also direct against FFT over PSF sizes.  *out (free with _free) keeps the
- *  rows for the JSON file.  Returns the exit code. */
-typedef struct cli_cv_bench cli_cv_bench;
-int cli_conv2d_bench(const char *size, int reps, int threads, const pk_backend_id *backends,
-                     int nb, int psf_sweep, cli_cv_bench **out);
-int cli_conv2d_bench_failed(const cli_cv_bench *b);
-void cli_conv2d_bench_json_rows(const cli_cv_bench *b, cli_json *j); /* inside "rows" */
-void cli_conv2d_bench_json(const cli_cv_bench *b, cli_json *j);      /* the "conv2d" object */
-void cli_conv2d_bench_free(cli_cv_bench *b);
-
-/* ---- magicfilter3d (tools/cli_magicfilter3d.c) ------------------------------------------ */
-/** 1 when the kernel operand of a run/gen command line is "magicfilter3d". */
-int cli_magicfilter3d_named(int argc, char **argv);
-/** portkern run magicfilter3d / gen magicfilter3d: argv after the command; exit codes as
- *  above. */
-int cli_magicfilter3d_run(int argc, char **argv);
-int cli_magicfilter3d_gen(int argc, char **argv);
-/** portkern bench's magicfilter3d part: every variant of the backends (serial-direct only
- *  on 32x30x34) on the two grids of `size` (small: 32x30x34, 64^3; paper: 128x126x130,
- *  256^3; large: 128x126x130, 384^3), periodic MF, verified, against the roofline measured
- *  in the same run (host: min(FMA peak, 2 x copy bandwidth); device: 2 x its bandwidth),
- *  printed as a table.  *out (free with _free) keeps the rows for the JSON file.  Returns
- *  the exit code. */
-typedef struct cli_mf_bench cli_mf_bench;
-int cli_magicfilter3d_bench(const char *size, int reps, int threads,
-                            const pk_backend_id *backends, int nb, cli_mf_bench **out);
-int cli_magicfilter3d_bench_failed(const cli_mf_bench *b);
-void cli_magicfilter3d_bench_json_rows(const cli_mf_bench *b, cli_json *j); /* in "rows" */
-void cli_magicfilter3d_bench_json(const cli_mf_bench *b, cli_json *j); /* "magicfilter3d" */
-void cli_magicfilter3d_bench_free(cli_mf_bench *b);
-
-/* ---- grid (tools/cli_grid.c) ------------------------------------------------------------ */
-/** 1 when the kernel operand of a run/gen command line is "grid". */
-int cli_grid_named(int argc, char **argv);
-/** portkern run grid / gen grid: argv after the command; exit codes as above. */
-int cli_grid_run(int argc, char **argv);
-int cli_grid_gen(int argc, char **argv);
-/** portkern bench's grid part: every variant of the backends on the data set of `size`,
- *  verified against the double reference, visibilities/s and grid-point updates/s, printed
- *  as a table.  *out (free with _free) keeps the rows for the JSON file. */
-typedef struct cli_gr_bench cli_gr_bench;
-int cli_grid_bench(const char *size, int reps, int threads, const pk_backend_id *backends, int nb,
-                   cli_gr_bench **out);
-void cli_grid_bench_json_rows(const cli_gr_bench *b, cli_json *j); /* inside "rows" */
-void cli_grid_bench_json(const cli_gr_bench *b, cli_json *j);      /* the "grid" object */
-void cli_grid_bench_free(cli_gr_bench *b);
 
 #endif /* PK_CLI_COMMON_H */

@@ -361,9 +361,18 @@ static void d3_bench_free(void *bd)
 }
 
 static const cli_bench_ops d3_bench_ops = {
-    d3_bench_setup, NULL,        NULL,          d3_create,      d3_upload,
-    d3_plan_run,    d3_download, d3_destroy,    d3_bench_verify, d3_describe,
-    d3_case_json,   d3_report,   NULL,          d3_bench_free};
+    .setup = d3_bench_setup,
+    .create = d3_create,
+    .upload = d3_upload,
+    .run = d3_plan_run,
+    .download = d3_download,
+    .destroy = d3_destroy,
+    .verify = d3_bench_verify,
+    .describe = d3_describe,
+    .case_json = d3_case_json,
+    .report = d3_report,
+    .free = d3_bench_free,
+};
 
 const cli_kernel cli_kernel_diffusion3d = {
     .name = "diffusion3d",

@@ -20,7 +20,8 @@
 #define MAIN_PROG "portkern"
 
 const cli_kernel *const cli_kernels[] = {
-    &cli_kernel_diffusion3d, &cli_kernel_laplace2d, &cli_kernel_su3, &cli_kernel_dslash, NULL};
+    &cli_kernel_diffusion3d, &cli_kernel_conv2d, &cli_kernel_grid, &cli_kernel_magicfilter3d,
+    &cli_kernel_laplace2d, &cli_kernel_su3, &cli_kernel_dslash, NULL};
 
 const cli_kernel *cli_kernel_find(const char *name)
 {
@@ -149,21 +150,33 @@ static int take_param_opts(cli_call *c, param_slots *s)
     return 0;
 }
 
+/* "a, b, c" (a NAME parameter's names) as "\"a\", \"b\" or \"c\"". */
+static void quoted_names(const char *names, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    while (*names && used < len) {
+        const char *e = strstr(names, ", ");
+        const int n = (int)(e ? (size_t)(e - names) : strlen(names));
+        used += (size_t)snprintf(buf + used, len - used, "%s\"%.*s\"",
+                                 !used ? "" : e ? ", " : " or ", n, names);
+        names = e ? e + 2 : names + n;
+    }
+}
+
 /* DIR/params.json: the values the command line did not set.  A key the kernel does not know is
  * a warning (a typo must not pass unseen); a value of the wrong type or range is bad input. */
-static int read_params(cli_call *c, const char *dir, char **keep)
+int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj)
 {
     const cli_kernel *k = c->k;
-    char path[4096];
-    cli_jobject *obj;
-    int rc;
-    if (cli_join(path, sizeof path, dir, "params.json"))
-        return cli_usage_error(c->prog, "path too long: %s", dir);
-    if ((rc = cli_params_load(c->prog, path, k->name, &obj, keep)) || !obj) return rc;
+    int rc = 0;
     for (int i = 0; i < obj->n; ++i) {
         const cli_jvalue *v = &obj->v[i];
         const int pi = param_index(k, v->key);
-        if (strcmp(v->key, "kernel") == 0) continue;
+        int info = strcmp(v->key, "kernel") == 0;
+        for (int n = 0; k->info_keys && k->info_keys[n]; ++n)
+            info |= strcmp(v->key, k->info_keys[n]) == 0;
+        if (info) continue;
         if (pi < 0 || !(k->params[pi].in & CLI_IN_PARAMS)) {
             fprintf(stderr, "%s: warning: %s: unknown key \"%s\" ignored\n", c->prog, path,
                     v->key);
@@ -190,9 +203,11 @@ static int read_params(cli_call *c, const char *dir, char **keep)
                                      path, p->name, p->min, p->max);
             break;
         case CLI_P_NAME:
-            if (v->type != CLI_JSTR || p->from_name(v->str, &id) != PK_OK)
-                rc = cli_usage_error(c->prog, "%s: \"%s\" must be one of %s", path, p->name,
-                                     p->names);
+            if (v->type != CLI_JSTR || p->from_name(v->str, &id) != PK_OK) {
+                char quoted[512];
+                quoted_names(p->names, quoted, sizeof quoted);
+                rc = cli_usage_error(c->prog, "%s: \"%s\" must be %s", path, p->name, quoted);
+            }
             break;
         case CLI_P_TEXT:
             if (v->type != CLI_JSTR)
@@ -217,7 +232,18 @@ static int read_params(cli_call *c, const char *dir, char **keep)
         case CLI_P_BOOL: *(int *)f = v->num != 0; break;
         }
     }
-    if (rc) {
+    return rc;
+}
+
+static int read_params(cli_call *c, const char *dir, char **keep)
+{
+    char path[4096];
+    cli_jobject *obj;
+    int rc;
+    if (cli_join(path, sizeof path, dir, "params.json"))
+        return cli_usage_error(c->prog, "path too long: %s", dir);
+    if ((rc = cli_params_load(c->prog, path, c->k->name, &obj, keep)) || !obj) return rc;
+    if ((rc = cli_params_apply(c, path, obj))) {
         free(obj);
         free(*keep);
         *keep = NULL;
@@ -472,7 +498,7 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
             goto done;
         }
     }
-    if (out && (rc = k->write_outputs(&st.c, out, data))) goto done;
+    if ((out || k->own_outputs) && (rc = k->write_outputs(&st.c, out, data))) goto done;
 
     cli_json j;
     cj_init(&j, stdout, 0);
@@ -547,6 +573,7 @@ int cli_gen(const cli_kernel *k, int argc, char **argv)
     cli_json j;
     if ((rc = cli_params_open(prog, out, k->name, path, sizeof path, &pf, &j))) goto done;
     write_params(&j, k, args);
+    if (k->params_info) k->params_info(&j, args, data);
     if ((rc = cli_params_close(prog, path, pf, &j))) goto done;
     printf("wrote %s (the inputs of 'portkern run %s --in %s')\n", out, k->name, out);
 done:
@@ -615,15 +642,37 @@ static void row_fail(cli_bench_row *r, const char *what, pk_status s)
     snprintf(r->reason, sizeof r->reason, "%s: %s: %s", what, pk_strerror(s), pk_last_error());
 }
 
+pk_status cli_bench_time(pk_status (*run)(void *plan, pk_run_info *info), void *plan, int reps,
+                         double *t_min, double *t_median, double *t_max, pk_run_info *info,
+                         const char **stage)
+{
+    double *t = malloc((size_t)reps * sizeof *t);
+    pk_status s = PK_OK;
+    if (!t) return PK_ENOMEM;
+    for (int i = 0; i <= reps; ++i) { /* i = 0: the untimed warm-up (program builds) */
+        if ((s = run(plan, info)) != PK_OK) {
+            if (stage) *stage = i ? "timed run" : "warm-up run";
+            free(t);
+            return s;
+        }
+        if (i > 0) t[i - 1] = info->kernel_s;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    *t_min = t[0];
+    *t_max = t[reps - 1];
+    *t_median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    free(t);
+    return PK_OK;
+}
+
 static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
 {
     const cli_bench_ops *b = res->k->bench;
-    const int reps = res->req->reps;
+    const char *stage = "timed run";
     void *plan = NULL;
     pk_run_info info;
-    double *t = malloc((size_t)reps * sizeof *t);
     double t0 = cli_now_s();
-    pk_status s = t ? b->create(&plan, ctx, r->variant, res->bd, r->c, &info) : PK_ENOMEM;
+    pk_status s = b->create(&plan, ctx, r->variant, res->bd, r->c, &info);
     if (s != PK_OK) {
         row_fail(r, "plan", s);
         goto done;
@@ -638,17 +687,11 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
         goto done;
     }
     r->upload_s = cli_now_s() - t0;
-    for (int i = 0; i <= reps; ++i) { /* i = 0: the untimed warm-up (program builds) */
-        if ((s = b->run(plan, &info)) != PK_OK) {
-            row_fail(r, i ? "timed run" : "warm-up run", s);
-            goto done;
-        }
-        if (i > 0) t[i - 1] = info.kernel_s;
+    if ((s = cli_bench_time(b->run, plan, res->req->reps, &r->t_min, &r->t_median, &r->t_max,
+                            &info, &stage)) != PK_OK) {
+        row_fail(r, stage, s);
+        goto done;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    r->t_min = t[0];
-    r->t_max = t[reps - 1];
-    r->t_median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
     r->flops = info.flops;
     r->bytes = info.bytes;
     snprintf(r->reason, sizeof r->reason, "%s", info.reason);
@@ -658,14 +701,13 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
         goto done;
     }
     r->download_s = cli_now_s() - t0;
-    if ((s = b->verify(res->bd, r->c, reps + 1, &r->v)) != PK_OK) {
+    if ((s = b->verify(res->bd, r->c, res->req->reps + 1, &r->v)) != PK_OK) {
         row_fail(r, "verify", s);
         goto done;
     }
     r->verified = r->v.rep.equal;
 done:
     if (plan) b->destroy(plan);
-    free(t);
 }
 
 static void print_rows(const cli_bench_result *res)
@@ -764,6 +806,7 @@ int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
            "device; 'portkern run' times one cold call instead\n", req->reps);
     print_rows(res);
     if (res->bd && b->report) b->report(res);
+    if (res->failed) rc = CLI_EXIT_FAIL;
     for (int i = 0; i < res->nrows; ++i)
         if (res->rows[i].status == CLI_ROW_FAILED ||
             (res->rows[i].status == CLI_ROW_OK && !res->rows[i].verified))
@@ -803,9 +846,10 @@ void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_num(j, "gb_per_s", gbs);
         cj_num(j, "bandwidth_gb_per_s", r->bw > 0 ? r->bw / 1e9 : NAN);
         cj_num(j, "roof_fraction", r->bw > 0 ? gbs * 1e9 / r->bw : NAN);
-        if (r->c >= 0 && res->k->bench->case_json && res->bd) {
+        if (r->c >= 0 && (res->k->bench->case_json || res->k->bench->row_json) && res->bd) {
             cj_open(j, res->k->name, '{');
-            res->k->bench->case_json(j, res->bd, r->c);
+            if (res->k->bench->case_json) res->k->bench->case_json(j, res->bd, r->c);
+            if (res->k->bench->row_json) res->k->bench->row_json(j, res->bd, r);
             cj_close(j);
         }
         cj_bool(j, "verified", ok && r->verified);
@@ -813,6 +857,14 @@ void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_str(j, "reason", r->reason);
         cj_close(j);
     }
+}
+
+void cli_bench_json_object(const cli_bench_result *res, cli_json *j)
+{
+    if (!res || !res->bd || !res->k->bench->json) return;
+    cj_open(j, res->k->name, '{');
+    res->k->bench->json(j, res->bd);
+    cj_close(j);
 }
 
 void cli_bench_free(cli_bench_result *res)

@@ -390,9 +390,18 @@ static void ds_bench_free(void *bd)
 }
 
 static const cli_bench_ops ds_bench_ops = {
-    ds_bench_setup, ds_case_name, NULL,            ds_create,   ds_upload,    ds_plan_run,
-    ds_download,    ds_destroy,   ds_bench_verify, ds_describe, ds_case_json, NULL,
-    NULL,           ds_bench_free};
+    .setup = ds_bench_setup,
+    .case_name = ds_case_name,
+    .create = ds_create,
+    .upload = ds_upload,
+    .run = ds_plan_run,
+    .download = ds_download,
+    .destroy = ds_destroy,
+    .verify = ds_bench_verify,
+    .describe = ds_describe,
+    .case_json = ds_case_json,
+    .free = ds_bench_free,
+};
 
 const cli_kernel cli_kernel_dslash = {
     .name = "dslash",

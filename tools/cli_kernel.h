@@ -58,6 +58,11 @@ void cli_set_seen(cli_call *c, const char *name, int how);
  *  message of an input file whose shape disagrees. */
 const char *cli_seen_text(const cli_call *c, const char *name, char *buf, size_t len);
 
+/** The values of a parsed params.json (path names it in messages) for what the command line
+ *  did not set: a key the kernel does not know is a warning, a value of the wrong type or
+ *  range a usage error (its exit code returned).  TEXT parameters point into obj afterwards. */
+int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj);
+
 /** Read DIR/name.npy and check its dtype, rank and every extent given (want[i] = 0: any);
  *  0, or the usage error's exit code after a message naming the file, its dtype and shape
  *  and what was expected (`what`, e.g. "complex128 [nv][3][3]"). */
@@ -106,12 +111,18 @@ typedef struct cli_bench_result {
     int nrows, cap;
     cli_bench_set set; /* the contexts, one per backend */
     void *bd;          /* the kernel's bench data */
+    int failed;        /* set by the report hook when the kernel's own extras failed: exit 1 */
 } cli_bench_result;
 
 /* GB/s and GFlop/s of a row at its best time (NaN when not ok). */
 double cli_row_gbs(const cli_bench_row *r);
 double cli_row_gflops(const cli_bench_row *r);
-/* Time a plan-like callback: one warm-up, then reps timed runs; min/median/max of kernel_s. */
+/* Time a plan-like callback: one warm-up, then reps timed runs; min/median/max of kernel_s
+ * (info: the last run's).  On failure *stage (may be NULL) names the run that failed
+ * ("warm-up run" or "timed run"). */
+pk_status cli_bench_time(pk_status (*run)(void *plan, pk_run_info *info), void *plan, int reps,
+                         double *t_min, double *t_median, double *t_max, pk_run_info *info,
+                         const char **stage);
 
 typedef struct cli_bench_ops {
     /* Generate the data set of req->size and its reference; *ncases timed configurations per
@@ -133,6 +144,9 @@ typedef struct cli_bench_ops {
     void (*report)(cli_bench_result *r);                   /* optional: after the table */
     void (*json)(cli_json *j, const void *bd);             /* optional: its top-level object */
     void (*free)(void *bd);
+    /* Optional: the row's own fields beside case_json's (what depends on the backend or the
+     * row's result, e.g. a roof measured by report). */
+    void (*row_json)(cli_json *j, const void *bd, const cli_bench_row *r);
 } cli_bench_ops;
 
 /* ---- the descriptor --------------------------------------------------------------------- */
@@ -155,12 +169,19 @@ struct cli_kernel {
     int (*load)(cli_call *c, const char *dir, void *data);     /* run --in DIR */
     int (*generate)(cli_call *c, void *data);                  /* run without --in, gen */
     int (*write_inputs)(cli_call *c, const char *dir, const void *data); /* gen */
+    /* Optional: params.json keys gen writes after the table's, for information only (grid:
+     * the data set's counts and recipe); run --in skips the keys info_keys lists (NULL-ended)
+     * instead of warning about them. */
+    void (*params_info)(cli_json *j, const void *args, const void *data);
+    const char *const *info_keys;
     pk_status (*run)(pk_context *ctx, const char *variant, const void *args, void *data,
                      pk_run_info *info);
     double rtol;                  /* --verify's default */
     const char *verify_rule;      /* what passes */
     pk_status (*verify)(const void *args, void *data, cli_verdict *v); /* v->rtol, v->norm set */
     int (*write_outputs)(cli_call *c, const char *dir, const void *data); /* run --out DIR */
+    int own_outputs; /* 1: write_outputs runs without --out too (dir NULL): outputs named by the
+                        kernel's own options (grid's --intensity FILE) */
     void (*run_json)(cli_json *j, const void *args, const void *data, const pk_run_info *info);
     void (*data_free)(void *data);
     const char *flops_model, *bytes_model; /* what the library's counts mean, in words */
@@ -185,6 +206,9 @@ int cli_gen(const cli_kernel *k, int argc, char **argv);
 int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                      const pk_backend_id *backends, int nb, cli_bench_result **out);
 void cli_bench_json_rows(const cli_bench_result *r, cli_json *j);
+/** The kernel's top-level object "<kernel>": {...} of the bench JSON, from its json hook
+ *  (nothing without one). */
+void cli_bench_json_object(const cli_bench_result *r, cli_json *j);
 void cli_bench_free(cli_bench_result *r);
 
 #endif /* PK_CLI_KERNEL_H */

@@ -468,9 +468,19 @@ static void lp_bench_free(void *bd)
 }
 
 static const cli_bench_ops lp_bench_ops = {
-    lp_bench_setup, lp_case_name, NULL,            lp_create,   lp_upload,    lp_plan_run,
-    lp_download,    lp_destroy,   lp_bench_verify, lp_describe, lp_case_json, lp_report,
-    NULL,           lp_bench_free};
+    .setup = lp_bench_setup,
+    .case_name = lp_case_name,
+    .create = lp_create,
+    .upload = lp_upload,
+    .run = lp_plan_run,
+    .download = lp_download,
+    .destroy = lp_destroy,
+    .verify = lp_bench_verify,
+    .describe = lp_describe,
+    .case_json = lp_case_json,
+    .report = lp_report,
+    .free = lp_bench_free,
+};
 
 const cli_kernel cli_kernel_laplace2d = {
     .name = "laplace2d",

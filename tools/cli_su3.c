@@ -350,9 +350,19 @@ static void s3_bench_free(void *bd)
 }
 
 static const cli_bench_ops s3_bench_ops = {
-    s3_bench_setup, s3_case_name, NULL,         s3_create,   s3_upload, s3_plan_run,
-    s3_download,    s3_destroy,   s3_bench_verify, s3_describe, s3_case_json, s3_report,
-    NULL,           s3_bench_free};
+    .setup = s3_bench_setup,
+    .case_name = s3_case_name,
+    .create = s3_create,
+    .upload = s3_upload,
+    .run = s3_plan_run,
+    .download = s3_download,
+    .destroy = s3_destroy,
+    .verify = s3_bench_verify,
+    .describe = s3_describe,
+    .case_json = s3_case_json,
+    .report = s3_report,
+    .free = s3_bench_free,
+};
 
 const cli_kernel cli_kernel_su3 = {
     .name = "su3",

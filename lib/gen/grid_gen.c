@@ -602,13 +602,24 @@ pk_status pk_gg_layout_parse(const char *text, const char *name, pk_gg_layout *L
                                "E N [U] in metres)", name, line);
             }
             char *end;
+            /* decimal only: strtod would also take 0x10, inf and nan */
+            const size_t tok = strcspn(s, " \t\r\v\f,");
+            int decimal = tok > 0;
+            for (size_t k = 0; k < tok; ++k) decimal &= strchr("0123456789+-.eE", s[k]) != NULL;
             errno = 0;
             v[nv] = strtod(s, &end);
-            if (end == s || errno == ERANGE || !isfinite(v[nv]) ||
+            if (!decimal || end == s || errno == ERANGE || !isfinite(v[nv]) ||
                 (*end && !isspace((unsigned char)*end) && *end != ',')) {
                 pk_gg_layout_free(L);
-                return gg_fail(why, len, PK_EFORMAT, "%s:%d: '%.40s' is not a finite number",
+                return gg_fail(why, len, PK_EFORMAT, "%s:%d: '%.40s' is not a decimal number",
                                name, line, s);
+            }
+            /* a station beyond 10,000 km of the centre is not on this planet's array (and
+             * its baselines would overflow the float uvw) */
+            if (fabs(v[nv]) > PK_GG_MAX_OFFSET_M) {
+                pk_gg_layout_free(L);
+                return gg_fail(why, len, PK_EFORMAT, "%s:%d: %g m is beyond +-%g m of the "
+                               "centre", name, line, v[nv], PK_GG_MAX_OFFSET_M);
             }
             ++nv;
             s = end;

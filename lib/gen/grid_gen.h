@@ -69,6 +69,7 @@ typedef struct pk_gg_layout {
 } pk_gg_layout;
 
 #define PK_GG_MAX_STATIONS 65536
+#define PK_GG_MAX_OFFSET_M 1e7 /* metres: a layout coordinate beyond this is refused */
 
 /** The built-in SKA1-LOW-like layout: 512 stations whose radial distribution follows the v6
  *  layout's (docs/KERNELS.md 1.7): a centrally concentrated core of 220 stations in
