@@ -17,6 +17,16 @@ import sys
 
 import numpy
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class BuildExtAlways(build_ext):
+    """Always compile: the macros below depend on the header found, which setuptools'
+    timestamp check cannot see (a stale build/ would keep an old choice)."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        self.force = True
 
 
 def fail(msg):
@@ -96,6 +106,8 @@ text = open(header).read() if header else ""
 for k in ("conv2d", "su3", "dslash", "grid"):
     if re.search(r"\bpk_%s_plan_execute\s*\(" % k, text):
         macros.append(("PKPY_HAVE_%s_PLAN_EXECUTE" % k.upper(), "1"))
+if re.search(r"\bpk_context_set_cache_limit\s*\(", text):
+    macros.append(("PKPY_HAVE_CACHE_LIMIT", "1"))
 
 ext = Extension(
     "portkern._core",
@@ -111,4 +123,4 @@ ext = Extension(
     extra_link_args=cfg["extra_link_args"],
 )
 
-setup(ext_modules=[ext])
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildExtAlways})

@@ -42,6 +42,9 @@
 #ifndef PKPY_HAVE_GRID_PLAN_EXECUTE
 #define PKPY_HAVE_GRID_PLAN_EXECUTE 0
 #endif
+#ifndef PKPY_HAVE_CACHE_LIMIT
+#define PKPY_HAVE_CACHE_LIMIT 0 /* pk_context_set_cache_limit (newer libraries) */
+#endif
 
 #define PKPY_CLOSED 1000 /* not a pk_status: the context or plan was closed */
 #define PKPY_ALIGN 64    /* outputs this layer allocates start on a cache line */
@@ -761,6 +764,18 @@ static PyObject *ctx_release_cache(ContextObject *self, PyObject *unused)
     if (st != PK_OK) return raise_status(st, "Context.release_cache");
     Py_RETURN_NONE;
 }
+
+#if PKPY_HAVE_CACHE_LIMIT
+static PyObject *ctx_set_cache_limit(ContextObject *self, PyObject *arg)
+{
+    unsigned long long b = PyLong_AsUnsignedLongLong(arg);
+    if (b == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    pk_status st;
+    LOCKED(self, self->ctx, st, pk_context_set_cache_limit(self->ctx, (size_t)b));
+    if (st != PK_OK) return raise_status(st, "Context.set_cache_limit");
+    Py_RETURN_NONE;
+}
+#endif
 
 static PyObject *ctx_measure_bandwidth(ContextObject *self, PyObject *args, PyObject *kw)
 {
@@ -2364,6 +2379,11 @@ static PyMethodDef ctx_methods[] = {
     {"_noop", (PyCFunction)ctx_noop, METH_NOARGS, NULL},
     {"release_cache", (PyCFunction)ctx_release_cache, METH_NOARGS,
      "Free the plans the one-shot calls keep in the context."},
+#if PKPY_HAVE_CACHE_LIMIT
+    {"set_cache_limit", (PyCFunction)ctx_set_cache_limit, METH_O,
+     "set_cache_limit(nbytes): the ceiling of what the plans kept by one-shot calls may hold "
+     "(0: keep none); plans beyond it are dropped now."},
+#endif
     {"measure_bandwidth", F(ctx_measure_bandwidth), KW,
      "measure_bandwidth(backend, device=0, nbytes=0, reps=3) -> bytes read + written per second."},
     {"diffusion3d", F(ctx_diffusion3d), KW,

@@ -150,3 +150,16 @@ def test_outputs_are_new_and_aligned():
         y, _ = ctx.magicfilter3d(x)
         assert y.ctypes.data % 64 == 0 and y.flags.c_contiguous and y.flags.writeable
         assert not np.shares_memory(x, y)
+
+
+def test_release_cache_and_limit():
+    with portkern.Context("serial", ignore_env=True) as ctx:
+        f = np.ones((4, 4, 4), np.float32)
+        ctx.diffusion3d(f, 1)
+        assert "plan reused" in ctx.diffusion3d(f, 1)[1].reason
+        ctx.release_cache()
+        assert "plan reused" not in ctx.diffusion3d(f, 1)[1].reason
+        if hasattr(ctx, "set_cache_limit"):
+            ctx.set_cache_limit(0)  # keep nothing
+            ctx.diffusion3d(f, 1)
+            assert "plan reused" not in ctx.diffusion3d(f, 1)[1].reason
