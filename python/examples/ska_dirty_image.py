@@ -151,12 +151,11 @@ def main():
         print("matplotlib is not installed: no PNG written (pip install matplotlib, or "
               "apt-get install python3-matplotlib)")
         return
-    c = G // 2
-    h = G // 4
-    ext = np.rad2deg(np.array([h, -h, -h, h]) * cell)   # l grows to the left
+    h = G // 2
+    ext = np.rad2deg(np.array([h, -h, -h, h]) * cell)   # the whole field; l grows to the left
     plt.figure(figsize=(6, 5))
-    plt.imshow(image[c - h:c + h, c - h:c + h], origin="lower", extent=ext, cmap="inferno")
-    plt.colorbar(label="Jy/beam (dirty)")
+    plt.imshow(np.clip(image, 0, None) ** 0.5, origin="lower", extent=ext, cmap="inferno")
+    plt.colorbar(label="sqrt(Jy/beam), dirty")
     plt.xlabel("l (deg)")
     plt.ylabel("m (deg)")
     plt.title(f"dirty image: {uu.size} visibilities gridded by portkern ({info.variant})")
