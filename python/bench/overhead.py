@@ -1,9 +1,11 @@
 """Per-call overhead of the Python layer on tiny problems (docs/PERFORMANCE.md, "Python").
 
-For each call: microseconds per call from Python (best of 5 batches), the same call's
-RunInfo.wall_s (the library's own time inside the call), and, when the C program c_loop
-(this directory) is given, the same call timed in a C loop.  The overhead is Python's time
-minus C's.  _noop is a context call of nothing under the same lock and GIL release: the
+For each call: microseconds per call from Python (mean of the best of 5 batches); when the
+C program c_loop (this directory) is given, the same call timed the same way in a C loop,
+and the difference (two processes: on a loaded machine the OpenMP and OpenCL rows carry
+their scheduling noise); the median of the call's own RunInfo.wall_s (the library's time
+inside the call); and "layer", the median over 2000 calls of (the call's time measured in
+Python - its RunInfo.wall_s): what this layer adds, measured call by call in one process.  _noop is a context call of nothing under the same lock and GIL release: the
 floor of the layer.
 
     python overhead.py [--backend serial] [--n 20000] [--c-loop ./c_loop]
@@ -56,15 +58,22 @@ def main():
                 k, v = line.split()
                 c[k] = float(v)
     print(f"# backend {a.backend}, microseconds per call, best of 5 x {a.n} calls")
-    print(f"{'call':26s} {'python':>8s} {'C loop':>8s} {'overhead':>8s} {'wall_s':>8s}")
+    print(f"{'call':26s} {'python':>8s} {'C loop':>8s} {'py - C':>8s} {'wall_s':>8s} {'layer':>8s}")
     for name, fn in calls.items():
         fn()
         t = best(fn, a.n)
-        walls = [fn()[-1].wall_s for _ in range(1000)]
+        walls, layer = [], []
+        for _ in range(2000):
+            t0 = time.perf_counter()
+            info = fn()[-1]
+            dt = time.perf_counter() - t0
+            walls.append(info.wall_s)
+            layer.append(dt - info.wall_s)
         w = np.median(walls) * 1e6
+        lay = np.median(layer) * 1e6
         cl = c.get(name)
         print(f"{name:26s} {t:8.2f} {cl if cl is not None else float('nan'):8.2f} "
-              f"{t - cl if cl is not None else float('nan'):8.2f} {w:8.2f}")
+              f"{t - cl if cl is not None else float('nan'):8.2f} {w:8.2f} {lay:8.2f}")
     t = best(ctx._noop, a.n)
     print(f"{'_noop (lock + GIL release)':26s} {t:8.2f}")
     plan.close()
