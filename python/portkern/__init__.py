@@ -93,8 +93,8 @@ class Context(_core.Context):
         return [Device(**d) for d in self._devices(backend)]
 
     def variants(self, kernel, backend=None):
-        """Variant names of `kernel` on `backend` (default: this context's backend; for
-        "auto", every available backend's, in auto's candidate order is not implied)."""
+        """Variant names of `kernel` on `backend` (default: this context's backend; for an
+        "auto" context, those of every available backend, backend by backend)."""
         if backend is None and self.backend != "auto":
             backend = self.backend
         if backend is not None:
