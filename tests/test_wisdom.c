@@ -1,9 +1,10 @@
 /* test_wisdom.c - wisdom (lib/portkern.h, "Wisdom"; lib/wisdom.c, lib/wisdom_store.c):
  *
  *  - an entry makes auto pick its backend, device and variant (info.variant, the reason
- *    "wisdom: ..."), for diffusion3d on OpenMP and serial and for magicfilter3d on serial, and
- *    the result equals the serial reference; a forced backend or a named variant is not
- *    overridden; conv2d takes it only with method auto;
+ *    "wisdom: ..."), for diffusion3d on OpenMP, serial and OpenCL and for magicfilter3d on
+ *    serial, and the result equals the serial reference; a forced backend or a named variant
+ *    is not overridden; conv2d takes it only with method auto; an entry whose plan fails
+ *    (OpenCL out of device memory) is followed by the auto order, fell_back 1;
  *  - stale entries (other device name, compute units, library version, an unknown variant)
  *    are ignored with the reason; the nearest size class is chosen, none beyond a factor of 8
  *    (exactly 8 still applies);
@@ -246,6 +247,46 @@ static void picks(int have_omp)
         free(psf);
         free(o);
     }
+    pk_context_destroy(ctx);
+}
+
+/* ---- an entry whose plan fails: the auto order follows ----------------------------------- */
+static void falls_back(void)
+{
+    pk_context *ctx = context(PK_OPT_IGNORE_ENV, PK_BACKEND_AUTO);
+    const char *why = "";
+    if (!pk_backend_available(ctx, PK_BACKEND_OPENCL, &why) ||
+        pk_device_count(ctx, PK_BACKEND_OPENCL) < 1) {
+        char text[600];
+        snprintf(text, sizeof text, "OpenCL unavailable: %s", why);
+        tap_skip(text, "an OpenCL entry runs there");
+        tap_skip(text, "an OpenCL entry whose plan fails: the auto order follows");
+        pk_context_destroy(ctx);
+        return;
+    }
+    /* the OpenCL device auto would not pick (no GPU here: OpenMP comes first) */
+    char variant[32];
+    snprintf(variant, sizeof variant, "%s", pk_diffusion3d_variants(PK_BACKEND_OPENCL));
+    variant[strcspn(variant, ",")] = '\0';
+    pk_wisdom_entry e = entry(ctx, PK_BACKEND_OPENCL, "diffusion3d", variant, "16^3",
+                              d3_bytes(16), 1e-3);
+    add(ctx, &e);
+    pk_run_info info;
+    int good = run_d3(ctx, 16, &info);
+    ok(good && info.backend == PK_BACKEND_OPENCL && !strcmp(info.variant, variant) &&
+           strstr(info.reason, "opencl: chosen (wisdom: ") && !info.fell_back,
+       "an OpenCL entry runs there, right (%s)", info.reason);
+    /* every OpenCL buffer fails now: the entry's plan cannot be made */
+    pk_context_release_cache(ctx);
+    setenv("PORTKERN_TEST_DEVICE_OOM", "1", 1);
+    good = run_d3(ctx, 16, &info);
+    unsetenv("PORTKERN_TEST_DEVICE_OOM");
+    char want[96];
+    snprintf(want, sizeof want, "wisdom: %s on opencl %d failed (PK_EDEVMEM", variant, e.device);
+    ok(good && info.backend != PK_BACKEND_OPENCL && info.fell_back == 1 &&
+           strstr(info.reason, want) && strstr(info.reason, "chosen (first usable backend"),
+       "an OpenCL entry whose plan fails: the auto order follows, fell_back 1, right (%s: %s)",
+       pk_backend_name(info.backend), info.reason);
     pk_context_destroy(ctx);
 }
 
@@ -804,6 +845,7 @@ int main(void)
     if (!have_omp) tap_diag("OpenMP unavailable: the serial backend stands in");
 
     picks(have_omp);
+    falls_back();
     stale_and_sizes(have_omp);
     corrupt();
     files(have_omp);
