@@ -232,7 +232,7 @@ typedef struct pk_run_info {
  * The default file: PORTKERN_WISDOM if set (a path; "0" or "" disables wisdom), else
  * $XDG_CACHE_HOME/portkern/wisdom.json (an absolute XDG_CACHE_HOME), else
  * $HOME/.cache/portkern/wisdom.json.  A context loads it once, on its first auto dispatch
- * (a missing file is no wisdom), unless it was created with PK_OPT_IGNORE_ENV or the caller
+ * (a missing file is no wisdom; when PORTKERN_WISDOM named it, the reason says so), unless it was created with PK_OPT_IGNORE_ENV or the caller
  * already called pk_wisdom_add, pk_wisdom_load or pk_wisdom_forget on it.  Adding, loading
  * or forgetting wisdom releases the context's kept plans (pk_context_release_cache), whose
  * choice it may change. */

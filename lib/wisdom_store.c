@@ -415,8 +415,8 @@ static void lazy_load(pk_context *ctx)
     if ((ctx->opt.flags & PK_OPT_IGNORE_ENV) || default_path(ctx, path, sizeof path) != PK_OK ||
         !path[0])
         ctx->wisdom_off = 1;
-    else
-        load_into(ctx, path, 0);
+    else /* a file PORTKERN_WISDOM names should exist: the reason says so when it does not */
+        load_into(ctx, path, getenv("PORTKERN_WISDOM") != NULL);
     pk_fail(PK_OK, "%s", saved);
 }
 

@@ -737,6 +737,13 @@ static void files(int have_omp)
            offs[k], info.reason);
         pk_context_destroy(ctx);
     }
+    setenv("PORTKERN_WISDOM", "/nonexistent/wisdom.json", 1);
+    ctx = context(0, PK_BACKEND_AUTO);
+    good = run_d3(ctx, 16, &info);
+    ok(good && !strcmp(info.variant, default_variant) &&
+           strstr(info.reason, "wisdom: file ignored: /nonexistent/wisdom.json: cannot open"),
+       "PORTKERN_WISDOM names a missing file: the reason says so (%s)", info.reason);
+    pk_context_destroy(ctx);
     unsetenv("PORTKERN_WISDOM");
 
     /* the default location: $XDG_CACHE_HOME/portkern, else $HOME/.cache/portkern */
