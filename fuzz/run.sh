@@ -1,7 +1,7 @@
 #!/bin/sh
 # fuzz/run.sh - build the libFuzzer targets and run them (docs/RELIABILITY.md).
 #
-#     fuzz/run.sh [SECONDS] [TARGET...]      TARGET: npy cli json params (default: all four)
+#     fuzz/run.sh [SECONDS] [TARGET...]      TARGET: npy cli json params wisdom (default: all)
 #
 # Builds portkern with clang, AddressSanitizer + UBSan and coverage instrumentation
 # (configure --enable-sanitizers --enable-fuzzing) in $PK_FUZZ_BUILD (default
@@ -17,7 +17,7 @@ set -u
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-npy cli json params}
+targets=${*:-npy cli json params wisdom}
 build=${PK_FUZZ_BUILD:-${TMPDIR:-/tmp}/portkern-fuzz-$(id -u)}
 CC=${CC_FUZZ:-clang}
 
@@ -53,7 +53,10 @@ if [ ! -f Makefile ] || [ "$srcdir/configure" -nt Makefile ]; then
 fi
 progs=
 for t in $targets; do
-    case $t in npy|cli|json|params) progs="$progs fuzz/fuzz_$t";; *) die "unknown target '$t' (npy cli json params)";; esac
+    case $t in
+    npy|cli|json|params|wisdom) progs="$progs fuzz/fuzz_$t";;
+    *) die "unknown target '$t' (npy cli json params wisdom)";;
+    esac
 done
 # shellcheck disable=SC2086
 make -j"$(nproc 2>/dev/null || echo 2)" $progs >make.log 2>&1 || die "build failed; see $build/make.log"

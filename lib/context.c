@@ -160,6 +160,7 @@ void pk_context_destroy(pk_context *ctx)
 {
     if (!ctx) return;
     pk_plan_cache_release(ctx); /* plans before the backends they live on */
+    pk_wisdom_list_free(&ctx->wisdom);
     for (int i = 0; i < PK_BACKEND_COUNT; ++i) {
         const pk_backend_ops *ops = pk_backend_ops_get((pk_backend_id)i);
         if (ops && ctx->slot[i].state && ops->fini) ops->fini(ctx->slot[i].state);

@@ -175,8 +175,13 @@ static double cv_plan_bytes(const void *desc)
     const pk_cv_desc *d = &((const cv_request *)desc)->d;
     return 2.0 * 4.0 * (double)d->h * (double)d->w; /* image and out */
 }
+/* A method the caller chose (direct or FFT) is as good as a variant named: no wisdom then. */
+static int cv_accepts_wisdom(const void *desc)
+{
+    return ((const cv_request *)desc)->d.method == PK_CONV2D_AUTO;
+}
 static const pk_kernel_class cv_class = {"conv2d", PK_KERNEL_ON(cv), cv_create_on,
-                                          cv_destroy_on, cv_plan_bytes};
+                                          cv_destroy_on, cv_plan_bytes, cv_accepts_wisdom};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_cv_ops *cv_ops(const pk_choice *c) { return c->kops; }

@@ -2,9 +2,11 @@
  *
  * A caller-forced backend is the only candidate (strict: its failure is the call's).  A
  * variant name selects the backend that owns it.  Otherwise PORTKERN_BACKEND (if set) comes
- * first, then the auto order.  Each candidate is tried in turn: a backend that is
- * unavailable or has no device of the wanted type is skipped quietly; one that fails to
- * create its plan, or whose work fails, is noted in the reason and the next one runs. */
+ * first, then the auto order; under plain auto the context's wisdom (lib/wisdom_store.c),
+ * when an entry applies, puts its backend, device and variant before the auto order.  Each
+ * candidate is tried in turn: a backend that is unavailable or has no device of the wanted
+ * type is skipped quietly; one that fails to create its plan, or whose work fails, is noted
+ * in the reason and the next one runs. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -14,12 +16,17 @@
 typedef struct candidate {
     pk_backend_id backend;
     pk_device_type type; /* 0: any */
+    int device;          /* >= 0: this device (wisdom's); -1: the caller's or the fastest */
+    const char *variant; /* wisdom's variant; NULL: the call's */
 } candidate;
 
-/* Until a tuned choice exists: CUDA GPU, OpenCL GPU, OpenMP, OpenCL CPU, serial. */
+/* Without wisdom: CUDA GPU, OpenCL GPU, OpenMP, OpenCL CPU, serial. */
 static const candidate auto_order[] = {
-    {PK_BACKEND_CUDA, 0},   {PK_BACKEND_OPENCL, PK_DEVICE_GPU}, {PK_BACKEND_OPENMP, 0},
-    {PK_BACKEND_OPENCL, PK_DEVICE_CPU}, {PK_BACKEND_SERIAL, 0},
+    {PK_BACKEND_CUDA, 0, -1, NULL},
+    {PK_BACKEND_OPENCL, PK_DEVICE_GPU, -1, NULL},
+    {PK_BACKEND_OPENMP, 0, -1, NULL},
+    {PK_BACKEND_OPENCL, PK_DEVICE_CPU, -1, NULL},
+    {PK_BACKEND_SERIAL, 0, -1, NULL},
 };
 #define N_AUTO ((int)(sizeof auto_order / sizeof auto_order[0]))
 
@@ -34,7 +41,8 @@ const char *pk_kernel_variants(const pk_kernel_class *kc, pk_backend_id backend)
 }
 
 static pk_status candidates(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
-                            candidate *cand, int *ncand, int *strict, char *note, size_t note_len)
+                            const pk_wisdom_pick *wisdom, candidate *cand, int *ncand,
+                            int *strict, char *note, size_t note_len)
 {
     pk_backend_id forced = ctx->opt.backend;
     int from_env = forced != PK_BACKEND_AUTO && strstr(ctx->env_note, "PORTKERN_BACKEND") != NULL;
@@ -59,16 +67,19 @@ static pk_status candidates(pk_context *ctx, const pk_kernel_class *kc, const ch
     *ncand = 0;
     *strict = 0;
     if (forced != PK_BACKEND_AUTO && !from_env) {
-        cand[(*ncand)++] = (candidate){forced, 0};
+        cand[(*ncand)++] = (candidate){forced, 0, -1, NULL};
         *strict = 1;
     } else if (owner != PK_BACKEND_AUTO) { /* the variant names its backend; prefer a GPU */
-        if (owner == PK_BACKEND_OPENCL) cand[(*ncand)++] = (candidate){owner, PK_DEVICE_GPU};
-        cand[(*ncand)++] = (candidate){owner, 0};
+        if (owner == PK_BACKEND_OPENCL)
+            cand[(*ncand)++] = (candidate){owner, PK_DEVICE_GPU, -1, NULL};
+        cand[(*ncand)++] = (candidate){owner, 0, -1, NULL};
         if (from_env && forced != owner)
             pk_append_note(note, note_len, "variant %s overrides PORTKERN_BACKEND=%s", variant,
                            pk_backend_name(forced));
     } else {
-        if (from_env) cand[(*ncand)++] = (candidate){forced, 0};
+        if (from_env) cand[(*ncand)++] = (candidate){forced, 0, -1, NULL};
+        if (wisdom)
+            cand[(*ncand)++] = (candidate){wisdom->backend, 0, wisdom->device, wisdom->variant};
         for (int i = 0; i < N_AUTO; ++i) cand[(*ncand)++] = auto_order[i];
     }
     return PK_OK;
@@ -82,6 +93,12 @@ static pk_status pick_device(pk_context *ctx, const candidate *cd, int strict, i
 {
     const pk_backend_ops *ops = pk_backend_ops_get(cd->backend);
     int dev = ctx->opt.device, n = pk_device_count(ctx, cd->backend);
+    if (cd->device >= 0) { /* wisdom's, matched by identity (and to the caller's index) */
+        PK_CHECK(cd->device < n, PK_ENODEVICE, "%s device %d: the backend has %d device(s)",
+                 pk_backend_name(cd->backend), cd->device, n);
+        *device = cd->device;
+        return PK_OK;
+    }
     if (dev >= 0) {
         PK_CHECK(dev < n, PK_ENODEVICE, "%s device %d: the backend has %d device(s)",
                  pk_backend_name(cd->backend), dev, n);
@@ -113,6 +130,7 @@ static pk_status create_on(pk_context *ctx, const pk_kernel_class *kc, const can
     PK_CHECK(list[0], PK_ENOVARIANT, "%s: backend %s does not implement it", kc->name, ops->name);
     int dev = -1;
     PK_TRY(pick_device(ctx, cd, strict, &dev));
+    if (cd->variant) variant = cd->variant;
     if (variant && *variant) {
         PK_CHECK(pk_list_find(list, variant) >= 0, PK_ENOVARIANT,
                  "%s variant '%s': not a variant of backend %s (%s)", kc->name, variant, ops->name,
@@ -144,7 +162,15 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
     int ncand = 0, strict = 0;
     char note[PK_REASON_LEN] = "";
     if (ctx->env_note[0]) pk_append_note(note, sizeof note, "%s", ctx->env_note);
-    PK_TRY(candidates(ctx, kc, variant, cand, &ncand, &strict, note, sizeof note));
+    /* wisdom only where auto alone chooses: no backend forced (by the caller or
+     * PORTKERN_BACKEND), no variant named, and the kernel takes it for this call */
+    const double plan_bytes = kc->plan_bytes(desc);
+    pk_wisdom_pick pick;
+    const int wise = ctx->opt.backend == PK_BACKEND_AUTO && !(variant && *variant) &&
+                     (!kc->accepts_wisdom || kc->accepts_wisdom(desc)) &&
+                     pk_wisdom_choose(ctx, kc, plan_bytes, &pick, note, sizeof note);
+    PK_TRY(candidates(ctx, kc, variant, wise ? &pick : NULL, cand, &ncand, &strict, note,
+                      sizeof note));
     pk_status last = PK_ENOBACKEND;
     char last_err[1024];
     snprintf(last_err, sizeof last_err, "no backend could run %s", kc->name);
@@ -158,12 +184,15 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
         char label[32];
         snprintf(label, sizeof label, "%s%s", pk_backend_name(cand[i].backend),
                  cand[i].type == PK_DEVICE_GPU ? " gpu" : cand[i].type == PK_DEVICE_CPU ? " cpu" : "");
+        const int from_wisdom = cand[i].variant != NULL;
         if (s == PK_OK) {
             out->fell_back = tried_real;
+            out->plan_bytes = plan_bytes;
             pk_strlcpy(out->reason, note, sizeof out->reason);
             pk_append_note(out->reason, sizeof out->reason, "%s: chosen (%s)", label,
                            strict                  ? "backend forced by the caller"
                            : (variant && *variant) ? "backend of the requested variant"
+                           : from_wisdom           ? pick.says
                            : (i == 0 && ctx->opt.backend != PK_BACKEND_AUTO)
                                ? "backend chosen by PORTKERN_BACKEND"
                                : "first usable backend in auto order");
@@ -179,8 +208,14 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
                            pk_backend_name(cand[i].backend), last_err);
         if (strict) break;
         /* An unavailable backend is skipped, and the reason says why in a few words; a real
-         * failure is a warning to see. */
-        if (s != PK_ENOBACKEND && s != PK_ENODEVICE && s != PK_ENOVARIANT) {
+         * failure is a warning to see.  Wisdom's candidate was checked to be there: any
+         * failure of it is a real one. */
+        if (from_wisdom) {
+            tried_real = 1;
+            pk_append_note(note, sizeof note, "wisdom: %s on %s %d failed (%s: %s), fell back",
+                           cand[i].variant, pk_backend_name(cand[i].backend), cand[i].device,
+                           pk_status_name(s), last_err);
+        } else if (s != PK_ENOBACKEND && s != PK_ENODEVICE && s != PK_ENOVARIANT) {
             tried_real = 1;
             pk_append_note(note, sizeof note, "%s failed (%s: %s), fell back",
                            pk_backend_name(cand[i].backend), pk_status_name(s), last_err);
@@ -208,6 +243,7 @@ void pk_choice_info(const pk_choice *c, pk_run_info *info)
     pk_strlcpy(info->reason, c->reason, sizeof info->reason);
     info->fell_back = c->fell_back;
     info->setup_s = c->setup_s;
+    info->plan_bytes = c->plan_bytes;
 }
 
 void pk_choice_run_info(const pk_choice *c, pk_run_info *info, double kernel_s, double flops,

@@ -132,7 +132,7 @@ static double ds_plan_bytes(const void *desc)
     return 8.0 * ((double)d->u_doubles + 2.0 * (double)d->spinor_doubles);
 }
 static const pk_kernel_class ds_class = {"dslash", PK_KERNEL_ON(ds), ds_create_on,
-                                          ds_destroy_on, ds_plan_bytes};
+                                          ds_destroy_on, ds_plan_bytes, NULL};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_ds_ops *ds_ops(const pk_choice *c) { return c->kops; }

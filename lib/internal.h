@@ -466,6 +466,31 @@ const pk_backend_ops *pk_backend_ops_get(pk_backend_id id);
 /** Why a backend was not built ("configure found no OpenCL"), for unbuilt ones. */
 const char *pk_backend_not_built_reason(pk_backend_id id);
 
+/* ---- wisdom (lib/wisdom.c: the file format; lib/wisdom_store.c: the context's entries,
+ *      the files, the choice for a call) ----------------------------------------------- */
+typedef struct pk_wisdom_list {
+    pk_wisdom_entry *e;
+    int n, cap;
+} pk_wisdom_list;
+
+/** NULL when the entry keeps the rules of lib/portkern.h (text fields terminated, without
+ *  control characters, the required ones not empty; a concrete backend; numbers in range),
+ *  else what breaks them ("size_bytes: must be > 0 and finite"). */
+const char *pk_wisdom_entry_problem(const pk_wisdom_entry *e);
+/** Put e into list, replacing the entry of the same kernel, device identity and size class;
+ *  PK_ESIZE beyond PK_WISDOM_MAX_ENTRIES, PK_ENOMEM. */
+pk_status pk_wisdom_list_put(pk_wisdom_list *list, const pk_wisdom_entry *e);
+void pk_wisdom_list_free(pk_wisdom_list *list);
+/** The reader: parse a file image of len bytes (no terminator needed; NUL bytes are errors)
+ *  into *out (empty on entry).  PK_OK: *out holds its entries; PK_EFORMAT: why names the
+ *  byte and line and what was wrong, *out stays empty; PK_ENOMEM.  The fuzzer's entry
+ *  point (fuzz/fuzz_wisdom.c). */
+pk_status pk_wisdom_parse(const char *buf, size_t len, pk_wisdom_list *out, char *why,
+                          size_t why_len);
+/** The writer: the file image of list (malloc'ed, NUL-terminated, *len without the NUL),
+ *  which pk_wisdom_parse reads back to the same entries. */
+pk_status pk_wisdom_format(const pk_wisdom_list *list, char **text, size_t *len);
+
 /* ---- the context ---------------------------------------------------------------------- */
 typedef struct pk_backend_slot {
     int probed;
@@ -481,6 +506,11 @@ struct pk_context {
     struct pk_plan_cache *cache; /* the one-shot calls' plans (lib/dispatch.c); NULL: empty */
     int cache_off;               /* PORTKERN_PLAN_CACHE=0 */
     size_t cache_limit;          /* bytes the kept plans may hold (pk_context_set_cache_limit) */
+    pk_wisdom_list wisdom;       /* lib/wisdom_store.c */
+    int wisdom_settled;          /* the default file was loaded, or the caller took over */
+    int wisdom_off;              /* PK_OPT_IGNORE_ENV or PORTKERN_WISDOM=0 and the caller added
+                                    nothing: the reason says nothing about wisdom */
+    char wisdom_note[256];       /* why the last load ignored its file ("" when it did not) */
 };
 
 /** Initialise a backend on first use; returns its state or NULL (reason in slot.why). */
@@ -500,8 +530,11 @@ typedef struct pk_kernel_class {
                         const void *desc, const char *variant, int threads, void **impl);
     void (*destroy)(const void *kops, void *impl);
     /* bytes of host or device memory a plan for desc holds (its arrays), for the context's
-     * plan cache ceiling */
+     * plan cache ceiling and as the size measure of wisdom */
     double (*plan_bytes)(const void *desc);
+    /* optional (NULL: always): 0 when a call of desc must not take wisdom's choice (conv2d
+     * with a method the caller chose) */
+    int (*accepts_wisdom)(const void *desc);
 } pk_kernel_class;
 
 /* The outcome of a dispatch: a created plan on one backend and device. */
@@ -521,7 +554,21 @@ typedef struct pk_choice {
     double setup_s;
     int no_fallback; /* set by the work once a failure may have overwritten the caller's input
                         (a one-shot download into an in-place array): then it is not retried */
+    double plan_bytes; /* the kernel class's plan_bytes of the call */
 } pk_choice;
+
+/* What wisdom chose for a call (pk_wisdom_choose). */
+typedef struct pk_wisdom_pick {
+    pk_backend_id backend;
+    int device;
+    char variant[32];
+    char says[256]; /* "wisdom: omp-tiled on <device>, tuned <date>" */
+} pk_wisdom_pick;
+/** Wisdom for a call of kc whose plan holds `size` bytes (lib/portkern.h, "Wisdom"): loads
+ *  the default file on the context's first use.  1 and *pick when an entry applies; 0 when
+ *  none does, with why appended to note (nothing when wisdom is off). */
+int pk_wisdom_choose(pk_context *ctx, const pk_kernel_class *kc, double size,
+                     pk_wisdom_pick *pick, char *note, size_t note_len);
 
 /* Work done on a fresh plan (one-shot calls upload, run and download there); a failure
  * makes the dispatcher destroy the plan and, under auto, try the next candidate. */

@@ -201,7 +201,7 @@ static double lp_plan_bytes(const void *desc)
     return 2.0 * 4.0 * (double)d->l * (double)d->l; /* two fields */
 }
 static const pk_kernel_class lp_class = {"laplace2d", PK_KERNEL_ON(lp), lp_create_on,
-                                          lp_destroy_on, lp_plan_bytes};
+                                          lp_destroy_on, lp_plan_bytes, NULL};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_lp_ops *lp_ops(const pk_choice *c) { return c->kops; }

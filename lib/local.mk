@@ -8,6 +8,8 @@ libportkern_la_SOURCES += \
 	lib/context.c \
 	lib/backend_serial.c \
 	lib/dispatch.c \
+	lib/wisdom.c \
+	lib/wisdom_store.c \
 	lib/diffusion3d.c \
 	lib/diffusion3d_serial.c \
 	lib/conv2d.c \

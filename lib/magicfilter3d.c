@@ -112,7 +112,7 @@ static double mf_plan_bytes(const void *desc)
                   (double)d->work_count[1]);
 }
 static const pk_kernel_class mf_class = {"magicfilter3d", PK_KERNEL_ON(mf), mf_create_on,
-                                          mf_destroy_on, mf_plan_bytes};
+                                          mf_destroy_on, mf_plan_bytes, NULL};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_mf_ops *mf_ops(const pk_choice *c) { return c->kops; }

@@ -122,7 +122,8 @@ typedef struct pk_device_info {
 typedef struct pk_context pk_context;
 
 /* Context option flags. */
-#define PK_OPT_IGNORE_ENV 0x1u /* do not read PORTKERN_BACKEND / PORTKERN_DEVICE / ... */
+#define PK_OPT_IGNORE_ENV 0x1u /* do not read PORTKERN_BACKEND / PORTKERN_DEVICE / ...,
+                                  nor load the default wisdom lazily */
 
 typedef struct pk_context_options {
     pk_backend_id backend; /* PK_BACKEND_AUTO: fastest usable (PORTKERN_BACKEND overrides) */
@@ -193,7 +194,114 @@ typedef struct pk_run_info {
     double stage_s[8];     /* host and OpenCL stages run one after another (sum <= wall_s);
                               CUDA's run on up to 3 streams at once (compute, copy, central
                               box), so their sum can exceed wall_s, by at most 3x */
+    double plan_bytes;     /* bytes of host or device memory the plan's arrays hold, by the
+                              kernel's model (diffusion3d: two fields of nx*ny*nz floats): the
+                              size measure that wisdom entries are matched by */
 } pk_run_info;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Wisdom: measured choices of backend, device and variant (FFTW's wisdom is the model).    */
+/* A context holds a list of entries, one per (kernel, device identity, size class).  When a
+ * call leaves the choice to auto (no backend forced by the caller or PORTKERN_BACKEND, no
+ * variant named; conv2d: method PK_CONV2D_AUTO), the dispatcher looks for an entry that
+ * applies and tries its backend, device and variant first:
+ *  - same kernel, and the entry's library version is pk_version();
+ *  - its backend is usable in this context and has a device of the same identity (name,
+ *    driver string, compute units, as pk_device_get_info reports them; the device index the
+ *    caller or PORTKERN_DEVICE asked for, if any, must be that device); its variant is one of
+ *    that backend's variants;
+ *  - of those, the entry whose size_bytes is nearest in log scale to the call's plan_bytes
+ *    (pk_run_info.plan_bytes), within a factor of 8 either way; on a tie the fastest
+ *    (seconds).  Beyond a factor of 8 no wisdom applies.
+ * If the entry's plan fails, the normal auto order follows (fell_back 1, reason says why).
+ * The run info's reason names the source: "openmp: chosen (wisdom: omp-tiled on <device>,
+ * tuned <date>)"; else it says why none applied: "wisdom: none for diffusion3d at this size
+ * (ignored: 1 of another library version)", "wisdom: file ignored: <path>: <why>".
+ * conv2d's plan_bytes does not see the PSF: above the method's FFT crossover (324 taps,
+ * PORTKERN_CONV2D_FFT_TAPS) the FFT variant of the entry's backend runs whatever the entry
+ * names; below it the entry's variant runs.
+ *
+ * The file (docs/ARCHITECTURE.md, "Wisdom"): JSON, {"portkern_wisdom": 1, "entries": [{...},
+ * ...]}, each entry a flat object of the fields below (backend by name).  Readers ignore
+ * unknown keys with a string or number value; anything else that is not exactly this shape
+ * (syntax, types, a string longer than its field, a control character, nesting, more than
+ * PK_WISDOM_MAX_ENTRIES entries, more than PK_WISDOM_MAX_FILE_BYTES) makes the whole file
+ * ignored, as does another format version.  Entries of another library version or of devices
+ * not present are kept (and saved again) but never applied.
+ *
+ * The default file: PORTKERN_WISDOM if set (a path; "0" or "" disables wisdom), else
+ * $XDG_CACHE_HOME/portkern/wisdom.json (an absolute XDG_CACHE_HOME), else
+ * $HOME/.cache/portkern/wisdom.json.  A context loads it once, on its first auto dispatch
+ * (a missing file is no wisdom; when PORTKERN_WISDOM named it, the reason says so), unless it was created with PK_OPT_IGNORE_ENV or the caller
+ * already called pk_wisdom_add, pk_wisdom_load or pk_wisdom_forget on it.  Adding, loading
+ * or forgetting wisdom releases the context's kept plans (pk_context_release_cache), whose
+ * choice it may change. */
+#define PK_WISDOM_FORMAT 1                /* the "portkern_wisdom" number this library reads */
+#define PK_WISDOM_MAX_ENTRIES 1024
+#define PK_WISDOM_MAX_FILE_BYTES (1 << 20)
+
+typedef struct pk_wisdom_entry {
+    char kernel[32];        /* "diffusion3d", as the kernel's run info and docs name it */
+    pk_backend_id backend;  /* where the winner ran (a concrete backend, never auto) */
+    int device;             /* its device index within the backend when tuned (>= 0); the
+                               match is by identity, the index only breaks ties */
+    char device_name[128];  /* device identity, from pk_device_get_info: name, */
+    char driver[128];       /* driver / runtime version string, */
+    int compute_units;      /* and compute units (>= 0; OpenMP: its thread count) */
+    char version[32];       /* pk_version() of the library that tuned it */
+    char size_class[64];    /* "small", "paper", "large" or a shape text ("256x256x256") */
+    double size_bytes;      /* the size measure: pk_run_info.plan_bytes of a call of that
+                               shape (> 0, finite) */
+    char variant[32];       /* the winner, one of the backend's variants */
+    char params[128];       /* the winner's tuning parameters as text ("" for none): recorded
+                               for the tuner and the reader; the library does not apply them */
+    double seconds;         /* the winner's time (>= 0, finite) */
+    char runners_up[256];   /* the others as text, e.g. "omp-tiled 1.07x, omp 2.90x" */
+    char date[32];          /* when it was measured, ISO 8601 UTC ("2026-01-31T12:00:00Z") */
+} pk_wisdom_entry;
+/* Every text field is NUL-terminated, without control characters; kernel, device_name,
+ * version, size_class, variant and date must not be empty. */
+
+/** Zero *entry and fill its device part from pk_device_get_info(ctx, backend, device):
+ *  backend, device, device_name, driver, compute_units; version = pk_version(); date = now.
+ *  The caller fills kernel, size_class, size_bytes, variant, seconds (params, runners_up). */
+PK_API pk_status pk_wisdom_entry_init(pk_context *ctx, pk_backend_id backend, int device,
+                                      pk_wisdom_entry *entry);
+/** Add an entry to the context, replacing the one of the same kernel, device identity (name,
+ *  driver, compute units) and size class.  PK_EINVAL names a field that breaks the rules
+ *  above.  At most PK_WISDOM_MAX_ENTRIES per context (PK_ESIZE beyond). */
+PK_API pk_status pk_wisdom_add(pk_context *ctx, const pk_wisdom_entry *entry);
+/** Read a wisdom file and add its entries (as pk_wisdom_add does, the file's replacing the
+ *  context's of the same key).  path NULL: the default file (PORTKERN_WISDOM is not read when
+ *  the context has PK_OPT_IGNORE_ENV); a missing default file, or wisdom disabled by
+ *  PORTKERN_WISDOM, is PK_OK with nothing added.  A missing named file is PK_EIO; a file
+ *  that is not valid wisdom is PK_EFORMAT with the reason in pk_last_error() and in
+ *  pk_wisdom_note(), and adds nothing. */
+PK_API pk_status pk_wisdom_load(pk_context *ctx, const char *path);
+/** Write the context's entries to a wisdom file, merged with what the file holds (the
+ *  context's replacing the file's of the same key; entries only in the file are kept).  path
+ *  NULL: the default file (its directories are created); PK_EINVAL when PORTKERN_WISDOM
+ *  disables it.  Under an exclusive flock of "<path>.lock" the file is read, merged, written
+ *  to a temporary beside it and renamed into place: concurrent savers (threads, processes)
+ *  lose nothing and readers see the old or the new file whole.  An existing file that is not
+ *  valid wisdom (another format version included) is not overwritten: PK_EFORMAT. */
+PK_API pk_status pk_wisdom_save(pk_context *ctx, const char *path);
+/** Drop the context's entries (not the file's); no default file is loaded afterwards.
+ *  NULL: no-op. */
+PK_API void pk_wisdom_forget(pk_context *ctx);
+/** Number of entries the context holds (0 for NULL); a lazy load happens only on dispatch,
+ *  so call pk_wisdom_load first to list a file. */
+PK_API int pk_wisdom_count(const pk_context *ctx);
+/** Copy entry `index` (0 .. pk_wisdom_count - 1, in the order added) into *entry. */
+PK_API pk_status pk_wisdom_get(const pk_context *ctx, int index, pk_wisdom_entry *entry);
+/** Why the context's last load ignored its file ("<path>: byte 12 (line 1): ..."), or "" when
+ *  it did not; never NULL.  The string lives as long as the context. */
+PK_API const char *pk_wisdom_note(const pk_context *ctx);
+/** The file path NULL stands for in pk_wisdom_load and pk_wisdom_save for this context
+ *  (ctx may be NULL: the environment is read): "" when wisdom is disabled by
+ *  PORTKERN_WISDOM or no default location exists (neither XDG_CACHE_HOME nor HOME).
+ *  PK_ESIZE when it does not fit in len bytes. */
+PK_API pk_status pk_wisdom_default_path(const pk_context *ctx, char *path, size_t len);
 
 /* ---------------------------------------------------------------------------------------- */
 /* diffusion3d: 7-point diffusion stencil (docs/KERNELS.md section 3).                       */

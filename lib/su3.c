@@ -303,7 +303,7 @@ static double s3_plan_bytes(const void *desc)
     return 8.0 * ((double)d->u_doubles + 2.0 * (double)d->spinor_doubles);
 }
 static const pk_kernel_class s3_class = {"su3", PK_KERNEL_ON(s3), s3_create_on,
-                                          s3_destroy_on, s3_plan_bytes};
+                                          s3_destroy_on, s3_plan_bytes, NULL};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_s3_ops *s3_ops(const pk_choice *c) { return c->kops; }

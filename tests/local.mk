@@ -1,13 +1,15 @@
 # tests/: TAP tests run by `make check` through Automake's tap-driver.sh.
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 LOG_DRIVER_FLAGS = --comments
-# Tests never touch the user's caches; PoCL needs a writable cache dir; two cores are shared
-# between OpenMP and PoCL's threads.
+# Tests never touch the user's caches (nor read the user's wisdom: auto's choices stay the
+# fixed order; tests/test_wisdom.c sets its own); PoCL needs a writable cache dir; two cores
+# are shared between OpenMP and PoCL's threads.
 AM_TESTS_ENVIRONMENT = \
 	top_srcdir='$(top_srcdir)'; top_builddir='$(top_builddir)'; \
 	POCL_CACHE_DIR='$(abs_top_builddir)/tests/pocl-cache'; \
 	PORTKERN_CACHE_DIR='$(abs_top_builddir)/tests/portkern-cache'; \
-	export top_srcdir top_builddir POCL_CACHE_DIR PORTKERN_CACHE_DIR; \
+	PORTKERN_WISDOM=0; \
+	export top_srcdir top_builddir POCL_CACHE_DIR PORTKERN_CACHE_DIR PORTKERN_WISDOM; \
 	unset PORTKERN_BACKEND PORTKERN_DEVICE;
 if PK_ASAN
 # --enable-sanitizers: LeakSanitizer ignores what PoCL and LLVM keep until exit
@@ -72,7 +74,8 @@ PK_TEST_PROGS = \
 	tests/test_faults \
 	tests/test_threads \
 	tests/test_badinput \
-	tests/test_plan_cache
+	tests/test_plan_cache \
+	tests/test_wisdom
 check_PROGRAMS += $(PK_TEST_PROGS)
 TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
 	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh \

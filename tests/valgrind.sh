@@ -32,7 +32,7 @@ progs="tests/test_errors tests/test_npy tests/test_differ tests/test_badinput te
        tests/test_threads tests/test_d3_serial tests/test_d3_openmp tests/test_cv_serial
        tests/test_cv_openmp tests/test_mf_serial tests/test_mf_openmp
        tests/test_lp_serial tests/test_s3_serial tests/test_ds_serial tests/test_ds_openmp
-       fuzz/replay_npy fuzz/replay_cli fuzz/replay_json"
+       tests/test_wisdom fuzz/replay_npy fuzz/replay_cli fuzz/replay_json fuzz/replay_wisdom"
 [ $# -gt 0 ] && progs=$*
 
 total=0 failed=0 points=0
