@@ -161,6 +161,16 @@ PK_API pk_status pk_device_get_info(pk_context *ctx, pk_backend_id backend, int 
  *  backend (never silently clamped). */
 PK_API pk_status pk_measure_bandwidth(pk_context *ctx, pk_backend_id backend, int device,
                                       size_t bytes, int reps, double *bytes_per_second);
+/** Measure the double-precision FMA peak of a host backend's device, in flop/s (an FMA is 2
+ *  flops per vector lane): independent FMA chains, enough to hide the FMA latency, in the
+ *  widest vectors the CPU has (pk_device_info.simd "avx512f": AVX-512; "avx2": AVX2 + FMA;
+ *  otherwise scalar code), best of 5 runs of about 30 ms each.  serial: one thread; openmp:
+ *  the context's threads (0: OpenMP's default), each thread's rate over its own loop time
+ *  summed.  With the copy bandwidth this is the host's roof (min(peak, intensity x
+ *  bandwidth)).  Device backends (opencl, cuda): PK_EUNSUPPORTED; an unusable backend or a
+ *  device index out of range: as pk_measure_bandwidth. */
+PK_API pk_status pk_measure_peak_flops(pk_context *ctx, pk_backend_id backend, int device,
+                                       double *flops_per_second);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Run information, filled by every kernel call that takes one.                             */

@@ -17,6 +17,9 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Set only by the fuzz harness (fuzz/fuzz_cli.c); see cli_common.h. */
 int cli_parse_only = 0;
@@ -622,6 +625,15 @@ double cli_now_s(void)
 double cli_rate(double amount, double seconds)
 {
     return seconds > 0 && amount > 0 ? amount / seconds : NAN;
+}
+
+int cli_host_threads(int threads)
+{
+#ifdef _OPENMP
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    return threads > 0 ? threads : 1;
+#endif
 }
 
 void cli_shape_text(const size_t *shape, int ndim, char *buf, size_t len)

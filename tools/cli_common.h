@@ -114,6 +114,8 @@ const cli_jvalue *cli_json_get(const cli_jobject *obj, const char *key);
 double cli_now_s(void);
 /** amount / seconds, NaN unless both are positive. */
 double cli_rate(double amount, double seconds);
+/** The host threads of --threads N: N, or OpenMP's default for 0 (1 without OpenMP). */
+int cli_host_threads(int threads);
 /** "[a, b, c]" */
 void cli_shape_text(const size_t *shape, int ndim, char *buf, size_t len);
 

@@ -32,10 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "cli_kernel.h"
 #include "gen/grid_gen.h"
 
@@ -936,15 +932,6 @@ typedef struct gr_plan {
     int rec;
 } gr_plan;
 
-static int host_threads(int threads)
-{
-#ifdef _OPENMP
-    return threads > 0 ? threads : omp_get_max_threads();
-#else
-    return threads > 0 ? threads : 1;
-#endif
-}
-
 static const gr_rec *gr_find_rec(const gr_bench *b, const char *variant)
 {
     for (int i = 0; i < b->nrecs; ++i) /* variant names differ between backends */
@@ -1080,7 +1067,7 @@ static void gr_case_json(cli_json *j, const void *bd, int c)
     cj_int(j, "max_support", b->g.max_support);
     cj_num(j, "generate_seconds", b->g.gen_s);
     cj_num(j, "reference_seconds", b->ref_chk.ref_s);
-    cj_int(j, "host_threads", host_threads(b->threads));
+    cj_int(j, "host_threads", cli_host_threads(b->threads));
     cj_str(j, "updates_model", "grid-point updates = sum over gridded visibilities of "
            "(2 support + 1)^2 = flops / 8");
 }
@@ -1136,7 +1123,7 @@ static void gr_report(cli_bench_result *res)
                    "%s\n", pk_backend_name(r->backend), r->variant, r->v.rep.norm_rel_err,
                    GR_RTOL, rec->norm_rel_diff, rec->skipped_equal ? "equal" : "DIFFERS");
     }
-    const int nt = host_threads(b->threads);
+    const int nt = cli_host_threads(b->threads);
     printf("note: NAG report (Xeon, 24 cores; gridding only): synthetic serial 4980 ms "
            "(0.43 Mvis/s), 24 threads atomic 1040 ms (0.086 Mvis/s per core),\n"
            "      tiled 198 ms (0.45 Mvis/s per core); el82-70 tiled 2211 ms (0.59 Mvis/s per "

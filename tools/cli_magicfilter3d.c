@@ -9,21 +9,14 @@
  *
  * Bench: every variant on the two periodic MF grids of the size (serial-direct on the small
  * grid only), and the roofline measured in the same run: host roof = min(FMA peak, 2 flop/B x
- * copy bandwidth), device roof = 2 flop/B x its copy bandwidth. */
+ * copy bandwidth), device roof = 2 flop/B x its copy bandwidth (the library measures both:
+ * pk_measure_peak_flops, pk_measure_bandwidth). */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define MF_X86 1
-#include <immintrin.h>
-#endif
 
 #include "cli_kernel.h"
 
@@ -354,153 +347,6 @@ static void mf_data_free(void *data)
     free(d->ref);
 }
 
-/* ---- the FMA peak of the host -------------------------------------------------------------
- * Independent chains a = a * m + c (m < 1: they converge, nothing over- or underflows), more
- * chains than FMA latency x FMA pipes on any x86 core, so the loop runs at the FMA
- * throughput.  Each ISA is a separately compiled function (target attributes), picked by
- * what the CPU supports; the best rate counts. */
-static volatile double mf_sink;
-
-#define MF_SCALAR_CHAINS 16
-static double fma_loop_generic(long iters)
-{
-    double a[MF_SCALAR_CHAINS], s = 0;
-    const double m = 0.9999999, c = 1e-7;
-    for (int k = 0; k < MF_SCALAR_CHAINS; ++k) a[k] = 0.01 * k;
-    for (long i = 0; i < iters; ++i)
-        for (int k = 0; k < MF_SCALAR_CHAINS; ++k) a[k] = a[k] * m + c;
-    for (int k = 0; k < MF_SCALAR_CHAINS; ++k) s += a[k];
-    return s;
-}
-
-#ifdef MF_X86
-#define MF_REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define MF_REP16(X) MF_REP12(X) X(12) X(13) X(14) X(15)
-
-__attribute__((target("avx2,fma"))) static double fma_loop_avx2(long iters)
-{
-    const __m256d m = _mm256_set1_pd(0.9999999), c = _mm256_set1_pd(1e-7);
-#define MF_DECL(k) __m256d a##k = _mm256_set1_pd(0.01 * k);
-#define MF_STEP(k) a##k = _mm256_fmadd_pd(a##k, m, c);
-#define MF_SUM(k) s = _mm256_add_pd(s, a##k);
-    MF_REP12(MF_DECL)
-    for (long i = 0; i < iters; ++i) {
-        MF_REP12(MF_STEP)
-    }
-    __m256d s = _mm256_setzero_pd();
-    MF_REP12(MF_SUM)
-    double t[4];
-    _mm256_storeu_pd(t, s);
-    return t[0] + t[1] + t[2] + t[3];
-#undef MF_DECL
-#undef MF_STEP
-#undef MF_SUM
-}
-
-__attribute__((target("avx512f"))) static double fma_loop_avx512(long iters)
-{
-    const __m512d m = _mm512_set1_pd(0.9999999), c = _mm512_set1_pd(1e-7);
-#define MF_DECL(k) __m512d a##k = _mm512_set1_pd(0.01 * k);
-#define MF_STEP(k) a##k = _mm512_fmadd_pd(a##k, m, c);
-#define MF_SUM(k) s = _mm512_add_pd(s, a##k);
-    MF_REP16(MF_DECL)
-    for (long i = 0; i < iters; ++i) {
-        MF_REP16(MF_STEP)
-    }
-    __m512d s = _mm512_setzero_pd();
-    MF_REP16(MF_SUM)
-    double t[8];
-    _mm512_storeu_pd(t, s);
-    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
-#undef MF_DECL
-#undef MF_STEP
-#undef MF_SUM
-}
-#endif
-
-typedef struct fma_kind {
-    const char *isa;
-    double (*loop)(long);
-    double flops_per_iter;
-} fma_kind;
-
-/* Flop/s of iters iterations on `threads` threads (0: OpenMP's default; 1: this thread
- * alone): the sum of every thread's rate over its own loop time, so that a thread started
- * late or descheduled a moment costs only its own share; *t gets the longest loop time and
- * *nt the number of threads that ran. */
-static double fma_rate(const fma_kind *k, long iters, int threads, double *t, int *nt)
-{
-    double sum = 0, flops = 0, tmax = 0;
-    *nt = 1;
-    (void)threads; /* without OpenMP: one thread */
-#ifdef _OPENMP
-    if (threads != 1) {
-        int team = 1;
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
-        {
-            const double t0 = cli_now_s(), r = k->loop(iters), dt = cli_now_s() - t0;
-#pragma omp critical(pk_mf_fma)
-            {
-                sum += r;
-                flops += (double)iters * k->flops_per_iter / dt;
-                if (dt > tmax) tmax = dt;
-            }
-#pragma omp master
-            team = omp_get_num_threads();
-        }
-        *nt = team;
-    } else
-#endif
-    {
-        const double t0 = cli_now_s();
-        sum = k->loop(iters);
-        tmax = cli_now_s() - t0;
-        flops = (double)iters * k->flops_per_iter / tmax;
-    }
-    mf_sink = mf_sink + sum;
-    *t = tmax;
-    return flops;
-}
-
-/* Flop/s of the best ISA's FMA loop on `threads` threads (0: OpenMP's default), best of 5
- * runs of about 30 ms each; *isa and *nt_out say which ISA and how many threads. */
-static double fma_peak(int threads, const char **isa, int *nt_out)
-{
-    fma_kind kinds[3];
-    int nk = 0;
-    double best_rate = 0;
-#ifdef MF_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        kinds[nk++] = (fma_kind){"avx512f", fma_loop_avx512, 256};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        kinds[nk++] = (fma_kind){"avx2+fma", fma_loop_avx2, 96};
-#endif
-    if (nk == 0) kinds[nk++] = (fma_kind){"generic", fma_loop_generic, 2 * MF_SCALAR_CHAINS};
-    *isa = kinds[0].isa;
-    *nt_out = 1;
-    for (int k = 0; k < nk; ++k) {
-        long iters = 1L << 14;
-        int nt;
-        double t, f = fma_rate(&kinds[k], iters, threads, &t, &nt);
-        while (t < 0.02 && iters < (1L << 40)) { /* calibrate: about 30 ms per run */
-            iters = t > 1e-4 ? (long)(iters * (0.03 / t)) + 1 : iters * 16;
-            f = fma_rate(&kinds[k], iters, threads, &t, &nt);
-        }
-        for (int r = 0; r < 5; ++r) {
-            const double fr = fma_rate(&kinds[k], iters, threads, &t, &nt);
-            if (fr > f) f = fr;
-        }
-        if (f > best_rate) {
-            best_rate = f;
-            *isa = kinds[k].isa;
-            *nt_out = nt;
-        }
-    }
-    return best_rate;
-}
-
-
 /* ---- bench: every variant on the two periodic MF grids of the size ---------------------- */
 /* The roof of one backend, measured in the bench run (report, after the table). */
 typedef struct mf_roof {
@@ -508,7 +354,7 @@ typedef struct mf_roof {
     char device[128];
     int host;        /* serial, openmp: the roof is min(FMA peak, 2 x bandwidth) */
     int threads;     /* threads of the FMA loop */
-    const char *isa; /* of the FMA loop */
+    char isa[32];    /* of the FMA loop: the CPU's widest SIMD level */
     double peak;     /* flop/s; 0: not measured */
     double bw;       /* bytes/s (copy: read + written); 0: not measured */
     double roof;     /* flop/s; 0: unknown */
@@ -643,10 +489,20 @@ static void mf_measure_roofs(mf_bench *b, const cli_bench_result *res)
         rf->host = r->backend == PK_BACKEND_SERIAL || r->backend == PK_BACKEND_OPENMP;
         rf->bw = r->bw;
         if (rf->host) {
+            pk_context *ctx = res->set.ctx[r->backend];
+            pk_device_info di;
             cli_progress(MF_KERNEL " roof: %s FMA peak ...", pk_backend_name(r->backend));
-            rf->peak = fma_peak(r->backend == PK_BACKEND_SERIAL ? 1 : res->req->threads, &rf->isa,
-                                &rf->threads);
-            rf->roof = rf->bw > 0 ? fmin(rf->peak, 2 * rf->bw) : rf->peak;
+            if (pk_measure_peak_flops(ctx, r->backend, r->device, &rf->peak) != PK_OK) {
+                fprintf(stderr, "portkern bench: %s: FMA peak not measured: %s\n",
+                        pk_backend_name(r->backend), pk_last_error());
+                rf->peak = 0;
+            }
+            rf->threads = r->backend == PK_BACKEND_SERIAL ? 1 : cli_host_threads(res->req->threads);
+            snprintf(rf->isa, sizeof rf->isa, "%s",
+                     pk_device_get_info(ctx, r->backend, r->device, &di) == PK_OK && di.simd[0]
+                         ? di.simd : "scalar");
+            rf->roof = rf->bw > 0 && rf->peak > 0 ? fmin(rf->peak, 2 * rf->bw)
+                       : rf->peak > 0 ? rf->peak : 2 * rf->bw;
         } else {
             rf->roof = 2 * rf->bw;
         }
