@@ -59,17 +59,26 @@ static const char *cv_method_name(int id)
     return id == PK_CONV2D_DIRECT ? "direct" : id == PK_CONV2D_FFT ? "fft" : "auto";
 }
 
-static const cli_param cv_params[] = {
-    {"h", CLI_P_INT, offsetof(cv_args, h), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"w", CLI_P_INT, offsetof(cv_args, w), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"kh", CLI_P_INT, offsetof(cv_args, kh), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"kw", CLI_P_INT, offsetof(cv_args, kw), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"method", CLI_P_NAME, offsetof(cv_args, method), 0, 0, CLI_IN_ALL, cv_method_from_name,
-     cv_method_name, "direct, fft, auto"},
-    {"seed", CLI_P_INT, offsetof(cv_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+static const cli_names cv_methods = {cv_method_from_name, cv_method_name, "direct, fft, auto"};
 
-static const char *const cv_flags[] = {"norm", NULL};
+static const cli_param cv_params[] = {
+    {"h", CLI_P_INT, offsetof(cv_args, h), 1, INT_MAX, CLI_IN_ALL, NULL, "N --w N",
+     "image size (default 813 x 5271, the StrayLight frame); --preset small: "
+     "203 x 1317 (a quarter of the frame), paper and large: 813 x 5271, both "
+     "with an 11 x 11 PSF"},
+    {"w", CLI_P_INT, offsetof(cv_args, w), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
+    {"kh", CLI_P_INT, offsetof(cv_args, kh), 1, INT_MAX, CLI_IN_ALL, NULL, "N --kw N",
+     "PSF size (default 11 x 11)"},
+    {"kw", CLI_P_INT, offsetof(cv_args, kw), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
+    {"method", CLI_P_NAME, offsetof(cv_args, method), 0, 0, CLI_IN_ALL, &cv_methods, "M",
+     "direct, fft or auto (default): auto takes the FFT from a PSF size "
+     "measured on the CPU (docs/PERFORMANCE.md); a backend without an FFT "
+     "variant runs direct and says so in \"reason\"; --variant overrides it"},
+    {"seed", CLI_P_INT, offsetof(cv_args, seed), 0, INT_MAX, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {"norm", CLI_P_FLAG, offsetof(cv_args, norm), 0, 1, CLI_IN_RUN, NULL, NULL,
+     "--verify norm-wise (||ref - out||_2 <= rtol ||out||_2) instead of "
+     "element-wise: for data with outputs near zero through the FFT"},
+    {0}};
 
 static void cv_args_init(void *args)
 {
@@ -80,11 +89,6 @@ static void cv_args_init(void *args)
     a->method = PK_CONV2D_AUTO;
     a->seed = 1;
     a->norm = 0;
-}
-
-static int cv_options(cli_opt *o, int n, void *args, int gen)
-{
-    return gen ? n : cli_opt_add(o, n, "norm", CLI_FLAG, &((cv_args *)args)->norm, NULL, 0, 0);
 }
 
 /* small: a quarter of the frame (CI's bootstrap runs it); paper and large: the frame. */
@@ -546,18 +550,6 @@ const cli_kernel cli_kernel_conv2d = {
     .run_help =
         "Convolve one image with a PSF (StrayLight, docs/KERNELS.md section 5: correlation,\n"
         "periodic borders, output centred by kh/2, kw/2).\n"
-        "\n"
-        "  --h N --w N     image size (default 813 x 5271, the StrayLight frame; with --in:\n"
-        "                  must match); --preset small: 203 x 1317 (a quarter of the frame),\n"
-        "                  paper and large: 813 x 5271, both with an 11 x 11 PSF\n"
-        "  --kh N --kw N   PSF size (default 11 x 11; with --in: must match)\n"
-        "  --method M      direct, fft or auto (default): auto takes the FFT from a PSF size\n"
-        "                  measured on the CPU (docs/PERFORMANCE.md); a backend without an\n"
-        "                  FFT variant runs direct and says so in \"reason\"; --variant\n"
-        "                  overrides it\n"
-        "  --seed S        seed of the generated data (default 1)\n"
-        "  --norm          --verify norm-wise (||ref - out||_2 <= rtol ||out||_2) instead of\n"
-        "                  element-wise: for data with outputs near zero through the FFT\n"
         "Files: --in DIR reads DIR/image.npy (float32 [h][w]) and DIR/psf.npy (float32\n"
         "[kh][kw]); without --in, the StrayLight-like frame and PSF of 'portkern gen conv2d'\n"
         "are generated.  --out DIR writes DIR/out.npy (float32 [h][w]).\n"
@@ -566,19 +558,12 @@ const cli_kernel cli_kernel_conv2d = {
         "Write the inputs of a run: DIR/image.npy (a PROBA-V-sized StrayLight-like frame,\n"
         "float32 [h][w]: smooth background, sharp edges, texture, point sources; values\n"
         "about 0.3 .. 6), DIR/psf.npy (float32 [kh][kw]: a bright off-centre core, faint wide\n"
-        "wings and a ghost, summing to 1) and DIR/params.json (h, w, kh, kw, method, seed).\n"
-        "\n"
-        "  --h N --w N     image size (default 813 x 5271, the StrayLight frame)\n"
-        "  --kh N --kw N   PSF size (default 11 x 11)\n"
-        "  --seed S        seed (default 1): the same seed gives the same data\n"
-        "  --method M      recorded in params.json for 'run --in' (direct, fft, auto)\n",
-    .flags = cv_flags,
+        "wings and a ghost, summing to 1) and DIR/params.json (h, w, kh, kw, method, seed).\n",
     .variants = pk_conv2d_variants,
     .args_size = sizeof(cv_args),
     .data_size = sizeof(cv_data),
     .params = cv_params,
     .args_init = cv_args_init,
-    .options = cv_options,
     .preset = cv_preset,
     .resolve = cv_resolve,
     .load = cv_load,

@@ -31,19 +31,27 @@ typedef struct d3_data {
     float *ref;
 } d3_data;
 
-#define D3_COEF(k, name) \
+#define D3_COEF(k, name, arg, help) \
     {name, CLI_P_DOUBLE, offsetof(d3_args, coef) + (k) * sizeof(double), -DBL_MAX, DBL_MAX, \
-     CLI_IN_ALL, 0, 0, 0}
+     CLI_IN_ALL, NULL, arg, help}
 static const cli_param d3_params_table[] = {
-    {"nx", CLI_P_INT, offsetof(d3_args, nx), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"ny", CLI_P_INT, offsetof(d3_args, ny), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"nz", CLI_P_INT, offsetof(d3_args, nz), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"count", CLI_P_INT, offsetof(d3_args, count), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    D3_COEF(0, "cc"), D3_COEF(1, "cw"), D3_COEF(2, "ce"), D3_COEF(3, "cs"), D3_COEF(4, "cn"),
-    D3_COEF(5, "cb"), D3_COEF(6, "ct"),
+    {"nx", CLI_P_INT, offsetof(d3_args, nx), 1, INT_MAX, CLI_IN_ALL, NULL, "N --ny N --nz N",
+     "field size (default 64 each)"},
+    {"ny", CLI_P_INT, offsetof(d3_args, ny), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
+    {"nz", CLI_P_INT, offsetof(d3_args, nz), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
+    {"count", CLI_P_INT, offsetof(d3_args, count), 0, INT_MAX, CLI_IN_ALL, NULL, "N",
+     "steps (default 10)"},
+    D3_COEF(0, "cc", "X --cw X --ce X --cs X --cn X --cb X --ct X",
+            "coefficients (default: docs/KERNELS.md's: 0.1 for each neighbour, "
+            "cc = 0.4)"),
+    D3_COEF(1, "cw", NULL, NULL), D3_COEF(2, "ce", NULL, NULL), D3_COEF(3, "cs", NULL, NULL),
+    D3_COEF(4, "cn", NULL, NULL), D3_COEF(5, "cb", NULL, NULL), D3_COEF(6, "ct", NULL, NULL),
+    {"scale", CLI_P_DOUBLE, offsetof(d3_args, scale), 0, DBL_MAX, CLI_IN_GEN, NULL, "F",
+     "multiply each size by F (> 0; rounded, at least 1)"},
     /* recorded by gen: the cosine field does not depend on it */
-    {"seed", CLI_P_INT, offsetof(d3_args, seed), 0, INT_MAX, CLI_IN_GEN | CLI_IN_PARAMS, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {"seed", CLI_P_INT, offsetof(d3_args, seed), 0, INT_MAX, CLI_IN_GEN | CLI_IN_PARAMS, NULL, "S",
+     "recorded in params.json; the cosine field is deterministic"},
+    {0}};
 
 static void d3_args_init(void *args)
 {
@@ -51,12 +59,6 @@ static void d3_args_init(void *args)
     a->nx = a->ny = a->nz = 64;
     a->count = 10;
     a->scale = 1;
-}
-
-static int d3_options(cli_opt *o, int n, void *args, int gen)
-{
-    d3_args *a = args;
-    return gen ? cli_opt_add(o, n, "scale", CLI_DOUBLE, &a->scale, NULL, 0, DBL_MAX) : n;
 }
 
 static int d3_preset(const char *size, void *args)
@@ -380,30 +382,18 @@ const cli_kernel cli_kernel_diffusion3d = {
     .run_help =
         "Run count steps of the 7-point diffusion stencil (docs/KERNELS.md section 3) on a\n"
         "float32 field, in place.\n"
-        "\n"
-        "  --nx N --ny N --nz N   field size (default 64 each; with --in: must match)\n"
-        "  --count N       steps (default 10)\n"
-        "  --cc X --cw X --ce X --cs X --cn X --cb X --ct X   coefficients (default:\n"
-        "                  docs/KERNELS.md's: 0.1 for each neighbour, cc = 0.4)\n"
         "Files: --in DIR reads DIR/f.npy (float32 [nz][ny][nx]); without --in the cosine\n"
         "initial field is generated.  --out DIR writes the result as DIR/f.npy.\n"
         "\"diffusion3d\" in the JSON line: nx, ny, nz, count, the seven coefficients,\n"
         "gpts_per_s (points x steps per second of kernel time).\n",
     .gen_help =
         "Write the inputs of a run: DIR/f.npy (the cosine initial field of docs/KERNELS.md,\n"
-        "float32 [nz][ny][nx]) and DIR/params.json (sizes, count, coefficients, seed).\n"
-        "\n"
-        "  --nx N --ny N --nz N   field size (default 64 each, or the preset's)\n"
-        "  --count N       steps recorded in params.json (default 10, or the preset's)\n"
-        "  --scale F       multiply each size by F (> 0; rounded, at least 1)\n"
-        "  --seed S        recorded in params.json; the cosine field is deterministic\n"
-        "  --cc X ... --ct X   coefficients (default: docs/KERNELS.md's)\n",
+        "float32 [nz][ny][nx]) and DIR/params.json (sizes, count, coefficients, seed).\n",
     .variants = pk_diffusion3d_variants,
     .args_size = sizeof(d3_args),
     .data_size = sizeof(d3_data),
     .params = d3_params_table,
     .args_init = d3_args_init,
-    .options = d3_options,
     .preset = d3_preset,
     .resolve = d3_resolve,
     .load = d3_load,

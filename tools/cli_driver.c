@@ -30,22 +30,29 @@ const cli_kernel *cli_kernel_find(const char *name)
     return NULL;
 }
 
+/* 1 when --name is an option of some kernel that takes no value. */
+static int any_flag(const char *name)
+{
+    int flag = strcmp(name, "verify") == 0 || strcmp(name, "help") == 0;
+    for (int n = 0; cli_kernels[n]; ++n)
+        for (const cli_param *p = cli_kernels[n]->params; p && p->name; ++p)
+            if (p->type == CLI_P_FLAG || p->type == CLI_P_BOOL)
+                flag |= strcmp(name, p->name) == 0 ||
+                        (p->type == CLI_P_BOOL && strncmp(name, "no-", 3) == 0 &&
+                         strcmp(name + 3, p->name) == 0);
+    return flag;
+}
+
 /* The kernel operand of a run/gen command line: the first word that is neither an option
  * nor an option's value (options of every kernel that take no value are known here). */
 const char *cli_kernel_operand(int argc, char **argv)
 {
-    static const char *const common[] = {"verify", "help", NULL};
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) return i + 1 < argc ? argv[i + 1] : NULL;
         if (a[0] != '-' || a[1] == '\0') return a;
         if (a[1] != '-' || strchr(a, '=')) continue;
-        int flag = 0;
-        for (int k = 0; common[k]; ++k) flag |= strcmp(a + 2, common[k]) == 0;
-        for (int n = 0; cli_kernels[n]; ++n)
-            for (int k = 0; cli_kernels[n]->flags && cli_kernels[n]->flags[k]; ++k)
-                flag |= strcmp(a + 2, cli_kernels[n]->flags[k]) == 0;
-        if (!flag) ++i; /* the option's value */
+        if (!any_flag(a + 2)) ++i; /* the option's value */
     }
     return NULL;
 }
@@ -115,6 +122,9 @@ static int add_param_opts(const cli_kernel *k, unsigned where, void *args, param
             snprintf(s->noname[i], sizeof s->noname[i], "no-%s", p->name);
             n = cli_opt_add(o, n, s->noname[i], CLI_FLAG, &s->noflag[i], &s->noseen[i], 0, 0);
             break;
+        case CLI_P_FLAG:
+            n = cli_opt_add(o, n, p->name, CLI_FLAG, field(args, p), &s->seen[i], 0, 0);
+            break;
         }
     }
     return n;
@@ -142,9 +152,9 @@ static int take_param_opts(cli_call *c, param_slots *s)
                                        s->num[i]);
             *(size_t *)field(c->args, p) = (size_t)s->num[i];
         } else if (p->type == CLI_P_NAME) {
-            if (p->from_name(s->str[i], (int *)field(c->args, p)) != PK_OK)
+            if (p->names->from_name(s->str[i], (int *)field(c->args, p)) != PK_OK)
                 return cli_usage_error(c->prog, "option --%s: unknown %s '%s' (%s)", p->name,
-                                       p->name, s->str[i], p->names);
+                                       p->name, s->str[i], p->names->list);
         }
     }
     return 0;
@@ -203,9 +213,9 @@ int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj)
                                      path, p->name, p->min, p->max);
             break;
         case CLI_P_NAME:
-            if (v->type != CLI_JSTR || p->from_name(v->str, &id) != PK_OK) {
+            if (v->type != CLI_JSTR || p->names->from_name(v->str, &id) != PK_OK) {
                 char quoted[512];
-                quoted_names(p->names, quoted, sizeof quoted);
+                quoted_names(p->names->list, quoted, sizeof quoted);
                 rc = cli_usage_error(c->prog, "%s: \"%s\" must be %s", path, p->name, quoted);
             }
             break;
@@ -214,6 +224,7 @@ int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj)
                 rc = cli_usage_error(c->prog, "%s: \"%s\" must be a string", path, p->name);
             break;
         case CLI_P_BOOL:
+        case CLI_P_FLAG: /* never in params.json: no CLI_IN_PARAMS */
             if (!(v->type == CLI_JBOOL || (v->type == CLI_JNUM && (v->num == 0 || v->num == 1))))
                 rc = cli_usage_error(c->prog, "%s: \"%s\" must be true, false, 0 or 1", path,
                                      p->name);
@@ -229,7 +240,8 @@ int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj)
         case CLI_P_DOUBLE: *(double *)f = v->num; break;
         case CLI_P_NAME: *(int *)f = id; break;
         case CLI_P_TEXT: *(const char **)f = v->str; break; /* obj is kept until the end */
-        case CLI_P_BOOL: *(int *)f = v->num != 0; break;
+        case CLI_P_BOOL:
+        case CLI_P_FLAG: *(int *)f = v->num != 0; break;
         }
     }
     return rc;
@@ -265,9 +277,10 @@ static void write_params(cli_json *j, const cli_kernel *k, const void *args)
         case CLI_P_INT: cj_int(j, p->name, *(const int *)f); break;
         case CLI_P_COUNT: cj_int(j, p->name, (long long)*(const size_t *)f); break;
         case CLI_P_DOUBLE: cj_num(j, p->name, *(const double *)f); break;
-        case CLI_P_NAME: cj_str(j, p->name, p->to_name(*(const int *)f)); break;
+        case CLI_P_NAME: cj_str(j, p->name, p->names->to_name(*(const int *)f)); break;
         case CLI_P_TEXT: cj_str(j, p->name, *(const char *const *)f); break;
-        case CLI_P_BOOL: cj_bool(j, p->name, *(const int *)f); break;
+        case CLI_P_BOOL:
+        case CLI_P_FLAG: cj_bool(j, p->name, *(const int *)f); break;
         }
     }
 }
@@ -296,62 +309,104 @@ int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype d
 }
 
 /* ---- help ------------------------------------------------------------------------------- */
-static void variants_text(const cli_kernel *k, char *buf, size_t len)
+/* One option's lines: the option in columns 3-17 (a longer one on a line of its own), its
+ * text from column 19, wrapped at column 88. */
+static void help_line(FILE *f, const char *opt, const char *text)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int be = PK_BACKEND_SERIAL; be < PK_BACKEND_COUNT && used < len; ++be) {
-        const char *v = k->variants((pk_backend_id)be);
-        if (!v || !*v) continue;
-        used += (size_t)snprintf(buf + used, len - used, "%s%s: %s", used ? "; " : "",
-                                 pk_backend_name((pk_backend_id)be), v);
+    int col = 0;
+    fprintf(f, strlen(opt) > 15 ? "  %s\n%18s" : "  %-15s ", opt, "");
+    while (*text) {
+        const int w = (int)strcspn(text, " ");
+        if (col > 0 && col + 1 + w > 70) {
+            fprintf(f, "\n%18s", "");
+            col = 0;
+        } else if (col > 0) {
+            fputc(' ', f);
+            ++col;
+        }
+        fprintf(f, "%.*s", w, text);
+        col += w;
+        for (text += w; *text == ' '; ++text) {}
+    }
+    fputc('\n', f);
+}
+
+/* The option lines of the kernel's parameters that `where` (run or gen) has. */
+static void param_usage(const cli_kernel *k, unsigned where, FILE *f)
+{
+    fprintf(f, "\nOptions of %s:\n", k->name);
+    for (const cli_param *p = k->params; p && p->name; ++p) {
+        char opt[64];
+        if (!(p->in & where) || !p->help) continue;
+        snprintf(opt, sizeof opt, "--%s%s%s", p->name, p->arg ? " " : "", p->arg ? p->arg : "");
+        help_line(f, opt, p->help);
     }
 }
 
 static void run_usage(const cli_kernel *k, FILE *f)
 {
-    char vars[512];
-    variants_text(k, vars, sizeof vars);
+    char text[1024];
+    const char *sep = ":";
+    size_t used = (size_t)snprintf(text, sizeof text, "the backend's variants (the first its "
+                                   "default; with --backend auto a variant selects its backend)");
+    for (int be = PK_BACKEND_SERIAL; be < PK_BACKEND_COUNT && used < sizeof text; ++be) {
+        const char *v = k->variants((pk_backend_id)be);
+        if (!v || !*v) continue;
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s %s: %s", sep,
+                                 pk_backend_name((pk_backend_id)be), v);
+        sep = ";";
+    }
     fprintf(f, "Usage: portkern run %s [options]\n", k->name);
     fputs(k->run_help, f);
+    param_usage(k, CLI_IN_RUN, f);
     fprintf(f,
         "\nOptions of every kernel:\n"
-        "  --backend B     auto (default; PORTKERN_BACKEND), serial, openmp, opencl, cuda\n"
-        "  --variant V     the backend's variants (the first its default; with --backend auto\n"
-        "                  a variant selects its backend):\n"
-        "                  %s\n"
+        "  --backend B     auto (default; PORTKERN_BACKEND), serial, openmp, opencl, cuda\n");
+    help_line(f, "--variant V", text);
+    fprintf(f,
         "  --device N      device index within the backend (portkern-probe lists them)\n"
         "  --threads N     OpenMP threads (0: OpenMP's default)\n"
         "  --preset S      small, paper or large: the sizes 'portkern bench --size S' runs\n"
         "  --in DIR        read the inputs 'portkern gen %s --out DIR' writes, and\n"
-        "                  DIR/params.json; options given here override params.json\n"
-        "  --out DIR       write the outputs as .npy files into DIR (created when missing)\n"
-        "  --verify        also run the serial reference and compare: pass when\n"
-        "                  %s\n"
+        "                  DIR/params.json; options given here override params.json, and\n"
+        "                  sizes given must agree with the files' shapes\n"
+        "  --out DIR       write the outputs as .npy files into DIR (created when missing)\n",
+        k->name);
+    snprintf(text, sizeof text, "also run the serial reference and compare: pass when %s",
+             k->verify_rule);
+    help_line(f, "--verify", text);
+    fprintf(f,
         "  --rtol R        rtol of --verify (default %g)\n"
         "\n"
         "Prints one JSON line (one cold call: plan, transfers and kernel; 'portkern bench'\n"
         "times resident plan runs): kernel, backend, device, device_index, variant, seconds\n"
         "(the whole call), kernel_seconds, transfer_seconds, setup_seconds, layout_seconds,\n"
         "ms (kernel), gflop_per_s, gb_per_s (kernel time; flops and bytes by the library's\n"
-        "model: %s; %s), flops, bytes, flops_model, bytes_model, \"%s\" {its own fields},\n"
+        "models below), flops, bytes, flops_model, bytes_model, \"%s\" {its own fields},\n"
         "fell_back, reason; --verify adds \"verify\" {equal, mode, rtol, max_rel_err,\n"
-        "max_abs_err, norm_rel_err, num_failed, first_fail} and verify_rule.\n"
+        "max_abs_err, norm_rel_err, num_failed, first_fail} and verify_rule.\n",
+        k->rtol, k->name);
+    help_line(f, "flops_model", k->flops_model);
+    help_line(f, "bytes_model", k->bytes_model);
+    fprintf(f,
         "Exit status: 0 ok; 1 verification failed or the run failed; 2 bad option, bad input\n"
-        "file, or unknown backend/variant/device.\n",
-        vars, k->name, k->verify_rule, k->rtol, k->flops_model, k->bytes_model, k->name);
+        "file, or unknown backend/variant/device.\n");
 }
 
 static void gen_usage(const cli_kernel *k, FILE *f)
 {
     fprintf(f, "Usage: portkern gen %s --out DIR [options]\n", k->name);
     fputs(k->gen_help, f);
+    param_usage(k, CLI_IN_GEN, f);
     fprintf(f,
         "  --preset S      small, paper or large: the sizes 'portkern bench --size S' runs\n"
-        "\nEvery file is written under a temporary name and renamed when complete; params.json\n"
+        "  --out DIR       where the files go (created when missing)\n"
+        "\nDIR/params.json records the parameters for 'portkern run %s --in DIR'\n"
+        "(options given to run override them).\n"
+        "Every file is written under a temporary name and renamed when complete; params.json\n"
         "comes last, so a DIR with params.json holds a whole data set.\n"
         "Exit status: 0 written; 1 out of memory or a write failed; 2 bad option or\n"
-        "unwritable DIR.\n");
+        "unwritable DIR.\n", k->name);
 }
 
 void cli_kernels_usage(FILE *f, const char *cmd)
@@ -407,10 +462,10 @@ static int cmd_begin(cmd_state *st, const cli_kernel *k, const char *prog, unsig
     memset(st, 0, sizeof *st);
     st->c.k = k;
     st->c.prog = prog;
+    st->c.where = where;
     st->c.args = args;
     k->args_init(args);
     st->nopts = add_param_opts(k, where, args, &st->slots, st->opts, 0);
-    if (k->options) st->nopts = k->options(st->opts, st->nopts, args, where == CLI_IN_GEN);
     st->nopts = cli_opt_add(st->opts, st->nopts, "preset", CLI_STRING, &st->preset, NULL, 0, 0);
     return st->nopts;
 }

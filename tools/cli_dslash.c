@@ -35,7 +35,6 @@ typedef struct ds_args {
     double kappa;
     int recon12, seed;
     const char *dims; /* --dims X,Y,Z,T */
-    int seen_dims;
 } ds_args;
 
 typedef struct ds_data {
@@ -50,16 +49,23 @@ static const double *ds_psi(const ds_data *d) { return d->psi.data ? d->psi.data
 static const char *const ds_dim_names[4] = {"x", "y", "z", "t"};
 
 static const cli_param ds_params_table[] = {
-    {"x", CLI_P_INT, offsetof(ds_args, dim[0]), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"y", CLI_P_INT, offsetof(ds_args, dim[1]), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"z", CLI_P_INT, offsetof(ds_args, dim[2]), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"t", CLI_P_INT, offsetof(ds_args, dim[3]), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"kappa", CLI_P_DOUBLE, offsetof(ds_args, kappa), DBL_MIN, DBL_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"recon12", CLI_P_BOOL, offsetof(ds_args, recon12), 0, 1, CLI_IN_ALL, 0, 0, 0},
-    {"seed", CLI_P_INT, offsetof(ds_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
-
-static const char *const ds_flags[] = {"recon12", "no-recon12", NULL};
+    {"x", CLI_P_INT, offsetof(ds_args, dim[0]), 1, INT_MAX, CLI_IN_ALL, NULL, "N --y N --z N --t N",
+     "lattice extents (default 16 x 16 x 16 x 32; --preset takes "
+     "the larger lattice of bench: small 16x16x16x8, paper 16x16x16x32, large "
+     "24x24x24x48)"},
+    {"y", CLI_P_INT, offsetof(ds_args, dim[1]), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
+    {"z", CLI_P_INT, offsetof(ds_args, dim[2]), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
+    {"t", CLI_P_INT, offsetof(ds_args, dim[3]), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
+    {"dims", CLI_P_TEXT, offsetof(ds_args, dims), 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "X,Y,Z,T",
+     "the same in one option (not with --x/--y/--z/--t)"},
+    {"kappa", CLI_P_DOUBLE, offsetof(ds_args, kappa), DBL_MIN, DBL_MAX, CLI_IN_ALL, NULL, "K",
+     "hopping parameter (> 0, default 0.125)"},
+    {"recon12", CLI_P_BOOL, offsetof(ds_args, recon12), 0, 1, CLI_IN_ALL, NULL, NULL,
+     "keep the links as two rows, the third rebuilt in the kernel (the links "
+     "must be SU(3)); the conversion is timed apart (layout_seconds); "
+     "--no-recon12 (the default) overrides params.json"},
+    {"seed", CLI_P_INT, offsetof(ds_args, seed), 0, INT_MAX, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {0}};
 
 static void ds_args_init(void *args)
 {
@@ -69,14 +75,6 @@ static void ds_args_init(void *args)
     a->recon12 = 0;
     a->seed = 1;
     a->dims = NULL;
-    a->seen_dims = 0;
-}
-
-static int ds_options(cli_opt *o, int n, void *args, int gen)
-{
-    ds_args *a = args;
-    (void)gen;
-    return cli_opt_add(o, n, "dims", CLI_STRING, &a->dims, &a->seen_dims, 0, 0);
 }
 
 static int ds_size_index(const char *size)
@@ -100,7 +98,7 @@ static int ds_resolve(cli_call *c)
     ds_args *a = c->args;
     char why[160], part[32];
     const char *s = a->dims;
-    if (!a->seen_dims) return 0;
+    if (!a->dims) return 0;
     for (int k = 0; k < 4; ++k)
         if (cli_seen(c, ds_dim_names[k]) == CLI_SEEN_OPT)
             return cli_usage_error(c->prog, "give either --dims or --x/--y/--z/--t, not both");
@@ -412,16 +410,6 @@ const cli_kernel cli_kernel_dslash = {
         "  chi = 1/(2 kappa) psi + 1/2 sum_mu [(1 - g_mu) U_mu(x) psi(x+mu)\n"
         "                                   + (1 + g_mu) U_mu(x-mu)^+ psi(x-mu)]\n"
         "(the source paper's plus sign; the common convention has a minus).\n"
-        "\n"
-        "  --x N --y N --z N --t N   lattice extents (default 16 x 16 x 16 x 32; with --in:\n"
-        "                  must match; --preset takes the larger lattice of bench: small\n"
-        "                  16x16x16x8, paper 16x16x16x32, large 24x24x24x48)\n"
-        "  --dims X,Y,Z,T  the same in one option (not with --x/--y/--z/--t)\n"
-        "  --kappa K       hopping parameter (> 0, default 0.125)\n"
-        "  --recon12       keep the links as two rows, the third rebuilt in the kernel (the\n"
-        "                  links must be SU(3)); the conversion is timed apart\n"
-        "                  (layout_seconds); --no-recon12 overrides params.json\n"
-        "  --seed S        seed of the generated data (default 1)\n"
         "Files: --in DIR reads DIR/psi.npy (complex128 [T][Z][Y][X][4][3]; the extents come\n"
         "from its shape) and DIR/u.npy (complex128 [4][T][Z][Y][X][3][3]); without --in,\n"
         "random SU(3) links and a Gaussian spinor are generated as 'portkern gen dslash'\n"
@@ -430,25 +418,15 @@ const cli_kernel cli_kernel_dslash = {
         "compares norm-wise (the verify object's first_fail indexes [T][Z][Y][X][4][3][re,im]).\n"
         "\"dslash\" in the JSON line: x, y, z, t, volume, kappa, recon12.\n",
     .gen_help =
-        "Write the inputs of a run: DIR/u.npy (random SU(3) links, complex128\n"
-        "[4][T][Z][Y][X][3][3]), DIR/psi.npy (Gaussian spinor, complex128 [T][Z][Y][X][4][3])\n"
-        "and DIR/params.json (x, y, z, t, kappa, recon12, seed), which 'portkern run dslash\n"
-        "--in DIR' reads.  DIR is created when missing.\n"
-        "\n"
-        "  --x N --y N --z N --t N   lattice extents (default 16 x 16 x 16 x 32)\n"
-        "  --dims X,Y,Z,T  the same in one option\n"
-        "  --kappa K       recorded hopping parameter (default 0.125)\n"
-        "  --recon12       record recon12 (the links are full matrices either way);\n"
-        "                  --no-recon12 records false (the default)\n"
-        "  --seed S        seed (default 1): u from S, psi from S + 1; the same seed gives\n"
-        "                  the same data on every machine\n",
-    .flags = ds_flags,
+        "Write the inputs of a run: DIR/u.npy (random SU(3) links from the seed S, complex128\n"
+        "[4][T][Z][Y][X][3][3]), DIR/psi.npy (Gaussian spinor from S + 1, complex128\n"
+        "[T][Z][Y][X][4][3]) and DIR/params.json (x, y, z, t, kappa, recon12, seed); the links\n"
+        "are full matrices whatever --recon12 records.\n",
     .variants = pk_dslash_variants,
     .args_size = sizeof(ds_args),
     .data_size = sizeof(ds_data),
     .params = ds_params_table,
     .args_init = ds_args_init,
-    .options = ds_options,
     .preset = ds_preset,
     .resolve = ds_resolve,
     .load = ds_load,

@@ -66,13 +66,11 @@ typedef struct gr_args {
     int oversample, grid_size, num_w_planes, conv_size_half, kernel_layout, seed;
     double cell_size_rad, w_scale, scale;
     const char *dataset, *layout;
-    /* the options hook's: --grid-size, --cell-size, --w-scale (params.json's grid_size,
-     * cell_size_rad and w_scale, taken over by gr_resolve: the command line wins) and gen's
-     * --kernels (kernel_layout) */
-    int opt_grid_size, seen_grid_size, seen_cell_size, seen_w_scale;
+    /* options only: --grid-size, --cell-size, --w-scale (params.json's grid_size,
+     * cell_size_rad and w_scale, taken over by gr_resolve: the command line wins) and the rest */
+    int opt_grid_size;
     double opt_cell_size, opt_w_scale;
-    const char *opt_kernels;
-    int tile_size, central_radius, unit_vis, touched, gen;
+    int tile_size, central_radius, unit_vis, touched;
     double tile_factor;
     const char *png, *export_dir;
     const pk_gg_dataset *ds; /* without --in: the data set generated */
@@ -95,33 +93,75 @@ static const char *gr_layout_name(int id)
     return id == PK_GRID_KERNELS_FULL ? "full" : "compact";
 }
 
-/* In the order of params.json. */
+static const cli_names gr_layouts = {gr_layout_from_name, gr_layout_name, "full, compact"};
+
+/* In the order of params.json, then the options that are no keys of it. */
+#define GR_OFF(field) offsetof(gr_args, field)
 static const cli_param gr_params[] = {
-    {"oversample", CLI_P_INT, offsetof(gr_args, oversample), 2, 1024, CLI_IN_RUN | CLI_IN_PARAMS,
-     0, 0, 0},
-    {"cell_size_rad", CLI_P_DOUBLE, offsetof(gr_args, cell_size_rad), DBL_MIN, DBL_MAX,
-     CLI_IN_PARAMS, 0, 0, 0},
-    {"w_scale", CLI_P_DOUBLE, offsetof(gr_args, w_scale), 0, DBL_MAX, CLI_IN_PARAMS, 0, 0, 0},
-    {"grid_size", CLI_P_INT, offsetof(gr_args, grid_size), 2, INT_MAX, CLI_IN_PARAMS, 0, 0, 0},
-    {"num_w_planes", CLI_P_INT, offsetof(gr_args, num_w_planes), 1, INT_MAX, CLI_IN_PARAMS, 0, 0,
-     0},
-    {"conv_size_half", CLI_P_INT, offsetof(gr_args, conv_size_half), 0, INT_MAX, CLI_IN_PARAMS, 0,
-     0, 0},
-    {"kernel_layout", CLI_P_NAME, offsetof(gr_args, kernel_layout), 0, 0, CLI_IN_PARAMS,
-     gr_layout_from_name, gr_layout_name, "full, compact"},
-    {"dataset", CLI_P_TEXT, offsetof(gr_args, dataset), 0, 0, CLI_IN_ALL, 0, 0, 0},
-    {"scale", CLI_P_DOUBLE, offsetof(gr_args, scale), DBL_MIN, 1, CLI_IN_ALL, 0, 0, 0},
-    {"seed", CLI_P_INT, offsetof(gr_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"layout", CLI_P_TEXT, offsetof(gr_args, layout), 0, 0, CLI_IN_RUN | CLI_IN_GEN, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {"oversample", CLI_P_INT, GR_OFF(oversample), 2, 1024, CLI_IN_RUN | CLI_IN_PARAMS, NULL,
+     NULL, NULL},
+    {"cell_size_rad", CLI_P_DOUBLE, GR_OFF(cell_size_rad), DBL_MIN, DBL_MAX, CLI_IN_PARAMS, NULL,
+     NULL, NULL},
+    {"w_scale", CLI_P_DOUBLE, GR_OFF(w_scale), 0, DBL_MAX, CLI_IN_PARAMS, NULL, NULL, NULL},
+    {"grid_size", CLI_P_INT, GR_OFF(grid_size), 2, INT_MAX, CLI_IN_PARAMS, NULL, NULL, NULL},
+    {"num_w_planes", CLI_P_INT, GR_OFF(num_w_planes), 1, INT_MAX, CLI_IN_PARAMS, NULL, NULL, NULL},
+    {"conv_size_half", CLI_P_INT, GR_OFF(conv_size_half), 0, INT_MAX, CLI_IN_PARAMS, NULL, NULL,
+     NULL},
+    {"kernel_layout", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, CLI_IN_PARAMS, &gr_layouts, NULL,
+     NULL},
+    {"dataset", CLI_P_TEXT, GR_OFF(dataset), 0, 0, CLI_IN_ALL, NULL, "NAME",
+     "the data set generated (run: without --in, in memory, compact kernels): "
+     "small (run's default), synthetic (gen's default), el82-70, el56-82, "
+     "el30-56 ('portkern gen grid --help' describes them); not with --in, nor "
+     "are --scale, --seed, --layout, --unit-vis"},
+    {"scale", CLI_P_DOUBLE, GR_OFF(scale), DBL_MIN, 1, CLI_IN_ALL, NULL, "F",
+     "fraction in (0, 1] (default 1): SKA sets keep round(F * 240) time dumps "
+     "spread over the same hour-angle range (so the same w range and kernels); "
+     "random sets keep the first round(F * n) draws"},
+    {"seed", CLI_P_INT, GR_OFF(seed), 0, INT_MAX, CLI_IN_ALL, NULL, "S",
+     "seed (default 1) of the visibility order (shuffle) and of the random "
+     "sets' uvw: the same seed gives the same bytes"},
+    {"layout", CLI_P_TEXT, GR_OFF(layout), 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "FILE",
+     "SKA sets: station layout, one 'E N [U]' line per station in metres "
+     "(blanks or commas between; blank and '#' lines skipped), e.g. the "
+     "published SKA1-LOW v6 configuration; default: the built-in procedural "
+     "512-station layout with the v6 radial distribution"},
+    {"unit-vis", CLI_P_FLAG, GR_OFF(unit_vis), 0, 1, CLI_IN_RUN | CLI_IN_GEN, NULL, NULL,
+     "every visibility 1 + 0i (for the sum-rule invariant)"},
+    {"kernels", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, CLI_IN_GEN, &gr_layouts, "full|compact",
+     "kernel layout written (default compact)"},
+    {"grid-size", CLI_P_INT, GR_OFF(opt_grid_size), 2, INT_MAX, CLI_IN_RUN, NULL,
+     "N --oversample N --cell-size RAD --w-scale S",
+     "gridding parameters (override params.json's grid_size, oversample, "
+     "cell_size_rad, w_scale, or the generated set's; grid size and oversample "
+     "even)"},
+    {"cell-size", CLI_P_DOUBLE, GR_OFF(opt_cell_size), DBL_MIN, DBL_MAX, CLI_IN_RUN, NULL, NULL,
+     NULL},
+    {"w-scale", CLI_P_DOUBLE, GR_OFF(opt_w_scale), 0, DBL_MAX, CLI_IN_RUN, NULL, NULL, NULL},
+    {"tile-size", CLI_P_INT, GR_OFF(tile_size), 0, INT_MAX, CLI_IN_RUN, NULL,
+     "N --central-radius N --tile-factor F",
+     "tuning of the tiled variants (0 or absent: the variant's default; "
+     "central radius -1: no box; tile factor in [0, 1]: the tiled fraction of "
+     "hybrid)"},
+    {"central-radius", CLI_P_INT, GR_OFF(central_radius), -1, INT_MAX, CLI_IN_RUN, NULL, NULL,
+     NULL},
+    {"tile-factor", CLI_P_DOUBLE, GR_OFF(tile_factor), 0, 1, CLI_IN_RUN, NULL, NULL, NULL},
+    {"intensity", CLI_P_TEXT, GR_OFF(png), 0, 0, CLI_IN_RUN, NULL, "FILE.png",
+     "the NAG report's grid-intensity picture: updates per cell, log colour "
+     "scale (jet; black = never updated), grid row 0 at the top, blocks of "
+     "cells summed so that no side exceeds 2000 pixels"},
+    {"intensity-touched", CLI_P_FLAG, GR_OFF(touched), 0, 1, CLI_IN_RUN, NULL, NULL,
+     "the picture spans the updated cells' bounding box only"},
+    {"export-kernels", CLI_P_TEXT, GR_OFF(export_dir), 0, 0, CLI_IN_RUN, NULL, "DIR",
+     "write the kernel stack as DIR/kernels.npy (full layout), "
+     "DIR/support.npy and DIR/kernels.json"},
+    {0}};
 
 /* params.json's keys for information (gr_params_info writes them; run ignores them). */
 static const char *const gr_info_keys[] = {
     "num_vis", "max_support", "image_size", "fft_size", "max_w", "max_abs_w_data",
     "num_beyond_max_w", "num_stations", "num_times", "layout", "frequency_hz", "unit_vis",
     "recipe", NULL};
-
-static const char *const gr_flags[] = {"unit-vis", "intensity-touched", NULL};
 
 static void gr_args_init(void *args)
 {
@@ -131,24 +171,6 @@ static void gr_args_init(void *args)
     a->scale = 1.0;
     a->seed = 1;
     a->tile_factor = -1.0;
-}
-
-static int gr_options(cli_opt *o, int n, void *args, int gen)
-{
-    gr_args *a = args;
-    a->gen = gen;
-    n = cli_opt_add(o, n, "unit-vis", CLI_FLAG, &a->unit_vis, NULL, 0, 0);
-    if (gen) return cli_opt_add(o, n, "kernels", CLI_STRING, &a->opt_kernels, NULL, 0, 0);
-    n = cli_opt_add(o, n, "grid-size", CLI_INT, &a->opt_grid_size, &a->seen_grid_size, 2, INT_MAX);
-    n = cli_opt_add(o, n, "cell-size", CLI_DOUBLE, &a->opt_cell_size, &a->seen_cell_size, DBL_MIN,
-                    DBL_MAX);
-    n = cli_opt_add(o, n, "w-scale", CLI_DOUBLE, &a->opt_w_scale, &a->seen_w_scale, 0, DBL_MAX);
-    n = cli_opt_add(o, n, "tile-size", CLI_INT, &a->tile_size, NULL, 0, INT_MAX);
-    n = cli_opt_add(o, n, "central-radius", CLI_INT, &a->central_radius, NULL, -1, INT_MAX);
-    n = cli_opt_add(o, n, "tile-factor", CLI_DOUBLE, &a->tile_factor, NULL, 0, 1);
-    n = cli_opt_add(o, n, "intensity", CLI_STRING, &a->png, NULL, 0, 0);
-    n = cli_opt_add(o, n, "intensity-touched", CLI_FLAG, &a->touched, NULL, 0, 0);
-    return cli_opt_add(o, n, "export-kernels", CLI_STRING, &a->export_dir, NULL, 0, 0);
 }
 
 /* small: ~50k visibilities on a 1024 grid; paper: el82-70 at a tenth of its dumps (3.1 M
@@ -173,27 +195,24 @@ static int gr_preset(const char *size, void *args)
 static int gr_resolve(cli_call *c)
 {
     gr_args *a = c->args;
-    if (a->seen_grid_size) {
+    if (cli_seen(c, "grid-size")) {
         a->grid_size = a->opt_grid_size;
         cli_set_seen(c, "grid_size", CLI_SEEN_OPT);
     }
-    if (a->seen_cell_size) {
+    if (cli_seen(c, "cell-size")) {
         a->cell_size_rad = a->opt_cell_size;
         cli_set_seen(c, "cell_size_rad", CLI_SEEN_OPT);
     }
-    if (a->seen_w_scale) {
+    if (cli_seen(c, "w-scale")) {
         a->w_scale = a->opt_w_scale;
         cli_set_seen(c, "w_scale", CLI_SEEN_OPT);
     }
     if (cli_seen(c, "oversample") == CLI_SEEN_OPT && a->oversample % 2)
         return cli_usage_error(c->prog, "option --oversample: must be even, got %d", a->oversample);
-    if (a->seen_grid_size && a->grid_size % 2)
+    if (cli_seen(c, "grid-size") && a->grid_size % 2)
         return cli_usage_error(c->prog, "option --grid-size: must be even, got %d", a->grid_size);
-    if (a->opt_kernels && gr_layout_from_name(a->opt_kernels, &a->kernel_layout) != PK_OK)
-        return cli_usage_error(c->prog, "option --kernels: '%s' is not full or compact",
-                               a->opt_kernels);
     if (cli_seen(c, "dataset") == CLI_SEEN_FILE) return 0; /* run --in: a name only */
-    const char *name = a->dataset ? a->dataset : a->gen ? "synthetic" : "small";
+    const char *name = a->dataset ? a->dataset : c->where == CLI_IN_GEN ? "synthetic" : "small";
     if (!(a->ds = pk_gg_dataset_find(name)))
         return cli_usage_error(c->prog, "option --dataset: unknown data set '%s' (%s)", name,
                                pk_gg_dataset_names());
@@ -337,7 +356,8 @@ static int gr_make(cli_call *c, void *data)
         return gg_error(c->prog, s, why);
     const pk_gg_vis_options o = {a->ds, a->scale, (uint64_t)a->seed, a->layout ? &g->lay : NULL,
                                  a->unit_vis};
-    int rc = gr_generate(c->prog, &o, a->gen ? a->kernel_layout : PK_GRID_KERNELS_COMPACT, g);
+    int rc = gr_generate(c->prog, &o, c->where == CLI_IN_GEN ? a->kernel_layout
+                                                             : PK_GRID_KERNELS_COMPACT, g);
     return rc ? rc : gr_finish(c, g, g->gk.plane_offset[g->p.num_w_planes]);
 }
 
@@ -1165,24 +1185,6 @@ const cli_kernel cli_kernel_grid = {
         "every visibility's weighted value times its w-kernel (2 support + 1)^2 is added onto\n"
         "the grid around its (u, v) cell.  --preset: small = --dataset small, paper =\n"
         "--dataset el82-70 --scale 0.1, large = --dataset el82-70.\n"
-        "\n"
-        "  --dataset NAME  without --in, the data set generated in memory, with compact\n"
-        "                  kernels: small (default), synthetic, el82-70, el56-82, el30-56\n"
-        "                  ('portkern gen grid --help' describes them)\n"
-        "  --scale F --seed S --layout FILE --unit-vis   the generated set's options, as\n"
-        "                  gen's (these and --dataset: not with --in)\n"
-        "  --grid-size N --oversample N --cell-size RAD --w-scale S   gridding parameters\n"
-        "                  (override params.json's grid_size, oversample, cell_size_rad,\n"
-        "                  w_scale, or the generated set's; grid size and oversample even)\n"
-        "  --tile-size N --central-radius N --tile-factor F   tuning of the tiled variants\n"
-        "                  (0 or absent: the variant's default; central radius -1: no box;\n"
-        "                  tile factor in [0, 1]: the tiled fraction of hybrid)\n"
-        "  --intensity FILE.png  the NAG report's grid-intensity picture: updates per cell,\n"
-        "                  log colour scale (jet; black = never updated), grid row 0 at the top,\n"
-        "                  blocks of cells summed so that no side exceeds 2000 pixels\n"
-        "  --intensity-touched   the picture spans the updated cells' bounding box only\n"
-        "  --export-kernels DIR  write the kernel stack as DIR/kernels.npy (full layout),\n"
-        "                  DIR/support.npy and DIR/kernels.json\n"
         "Files: --in DIR reads DIR/uu.npy, vv.npy, ww.npy (float32 [n], wavelengths), vis.npy\n"
         "(complex64 [n]), weight.npy (float32 [n]), support.npy (int32 [planes]), kernels.npy\n"
         "(complex64 [planes][half][half] full, or 1-D compact) and DIR/params.json: grid_size,\n"
@@ -1207,7 +1209,7 @@ const cli_kernel cli_kernel_grid = {
         "the gridder reads; full: [planes][half][half], half = the largest plane's corner),\n"
         "support.npy (int32 [planes]) and params.json (the gridding parameters, dataset, scale,\n"
         "seed, then what the set is: counts, layout, recipe), which 'portkern run grid --in\n"
-        "DIR' reads.  DIR is created when missing.\n"
+        "DIR' reads.\n"
         "\n"
         "Data sets (published counts of docs/KERNELS.md, reproduced):\n"
         "  el82-70, el56-82, el30-56: SKA1-LOW (512 stations, site lon 116.7644482, lat\n"
@@ -1229,27 +1231,12 @@ const cli_kernel cli_kernel_grid = {
         "The SKA stacks take seconds (planes in parallel); el82-70's compact stack is 21 MB.\n"
         "A bad --layout file, or a build without FFTW (double), is exit status 2.\n"
         "--preset: small = --dataset small, paper = --dataset el82-70 --scale 0.1, large =\n"
-        "--dataset el82-70.\n"
-        "\n"
-        "  --dataset NAME  synthetic (default), el82-70, el56-82, el30-56, small\n"
-        "  --scale F       fraction in (0, 1] (default 1): SKA sets keep round(F * 240) time\n"
-        "                  dumps spread over the same hour-angle range (so the same w range\n"
-        "                  and kernels); random sets keep the first round(F * n) draws\n"
-        "  --seed S        seed (default 1) of the visibility order (shuffle) and of the\n"
-        "                  random sets' uvw: the same seed gives the same bytes\n"
-        "  --layout FILE   SKA sets: station layout, one 'E N [U]' line per station in metres\n"
-        "                  (blanks or commas between; blank and '#' lines skipped), e.g. the\n"
-        "                  published SKA1-LOW v6 configuration; default: the built-in\n"
-        "                  procedural 512-station layout with the v6 radial distribution\n"
-        "  --kernels full|compact   kernel layout written (default compact)\n"
-        "  --unit-vis      every visibility 1 + 0i (for the sum-rule invariant)\n",
-    .flags = gr_flags,
+        "--dataset el82-70.\n",
     .variants = pk_grid_variants,
     .args_size = sizeof(gr_args),
     .data_size = sizeof(gr_data),
     .params = gr_params,
     .args_init = gr_args_init,
-    .options = gr_options,
     .preset = gr_preset,
     .resolve = gr_resolve,
     .load = gr_load,

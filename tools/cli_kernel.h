@@ -18,14 +18,23 @@ typedef enum cli_ptype {
     CLI_P_DOUBLE, /* double, finite */
     CLI_P_NAME,   /* int id of a name: names() lists them, from_name() resolves */
     CLI_P_TEXT,   /* const char *, resolved by the kernel (magicfilter3d's "20x18x17") */
-    CLI_P_BOOL    /* int 0 or 1: the flags --name and --no-name (not both); params.json true,
-                     false, 0 or 1 (the kernel's flags list names both flags) */
+    CLI_P_BOOL,   /* int 0 or 1: the flags --name and --no-name (not both); params.json true,
+                     false, 0 or 1 */
+    CLI_P_FLAG    /* int 0 or 1: the flag --name alone (an option only, never in params.json) */
 } cli_ptype;
 
 #define CLI_IN_RUN 1u    /* an option of `run` */
 #define CLI_IN_GEN 2u    /* an option of `gen` */
-#define CLI_IN_PARAMS 4u /* written to params.json by gen, read from it by run --in */
+#define CLI_IN_PARAMS 4u /* written to params.json by gen, read from it by run --in (a parameter
+                            only there, without RUN or GEN, is no option) */
 #define CLI_IN_ALL (CLI_IN_RUN | CLI_IN_GEN | CLI_IN_PARAMS)
+
+/* The names of a NAME parameter. */
+typedef struct cli_names {
+    pk_status (*from_name)(const char *name, int *id); /* PK_OK or not */
+    const char *(*to_name)(int id);
+    const char *list; /* "aos, short, ..." for messages */
+} cli_names;
 
 typedef struct cli_param {
     const char *name; /* the option --name and the params.json key; NULL ends a table */
@@ -33,12 +42,18 @@ typedef struct cli_param {
     size_t off;       /* offset of the value in the kernel's args struct */
     double min, max;  /* INT, COUNT, DOUBLE: accepted closed range */
     unsigned in;      /* CLI_IN_* */
-    pk_status (*from_name)(const char *name, int *id); /* NAME: PK_OK or not */
-    const char *(*to_name)(int id);              /* NAME */
-    const char *names;                           /* NAME: "aos, short, ..." for messages */
+    const cli_names *names; /* NAME */
+    /* Its lines in `run/gen KERNEL --help` (options only): "--name ARG  help", the help
+     * wrapped; no help: the line of another parameter covers it (ARG then names several
+     * options: "N --ny N --nz N"). */
+    const char *arg, *help;
 } cli_param;
 
-#define CLI_PMAX 24
+/* --seed's line, the same for every kernel that generates data. */
+#define CLI_SEED_HELP "seed of the generated data (default 1): the same seed gives the same " \
+                      "data on every machine"
+
+#define CLI_PMAX 32
 #define CLI_SEEN_OPT 1  /* given on the command line */
 #define CLI_SEEN_FILE 2 /* taken from params.json or an input file's shape */
 
@@ -47,6 +62,7 @@ typedef struct cli_kernel cli_kernel;
 typedef struct cli_call {
     const cli_kernel *k;
     const char *prog;           /* "portkern run" / "portkern gen" */
+    unsigned where;             /* CLI_IN_RUN (run, bench) or CLI_IN_GEN */
     void *args;                 /* the kernel's args struct */
     unsigned char seen[CLI_PMAX]; /* per entry of k->params: 0, CLI_SEEN_OPT or CLI_SEEN_FILE */
 } cli_call;
@@ -153,16 +169,13 @@ typedef struct cli_bench_ops {
 struct cli_kernel {
     const char *name;
     const char *summary;          /* one line: `portkern run --help` lists it */
-    const char *run_help;         /* the kernel's part of `run KERNEL --help` (printf format: %s
-                                     gets the variants line) */
-    const char *gen_help;         /* the kernel's part of `gen KERNEL --help` */
-    const char *const *flags;     /* its options that take no value (NULL: none) */
+    /* The kernel's prose in `run KERNEL --help` and `gen KERNEL --help` (what it computes,
+     * its files, its JSON object): the driver lists the options from the parameters. */
+    const char *run_help, *gen_help;
     const char *(*variants)(pk_backend_id be);
     size_t args_size, data_size;
     const cli_param *params;
     void (*args_init)(void *args);
-    /* Optional: options beyond params (run: gen = 0; gen: gen = 1). */
-    int (*options)(cli_opt *o, int n, void *args, int gen);
     /* Set the args to a named size (small, paper, large: the sizes of bench); -1: unknown. */
     int (*preset)(const char *size, void *args);
     int (*resolve)(cli_call *c); /* optional: after options and params.json */

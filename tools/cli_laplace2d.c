@@ -61,15 +61,26 @@ static pk_status lp_layout_from_name(const char *name, int *id)
 
 static const char *lp_layout_name(int id) { return id < 0 ? "auto" : pk_laplace2d_layout_name(id); }
 
+static const cli_names lp_layouts = {lp_layout_from_name, lp_layout_name, "lexi, hvfo, auto"};
+
 static const cli_param lp_params_table[] = {
-    {"l", CLI_P_INT, offsetof(lp_args, l), 1, LP_MAX_L, CLI_IN_ALL, 0, 0, 0},
-    {"count", CLI_P_INT, offsetof(lp_args, count), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"sigma", CLI_P_DOUBLE, offsetof(lp_args, sigma), FLT_MIN, FLT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"layout", CLI_P_NAME, offsetof(lp_args, layout), 0, 0, CLI_IN_ALL, lp_layout_from_name,
-     lp_layout_name, "lexi, hvfo, auto"},
-    {"nw", CLI_P_INT, offsetof(lp_args, nw), 0, LP_MAX_L, CLI_IN_ALL, 0, 0, 0},
-    {"seed", CLI_P_INT, offsetof(lp_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {"l", CLI_P_INT, offsetof(lp_args, l), 1, LP_MAX_L, CLI_IN_ALL, NULL, "N",
+     "lattice extent (default 2048, the paper's; --preset takes the first grid "
+     "of bench: small 256, paper 2048, large 4096, with its count)"},
+    {"count", CLI_P_INT, offsetof(lp_args, count), 0, INT_MAX, CLI_IN_ALL, NULL, "N",
+     "iterations (default 10)"},
+    {"sigma", CLI_P_DOUBLE, offsetof(lp_args, sigma), FLT_MIN, FLT_MAX, CLI_IN_ALL, NULL, "S",
+     "> 0 (default 0.1), applied in float"},
+    {"layout", CLI_P_NAME, offsetof(lp_args, layout), 0, 0, CLI_IN_ALL, &lp_layouts, "L",
+     "the layout the kernel runs on: hvfo (Hopping Vector-Friendly Ordering, "
+     "pho[y][x'][w] = phi[y][w*l/nw + x'], needs l % nw == 0), lexi (phi[y][x], "
+     "any l) or auto (default: hvfo when l is a multiple of nw, else lexi). "
+     "Input and output are lexicographic either way; the reorder is timed "
+     "apart (layout_seconds)"},
+    {"nw", CLI_P_INT, offsetof(lp_args, nw), 0, LP_MAX_L, CLI_IN_ALL, NULL, "N",
+     "hvfo lanes (default 0: 16, one 64-byte line)"},
+    {"seed", CLI_P_INT, offsetof(lp_args, seed), 0, INT_MAX, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {0}};
 
 static void lp_args_init(void *args)
 {
@@ -488,19 +499,6 @@ const cli_kernel cli_kernel_laplace2d = {
     .run_help =
         "Apply `count` iterations of the 2-D smoothing Laplacian (docs/KERNELS.md 4a),\n"
         "phi' = (phi + sigma (sum of the 4 neighbours)) / (1 + 4 sigma), periodic, float32.\n"
-        "\n"
-        "  --l N           lattice extent (default 2048, the paper's; with --in: must match;\n"
-        "                  --preset takes the first grid of bench: small 256, paper 2048,\n"
-        "                  large 4096, with its count)\n"
-        "  --count N       iterations (default 10)\n"
-        "  --sigma S       > 0 (default 0.1), applied in float\n"
-        "  --layout L      the layout the kernel runs on: hvfo (Hopping Vector-Friendly\n"
-        "                  Ordering, pho[y][x'][w] = phi[y][w*l/nw + x'], needs l % nw == 0),\n"
-        "                  lexi (phi[y][x], any l) or auto (default: hvfo when l is a multiple\n"
-        "                  of nw, else lexi).  Input and output are lexicographic either way;\n"
-        "                  the reorder is timed apart (layout_seconds)\n"
-        "  --nw N          hvfo lanes (default 0: 16, one 64-byte line)\n"
-        "  --seed S        seed of the generated data (default 1)\n"
         "Files: --in DIR reads DIR/phi.npy (float32 [l][l], x fastest; l from its shape);\n"
         "without --in, O(1) random data (uniform in [-1, 1), reproducible by --seed) is\n"
         "generated as 'portkern gen laplace2d' does.  --out DIR writes the result as\n"
@@ -513,15 +511,7 @@ const cli_kernel cli_kernel_laplace2d = {
         "An hvfo run with l not a multiple of nw is bad input (exit 2).\n",
     .gen_help =
         "Write the input of a run: DIR/phi.npy (O(1) random data, uniform in [-1, 1), float32\n"
-        "[l][l]) and DIR/params.json (l, count, sigma, layout, nw, seed), which 'portkern run\n"
-        "laplace2d --in DIR' reads.  DIR is created when missing.\n"
-        "\n"
-        "  --l N           lattice extent (default 2048)\n"
-        "  --count N       iterations to record (default 10)\n"
-        "  --sigma S       > 0 (default 0.1)\n"
-        "  --layout L      lexi, hvfo or auto (default auto) to record; hvfo needs l % nw == 0\n"
-        "  --nw N          hvfo lanes to record (default 0: 16)\n"
-        "  --seed S        seed (default 1): the same seed gives the same data\n",
+        "[l][l]) and DIR/params.json (l, count, sigma, layout, nw, seed).\n",
     .variants = pk_laplace2d_variants,
     .args_size = sizeof(lp_args),
     .data_size = sizeof(lp_data),

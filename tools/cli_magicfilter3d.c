@@ -119,17 +119,24 @@ typedef struct mf_data {
 
 static const double *mf_x(const mf_data *d) { return d->x.data ? d->x.data : d->gx; }
 
-static const cli_param mf_params[] = {
-    {"n1", CLI_P_INT, offsetof(mf_args, n1), 1, MF_NMAX, CLI_IN_ALL, 0, 0, 0},
-    {"n2", CLI_P_INT, offsetof(mf_args, n2), 1, MF_NMAX, CLI_IN_ALL, 0, 0, 0},
-    {"n3", CLI_P_INT, offsetof(mf_args, n3), 1, MF_NMAX, CLI_IN_ALL, 0, 0, 0},
-    {"transpose", CLI_P_BOOL, offsetof(mf_args, transpose), 0, 1, CLI_IN_ALL, 0, 0, 0},
-    {"bc", CLI_P_NAME, offsetof(mf_args, bc), 0, 0, CLI_IN_ALL, mf_bc_from_name, mf_bc_name,
-     "periodic, grow, shrink"},
-    {"seed", CLI_P_INT, offsetof(mf_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+static const cli_names mf_bcs = {mf_bc_from_name, mf_bc_name, "periodic, grow, shrink"};
 
-static const char *const mf_flags[] = {"transpose", "no-transpose", NULL};
+static const cli_param mf_params[] = {
+    {"n1", CLI_P_INT, offsetof(mf_args, n1), 1, MF_NMAX, CLI_IN_ALL, NULL, "N --n2 N --n3 N",
+     "grid points per axis (default 128 x 126 x 130, the paper's); --preset "
+     "small: 32 x 30 x 34, paper: 128 x 126 x 130, large: 384^3 (grids of the bench)"},
+    {"n2", CLI_P_INT, offsetof(mf_args, n2), 1, MF_NMAX, CLI_IN_ALL, NULL, NULL, NULL},
+    {"n3", CLI_P_INT, offsetof(mf_args, n3), 1, MF_NMAX, CLI_IN_ALL, NULL, NULL, NULL},
+    {"size", CLI_P_TEXT, offsetof(mf_args, size), 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "N1xN2xN3",
+     "the same in one option (or --size N for N^3)"},
+    {"transpose", CLI_P_BOOL, offsetof(mf_args, transpose), 0, 1, CLI_IN_ALL, NULL, NULL,
+     "MFT, the transposed filter (BigDFT convrot_t; default: MF); "
+     "--no-transpose: MF, over params.json"},
+    {"bc", CLI_P_NAME, offsetof(mf_args, bc), 0, 0, CLI_IN_ALL, &mf_bcs, "BC",
+     "periodic (default), grow (free BC: n -> n+15 points per axis) or "
+     "shrink (free BC: n+15 -> n)"},
+    {"seed", CLI_P_INT, offsetof(mf_args, seed), 0, INT_MAX, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {0}};
 
 static void mf_args_init(void *args)
 {
@@ -140,13 +147,6 @@ static void mf_args_init(void *args)
     a->transpose = 0;
     a->bc = PK_MF_PERIODIC;
     a->seed = 1;
-}
-
-static int mf_options(cli_opt *o, int n, void *args, int gen)
-{
-    mf_args *a = args;
-    (void)gen;
-    return cli_opt_add(o, n, "size", CLI_STRING, &a->size, NULL, 0, 0);
 }
 
 static int mf_preset(const char *size, void *args)
@@ -630,16 +630,6 @@ const cli_kernel cli_kernel_magicfilter3d = {
     .run_help =
         "Apply the BigDFT magic filter (docs/KERNELS.md section 2: 16 taps per axis, three\n"
         "passes of 1-D convolution + transposition) once.\n"
-        "\n"
-        "  --n1 N --n2 N --n3 N   grid points per axis (default 128 x 126 x 130, the paper's;\n"
-        "                  with --in: must match the file); --preset small: 32 x 30 x 34,\n"
-        "                  paper: 128 x 126 x 130, large: 384^3 (grids of the bench)\n"
-        "  --size N1xN2xN3 the same in one option (or --size N for N^3)\n"
-        "  --transpose     MFT, the transposed filter (BigDFT convrot_t; default: MF);\n"
-        "                  --no-transpose forces MF over params.json\n"
-        "  --bc BC         periodic (default), grow (free BC: n -> n+15 points per axis) or\n"
-        "                  shrink (free BC: n+15 -> n)\n"
-        "  --seed S        seed of the generated data (default 1)\n"
         "--verify runs the serial reference (pk_magicfilter3d_reference): an absolute\n"
         "tolerance scaled by the data (docs/KERNELS.md 2: 1e-13 absolute on O(1) data); the\n"
         "library's relative differ reports the relative and norm-wise errors beside it.\n"
@@ -654,22 +644,12 @@ const cli_kernel cli_kernel_magicfilter3d = {
     .gen_help =
         "Write the input of a run: DIR/x.npy (O(1) random data, uniform in [-1, 1), float64\n"
         "[n3][n2][n1]; for --bc shrink [n3+15][n2+15][n1+15]) and DIR/params.json (n1, n2,\n"
-        "n3, transpose, bc, seed).\n"
-        "\n"
-        "  --n1 N --n2 N --n3 N   grid points per axis (default 128 x 126 x 130, the paper's);\n"
-        "                  --preset small: 32 x 30 x 34, paper: 128 x 126 x 130, large: 384^3\n"
-        "  --size N1xN2xN3 the same in one option (or --size N for N^3)\n"
-        "  --transpose     record MFT (default MF; --no-transpose: MF)\n"
-        "  --bc BC         periodic (default), grow or shrink\n"
-        "  --seed S        seed (default 1): the same seed gives the same data on every\n"
-        "                  machine\n",
-    .flags = mf_flags,
+        "n3, transpose, bc, seed).\n",
     .variants = pk_magicfilter3d_variants,
     .args_size = sizeof(mf_args),
     .data_size = sizeof(mf_data),
     .params = mf_params,
     .args_init = mf_args_init,
-    .options = mf_options,
     .preset = mf_preset,
     .resolve = mf_resolve,
     .load = mf_load,

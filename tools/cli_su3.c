@@ -39,13 +39,21 @@ static const double *s3_psi(const s3_data *d) { return d->psi.data ? d->psi.data
 
 static const char *s3_layout_name(int id) { return pk_su3_layout_name(id); }
 
+static const cli_names s3_layouts = {pk_su3_layout_from_name, s3_layout_name,
+                                     "aos, short, padded, vfo, hvfo, recon12"};
+
 static const cli_param s3_params[] = {
-    {"nv", CLI_P_COUNT, offsetof(s3_args, nv), 1, (double)S3_MAX_NV, CLI_IN_ALL, 0, 0, 0},
-    {"layout", CLI_P_NAME, offsetof(s3_args, layout), 0, 0, CLI_IN_ALL, pk_su3_layout_from_name,
-     s3_layout_name, "aos, short, padded, vfo, hvfo, recon12"},
-    {"nw", CLI_P_INT, offsetof(s3_args, nw), 0, PK_SU3_NW_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"seed", CLI_P_INT, offsetof(s3_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {"nv", CLI_P_COUNT, offsetof(s3_args, nv), 1, (double)S3_MAX_NV, CLI_IN_ALL, NULL, "N",
+     "sites (default 3840*1024, the paper's)"},
+    {"layout", CLI_P_NAME, offsetof(s3_args, layout), 0, 0, CLI_IN_ALL, &s3_layouts, "L",
+     "the data layout the kernel runs on: hvfo (default), aos (the baseline), "
+     "short (8 stored elements, u22 rebuilt), padded (192 B per link), vfo "
+     "(u[3][3][nv]), recon12 (two rows, the third rebuilt); converted from and "
+     "to AoS on the host, timed apart (layout_seconds)"},
+    {"nw", CLI_P_INT, offsetof(s3_args, nw), 0, PK_SU3_NW_MAX, CLI_IN_ALL, NULL, "N",
+     "hvfo sites per block (default 0: one AVX-512 vector)"},
+    {"seed", CLI_P_INT, offsetof(s3_args, seed), 0, INT_MAX, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {0}};
 
 static void s3_args_init(void *args)
 {
@@ -370,30 +378,16 @@ const cli_kernel cli_kernel_su3 = {
     .run_help =
         "Multiply every site's spinor by its SU(3) link (docs/KERNELS.md section 4b):\n"
         "chi[s][c][k] = sum_c' u[s][c][c'] psi[s][c'][k].\n"
-        "\n"
-        "  --nv N          sites (default 3840*1024, the paper's; with --in: must match)\n"
-        "  --layout L      the data layout the kernel runs on: hvfo (default), aos (the\n"
-        "                  baseline), short (8 stored elements, u22 rebuilt), padded (192 B\n"
-        "                  per link), vfo (u[3][3][nv]), recon12 (two rows, the third\n"
-        "                  rebuilt); converted from and to AoS on the host, timed apart\n"
-        "                  (layout_seconds)\n"
-        "  --nw N          hvfo sites per block (0: one AVX-512 vector)\n"
-        "  --seed S        seed of the generated data (default 1)\n"
         "Files: --in DIR reads DIR/u.npy (complex128 [nv][3][3]) and DIR/psi.npy (complex128\n"
         "[nv][3][4]; colour, spin); without --in they are generated as 'portkern gen su3'\n"
         "does.  --out DIR writes DIR/chi.npy (complex128 [nv][3][4]).\n"
         "\"su3\" in the JSON line: layout, nw, nv, layout_bytes_per_site (what the layout\n"
         "stores and a run moves).\n",
     .gen_help =
-        "Write the inputs of a run: DIR/u.npy (random SU(3) links: unitary, det 1 to rounding;\n"
-        "complex128 [nv][3][3]), DIR/psi.npy (Gaussian spinors, sigma 1 per real component;\n"
-        "complex128 [nv][3][4]) and DIR/params.json (nv, layout, nw, seed).\n"
-        "\n"
-        "  --nv N          sites (default 3840*1024, the paper's)\n"
-        "  --layout L      layout to record for the run (default hvfo)\n"
-        "  --nw N          hvfo sites per block to record (0: one AVX-512 vector)\n"
-        "  --seed S        seed (default 1): u from S, psi from S + 1; the same seed gives the\n"
-        "                  same data on every machine\n",
+        "Write the inputs of a run: DIR/u.npy (random SU(3) links from the seed S: unitary,\n"
+        "det 1 to rounding; complex128 [nv][3][3]), DIR/psi.npy (Gaussian spinors from S + 1,\n"
+        "sigma 1 per real component; complex128 [nv][3][4]) and DIR/params.json (nv, layout,\n"
+        "nw, seed).\n",
     .variants = pk_su3_variants,
     .args_size = sizeof(s3_args),
     .data_size = sizeof(s3_data),
