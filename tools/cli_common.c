@@ -636,6 +636,18 @@ int cli_host_threads(int threads)
 #endif
 }
 
+const char *cli_dtype_name(pk_dtype dtype)
+{
+    switch (dtype) {
+    case PK_DTYPE_F32: return "float32";
+    case PK_DTYPE_F64: return "float64";
+    case PK_DTYPE_C64: return "complex64";
+    case PK_DTYPE_C128: return "complex128";
+    case PK_DTYPE_I32: return "int32";
+    default: return NULL;
+    }
+}
+
 void cli_shape_text(const size_t *shape, int ndim, char *buf, size_t len)
 {
     size_t used = (size_t)snprintf(buf, len, "[");

@@ -116,6 +116,8 @@ double cli_now_s(void);
 double cli_rate(double amount, double seconds);
 /** The host threads of --threads N: N, or OpenMP's default for 0 (1 without OpenMP). */
 int cli_host_threads(int threads);
+/** "float32", "float64", "complex64", "complex128", "int32"; NULL for another dtype. */
+const char *cli_dtype_name(pk_dtype dtype);
 /** "[a, b, c]" */
 void cli_shape_text(const size_t *shape, int ndim, char *buf, size_t len);
 

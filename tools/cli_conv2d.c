@@ -34,12 +34,15 @@ typedef struct cv_args {
 } cv_args;
 
 typedef struct cv_data {
-    pk_array image, psf; /* --in */
-    float *gimage, *gpsf, *out, *ref;
+    float *image, *psf, *out, *ref;
 } cv_data;
 
-static const float *cv_image(const cv_data *d) { return d->image.data ? d->image.data : d->gimage; }
-static const float *cv_psf(const cv_data *d) { return d->psf.data ? d->psf.data : d->gpsf; }
+static const cli_array cv_arrays[] = {
+    {"image.npy", PK_DTYPE_F32, "h,w", offsetof(cv_data, image), CLI_A_IN},
+    {"psf.npy", PK_DTYPE_F32, "kh,kw", offsetof(cv_data, psf), CLI_A_IN},
+    {"out.npy", PK_DTYPE_F32, "h,w", offsetof(cv_data, out), CLI_A_OUT},
+    {"reference", PK_DTYPE_F32, "h,w", offsetof(cv_data, ref), CLI_A_REF},
+    {0}};
 
 static pk_status cv_method_from_name(const char *name, int *id)
 {
@@ -103,82 +106,15 @@ static int cv_preset(const char *size, void *args)
     return 0;
 }
 
-/* Floats of an h x w array, -1 when its bytes do not fit in size_t. */
-static int cv_plane(int h, int w, size_t *n)
-{
-    if ((size_t)h > SIZE_MAX / sizeof(float) / (size_t)w) return -1;
-    *n = (size_t)h * (size_t)w;
-    return 0;
-}
-
-static int cv_resolve(cli_call *c)
-{
-    const cv_args *a = c->args;
-    size_t n;
-    if (cv_plane(a->h, a->w, &n) || cv_plane(a->kh, a->kw, &n))
-        return cli_usage_error(c->prog, "a %d x %d image with a %d x %d PSF does not fit in memory",
-                               a->h, a->w, a->kh, a->kw);
-    return 0;
-}
-
 static size_t cv_pixels(const cv_args *a) { return (size_t)a->h * (size_t)a->w; }
 
 static int cv_generate(cli_call *c, void *data)
 {
     const cv_args *a = c->args;
     cv_data *d = data;
-    d->gimage = malloc(cv_pixels(a) * sizeof *d->gimage);
-    d->gpsf = malloc((size_t)a->kh * (size_t)a->kw * sizeof *d->gpsf);
-    if (!d->gimage || !d->gpsf) {
-        fprintf(stderr, "%s: out of host memory for a %d x %d image\n", c->prog, a->h, a->w);
-        return CLI_EXIT_FAIL;
-    }
-    pk_cv_gen_frame(a->h, a->w, (unsigned)a->seed, d->gimage);
-    pk_cv_gen_psf(a->kh, a->kw, (unsigned)a->seed, d->gpsf);
+    pk_cv_gen_frame(a->h, a->w, (unsigned)a->seed, d->image);
+    pk_cv_gen_psf(a->kh, a->kw, (unsigned)a->seed, d->psf);
     return 0;
-}
-
-/* DIR/name: float32 [rows][cols]; its shape must agree with sizes given elsewhere. */
-static int cv_read(cli_call *c, const char *dir, const char *name, const char *rname,
-                   const char *cname, int *rows, int *cols, pk_array *arr)
-{
-    const size_t any[2] = {0, 0};
-    char what[80], shape[160], by[64];
-    snprintf(what, sizeof what, "a float32 ('<f4') array with 2 dimensions [%s][%s]", rname,
-             cname);
-    int rc = cli_read_npy(c->prog, dir, name, PK_DTYPE_F32, 2, any, what, arr);
-    if (rc) return rc;
-    cli_shape_text(arr->shape, 2, shape, sizeof shape);
-    const char *names[2] = {rname, cname};
-    int *dims[2] = {rows, cols};
-    for (int k = 0; k < 2; ++k) {
-        if (arr->shape[k] > INT_MAX)
-            return cli_usage_error(c->prog, "%s/%s: dimension %d has size %zu (must be 1..%d)",
-                                   dir, name, k, arr->shape[k], INT_MAX);
-        if (cli_seen(c, names[k]) && (size_t)*dims[k] != arr->shape[k])
-            return cli_usage_error(c->prog, "%s/%s has shape %s but %s is %d", dir, name, shape,
-                                   cli_seen_text(c, names[k], by, sizeof by), *dims[k]);
-        *dims[k] = (int)arr->shape[k];
-    }
-    return 0;
-}
-
-/* DIR/image.npy and DIR/psf.npy: the sizes from their shapes. */
-static int cv_load(cli_call *c, const char *dir, void *data)
-{
-    cv_args *a = c->args;
-    cv_data *d = data;
-    int rc = cv_read(c, dir, "image.npy", "h", "w", &a->h, &a->w, &d->image);
-    return rc ? rc : cv_read(c, dir, "psf.npy", "kh", "kw", &a->kh, &a->kw, &d->psf);
-}
-
-static int cv_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const cv_args *a = c->args;
-    const cv_data *d = data;
-    const size_t ishape[2] = {(size_t)a->h, (size_t)a->w}, pshape[2] = {(size_t)a->kh, (size_t)a->kw};
-    int rc = cli_write_npy(c->prog, dir, "image.npy", PK_DTYPE_F32, 2, ishape, d->gimage);
-    return rc ? rc : cli_write_npy(c->prog, dir, "psf.npy", PK_DTYPE_F32, 2, pshape, d->gpsf);
 }
 
 static void cv_params_of(const cv_args *a, pk_conv2d_params *p)
@@ -196,8 +132,7 @@ static pk_status cv_run(pk_context *ctx, const char *variant, const void *args, 
     cv_data *d = data;
     pk_conv2d_params p;
     cv_params_of(args, &p);
-    if (!(d->out = malloc(cv_pixels(args) * sizeof *d->out))) return PK_ENOMEM;
-    return pk_conv2d(ctx, &p, variant, cv_image(d), cv_psf(d), d->out, info);
+    return pk_conv2d(ctx, &p, variant, d->image, d->psf, d->out, info);
 }
 
 /* The differ's verdict of out against ref (element-wise, or norm-wise with norm). */
@@ -213,46 +148,29 @@ static pk_status cv_check(const float *ref, const float *out, int h, int w, int 
     return s == PK_EMISMATCH ? PK_OK : s;
 }
 
-static pk_status cv_verify(const void *args, void *data, cli_verdict *v)
+static pk_status cv_reference(const void *args, void *data, int runs)
 {
-    const cv_args *a = args;
     cv_data *d = data;
     pk_conv2d_params p;
-    cv_params_of(a, &p);
-    if (!(d->ref = malloc(cv_pixels(a) * sizeof *d->ref))) return PK_ENOMEM;
-    pk_status s = pk_conv2d_reference(&p, cv_image(d), cv_psf(d), d->ref);
-    return s == PK_OK ? cv_check(d->ref, d->out, a->h, a->w, a->norm, v) : s;
+    cv_params_of(args, &p);
+    return pk_conv2d_reference(&p, d->image, d->psf, d->ref);
 }
 
-static int cv_write_outputs(cli_call *c, const char *dir, const void *data)
+static pk_status cv_run_check(const void *args, void *data, cli_verdict *v)
 {
-    const cv_args *a = c->args;
-    const size_t shape[2] = {(size_t)a->h, (size_t)a->w};
-    return cli_write_npy(c->prog, dir, "out.npy", PK_DTYPE_F32, 2, shape,
-                         ((const cv_data *)data)->out);
+    const cv_args *a = args;
+    const cv_data *d = data;
+    return cv_check(d->ref, d->out, a->h, a->w, a->norm, v);
 }
 
 static void cv_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
 {
     const cv_args *a = args;
-    (void)data;
-    (void)info;
     cj_str(j, "method", cv_method_name(a->method));
     cj_int(j, "h", a->h);
     cj_int(j, "w", a->w);
     cj_int(j, "kh", a->kh);
     cj_int(j, "kw", a->kw);
-}
-
-static void cv_data_free(void *data)
-{
-    cv_data *d = data;
-    pk_array_free(&d->image);
-    pk_array_free(&d->psf);
-    free(d->gimage);
-    free(d->gpsf);
-    free(d->out);
-    free(d->ref);
 }
 
 /* ---- bench: every variant on one frame; the PSF sweep ------------------------------------ */
@@ -565,17 +483,14 @@ const cli_kernel cli_kernel_conv2d = {
     .params = cv_params,
     .args_init = cv_args_init,
     .preset = cv_preset,
-    .resolve = cv_resolve,
-    .load = cv_load,
+    .arrays = cv_arrays,
     .generate = cv_generate,
-    .write_inputs = cv_write_inputs,
     .run = cv_run,
     .rtol = CV_RTOL,
     .verify_rule = CV_VERIFY_RULE,
-    .verify = cv_verify,
-    .write_outputs = cv_write_outputs,
+    .reference = cv_reference,
+    .check = cv_run_check,
     .run_json = cv_run_json,
-    .data_free = cv_data_free,
     .flops_model = CV_FLOPS_MODEL,
     .bytes_model = CV_BYTES_MODEL,
     .bench = &cv_bench_ops,

@@ -26,10 +26,14 @@ typedef struct d3_args {
 } d3_args;
 
 typedef struct d3_data {
-    pk_array in;  /* --in */
-    float *field; /* generated; the run's field (in place) */
-    float *ref;
+    float *f0, *f, *ref; /* the input; the run's field (stepped in place); the reference */
 } d3_data;
+
+static const cli_array d3_arrays[] = {
+    {"f.npy", PK_DTYPE_F32, "nz,ny,nx", offsetof(d3_data, f0), CLI_A_IN},
+    {"f.npy", PK_DTYPE_F32, "nz,ny,nx", offsetof(d3_data, f), CLI_A_OUT},
+    {"reference", PK_DTYPE_F32, "nz,ny,nx", offsetof(d3_data, ref), CLI_A_REF},
+    {0}};
 
 #define D3_COEF(k, name, arg, help) \
     {name, CLI_P_DOUBLE, offsetof(d3_args, coef) + (k) * sizeof(double), -DBL_MAX, DBL_MAX, \
@@ -85,7 +89,7 @@ static void d3_params(const d3_args *a, pk_diffusion3d_params *p)
 
 static size_t d3_points(const d3_args *a) { return (size_t)a->nx * a->ny * a->nz; }
 
-/* --scale, the coefficients not given (the defaults of the size), and a field that fits. */
+/* --scale, and the coefficients not given (the defaults of the size). */
 static int d3_resolve(cli_call *c)
 {
     static const char *const names[7] = {"cc", "cw", "ce", "cs", "cn", "cb", "ct"};
@@ -106,74 +110,28 @@ static int d3_resolve(cli_call *c)
     const double def[7] = {p.cc, p.cw, p.ce, p.cs, p.cn, p.cb, p.ct};
     for (int k = 0; k < 7; ++k)
         if (!cli_seen(c, names[k])) a->coef[k] = def[k];
-    if ((size_t)a->nx * a->ny > SIZE_MAX / sizeof(float) / (size_t)a->nz)
-        return cli_usage_error(c->prog, "a %d x %d x %d field does not fit in memory", a->nx,
-                               a->ny, a->nz);
     return 0;
 }
+
+/* run --in: the defaults of the coefficients for the size of f.npy. */
+static int d3_load(cli_call *c, const char *dir, void *data) { return d3_resolve(c); }
 
 static int d3_generate(cli_call *c, void *data)
 {
     const d3_args *a = c->args;
-    d3_data *d = data;
-    if (!(d->field = malloc(d3_points(a) * sizeof *d->field))) {
-        fprintf(stderr, "%s: out of host memory for a %d x %d x %d field\n", c->prog, a->nx,
-                a->ny, a->nz);
-        return CLI_EXIT_FAIL;
-    }
-    pk_status s = pk_diffusion3d_field(a->nx, a->ny, a->nz, 0.0, d->field);
+    pk_status s = pk_diffusion3d_field(a->nx, a->ny, a->nz, 0.0, ((d3_data *)data)->f0);
     return s == PK_OK ? 0 : cli_lib_error("portkern", s);
 }
 
-/* DIR/f.npy: float32 [nz][ny][nx]; sizes given elsewhere must agree with its shape. */
-static int d3_load(cli_call *c, const char *dir, void *data)
-{
-    static const char *const names[3] = {"nz", "ny", "nx"};
-    d3_args *a = c->args;
-    d3_data *d = data;
-    int *dims[3] = {&a->nz, &a->ny, &a->nx};
-    const size_t any[3] = {0, 0, 0};
-    char shape[96], by[64];
-    int rc = cli_read_npy(c->prog, dir, "f.npy", PK_DTYPE_F32, 3, any,
-                          "a float32 ('<f4') array with 3 dimensions [nz][ny][nx]", &d->in);
-    if (rc) return rc;
-    cli_shape_text(d->in.shape, 3, shape, sizeof shape);
-    for (int k = 0; k < 3; ++k) {
-        if (d->in.shape[k] > INT_MAX)
-            return cli_usage_error(c->prog, "%s/f.npy: dimension %d has size %zu (must be "
-                                   "1..%d)", dir, k, d->in.shape[k], INT_MAX);
-        if (cli_seen(c, names[k]) && (size_t)*dims[k] != d->in.shape[k])
-            return cli_usage_error(c->prog, "%s/f.npy has shape %s but %s is %d", dir, shape,
-                                   cli_seen_text(c, names[k], by, sizeof by), *dims[k]);
-        *dims[k] = (int)d->in.shape[k];
-    }
-    return d3_resolve(c); /* the coefficients' defaults of the file's size */
-}
-
-static int d3_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const d3_args *a = c->args;
-    const size_t shape[3] = {(size_t)a->nz, (size_t)a->ny, (size_t)a->nx};
-    return cli_write_npy(c->prog, dir, "f.npy", PK_DTYPE_F32, 3, shape,
-                         ((const d3_data *)data)->field);
-}
-
-static float *d3_field(d3_data *d) { return d->in.data ? d->in.data : d->field; }
-
+/* The run steps a copy of the input, which the reference needs again. */
 static pk_status d3_run(pk_context *ctx, const char *variant, const void *args, void *data,
                         pk_run_info *info)
 {
-    const d3_args *a = args;
     d3_data *d = data;
     pk_diffusion3d_params p;
-    d3_params(a, &p);
-    /* A field read from a file is stepped in place: keep a copy for the reference (a
-     * generated one is generated again). */
-    if (d->in.data) {
-        if (!(d->ref = malloc(d3_points(a) * sizeof *d->ref))) return PK_ENOMEM;
-        memcpy(d->ref, d->in.data, d3_points(a) * sizeof *d->ref);
-    }
-    return pk_diffusion3d(ctx, &p, variant, d3_field(d), info);
+    d3_params(args, &p);
+    memcpy(d->f, d->f0, d3_points(args) * sizeof *d->f);
+    return pk_diffusion3d(ctx, &p, variant, d->f, info);
 }
 
 static pk_status d3_check(const float *ref, const float *f, const d3_args *a, cli_verdict *v)
@@ -186,45 +144,33 @@ static pk_status d3_check(const float *ref, const float *f, const d3_args *a, cl
     return s == PK_EMISMATCH ? PK_OK : s;
 }
 
-static pk_status d3_verify(const void *args, void *data, cli_verdict *v)
+static pk_status d3_reference(const void *args, void *data, int runs)
 {
-    const d3_args *a = args;
     d3_data *d = data;
     pk_diffusion3d_params p;
-    d3_params(a, &p);
-    pk_status s = PK_OK;
-    if (!d->ref) {
-        if (!(d->ref = malloc(d3_points(a) * sizeof *d->ref))) return PK_ENOMEM;
-        s = pk_diffusion3d_field(a->nx, a->ny, a->nz, 0.0, d->ref);
-    }
-    if (s == PK_OK) s = pk_diffusion3d_reference(&p, d->ref);
-    return s == PK_OK ? d3_check(d->ref, d3_field(d), a, v) : s;
+    d3_params(args, &p);
+    if ((long long)p.count * runs > INT_MAX) return PK_ESIZE;
+    p.count *= runs;
+    memcpy(d->ref, d->f0, d3_points(args) * sizeof *d->ref);
+    return pk_diffusion3d_reference(&p, d->ref);
 }
 
-static int d3_write_outputs(cli_call *c, const char *dir, const void *data)
+static pk_status d3_run_check(const void *args, void *data, cli_verdict *v)
 {
-    return d3_write_inputs(c, dir, &(d3_data){.field = d3_field((d3_data *)data)});
+    const d3_data *d = data;
+    return d3_check(d->ref, d->f, args, v);
 }
 
 static void d3_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
 {
     static const char *const names[7] = {"cc", "cw", "ce", "cs", "cn", "cb", "ct"};
     const d3_args *a = args;
-    (void)data;
     cj_int(j, "nx", a->nx);
     cj_int(j, "ny", a->ny);
     cj_int(j, "nz", a->nz);
     cj_int(j, "count", a->count);
     for (int k = 0; k < 7; ++k) cj_num(j, names[k], a->coef[k]);
     cj_num(j, "gpts_per_s", cli_rate((double)d3_points(a) * a->count / 1e9, info->kernel_s));
-}
-
-static void d3_data_free(void *data)
-{
-    d3_data *d = data;
-    pk_array_free(&d->in);
-    free(d->field);
-    free(d->ref);
 }
 
 /* ---- bench: every variant on the cosine field of the size ------------------------------ */
@@ -396,16 +342,15 @@ const cli_kernel cli_kernel_diffusion3d = {
     .args_init = d3_args_init,
     .preset = d3_preset,
     .resolve = d3_resolve,
+    .arrays = d3_arrays,
     .load = d3_load,
     .generate = d3_generate,
-    .write_inputs = d3_write_inputs,
     .run = d3_run,
     .rtol = D3_RTOL,
     .verify_rule = "|f - f_ref| <= rtol |f_ref| for every point (|f_ref| < 1e-10: absolute)",
-    .verify = d3_verify,
-    .write_outputs = d3_write_outputs,
+    .reference = d3_reference,
+    .check = d3_run_check,
     .run_json = d3_run_json,
-    .data_free = d3_data_free,
     .flops_model = "13 flop per point and step",
     .bytes_model = "8 B per point and step (ideal: 1 read + 1 write)",
     .bench = &d3_bench_ops,

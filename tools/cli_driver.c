@@ -4,6 +4,7 @@
  * verdict, atomic output files, and the benchmark loop (plan, upload, warm-up, timed runs,
  * download, verify, roof). */
 #include <errno.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <float.h>
 #include <limits.h>
@@ -308,6 +309,134 @@ int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype d
                            d ? d : "?", shape);
 }
 
+/* ---- arrays ----------------------------------------------------------------------------- */
+static size_t param_count(const cli_kernel *k, const void *args, int i)
+{
+    const void *f = (const char *)args + k->params[i].off;
+    return k->params[i].type == CLI_P_COUNT ? *(const size_t *)f : (size_t)*(const int *)f;
+}
+
+static void **array_ptr(void *data, const cli_array *a) { return (void **)((char *)data + a->off); }
+
+/* An array's shape from the args (see cli_array): its rank; extent d is ext[d], from the
+ * parameter pi[d] (-1: a number) plus add[d]; names gets "[nv][3][3]". */
+static int array_dims(const cli_kernel *k, const void *args, const cli_array *a, size_t *ext,
+                      int *pi, size_t *add, char *names, size_t len)
+{
+    const char *s = a->shape ? a->shape : k->shape(args, a);
+    int n = 0;
+    names[0] = '\0';
+    for (size_t used = 0; *s && n < PK_NPY_MAX_DIMS; ++n) {
+        const size_t item = strcspn(s, ","), name = strcspn(s, ",+");
+        char word[32];
+        snprintf(word, sizeof word, "%.*s", (int)name, s);
+        pi[n] = isdigit((unsigned char)*s) ? -1 : param_index(k, word);
+        add[n] = name < item ? strtoul(s + name + 1, NULL, 10) : 0;
+        ext[n] = pi[n] < 0 ? strtoul(word, NULL, 10) : param_count(k, args, pi[n]) + add[n];
+        if (used < len) used += (size_t)snprintf(names + used, len - used, "[%.*s]", (int)item, s);
+        s += item + (s[item] == ',');
+    }
+    return n;
+}
+
+/* Read the table's inputs from DIR; their named extents set (or must agree with) the
+ * parameters.  The arrays belong to the data from here on. */
+static int load_arrays(cli_call *c, const char *dir, void *data)
+{
+    const cli_kernel *k = c->k;
+    const char *set_by[CLI_PMAX] = {0}; /* the file whose extent set a parameter */
+    for (const cli_array *a = k->arrays; a && a->file; ++a) {
+        size_t ext[PK_NPY_MAX_DIMS], add[PK_NPY_MAX_DIMS], want[PK_NPY_MAX_DIMS];
+        int pi[PK_NPY_MAX_DIMS];
+        char names[160], what[256], shape[160], by[96];
+        pk_array arr;
+        if (!(a->role & CLI_A_IN)) continue;
+        const int nd = array_dims(k, c->args, a, ext, pi, add, names, sizeof names);
+        for (int d = 0; d < nd; ++d) want[d] = pi[d] < 0 ? ext[d] : 0;
+        snprintf(what, sizeof what, "a %s ('%s') array with %d dimensions %s",
+                 cli_dtype_name(a->dtype), pk_dtype_descr(a->dtype), nd, names);
+        int rc = cli_read_npy(c->prog, dir, a->file, a->dtype, nd, want, what, &arr);
+        if (rc) return rc;
+        *array_ptr(data, a) = arr.data;
+        cli_shape_text(arr.shape, nd, shape, sizeof shape);
+        for (int d = 0; d < nd; ++d) {
+            if (pi[d] < 0) continue;
+            const cli_param *p = &k->params[pi[d]];
+            const size_t e = arr.shape[d], v = e - add[d];
+            if (e < add[d] || (double)v < p->min || (double)v > p->max)
+                return cli_usage_error(c->prog, "%s/%s: dimension %d has size %zu (must be "
+                                       "%.17g..%.17g)", dir, a->file, d, e, p->min + add[d],
+                                       p->max + add[d]);
+            if (c->seen[pi[d]] || set_by[pi[d]]) {
+                if (set_by[pi[d]])
+                    snprintf(by, sizeof by, "%s's %s", set_by[pi[d]], p->name);
+                else
+                    cli_seen_text(c, p->name, by, sizeof by);
+                if (param_count(k, c->args, pi[d]) != v)
+                    return cli_usage_error(c->prog, "%s/%s has shape %s but %s is %zu", dir,
+                                           a->file, shape, by, param_count(k, c->args, pi[d]));
+            }
+            if (p->type == CLI_P_COUNT)
+                *(size_t *)field(c->args, p) = v;
+            else
+                *(int *)field(c->args, p) = (int)v;
+            set_by[pi[d]] = a->file;
+        }
+    }
+    return 0;
+}
+
+/* calloc the arrays of a role: 0, the usage error of a size past size_t, or 1 when the
+ * memory is not there. */
+static int alloc_arrays(const cli_call *c, void *data, unsigned role)
+{
+    for (const cli_array *a = c->k->arrays; a && a->file; ++a) {
+        size_t ext[PK_NPY_MAX_DIMS], add[PK_NPY_MAX_DIMS], n = pk_dtype_size(a->dtype);
+        int pi[PK_NPY_MAX_DIMS], over = 0;
+        char names[160], shape[160];
+        if (!(a->role & role)) continue;
+        const int nd = array_dims(c->k, c->args, a, ext, pi, add, names, sizeof names);
+        for (int d = 0; d < nd; ++d) {
+            over |= ext[d] && n > SIZE_MAX / ext[d];
+            n *= ext[d];
+        }
+        cli_shape_text(ext, nd, shape, sizeof shape);
+        if (over)
+            return cli_usage_error(c->prog, "%s: a %s array of shape %s does not fit in memory",
+                                   a->file, cli_dtype_name(a->dtype), shape);
+        if (!(*array_ptr(data, a) = calloc(n ? n : 1, 1))) {
+            fprintf(stderr, "%s: out of host memory for %s (%s %s)\n", c->prog, a->file,
+                    cli_dtype_name(a->dtype), shape);
+            return CLI_EXIT_FAIL;
+        }
+    }
+    return 0;
+}
+
+static int write_arrays(const cli_call *c, const char *dir, const void *data, unsigned role)
+{
+    for (const cli_array *a = c->k->arrays; a && a->file; ++a) {
+        size_t ext[PK_NPY_MAX_DIMS], add[PK_NPY_MAX_DIMS];
+        int pi[PK_NPY_MAX_DIMS], rc;
+        char names[160];
+        if (!(a->role & role)) continue;
+        const int nd = array_dims(c->k, c->args, a, ext, pi, add, names, sizeof names);
+        if ((rc = cli_write_npy(c->prog, dir, a->file, a->dtype, nd, ext,
+                                *array_ptr((void *)data, a))))
+            return rc;
+    }
+    return 0;
+}
+
+/* The kernel's data and the table's arrays in it. */
+static void data_free(const cli_kernel *k, void *data)
+{
+    if (!data) return;
+    for (const cli_array *a = k->arrays; a && a->file; ++a) free(*array_ptr(data, a));
+    if (k->data_free) k->data_free(data);
+    free(data);
+}
+
 /* ---- help ------------------------------------------------------------------------------- */
 /* One option's lines: the option in columns 3-17 (a longer one on a line of its own), its
  * text from column 19, wrapped at column 88. */
@@ -535,10 +664,15 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
     }
     if (in && (rc = read_params(&st.c, in, &st.keep))) goto done;
     if (k->resolve && (rc = k->resolve(&st.c))) goto done;
-    if ((rc = in ? k->load(&st.c, in, data) : k->generate(&st.c, data))) goto done;
+    if (in)
+        rc = load_arrays(&st.c, in, data);
+    else if (!(rc = alloc_arrays(&st.c, data, CLI_A_IN)))
+        rc = k->generate(&st.c, data);
+    if (rc || (in && k->load && (rc = k->load(&st.c, in, data)))) goto done;
     if (lock >= 0) close(lock);
     lock = -1;
 
+    if ((rc = alloc_arrays(&st.c, data, CLI_A_OUT))) goto done;
     pk_status s = pk_context_create(&ctx, &copt);
     if (s == PK_OK) s = k->run(ctx, variant, args, data, &info);
     if (s != PK_OK) {
@@ -548,12 +682,15 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
     if (verify) {
         memset(&v, 0, sizeof v);
         v.rtol = rtol;
-        if ((s = k->verify(args, data, &v)) != PK_OK) {
+        if ((rc = alloc_arrays(&st.c, data, CLI_A_REF))) goto done;
+        if ((s = k->reference(args, data, 1)) != PK_OK || (s = k->check(args, data, &v)) != PK_OK) {
             rc = cli_lib_error(MAIN_PROG, s);
             goto done;
         }
     }
-    if ((out || k->own_outputs) && (rc = k->write_outputs(&st.c, out, data))) goto done;
+    if ((out && (rc = write_arrays(&st.c, out, data, CLI_A_OUT))) ||
+        (k->write_outputs && (rc = k->write_outputs(&st.c, out, data))))
+        goto done;
 
     cli_json j;
     cj_init(&j, stdout, 0);
@@ -581,8 +718,7 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
 done:
     if (lock >= 0) close(lock);
     pk_context_destroy(ctx);
-    k->data_free(data);
-    free(data);
+    data_free(k, data);
     free(args);
     free(st.keep);
     return rc;
@@ -616,12 +752,14 @@ int cli_gen(const cli_kernel *k, int argc, char **argv)
         goto done;
     }
     if (cli_parse_only) goto done;
-    if ((rc = k->generate(&st.c, data))) goto done;
+    if ((rc = alloc_arrays(&st.c, data, CLI_A_IN)) || (rc = k->generate(&st.c, data))) goto done;
     if ((lock = lock_dir(prog, out, 1)) == -2) {
         rc = CLI_EXIT_USAGE;
         goto done;
     }
-    if ((rc = k->write_inputs(&st.c, out, data))) goto done;
+    if ((rc = k->write_inputs ? k->write_inputs(&st.c, out, data)
+                              : write_arrays(&st.c, out, data, CLI_A_IN)))
+        goto done;
     /* params.json last: its presence says the set is complete. */
     char path[4096];
     FILE *pf;
@@ -633,8 +771,7 @@ int cli_gen(const cli_kernel *k, int argc, char **argv)
     printf("wrote %s (the inputs of 'portkern run %s --in %s')\n", out, k->name, out);
 done:
     if (lock >= 0) close(lock);
-    k->data_free(data);
-    free(data);
+    data_free(k, data);
     free(args);
     free(st.keep);
     return rc;

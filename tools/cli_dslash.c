@@ -38,13 +38,16 @@ typedef struct ds_args {
 } ds_args;
 
 typedef struct ds_data {
-    pk_array u, psi;   /* --in */
-    double *gu, *gpsi; /* generated */
-    double *chi, *ref;
+    double *u, *psi, *chi, *ref;
 } ds_data;
 
-static const double *ds_u(const ds_data *d) { return d->u.data ? d->u.data : d->gu; }
-static const double *ds_psi(const ds_data *d) { return d->psi.data ? d->psi.data : d->gpsi; }
+/* psi.npy first: its shape sets the extents, which u.npy's must match. */
+static const cli_array ds_arrays[] = {
+    {"psi.npy", PK_DTYPE_C128, "t,z,y,x,4,3", offsetof(ds_data, psi), CLI_A_IN},
+    {"u.npy", PK_DTYPE_C128, "4,t,z,y,x,3,3", offsetof(ds_data, u), CLI_A_IN},
+    {"chi.npy", PK_DTYPE_C128, "t,z,y,x,4,3", offsetof(ds_data, chi), CLI_A_OUT},
+    {"reference", PK_DTYPE_C128, "t,z,y,x,4,3", offsetof(ds_data, ref), CLI_A_REF},
+    {0}};
 
 static const char *const ds_dim_names[4] = {"x", "y", "z", "t"};
 
@@ -129,16 +132,6 @@ static size_t ds_volume(const ds_args *a)
     return (size_t)a->dim[0] * (size_t)a->dim[1] * (size_t)a->dim[2] * (size_t)a->dim[3];
 }
 
-/* Shapes (C order) of psi/chi [T][Z][Y][X][4][3] and u [4][T][Z][Y][X][3][3]. */
-static void ds_shapes(const int dim[4], size_t sshape[6], size_t ushape[7])
-{
-    const size_t s[6] = {(size_t)dim[3], (size_t)dim[2], (size_t)dim[1], (size_t)dim[0], 4, 3};
-    memcpy(sshape, s, sizeof s);
-    ushape[0] = 4;
-    memcpy(ushape + 1, s, 4 * sizeof(size_t));
-    ushape[5] = ushape[6] = 3;
-}
-
 /* u and psi from the seed, as gen writes them. */
 static pk_status ds_make(unsigned seed, size_t V, double *u, double *psi)
 {
@@ -149,12 +142,13 @@ static pk_status ds_make(unsigned seed, size_t V, double *u, double *psi)
 /* The verdict: norm-wise against the reference; first_fail as [T][Z][Y][X][4][3][re, im]. */
 static pk_status ds_check(const double *ref, const double *chi, const int dim[4], cli_verdict *v)
 {
-    size_t ushape[7];
-    ds_shapes(dim, v->shape, ushape);
-    v->shape[6] = 2; /* re, im: the differ sees doubles */
+    /* re, im last: the differ sees doubles */
+    const size_t shape[7] = {(size_t)dim[3], (size_t)dim[2], (size_t)dim[1], (size_t)dim[0], 4, 3,
+                             2};
+    memcpy(v->shape, shape, sizeof shape);
     v->ndim = 7;
     v->norm = 1;
-    const size_t n = 24 * (v->shape[0] * v->shape[1] * v->shape[2] * v->shape[3]);
+    const size_t n = 24 * (shape[0] * shape[1] * shape[2] * shape[3]);
     pk_status s = pk_diff_f64(ref, chi, n, v->rtol, 0, PK_DIFF_NORM, &v->rep);
     return s == PK_EMISMATCH ? PK_OK : s;
 }
@@ -163,88 +157,29 @@ static int ds_generate(cli_call *c, void *data)
 {
     const ds_args *a = c->args;
     ds_data *d = data;
-    const pk_dslash_params p = ds_params(a);
-    /* pk_dslash_reference checks p (extents, overflow, kappa) before its arrays: so the
-     * lattice is known to be allocatable-sized before anything is allocated here */
-    pk_status s = pk_dslash_reference(&p, NULL, NULL, NULL);
-    if (s != PK_OK && s != PK_ENULL) return cli_lib_error("portkern", s);
-    const size_t V = ds_volume(a);
-    /* apart: the validation bounds 72 V doubles, not 96 V */
-    if (!(d->gu = malloc(72 * V * sizeof(double))) ||
-        !(d->gpsi = malloc(24 * V * sizeof(double)))) {
-        fprintf(stderr, "%s: out of host memory for a %d x %d x %d x %d lattice\n", c->prog,
-                a->dim[0], a->dim[1], a->dim[2], a->dim[3]);
-        return CLI_EXIT_FAIL;
-    }
-    s = ds_make((unsigned)a->seed, V, d->gu, d->gpsi);
+    pk_status s = ds_make((unsigned)a->seed, ds_volume(a), d->u, d->psi);
     return s == PK_OK ? 0 : cli_lib_error("portkern", s);
-}
-
-/* DIR/psi.npy sets the extents (they must match what was given), then DIR/u.npy. */
-static int ds_load(cli_call *c, const char *dir, void *data)
-{
-    ds_args *a = c->args;
-    ds_data *d = data;
-    const size_t wp[6] = {0, 0, 0, 0, 4, 3};
-    size_t sshape[6], ushape[7];
-    char by[64];
-    int rc = cli_read_npy(c->prog, dir, "psi.npy", PK_DTYPE_C128, 6, wp,
-                          "a complex128 ('<c16') array of shape [T][Z][Y][X][4][3]", &d->psi);
-    if (rc) return rc;
-    for (int k = 0; k < 4; ++k) {
-        const size_t e = d->psi.shape[3 - k];
-        if (e > INT_MAX)
-            return cli_usage_error(c->prog, "%s/psi.npy: extent %s = %zu out of range", dir,
-                                   ds_dim_names[k], e);
-        if (cli_seen(c, ds_dim_names[k]) && (size_t)a->dim[k] != e)
-            return cli_usage_error(c->prog, "%s/psi.npy has %s = %zu, but %s is %d", dir,
-                                   ds_dim_names[k], e,
-                                   cli_seen_text(c, ds_dim_names[k], by, sizeof by), a->dim[k]);
-        a->dim[k] = (int)e;
-    }
-    ds_shapes(a->dim, sshape, ushape);
-    return cli_read_npy(c->prog, dir, "u.npy", PK_DTYPE_C128, 7, ushape,
-                        "a complex128 ('<c16') array of shape [4][T][Z][Y][X][3][3] matching "
-                        "psi.npy", &d->u);
-}
-
-static int ds_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const ds_args *a = c->args;
-    const ds_data *d = data;
-    size_t sshape[6], ushape[7];
-    ds_shapes(a->dim, sshape, ushape);
-    int rc = cli_write_npy(c->prog, dir, "u.npy", PK_DTYPE_C128, 7, ushape, d->gu);
-    return rc ? rc : cli_write_npy(c->prog, dir, "psi.npy", PK_DTYPE_C128, 6, sshape, d->gpsi);
 }
 
 static pk_status ds_run(pk_context *ctx, const char *variant, const void *args, void *data,
                         pk_run_info *info)
 {
-    const ds_args *a = args;
     ds_data *d = data;
-    const pk_dslash_params p = ds_params(a);
-    if (!(d->chi = malloc(24 * ds_volume(a) * sizeof *d->chi))) return PK_ENOMEM;
-    return pk_dslash(ctx, &p, variant, ds_u(d), ds_psi(d), d->chi, info);
+    const pk_dslash_params p = ds_params(args);
+    return pk_dslash(ctx, &p, variant, d->u, d->psi, d->chi, info);
 }
 
-static pk_status ds_verify(const void *args, void *data, cli_verdict *v)
+static pk_status ds_reference(const void *args, void *data, int runs)
 {
-    const ds_args *a = args;
     ds_data *d = data;
-    const pk_dslash_params p = ds_params(a);
-    if (!(d->ref = malloc(24 * ds_volume(a) * sizeof *d->ref))) return PK_ENOMEM;
-    pk_status s = pk_dslash_reference(&p, ds_u(d), ds_psi(d), d->ref);
-    return s == PK_OK ? ds_check(d->ref, d->chi, a->dim, v) : s;
+    const pk_dslash_params p = ds_params(args);
+    return pk_dslash_reference(&p, d->u, d->psi, d->ref);
 }
 
-static int ds_write_outputs(cli_call *c, const char *dir, const void *data)
+static pk_status ds_run_check(const void *args, void *data, cli_verdict *v)
 {
-    const ds_args *a = c->args;
-    size_t sshape[6], ushape[7];
-    ds_shapes(a->dim, sshape, ushape);
-    return cli_write_npy(c->prog, dir, "chi.npy", PK_DTYPE_C128, 6, sshape,
-                         ((const ds_data *)data)->chi);
+    const ds_data *d = data;
+    return ds_check(d->ref, d->chi, ((const ds_args *)args)->dim, v);
 }
 
 static void ds_lattice_json(cli_json *j, const int dim[4], double kappa, int recon12)
@@ -258,20 +193,7 @@ static void ds_lattice_json(cli_json *j, const int dim[4], double kappa, int rec
 static void ds_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
 {
     const ds_args *a = args;
-    (void)data;
-    (void)info;
     ds_lattice_json(j, a->dim, a->kappa, a->recon12);
-}
-
-static void ds_data_free(void *data)
-{
-    ds_data *d = data;
-    pk_array_free(&d->u);
-    pk_array_free(&d->psi);
-    free(d->gu);
-    free(d->gpsi);
-    free(d->chi);
-    free(d->ref);
 }
 
 /* ---- bench: full and recon12 links of every variant on the two lattices of the size ----- */
@@ -429,16 +351,14 @@ const cli_kernel cli_kernel_dslash = {
     .args_init = ds_args_init,
     .preset = ds_preset,
     .resolve = ds_resolve,
-    .load = ds_load,
+    .arrays = ds_arrays,
     .generate = ds_generate,
-    .write_inputs = ds_write_inputs,
     .run = ds_run,
     .rtol = DS_RTOL,
     .verify_rule = DS_VERIFY_RULE,
-    .verify = ds_verify,
-    .write_outputs = ds_write_outputs,
+    .reference = ds_reference,
+    .check = ds_run_check,
     .run_json = ds_run_json,
-    .data_free = ds_data_free,
     .flops_model = "1320 flop per site (hopping term; QUDA/QPhiX count)",
     .bytes_model = DS_BYTES_MODEL,
     .bench = &ds_bench_ops,

@@ -247,12 +247,18 @@ typedef struct gr_data {
     pk_gg_layout lay;
     float *full;
     /* the run and its verdict */
-    float *grid;
+    float *grid;  /* complex64 [grid_size][grid_size] */
+    double *ref;  /* the double reference grid, [grid_size][grid_size][2] */
     double norm;
     int64_t skipped;
     int verified; /* --verify ran: chk holds the reference's figures */
     gr_check chk;
 } gr_data;
+
+static const cli_array gr_arrays[] = {
+    {"grid.npy", PK_DTYPE_C64, "grid_size,grid_size", offsetof(gr_data, grid), CLI_A_OUT},
+    {"reference", PK_DTYPE_F64, "grid_size,grid_size,2", offsetof(gr_data, ref), CLI_A_REF},
+    {0}};
 
 static void gr_data_free(void *data)
 {
@@ -262,7 +268,6 @@ static void gr_data_free(void *data)
     pk_gg_kernels_free(&g->gk);
     pk_gg_layout_free(&g->lay);
     free(g->full);
-    free(g->grid);
     memset(g, 0, sizeof *g);
 }
 
@@ -779,24 +784,14 @@ static void gr_compare(const float *x, const double *y, size_t n, double rtol, p
     r->equal = r->norm_rel_err <= rtol;
 }
 
-static pk_status gr_reference(const gr_data *g, double **ref, gr_check *c)
+/* The double reference grid into ref (zeroed), its norm, num_skipped and time into c. */
+static pk_status gr_reference(const gr_data *g, double *ref, gr_check *c)
 {
-    const size_t cells = (size_t)g->p.grid_size * g->p.grid_size;
-    *ref = calloc(2 * cells, sizeof **ref);
-    if (!*ref) {
-        fprintf(stderr, "portkern: out of host memory for the %d x %d double reference grid "
-                "(%.1f GB)\n", g->p.grid_size, g->p.grid_size, 16e-9 * (double)cells);
-        return PK_ENOMEM;
-    }
     c->norm_ref = 0;
     const double t0 = cli_now_s();
-    pk_status s = pk_grid_reference_f64(&g->p, g->support, g->kernels, &g->d, *ref, &c->norm_ref,
+    pk_status s = pk_grid_reference_f64(&g->p, g->support, g->kernels, &g->d, ref, &c->norm_ref,
                                         &c->skipped_ref);
     c->ref_s = cli_now_s() - t0;
-    if (s != PK_OK) {
-        free(*ref);
-        *ref = NULL;
-    }
     return s;
 }
 
@@ -827,41 +822,32 @@ static pk_status gr_run(pk_context *ctx, const char *variant, const void *args, 
                         pk_run_info *info)
 {
     gr_data *g = data;
-    const size_t cells = (size_t)g->p.grid_size * g->p.grid_size; /* validated: no overflow */
-    (void)args;
-    if (!(g->grid = calloc(2 * cells, sizeof *g->grid))) {
-        fprintf(stderr, "portkern run: out of host memory for the %d x %d grid (%.1f GB)\n",
-                g->p.grid_size, g->p.grid_size, 8e-9 * (double)cells);
-        return PK_ENOMEM;
-    }
     g->norm = 0;
     return pk_grid(ctx, &g->p, variant, g->support, g->kernels, &g->d, g->grid, &g->norm,
                    &g->skipped, info);
 }
 
-static pk_status gr_verify(const void *args, void *data, cli_verdict *v)
+static pk_status gr_run_reference(const void *args, void *data, int runs)
 {
     gr_data *g = data;
-    double *ref;
-    (void)args;
-    pk_status s = gr_reference(g, &ref, &g->chk);
-    if (s != PK_OK) return s;
-    gr_check_grid(g, g->grid, g->norm, g->skipped, ref, v->rtol, &g->chk);
-    free(ref);
+    return gr_reference(g, g->ref, &g->chk);
+}
+
+static pk_status gr_run_check(const void *args, void *data, cli_verdict *v)
+{
+    gr_data *g = data;
+    gr_check_grid(g, g->grid, g->norm, g->skipped, g->ref, v->rtol, &g->chk);
     g->verified = 1;
     gr_verdict(&g->chk, g->p.grid_size, v);
     return PK_OK;
 }
 
-/* --out DIR: grid.npy; and whatever --intensity and --export-kernels ask for, --out or not. */
+/* What --intensity and --export-kernels ask for, --out or not. */
 static int gr_write_outputs(cli_call *c, const char *dir, const void *data)
 {
     gr_args *a = c->args;
     const gr_data *g = data;
-    const size_t shape[2] = {(size_t)g->p.grid_size, (size_t)g->p.grid_size};
-    int rc = 0;
-    if (dir && (rc = cli_write_npy(c->prog, dir, "grid.npy", PK_DTYPE_C64, 2, shape, g->grid)))
-        return rc;
+    int rc;
     if (a->png && (rc = gr_write_intensity(c->prog, a->png, g, a->touched, &a->png_info)))
         return rc;
     return a->export_dir ? gr_export_kernels(c->prog, a->export_dir, g) : 0;
@@ -975,7 +961,9 @@ static int gr_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
     int rc = gr_generate("portkern bench", &o, PK_GRID_KERNELS_COMPACT, &b->g);
     if (rc) return rc;
     cli_progress("grid reference: double, %zu visibilities ...", b->g.d.num_vis);
-    pk_status s = gr_reference(&b->g, &b->ref, &b->ref_chk);
+    if (!(b->ref = calloc(2 * (size_t)b->g.p.grid_size * b->g.p.grid_size, sizeof *b->ref)))
+        goto nomem;
+    pk_status s = gr_reference(&b->g, b->ref, &b->ref_chk);
     if (s != PK_OK) return s == PK_ENOMEM ? CLI_EXIT_FAIL : cli_lib_error("portkern", s);
     if (!(b->grid = malloc(2 * (size_t)b->g.p.grid_size * b->g.p.grid_size * sizeof *b->grid)))
         goto nomem;
@@ -1239,6 +1227,7 @@ const cli_kernel cli_kernel_grid = {
     .args_init = gr_args_init,
     .preset = gr_preset,
     .resolve = gr_resolve,
+    .arrays = gr_arrays,
     .load = gr_load,
     .generate = gr_make,
     .write_inputs = gr_write_inputs,
@@ -1247,9 +1236,9 @@ const cli_kernel cli_kernel_grid = {
     .run = gr_run,
     .rtol = GR_RTOL,
     .verify_rule = GR_VERIFY_RULE,
-    .verify = gr_verify,
+    .reference = gr_run_reference,
+    .check = gr_run_check,
     .write_outputs = gr_write_outputs,
-    .own_outputs = 1,
     .run_json = gr_run_json,
     .data_free = gr_data_free,
     .flops_model = "8 flop per grid-point update (a complex multiply-add)",

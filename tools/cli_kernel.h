@@ -85,6 +85,24 @@ int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj);
 int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
                  const size_t *want, const char *what, pk_array *arr);
 
+/* ---- arrays: a kernel's .npy files and the buffers of its run ---------------------------- */
+#define CLI_A_IN 1u  /* an input: run --in reads it, the generator fills it, gen writes it */
+#define CLI_A_OUT 2u /* an output: allocated before the run, run --out writes it */
+#define CLI_A_REF 4u /* the reference's output: allocated before the reference runs */
+
+/* One array of the kernel's data struct, which the driver allocates (calloc), reads, writes
+ * and frees.  Its shape is C order, comma-separated items: an extent, or the name of an INT
+ * or COUNT parameter with an optional "+N" ("nv,3,3", "n3+15,n2+15,n1+15").  Reading an input
+ * sets a named parameter from its extent, and refuses an extent that disagrees with the value
+ * the command line, params.json or an earlier array gave. */
+typedef struct cli_array {
+    const char *file; /* DIR/file (REF: a name for messages); NULL ends a table */
+    pk_dtype dtype;
+    const char *shape; /* NULL: the kernel's shape hook gives it */
+    size_t off;        /* offset of the array's pointer in the data struct */
+    unsigned role;     /* CLI_A_* */
+} cli_array;
+
 /* The differ's verdict of a run against its reference, and how to report it. */
 typedef struct cli_verdict {
     pk_diff_report rep;
@@ -179,9 +197,14 @@ struct cli_kernel {
     /* Set the args to a named size (small, paper, large: the sizes of bench); -1: unknown. */
     int (*preset)(const char *size, void *args);
     int (*resolve)(cli_call *c); /* optional: after options and params.json */
-    int (*load)(cli_call *c, const char *dir, void *data);     /* run --in DIR */
-    int (*generate)(cli_call *c, void *data);                  /* run without --in, gen */
-    int (*write_inputs)(cli_call *c, const char *dir, const void *data); /* gen */
+    const cli_array *arrays;
+    const char *(*shape)(const void *args, const cli_array *a); /* optional: for shape NULL */
+    /* Optional: run --in DIR after the inputs of the table were read (grid's data set, which
+     * the table does not describe; diffusion3d's defaults of the file's size). */
+    int (*load)(cli_call *c, const char *dir, void *data);
+    int (*generate)(cli_call *c, void *data); /* run without --in, gen: inputs allocated */
+    /* Optional: gen writes these instead of the table's inputs (grid). */
+    int (*write_inputs)(cli_call *c, const char *dir, const void *data);
     /* Optional: params.json keys gen writes after the table's, for information only (grid:
      * the data set's counts and recipe); run --in skips the keys info_keys lists (NULL-ended)
      * instead of warning about them. */
@@ -191,12 +214,15 @@ struct cli_kernel {
                      pk_run_info *info);
     double rtol;                  /* --verify's default */
     const char *verify_rule;      /* what passes */
-    pk_status (*verify)(const void *args, void *data, cli_verdict *v); /* v->rtol, v->norm set */
-    int (*write_outputs)(cli_call *c, const char *dir, const void *data); /* run --out DIR */
-    int own_outputs; /* 1: write_outputs runs without --out too (dir NULL): outputs named by the
-                        kernel's own options (grid's --intensity FILE) */
+    /* The reference of the outputs after `runs` runs (run: 1), into the REF arrays; then the
+     * verdict of the outputs against it (v->rtol set). */
+    pk_status (*reference)(const void *args, void *data, int runs);
+    pk_status (*check)(const void *args, void *data, cli_verdict *v);
+    /* Optional: outputs beyond the table's, with --out DIR or (dir NULL) without it: named by
+     * the kernel's own options (grid's --intensity FILE). */
+    int (*write_outputs)(cli_call *c, const char *dir, const void *data);
     void (*run_json)(cli_json *j, const void *args, const void *data, const pk_run_info *info);
-    void (*data_free)(void *data);
+    void (*data_free)(void *data); /* optional: what the data holds beyond the table's arrays */
     const char *flops_model, *bytes_model; /* what the library's counts mean, in words */
     const cli_bench_ops *bench;
 };

@@ -41,13 +41,15 @@ typedef struct lp_args {
 } lp_args;
 
 typedef struct lp_data {
-    pk_array in;        /* --in */
-    float *gen;         /* generated */
-    float *phi, *ref;   /* the run's result, the reference */
-    double atol;        /* of --verify; 0: not verified */
+    float *phi0, *phi, *ref; /* the input, the run's result, the reference */
+    double atol;             /* of --verify; 0: not verified */
 } lp_data;
 
-static const float *lp_phi0(const lp_data *d) { return d->in.data ? d->in.data : d->gen; }
+static const cli_array lp_arrays[] = {
+    {"phi.npy", PK_DTYPE_F32, "l,l", offsetof(lp_data, phi0), CLI_A_IN},
+    {"phi.npy", PK_DTYPE_F32, "l,l", offsetof(lp_data, phi), CLI_A_OUT},
+    {"reference", PK_DTYPE_F32, "l,l", offsetof(lp_data, ref), CLI_A_REF},
+    {0}};
 
 /* layout: lexi, hvfo, or auto (-1). */
 static pk_status lp_layout_from_name(const char *name, int *id)
@@ -188,77 +190,39 @@ static int lp_generate(cli_call *c, void *data)
     if (a->layout == PK_LAP_HVFO && a->l % nw != 0)
         return cli_usage_error(c->prog, "--layout hvfo: l = %d is not a multiple of nw = %d "
                                "(give an nw that divides l, or --layout lexi)", a->l, nw);
-    const size_t n = (size_t)a->l * (size_t)a->l;
-    if (!(d->gen = malloc(n * sizeof *d->gen))) {
-        fprintf(stderr, "%s: out of host memory for a %d x %d field\n", c->prog, a->l, a->l);
-        return CLI_EXIT_FAIL;
-    }
-    lp_gen_phi(n, (unsigned long long)a->seed, d->gen);
+    lp_gen_phi((size_t)a->l * (size_t)a->l, (unsigned long long)a->seed, d->phi0);
     return 0;
 }
 
-/* DIR/phi.npy: float32 [l][l]; l comes from its shape and must agree with l given elsewhere. */
-static int lp_load(cli_call *c, const char *dir, void *data)
-{
-    static const char what[] = "a float32 ('<f4') square array [l][l], 1 <= l <= 65536";
-    lp_args *a = c->args;
-    lp_data *d = data;
-    const size_t want[2] = {0, 0};
-    char shape[160], by[64];
-    int rc = cli_read_npy(c->prog, dir, "phi.npy", PK_DTYPE_F32, 2, want, what, &d->in);
-    if (rc) return rc;
-    const size_t l = d->in.shape[0];
-    cli_shape_text(d->in.shape, 2, shape, sizeof shape);
-    if (d->in.shape[1] != l || l > LP_MAX_L)
-        return cli_usage_error(c->prog, "%s/phi.npy: expected %s, got '%s' with shape %s", dir,
-                               what, pk_dtype_descr(d->in.dtype), shape);
-    if (cli_seen(c, "l") && (size_t)a->l != l)
-        return cli_usage_error(c->prog, "%s/phi.npy has shape %s, but %s is %d", dir, shape,
-                               cli_seen_text(c, "l", by, sizeof by), a->l);
-    a->l = (int)l;
-    return 0;
-}
-
-static int lp_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const lp_args *a = c->args;
-    const size_t shape[2] = {(size_t)a->l, (size_t)a->l};
-    return cli_write_npy(c->prog, dir, "phi.npy", PK_DTYPE_F32, 2, shape,
-                         ((const lp_data *)data)->gen);
-}
-
-/* The run works in place on a copy of the input, which --verify needs again. */
+/* The run works in place on a copy of the input, which the reference needs again. */
 static pk_status lp_run(pk_context *ctx, const char *variant, const void *args, void *data,
                         pk_run_info *info)
 {
     const lp_args *a = args;
     lp_data *d = data;
     const pk_laplace2d_params p = lp_params(a);
-    const size_t n = (size_t)a->l * (size_t)a->l;
-    if (!(d->phi = malloc(n * sizeof *d->phi))) return PK_ENOMEM;
-    memcpy(d->phi, lp_phi0(d), n * sizeof *d->phi);
+    memcpy(d->phi, d->phi0, (size_t)a->l * (size_t)a->l * sizeof *d->phi);
     return pk_laplace2d(ctx, &p, variant, d->phi, info);
 }
 
-static pk_status lp_verify(const void *args, void *data, cli_verdict *v)
+/* The reference after `runs` x count iterations, and the bound of the verdict for them. */
+static pk_status lp_reference(const void *args, void *data, int runs)
 {
     const lp_args *a = args;
     lp_data *d = data;
-    const pk_laplace2d_params p = lp_params(a);
     const size_t n = (size_t)a->l * (size_t)a->l;
-    if (!(d->ref = malloc(n * sizeof *d->ref))) return PK_ENOMEM;
-    memcpy(d->ref, lp_phi0(d), n * sizeof *d->ref);
-    d->atol = lp_atol(a->sigma, a->count, lp_maxabs(d->ref, n));
-    pk_status s = pk_laplace2d_reference(&p, d->ref);
-    return s == PK_OK ? lp_check(d->ref, d->phi, a->l, d->atol, v) : s;
+    pk_laplace2d_params p = lp_params(a);
+    if ((long long)p.count * runs > INT_MAX) return PK_ESIZE;
+    p.count *= runs;
+    memcpy(d->ref, d->phi0, n * sizeof *d->ref);
+    d->atol = lp_atol(a->sigma, p.count, lp_maxabs(d->ref, n));
+    return pk_laplace2d_reference(&p, d->ref);
 }
 
-static int lp_write_outputs(cli_call *c, const char *dir, const void *data)
+static pk_status lp_run_check(const void *args, void *data, cli_verdict *v)
 {
-    const lp_args *a = c->args;
-    const size_t shape[2] = {(size_t)a->l, (size_t)a->l};
-    return cli_write_npy(c->prog, dir, "phi.npy", PK_DTYPE_F32, 2, shape,
-                         ((const lp_data *)data)->phi);
+    const lp_data *d = data;
+    return lp_check(d->ref, d->phi, ((const lp_args *)args)->l, d->atol, v);
 }
 
 static void lp_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
@@ -273,15 +237,6 @@ static void lp_run_json(cli_json *j, const void *args, const void *data, const p
     cj_int(j, "nw", p.layout == PK_LAP_HVFO ? (p.nw ? p.nw : PK_LAP_DEFAULT_NW) : 1);
     cj_num(j, "ms_per_iteration", p.count > 0 ? cli_rate(1e3 * info->kernel_s, p.count) : NAN);
     if (d->atol > 0) cj_num(j, "verify_atol", d->atol);
-}
-
-static void lp_data_free(void *data)
-{
-    lp_data *d = data;
-    pk_array_free(&d->in);
-    free(d->gen);
-    free(d->phi);
-    free(d->ref);
 }
 
 /* ---- bench: both layouts of every variant on the two grids of the size ----------------- */
@@ -518,16 +473,14 @@ const cli_kernel cli_kernel_laplace2d = {
     .params = lp_params_table,
     .args_init = lp_args_init,
     .preset = lp_preset,
-    .load = lp_load,
+    .arrays = lp_arrays,
     .generate = lp_generate,
-    .write_inputs = lp_write_inputs,
     .run = lp_run,
     .rtol = 0,
     .verify_rule = LP_VERIFY_RULE,
-    .verify = lp_verify,
-    .write_outputs = lp_write_outputs,
+    .reference = lp_reference,
+    .check = lp_run_check,
     .run_json = lp_run_json,
-    .data_free = lp_data_free,
     .flops_model = "7 flop per site and iteration",
     .bytes_model = LP_BYTES_MODEL,
     .bench = &lp_bench_ops,

@@ -111,13 +111,33 @@ typedef struct mf_args {
 } mf_args;
 
 typedef struct mf_data {
-    pk_array x; /* --in */
-    double *gx, *y, *ref;
-    size_t ishape[3], oshape[3];
+    double *x, *y, *ref;
     double atol; /* --verify's: rtol * max|y_ref| */
 } mf_data;
 
-static const double *mf_x(const mf_data *d) { return d->x.data ? d->x.data : d->gx; }
+/* x and y are [n3][n2][n1], 15 points more per axis for x with bc shrink, for y with grow. */
+static const cli_array mf_arrays[] = {
+    {"x.npy", PK_DTYPE_F64, NULL, offsetof(mf_data, x), CLI_A_IN},
+    {"y.npy", PK_DTYPE_F64, NULL, offsetof(mf_data, y), CLI_A_OUT},
+    {"reference", PK_DTYPE_F64, NULL, offsetof(mf_data, ref), CLI_A_REF},
+    {0}};
+
+static int mf_wider(const mf_args *a, int in) { return a->bc == (in ? PK_MF_SHRINK : PK_MF_GROW); }
+
+static const char *mf_shape(const void *args, const cli_array *a)
+{
+    return mf_wider(args, a->role == CLI_A_IN) ? "n3+15,n2+15,n1+15" : "n3,n2,n1";
+}
+
+/* The shape of x (in) or y, and its number of points. */
+static size_t mf_extents(const mf_args *a, int in, size_t shape[3])
+{
+    const int e = mf_wider(a, in) ? 15 : 0;
+    shape[0] = (size_t)a->n3 + e;
+    shape[1] = (size_t)a->n2 + e;
+    shape[2] = (size_t)a->n1 + e;
+    return shape[0] * shape[1] * shape[2];
+}
 
 static const cli_names mf_bcs = {mf_bc_from_name, mf_bc_name, "periodic, grow, shrink"};
 
@@ -192,6 +212,9 @@ static int mf_resolve(cli_call *c)
         a->n3 = k == 3 ? v[2] : v[0];
         for (k = 0; k < 3; ++k) cli_set_seen(c, names[k], CLI_SEEN_OPT);
     }
+    /* --bc given: x.npy's shape decides the sizes (params.json's are those of its own bc) */
+    for (int k = 0; k < 3 && cli_seen(c, "bc") == CLI_SEEN_OPT; ++k)
+        if (cli_seen(c, names[k]) == CLI_SEEN_FILE) cli_set_seen(c, names[k], 0);
     return 0;
 }
 
@@ -204,87 +227,12 @@ static void mf_params_of(const mf_args *a, pk_magicfilter3d_params *p)
     p->bc = a->bc;
 }
 
-/* The shapes of x and y (the library validates the sizes). */
-static int mf_shapes(const mf_args *a, mf_data *d)
-{
-    pk_magicfilter3d_params p;
-    mf_params_of(a, &p);
-    pk_status s = pk_magicfilter3d_shapes(&p, d->ishape, d->oshape);
-    return s == PK_OK ? 0 : cli_lib_error("portkern", s);
-}
-
-static size_t mf_count(const size_t *shape) { return shape[0] * shape[1] * shape[2]; }
-
 static int mf_generate(cli_call *c, void *data)
 {
     const mf_args *a = c->args;
-    mf_data *d = data;
-    int rc = mf_shapes(a, d);
-    if (rc) return rc;
-    if (!(d->gx = malloc(mf_count(d->ishape) * sizeof *d->gx))) {
-        fprintf(stderr, "%s: out of host memory for a %d x %d x %d grid\n", c->prog, a->n1, a->n2,
-                a->n3);
-        return CLI_EXIT_FAIL;
-    }
-    mf_gen_x(mf_count(d->ishape), (unsigned)a->seed, d->gx);
+    size_t shape[3];
+    mf_gen_x(mf_extents(a, 1, shape), (unsigned)a->seed, ((mf_data *)data)->x);
     return 0;
-}
-
-/* 1 when --bc differs from params.json's bc: params.json's sizes then describe another x.npy
- * shape, and x.npy's shape decides. */
-static int mf_other_bc(const cli_call *c, const char *dir)
-{
-    const mf_args *a = c->args;
-    char path[4096], *text = NULL;
-    cli_jobject *obj = NULL;
-    int id, other;
-    if (cli_seen(c, "bc") != CLI_SEEN_OPT || cli_join(path, sizeof path, dir, "params.json") ||
-        cli_params_load(c->prog, path, MF_KERNEL, &obj, &text) || !obj)
-        return 0;
-    const cli_jvalue *v = cli_json_get(obj, "bc");
-    other = v && v->type == CLI_JSTR && mf_bc_from_name(v->str, &id) == PK_OK && id != a->bc;
-    free(obj);
-    free(text);
-    return other;
-}
-
-/* DIR/x.npy: float64 [n3][n2][n1], or [n3+15][n2+15][n1+15] for shrink; the sizes come from
- * its shape and must agree with sizes given elsewhere. */
-static int mf_load(cli_call *c, const char *dir, void *data)
-{
-    static const char *const names[3] = {"n3", "n2", "n1"};
-    mf_args *a = c->args;
-    mf_data *d = data;
-    const int extra = a->bc == PK_MF_SHRINK ? 15 : 0;
-    const char *expect = extra ? "[n3+15][n2+15][n1+15] (bc shrink)" : "[n3][n2][n1]";
-    const size_t any[3] = {0, 0, 0};
-    char what[96], shape[160], by[64];
-    snprintf(what, sizeof what, "a float64 ('<f8') array with 3 dimensions %s", expect);
-    int rc = cli_read_npy(c->prog, dir, "x.npy", PK_DTYPE_F64, 3, any, what, &d->x);
-    if (rc) return rc;
-    cli_shape_text(d->x.shape, 3, shape, sizeof shape);
-    const int other_bc = mf_other_bc(c, dir);
-    int *dims[3] = {&a->n3, &a->n2, &a->n1};
-    for (int k = 0; k < 3; ++k) {
-        const size_t n = d->x.shape[k];
-        if (n < (size_t)extra + 1 || n - (size_t)extra > (size_t)MF_NMAX)
-            return cli_usage_error(c->prog, "%s/x.npy: shape %s: dimension %d must be %d..%d%s",
-                                   dir, shape, k, extra + 1, MF_NMAX + extra,
-                                   extra ? " for bc shrink (n + 15 points, n >= 1)" : "");
-        const int seen = cli_seen(c, names[k]);
-        if (seen && !(seen == CLI_SEEN_FILE && other_bc) && *dims[k] != (int)n - extra)
-            return cli_usage_error(c->prog, "%s/x.npy has shape %s, expected %s, but %s is %d",
-                                   dir, shape, expect, cli_seen_text(c, names[k], by, sizeof by),
-                                   *dims[k]);
-        *dims[k] = (int)n - extra;
-    }
-    return mf_shapes(a, d);
-}
-
-static int mf_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const mf_data *d = data;
-    return cli_write_npy(c->prog, dir, "x.npy", PK_DTYPE_F64, 3, d->ishape, d->gx);
 }
 
 static pk_status mf_run(pk_context *ctx, const char *variant, const void *args, void *data,
@@ -293,26 +241,23 @@ static pk_status mf_run(pk_context *ctx, const char *variant, const void *args, 
     mf_data *d = data;
     pk_magicfilter3d_params p;
     mf_params_of(args, &p);
-    if (!(d->y = malloc(mf_count(d->oshape) * sizeof *d->y))) return PK_ENOMEM;
-    return pk_magicfilter3d(ctx, &p, variant, mf_x(d), d->y, info);
+    return pk_magicfilter3d(ctx, &p, variant, d->x, d->y, info);
 }
 
-static pk_status mf_verify(const void *args, void *data, cli_verdict *v)
+static pk_status mf_reference(const void *args, void *data, int runs)
 {
     mf_data *d = data;
     pk_magicfilter3d_params p;
     mf_params_of(args, &p);
-    if (!(d->ref = malloc(mf_count(d->oshape) * sizeof *d->ref))) return PK_ENOMEM;
-    pk_status s = pk_magicfilter3d_reference(&p, mf_x(d), d->ref);
-    if (s != PK_OK) return s;
-    d->atol = mf_atol(d->ref, mf_count(d->oshape), v->rtol);
-    return mf_check(d->ref, d->y, d->oshape, d->atol, v);
+    return pk_magicfilter3d_reference(&p, d->x, d->ref);
 }
 
-static int mf_write_outputs(cli_call *c, const char *dir, const void *data)
+static pk_status mf_run_check(const void *args, void *data, cli_verdict *v)
 {
-    const mf_data *d = data;
-    return cli_write_npy(c->prog, dir, "y.npy", PK_DTYPE_F64, 3, d->oshape, d->y);
+    mf_data *d = data;
+    size_t shape[3];
+    d->atol = mf_atol(d->ref, mf_extents(args, 0, shape), v->rtol);
+    return mf_check(d->ref, d->y, shape, d->atol, v);
 }
 
 static void cj_shape3(cli_json *j, const char *key, const size_t *shape)
@@ -326,25 +271,18 @@ static void mf_run_json(cli_json *j, const void *args, const void *data, const p
 {
     const mf_args *a = args;
     const mf_data *d = data;
-    (void)info;
+    size_t in[3], out[3];
+    mf_extents(a, 1, in);
+    mf_extents(a, 0, out);
     cj_str(j, "operation", a->transpose ? "MFT" : "MF");
     cj_bool(j, "transpose", a->transpose);
     cj_str(j, "bc", mf_bc_name(a->bc));
     cj_int(j, "n1", a->n1);
     cj_int(j, "n2", a->n2);
     cj_int(j, "n3", a->n3);
-    cj_shape3(j, "in_shape", d->ishape);
-    cj_shape3(j, "out_shape", d->oshape);
+    cj_shape3(j, "in_shape", in);
+    cj_shape3(j, "out_shape", out);
     if (d->ref) cj_num(j, "verify_atol", d->atol);
-}
-
-static void mf_data_free(void *data)
-{
-    mf_data *d = data;
-    pk_array_free(&d->x);
-    free(d->gx);
-    free(d->y);
-    free(d->ref);
 }
 
 /* ---- bench: every variant on the two periodic MF grids of the size ---------------------- */
@@ -635,7 +573,7 @@ const cli_kernel cli_kernel_magicfilter3d = {
         "library's relative differ reports the relative and norm-wise errors beside it.\n"
         "Files: --in DIR reads DIR/x.npy (float64 [n3][n2][n1], i1 fastest; for --bc shrink\n"
         "[n3+15][n2+15][n1+15]): the sizes come from its shape (params.json's sizes are\n"
-        "ignored when --bc names another bc than params.json's); without --in, O(1) random\n"
+        "ignored when --bc is given: they are those of its own bc); without --in, O(1) random\n"
         "data (uniform in [-1, 1), reproducible by --seed) is generated as 'portkern gen\n"
         "magicfilter3d' does.  --out DIR writes DIR/y.npy (float64 [n3][n2][n1]; for --bc\n"
         "grow [n3+15][n2+15][n1+15]).\n"
@@ -652,16 +590,15 @@ const cli_kernel cli_kernel_magicfilter3d = {
     .args_init = mf_args_init,
     .preset = mf_preset,
     .resolve = mf_resolve,
-    .load = mf_load,
+    .arrays = mf_arrays,
+    .shape = mf_shape,
     .generate = mf_generate,
-    .write_inputs = mf_write_inputs,
     .run = mf_run,
     .rtol = MF_RTOL,
     .verify_rule = MF_VERIFY_RULE,
-    .verify = mf_verify,
-    .write_outputs = mf_write_outputs,
+    .reference = mf_reference,
+    .check = mf_run_check,
     .run_json = mf_run_json,
-    .data_free = mf_data_free,
     .flops_model = "32 flop per output point per pass (96 per element for periodic)",
     .bytes_model = "each pass reads its input and writes its output once, 8 B per point (48 B "
                    "per element for periodic)",

@@ -30,12 +30,15 @@ typedef struct s3_args {
 } s3_args;
 
 typedef struct s3_data {
-    pk_array u, psi; /* --in */
-    double *gu, *gpsi, *chi, *ref;
+    double *u, *psi, *chi, *ref;
 } s3_data;
 
-static const double *s3_u(const s3_data *d) { return d->u.data ? d->u.data : d->gu; }
-static const double *s3_psi(const s3_data *d) { return d->psi.data ? d->psi.data : d->gpsi; }
+static const cli_array s3_arrays[] = {
+    {"u.npy", PK_DTYPE_C128, "nv,3,3", offsetof(s3_data, u), CLI_A_IN},
+    {"psi.npy", PK_DTYPE_C128, "nv,3,4", offsetof(s3_data, psi), CLI_A_IN},
+    {"chi.npy", PK_DTYPE_C128, "nv,3,4", offsetof(s3_data, chi), CLI_A_OUT},
+    {"reference", PK_DTYPE_C128, "nv,3,4", offsetof(s3_data, ref), CLI_A_REF},
+    {0}};
 
 static const char *s3_layout_name(int id) { return pk_su3_layout_name(id); }
 
@@ -137,45 +140,9 @@ static int s3_generate(cli_call *c, void *data)
 {
     const s3_args *a = c->args;
     s3_data *d = data;
-    if (s3_make(a->nv, a->seed, &d->gu, &d->gpsi)) {
-        fprintf(stderr, "%s: out of host memory for %zu sites\n", c->prog, a->nv);
-        return CLI_EXIT_FAIL;
-    }
+    pk_lqcd_random_su3((uint64_t)a->seed, a->nv, d->u);
+    pk_lqcd_random_complex((uint64_t)a->seed + 1, 12 * a->nv, d->psi);
     return 0;
-}
-
-/* DIR/u.npy and DIR/psi.npy: nv from their shape, which must agree with nv given elsewhere. */
-static int s3_load(cli_call *c, const char *dir, void *data)
-{
-    s3_args *a = c->args;
-    s3_data *d = data;
-    char shape[160], by[64];
-    const size_t wu[3] = {0, 3, 3}, wp[3] = {0, 3, 4};
-    int rc = cli_read_npy(c->prog, dir, "u.npy", PK_DTYPE_C128, 3, wu,
-                          "a complex128 ('<c16') array of shape [nv][3][3]", &d->u);
-    if (!rc) rc = cli_read_npy(c->prog, dir, "psi.npy", PK_DTYPE_C128, 3, wp,
-                               "a complex128 ('<c16') array of shape [nv][3][4]", &d->psi);
-    if (rc) return rc;
-    const pk_array *bad = d->u.shape[0] != d->psi.shape[0] ? &d->psi
-                          : cli_seen(c, "nv") && a->nv != d->u.shape[0] ? &d->u : NULL;
-    if (bad) {
-        cli_shape_text(bad->shape, 3, shape, sizeof shape);
-        return cli_usage_error(c->prog, "%s/%s has shape %s, but %s is %zu", dir,
-                               bad == &d->u ? "u.npy" : "psi.npy", shape,
-                               bad == &d->u ? cli_seen_text(c, "nv", by, sizeof by) : "u.npy's nv",
-                               bad == &d->u ? a->nv : d->u.shape[0]);
-    }
-    a->nv = d->u.shape[0];
-    return 0;
-}
-
-static int s3_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const s3_args *a = c->args;
-    const s3_data *d = data;
-    const size_t ushape[3] = {a->nv, 3, 3}, pshape[3] = {a->nv, 3, 4};
-    int rc = cli_write_npy(c->prog, dir, "u.npy", PK_DTYPE_C128, 3, ushape, d->gu);
-    return rc ? rc : cli_write_npy(c->prog, dir, "psi.npy", PK_DTYPE_C128, 3, pshape, d->gpsi);
 }
 
 static pk_status s3_run(pk_context *ctx, const char *variant, const void *args, void *data,
@@ -184,48 +151,29 @@ static pk_status s3_run(pk_context *ctx, const char *variant, const void *args, 
     const s3_args *a = args;
     s3_data *d = data;
     const pk_su3_params p = {a->nv, a->layout, a->nw};
-    if (!(d->chi = malloc(a->nv * 24 * sizeof *d->chi))) return PK_ENOMEM;
-    return pk_su3(ctx, &p, variant, s3_u(d), s3_psi(d), d->chi, info);
+    return pk_su3(ctx, &p, variant, d->u, d->psi, d->chi, info);
 }
 
-static pk_status s3_verify(const void *args, void *data, cli_verdict *v)
+static pk_status s3_reference(const void *args, void *data, int runs)
 {
-    const s3_args *a = args;
     s3_data *d = data;
-    if (!(d->ref = malloc(a->nv * 24 * sizeof *d->ref))) return PK_ENOMEM;
-    pk_status s = pk_su3_reference(a->nv, s3_u(d), s3_psi(d), d->ref);
-    return s == PK_OK ? s3_check(d->ref, d->chi, s3_psi(d), a->nv, v) : s;
+    return pk_su3_reference(((const s3_args *)args)->nv, d->u, d->psi, d->ref);
 }
 
-static int s3_write_outputs(cli_call *c, const char *dir, const void *data)
+static pk_status s3_run_check(const void *args, void *data, cli_verdict *v)
 {
-    const s3_args *a = c->args;
-    const size_t shape[3] = {a->nv, 3, 4};
-    return cli_write_npy(c->prog, dir, "chi.npy", PK_DTYPE_C128, 3, shape,
-                         ((const s3_data *)data)->chi);
+    const s3_data *d = data;
+    return s3_check(d->ref, d->chi, d->psi, ((const s3_args *)args)->nv, v);
 }
 
 static void s3_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
 {
     const s3_args *a = args;
     const pk_su3_params p = {a->nv, a->layout, a->nw};
-    (void)data;
-    (void)info;
     cj_str(j, "layout", pk_su3_layout_name(a->layout));
     cj_int(j, "nw", a->layout == PK_SU3_HVFO ? (a->nw ? a->nw : PK_SU3_NW_DEFAULT) : 1);
     cj_int(j, "nv", (long long)a->nv);
     cj_num(j, "layout_bytes_per_site", s3_moved_per_site(&p));
-}
-
-static void s3_data_free(void *data)
-{
-    s3_data *d = data;
-    pk_array_free(&d->u);
-    pk_array_free(&d->psi);
-    free(d->gu);
-    free(d->gpsi);
-    free(d->chi);
-    free(d->ref);
 }
 
 /* ---- bench: every layout of every variant on one lattice -------------------------------- */
@@ -394,16 +342,14 @@ const cli_kernel cli_kernel_su3 = {
     .params = s3_params,
     .args_init = s3_args_init,
     .preset = s3_preset,
-    .load = s3_load,
+    .arrays = s3_arrays,
     .generate = s3_generate,
-    .write_inputs = s3_write_inputs,
     .run = s3_run,
     .rtol = S3_RTOL,
     .verify_rule = S3_VERIFY_RULE,
-    .verify = s3_verify,
-    .write_outputs = s3_write_outputs,
+    .reference = s3_reference,
+    .check = s3_run_check,
     .run_json = s3_run_json,
-    .data_free = s3_data_free,
     .flops_model = "264 flop per site (12 complex 3-term dot products)",
     .bytes_model = "528 B per site in every layout: u 144 + psi 192 + chi 192",
     .bench = &s3_bench_ops,

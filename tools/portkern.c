@@ -72,12 +72,8 @@ static int cmd_diff(int argc, char **argv)
         rc = cli_lib_error(MAIN_PROG, s);
         goto done;
     }
-    switch (A.dtype) {
-    case PK_DTYPE_F32: tname = "float32"; break;
-    case PK_DTYPE_F64: tname = "float64"; break;
-    case PK_DTYPE_C64: tname = "complex64"; break;
-    case PK_DTYPE_C128: tname = "complex128"; break;
-    default:
+    tname = cli_dtype_name(A.dtype);
+    if (!tname || A.dtype == PK_DTYPE_I32) {
         rc = cli_usage_error(prog, "%s: dtype '%s' is not supported (float32, float64, "
                              "complex64, complex128)", pos[0], pk_dtype_descr(A.dtype));
         goto done;
