@@ -355,6 +355,20 @@ void cj_null(cli_json *j, const char *key)
     fputs("null", j->f);
 }
 
+void cj_init_members(cli_json *j, FILE *f)
+{
+    cj_init(j, f, 0);
+    j->depth = 1;
+    j->first[1] = 1;
+}
+
+void cj_raw(cli_json *j, const char *members)
+{
+    if (!members[0]) return;
+    cj_item(j, NULL);
+    fputs(members, j->f);
+}
+
 /* ---- JSON reader for flat objects ---------------------------------------------------- */
 
 typedef struct jreader {

@@ -83,6 +83,10 @@ void cj_num(cli_json *j, const char *key, double v);      /* non-finite: null */
 void cj_int(cli_json *j, const char *key, long long v);
 void cj_bool(cli_json *j, const char *key, int v);
 void cj_null(cli_json *j, const char *key);
+/** A writer of members only, as inside an object: what cj_raw inserts later. */
+void cj_init_members(cli_json *j, FILE *f);
+/** Members written by such a writer, inserted into the current object. */
+void cj_raw(cli_json *j, const char *members);
 /** Write s as a JSON string literal (quotes included). */
 void cli_json_string(FILE *f, const char *s);
 

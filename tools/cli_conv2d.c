@@ -95,15 +95,12 @@ static void cv_args_init(void *args)
 }
 
 /* small: a quarter of the frame (CI's bootstrap runs it); paper and large: the frame. */
-static int cv_preset(const char *size, void *args)
+static void cv_preset(int size, void *args)
 {
     cv_args *a = args;
-    const int small = strcmp(size, "small") == 0;
-    if (!small && strcmp(size, "paper") != 0 && strcmp(size, "large") != 0) return -1;
-    a->h = small ? CV_FRAME_H / 4 : CV_FRAME_H;
-    a->w = small ? CV_FRAME_W / 4 : CV_FRAME_W;
+    a->h = size == CLI_SMALL ? CV_FRAME_H / 4 : CV_FRAME_H;
+    a->w = size == CLI_SMALL ? CV_FRAME_W / 4 : CV_FRAME_W;
     a->kh = a->kw = CV_FRAME_K;
-    return 0;
 }
 
 static size_t cv_pixels(const cv_args *a) { return (size_t)a->h * (size_t)a->w; }
@@ -174,101 +171,38 @@ static void cv_run_json(cli_json *j, const void *args, const void *data, const p
 }
 
 /* ---- bench: every variant on one frame; the PSF sweep ------------------------------------ */
-typedef struct cv_sweep {
-    pk_backend_id backend;
-    char direct[32], fft[32];
-    int k;
-    double direct_s, fft_s; /* best of the timed runs; 0: failed */
-    int agree;              /* the two results equal within the differ */
-    char error[256];
-} cv_sweep;
-
-typedef struct cv_bench {
-    const char *size;
-    cv_args a;
-    float *image, *psf, *ref, *out, *out2;
-    cv_sweep *sweep;
-    int nsweep;
-} cv_bench;
-
-static int cv_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static pk_status cv_plan_create(void **plan, pk_context *ctx, const char *variant,
+                                const void *args, void *data, pk_run_info *info)
 {
-    cv_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    *ncases = 1;
-    if (!b) goto nomem;
-    b->size = req->size;
-    cv_args_init(&b->a);
-    cv_preset(req->size, &b->a);
-    const size_t npx = cv_pixels(&b->a);
-    b->image = malloc(npx * sizeof *b->image);
-    b->psf = malloc((size_t)b->a.kh * b->a.kw * sizeof *b->psf);
-    b->ref = malloc(npx * sizeof *b->ref);
-    b->out = malloc(npx * sizeof *b->out);
-    if (req->psf_sweep) b->out2 = malloc(npx * sizeof *b->out2);
-    if (!b->image || !b->psf || !b->ref || !b->out || (req->psf_sweep && !b->out2)) goto nomem;
-    pk_cv_gen_frame(b->a.h, b->a.w, 1, b->image);
-    pk_cv_gen_psf(b->a.kh, b->a.kw, 1, b->psf);
     pk_conv2d_params p;
-    cv_params_of(&b->a, &p);
-    pk_status s = pk_conv2d_reference(&p, b->image, b->psf, b->ref);
-    return s == PK_OK ? 0 : cli_lib_error("portkern", s);
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
+    cv_params_of(args, &p);
+    return pk_conv2d_plan_create((pk_conv2d_plan **)plan, ctx, &p, variant, ((cv_data *)data)->psf,
+                                 info);
 }
 
-static pk_status cv_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
+static pk_status cv_plan_upload(void *plan, const void *args, void *data)
 {
-    const cv_bench *b = bd;
-    pk_conv2d_params p;
-    (void)c;
-    cv_params_of(&b->a, &p);
-    return pk_conv2d_plan_create((pk_conv2d_plan **)plan, ctx, &p, variant, b->psf, info);
+    return pk_conv2d_plan_upload(plan, ((cv_data *)data)->image);
 }
 
-static pk_status cv_upload(void *plan, void *bd, int c)
+static pk_status cv_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
 {
-    (void)c;
-    return pk_conv2d_plan_upload(plan, ((cv_bench *)bd)->image);
+    return pk_conv2d_plan_run(plan, info);
 }
 
-static pk_status cv_plan_run(void *plan, pk_run_info *info) { return pk_conv2d_plan_run(plan, info); }
-
-static pk_status cv_download(void *plan, void *bd, int c)
+static pk_status cv_plan_download(void *plan, const void *args, void *data)
 {
-    (void)c;
-    return pk_conv2d_plan_download(plan, ((cv_bench *)bd)->out);
+    return pk_conv2d_plan_download(plan, ((cv_data *)data)->out);
 }
 
-static void cv_destroy(void *plan) { pk_conv2d_plan_destroy(plan); }
+static void cv_plan_destroy(void *plan) { pk_conv2d_plan_destroy(plan); }
 
-static pk_status cv_bench_verify(void *bd, int c, int runs, cli_verdict *v)
+static void cv_describe(const cli_bench_result *res)
 {
-    const cv_bench *b = bd;
-    (void)c;
-    (void)runs; /* every run convolves the same frame */
-    v->rtol = CV_RTOL;
-    return cv_check(b->ref, b->out, b->a.h, b->a.w, 0, v);
-}
-
-static void cv_describe(const void *bd)
-{
-    const cv_bench *b = bd;
+    const cv_args *a = res->args[0];
     printf("conv2d %s: %d x %d image, %d x %d PSF (generated StrayLight frame, seed 1); verified "
-           "element-wise against the serial reference, rtol %g, zero %g\n", b->size, b->a.h,
-           b->a.w, b->a.kh, b->a.kw, CV_RTOL, CV_ZERO);
-}
-
-static void cv_case_json(cli_json *j, const void *bd, int c)
-{
-    const cv_bench *b = bd;
-    (void)c;
-    cj_int(j, "h", b->a.h);
-    cj_int(j, "w", b->a.w);
-    cj_int(j, "kh", b->a.kh);
-    cj_int(j, "kw", b->a.kw);
+           "element-wise against the serial reference, rtol %g, zero %g\n", res->req->size, a->h,
+           a->w, a->kh, a->kw, CV_RTOL, CV_ZERO);
 }
 
 static int cv_is_fft(const char *v)
@@ -281,70 +215,79 @@ static int cv_is_fft(const char *v)
 static const int cv_sweep_k[] = {3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 31, 41, 63};
 #define CV_NSWEEP ((int)(sizeof cv_sweep_k / sizeof cv_sweep_k[0]))
 
+typedef struct cv_sweep {
+    pk_backend_id backend;
+    char direct[32], fft[32];
+    int k;
+    double direct_s, fft_s; /* best of the timed runs; 0: failed */
+    int agree;              /* the two results equal within the differ */
+    char error[256];
+} cv_sweep;
+
+typedef struct cv_sweeps { /* the report's, kept for the JSON */
+    int n;
+    cv_sweep s[PK_BACKEND_COUNT * CV_NSWEEP];
+} cv_sweeps;
+
 /* One variant on the frame with a K x K PSF: best kernel time, result in out. */
-static pk_status cv_sweep_one(cv_bench *b, pk_context *ctx, const char *variant, int k,
-                              const float *psf, int reps, float *out, double *t)
+static pk_status cv_sweep_one(const cv_args *frame, const float *image, pk_context *ctx,
+                              const char *variant, int k, float *psf, float *out, int reps,
+                              double *t)
 {
-    pk_conv2d_params p = {b->a.h, b->a.w, k, k, PK_CONV2D_AUTO};
-    pk_conv2d_plan *plan = NULL;
+    cv_args a = *frame;
+    cv_data d = {(float *)image, psf, out, NULL};
+    void *plan = NULL;
     pk_run_info info;
-    double med, max;
-    pk_status s = pk_conv2d_plan_create(&plan, ctx, &p, variant, psf, &info);
-    if (s == PK_OK) s = pk_conv2d_plan_upload(plan, b->image);
-    if (s == PK_OK) s = cli_bench_time(cv_plan_run, plan, reps, t, &med, &max, &info, NULL);
-    if (s == PK_OK) s = pk_conv2d_plan_download(plan, out);
-    pk_conv2d_plan_destroy(plan);
+    double ts[3];
+    a.kh = a.kw = k;
+    pk_status s = cv_plan_create(&plan, ctx, variant, &a, &d, &info);
+    if (s == PK_OK) s = cv_plan_upload(plan, &a, &d);
+    if (s == PK_OK) s = cli_bench_time(&cli_kernel_conv2d, plan, &a, &d, reps, ts, &info, NULL);
+    if (s == PK_OK) s = cv_plan_download(plan, &a, &d);
+    if (plan) cv_plan_destroy(plan);
+    *t = s == PK_OK ? ts[0] : 0;
     return s;
 }
 
 /* Direct (the backend's first variant) against FFT for every K, same frame; the FFT result
  * is checked against the direct one (element-wise, rtol 1e-5). */
-static int cv_sweep_backend(cv_bench *b, pk_context *ctx, pk_backend_id be, const char *direct,
-                            const char *fft, int reps)
+static void cv_sweep_backend(cv_sweeps *sw, const cli_bench_result *res, pk_backend_id be,
+                             const char *direct, const char *fft, float *psf, float *out[2])
 {
-    const size_t npx = cv_pixels(&b->a);
-    float *psf = malloc((size_t)cv_sweep_k[CV_NSWEEP - 1] * cv_sweep_k[CV_NSWEEP - 1] * sizeof *psf);
-    cv_sweep *more = realloc(b->sweep, (size_t)(b->nsweep + CV_NSWEEP) * sizeof *more);
-    if (more) b->sweep = more;
-    if (!psf || !more) {
-        free(psf);
-        return -1;
-    }
+    const cv_args *a = res->args[0];
+    const float *image = ((const cv_data *)res->data[0])->image;
     for (int i = 0; i < CV_NSWEEP; ++i) {
-        cv_sweep *sw = &b->sweep[b->nsweep++];
-        memset(sw, 0, sizeof *sw);
-        sw->backend = be;
-        sw->k = cv_sweep_k[i];
-        snprintf(sw->direct, sizeof sw->direct, "%s", direct);
-        snprintf(sw->fft, sizeof sw->fft, "%s", fft);
-        pk_cv_gen_psf(sw->k, sw->k, 1, psf);
-        cli_progress("psf sweep: %s %dx%d ...", pk_backend_name(be), sw->k, sw->k);
+        cv_sweep *s = &sw->s[sw->n++];
+        s->backend = be;
+        s->k = cv_sweep_k[i];
+        snprintf(s->direct, sizeof s->direct, "%s", direct);
+        snprintf(s->fft, sizeof s->fft, "%s", fft);
+        pk_cv_gen_psf(s->k, s->k, 1, psf);
+        cli_progress("psf sweep: %s %dx%d ...", pk_backend_name(be), s->k, s->k);
         for (int v = 0; v < 2; ++v) {
-            double *t = v ? &sw->fft_s : &sw->direct_s;
-            pk_status s = cv_sweep_one(b, ctx, v ? fft : direct, sw->k, psf, reps,
-                                       v ? b->out2 : b->out, t);
-            if (s != PK_OK) {
+            double *t = v ? &s->fft_s : &s->direct_s;
+            pk_status st = cv_sweep_one(a, image, res->set.ctx[be], v ? fft : direct, s->k, psf,
+                                        out[v], res->req->reps, t);
+            if (st != PK_OK) {
                 *t = 0;
-                snprintf(sw->error, sizeof sw->error, "%s: %s: %s", v ? fft : direct,
-                         pk_strerror(s), pk_last_error());
+                snprintf(s->error, sizeof s->error, "%s: %s: %s", v ? fft : direct,
+                         pk_strerror(st), pk_last_error());
                 break;
             }
         }
-        sw->agree = !sw->error[0] && pk_diff_f32(b->out, b->out2, npx, CV_RTOL, CV_ZERO,
-                                                 PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
+        s->agree = !s->error[0] && pk_diff_f32(out[0], out[1], cv_pixels(a), CV_RTOL, CV_ZERO,
+                                               PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
     }
-    free(psf);
-    return 0;
 }
 
-static void cv_print_sweep(const cv_bench *b)
+static void cv_print_sweep(const cv_sweeps *b, const cv_args *a)
 {
     printf("\nPSF sweep on the %d x %d frame (square PSFs; direct = the backend's first variant; "
-           "fft checked against it):\n", b->a.h, b->a.w);
+           "fft checked against it):\n", a->h, a->w);
     printf("%-7s  %4s  %6s  %-10s  %9s  %-10s  %9s  %-6s  %s\n", "backend", "K", "taps",
            "direct", "ms", "fft", "ms", "faster", "agree");
-    for (int i = 0; i < b->nsweep; ++i) {
-        const cv_sweep *s = &b->sweep[i];
+    for (int i = 0; i < b->n; ++i) {
+        const cv_sweep *s = &b->s[i];
         if (s->error[0]) {
             printf("%-7s  %4d  %6d  error: %s\n", pk_backend_name(s->backend), s->k, s->k * s->k,
                    s->error);
@@ -356,16 +299,16 @@ static void cv_print_sweep(const cv_bench *b)
                s->agree ? "yes" : "NO");
     }
     /* Crossover: the smallest K from which the FFT wins at every larger K too. */
-    for (int i = 0; i < b->nsweep;) {
-        const pk_backend_id be = b->sweep[i].backend;
+    for (int i = 0; i < b->n;) {
+        const pk_backend_id be = b->s[i].backend;
         int end = i, from = -1;
-        while (end < b->nsweep && b->sweep[end].backend == be) ++end;
-        for (int k = end - 1; k >= i && !b->sweep[k].error[0] &&
-                              b->sweep[k].fft_s < b->sweep[k].direct_s; --k)
+        while (end < b->n && b->s[end].backend == be) ++end;
+        for (int k = end - 1; k >= i && !b->s[k].error[0] &&
+                              b->s[k].fft_s < b->s[k].direct_s; --k)
             from = k;
         if (from >= 0)
             printf("crossover %s: fft faster from K = %d (%d taps) on%s\n", pk_backend_name(be),
-                   b->sweep[from].k, b->sweep[from].k * b->sweep[from].k,
+                   b->s[from].k, b->s[from].k * b->s[from].k,
                    from > i ? "" : " (at every K tried)");
         else
             printf("crossover %s: direct faster at every K tried\n", pk_backend_name(be));
@@ -378,7 +321,6 @@ static void cv_print_sweep(const cv_bench *b)
 static void cv_report(cli_bench_result *res)
 {
     static const char *const seq[] = {"naive", "serial", "simd", "omp"};
-    cv_bench *b = res->bd;
     double t0 = 0;
     int shown = 0, swept[PK_BACKEND_COUNT] = {0};
     for (int k = 0; k < 4; ++k)
@@ -394,32 +336,37 @@ static void cv_report(cli_bench_result *res)
         }
     if (shown) printf("\n");
     if (!res->req->psf_sweep) return;
-    for (int i = 0; i < res->nrows; ++i) {
+    const size_t npx = cv_pixels(res->args[0]);
+    cv_sweeps *b = res->extra = calloc(1, sizeof *b);
+    float *psf = malloc((size_t)cv_sweep_k[CV_NSWEEP - 1] * cv_sweep_k[CV_NSWEEP - 1] * sizeof *psf);
+    float *out[2] = {((cv_data *)res->data[0])->out, malloc(npx * sizeof(float))};
+    if (!b || !psf || !out[1]) {
+        fprintf(stderr, "portkern bench: out of host memory\n");
+        res->failed = 1;
+    }
+    for (int i = 0; !res->failed && i < res->nrows; ++i) {
         const pk_backend_id be = res->rows[i].backend;
         const cli_bench_set *set = &res->set;
         if (swept[be]++) continue;
         for (int v = 1; v < set->nvars[be]; ++v)
-            if (cv_is_fft(set->vars[be][v]) &&
-                cv_sweep_backend(b, set->ctx[be], be, set->vars[be][0], set->vars[be][v],
-                                 res->req->reps)) {
-                fprintf(stderr, "portkern bench: out of host memory\n");
-                res->failed = 1;
-                return;
-            }
+            if (cv_is_fft(set->vars[be][v]))
+                cv_sweep_backend(b, res, be, set->vars[be][0], set->vars[be][v], psf, out);
     }
-    if (b->nsweep) cv_print_sweep(b);
-    for (int i = 0; i < b->nsweep; ++i)
-        if (b->sweep[i].error[0] || !b->sweep[i].agree) res->failed = 1;
+    free(psf);
+    free(out[1]);
+    if (b && b->n) cv_print_sweep(b, res->args[0]);
+    for (int i = 0; b && i < b->n; ++i)
+        if (b->s[i].error[0] || !b->s[i].agree) res->failed = 1;
 }
 
-static void cv_bench_json(cli_json *j, const void *bd)
+static void cv_bench_json(cli_json *j, const cli_bench_result *res)
 {
-    const cv_bench *b = bd;
+    const cv_sweeps *b = res->extra;
     cj_str(j, "flops_model", CV_FLOPS_MODEL);
     cj_str(j, "bytes_model", CV_BYTES_MODEL);
     cj_open(j, "psf_sweep", '[');
-    for (int i = 0; i < b->nsweep; ++i) {
-        const cv_sweep *s = &b->sweep[i];
+    for (int i = 0; b && i < b->n; ++i) {
+        const cv_sweep *s = &b->s[i];
         cj_open(j, NULL, '{');
         cj_str(j, "backend", pk_backend_name(s->backend));
         cj_int(j, "k", s->k);
@@ -434,33 +381,6 @@ static void cv_bench_json(cli_json *j, const void *bd)
     }
     cj_close(j);
 }
-
-static void cv_bench_free(void *bd)
-{
-    cv_bench *b = bd;
-    free(b->image);
-    free(b->psf);
-    free(b->ref);
-    free(b->out);
-    free(b->out2);
-    free(b->sweep);
-    free(b);
-}
-
-static const cli_bench_ops cv_bench_ops = {
-    .setup = cv_bench_setup,
-    .create = cv_create,
-    .upload = cv_upload,
-    .run = cv_plan_run,
-    .download = cv_download,
-    .destroy = cv_destroy,
-    .verify = cv_bench_verify,
-    .describe = cv_describe,
-    .case_json = cv_case_json,
-    .report = cv_report,
-    .json = cv_bench_json,
-    .free = cv_bench_free,
-};
 
 const cli_kernel cli_kernel_conv2d = {
     .name = "conv2d",
@@ -493,5 +413,12 @@ const cli_kernel cli_kernel_conv2d = {
     .run_json = cv_run_json,
     .flops_model = CV_FLOPS_MODEL,
     .bytes_model = CV_BYTES_MODEL,
-    .bench = &cv_bench_ops,
+    .plan_create = cv_plan_create,
+    .plan_upload = cv_plan_upload,
+    .plan_run = cv_plan_run,
+    .plan_download = cv_plan_download,
+    .plan_destroy = cv_plan_destroy,
+    .describe = cv_describe,
+    .report = cv_report,
+    .bench_json = cv_bench_json,
 };

@@ -65,19 +65,13 @@ static void d3_args_init(void *args)
     a->scale = 1;
 }
 
-static int d3_preset(const char *size, void *args)
+/* small, paper (the report's 256^3 data set), large: n^3 and the steps per run */
+static void d3_preset(int size, void *args)
 {
+    static const int n[3] = {128, 256, 512}, count[3] = {10, 20, 10};
     d3_args *a = args;
-    if (strcmp(size, "small") == 0)
-        a->nx = 128, a->count = 10;
-    else if (strcmp(size, "paper") == 0) /* the report's 256^3 data set */
-        a->nx = 256, a->count = 20;
-    else if (strcmp(size, "large") == 0)
-        a->nx = 512, a->count = 10;
-    else
-        return -1;
-    a->ny = a->nz = a->nx;
-    return 0;
+    a->nx = a->ny = a->nz = n[size];
+    a->count = count[size];
 }
 
 static void d3_params(const d3_args *a, pk_diffusion3d_params *p)
@@ -174,115 +168,45 @@ static void d3_run_json(cli_json *j, const void *args, const void *data, const p
 }
 
 /* ---- bench: every variant on the cosine field of the size ------------------------------ */
-typedef struct d3_bench {
-    d3_args a;
-    float *f0, *out, *ref;
-    int ref_runs; /* the reference holds count x ref_runs steps */
-} d3_bench;
-
-typedef struct d3_plan {
-    pk_diffusion3d_plan *plan;
-    int count;
-} d3_plan;
-
-static int d3_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static pk_status d3_plan_create(void **plan, pk_context *ctx, const char *variant,
+                                const void *args, void *data, pk_run_info *info)
 {
-    d3_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    *ncases = 1;
-    if (!b) goto nomem;
-    d3_args_init(&b->a);
-    d3_preset(req->size, &b->a);
-    const size_t n = d3_points(&b->a);
-    if (!(b->f0 = malloc(n * sizeof(float))) || !(b->out = malloc(n * sizeof(float))) ||
-        !(b->ref = malloc(n * sizeof(float))))
-        goto nomem;
-    pk_status s = pk_diffusion3d_field(b->a.nx, b->a.ny, b->a.nz, 0.0, b->f0);
-    return s == PK_OK ? 0 : cli_lib_error("portkern", s);
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
+    pk_diffusion3d_params p;
+    d3_params(args, &p);
+    return pk_diffusion3d_plan_create((pk_diffusion3d_plan **)plan, ctx, &p, variant, info);
 }
 
-static pk_status d3_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
+static pk_status d3_plan_upload(void *plan, const void *args, void *data)
 {
-    const d3_bench *b = bd;
-    d3_plan *p = calloc(1, sizeof *p);
-    pk_diffusion3d_params params;
-    (void)c;
-    if (!p) return PK_ENOMEM;
-    pk_diffusion3d_params_default(&params, b->a.nx, b->a.ny, b->a.nz, b->a.count);
-    p->count = b->a.count;
-    pk_status s = pk_diffusion3d_plan_create(&p->plan, ctx, &params, variant, info);
-    if (s != PK_OK) free(p);
-    else *plan = p;
-    return s;
+    return pk_diffusion3d_plan_upload(plan, ((d3_data *)data)->f0);
 }
 
-static pk_status d3_upload(void *plan, void *bd, int c)
+/* count steps per run on the resident field: the reference holds count x runs steps */
+static pk_status d3_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
 {
-    (void)c;
-    return pk_diffusion3d_plan_upload(((d3_plan *)plan)->plan, ((d3_bench *)bd)->f0);
+    return pk_diffusion3d_plan_run(plan, ((const d3_args *)args)->count, info);
 }
 
-static pk_status d3_plan_run(void *plan, pk_run_info *info)
+static pk_status d3_plan_download(void *plan, const void *args, void *data)
 {
-    return pk_diffusion3d_plan_run(((d3_plan *)plan)->plan, ((d3_plan *)plan)->count, info);
+    return pk_diffusion3d_plan_download(plan, ((d3_data *)data)->f);
 }
 
-static pk_status d3_download(void *plan, void *bd, int c)
-{
-    (void)c;
-    return pk_diffusion3d_plan_download(((d3_plan *)plan)->plan, ((d3_bench *)bd)->out);
-}
+static void d3_plan_destroy(void *plan) { pk_diffusion3d_plan_destroy(plan); }
 
-static void d3_destroy(void *plan)
+static void d3_describe(const cli_bench_result *res)
 {
-    pk_diffusion3d_plan_destroy(((d3_plan *)plan)->plan);
-    free(plan);
-}
-
-static pk_status d3_bench_verify(void *bd, int c, int runs, cli_verdict *v)
-{
-    d3_bench *b = bd;
-    (void)c;
-    if (b->ref_runs != runs) { /* the same for every variant: computed once */
-        pk_diffusion3d_params p;
-        pk_diffusion3d_params_default(&p, b->a.nx, b->a.ny, b->a.nz, b->a.count * runs);
-        cli_progress("diffusion3d reference: serial, %d steps ...", p.count);
-        memcpy(b->ref, b->f0, d3_points(&b->a) * sizeof *b->ref);
-        pk_status s = pk_diffusion3d_reference(&p, b->ref);
-        if (s != PK_OK) return s;
-        b->ref_runs = runs;
-    }
-    v->rtol = D3_RTOL;
-    return d3_check(b->ref, b->out, &b->a, v);
-}
-
-static void d3_describe(const void *bd)
-{
-    const d3_bench *b = bd;
+    const d3_args *a = res->args[0];
     printf("diffusion3d: %d^3, count %d steps per run, the cosine field; verified against the "
-           "serial reference after the same steps (element-wise, rtol %g)\n", b->a.nx,
-           b->a.count, D3_RTOL);
-}
-
-static void d3_case_json(cli_json *j, const void *bd, int c)
-{
-    const d3_bench *b = bd;
-    (void)c;
-    cj_int(j, "nx", b->a.nx);
-    cj_int(j, "ny", b->a.ny);
-    cj_int(j, "nz", b->a.nz);
-    cj_int(j, "count", b->a.count);
+           "serial reference after the same steps (element-wise, rtol %g)\n", a->nx, a->count,
+           D3_RTOL);
 }
 
 /* The fastest verified variant of each backend, in points per second. */
 static void d3_report(cli_bench_result *res)
 {
-    const d3_bench *b = res->bd;
-    const double pts = (double)d3_points(&b->a) * b->a.count;
+    const d3_args *a = res->args[0];
+    const double pts = (double)d3_points(a) * a->count;
     for (int be = PK_BACKEND_SERIAL; be < PK_BACKEND_COUNT; ++be) {
         const cli_bench_row *best = NULL;
         for (int i = 0; i < res->nrows; ++i) {
@@ -298,29 +222,6 @@ static void d3_report(cli_bench_result *res)
         printf("\n");
     }
 }
-
-static void d3_bench_free(void *bd)
-{
-    d3_bench *b = bd;
-    free(b->f0);
-    free(b->out);
-    free(b->ref);
-    free(b);
-}
-
-static const cli_bench_ops d3_bench_ops = {
-    .setup = d3_bench_setup,
-    .create = d3_create,
-    .upload = d3_upload,
-    .run = d3_plan_run,
-    .download = d3_download,
-    .destroy = d3_destroy,
-    .verify = d3_bench_verify,
-    .describe = d3_describe,
-    .case_json = d3_case_json,
-    .report = d3_report,
-    .free = d3_bench_free,
-};
 
 const cli_kernel cli_kernel_diffusion3d = {
     .name = "diffusion3d",
@@ -353,5 +254,11 @@ const cli_kernel cli_kernel_diffusion3d = {
     .run_json = d3_run_json,
     .flops_model = "13 flop per point and step",
     .bytes_model = "8 B per point and step (ideal: 1 read + 1 write)",
-    .bench = &d3_bench_ops,
+    .plan_create = d3_plan_create,
+    .plan_upload = d3_plan_upload,
+    .plan_run = d3_plan_run,
+    .plan_download = d3_plan_download,
+    .plan_destroy = d3_plan_destroy,
+    .describe = d3_describe,
+    .report = d3_report,
 };

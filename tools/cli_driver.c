@@ -24,6 +24,14 @@ const cli_kernel *const cli_kernels[] = {
     &cli_kernel_diffusion3d, &cli_kernel_conv2d, &cli_kernel_grid, &cli_kernel_magicfilter3d,
     &cli_kernel_laplace2d, &cli_kernel_su3, &cli_kernel_dslash, NULL};
 
+int cli_size_index(const char *name)
+{
+    static const char *const sizes[3] = {"small", "paper", "large"};
+    for (int i = 0; i < 3; ++i)
+        if (strcmp(name, sizes[i]) == 0) return i;
+    return -1;
+}
+
 const cli_kernel *cli_kernel_find(const char *name)
 {
     for (int i = 0; name && cli_kernels[i]; ++i)
@@ -599,30 +607,18 @@ static int cmd_begin(cmd_state *st, const cli_kernel *k, const char *prog, unsig
     return st->nopts;
 }
 
-/* Options parsed: the preset first (explicit options override it), then the parameters. */
-static int cmd_args(cmd_state *st)
+/* Options parsed (CLI_HELP, or the usage error's exit code); the preset replaces the defaults
+ * only: the command line is parsed again over it.  Then the parameters are taken. */
+static int cmd_parse(cmd_state *st, int argc, char **argv)
 {
-    const cli_kernel *k = st->c.k;
-    if (st->preset) {
-        param_slots saved = st->slots;
-        /* The preset replaces defaults only: re-apply what the command line gave. */
-        char *copy = malloc(k->args_size);
-        if (!copy) return cli_usage_error(st->c.prog, "out of memory");
-        memcpy(copy, st->c.args, k->args_size);
-        if (k->preset(st->preset, st->c.args) != 0) {
-            free(copy);
-            return cli_usage_error(st->c.prog, "option --preset: unknown size '%s' (small, "
-                                   "paper, large)", st->preset);
-        }
-        for (int i = 0; k->params && k->params[i].name; ++i) {
-            const cli_param *p = &k->params[i];
-            if (!saved.seen[i]) continue;
-            size_t sz = p->type == CLI_P_COUNT ? sizeof(size_t) : p->type == CLI_P_DOUBLE
-                        ? sizeof(double) : p->type == CLI_P_TEXT ? sizeof(char *) : sizeof(int);
-            memcpy((char *)st->c.args + p->off, copy + p->off, sz);
-        }
-        free(copy);
-    }
+    int rc = cli_parse(st->c.prog, argc, argv, st->opts, st->pos, 1, &st->npos);
+    if (rc || !st->preset) return rc ? rc : take_param_opts(&st->c, &st->slots);
+    const int size = cli_size_index(st->preset);
+    if (size < 0)
+        return cli_usage_error(st->c.prog, "option --preset: unknown size '%s' (small, paper, "
+                               "large)", st->preset);
+    st->c.k->preset(size, st->c.args);
+    cli_parse(st->c.prog, argc, argv, st->opts, st->pos, 1, &st->npos);
     return take_param_opts(&st->c, &st->slots);
 }
 
@@ -648,14 +644,13 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
     int n = cmd_begin(&st, k, prog, CLI_IN_RUN, args);
     n = cli_run_opts(st.opts, n, &backend, &variant, &device, &threads, &in, &out, &verify);
     cli_opt_add(st.opts, n, "rtol", CLI_DOUBLE, &rtol, NULL, 0, DBL_MAX);
-    rc = cli_parse(prog, argc, argv, st.opts, st.pos, 1, &st.npos);
+    rc = cmd_parse(&st, argc, argv);
     if (rc == CLI_HELP) {
         run_usage(k, stdout);
         rc = CLI_EXIT_OK;
         goto done;
     }
-    if (rc || (rc = cmd_args(&st)) || (rc = cli_context_opts(prog, backend, device, threads, &copt)))
-        goto done;
+    if (rc || (rc = cli_context_opts(prog, backend, device, threads, &copt))) goto done;
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
         goto done;
     if (in && (lock = lock_dir(prog, in, 0)) == -2) {
@@ -740,13 +735,13 @@ int cli_gen(const cli_kernel *k, int argc, char **argv)
     }
     int n = cmd_begin(&st, k, prog, CLI_IN_GEN, args);
     cli_opt_add(st.opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
-    rc = cli_parse(prog, argc, argv, st.opts, st.pos, 1, &st.npos);
+    rc = cmd_parse(&st, argc, argv);
     if (rc == CLI_HELP) {
         gen_usage(k, stdout);
         rc = CLI_EXIT_OK;
         goto done;
     }
-    if (rc || (rc = cmd_args(&st)) || (k->resolve && (rc = k->resolve(&st.c)))) goto done;
+    if (rc || (k->resolve && (rc = k->resolve(&st.c)))) goto done;
     if (!out) {
         rc = cli_usage_error(prog, "--out DIR is required");
         goto done;
@@ -780,12 +775,12 @@ done:
 /* ---- bench ------------------------------------------------------------------------------ */
 double cli_row_gbs(const cli_bench_row *r)
 {
-    return r->status == CLI_ROW_OK ? cli_rate(r->bytes / 1e9, r->t_min) : NAN;
+    return r->status == CLI_ROW_OK ? cli_rate(r->info.bytes / 1e9, r->t_min) : NAN;
 }
 
 double cli_row_gflops(const cli_bench_row *r)
 {
-    return r->status == CLI_ROW_OK ? cli_rate(r->flops / 1e9, r->t_min) : NAN;
+    return r->status == CLI_ROW_OK ? cli_rate(r->info.flops / 1e9, r->t_min) : NAN;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -834,72 +829,126 @@ static void row_fail(cli_bench_row *r, const char *what, pk_status s)
     snprintf(r->reason, sizeof r->reason, "%s: %s: %s", what, pk_strerror(s), pk_last_error());
 }
 
-pk_status cli_bench_time(pk_status (*run)(void *plan, pk_run_info *info), void *plan, int reps,
-                         double *t_min, double *t_median, double *t_max, pk_run_info *info,
-                         const char **stage)
+pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void *data, int reps,
+                         double t[3], pk_run_info *best, const char **stage)
 {
-    double *t = malloc((size_t)reps * sizeof *t);
+    double *ts = malloc((size_t)reps * sizeof *ts);
+    pk_run_info info;
     pk_status s = PK_OK;
-    if (!t) return PK_ENOMEM;
+    if (!ts) return PK_ENOMEM;
     for (int i = 0; i <= reps; ++i) { /* i = 0: the untimed warm-up (program builds) */
-        if ((s = run(plan, info)) != PK_OK) {
+        if ((s = k->plan_run(plan, args, data, &info)) != PK_OK) {
             if (stage) *stage = i ? "timed run" : "warm-up run";
-            free(t);
+            free(ts);
             return s;
         }
-        if (i > 0) t[i - 1] = info->kernel_s;
+        if (i > 0) ts[i - 1] = info.kernel_s;
+        if (i == 1 || (i > 1 && info.kernel_s < best->kernel_s)) *best = info;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    *t_min = t[0];
-    *t_max = t[reps - 1];
-    *t_median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
-    free(t);
+    qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
+    t[0] = ts[0];
+    t[1] = reps % 2 ? ts[reps / 2] : 0.5 * (ts[reps / 2 - 1] + ts[reps / 2]);
+    t[2] = ts[reps - 1];
+    free(ts);
     return PK_OK;
+}
+
+/* The members of the kernel's run_json object, as text (NULL when out of memory). */
+static char *run_json_text(const cli_kernel *k, const void *args, const void *data,
+                           const pk_run_info *info)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cli_json j;
+    if (!f) return NULL;
+    cj_init_members(&j, f);
+    k->run_json(&j, args, data, info);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
 {
-    const cli_bench_ops *b = res->k->bench;
+    const cli_kernel *k = res->k;
+    const void *args = res->args[r->c];
+    void *data = res->data[res->data_of[r->c]], *plan = NULL;
     const char *stage = "timed run";
-    void *plan = NULL;
-    pk_run_info info;
-    double t0 = cli_now_s();
-    pk_status s = b->create(&plan, ctx, r->variant, res->bd, r->c, &info);
+    double t[3], t0 = cli_now_s();
+    pk_status s = k->plan_create(&plan, ctx, r->variant, args, data, &r->info);
     if (s != PK_OK) {
         row_fail(r, "plan", s);
         goto done;
     }
     r->setup_s = cli_now_s() - t0;
-    r->device = info.device;
-    snprintf(r->device_name, sizeof r->device_name, "%s", info.device_name);
-    r->bw = roof_bw(ctx, r->backend, info.device);
+    r->device = r->info.device;
+    r->bw = roof_bw(ctx, r->backend, r->info.device);
     t0 = cli_now_s();
-    if ((s = b->upload(plan, res->bd, r->c)) != PK_OK) {
+    if (k->plan_upload && (s = k->plan_upload(plan, args, data)) != PK_OK) {
         row_fail(r, "upload", s);
         goto done;
     }
     r->upload_s = cli_now_s() - t0;
-    if ((s = cli_bench_time(b->run, plan, res->req->reps, &r->t_min, &r->t_median, &r->t_max,
-                            &info, &stage)) != PK_OK) {
+    if ((s = cli_bench_time(k, plan, args, data, res->req->reps, t, &r->info, &stage)) != PK_OK) {
         row_fail(r, stage, s);
         goto done;
     }
-    r->flops = info.flops;
-    r->bytes = info.bytes;
-    snprintf(r->reason, sizeof r->reason, "%s", info.reason);
+    r->t_min = t[0];
+    r->t_median = t[1];
+    r->t_max = t[2];
+    snprintf(r->reason, sizeof r->reason, "%s", r->info.reason);
     t0 = cli_now_s();
-    if ((s = b->download(plan, res->bd, r->c)) != PK_OK) {
+    if (k->plan_download && (s = k->plan_download(plan, args, data)) != PK_OK) {
         row_fail(r, "download", s);
         goto done;
     }
     r->download_s = cli_now_s() - t0;
-    if ((s = b->verify(res->bd, r->c, res->req->reps + 1, &r->v)) != PK_OK) {
+    r->v.rtol = k->rtol;
+    if ((s = k->check(args, data, &r->v)) != PK_OK) {
         row_fail(r, "verify", s);
         goto done;
     }
     r->verified = r->v.rep.equal;
+    r->json = run_json_text(k, args, data, &r->info);
 done:
-    if (plan) b->destroy(plan);
+    if (plan) k->plan_destroy(plan);
+}
+
+/* Every case's args, and the data set of each (inputs generated, outputs allocated, the
+ * reference after the warm-up and the timed runs; data sets numbered in the order of their
+ * first case): 0 or the exit code. */
+static int bench_setup(cli_bench_result *res)
+{
+    const cli_kernel *k = res->k;
+    const int size = cli_size_index(res->req->size);
+    for (int c = 0; c < CLI_CASES; ++c) {
+        cli_call call = {k, "portkern bench", CLI_IN_RUN, NULL, {0}};
+        int rc, d;
+        if (!(call.args = res->args[c] = calloc(1, k->args_size))) goto nomem;
+        k->args_init(call.args);
+        k->preset(size, call.args);
+        if ((d = k->bench_case ? k->bench_case(size, c, call.args) : c ? -1 : 0) < 0) break;
+        res->ncases = c + 1;
+        res->data_of[c] = d;
+        if (k->resolve && (rc = k->resolve(&call))) return rc;
+        if (d < res->ndata) continue;
+        cli_progress("%s: data set %d and reference (%s) ...", k->name, d, res->req->size);
+        if (!(res->data[d] = calloc(1, k->data_size))) goto nomem;
+        res->ndata = d + 1;
+        if ((rc = alloc_arrays(&call, res->data[d], CLI_A_IN)) ||
+            (rc = k->generate(&call, res->data[d])) ||
+            (rc = alloc_arrays(&call, res->data[d], CLI_A_OUT | CLI_A_REF)))
+            return rc;
+        pk_status s = k->reference(call.args, res->data[d], res->req->reps + 1);
+        if (s != PK_OK) return cli_lib_error(MAIN_PROG, s);
+    }
+    return 0;
+nomem:
+    fprintf(stderr, "portkern bench: out of host memory\n");
+    return CLI_EXIT_FAIL;
 }
 
 static void print_rows(const cli_bench_result *res)
@@ -914,7 +963,7 @@ static void print_rows(const cli_bench_result *res)
             first = res->rows[k].backend != r->backend || res->rows[k].device != r->device;
         if (first && r->bw > 0)
             printf("roof: %s device %d (%s): copy bandwidth %.1f GB/s, measured in this run\n",
-                   pk_backend_name(r->backend), r->device, r->device_name, r->bw / 1e9);
+                   pk_backend_name(r->backend), r->device, r->info.device_name, r->bw / 1e9);
     }
     printf("%-13s %-7s %-22s %-13s", "kernel", "backend", "device", "variant");
     if (cases) printf(" %-16s", "case");
@@ -923,7 +972,7 @@ static void print_rows(const cli_bench_result *res)
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
         printf("%-13s %-7s %-22.22s %-13s", k->name, pk_backend_name(r->backend),
-               r->device_name[0] ? r->device_name : "-", r->variant[0] ? r->variant : "-");
+               r->device >= 0 ? r->info.device_name : "-", r->variant[0] ? r->variant : "-");
         if (cases) printf(" %-16.16s", r->case_name[0] ? r->case_name : "-");
         if (r->status != CLI_ROW_OK) {
             printf(" %9s %9s %9s %8s %8s %6s %9s %s\n", "-", "-", "-", "-", "-", "-", "-",
@@ -947,19 +996,23 @@ static void print_rows(const cli_bench_result *res)
         else if (r->status == CLI_ROW_FAILED)
             printf("%s %s %s %s error: %s\n", k->name, pk_backend_name(r->backend), r->variant,
                    r->case_name, r->reason);
+        else if (!r->verified && r->v.norm)
+            printf("%s %s %s %s NOT verified: norm rel err %.3g beyond rtol %g%s%s\n", k->name,
+                   pk_backend_name(r->backend), r->variant, r->case_name, r->v.rep.norm_rel_err,
+                   r->v.rtol, r->v.note[0] ? ", " : "", r->v.note);
         else if (!r->verified)
-            printf("%s %s %s %s NOT verified: %zu elements beyond rtol %g, max rel err %.3g\n",
-                   k->name, pk_backend_name(r->backend), r->variant, r->case_name,
-                   r->v.rep.num_failed, r->v.rtol, r->v.rep.max_rel_err);
+            printf("%s %s %s %s NOT verified: %zu elements beyond rtol %g, max rel err %.3g%s%s"
+                   "\n", k->name, pk_backend_name(r->backend), r->variant, r->case_name,
+                   r->v.rep.num_failed, r->v.rtol, r->v.rep.max_rel_err, r->v.note[0] ? ", " : "",
+                   r->v.note);
     }
 }
 
 int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                      const pk_backend_id *backends, int nb, cli_bench_result **out)
 {
-    const cli_bench_ops *b = k->bench;
     cli_bench_result *res = calloc(1, sizeof *res);
-    int ncases = 1, total, done = 0, rc = 0;
+    int total, done = 0, rc = 0;
     *out = res;
     if (!res) goto nomem;
     res->k = k;
@@ -973,22 +1026,19 @@ int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
         r->status = CLI_ROW_SKIPPED;
         snprintf(r->reason, sizeof r->reason, "%s", res->set.skip[be]);
     }
-    if (total > 0) {
-        cli_progress("%s: data set and reference (%s) ...", k->name, req->size);
-        if ((rc = b->setup(req, &res->bd, &ncases))) goto done;
-    }
-    if (res->bd && b->describe) b->describe(res->bd);
+    if (total > 0 && (rc = bench_setup(res))) goto done;
+    if (res->ndata && k->describe) k->describe(res);
     for (int i = 0; total > 0 && i < nb; ++i) {
         const pk_backend_id be = backends[i];
         for (int v = 0; v < res->set.nvars[be]; ++v)
-            for (int c = 0; c < ncases; ++c) {
+            for (int c = 0; c < res->ncases; ++c) {
                 const char *var = res->set.vars[be][v];
-                if (b->case_runs && !b->case_runs(res->bd, c, be, var)) continue;
+                if (k->case_runs && !k->case_runs(res->args[c], var)) continue;
                 cli_bench_row *r = add_row(res, be);
                 if (!r) goto nomem;
                 snprintf(r->variant, sizeof r->variant, "%s", var);
                 r->c = c;
-                if (b->case_name) b->case_name(res->bd, c, r->case_name, sizeof r->case_name);
+                if (k->case_name) k->case_name(res->args[c], r->case_name, sizeof r->case_name);
                 cli_progress("%s [%d] %s %s %s ...", k->name, ++done, pk_backend_name(be), var,
                              r->case_name);
                 bench_one(res, res->set.ctx[be], r);
@@ -997,7 +1047,7 @@ int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
     printf("best of %d timed plan runs (min, median, max) after 1 warm-up, data resident on the "
            "device; 'portkern run' times one cold call instead\n", req->reps);
     print_rows(res);
-    if (res->bd && b->report) b->report(res);
+    if (res->ndata && k->report) k->report(res);
     if (res->failed) rc = CLI_EXIT_FAIL;
     for (int i = 0; i < res->nrows; ++i)
         if (res->rows[i].status == CLI_ROW_FAILED ||
@@ -1022,7 +1072,7 @@ void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_str(j, "kernel", res->k->name);
         cj_str(j, "backend", pk_backend_name(r->backend));
         cj_str(j, "status", ok ? "ok" : r->status == CLI_ROW_SKIPPED ? "skipped" : "error");
-        cj_str(j, "device", r->device_name);
+        cj_str(j, "device", r->device >= 0 ? r->info.device_name : "");
         cj_str(j, "variant", r->variant[0] ? r->variant : NULL);
         cj_str(j, "case", r->case_name[0] ? r->case_name : NULL);
         cj_num(j, "kernel_seconds", ok ? r->t_min : NAN);
@@ -1032,16 +1082,16 @@ void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_num(j, "setup_seconds", ok ? r->setup_s : NAN);
         cj_num(j, "upload_seconds", ok ? r->upload_s : NAN);
         cj_num(j, "download_seconds", ok ? r->download_s : NAN);
-        cj_num(j, "flops", ok ? r->flops : NAN);
-        cj_num(j, "bytes", ok ? r->bytes : NAN);
+        cj_num(j, "flops", ok ? r->info.flops : NAN);
+        cj_num(j, "bytes", ok ? r->info.bytes : NAN);
         cj_num(j, "gflop_per_s", cli_row_gflops(r));
         cj_num(j, "gb_per_s", gbs);
         cj_num(j, "bandwidth_gb_per_s", r->bw > 0 ? r->bw / 1e9 : NAN);
         cj_num(j, "roof_fraction", r->bw > 0 ? gbs * 1e9 / r->bw : NAN);
-        if (r->c >= 0 && (res->k->bench->case_json || res->k->bench->row_json) && res->bd) {
+        if (r->json || (ok && res->k->row_json)) { /* the run line's object, the same schema */
             cj_open(j, res->k->name, '{');
-            if (res->k->bench->case_json) res->k->bench->case_json(j, res->bd, r->c);
-            if (res->k->bench->row_json) res->k->bench->row_json(j, res->bd, r);
+            if (r->json) cj_raw(j, r->json);
+            if (ok && res->k->row_json) res->k->row_json(j, res, r);
             cj_close(j);
         }
         cj_bool(j, "verified", ok && r->verified);
@@ -1053,16 +1103,19 @@ void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
 
 void cli_bench_json_object(const cli_bench_result *res, cli_json *j)
 {
-    if (!res || !res->bd || !res->k->bench->json) return;
+    if (!res || !res->ndata || !res->k->bench_json) return;
     cj_open(j, res->k->name, '{');
-    res->k->bench->json(j, res->bd);
+    res->k->bench_json(j, res);
     cj_close(j);
 }
 
 void cli_bench_free(cli_bench_result *res)
 {
     if (!res) return;
-    if (res->bd) res->k->bench->free(res->bd);
+    for (int i = 0; i < res->nrows; ++i) free(res->rows[i].json);
+    for (int c = 0; c < CLI_CASES; ++c) free(res->args[c]);
+    for (int d = 0; d < res->ndata; ++d) data_free(res->k, res->data[d]);
+    free(res->extra);
     free(res->rows);
     free(res);
 }

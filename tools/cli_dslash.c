@@ -25,7 +25,6 @@
 
 /* The two lattices (x, y, z, t) of each bench size; --preset takes the second (paper: the
  * default 16^3 x 32). */
-static const char *const ds_sizes[3] = {"small", "paper", "large"};
 static const int ds_lat[3][2][4] = {{{8, 8, 8, 8}, {16, 16, 16, 8}},
                                     {{8, 8, 8, 8}, {16, 16, 16, 32}},
                                     {{16, 16, 16, 32}, {24, 24, 24, 48}}};
@@ -80,19 +79,9 @@ static void ds_args_init(void *args)
     a->dims = NULL;
 }
 
-static int ds_size_index(const char *size)
+static void ds_preset(int size, void *args)
 {
-    for (int s = 0; s < 3; ++s)
-        if (strcmp(size, ds_sizes[s]) == 0) return s;
-    return -1;
-}
-
-static int ds_preset(const char *size, void *args)
-{
-    const int s = ds_size_index(size);
-    if (s < 0) return -1;
-    memcpy(((ds_args *)args)->dim, ds_lat[s][1], sizeof ds_lat[s][1]);
-    return 0;
+    memcpy(((ds_args *)args)->dim, ds_lat[size][1], sizeof ds_lat[size][1]);
 }
 
 /* --dims X,Y,Z,T: the four extents in one option, not together with --x/--y/--z/--t. */
@@ -198,89 +187,53 @@ static void ds_run_json(cli_json *j, const void *args, const void *data, const p
 
 /* ---- bench: full and recon12 links of every variant on the two lattices of the size ----- */
 /* Case c: lattice c / 2, recon12 c % 2 (checked against the full-link reference). */
-typedef struct ds_bench {
-    const char *size;
-    int lat[2][4];
-    double *u[2], *psi[2], *ref[2], *chi[2];
-} ds_bench;
-
-static int ds_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static int ds_bench_case(int size, int c, void *args)
 {
-    const int s = ds_size_index(req->size);
-    ds_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    if (s < 0) return cli_usage_error("portkern bench", "unknown size '%s'", req->size);
-    if (!b) goto nomem;
-    b->size = req->size;
-    memcpy(b->lat, ds_lat[s], sizeof b->lat);
-    for (int g = 0; g < 2; ++g) {
-        const int *L = b->lat[g];
-        const size_t V = (size_t)L[0] * L[1] * L[2] * L[3];
-        const pk_dslash_params p = {L[0], L[1], L[2], L[3], DS_KAPPA, 0};
-        if (!(b->u[g] = malloc(72 * V * sizeof(double))) ||
-            !(b->psi[g] = malloc(24 * V * sizeof(double))) ||
-            !(b->ref[g] = malloc(24 * V * sizeof(double))) ||
-            !(b->chi[g] = malloc(24 * V * sizeof(double))))
-            goto nomem;
-        cli_progress("dslash reference: serial, %dx%dx%dx%d ...", L[0], L[1], L[2], L[3]);
-        pk_status st = ds_make(1, V, b->u[g], b->psi[g]);
-        if (st == PK_OK) st = pk_dslash_reference(&p, b->u[g], b->psi[g], b->ref[g]);
-        if (st != PK_OK) return cli_lib_error("portkern", st);
-    }
-    *ncases = 4;
-    return 0;
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
+    ds_args *a = args;
+    if (c >= 4) return -1;
+    memcpy(a->dim, ds_lat[size][c / 2], sizeof a->dim);
+    a->recon12 = c % 2;
+    return c / 2;
 }
 
-static void ds_case_name(const void *bd, int c, char *buf, size_t len)
+static void ds_case_name(const void *args, char *buf, size_t len)
 {
-    const int *L = ((const ds_bench *)bd)->lat[c / 2];
-    const char *links = c % 2 ? "recon12" : "full";
+    const ds_args *a = args;
+    const int *L = a->dim;
+    const char *links = a->recon12 ? "recon12" : "full";
     if (L[0] == L[1] && L[1] == L[2])
         snprintf(buf, len, "%d^3x%d %s", L[0], L[3], links);
     else
         snprintf(buf, len, "%dx%dx%dx%d %s", L[0], L[1], L[2], L[3], links);
 }
 
-static pk_status ds_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
+static pk_status ds_plan_create(void **plan, pk_context *ctx, const char *variant,
+                                const void *args, void *data, pk_run_info *info)
 {
-    const int *L = ((const ds_bench *)bd)->lat[c / 2];
-    const pk_dslash_params p = {L[0], L[1], L[2], L[3], DS_KAPPA, c % 2};
+    const pk_dslash_params p = ds_params(args);
     return pk_dslash_plan_create((pk_dslash_plan **)plan, ctx, &p, variant, info);
 }
 
-static pk_status ds_upload(void *plan, void *bd, int c)
+static pk_status ds_plan_upload(void *plan, const void *args, void *data)
 {
-    const ds_bench *b = bd;
-    return pk_dslash_plan_upload(plan, b->u[c / 2], b->psi[c / 2]);
+    return pk_dslash_plan_upload(plan, ((ds_data *)data)->u, ((ds_data *)data)->psi);
 }
 
-static pk_status ds_plan_run(void *plan, pk_run_info *info)
+static pk_status ds_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
 {
     return pk_dslash_plan_run(plan, info);
 }
 
-static pk_status ds_download(void *plan, void *bd, int c)
+static pk_status ds_plan_download(void *plan, const void *args, void *data)
 {
-    return pk_dslash_plan_download(plan, ((ds_bench *)bd)->chi[c / 2]);
+    return pk_dslash_plan_download(plan, ((ds_data *)data)->chi);
 }
 
-static void ds_destroy(void *plan) { pk_dslash_plan_destroy(plan); }
+static void ds_plan_destroy(void *plan) { pk_dslash_plan_destroy(plan); }
 
-static pk_status ds_bench_verify(void *bd, int c, int runs, cli_verdict *v)
+static void ds_describe(const cli_bench_result *res)
 {
-    const ds_bench *b = bd;
-    (void)runs; /* every run computes the same chi */
-    v->rtol = DS_RTOL;
-    return ds_check(b->ref[c / 2], b->chi[c / 2], b->lat[c / 2], v);
-}
-
-static void ds_describe(const void *bd)
-{
-    const ds_bench *b = bd;
+    const int *a = ((const ds_args *)res->args[0])->dim, *b = ((const ds_args *)res->args[2])->dim;
     printf("dslash %s: Wilson hopping operator (double) on %dx%dx%dx%d and %dx%dx%dx%d "
            "(x y z t), full and recon12 links, random SU(3) links, kappa %g;\nbyte model: %s;"
            "\nverified against the serial reference (full links), norm-wise: " DS_VERIFY_RULE
@@ -288,40 +241,9 @@ static void ds_describe(const void *bd)
            "measured in this run; the byte model counts no cache reuse, so on CPUs with the "
            "neighbours in cache a bw ratio above 1 is possible (with perfect reuse a site "
            "moves 4 links + psi + chi = 1152 B, full links)\n",
-           b->size, b->lat[0][0], b->lat[0][1], b->lat[0][2], b->lat[0][3], b->lat[1][0],
-           b->lat[1][1], b->lat[1][2], b->lat[1][3], DS_KAPPA, DS_BYTES_MODEL, DS_RTOL);
+           res->req->size, a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], DS_KAPPA,
+           DS_BYTES_MODEL, DS_RTOL);
 }
-
-static void ds_case_json(cli_json *j, const void *bd, int c)
-{
-    ds_lattice_json(j, ((const ds_bench *)bd)->lat[c / 2], DS_KAPPA, c % 2);
-}
-
-static void ds_bench_free(void *bd)
-{
-    ds_bench *b = bd;
-    for (int g = 0; g < 2; ++g) {
-        free(b->u[g]);
-        free(b->psi[g]);
-        free(b->ref[g]);
-        free(b->chi[g]);
-    }
-    free(b);
-}
-
-static const cli_bench_ops ds_bench_ops = {
-    .setup = ds_bench_setup,
-    .case_name = ds_case_name,
-    .create = ds_create,
-    .upload = ds_upload,
-    .run = ds_plan_run,
-    .download = ds_download,
-    .destroy = ds_destroy,
-    .verify = ds_bench_verify,
-    .describe = ds_describe,
-    .case_json = ds_case_json,
-    .free = ds_bench_free,
-};
 
 const cli_kernel cli_kernel_dslash = {
     .name = "dslash",
@@ -361,5 +283,12 @@ const cli_kernel cli_kernel_dslash = {
     .run_json = ds_run_json,
     .flops_model = "1320 flop per site (hopping term; QUDA/QPhiX count)",
     .bytes_model = DS_BYTES_MODEL,
-    .bench = &ds_bench_ops,
+    .bench_case = ds_bench_case,
+    .case_name = ds_case_name,
+    .plan_create = ds_plan_create,
+    .plan_upload = ds_plan_upload,
+    .plan_run = ds_plan_run,
+    .plan_download = ds_plan_download,
+    .plan_destroy = ds_plan_destroy,
+    .describe = ds_describe,
 };

@@ -175,19 +175,11 @@ static void gr_args_init(void *args)
 
 /* small: ~50k visibilities on a 1024 grid; paper: el82-70 at a tenth of its dumps (3.1 M
  * visibilities on the 18000 grid); large: the whole el82-70 set. */
-static int gr_preset(const char *size, void *args)
+static void gr_preset(int size, void *args)
 {
     gr_args *a = args;
-    if (strcmp(size, "small") == 0) {
-        a->dataset = "small";
-        a->scale = 1;
-    } else if (strcmp(size, "paper") == 0 || strcmp(size, "large") == 0) {
-        a->dataset = "el82-70";
-        a->scale = strcmp(size, "large") == 0 ? 1 : 0.1;
-    } else {
-        return -1;
-    }
-    return 0;
+    a->dataset = size == CLI_SMALL ? "small" : "el82-70";
+    a->scale = size == CLI_PAPER ? 0.1 : 1;
 }
 
 /* The options under other names than their params.json keys taken over, the evenness and
@@ -811,6 +803,8 @@ static void gr_verdict(const gr_check *c, int grid_size, cli_verdict *v)
 {
     v->rep = c->rep;
     v->rep.equal = c->equal;
+    snprintf(v->note, sizeof v->note, "norm rel diff %.3g, num_skipped %s", c->norm_rel_diff,
+             c->skipped_equal ? "equal" : "DIFFERS");
     v->norm = 1;
     v->shape[0] = v->shape[1] = (size_t)grid_size;
     v->shape[2] = 2;
@@ -906,232 +900,75 @@ static void gr_run_json(cli_json *j, const void *args, const void *data, const p
 }
 
 /* ---- bench: every variant on the data set of the size, kernels resident in the plan --- */
-typedef struct gr_rec { /* one plan (row): what the driver's row does not keep */
-    char variant[32];
-    int runs;      /* plan runs so far, the first the warm-up */
-    double best_s; /* kernel seconds of the fastest timed run, whose stages follow */
-    int num_stages;
-    char stage_name[8][16];
-    double stage_s[8];
-    int verified; /* verify ran: */
-    double norm_rel_diff;
-    int skipped_equal;
-} gr_rec;
-
-typedef struct gr_bench {
-    const char *size;
-    double scale;
-    int threads;
-    gr_data g;
-    double *ref;
-    gr_check ref_chk; /* the reference's norm, num_skipped and time */
-    float *grid;
-    double norm;
-    int64_t skipped;
-    gr_rec *recs;
-    int nrecs, cap, cur; /* cur: the plan being benchmarked */
-} gr_bench;
-
-typedef struct gr_plan {
-    pk_grid_plan *plan;
-    gr_bench *b;
-    int rec;
-} gr_plan;
-
-static const gr_rec *gr_find_rec(const gr_bench *b, const char *variant)
+static pk_status gr_plan_create(void **plan, pk_context *ctx, const char *variant,
+                                const void *args, void *data, pk_run_info *info)
 {
-    for (int i = 0; i < b->nrecs; ++i) /* variant names differ between backends */
-        if (strcmp(b->recs[i].variant, variant) == 0) return &b->recs[i];
-    return NULL;
+    const gr_data *g = data;
+    return pk_grid_plan_create((pk_grid_plan **)plan, ctx, &g->p, variant, g->support,
+                               g->kernels, info);
 }
 
-static int gr_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+/* The kernels went up with the plan; the visibilities go with every run, into a zeroed grid. */
+static pk_status gr_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
 {
-    gr_args a;
-    gr_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    if (!b) goto nomem;
-    gr_args_init(&a);
-    if (gr_preset(req->size, &a) != 0)
-        return cli_usage_error("portkern bench", "unknown size '%s'", req->size);
-    b->size = req->size;
-    b->scale = a.scale;
-    b->threads = req->threads;
-    const pk_gg_vis_options o = {pk_gg_dataset_find(a.dataset), a.scale, 1, NULL, 0};
-    int rc = gr_generate("portkern bench", &o, PK_GRID_KERNELS_COMPACT, &b->g);
-    if (rc) return rc;
-    cli_progress("grid reference: double, %zu visibilities ...", b->g.d.num_vis);
-    if (!(b->ref = calloc(2 * (size_t)b->g.p.grid_size * b->g.p.grid_size, sizeof *b->ref)))
-        goto nomem;
-    pk_status s = gr_reference(&b->g, b->ref, &b->ref_chk);
-    if (s != PK_OK) return s == PK_ENOMEM ? CLI_EXIT_FAIL : cli_lib_error("portkern", s);
-    if (!(b->grid = malloc(2 * (size_t)b->g.p.grid_size * b->g.p.grid_size * sizeof *b->grid)))
-        goto nomem;
-    *ncases = 1;
-    return 0;
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
+    gr_data *g = data;
+    memset(g->grid, 0, 2 * (size_t)g->p.grid_size * g->p.grid_size * sizeof *g->grid);
+    g->norm = 0;
+    return pk_grid_plan_run(plan, &g->d, g->grid, &g->norm, &g->skipped, info);
 }
 
-static pk_status gr_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
-{
-    gr_bench *b = bd;
-    gr_plan *w = calloc(1, sizeof *w);
-    gr_rec *recs = w ? cli_grow(b->recs, b->nrecs, &b->cap, sizeof *recs) : NULL;
-    (void)c;
-    if (!recs) {
-        free(w);
-        return PK_ENOMEM;
-    }
-    b->recs = recs;
-    b->cur = w->rec = b->nrecs++;
-    snprintf(recs[w->rec].variant, sizeof recs[w->rec].variant, "%s", variant);
-    recs[w->rec].best_s = INFINITY;
-    w->b = b;
-    pk_status s = pk_grid_plan_create(&w->plan, ctx, &b->g.p, variant, b->g.support, b->g.kernels,
-                                      info);
-    if (s != PK_OK) {
-        free(w);
-        return s;
-    }
-    *plan = w;
-    return PK_OK;
-}
+static void gr_plan_destroy(void *plan) { pk_grid_plan_destroy(plan); }
 
-/* The kernels went up with the plan; the visibilities go with every run, into b->grid. */
-static pk_status gr_upload(void *plan, void *bd, int c)
+static void gr_describe(const cli_bench_result *res)
 {
-    (void)plan;
-    (void)bd;
-    (void)c;
-    return PK_OK;
-}
-
-static pk_status gr_plan_run(void *plan, pk_run_info *info)
-{
-    gr_plan *w = plan;
-    gr_bench *b = w->b;
-    gr_rec *r = &b->recs[w->rec];
-    memset(b->grid, 0, 2 * (size_t)b->g.p.grid_size * b->g.p.grid_size * sizeof *b->grid);
-    b->norm = 0;
-    pk_status s = pk_grid_plan_run(w->plan, &b->g.d, b->grid, &b->norm, &b->skipped, info);
-    if (s == PK_OK && r->runs++ > 0 && info->kernel_s < r->best_s) {
-        r->best_s = info->kernel_s;
-        r->num_stages = info->num_stages < 8 ? info->num_stages : 8;
-        memcpy(r->stage_name, info->stage_name, sizeof r->stage_name);
-        memcpy(r->stage_s, info->stage_s, sizeof r->stage_s);
-    }
-    return s;
-}
-
-static pk_status gr_download(void *plan, void *bd, int c) /* the runs grid into b->grid */
-{
-    return gr_upload(plan, bd, c);
-}
-
-static void gr_destroy(void *plan)
-{
-    pk_grid_plan_destroy(((gr_plan *)plan)->plan);
-    free(plan);
-}
-
-static pk_status gr_bench_verify(void *bd, int c, int runs, cli_verdict *v)
-{
-    gr_bench *b = bd;
-    gr_rec *r = &b->recs[b->cur];
-    gr_check ck = b->ref_chk;
-    (void)c;
-    (void)runs; /* every run grids into a zeroed grid */
-    gr_check_grid(&b->g, b->grid, b->norm, b->skipped, b->ref, GR_RTOL, &ck);
-    v->rtol = GR_RTOL;
-    gr_verdict(&ck, b->g.p.grid_size, v);
-    r->verified = 1;
-    r->norm_rel_diff = ck.norm_rel_diff;
-    r->skipped_equal = ck.skipped_equal;
-    return PK_OK;
-}
-
-static void gr_describe(const void *bd)
-{
-    const gr_bench *b = bd;
+    const gr_data *g = res->data[0];
     printf("grid %s: %s --scale %g: %zu visibilities, %d planes (supports up to %d), grid %d^2, "
            "compact kernels; generated in %.1f s, double reference %.1f s;\nkernels resident in "
            "the plan, visibilities passed per run; verified: " GR_VERIFY_RULE ", rtol %g\n",
-           b->size, b->g.dataset, b->scale, b->g.d.num_vis, b->g.p.num_w_planes,
-           b->g.max_support, b->g.p.grid_size, b->g.gen_s, b->ref_chk.ref_s, GR_RTOL);
+           res->req->size, g->dataset, ((const gr_args *)res->args[0])->scale, g->d.num_vis,
+           g->p.num_w_planes, g->max_support, g->p.grid_size, g->gen_s, g->chk.ref_s, GR_RTOL);
 }
 
-static void gr_case_json(cli_json *j, const void *bd, int c)
+/* The data set and how it was made, the same for every row. */
+static void gr_bench_json(cli_json *j, const cli_bench_result *res)
 {
-    const gr_bench *b = bd;
-    (void)c;
-    cj_str(j, "dataset", b->g.dataset);
-    cj_num(j, "scale", b->scale);
-    cj_int(j, "num_vis", (long long)b->g.d.num_vis);
-    cj_int(j, "grid_size", b->g.p.grid_size);
-    cj_int(j, "num_w_planes", b->g.p.num_w_planes);
-    cj_int(j, "max_support", b->g.max_support);
-    cj_num(j, "generate_seconds", b->g.gen_s);
-    cj_num(j, "reference_seconds", b->ref_chk.ref_s);
-    cj_int(j, "host_threads", cli_host_threads(b->threads));
+    const gr_data *g = res->data[0];
+    cj_str(j, "dataset", g->dataset);
+    cj_num(j, "scale", ((const gr_args *)res->args[0])->scale);
+    cj_num(j, "generate_seconds", g->gen_s);
+    cj_num(j, "reference_seconds", g->chk.ref_s);
+    cj_int(j, "host_threads", cli_host_threads(res->req->threads));
     cj_str(j, "updates_model", "grid-point updates = sum over gridded visibilities of "
            "(2 support + 1)^2 = flops / 8");
 }
 
-/* Visibilities/s and grid-point updates/s at the row's best kernel time. */
-static void gr_row_json(cli_json *j, const void *bd, const cli_bench_row *r)
-{
-    const gr_bench *b = bd;
-    const gr_rec *rec = gr_find_rec(b, r->variant);
-    const int ok = r->status == CLI_ROW_OK;
-    const double updates = ok ? r->flops / GR_FLOPS_PER_UPDATE : NAN;
-    cj_num(j, "updates", updates);
-    cj_num(j, "vis_per_s", ok ? cli_rate((double)b->g.d.num_vis, r->t_min) : NAN);
-    cj_num(j, "updates_per_s", ok ? cli_rate(updates, r->t_min) : NAN);
-    gr_stages_json(j, ok && rec ? rec->num_stages : 0, rec ? rec->stage_name : NULL,
-                   rec ? rec->stage_s : NULL);
-    if (ok && rec && rec->verified) {
-        cj_num(j, "norm_value_rel_diff", rec->norm_rel_diff);
-        cj_bool(j, "num_skipped_equal", rec->skipped_equal);
-    }
-}
-
-/* After the driver's table: the NAG report's units, the tiled variants' stages, why a row
- * was not verified, and the NAG report's figures. */
+/* After the driver's table: the NAG report's units, the tiled variants' stages (of the
+ * fastest timed run) and the NAG report's figures. */
 static void gr_report(cli_bench_result *res)
 {
-    const gr_bench *b = res->bd;
+    const gr_data *g = res->data[0];
     double serial_ups = NAN;
     for (int i = 0; i < res->nrows; ++i)
         if (res->rows[i].status == CLI_ROW_OK && strcmp(res->rows[i].variant, "serial") == 0)
-            serial_ups = cli_rate(res->rows[i].flops / GR_FLOPS_PER_UPDATE, res->rows[i].t_min);
+            serial_ups = cli_rate(res->rows[i].info.flops / GR_FLOPS_PER_UPDATE, res->rows[i].t_min);
     printf("\n%-7s  %-13s  %10s  %11s  %9s   (at the best kernel time)\n", "backend", "variant",
            "Mvis/s", "Gupdates/s", "x serial");
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
         if (r->status != CLI_ROW_OK) continue;
-        const double ups = cli_rate(r->flops / GR_FLOPS_PER_UPDATE, r->t_min);
+        const double ups = cli_rate(r->info.flops / GR_FLOPS_PER_UPDATE, r->t_min);
         printf("%-7s  %-13s  %10.3f  %11.3f  %9.2f\n", pk_backend_name(r->backend), r->variant,
-               cli_rate((double)b->g.d.num_vis, r->t_min) / 1e6, ups / 1e9, ups / serial_ups);
+               cli_rate((double)g->d.num_vis, r->t_min) / 1e6, ups / 1e9, ups / serial_ups);
     }
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
-        const gr_rec *rec = gr_find_rec(b, r->variant);
-        if (r->status != CLI_ROW_OK || !rec) continue;
-        if (rec->num_stages > 1) { /* the tiled variants' stages */
-            printf("stages %s %s (ms):", pk_backend_name(r->backend), r->variant);
-            for (int k = 0; k < rec->num_stages; ++k)
-                printf(" %s %.2f", rec->stage_name[k], 1e3 * rec->stage_s[k]);
-            printf("\n");
-        }
-        if (!r->verified)
-            printf("%s %s NOT verified: rel err %.3g (rtol %g), norm rel diff %.3g, num_skipped "
-                   "%s\n", pk_backend_name(r->backend), r->variant, r->v.rep.norm_rel_err,
-                   GR_RTOL, rec->norm_rel_diff, rec->skipped_equal ? "equal" : "DIFFERS");
+        if (r->status != CLI_ROW_OK || r->info.num_stages <= 1) continue;
+        printf("stages %s %s (ms):", pk_backend_name(r->backend), r->variant);
+        for (int k = 0; k < r->info.num_stages && k < 8; ++k)
+            printf(" %s %.2f", r->info.stage_name[k], 1e3 * r->info.stage_s[k]);
+        printf("\n");
     }
-    const int nt = cli_host_threads(b->threads);
+    const int nt = cli_host_threads(res->req->threads);
     printf("note: NAG report (Xeon, 24 cores; gridding only): synthetic serial 4980 ms "
            "(0.43 Mvis/s), 24 threads atomic 1040 ms (0.086 Mvis/s per core),\n"
            "      tiled 198 ms (0.45 Mvis/s per core); el82-70 tiled 2211 ms (0.59 Mvis/s per "
@@ -1139,31 +976,6 @@ static void gr_report(cli_bench_result *res)
            "      Here the host variants ran on %d thread%s: divide their Mvis/s and "
            "Gupdates/s by %d for the per-core figures.\n", nt, nt == 1 ? "" : "s", nt);
 }
-
-static void gr_bench_free(void *bd)
-{
-    gr_bench *b = bd;
-    gr_data_free(&b->g);
-    free(b->ref);
-    free(b->grid);
-    free(b->recs);
-    free(b);
-}
-
-static const cli_bench_ops gr_bench_ops = {
-    .setup = gr_bench_setup,
-    .create = gr_create,
-    .upload = gr_upload,
-    .run = gr_plan_run,
-    .download = gr_download,
-    .destroy = gr_destroy,
-    .verify = gr_bench_verify,
-    .describe = gr_describe,
-    .case_json = gr_case_json,
-    .report = gr_report,
-    .free = gr_bench_free,
-    .row_json = gr_row_json,
-};
 
 const cli_kernel cli_kernel_grid = {
     .name = "grid",
@@ -1243,5 +1055,10 @@ const cli_kernel cli_kernel_grid = {
     .data_free = gr_data_free,
     .flops_model = "8 flop per grid-point update (a complex multiply-add)",
     .bytes_model = "24 B per grid-point update: kernel sample 8, grid cell 16 (read, written)",
-    .bench = &gr_bench_ops,
+    .plan_create = gr_plan_create,
+    .plan_run = gr_plan_run,
+    .plan_destroy = gr_plan_destroy,
+    .describe = gr_describe,
+    .report = gr_report,
+    .bench_json = gr_bench_json,
 };

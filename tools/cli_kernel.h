@@ -110,9 +110,15 @@ typedef struct cli_verdict {
     int norm;
     size_t shape[8]; /* names the first failure as a multi-index */
     int ndim;
+    char note[128];  /* what bench adds to a row that failed (grid: norm, num_skipped) */
 } cli_verdict;
 
-/* ---- bench ------------------------------------------------------------------------------ */
+/* The sizes of --preset and bench --size. */
+enum { CLI_SMALL, CLI_PAPER, CLI_LARGE };
+/** CLI_SMALL, CLI_PAPER or CLI_LARGE for "small", "paper" or "large"; -1 for another name. */
+int cli_size_index(const char *name);
+
+/* ---- bench: every case x backend x variant as a plan on resident data --------------------- */
 typedef struct cli_bench_req {
     const char *size; /* small, paper, large */
     int reps, threads;
@@ -124,64 +130,43 @@ enum { CLI_ROW_OK, CLI_ROW_SKIPPED, CLI_ROW_FAILED };
 typedef struct cli_bench_row {
     pk_backend_id backend;
     int device;
-    char device_name[128];
     char variant[32];
-    int c;            /* the kernel's case index; -1 for a skipped backend */
+    int c;            /* the case; -1 for a skipped backend */
     char case_name[48];
     int status;       /* CLI_ROW_* */
     char reason[600]; /* skipped/failed: why; ok: the library's reason */
     double t_min, t_median, t_max; /* kernel seconds of the timed runs */
     double setup_s, upload_s, download_s;
-    double flops, bytes; /* per run, from the library's run info */
-    double bw;           /* the device's measured copy bandwidth, B/s; 0: not measured */
+    pk_run_info info; /* of the fastest timed run */
+    double bw;        /* the device's measured copy bandwidth, B/s; 0: not measured */
     int verified;
     cli_verdict v;
+    char *json;       /* the members of the kernel's run_json object for this row */
 } cli_bench_row;
 
+#define CLI_CASES 8
 typedef struct cli_bench_result {
     const cli_kernel *k;
     const cli_bench_req *req;
     cli_bench_row *rows;
     int nrows, cap;
-    cli_bench_set set; /* the contexts, one per backend */
-    void *bd;          /* the kernel's bench data */
+    cli_bench_set set;            /* the contexts, one per backend */
+    int ncases, ndata;
+    void *args[CLI_CASES];        /* per case */
+    int data_of[CLI_CASES];       /* per case: its data set */
+    void *data[CLI_CASES];        /* per data set: inputs, outputs, reference */
+    void *extra;                  /* the report's own results (free()d) */
     int failed;        /* set by the report hook when the kernel's own extras failed: exit 1 */
 } cli_bench_result;
 
 /* GB/s and GFlop/s of a row at its best time (NaN when not ok). */
 double cli_row_gbs(const cli_bench_row *r);
 double cli_row_gflops(const cli_bench_row *r);
-/* Time a plan-like callback: one warm-up, then reps timed runs; min/median/max of kernel_s
- * (info: the last run's).  On failure *stage (may be NULL) names the run that failed
- * ("warm-up run" or "timed run"). */
-pk_status cli_bench_time(pk_status (*run)(void *plan, pk_run_info *info), void *plan, int reps,
-                         double *t_min, double *t_median, double *t_max, pk_run_info *info,
-                         const char **stage);
-
-typedef struct cli_bench_ops {
-    /* Generate the data set of req->size and its reference; *ncases timed configurations per
-     * variant (su3: its layouts; magicfilter3d: two grids).  Returns 0 or an exit code. */
-    int (*setup)(const cli_bench_req *req, void **bd, int *ncases);
-    void (*case_name)(const void *bd, int c, char *buf, size_t len); /* NULL: one case, "" */
-    /* Optional: 0 leaves the combination out (not a row). */
-    int (*case_runs)(const void *bd, int c, pk_backend_id be, const char *variant);
-    pk_status (*create)(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                        pk_run_info *info);
-    pk_status (*upload)(void *plan, void *bd, int c);
-    pk_status (*run)(void *plan, pk_run_info *info);
-    pk_status (*download)(void *plan, void *bd, int c);
-    void (*destroy)(void *plan);
-    /* Compare the downloaded result with the reference after `runs` plan runs. */
-    pk_status (*verify)(void *bd, int c, int runs, cli_verdict *v);
-    void (*describe)(const void *bd);                      /* lines above the table */
-    void (*case_json)(cli_json *j, const void *bd, int c); /* the case's own fields */
-    void (*report)(cli_bench_result *r);                   /* optional: after the table */
-    void (*json)(cli_json *j, const void *bd);             /* optional: its top-level object */
-    void (*free)(void *bd);
-    /* Optional: the row's own fields beside case_json's (what depends on the backend or the
-     * row's result, e.g. a roof measured by report). */
-    void (*row_json)(cli_json *j, const void *bd, const cli_bench_row *r);
-} cli_bench_ops;
+/* The kernel's plan on (args, data): one warm-up run, then reps timed runs; t[3] gets
+ * min/median/max of kernel_s, *best the info of the fastest run.  On failure *stage (may be
+ * NULL) names the run that failed ("warm-up run" or "timed run"). */
+pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void *data, int reps,
+                         double t[3], pk_run_info *best, const char **stage);
 
 /* ---- the descriptor --------------------------------------------------------------------- */
 struct cli_kernel {
@@ -194,8 +179,7 @@ struct cli_kernel {
     size_t args_size, data_size;
     const cli_param *params;
     void (*args_init)(void *args);
-    /* Set the args to a named size (small, paper, large: the sizes of bench); -1: unknown. */
-    int (*preset)(const char *size, void *args);
+    void (*preset)(int size, void *args); /* CLI_SMALL..CLI_LARGE: the sizes of bench */
     int (*resolve)(cli_call *c); /* optional: after options and params.json */
     const cli_array *arrays;
     const char *(*shape)(const void *args, const cli_array *a); /* optional: for shape NULL */
@@ -224,7 +208,24 @@ struct cli_kernel {
     void (*run_json)(cli_json *j, const void *args, const void *data, const pk_run_info *info);
     void (*data_free)(void *data); /* optional: what the data holds beyond the table's arrays */
     const char *flops_model, *bytes_model; /* what the library's counts mean, in words */
-    const cli_bench_ops *bench;
+
+    /* bench: args_init and the preset of the size, then case c of it (optional: one case);
+     * returns the data set the case runs on (cases of a data set share its inputs, outputs
+     * and reference, of the runs of a row), or -1 past the last case. */
+    int (*bench_case)(int size, int c, void *args);
+    void (*case_name)(const void *args, char *buf, size_t len); /* optional */
+    int (*case_runs)(const void *args, const char *variant); /* optional: 0 leaves a row out */
+    pk_status (*plan_create)(void **plan, pk_context *ctx, const char *variant, const void *args,
+                             void *data, pk_run_info *info);
+    pk_status (*plan_upload)(void *plan, const void *args, void *data);   /* optional */
+    pk_status (*plan_run)(void *plan, const void *args, void *data, pk_run_info *info);
+    pk_status (*plan_download)(void *plan, const void *args, void *data); /* optional */
+    void (*plan_destroy)(void *plan);
+    void (*describe)(const cli_bench_result *r); /* the lines above the table */
+    void (*report)(cli_bench_result *r);         /* optional: after the table */
+    void (*bench_json)(cli_json *j, const cli_bench_result *r); /* optional: its object */
+    /* Optional: a row's fields beside its run_json's (what the report measured: a roof). */
+    void (*row_json)(cli_json *j, const cli_bench_result *r, const cli_bench_row *row);
 };
 
 extern const cli_kernel cli_kernel_diffusion3d, cli_kernel_conv2d, cli_kernel_grid,

@@ -31,7 +31,6 @@
 /* The two grids (l, iterations per run) of each bench size; --preset takes the first.
  * small: in cache / just beyond; paper: the paper's 2048^2 (16.8 MB per field) and 4096^2;
  * large: 4096^2 and 8192^2 (268 MB per field), both far beyond the caches. */
-static const char *const lp_sizes[3] = {"small", "paper", "large"};
 static const int lp_grid[3][2][2] = {
     {{256, 20}, {1024, 10}}, {{2048, 10}, {4096, 8}}, {{4096, 8}, {8192, 4}}};
 
@@ -95,21 +94,11 @@ static void lp_args_init(void *args)
     a->seed = 1;
 }
 
-static int lp_size_index(const char *size)
-{
-    for (int s = 0; s < 3; ++s)
-        if (strcmp(size, lp_sizes[s]) == 0) return s;
-    return -1;
-}
-
-static int lp_preset(const char *size, void *args)
+static void lp_preset(int size, void *args)
 {
     lp_args *a = args;
-    const int s = lp_size_index(size);
-    if (s < 0) return -1;
-    a->l = lp_grid[s][0][0];
-    a->count = lp_grid[s][0][1];
-    return 0;
+    a->l = lp_grid[size][0][0];
+    a->count = lp_grid[size][0][1];
 }
 
 /* auto: hvfo when l is a multiple of the lanes, else lexi. */
@@ -244,142 +233,57 @@ static void lp_run_json(cli_json *j, const void *args, const void *data, const p
  * from where the previous left the field (the values stay O(1): the operator averages), so
  * the result after `runs` runs is checked against the reference after runs x count
  * iterations. */
-typedef struct lp_bench {
-    const char *size;
-    int l[2], count[2];
-    float *phi[2], *ref[2], *out[2];
-    double maxabs[2];
-    long long ref_iters[2]; /* iterations ref[g] holds; -1: none */
-    double atol[4];         /* of the case's last verdict */
-} lp_bench;
-
-typedef struct lp_plan {
-    pk_laplace2d_plan *p;
-    int count;
-} lp_plan;
-
-/* ref[g] after `iters` iterations from phi[g] (computed once per count of iterations). */
-static pk_status lp_bench_ref(lp_bench *b, int g, long long iters)
+static int lp_bench_case(int size, int c, void *args)
 {
-    const size_t n = (size_t)b->l[g] * (size_t)b->l[g];
-    if (b->ref_iters[g] == iters) return PK_OK;
-    if (iters > INT_MAX) return PK_ESIZE;
-    const pk_laplace2d_params p = {b->l[g], (int)iters, LP_SIGMA, PK_LAP_LEXI, 0};
-    memcpy(b->ref[g], b->phi[g], n * sizeof(float));
-    b->ref_iters[g] = -1;
-    cli_progress("laplace2d reference: serial, l = %d, %lld iterations ...", b->l[g], iters);
-    pk_status s = pk_laplace2d_reference(&p, b->ref[g]);
-    if (s == PK_OK) b->ref_iters[g] = iters;
-    return s;
+    lp_args *a = args;
+    if (c >= 4) return -1;
+    a->l = lp_grid[size][c / 2][0];
+    a->count = lp_grid[size][c / 2][1];
+    a->layout = c % 2;
+    return c / 2;
 }
 
-static int lp_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static void lp_case_name(const void *args, char *buf, size_t len)
 {
-    const int s = lp_size_index(req->size);
-    lp_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    if (s < 0) return cli_usage_error("portkern bench", "unknown size '%s'", req->size);
-    if (!b) goto nomem;
-    b->size = req->size;
-    for (int g = 0; g < 2; ++g) {
-        const size_t n = (size_t)lp_grid[s][g][0] * (size_t)lp_grid[s][g][0];
-        b->l[g] = lp_grid[s][g][0];
-        b->count[g] = lp_grid[s][g][1];
-        b->ref_iters[g] = -1;
-        if (!(b->phi[g] = malloc(n * sizeof(float))) || !(b->ref[g] = malloc(n * sizeof(float))) ||
-            !(b->out[g] = malloc(n * sizeof(float))))
-            goto nomem;
-        lp_gen_phi(n, 1, b->phi[g]);
-        b->maxabs[g] = lp_maxabs(b->phi[g], n);
-        /* the reference the rows will need: a warm-up and reps timed runs */
-        pk_status st = lp_bench_ref(b, g, (long long)(req->reps + 1) * b->count[g]);
-        if (st != PK_OK) return cli_lib_error("portkern", st);
-    }
-    *ncases = 4;
-    return 0;
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
-}
-
-static void lp_case_name(const void *bd, int c, char *buf, size_t len)
-{
-    const lp_bench *b = bd;
-    if (c % 2 == PK_LAP_HVFO)
-        snprintf(buf, len, "l=%d hvfo/%d", b->l[c / 2], PK_LAP_DEFAULT_NW);
+    const lp_args *a = args;
+    if (a->layout == PK_LAP_HVFO)
+        snprintf(buf, len, "l=%d hvfo/%d", a->l, PK_LAP_DEFAULT_NW);
     else
-        snprintf(buf, len, "l=%d lexi", b->l[c / 2]);
+        snprintf(buf, len, "l=%d lexi", a->l);
 }
 
-static pk_status lp_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
+static pk_status lp_plan_create(void **plan, pk_context *ctx, const char *variant,
+                                const void *args, void *data, pk_run_info *info)
 {
-    const lp_bench *b = bd;
-    const pk_laplace2d_params p = {b->l[c / 2], b->count[c / 2], LP_SIGMA, c % 2, 0};
-    lp_plan *lp = calloc(1, sizeof *lp);
-    if (!lp) return PK_ENOMEM;
-    lp->count = p.count;
-    pk_status s = pk_laplace2d_plan_create(&lp->p, ctx, &p, variant, info);
-    if (s != PK_OK) {
-        free(lp);
-        return s;
-    }
-    *plan = lp;
-    return PK_OK;
+    const pk_laplace2d_params p = lp_params(args);
+    return pk_laplace2d_plan_create((pk_laplace2d_plan **)plan, ctx, &p, variant, info);
 }
 
-static pk_status lp_upload(void *plan, void *bd, int c)
+static pk_status lp_plan_upload(void *plan, const void *args, void *data)
 {
-    return pk_laplace2d_plan_upload(((lp_plan *)plan)->p, ((lp_bench *)bd)->phi[c / 2]);
+    return pk_laplace2d_plan_upload(plan, ((lp_data *)data)->phi0);
 }
 
-static pk_status lp_plan_run(void *plan, pk_run_info *info)
+static pk_status lp_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
 {
-    return pk_laplace2d_plan_run(((lp_plan *)plan)->p, ((lp_plan *)plan)->count, info);
+    return pk_laplace2d_plan_run(plan, ((const lp_args *)args)->count, info);
 }
 
-static pk_status lp_download(void *plan, void *bd, int c)
+static pk_status lp_plan_download(void *plan, const void *args, void *data)
 {
-    return pk_laplace2d_plan_download(((lp_plan *)plan)->p, ((lp_bench *)bd)->out[c / 2]);
+    return pk_laplace2d_plan_download(plan, ((lp_data *)data)->phi);
 }
 
-static void lp_destroy(void *plan)
-{
-    pk_laplace2d_plan_destroy(((lp_plan *)plan)->p);
-    free(plan);
-}
+static void lp_plan_destroy(void *plan) { pk_laplace2d_plan_destroy(plan); }
 
-static pk_status lp_bench_verify(void *bd, int c, int runs, cli_verdict *v)
+static void lp_describe(const cli_bench_result *res)
 {
-    lp_bench *b = bd;
-    const int g = c / 2;
-    const long long iters = (long long)runs * b->count[g];
-    pk_status s = lp_bench_ref(b, g, iters);
-    if (s != PK_OK) return s;
-    b->atol[c] = lp_atol(LP_SIGMA, (double)iters, b->maxabs[g]);
-    v->rtol = 0; /* atol / max|phi_ref| */
-    return lp_check(b->ref[g], b->out[g], b->l[g], b->atol[c], v);
-}
-
-static void lp_describe(const void *bd)
-{
-    const lp_bench *b = bd;
+    const lp_args *a = res->args[0], *b = res->args[2];
     printf("laplace2d %s: l = %d (%d iterations per run) and l = %d (%d), sigma %g, O(1) random "
            "data (seed 1), layouts lexi and hvfo/%d;\nbyte model: " LP_BYTES_MODEL "; ms are "
            "per run of count iterations;\nverified against the serial reference after the "
            "warm-up and the timed runs: " LP_VERIFY_RULE "\n",
-           b->size, b->l[0], b->count[0], b->l[1], b->count[1], LP_SIGMA, PK_LAP_DEFAULT_NW);
-}
-
-static void lp_case_json(cli_json *j, const void *bd, int c)
-{
-    const lp_bench *b = bd;
-    cj_str(j, "layout", pk_laplace2d_layout_name(c % 2));
-    cj_int(j, "nw", c % 2 == PK_LAP_HVFO ? PK_LAP_DEFAULT_NW : 1);
-    cj_int(j, "l", b->l[c / 2]);
-    cj_int(j, "count", b->count[c / 2]);
-    cj_num(j, "sigma", LP_SIGMA);
-    cj_num(j, "verify_atol", b->atol[c] > 0 ? b->atol[c] : NAN);
+           res->req->size, a->l, a->count, b->l, b->count, LP_SIGMA, PK_LAP_DEFAULT_NW);
 }
 
 /* The ok row of (backend, variant, case), or NULL. */
@@ -398,8 +302,8 @@ static const cli_bench_row *lp_find(const cli_bench_result *res, pk_backend_id b
  * hand- against auto-vectorised and temporal blocking against omp-simd. */
 static void lp_report(cli_bench_result *res)
 {
-    const lp_bench *b = res->bd;
-    const int lexi = 2 + PK_LAP_LEXI, hvfo = 2 + PK_LAP_HVFO, l = b->l[1];
+    const int lexi = 2 + PK_LAP_LEXI, hvfo = 2 + PK_LAP_HVFO;
+    const int l = ((const lp_args *)res->args[2])->l;
     int header = 0;
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
@@ -421,32 +325,6 @@ static void lp_report(cli_bench_result *res)
         printf("\n");
     }
 }
-
-static void lp_bench_free(void *bd)
-{
-    lp_bench *b = bd;
-    for (int g = 0; g < 2; ++g) {
-        free(b->phi[g]);
-        free(b->ref[g]);
-        free(b->out[g]);
-    }
-    free(b);
-}
-
-static const cli_bench_ops lp_bench_ops = {
-    .setup = lp_bench_setup,
-    .case_name = lp_case_name,
-    .create = lp_create,
-    .upload = lp_upload,
-    .run = lp_plan_run,
-    .download = lp_download,
-    .destroy = lp_destroy,
-    .verify = lp_bench_verify,
-    .describe = lp_describe,
-    .case_json = lp_case_json,
-    .report = lp_report,
-    .free = lp_bench_free,
-};
 
 const cli_kernel cli_kernel_laplace2d = {
     .name = "laplace2d",
@@ -483,5 +361,13 @@ const cli_kernel cli_kernel_laplace2d = {
     .run_json = lp_run_json,
     .flops_model = "7 flop per site and iteration",
     .bytes_model = LP_BYTES_MODEL,
-    .bench = &lp_bench_ops,
+    .bench_case = lp_bench_case,
+    .case_name = lp_case_name,
+    .plan_create = lp_plan_create,
+    .plan_upload = lp_plan_upload,
+    .plan_run = lp_plan_run,
+    .plan_download = lp_plan_download,
+    .plan_destroy = lp_plan_destroy,
+    .describe = lp_describe,
+    .report = lp_report,
 };

@@ -29,19 +29,11 @@
 #define MF_VERIFY_RULE "|y - y_ref| <= rtol * max|y_ref| for every element"
 
 /* The two grids (n1, n2, n3) bench runs per size; --preset takes one of them (MF_PRESET). */
-static const char *const mf_sizes[3] = {"small", "paper", "large"};
 static const int mf_grids[3][2][3] = {
     {{32, 30, 34}, {64, 64, 64}},
     {{MF_PAPER_N1, MF_PAPER_N2, MF_PAPER_N3}, {256, 256, 256}},
     {{MF_PAPER_N1, MF_PAPER_N2, MF_PAPER_N3}, {384, 384, 384}}};
 static const int mf_preset_grid[3] = {0, 0, 1}; /* small, paper: the first; large: 384^3 */
-
-static int mf_size_index(const char *size)
-{
-    for (int k = 0; k < 3; ++k)
-        if (strcmp(size, mf_sizes[k]) == 0) return k;
-    return -1;
-}
 
 static const char *const mf_bc_names[3] = {"periodic", "grow", "shrink"};
 
@@ -169,15 +161,13 @@ static void mf_args_init(void *args)
     a->seed = 1;
 }
 
-static int mf_preset(const char *size, void *args)
+static void mf_preset(int size, void *args)
 {
     mf_args *a = args;
-    const int s = mf_size_index(size);
-    if (s < 0) return -1;
-    a->n1 = mf_grids[s][mf_preset_grid[s]][0];
-    a->n2 = mf_grids[s][mf_preset_grid[s]][1];
-    a->n3 = mf_grids[s][mf_preset_grid[s]][2];
-    return 0;
+    const int *g = mf_grids[size][mf_preset_grid[size]];
+    a->n1 = g[0];
+    a->n2 = g[1];
+    a->n3 = g[2];
 }
 
 /* --size, over params.json (the command line wins). */
@@ -286,146 +276,99 @@ static void mf_run_json(cli_json *j, const void *args, const void *data, const p
 }
 
 /* ---- bench: every variant on the two periodic MF grids of the size ---------------------- */
-/* The roof of one backend, measured in the bench run (report, after the table). */
-typedef struct mf_roof {
-    int measured;
-    char device[128];
-    int host;        /* serial, openmp: the roof is min(FMA peak, 2 x bandwidth) */
-    int threads;     /* threads of the FMA loop */
-    char isa[32];    /* of the FMA loop: the CPU's widest SIMD level */
-    double peak;     /* flop/s; 0: not measured */
-    double bw;       /* bytes/s (copy: read + written); 0: not measured */
-    double roof;     /* flop/s; 0: unknown */
-} mf_roof;
-
-typedef struct mf_bench {
-    int size; /* index of mf_sizes */
-    size_t shape[2][3];
-    double *x[2], *ref[2], *y[2];
-    double atol[2];
-    mf_roof roof[PK_BACKEND_COUNT];
-} mf_bench;
-
-static const int *mf_grid(const mf_bench *b, int c) { return mf_grids[b->size][c]; }
-
-static int mf_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static int mf_bench_case(int size, int c, void *args)
 {
-    mf_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    *ncases = 2;
-    if (!b) goto nomem;
-    b->size = mf_size_index(req->size);
-    if (b->size < 0) b->size = 0;
-    for (int c = 0; c < 2; ++c) {
-        const int *g = mf_grid(b, c);
-        const pk_magicfilter3d_params p = {g[0], g[1], g[2], 0, PK_MF_PERIODIC};
-        const size_t n = (size_t)g[0] * g[1] * g[2];
-        b->shape[c][0] = (size_t)g[2];
-        b->shape[c][1] = (size_t)g[1];
-        b->shape[c][2] = (size_t)g[0];
-        if (!(b->x[c] = malloc(n * sizeof(double))) || !(b->ref[c] = malloc(n * sizeof(double))) ||
-            !(b->y[c] = malloc(n * sizeof(double))))
-            goto nomem;
-        mf_gen_x(n, 1, b->x[c]);
-        cli_progress(MF_KERNEL " reference: serial, %dx%dx%d ...", g[0], g[1], g[2]);
-        pk_status s = pk_magicfilter3d_reference(&p, b->x[c], b->ref[c]);
-        if (s != PK_OK) return cli_lib_error("portkern", s);
-        b->atol[c] = mf_atol(b->ref[c], n, MF_RTOL);
-    }
-    return 0;
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
+    mf_args *a = args;
+    if (c >= 2) return -1;
+    const int *g = mf_grids[size][c];
+    a->n1 = g[0];
+    a->n2 = g[1];
+    a->n3 = g[2];
+    return c;
 }
 
-static void mf_case_name(const void *bd, int c, char *buf, size_t len)
+static void mf_case_name(const void *args, char *buf, size_t len)
 {
-    const int *g = mf_grid(bd, c);
-    snprintf(buf, len, "%dx%dx%d", g[0], g[1], g[2]);
+    const mf_args *a = args;
+    snprintf(buf, len, "%dx%dx%d", a->n1, a->n2, a->n3);
 }
 
 /* serial-direct (the 16^3-tap triple sum) runs on the small size's first grid only. */
-static int mf_case_runs(const void *bd, int c, pk_backend_id be, const char *variant)
+static int mf_case_runs(const void *args, const char *variant)
 {
-    (void)be;
-    return strcmp(variant, "serial-direct") != 0 || (((const mf_bench *)bd)->size == 0 && c == 0);
+    const mf_args *a = args;
+    const int *g = mf_grids[0][0];
+    return strcmp(variant, "serial-direct") != 0 || (a->n1 == g[0] && a->n2 == g[1] && a->n3 == g[2]);
 }
 
-static pk_status mf_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
+static pk_status mf_plan_create(void **plan, pk_context *ctx, const char *variant,
+                                const void *args, void *data, pk_run_info *info)
 {
-    const int *g = mf_grid(bd, c);
-    const pk_magicfilter3d_params p = {g[0], g[1], g[2], 0, PK_MF_PERIODIC};
+    pk_magicfilter3d_params p;
+    mf_params_of(args, &p);
     return pk_magicfilter3d_plan_create((pk_magicfilter3d_plan **)plan, ctx, &p, variant, info);
 }
 
-static pk_status mf_upload(void *plan, void *bd, int c)
+static pk_status mf_plan_upload(void *plan, const void *args, void *data)
 {
-    return pk_magicfilter3d_plan_upload(plan, ((mf_bench *)bd)->x[c]);
+    return pk_magicfilter3d_plan_upload(plan, ((mf_data *)data)->x);
 }
 
-static pk_status mf_plan_run(void *plan, pk_run_info *info)
+static pk_status mf_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
 {
     return pk_magicfilter3d_plan_run(plan, info);
 }
 
-static pk_status mf_download(void *plan, void *bd, int c)
+static pk_status mf_plan_download(void *plan, const void *args, void *data)
 {
-    return pk_magicfilter3d_plan_download(plan, ((mf_bench *)bd)->y[c]);
+    return pk_magicfilter3d_plan_download(plan, ((mf_data *)data)->y);
 }
 
-static void mf_destroy(void *plan) { pk_magicfilter3d_plan_destroy(plan); }
+static void mf_plan_destroy(void *plan) { pk_magicfilter3d_plan_destroy(plan); }
 
-static pk_status mf_bench_verify(void *bd, int c, int runs, cli_verdict *v)
+static void mf_describe(const cli_bench_result *res)
 {
-    const mf_bench *b = bd;
-    (void)runs; /* every run computes the same y */
-    v->rtol = MF_RTOL;
-    return mf_check(b->ref[c], b->y[c], b->shape[c], b->atol[c], v);
-}
-
-static void mf_describe(const void *bd)
-{
-    const mf_bench *b = bd;
-    const int *g0 = mf_grid(b, 0), *g1 = mf_grid(b, 1);
+    const mf_args *g0 = res->args[0], *g1 = res->args[1];
+    const int *d = mf_grids[0][0];
     printf(MF_KERNEL " %s: periodic MF on %dx%dx%d and %dx%dx%d (n1 x n2 x n3), O(1) random "
            "data (seed 1); serial-direct on %dx%dx%d (--size small) only;\nverified against the "
-           "serial reference: " MF_VERIFY_RULE ", rtol %g\n", mf_sizes[b->size], g0[0], g0[1],
-           g0[2], g1[0], g1[1], g1[2], mf_grids[0][0][0], mf_grids[0][0][1], mf_grids[0][0][2],
-           MF_RTOL);
+           "serial reference: " MF_VERIFY_RULE ", rtol %g\n", res->req->size, g0->n1, g0->n2,
+           g0->n3, g1->n1, g1->n2, g1->n3, d[0], d[1], d[2], MF_RTOL);
 }
 
-static void mf_case_json(cli_json *j, const void *bd, int c)
-{
-    const mf_bench *b = bd;
-    const int *g = mf_grid(b, c);
-    cj_int(j, "n1", g[0]);
-    cj_int(j, "n2", g[1]);
-    cj_int(j, "n3", g[2]);
-    cj_str(j, "bc", "periodic");
-    cj_bool(j, "transpose", 0);
-    cj_num(j, "atol", b->atol[c]);
-}
+/* The roof of one backend, measured in the bench run (report, after the table). */
+typedef struct mf_roof {
+    int measured;
+    char device[128];
+    int host;          /* serial, openmp: the roof is min(FMA peak, 2 x bandwidth) */
+    int threads;       /* threads of the FMA loop */
+    char isa[32];      /* of the FMA loop: the CPU's widest SIMD level */
+    double peak;       /* flop/s; 0: not measured */
+    double bw;         /* bytes/s (copy: read + written); 0: not measured */
+    double roof;       /* flop/s; 0: unknown */
+    const char *bound; /* "memory", "compute"; NULL: unknown */
+} mf_roof;
 
-static void mf_row_json(cli_json *j, const void *bd, const cli_bench_row *r)
+static void mf_row_json(cli_json *j, const cli_bench_result *res, const cli_bench_row *r)
 {
-    const double roof = ((const mf_bench *)bd)->roof[r->backend].roof, gf = cli_row_gflops(r);
+    const double roof = ((const mf_roof *)res->extra)[r->backend].roof, gf = cli_row_gflops(r);
     cj_num(j, "roof_gflop_per_s", roof > 0 ? roof / 1e9 : NAN);
     cj_num(j, "roof_fraction", roof > 0 ? gf * 1e9 / roof : NAN);
 }
 
 /* The roof of every backend that ran a plan: its copy bandwidth (measured by the driver) and,
  * on the host, the FMA peak (serial: 1 thread; openmp: --threads). */
-static void mf_measure_roofs(mf_bench *b, const cli_bench_result *res)
+static void mf_measure_roofs(mf_roof *roofs, const cli_bench_result *res)
 {
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
-        mf_roof *rf = &b->roof[r->backend];
+        mf_roof *rf = &roofs[r->backend];
         if (rf->measured || r->c < 0 || r->device < 0) continue;
         rf->measured = 1;
-        snprintf(rf->device, sizeof rf->device, "%s", r->device_name);
+        snprintf(rf->device, sizeof rf->device, "%s", r->info.device_name);
         rf->host = r->backend == PK_BACKEND_SERIAL || r->backend == PK_BACKEND_OPENMP;
         rf->bw = r->bw;
+        rf->roof = 2 * rf->bw;
         if (rf->host) {
             pk_context *ctx = res->set.ctx[r->backend];
             pk_device_info di;
@@ -439,23 +382,23 @@ static void mf_measure_roofs(mf_bench *b, const cli_bench_result *res)
             snprintf(rf->isa, sizeof rf->isa, "%s",
                      pk_device_get_info(ctx, r->backend, r->device, &di) == PK_OK && di.simd[0]
                          ? di.simd : "scalar");
-            rf->roof = rf->bw > 0 && rf->peak > 0 ? fmin(rf->peak, 2 * rf->bw)
-                       : rf->peak > 0 ? rf->peak : 2 * rf->bw;
-        } else {
-            rf->roof = 2 * rf->bw;
+            if (rf->peak > 0 && !(rf->roof > 0 && rf->roof < rf->peak)) rf->roof = rf->peak;
         }
+        rf->bound = !(rf->roof > 0) ? NULL : rf->host && rf->roof == rf->peak ? "compute"
+                                                                             : "memory";
     }
 }
 
 static void mf_report(cli_bench_result *res)
 {
-    mf_bench *b = res->bd;
+    mf_roof *roofs = res->extra = calloc(PK_BACKEND_COUNT, sizeof *roofs);
     const cli_bench_row *best = NULL;
-    mf_measure_roofs(b, res);
+    if (!roofs) return;
+    mf_measure_roofs(roofs, res);
     printf("roofline, measured in this run: host roof = min(FMA peak, 2 flop/B x copy "
            "bandwidth), device roof = 2 flop/B x its copy bandwidth\n");
     for (int be = 0; be < PK_BACKEND_COUNT; ++be) {
-        const mf_roof *rf = &b->roof[be];
+        const mf_roof *rf = &roofs[be];
         if (!rf->measured) continue;
         printf("  %-7s %-32.32s  ", pk_backend_name((pk_backend_id)be), rf->device);
         if (rf->host)
@@ -466,9 +409,8 @@ static void mf_report(cli_bench_result *res)
         else
             printf("bandwidth not measured  ");
         if (rf->roof > 0)
-            printf("roof %7.1f GFlop/s%s\n", rf->roof / 1e9,
-                   !rf->host ? "" : rf->bw > 0 && 2 * rf->bw < rf->peak ? " (memory-bound)"
-                                                                       : " (compute-bound)");
+            printf("roof %7.1f GFlop/s%s%s%s\n", rf->roof / 1e9, rf->host ? " (" : "",
+                   rf->host ? rf->bound : "", rf->host ? "-bound)" : "");
         else
             printf("roof unknown\n");
     }
@@ -476,7 +418,7 @@ static void mf_report(cli_bench_result *res)
            "GFlop/s", "roof GF", "%roof", "max abs err");
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
-        const double gf = cli_row_gflops(r), roof = b->roof[r->backend].roof;
+        const double gf = cli_row_gflops(r), roof = roofs[r->backend].roof;
         if (r->status != CLI_ROW_OK) continue;
         printf("  %-7s  %-13s  %-11s  %8.2f  ", pk_backend_name(r->backend), r->variant,
                r->case_name, gf);
@@ -486,13 +428,13 @@ static void mf_report(cli_bench_result *res)
             printf("%8s  %6s  ", "-", "-");
         printf("%11.2e\n", r->v.rep.max_abs_err);
         /* The paper's anchor: one core on its grid. */
-        const int *g = mf_grid(b, r->c);
-        if (r->backend == PK_BACKEND_SERIAL && r->verified && g[0] == MF_PAPER_N1 &&
-            g[1] == MF_PAPER_N2 && g[2] == MF_PAPER_N3 && (!best || r->t_min < best->t_min))
+        const mf_args *g = res->args[r->c];
+        if (r->backend == PK_BACKEND_SERIAL && r->verified && g->n1 == MF_PAPER_N1 &&
+            g->n2 == MF_PAPER_N2 && g->n3 == MF_PAPER_N3 && (!best || r->t_min < best->t_min))
             best = r;
     }
     if (best) {
-        const mf_roof *rf = &b->roof[PK_BACKEND_SERIAL];
+        const mf_roof *rf = &roofs[PK_BACKEND_SERIAL];
         printf("paper anchor (docs/KERNELS.md 2): %dx%dx%d on 1 Nehalem core (SSE): 6.52 "
                "GFlop/s, 61%% of peak; here serial %s: %.2f GFlop/s", MF_PAPER_N1, MF_PAPER_N2,
                MF_PAPER_N3, best->variant, cli_row_gflops(best));
@@ -503,16 +445,15 @@ static void mf_report(cli_bench_result *res)
     }
 }
 
-static void mf_bench_json(cli_json *j, const void *bd)
+static void mf_bench_json(cli_json *j, const cli_bench_result *res)
 {
-    const mf_bench *b = bd;
     cj_str(j, "verify_rule", MF_VERIFY_RULE);
     cj_num(j, "rtol", MF_RTOL);
     cj_str(j, "roof_model", "host: min(FMA peak, 2 flop/B x copy bandwidth); device: 2 flop/B x "
                             "copy bandwidth; measured in this run");
     cj_open(j, "roofline", '[');
-    for (int be = 0; be < PK_BACKEND_COUNT; ++be) {
-        const mf_roof *rf = &b->roof[be];
+    for (int be = 0; res->extra && be < PK_BACKEND_COUNT; ++be) {
+        const mf_roof *rf = &((const mf_roof *)res->extra)[be];
         if (!rf->measured) continue;
         cj_open(j, NULL, '{');
         cj_str(j, "backend", pk_backend_name((pk_backend_id)be));
@@ -525,42 +466,11 @@ static void mf_bench_json(cli_json *j, const void *bd)
         cj_num(j, "bandwidth_gb_per_s", rf->bw > 0 ? rf->bw / 1e9 : NAN);
         cj_num(j, "bandwidth_roof_gflop_per_s", rf->bw > 0 ? 2 * rf->bw / 1e9 : NAN);
         cj_num(j, "roof_gflop_per_s", rf->roof > 0 ? rf->roof / 1e9 : NAN);
-        cj_str(j, "bound", !(rf->roof > 0) ? NULL
-                           : rf->host && !(rf->bw > 0 && 2 * rf->bw < rf->peak) ? "compute"
-                                                                                : "memory");
+        cj_str(j, "bound", rf->bound);
         cj_close(j);
     }
     cj_close(j);
 }
-
-static void mf_bench_free(void *bd)
-{
-    mf_bench *b = bd;
-    for (int c = 0; c < 2; ++c) {
-        free(b->x[c]);
-        free(b->ref[c]);
-        free(b->y[c]);
-    }
-    free(b);
-}
-
-static const cli_bench_ops mf_bench_ops = {
-    .setup = mf_bench_setup,
-    .case_name = mf_case_name,
-    .case_runs = mf_case_runs,
-    .create = mf_create,
-    .upload = mf_upload,
-    .run = mf_plan_run,
-    .download = mf_download,
-    .destroy = mf_destroy,
-    .verify = mf_bench_verify,
-    .describe = mf_describe,
-    .case_json = mf_case_json,
-    .report = mf_report,
-    .json = mf_bench_json,
-    .free = mf_bench_free,
-    .row_json = mf_row_json,
-};
 
 const cli_kernel cli_kernel_magicfilter3d = {
     .name = MF_KERNEL,
@@ -602,5 +512,16 @@ const cli_kernel cli_kernel_magicfilter3d = {
     .flops_model = "32 flop per output point per pass (96 per element for periodic)",
     .bytes_model = "each pass reads its input and writes its output once, 8 B per point (48 B "
                    "per element for periodic)",
-    .bench = &mf_bench_ops,
+    .bench_case = mf_bench_case,
+    .case_name = mf_case_name,
+    .case_runs = mf_case_runs,
+    .plan_create = mf_plan_create,
+    .plan_upload = mf_plan_upload,
+    .plan_run = mf_plan_run,
+    .plan_download = mf_plan_download,
+    .plan_destroy = mf_plan_destroy,
+    .describe = mf_describe,
+    .report = mf_report,
+    .bench_json = mf_bench_json,
+    .row_json = mf_row_json,
 };

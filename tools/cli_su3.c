@@ -67,18 +67,10 @@ static void s3_args_init(void *args)
     a->seed = 1;
 }
 
-static int s3_preset(const char *size, void *args)
+static void s3_preset(int size, void *args)
 {
-    s3_args *a = args;
-    if (strcmp(size, "small") == 0)
-        a->nv = S3_SMALL_NV;
-    else if (strcmp(size, "paper") == 0)
-        a->nv = S3_PAPER_NV;
-    else if (strcmp(size, "large") == 0)
-        a->nv = S3_LARGE_NV;
-    else
-        return -1;
-    return 0;
+    static const size_t nv[3] = {S3_SMALL_NV, S3_PAPER_NV, S3_LARGE_NV};
+    ((s3_args *)args)->nv = nv[size];
 }
 
 /* Bytes per site the layout actually stores and a run moves (u + psi + chi, the padding of
@@ -126,16 +118,6 @@ static pk_status s3_check(const double *ref, const double *chi, const double *ps
 }
 
 /* The default inputs: random SU(3) links (seed) and Gaussian spinors (seed + 1). */
-static int s3_make(size_t nv, int seed, double **u, double **psi)
-{
-    *u = malloc(nv * 18 * sizeof(double));
-    *psi = malloc(nv * 24 * sizeof(double));
-    if (!*u || !*psi) return -1;
-    pk_lqcd_random_su3((uint64_t)seed, nv, *u);
-    pk_lqcd_random_complex((uint64_t)seed + 1, 12 * nv, *psi);
-    return 0;
-}
-
 static int s3_generate(cli_call *c, void *data)
 {
     const s3_args *a = c->args;
@@ -177,83 +159,50 @@ static void s3_run_json(cli_json *j, const void *args, const void *data, const p
 }
 
 /* ---- bench: every layout of every variant on one lattice -------------------------------- */
-typedef struct s3_bench {
-    size_t nv;
-    double *u, *psi, *ref, *chi;
-} s3_bench;
-
-static int s3_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static int s3_bench_case(int size, int c, void *args)
 {
-    s3_args a;
-    s3_bench *b = calloc(1, sizeof *b);
-    s3_args_init(&a);
-    *bd = b;
-    if (!b || s3_preset(req->size, &a) || s3_make(a.nv, 1, &b->u, &b->psi) ||
-        !(b->ref = malloc(a.nv * 24 * sizeof(double))) ||
-        !(b->chi = malloc(a.nv * 24 * sizeof(double)))) {
-        fprintf(stderr, "portkern bench: out of host memory\n");
-        return CLI_EXIT_FAIL;
-    }
-    b->nv = a.nv;
-    *ncases = PK_SU3_LAYOUTS;
-    pk_status s = pk_su3_reference(b->nv, b->u, b->psi, b->ref);
-    return s == PK_OK ? 0 : cli_lib_error("portkern", s);
+    if (c >= PK_SU3_LAYOUTS) return -1;
+    ((s3_args *)args)->layout = c;
+    return 0;
 }
 
-static void s3_case_name(const void *bd, int c, char *buf, size_t len)
+static void s3_case_name(const void *args, char *buf, size_t len)
 {
-    (void)bd;
-    snprintf(buf, len, "%s", pk_su3_layout_name(c));
+    snprintf(buf, len, "%s", pk_su3_layout_name(((const s3_args *)args)->layout));
 }
 
-static pk_status s3_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
+static pk_status s3_plan_create(void **plan, pk_context *ctx, const char *variant,
+                                const void *args, void *data, pk_run_info *info)
 {
-    const pk_su3_params p = {((s3_bench *)bd)->nv, c, 0};
+    const s3_args *a = args;
+    const pk_su3_params p = {a->nv, a->layout, a->nw};
     return pk_su3_plan_create((pk_su3_plan **)plan, ctx, &p, variant, info);
 }
 
-static pk_status s3_upload(void *plan, void *bd, int c)
+static pk_status s3_plan_upload(void *plan, const void *args, void *data)
 {
-    (void)c;
-    return pk_su3_plan_upload(plan, ((s3_bench *)bd)->u, ((s3_bench *)bd)->psi);
+    return pk_su3_plan_upload(plan, ((s3_data *)data)->u, ((s3_data *)data)->psi);
 }
 
-static pk_status s3_plan_run(void *plan, pk_run_info *info) { return pk_su3_plan_run(plan, info); }
-
-static pk_status s3_download(void *plan, void *bd, int c)
+static pk_status s3_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
 {
-    (void)c;
-    return pk_su3_plan_download(plan, ((s3_bench *)bd)->chi);
+    return pk_su3_plan_run(plan, info);
 }
 
-static void s3_destroy(void *plan) { pk_su3_plan_destroy(plan); }
-
-static pk_status s3_bench_verify(void *bd, int c, int runs, cli_verdict *v)
+static pk_status s3_plan_download(void *plan, const void *args, void *data)
 {
-    const s3_bench *b = bd;
-    (void)c;
-    (void)runs; /* every run computes the same chi */
-    v->rtol = S3_RTOL;
-    return s3_check(b->ref, b->chi, b->psi, b->nv, v);
+    return pk_su3_plan_download(plan, ((s3_data *)data)->chi);
 }
 
-static void s3_describe(const void *bd)
+static void s3_plan_destroy(void *plan) { pk_su3_plan_destroy(plan); }
+
+static void s3_describe(const cli_bench_result *res)
 {
-    const s3_bench *b = bd;
     printf("su3: nv = %zu sites, random SU(3) links and Gaussian spinors (seed 1); verified: "
            S3_VERIFY_RULE ", rtol %g\nlayouts store per site (u + psi + chi): aos 528 B, short "
            "512, padded 576, vfo 528 (rows padded to 4 sites), hvfo 528 (last block padded to "
            "nw sites), recon12 480; GB/s counts 528 B per site in every layout\n",
-           b->nv, S3_RTOL);
-}
-
-static void s3_case_json(cli_json *j, const void *bd, int c)
-{
-    const pk_su3_params p = {((const s3_bench *)bd)->nv, c, 0};
-    cj_str(j, "layout", pk_su3_layout_name(c));
-    cj_int(j, "nv", (long long)p.nv);
-    cj_num(j, "layout_bytes_per_site", s3_moved_per_site(&p));
+           ((const s3_args *)res->args[0])->nv, S3_RTOL);
 }
 
 /* The paper's table: each layout against aos of the same backend and variant. */
@@ -295,31 +244,6 @@ static void s3_report(cli_bench_result *res)
                "~1.8x on Xeon Phi): %.2fx\n", cli_row_gbs(best) / cli_row_gbs(base));
 }
 
-static void s3_bench_free(void *bd)
-{
-    s3_bench *b = bd;
-    free(b->u);
-    free(b->psi);
-    free(b->ref);
-    free(b->chi);
-    free(b);
-}
-
-static const cli_bench_ops s3_bench_ops = {
-    .setup = s3_bench_setup,
-    .case_name = s3_case_name,
-    .create = s3_create,
-    .upload = s3_upload,
-    .run = s3_plan_run,
-    .download = s3_download,
-    .destroy = s3_destroy,
-    .verify = s3_bench_verify,
-    .describe = s3_describe,
-    .case_json = s3_case_json,
-    .report = s3_report,
-    .free = s3_bench_free,
-};
-
 const cli_kernel cli_kernel_su3 = {
     .name = "su3",
     .summary = "SU(3) matrix times spinor at every lattice site, in six data layouts",
@@ -352,5 +276,13 @@ const cli_kernel cli_kernel_su3 = {
     .run_json = s3_run_json,
     .flops_model = "264 flop per site (12 complex 3-term dot products)",
     .bytes_model = "528 B per site in every layout: u 144 + psi 192 + chi 192",
-    .bench = &s3_bench_ops,
+    .bench_case = s3_bench_case,
+    .case_name = s3_case_name,
+    .plan_create = s3_plan_create,
+    .plan_upload = s3_plan_upload,
+    .plan_run = s3_plan_run,
+    .plan_download = s3_plan_download,
+    .plan_destroy = s3_plan_destroy,
+    .describe = s3_describe,
+    .report = s3_report,
 };

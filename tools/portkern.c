@@ -237,7 +237,7 @@ static int cmd_bench(int argc, char **argv)
         while (k < nb && list[k] != be) ++k;
         if (k == nb) list[nb++] = be; /* a backend named twice runs once */
     }
-    if (strcmp(req.size, "small") && strcmp(req.size, "paper") && strcmp(req.size, "large"))
+    if (cli_size_index(req.size) < 0)
         return cli_usage_error(prog, "option --size: unknown size '%s' (small, paper, large)",
                                req.size);
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
@@ -265,12 +265,7 @@ static int cmd_bench(int argc, char **argv)
         cj_open(&j, "rows", '[');
         for (int i = 0; i < nk; ++i) cli_bench_json_rows(res[i], &j);
         cj_close(&j);
-        for (int i = 0; i < nk; ++i)
-            if (res[i] && res[i]->bd && want[i]->bench->json) {
-                cj_open(&j, want[i]->name, '{');
-                want[i]->bench->json(&j, res[i]->bd);
-                cj_close(&j);
-            }
+        for (int i = 0; i < nk; ++i) cli_bench_json_object(res[i], &j);
         cj_close(&j);
         if (cli_temp_commit(jf) != 0)
             rc = cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
