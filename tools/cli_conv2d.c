@@ -132,19 +132,6 @@ static pk_status cv_run(pk_context *ctx, const char *variant, const void *args, 
     return pk_conv2d(ctx, &p, variant, d->image, d->psf, d->out, info);
 }
 
-/* The differ's verdict of out against ref (element-wise, or norm-wise with norm). */
-static pk_status cv_check(const float *ref, const float *out, int h, int w, int norm,
-                          cli_verdict *v)
-{
-    pk_status s = pk_diff_f32(ref, out, (size_t)h * (size_t)w, v->rtol, CV_ZERO,
-                              norm ? PK_DIFF_NORM : PK_DIFF_ELEMENTWISE, &v->rep);
-    v->norm = norm;
-    v->shape[0] = (size_t)h;
-    v->shape[1] = (size_t)w;
-    v->ndim = 2;
-    return s == PK_EMISMATCH ? PK_OK : s;
-}
-
 static pk_status cv_reference(const void *args, void *data, int runs)
 {
     cv_data *d = data;
@@ -153,11 +140,10 @@ static pk_status cv_reference(const void *args, void *data, int runs)
     return pk_conv2d_reference(&p, d->image, d->psf, d->ref);
 }
 
-static pk_status cv_run_check(const void *args, void *data, cli_verdict *v)
+/* The differ's verdict, norm-wise with --norm. */
+static pk_status cv_check(const void *args, void *data, cli_verdict *v)
 {
-    const cv_args *a = args;
-    const cv_data *d = data;
-    return cv_check(d->ref, d->out, a->h, a->w, a->norm, v);
+    return cli_check_diff(&cli_kernel_conv2d, args, data, ((const cv_args *)args)->norm, v);
 }
 
 static void cv_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
@@ -409,7 +395,8 @@ const cli_kernel cli_kernel_conv2d = {
     .rtol = CV_RTOL,
     .verify_rule = CV_VERIFY_RULE,
     .reference = cv_reference,
-    .check = cv_run_check,
+    .check = cv_check,
+    .zero = CV_ZERO,
     .run_json = cv_run_json,
     .flops_model = CV_FLOPS_MODEL,
     .bytes_model = CV_BYTES_MODEL,

@@ -128,16 +128,6 @@ static pk_status d3_run(pk_context *ctx, const char *variant, const void *args, 
     return pk_diffusion3d(ctx, &p, variant, d->f, info);
 }
 
-static pk_status d3_check(const float *ref, const float *f, const d3_args *a, cli_verdict *v)
-{
-    pk_status s = pk_diff_f32(ref, f, d3_points(a), v->rtol, D3_ZERO, PK_DIFF_ELEMENTWISE,
-                              &v->rep);
-    const size_t shape[3] = {(size_t)a->nz, (size_t)a->ny, (size_t)a->nx};
-    memcpy(v->shape, shape, sizeof shape);
-    v->ndim = 3;
-    return s == PK_EMISMATCH ? PK_OK : s;
-}
-
 static pk_status d3_reference(const void *args, void *data, int runs)
 {
     d3_data *d = data;
@@ -147,12 +137,6 @@ static pk_status d3_reference(const void *args, void *data, int runs)
     p.count *= runs;
     memcpy(d->ref, d->f0, d3_points(args) * sizeof *d->ref);
     return pk_diffusion3d_reference(&p, d->ref);
-}
-
-static pk_status d3_run_check(const void *args, void *data, cli_verdict *v)
-{
-    const d3_data *d = data;
-    return d3_check(d->ref, d->f, args, v);
 }
 
 static void d3_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
@@ -250,7 +234,7 @@ const cli_kernel cli_kernel_diffusion3d = {
     .rtol = D3_RTOL,
     .verify_rule = "|f - f_ref| <= rtol |f_ref| for every point (|f_ref| < 1e-10: absolute)",
     .reference = d3_reference,
-    .check = d3_run_check,
+    .zero = D3_ZERO,
     .run_json = d3_run_json,
     .flops_model = "13 flop per point and step",
     .bytes_model = "8 B per point and step (ideal: 1 read + 1 write)",

@@ -256,24 +256,33 @@ int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj)
     return rc;
 }
 
-static int read_params(cli_call *c, const char *dir, char **keep)
+/* DIR/params.json, written by `gen` for this kernel (a "kernel" key naming another is an
+ * error), into what the command line left: 0 when there is none.  *keep gets the parsed
+ * object, which TEXT parameters point into, to free(). */
+static int read_params(cli_call *c, const char *dir, cli_jobject **keep)
 {
-    char path[4096];
-    cli_jobject *obj;
+    char path[4096], why[256], *text;
+    const cli_jvalue *v;
     int rc;
     if (cli_join(path, sizeof path, dir, "params.json"))
         return cli_usage_error(c->prog, "path too long: %s", dir);
-    if ((rc = cli_params_load(c->prog, path, c->k->name, &obj, keep)) || !obj) return rc;
-    if ((rc = cli_params_apply(c, path, obj))) {
-        free(obj);
-        free(*keep);
-        *keep = NULL;
-        return rc;
-    }
-    /* *keep holds the text; the object holds the strings TEXT parameters point to. */
-    free(*keep);
-    *keep = (char *)obj;
-    return 0;
+    if (!(text = cli_read_text(path)))
+        return errno == ENOENT ? 0
+               : errno == EILSEQ ? cli_usage_error(c->prog, "%s: contains a NUL byte: not a "
+                                                   "JSON text", path)
+                                 : cli_usage_error(c->prog, "%s: %s", path, strerror(errno));
+    cli_jobject *obj = *keep = malloc(sizeof *obj);
+    if (!obj)
+        rc = cli_usage_error(c->prog, "%s: out of memory", path);
+    else if (cli_json_parse_flat(text, obj, why, sizeof why))
+        rc = cli_usage_error(c->prog, "%s: not a flat JSON object: %s", path, why);
+    else if ((v = cli_json_get(obj, "kernel")) &&
+             (v->type != CLI_JSTR || strcmp(v->str, c->k->name) != 0))
+        rc = cli_usage_error(c->prog, "%s: \"kernel\" is not \"%s\"", path, c->k->name);
+    else
+        rc = cli_params_apply(c, path, obj);
+    free(text);
+    return rc;
 }
 
 static void write_params(cli_json *j, const cli_kernel *k, const void *args)
@@ -317,6 +326,7 @@ int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype d
                            d ? d : "?", shape);
 }
 
+/* ---- verdicts ---------------------------------------------------------------------------- */
 /* ---- arrays ----------------------------------------------------------------------------- */
 static size_t param_count(const cli_kernel *k, const void *args, int i)
 {
@@ -443,6 +453,83 @@ static void data_free(const cli_kernel *k, void *data)
     for (const cli_array *a = k->arrays; a && a->file; ++a) free(*array_ptr(data, a));
     if (k->data_free) k->data_free(data);
     free(data);
+}
+
+/* ---- verdicts ---------------------------------------------------------------------------- */
+static const cli_array *first_array(const cli_kernel *k, unsigned role)
+{
+    const cli_array *a = k->arrays;
+    while (a && a->file && !(a->role & role)) ++a;
+    return a;
+}
+
+pk_status cli_check_diff(const cli_kernel *k, const void *args, void *data, int norm,
+                         cli_verdict *v)
+{
+    const cli_array *out = first_array(k, CLI_A_OUT), *ref = first_array(k, CLI_A_REF);
+    size_t add[PK_NPY_MAX_DIMS], n = 1;
+    int pi[PK_NPY_MAX_DIMS];
+    char names[160];
+    v->ndim = array_dims(k, args, out, v->shape, pi, add, names, sizeof names);
+    if (out->dtype == PK_DTYPE_C64 || out->dtype == PK_DTYPE_C128) v->shape[v->ndim++] = 2;
+    for (int d = 0; d < v->ndim; ++d) n *= v->shape[d];
+    v->norm = norm;
+    const int mode = norm ? PK_DIFF_NORM : PK_DIFF_ELEMENTWISE;
+    const void *x = *array_ptr(data, ref), *y = *array_ptr(data, out);
+    pk_status s = out->dtype == PK_DTYPE_F32 || out->dtype == PK_DTYPE_C64
+                      ? pk_diff_f32(x, y, n, v->rtol, k->zero, mode, &v->rep)
+                      : pk_diff_f64(x, y, n, v->rtol, k->zero, mode, &v->rep);
+    return s == PK_EMISMATCH ? PK_OK : s;
+}
+
+static double value(pk_dtype dtype, const void *x, size_t i)
+{
+    return dtype == PK_DTYPE_F32 ? ((const float *)x)[i] : ((const double *)x)[i];
+}
+
+void cli_uniform(pk_dtype dtype, unsigned long long seed, size_t n, void *x)
+{
+    uint64_t s = 0x9e3779b97f4a7c15ull * (seed + 1);
+    for (size_t i = 0; i < n; ++i) {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        if (dtype == PK_DTYPE_F32)
+            ((float *)x)[i] = (float)((double)(z >> 40) * (2.0 / 16777216.0) - 1.0);
+        else
+            ((double *)x)[i] = (double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+    }
+}
+
+double cli_max_abs(pk_dtype dtype, const void *x, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (fabs(value(dtype, x, i)) > m) m = fabs(value(dtype, x, i));
+    return m;
+}
+
+pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t n, double atol,
+                         cli_verdict *v)
+{
+    pk_diff_report *rep = &v->rep;
+    pk_status s = dtype == PK_DTYPE_F32
+                      ? pk_diff_f32(ref, y, n, v->rtol, atol, PK_DIFF_ELEMENTWISE, rep)
+                      : pk_diff_f64(ref, y, n, v->rtol, atol, PK_DIFF_ELEMENTWISE, rep);
+    if (s != PK_OK && s != PK_EMISMATCH) return s;
+    rep->num_failed = 0;
+    rep->first_fail = (size_t)-1;
+    rep->max_abs_err = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double a = value(dtype, ref, i), b = value(dtype, y, i);
+        if (a == b) continue; /* equal infinities too */
+        const double e = fabs(b - a);
+        if (!(e <= atol) && rep->num_failed++ == 0) rep->first_fail = i; /* NaN fails */
+        if (e > rep->max_abs_err) rep->max_abs_err = e;
+    }
+    rep->equal = rep->num_failed == 0;
+    return PK_OK;
 }
 
 /* ---- help ------------------------------------------------------------------------------- */
@@ -585,26 +672,41 @@ static int lock_dir(const char *prog, const char *dir, int exclusive)
 
 typedef struct cmd_state {
     cli_call c;
+    void *data;
     param_slots slots;
     cli_opt opts[64];
     char *pos[2];
     int npos, nopts;
     const char *preset;
-    char *keep; /* params.json, kept while TEXT parameters point into it */
+    cli_jobject *keep; /* params.json, kept while TEXT parameters point into it */
 } cmd_state;
 
-static int cmd_begin(cmd_state *st, const cli_kernel *k, const char *prog, unsigned where,
-                     void *args)
+/* The args (defaults) and data of a command and its parameters' options: the number of
+ * options, or -1 when out of memory. */
+static int cmd_begin(cmd_state *st, const cli_kernel *k, const char *prog, unsigned where)
 {
     memset(st, 0, sizeof *st);
     st->c.k = k;
     st->c.prog = prog;
     st->c.where = where;
-    st->c.args = args;
-    k->args_init(args);
-    st->nopts = add_param_opts(k, where, args, &st->slots, st->opts, 0);
-    st->nopts = cli_opt_add(st->opts, st->nopts, "preset", CLI_STRING, &st->preset, NULL, 0, 0);
-    return st->nopts;
+    st->c.args = calloc(1, k->args_size);
+    st->data = calloc(1, k->data_size);
+    if (!st->c.args || !st->data) {
+        fprintf(stderr, "%s: out of host memory\n", prog);
+        return -1;
+    }
+    k->args_init(st->c.args);
+    st->nopts = add_param_opts(k, where, st->c.args, &st->slots, st->opts, 0);
+    return cli_opt_add(st->opts, st->nopts, "preset", CLI_STRING, &st->preset, NULL, 0, 0);
+}
+
+static int cmd_end(cmd_state *st, int rc, int lock)
+{
+    if (lock >= 0) close(lock);
+    data_free(st->c.k, st->data);
+    free(st->c.args);
+    free(st->keep);
+    return rc;
 }
 
 /* Options parsed (CLI_HELP, or the usage error's exit code); the preset replaces the defaults
@@ -624,74 +726,74 @@ static int cmd_parse(cmd_state *st, int argc, char **argv)
 
 int cli_run(const cli_kernel *k, int argc, char **argv)
 {
-    const char *prog = "portkern run";
+    const char *prog = "portkern run", *backend = NULL, *variant = NULL, *in = NULL, *out = NULL;
     cmd_state st;
-    const char *backend = NULL, *variant = NULL, *in = NULL, *out = NULL;
-    int device = -1, threads = 0, verify = 0, rc, lock = -1;
+    int verify = 0, rc, lock = -1, n = cmd_begin(&st, k, prog, CLI_IN_RUN);
     double rtol = k->rtol;
     pk_context_options copt;
     pk_context *ctx = NULL;
     pk_run_info info;
     cli_verdict v;
-    void *args = calloc(1, k->args_size), *data = calloc(1, k->data_size);
+    void *args = st.c.args, *data = st.data;
 
-    if (!args || !data) {
-        free(args);
-        free(data);
-        fprintf(stderr, "%s: out of host memory\n", prog);
-        return CLI_EXIT_FAIL;
-    }
-    int n = cmd_begin(&st, k, prog, CLI_IN_RUN, args);
-    n = cli_run_opts(st.opts, n, &backend, &variant, &device, &threads, &in, &out, &verify);
+    if (n < 0) return cmd_end(&st, CLI_EXIT_FAIL, lock);
+    pk_context_options_init(&copt);
+    n = cli_opt_add(st.opts, n, "backend", CLI_STRING, &backend, NULL, 0, 0);
+    n = cli_opt_add(st.opts, n, "variant", CLI_STRING, &variant, NULL, 0, 0);
+    n = cli_opt_add(st.opts, n, "device", CLI_INT, &copt.device, NULL, 0, INT_MAX);
+    n = cli_opt_add(st.opts, n, "threads", CLI_INT, &copt.threads, NULL, 0, PK_MAX_THREADS);
+    n = cli_opt_add(st.opts, n, "in", CLI_STRING, &in, NULL, 0, 0);
+    n = cli_opt_add(st.opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
+    n = cli_opt_add(st.opts, n, "verify", CLI_FLAG, &verify, NULL, 0, 0);
     cli_opt_add(st.opts, n, "rtol", CLI_DOUBLE, &rtol, NULL, 0, DBL_MAX);
-    rc = cmd_parse(&st, argc, argv);
-    if (rc == CLI_HELP) {
-        run_usage(k, stdout);
-        rc = CLI_EXIT_OK;
-        goto done;
-    }
-    if (rc || (rc = cli_context_opts(prog, backend, device, threads, &copt))) goto done;
+    if ((rc = cmd_parse(&st, argc, argv)) == CLI_HELP) run_usage(k, stdout);
+    if (rc) return cmd_end(&st, rc == CLI_HELP ? CLI_EXIT_OK : rc, lock);
+    if (backend && pk_backend_from_name(backend, &copt.backend) != PK_OK)
+        return cmd_end(&st, cli_usage_error(prog, "option --backend: unknown backend '%s' (auto, "
+                                            "serial, openmp, opencl, cuda)", backend), lock);
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
-        goto done;
-    if (in && (lock = lock_dir(prog, in, 0)) == -2) {
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-    if (in && (rc = read_params(&st.c, in, &st.keep))) goto done;
-    if (k->resolve && (rc = k->resolve(&st.c))) goto done;
+        return cmd_end(&st, CLI_EXIT_OK, lock);
+    if (in && (lock = lock_dir(prog, in, 0)) == -2) return cmd_end(&st, CLI_EXIT_USAGE, lock);
+    if (in && (rc = read_params(&st.c, in, &st.keep))) return cmd_end(&st, rc, lock);
+    if (k->resolve && (rc = k->resolve(&st.c))) return cmd_end(&st, rc, lock);
     if (in)
         rc = load_arrays(&st.c, in, data);
     else if (!(rc = alloc_arrays(&st.c, data, CLI_A_IN)))
         rc = k->generate(&st.c, data);
-    if (rc || (in && k->load && (rc = k->load(&st.c, in, data)))) goto done;
+    if (rc || (in && k->load && (rc = k->load(&st.c, in, data)))) return cmd_end(&st, rc, lock);
     if (lock >= 0) close(lock);
     lock = -1;
 
-    if ((rc = alloc_arrays(&st.c, data, CLI_A_OUT))) goto done;
+    if ((rc = alloc_arrays(&st.c, data, CLI_A_OUT))) return cmd_end(&st, rc, lock);
     pk_status s = pk_context_create(&ctx, &copt);
     if (s == PK_OK) s = k->run(ctx, variant, args, data, &info);
-    if (s != PK_OK) {
-        rc = cli_lib_error(MAIN_PROG, s);
-        goto done;
-    }
+    pk_context_destroy(ctx);
+    if (s != PK_OK) return cmd_end(&st, cli_lib_error(MAIN_PROG, s), lock);
     if (verify) {
         memset(&v, 0, sizeof v);
         v.rtol = rtol;
-        if ((rc = alloc_arrays(&st.c, data, CLI_A_REF))) goto done;
-        if ((s = k->reference(args, data, 1)) != PK_OK || (s = k->check(args, data, &v)) != PK_OK) {
-            rc = cli_lib_error(MAIN_PROG, s);
-            goto done;
-        }
+        if ((rc = alloc_arrays(&st.c, data, CLI_A_REF))) return cmd_end(&st, rc, lock);
+        if ((s = k->reference(args, data, 1)) != PK_OK ||
+            (s = k->check ? k->check(args, data, &v) : cli_check_diff(k, args, data, k->norm, &v))
+                != PK_OK)
+            return cmd_end(&st, cli_lib_error(MAIN_PROG, s), lock);
     }
     if ((out && (rc = write_arrays(&st.c, out, data, CLI_A_OUT))) ||
         (k->write_outputs && (rc = k->write_outputs(&st.c, out, data))))
-        goto done;
+        return cmd_end(&st, rc, lock);
 
     cli_json j;
     cj_init(&j, stdout, 0);
     cj_open(&j, NULL, '{');
-    cj_run_head(&j, k->name, &info);
-    cj_run_times(&j, &info);
+    cj_str(&j, "kernel", k->name);
+    cj_str(&j, "backend", pk_backend_name(info.backend));
+    cj_str(&j, "device", info.device_name);
+    cj_int(&j, "device_index", info.device);
+    cj_str(&j, "variant", info.variant);
+    cj_num(&j, "seconds", info.wall_s);
+    cj_num(&j, "kernel_seconds", info.kernel_s);
+    cj_num(&j, "transfer_seconds", info.transfer_s);
+    cj_num(&j, "setup_seconds", info.setup_s);
     cj_num(&j, "layout_seconds", info.layout_s);
     cj_num(&j, "ms", info.kernel_s > 0 ? 1e3 * info.kernel_s : NAN);
     cj_num(&j, "gflop_per_s", cli_rate(info.flops / 1e9, info.kernel_s));
@@ -703,73 +805,46 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
     cj_open(&j, k->name, '{');
     k->run_json(&j, args, data, &info);
     cj_close(&j);
-    cj_run_tail(&j, &info);
+    cj_bool(&j, "fell_back", info.fell_back);
+    cj_str(&j, "reason", info.reason);
     if (verify) {
         cj_verify(&j, &v.rep, v.rtol, v.norm, v.shape, v.ndim);
         cj_str(&j, "verify_rule", k->verify_rule);
     }
     cj_close(&j);
-    rc = verify && !v.rep.equal ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-done:
-    if (lock >= 0) close(lock);
-    pk_context_destroy(ctx);
-    data_free(k, data);
-    free(args);
-    free(st.keep);
-    return rc;
+    return cmd_end(&st, verify && !v.rep.equal ? CLI_EXIT_FAIL : CLI_EXIT_OK, lock);
 }
 
 int cli_gen(const cli_kernel *k, int argc, char **argv)
 {
-    const char *prog = "portkern gen";
+    const char *prog = "portkern gen", *out = NULL;
     cmd_state st;
-    const char *out = NULL;
-    int rc, lock = -1;
-    void *args = calloc(1, k->args_size), *data = calloc(1, k->data_size);
-
-    if (!args || !data) {
-        free(args);
-        free(data);
-        fprintf(stderr, "%s: out of host memory\n", prog);
-        return CLI_EXIT_FAIL;
-    }
-    int n = cmd_begin(&st, k, prog, CLI_IN_GEN, args);
-    cli_opt_add(st.opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
-    rc = cmd_parse(&st, argc, argv);
-    if (rc == CLI_HELP) {
-        gen_usage(k, stdout);
-        rc = CLI_EXIT_OK;
-        goto done;
-    }
-    if (rc || (k->resolve && (rc = k->resolve(&st.c)))) goto done;
-    if (!out) {
-        rc = cli_usage_error(prog, "--out DIR is required");
-        goto done;
-    }
-    if (cli_parse_only) goto done;
-    if ((rc = alloc_arrays(&st.c, data, CLI_A_IN)) || (rc = k->generate(&st.c, data))) goto done;
-    if ((lock = lock_dir(prog, out, 1)) == -2) {
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-    if ((rc = k->write_inputs ? k->write_inputs(&st.c, out, data)
-                              : write_arrays(&st.c, out, data, CLI_A_IN)))
-        goto done;
-    /* params.json last: its presence says the set is complete. */
     char path[4096];
     FILE *pf;
     cli_json j;
-    if ((rc = cli_params_open(prog, out, k->name, path, sizeof path, &pf, &j))) goto done;
-    write_params(&j, k, args);
-    if (k->params_info) k->params_info(&j, args, data);
-    if ((rc = cli_params_close(prog, path, pf, &j))) goto done;
-    printf("wrote %s (the inputs of 'portkern run %s --in %s')\n", out, k->name, out);
-done:
-    if (lock >= 0) close(lock);
-    data_free(k, data);
-    free(args);
-    free(st.keep);
-    return rc;
+    int rc, lock = -1, n = cmd_begin(&st, k, prog, CLI_IN_GEN);
+
+    if (n < 0) return cmd_end(&st, CLI_EXIT_FAIL, lock);
+    cli_opt_add(st.opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
+    if ((rc = cmd_parse(&st, argc, argv)) == CLI_HELP) gen_usage(k, stdout);
+    if (rc || (k->resolve && (rc = k->resolve(&st.c))))
+        return cmd_end(&st, rc == CLI_HELP ? CLI_EXIT_OK : rc, lock);
+    if (!out) return cmd_end(&st, cli_usage_error(prog, "--out DIR is required"), lock);
+    if (cli_parse_only) return cmd_end(&st, CLI_EXIT_OK, lock);
+    if ((rc = alloc_arrays(&st.c, st.data, CLI_A_IN)) || (rc = k->generate(&st.c, st.data)))
+        return cmd_end(&st, rc, lock);
+    if ((lock = lock_dir(prog, out, 1)) == -2) return cmd_end(&st, CLI_EXIT_USAGE, lock);
+    if ((rc = k->write_inputs ? k->write_inputs(&st.c, out, st.data)
+                              : write_arrays(&st.c, out, st.data, CLI_A_IN)))
+        return cmd_end(&st, rc, lock);
+    /* params.json last: its presence says the set is complete. */
+    if ((rc = cli_json_open(prog, out, "params.json", k->name, path, sizeof path, &pf, &j)))
+        return cmd_end(&st, rc, lock);
+    write_params(&j, k, st.c.args);
+    if (k->params_info) k->params_info(&j, st.c.args, st.data);
+    if (!(rc = cli_json_close(prog, path, pf, &j)))
+        printf("wrote %s (the inputs of 'portkern run %s --in %s')\n", out, k->name, out);
+    return cmd_end(&st, rc, lock);
 }
 
 /* ---- bench ------------------------------------------------------------------------------ */
@@ -812,15 +887,60 @@ static double roof_bw(pk_context *ctx, pk_backend_id be, int device)
     return bw;
 }
 
+/* Open the backends: the number of variants that will run. */
+static int bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, int threads,
+                      const char *(*variants)(pk_backend_id), const char *kernel)
+{
+    int total = 0;
+    memset(set, 0, sizeof *set);
+    for (int i = 0; i < nb; ++i) {
+        pk_backend_id be = backends[i];
+        pk_context_options copt;
+        const char *why = NULL, *list;
+        pk_context_options_init(&copt);
+        copt.backend = be;
+        copt.threads = threads;
+        pk_status s = pk_context_create(&set->ctx[be], &copt);
+        if (s != PK_OK) {
+            snprintf(set->skip[be], sizeof set->skip[be], "%s: %s", pk_strerror(s), pk_last_error());
+            continue;
+        }
+        if (!pk_backend_available(set->ctx[be], be, &why)) {
+            snprintf(set->skip[be], sizeof set->skip[be], "%s", why && *why ? why : "not available");
+            continue;
+        }
+        list = variants(be);
+        if (!list || !*list || cli_split_list(list, set->vars[be], 16, &set->nvars[be])) {
+            set->nvars[be] = 0;
+            snprintf(set->skip[be], sizeof set->skip[be], "the backend implements no %s variant",
+                     kernel);
+            continue;
+        }
+        total += set->nvars[be];
+    }
+    return total;
+}
+
+static void bench_close(cli_bench_set *set)
+{
+    for (int i = 0; i < PK_BACKEND_COUNT; ++i) pk_context_destroy(set->ctx[i]);
+    memset(set->ctx, 0, sizeof set->ctx);
+}
+
 static cli_bench_row *add_row(cli_bench_result *r, pk_backend_id be)
 {
-    cli_bench_row *rows = cli_grow(r->rows, r->nrows, &r->cap, sizeof *rows);
-    if (!rows) return NULL;
-    r->rows = rows;
-    rows[r->nrows].backend = be;
-    rows[r->nrows].c = -1;
-    rows[r->nrows].device = -1;
-    return &rows[r->nrows++];
+    if (r->nrows == r->cap) {
+        const int cap = r->cap ? 2 * r->cap : 16;
+        cli_bench_row *rows = realloc(r->rows, (size_t)cap * sizeof *rows);
+        if (!rows) return NULL;
+        r->rows = rows;
+        r->cap = cap;
+    }
+    cli_bench_row *row = memset(&r->rows[r->nrows++], 0, sizeof *row);
+    row->backend = be;
+    row->c = -1;
+    row->device = -1;
+    return row;
 }
 
 static void row_fail(cli_bench_row *r, const char *what, pk_status s)
@@ -907,7 +1027,8 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
     }
     r->download_s = cli_now_s() - t0;
     r->v.rtol = k->rtol;
-    if ((s = k->check(args, data, &r->v)) != PK_OK) {
+    if ((s = k->check ? k->check(args, data, &r->v) : cli_check_diff(k, args, data, k->norm, &r->v))
+        != PK_OK) {
         row_fail(r, "verify", s);
         goto done;
     }
@@ -1017,7 +1138,7 @@ int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
     if (!res) goto nomem;
     res->k = k;
     res->req = req;
-    total = cli_bench_open(&res->set, backends, nb, req->threads, k->variants, k->name);
+    total = bench_open(&res->set, backends, nb, req->threads, k->variants, k->name);
     for (int i = 0; i < nb; ++i) { /* unavailable backends: one row each */
         const pk_backend_id be = backends[i];
         if (res->set.nvars[be] > 0) continue;
@@ -1058,7 +1179,7 @@ nomem:
     fprintf(stderr, "portkern bench: out of host memory\n");
     rc = CLI_EXIT_FAIL;
 done:
-    if (res) cli_bench_close(&res->set);
+    if (res) bench_close(&res->set);
     return rc;
 }
 

@@ -128,20 +128,6 @@ static pk_status ds_make(unsigned seed, size_t V, double *u, double *psi)
     return s == PK_OK ? pk_lqcd_random_complex((uint64_t)seed + 1, 12 * V, psi) : s;
 }
 
-/* The verdict: norm-wise against the reference; first_fail as [T][Z][Y][X][4][3][re, im]. */
-static pk_status ds_check(const double *ref, const double *chi, const int dim[4], cli_verdict *v)
-{
-    /* re, im last: the differ sees doubles */
-    const size_t shape[7] = {(size_t)dim[3], (size_t)dim[2], (size_t)dim[1], (size_t)dim[0], 4, 3,
-                             2};
-    memcpy(v->shape, shape, sizeof shape);
-    v->ndim = 7;
-    v->norm = 1;
-    const size_t n = 24 * (shape[0] * shape[1] * shape[2] * shape[3]);
-    pk_status s = pk_diff_f64(ref, chi, n, v->rtol, 0, PK_DIFF_NORM, &v->rep);
-    return s == PK_EMISMATCH ? PK_OK : s;
-}
-
 static int ds_generate(cli_call *c, void *data)
 {
     const ds_args *a = c->args;
@@ -165,24 +151,13 @@ static pk_status ds_reference(const void *args, void *data, int runs)
     return pk_dslash_reference(&p, d->u, d->psi, d->ref);
 }
 
-static pk_status ds_run_check(const void *args, void *data, cli_verdict *v)
-{
-    const ds_data *d = data;
-    return ds_check(d->ref, d->chi, ((const ds_args *)args)->dim, v);
-}
-
-static void ds_lattice_json(cli_json *j, const int dim[4], double kappa, int recon12)
-{
-    for (int k = 0; k < 4; ++k) cj_int(j, ds_dim_names[k], dim[k]);
-    cj_int(j, "volume", (long long)dim[0] * dim[1] * dim[2] * dim[3]);
-    cj_num(j, "kappa", kappa);
-    cj_bool(j, "recon12", recon12);
-}
-
 static void ds_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
 {
     const ds_args *a = args;
-    ds_lattice_json(j, a->dim, a->kappa, a->recon12);
+    for (int k = 0; k < 4; ++k) cj_int(j, ds_dim_names[k], a->dim[k]);
+    cj_int(j, "volume", (long long)ds_volume(a));
+    cj_num(j, "kappa", a->kappa);
+    cj_bool(j, "recon12", a->recon12);
 }
 
 /* ---- bench: full and recon12 links of every variant on the two lattices of the size ----- */
@@ -279,7 +254,7 @@ const cli_kernel cli_kernel_dslash = {
     .rtol = DS_RTOL,
     .verify_rule = DS_VERIFY_RULE,
     .reference = ds_reference,
-    .check = ds_run_check,
+    .norm = 1, /* first_fail as [T][Z][Y][X][4][3][re, im] */
     .run_json = ds_run_json,
     .flops_model = "1320 flop per site (hopping term; QUDA/QPhiX count)",
     .bytes_model = DS_BYTES_MODEL,

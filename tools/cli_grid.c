@@ -713,14 +713,8 @@ static int gr_export_kernels(const char *prog, const char *dir, const gr_data *g
     int rc = cli_write_npy(prog, dir, "kernels.npy", PK_DTYPE_C64, 3, kshape, out);
     if (!rc) rc = cli_write_npy(prog, dir, "support.npy", PK_DTYPE_I32, 1, sshape, g->support);
     free(full);
-    if (rc) return rc;
-    if (cli_join(path, sizeof path, dir, "kernels.json"))
-        return cli_usage_error(prog, "path too long: %s", dir);
-    if (!(pf = cli_temp_open(path)))
-        return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
-    cj_init(&j, pf, 1);
-    cj_open(&j, NULL, '{');
-    cj_str(&j, "kernel", "grid");
+    if (rc || (rc = cli_json_open(prog, dir, "kernels.json", "grid", path, sizeof path, &pf, &j)))
+        return rc;
     cj_str(&j, "kernel_layout", "full");
     cj_int(&j, "num_w_planes", P);
     cj_int(&j, "conv_size_half", half);
@@ -731,10 +725,7 @@ static int gr_export_kernels(const char *prog, const char *dir, const gr_data *g
     cj_str(&j, "note", "kernels.npy: complex64 [plane][iy][ix], first quadrant, index 0 = "
            "kernel centre; samples outside a plane's (oversample/2 + support*oversample + 1)^2 "
            "corner are never read and may be zero");
-    cj_close(&j);
-    if (cli_temp_commit(pf) != 0)
-        return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
-    return 0;
+    return cli_json_close(prog, path, pf, &j);
 }
 
 

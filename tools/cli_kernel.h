@@ -118,6 +118,24 @@ enum { CLI_SMALL, CLI_PAPER, CLI_LARGE };
 /** CLI_SMALL, CLI_PAPER or CLI_LARGE for "small", "paper" or "large"; -1 for another name. */
 int cli_size_index(const char *name);
 
+/** The differ's verdict of the first output array against the first REF array (complex
+ *  values as interleaved reals), element-wise with zero threshold k->zero or norm-wise; the
+ *  first failure named by the array's shape.  A kernel without a check hook gets this, with
+ *  k->norm. */
+pk_status cli_check_diff(const cli_kernel *k, const void *args, void *data, int norm,
+                         cli_verdict *v);
+/** O(1) random data, uniform in [-1, 1), the same for a seed everywhere (splitmix64): n
+ *  float32 (24 random bits) or float64 (53) values. */
+void cli_uniform(pk_dtype dtype, unsigned long long seed, size_t n, void *x);
+/** max |x[i]| of n float32 or float64 values. */
+double cli_max_abs(pk_dtype dtype, const void *x, size_t n);
+/** The verdict by an absolute bound (kernels whose contract bounds the error absolutely):
+ *  the differ's relative and norm-wise figures (pairs with both sides <= atol left out of the
+ *  relative ones; v->rtol), then equal, num_failed, first_fail and max_abs_err from
+ *  |y - ref| <= atol for every element (a NaN fails); float32 or float64. */
+pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t n, double atol,
+                         cli_verdict *v);
+
 /* ---- bench: every case x backend x variant as a plan on resident data --------------------- */
 typedef struct cli_bench_req {
     const char *size; /* small, paper, large */
@@ -143,6 +161,15 @@ typedef struct cli_bench_row {
     cli_verdict v;
     char *json;       /* the members of the kernel's run_json object for this row */
 } cli_bench_row;
+
+/* The backends a benchmark runs: one context per backend (forced), its variants, or why it
+ * is skipped. */
+typedef struct cli_bench_set {
+    pk_context *ctx[PK_BACKEND_COUNT];
+    char vars[PK_BACKEND_COUNT][16][32];
+    char skip[PK_BACKEND_COUNT][320];
+    int nvars[PK_BACKEND_COUNT];
+} cli_bench_set;
 
 #define CLI_CASES 8
 typedef struct cli_bench_result {
@@ -201,7 +228,9 @@ struct cli_kernel {
     /* The reference of the outputs after `runs` runs (run: 1), into the REF arrays; then the
      * verdict of the outputs against it (v->rtol set). */
     pk_status (*reference)(const void *args, void *data, int runs);
-    pk_status (*check)(const void *args, void *data, cli_verdict *v);
+    pk_status (*check)(const void *args, void *data, cli_verdict *v); /* optional */
+    double zero; /* cli_check_diff's zero threshold; norm: 1 to compare norm-wise */
+    int norm;
     /* Optional: outputs beyond the table's, with --out DIR or (dir NULL) without it: named by
      * the kernel's own options (grid's --intensity FILE). */
     int (*write_outputs)(cli_call *c, const char *dir, const void *data);

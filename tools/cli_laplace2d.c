@@ -110,27 +110,6 @@ static pk_laplace2d_params lp_params(const lp_args *a)
     return p;
 }
 
-/* O(1) random data, uniform in [-1, 1), the same for a seed everywhere (splitmix64). */
-static void lp_gen_phi(size_t n, unsigned long long seed, float *phi)
-{
-    uint64_t s = 0x9e3779b97f4a7c15ull * (seed + 1);
-    for (size_t i = 0; i < n; ++i) {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        phi[i] = (float)((double)(z >> 40) * (2.0 / 16777216.0) - 1.0);
-    }
-}
-
-static double lp_maxabs(const float *f, size_t n)
-{
-    double m = 0;
-    for (size_t i = 0; i < n; ++i)
-        if (fabs(f[i]) > m) m = fabs(f[i]);
-    return m;
-}
-
 /* The absolute tolerance after `count` iterations from a field of max|phi_0| (see the top). */
 static double lp_atol(double sigma, double count, double maxabs)
 {
@@ -138,35 +117,6 @@ static double lp_atol(double sigma, double count, double maxabs)
     const float a = (float)sigma, inv = (float)(1.0 / (1.0 + 4.0 * (double)a));
     const double nu = (1.0 + 4.0 * (double)a) * (double)inv;
     return 1.01 * 2 * count * gamma5 * pow(nu, count) * maxabs;
-}
-
-/* The verdict (see the top): the differ's relative and norm-wise figures (pairs with both
- * sides <= atol left out of the relative ones; v->rtol 0: atol / max|phi_ref|), then from the
- * absolute rule equal, num_failed, first_fail and max_abs_err. */
-static pk_status lp_check(const float *ref, const float *y, int l, double atol, cli_verdict *v)
-{
-    pk_diff_report *rep = &v->rep;
-    const size_t n = (size_t)l * (size_t)l;
-    if (!(v->rtol > 0)) {
-        const double amax = lp_maxabs(ref, n);
-        v->rtol = amax > 0 && isfinite(amax) && atol > 0 ? atol / amax : 1e-5;
-    }
-    pk_status s = pk_diff_f32(ref, y, n, v->rtol, atol, PK_DIFF_ELEMENTWISE, rep);
-    if (s != PK_OK && s != PK_EMISMATCH) return s;
-    rep->num_failed = 0;
-    rep->first_fail = (size_t)-1;
-    rep->max_abs_err = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (y[i] == ref[i]) continue;
-        const double d = fabs((double)y[i] - (double)ref[i]);
-        if (!(d <= atol) && rep->num_failed++ == 0) rep->first_fail = i; /* NaN fails */
-        if (d > rep->max_abs_err) rep->max_abs_err = d;
-    }
-    rep->equal = rep->num_failed == 0;
-    v->shape[0] = v->shape[1] = (size_t)l;
-    v->ndim = 2;
-    v->norm = 0;
-    return PK_OK;
 }
 
 /* hvfo needs l % nw == 0: checked before a field is generated (run without --in, gen); with
@@ -179,7 +129,7 @@ static int lp_generate(cli_call *c, void *data)
     if (a->layout == PK_LAP_HVFO && a->l % nw != 0)
         return cli_usage_error(c->prog, "--layout hvfo: l = %d is not a multiple of nw = %d "
                                "(give an nw that divides l, or --layout lexi)", a->l, nw);
-    lp_gen_phi((size_t)a->l * (size_t)a->l, (unsigned long long)a->seed, d->phi0);
+    cli_uniform(PK_DTYPE_F32, (unsigned)a->seed, (size_t)a->l * (size_t)a->l, d->phi0);
     return 0;
 }
 
@@ -204,14 +154,24 @@ static pk_status lp_reference(const void *args, void *data, int runs)
     if ((long long)p.count * runs > INT_MAX) return PK_ESIZE;
     p.count *= runs;
     memcpy(d->ref, d->phi0, n * sizeof *d->ref);
-    d->atol = lp_atol(a->sigma, p.count, lp_maxabs(d->ref, n));
+    d->atol = lp_atol(a->sigma, p.count, cli_max_abs(PK_DTYPE_F32, d->ref, n));
     return pk_laplace2d_reference(&p, d->ref);
 }
 
-static pk_status lp_run_check(const void *args, void *data, cli_verdict *v)
+/* The verdict (see the top): the absolute bound; v->rtol 0: atol / max|phi_ref| for the
+ * differ's relative figures. */
+static pk_status lp_check(const void *args, void *data, cli_verdict *v)
 {
     const lp_data *d = data;
-    return lp_check(d->ref, d->phi, ((const lp_args *)args)->l, d->atol, v);
+    const size_t l = (size_t)((const lp_args *)args)->l;
+    if (!(v->rtol > 0)) {
+        const double amax = cli_max_abs(PK_DTYPE_F32, d->ref, l * l);
+        v->rtol = amax > 0 && isfinite(amax) && d->atol > 0 ? d->atol / amax : 1e-5;
+    }
+    v->shape[0] = v->shape[1] = l;
+    v->ndim = 2;
+    v->norm = 0;
+    return cli_check_atol(PK_DTYPE_F32, d->ref, d->phi, l * l, d->atol, v);
 }
 
 static void lp_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
@@ -357,7 +317,7 @@ const cli_kernel cli_kernel_laplace2d = {
     .rtol = 0,
     .verify_rule = LP_VERIFY_RULE,
     .reference = lp_reference,
-    .check = lp_run_check,
+    .check = lp_check,
     .run_json = lp_run_json,
     .flops_model = "7 flop per site and iteration",
     .bytes_model = LP_BYTES_MODEL,

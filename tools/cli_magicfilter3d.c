@@ -49,53 +49,6 @@ static pk_status mf_bc_from_name(const char *name, int *id)
 
 static const char *mf_bc_name(int id) { return id >= 0 && id < 3 ? mf_bc_names[id] : "?"; }
 
-/* O(1) random data, uniform in [-1, 1), the same for a seed everywhere (splitmix64). */
-static void mf_gen_x(size_t n, unsigned long long seed, double *x)
-{
-    uint64_t s = 0x9e3779b97f4a7c15ull * (seed + 1);
-    for (size_t i = 0; i < n; ++i) {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        x[i] = (double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-    }
-}
-
-/* The absolute tolerance of the verdict: rtol * max|ref|. */
-static double mf_atol(const double *ref, size_t n, double rtol)
-{
-    double amax = 0;
-    for (size_t i = 0; i < n; ++i)
-        if (fabs(ref[i]) > amax) amax = fabs(ref[i]);
-    return isfinite(amax) ? rtol * amax : 0;
-}
-
-/* The verdict (see the top of the file): the differ's relative and norm-wise figures (pairs
- * with both sides <= atol left out of the relative ones), then from the absolute rule equal,
- * num_failed, first_fail and max_abs_err. */
-static pk_status mf_check(const double *ref, const double *y, const size_t *shape, double atol,
-                          cli_verdict *v)
-{
-    const size_t n = shape[0] * shape[1] * shape[2];
-    pk_diff_report *rep = &v->rep;
-    pk_status s = pk_diff_f64(ref, y, n, v->rtol, atol, PK_DIFF_ELEMENTWISE, rep);
-    if (s != PK_OK && s != PK_EMISMATCH) return s;
-    rep->num_failed = 0;
-    rep->first_fail = (size_t)-1;
-    rep->max_abs_err = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (y[i] == ref[i]) continue; /* equal infinities too */
-        const double d = fabs(y[i] - ref[i]);
-        if (!(d <= atol) && rep->num_failed++ == 0) rep->first_fail = i; /* NaN fails */
-        if (d > rep->max_abs_err) rep->max_abs_err = d;
-    }
-    rep->equal = rep->num_failed == 0;
-    memcpy(v->shape, shape, 3 * sizeof *shape);
-    v->ndim = 3;
-    return PK_OK;
-}
-
 /* ---- run and gen ------------------------------------------------------------------------ */
 typedef struct mf_args {
     int n1, n2, n3, transpose, bc, seed;
@@ -221,7 +174,7 @@ static int mf_generate(cli_call *c, void *data)
 {
     const mf_args *a = c->args;
     size_t shape[3];
-    mf_gen_x(mf_extents(a, 1, shape), (unsigned)a->seed, ((mf_data *)data)->x);
+    cli_uniform(PK_DTYPE_F64, (unsigned)a->seed, mf_extents(a, 1, shape), ((mf_data *)data)->x);
     return 0;
 }
 
@@ -242,12 +195,15 @@ static pk_status mf_reference(const void *args, void *data, int runs)
     return pk_magicfilter3d_reference(&p, d->x, d->ref);
 }
 
-static pk_status mf_run_check(const void *args, void *data, cli_verdict *v)
+/* The verdict (see the top of the file): atol = rtol * max|y_ref|. */
+static pk_status mf_check(const void *args, void *data, cli_verdict *v)
 {
     mf_data *d = data;
-    size_t shape[3];
-    d->atol = mf_atol(d->ref, mf_extents(args, 0, shape), v->rtol);
-    return mf_check(d->ref, d->y, shape, d->atol, v);
+    const size_t n = mf_extents(args, 0, v->shape);
+    const double amax = cli_max_abs(PK_DTYPE_F64, d->ref, n);
+    d->atol = isfinite(amax) ? v->rtol * amax : 0;
+    v->ndim = 3;
+    return cli_check_atol(PK_DTYPE_F64, d->ref, d->y, n, d->atol, v);
 }
 
 static void cj_shape3(cli_json *j, const char *key, const size_t *shape)
@@ -507,7 +463,7 @@ const cli_kernel cli_kernel_magicfilter3d = {
     .rtol = MF_RTOL,
     .verify_rule = MF_VERIFY_RULE,
     .reference = mf_reference,
-    .check = mf_run_check,
+    .check = mf_check,
     .run_json = mf_run_json,
     .flops_model = "32 flop per output point per pass (96 per element for periodic)",
     .bytes_model = "each pass reads its input and writes its output once, 8 B per point (48 B "

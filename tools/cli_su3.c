@@ -84,9 +84,11 @@ static double s3_moved_per_site(const pk_su3_params *p)
 
 /* The verdict (see the top of the file): the differ's figures, then from the rule equal,
  * num_failed, first_fail and max_abs_err. */
-static pk_status s3_check(const double *ref, const double *chi, const double *psi, size_t nv,
-                          cli_verdict *v)
+static pk_status s3_check(const void *args, void *data, cli_verdict *v)
 {
+    const size_t nv = ((const s3_args *)args)->nv;
+    const double *ref = ((s3_data *)data)->ref, *chi = ((s3_data *)data)->chi;
+    const double *psi = ((s3_data *)data)->psi;
     pk_diff_report *rep = &v->rep;
     pk_status s = pk_diff_f64(ref, chi, 24 * nv, v->rtol, 0, PK_DIFF_ELEMENTWISE, rep);
     if (s != PK_OK && s != PK_EMISMATCH) return s;
@@ -140,12 +142,6 @@ static pk_status s3_reference(const void *args, void *data, int runs)
 {
     s3_data *d = data;
     return pk_su3_reference(((const s3_args *)args)->nv, d->u, d->psi, d->ref);
-}
-
-static pk_status s3_run_check(const void *args, void *data, cli_verdict *v)
-{
-    const s3_data *d = data;
-    return s3_check(d->ref, d->chi, d->psi, ((const s3_args *)args)->nv, v);
 }
 
 static void s3_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
@@ -272,7 +268,7 @@ const cli_kernel cli_kernel_su3 = {
     .rtol = S3_RTOL,
     .verify_rule = S3_VERIFY_RULE,
     .reference = s3_reference,
-    .check = s3_run_check,
+    .check = s3_check,
     .run_json = s3_run_json,
     .flops_model = "264 flop per site (12 complex 3-term dot products)",
     .bytes_model = "528 B per site in every layout: u 144 + psi 192 + chi 192",
