@@ -62,7 +62,8 @@ int cli_to_int(const char *s, double min, double max, int *out, char *why, size_
     return 0;
 }
 
-int cli_to_double(const char *s, double min, double max, double *out, char *why, size_t len)
+static int cli_to_double(const char *s, double min, double max, double *out, char *why,
+                         size_t len)
 {
     return to_number(s, 0, min, max, out, why, len);
 }
@@ -205,7 +206,7 @@ void cli_progress(const char *fmt, ...)
 
 /* ---- JSON writer --------------------------------------------------------------------- */
 
-void cli_json_string(FILE *f, const char *s)
+static void cli_json_string(FILE *f, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
@@ -730,28 +731,6 @@ int cli_split_list(const char *s, char items[][32], int max, int *n)
         if (!e) return 0;
         s = e + 1;
     }
-}
-
-void cj_verify(cli_json *j, const pk_diff_report *rep, double rtol, int norm, const size_t *shape,
-               int ndim)
-{
-    char first[160];
-    if (!rep) return;
-    cj_open(j, "verify", '{');
-    cj_bool(j, "equal", rep->equal);
-    cj_str(j, "mode", norm ? "norm" : "element-wise");
-    cj_num(j, "rtol", rtol);
-    cj_num(j, "max_rel_err", rep->max_rel_err);
-    cj_num(j, "max_abs_err", rep->max_abs_err);
-    cj_num(j, "norm_rel_err", rep->norm_rel_err);
-    cj_int(j, "num_failed", (long long)rep->num_failed);
-    if (rep->num_failed > 0 && rep->first_fail != (size_t)-1) {
-        pk_format_index(rep->first_fail, shape, ndim, first, sizeof first);
-        cj_str(j, "first_fail", first);
-    } else {
-        cj_null(j, "first_fail");
-    }
-    cj_close(j);
 }
 
 int cli_json_open(const char *prog, const char *dir, const char *name, const char *kernel,

@@ -39,10 +39,9 @@ int cli_opt_add(cli_opt *o, int n, const char *name, cli_type type, void *dest, 
                 double min, double max);
 int cli_parse(const char *prog, int argc, char **argv, const cli_opt *opts, char **pos,
               int maxpos, int *npos);
-/** Strict conversions: the whole string, no blanks, range [min, max], finite doubles.
- *  Return 0, or -1 with a reason in why[len]. */
+/** Strict conversion: the whole string, no blanks, an integer in [min, max] (options of type
+ *  CLI_DOUBLE: a finite double).  Returns 0, or -1 with a reason in why[len]. */
 int cli_to_int(const char *s, double min, double max, int *out, char *why, size_t len);
-int cli_to_double(const char *s, double min, double max, double *out, char *why, size_t len);
 
 /* ---- messages ------------------------------------------------------------------------ */
 /** "PROG: message" on stderr; returns CLI_EXIT_USAGE. */
@@ -84,8 +83,6 @@ void cj_null(cli_json *j, const char *key);
 void cj_init_members(cli_json *j, FILE *f);
 /** Members written by such a writer, inserted into the current object. */
 void cj_raw(cli_json *j, const char *members);
-/** Write s as a JSON string literal (quotes included). */
-void cli_json_string(FILE *f, const char *s);
 
 /* ---- JSON reader for flat objects ---------------------------------------------------- */
 typedef enum cli_jtype { CLI_JNUM, CLI_JSTR, CLI_JBOOL, CLI_JNULL } cli_jtype;
@@ -141,10 +138,6 @@ int cli_mkdirs(const char *path);
 /** dir + "/" + name into buf; -1 when it does not fit. */
 int cli_join(char *buf, size_t len, const char *dir, const char *name);
 
-/* The differ's verdict as the object "verify" (rep NULL: none; shape[ndim] names the first
- * failure as a multi-index). */
-void cj_verify(cli_json *j, const pk_diff_report *rep, double rtol, int norm, const size_t *shape,
-               int ndim);
 
 /* DIR/name (params.json, grid's kernels.json), written whole: open it (DIR created, path gets
  * its name) and begin the JSON object with "kernel"; close ends it and checks the write.

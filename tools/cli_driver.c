@@ -86,7 +86,9 @@ void cli_set_seen(cli_call *c, const char *name, int how)
     if (i >= 0) c->seen[i] = (unsigned char)how;
 }
 
-const char *cli_seen_text(const cli_call *c, const char *name, char *buf, size_t len)
+/* "--nv" when the value came from the command line, else "params.json's nv": for the
+ * message of an input file whose shape disagrees. */
+static const char *seen_text(const cli_call *c, const char *name, char *buf, size_t len)
 {
     snprintf(buf, len, cli_seen(c, name) == CLI_SEEN_OPT ? "--%s" : "params.json's %s", name);
     return buf;
@@ -389,7 +391,7 @@ static int load_arrays(cli_call *c, const char *dir, void *data)
                 if (set_by[pi[d]])
                     snprintf(by, sizeof by, "%s's %s", set_by[pi[d]], p->name);
                 else
-                    cli_seen_text(c, p->name, by, sizeof by);
+                    seen_text(c, p->name, by, sizeof by);
                 if (param_count(k, c->args, pi[d]) != v)
                     return cli_usage_error(c->prog, "%s/%s has shape %s but %s is %zu", dir,
                                            a->file, shape, by, param_count(k, c->args, pi[d]));
@@ -530,6 +532,28 @@ pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t 
     }
     rep->equal = rep->num_failed == 0;
     return PK_OK;
+}
+
+/* The verdict as the run line's and a bench row's object "verify". */
+static void verdict_json(cli_json *j, const cli_verdict *v)
+{
+    const pk_diff_report *rep = &v->rep;
+    char first[160];
+    cj_open(j, "verify", '{');
+    cj_bool(j, "equal", rep->equal);
+    cj_str(j, "mode", v->norm ? "norm" : "element-wise");
+    cj_num(j, "rtol", v->rtol);
+    cj_num(j, "max_rel_err", rep->max_rel_err);
+    cj_num(j, "max_abs_err", rep->max_abs_err);
+    cj_num(j, "norm_rel_err", rep->norm_rel_err);
+    cj_int(j, "num_failed", (long long)rep->num_failed);
+    if (rep->num_failed > 0 && rep->first_fail != (size_t)-1) {
+        pk_format_index(rep->first_fail, v->shape, v->ndim, first, sizeof first);
+        cj_str(j, "first_fail", first);
+    } else {
+        cj_null(j, "first_fail");
+    }
+    cj_close(j);
 }
 
 /* ---- help ------------------------------------------------------------------------------- */
@@ -808,7 +832,7 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
     cj_bool(&j, "fell_back", info.fell_back);
     cj_str(&j, "reason", info.reason);
     if (verify) {
-        cj_verify(&j, &v.rep, v.rtol, v.norm, v.shape, v.ndim);
+        verdict_json(&j, &v);
         cj_str(&j, "verify_rule", k->verify_rule);
     }
     cj_close(&j);
@@ -1129,8 +1153,10 @@ static void print_rows(const cli_bench_result *res)
     }
 }
 
-int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
-                     const pk_backend_id *backends, int nb, cli_bench_result **out)
+/* One kernel's part of bench: rows printed, kept in *out for the JSON (NULL when out of
+ * memory).  Returns the exit code (1: a failure or an unverified row). */
+static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
+                        const pk_backend_id *backends, int nb, cli_bench_result **out)
 {
     cli_bench_result *res = calloc(1, sizeof *res);
     int total, done = 0, rc = 0;
@@ -1183,7 +1209,7 @@ done:
     return rc;
 }
 
-void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
+static void bench_json_rows(const cli_bench_result *res, cli_json *j)
 {
     for (int i = 0; res && i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
@@ -1216,21 +1242,13 @@ void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
             cj_close(j);
         }
         cj_bool(j, "verified", ok && r->verified);
-        if (ok) cj_verify(j, &r->v.rep, r->v.rtol, r->v.norm, r->v.shape, r->v.ndim);
+        if (ok) verdict_json(j, &r->v);
         cj_str(j, "reason", r->reason);
         cj_close(j);
     }
 }
 
-void cli_bench_json_object(const cli_bench_result *res, cli_json *j)
-{
-    if (!res || !res->ndata || !res->k->bench_json) return;
-    cj_open(j, res->k->name, '{');
-    res->k->bench_json(j, res);
-    cj_close(j);
-}
-
-void cli_bench_free(cli_bench_result *res)
+static void bench_free(cli_bench_result *res)
 {
     if (!res) return;
     for (int i = 0; i < res->nrows; ++i) free(res->rows[i].json);
@@ -1239,4 +1257,39 @@ void cli_bench_free(cli_bench_result *res)
     free(res->extra);
     free(res->rows);
     free(res);
+}
+
+int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req,
+              const pk_backend_id *backends, int nb, FILE *json)
+{
+    cli_bench_result *res[16] = {0};
+    cli_json j;
+    int rc = CLI_EXIT_OK;
+    for (int i = 0; i < nk && i < 16; ++i) {
+        if (i) printf("\n");
+        if (bench_kernel(kernels[i], req, backends, nb, &res[i]) != 0) rc = CLI_EXIT_FAIL;
+    }
+    if (json) {
+        cj_init(&j, json, 1);
+        cj_open(&j, NULL, '{');
+        cj_str(&j, "portkern_version", pk_version());
+        cj_str(&j, "size", req->size);
+        cj_int(&j, "reps", req->reps);
+        cj_str(&j, "timing", "kernel time of reps timed plan runs after one untimed warm-up, "
+                             "data resident: min (kernel_seconds), median, max");
+        cj_str(&j, "roof_model", "copy bandwidth of the backend's device, bytes read + "
+                                 "written, measured in this run");
+        cj_open(&j, "rows", '[');
+        for (int i = 0; i < nk; ++i) bench_json_rows(res[i], &j);
+        cj_close(&j);
+        for (int i = 0; i < nk; ++i) /* the kernel's own object */
+            if (res[i] && res[i]->ndata && res[i]->k->bench_json) {
+                cj_open(&j, res[i]->k->name, '{');
+                res[i]->k->bench_json(&j, res[i]);
+                cj_close(&j);
+            }
+        cj_close(&j);
+    }
+    for (int i = 0; i < nk; ++i) bench_free(res[i]);
+    return rc;
 }

@@ -70,9 +70,6 @@ typedef struct cli_call {
 /** 0, CLI_SEEN_OPT or CLI_SEEN_FILE for the parameter `name` of the call's kernel. */
 int cli_seen(const cli_call *c, const char *name);
 void cli_set_seen(cli_call *c, const char *name, int how);
-/** "--nv" when the value came from the command line, else "params.json's nv": for the
- *  message of an input file whose shape disagrees. */
-const char *cli_seen_text(const cli_call *c, const char *name, char *buf, size_t len);
 
 /** The values of a parsed params.json (path names it in messages) for what the command line
  *  did not set: a key the kernel does not know is a warning, a value of the wrong type or
@@ -270,14 +267,9 @@ void cli_kernels_usage(FILE *f, const char *cmd);
 
 int cli_run(const cli_kernel *k, int argc, char **argv);
 int cli_gen(const cli_kernel *k, int argc, char **argv);
-/** One kernel's part of bench: rows printed, kept in *out for the JSON (free with
- *  cli_bench_free).  Returns the exit code (1: a failure or an unverified row). */
-int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
-                     const pk_backend_id *backends, int nb, cli_bench_result **out);
-void cli_bench_json_rows(const cli_bench_result *r, cli_json *j);
-/** The kernel's top-level object "<kernel>": {...} of the bench JSON, from its json hook
- *  (nothing without one). */
-void cli_bench_json_object(const cli_bench_result *r, cli_json *j);
-void cli_bench_free(cli_bench_result *r);
+/** bench: each kernel's rows printed, and with json the rows and each kernel's own object
+ *  written there.  Returns the exit code (1: a failure or an unverified row). */
+int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req,
+              const pk_backend_id *backends, int nb, FILE *json);
 
 #endif /* PK_CLI_KERNEL_H */

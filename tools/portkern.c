@@ -191,11 +191,10 @@ static int cmd_bench(int argc, char **argv)
     const char *json = NULL;
     cli_bench_req req = {"small", 3, 0, 0};
     const cli_kernel *want[16];
-    cli_bench_result *res[16] = {0};
     cli_opt opts[10];
     char *pos[1], items[16][32];
     pk_backend_id list[PK_BACKEND_COUNT];
-    int nk = 0, nitems, nb = 0, npos, rc, failed = 0, conv2d = 0;
+    int nk = 0, nitems, nb = 0, npos, rc, conv2d = 0;
     FILE *jf = NULL;
 
     cli_opt_add(opts, 0, "kernels", CLI_STRING, &kernels, NULL, 0, 0);
@@ -246,31 +245,9 @@ static int cmd_bench(int argc, char **argv)
     if (json && !(jf = cli_temp_open(json)))
         return cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
 
-    for (int i = 0; i < nk; ++i) {
-        if (i) printf("\n");
-        if (cli_bench_kernel(want[i], &req, list, nb, &res[i]) != 0) failed = 1;
-    }
-    rc = failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-    if (jf) {
-        cli_json j;
-        cj_init(&j, jf, 1);
-        cj_open(&j, NULL, '{');
-        cj_str(&j, "portkern_version", pk_version());
-        cj_str(&j, "size", req.size);
-        cj_int(&j, "reps", req.reps);
-        cj_str(&j, "timing", "kernel time of reps timed plan runs after one untimed warm-up, "
-                             "data resident: min (kernel_seconds), median, max");
-        cj_str(&j, "roof_model", "copy bandwidth of the backend's device, bytes read + "
-                                 "written, measured in this run");
-        cj_open(&j, "rows", '[');
-        for (int i = 0; i < nk; ++i) cli_bench_json_rows(res[i], &j);
-        cj_close(&j);
-        for (int i = 0; i < nk; ++i) cli_bench_json_object(res[i], &j);
-        cj_close(&j);
-        if (cli_temp_commit(jf) != 0)
-            rc = cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
-    }
-    for (int i = 0; i < nk; ++i) cli_bench_free(res[i]);
+    rc = cli_bench(want, nk, &req, list, nb, jf);
+    if (jf && cli_temp_commit(jf) != 0)
+        rc = cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
     return rc;
 }
 
