@@ -64,7 +64,7 @@ static const char *cv_method_name(int id)
 
 static const cli_names cv_methods = {cv_method_from_name, cv_method_name, "direct, fft, auto"};
 
-static const cli_param cv_params[] = {
+static const cli_param cv_params_table[] = {
     {"h", CLI_P_INT, offsetof(cv_args, h), 1, INT_MAX, CLI_IN_ALL, NULL, "N --w N",
      "image size (default 813 x 5271, the StrayLight frame); --preset small: "
      "203 x 1317 (a quarter of the frame), paper and large: 813 x 5271, both "
@@ -114,29 +114,33 @@ static int cv_generate(cli_call *c, void *data)
     return 0;
 }
 
-static void cv_params_of(const cv_args *a, pk_conv2d_params *p)
+static pk_conv2d_params cv_params(const cv_args *a)
 {
-    p->h = a->h;
-    p->w = a->w;
-    p->kh = a->kh;
-    p->kw = a->kw;
-    p->method = a->method;
+    const pk_conv2d_params p = {a->h, a->w, a->kh, a->kw, a->method};
+    return p;
 }
 
-static pk_status cv_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
+static pk_status cv_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, pk_run_info *info)
 {
     cv_data *d = data;
-    pk_conv2d_params p;
-    cv_params_of(args, &p);
-    return pk_conv2d(ctx, &p, variant, d->image, d->psf, d->out, info);
+    const pk_conv2d_params p = cv_params(args);
+    switch (op) {
+    case CLI_ONESHOT: return pk_conv2d(ctx, &p, variant, d->image, d->psf, d->out, info);
+    case CLI_PLAN_CREATE:
+        return pk_conv2d_plan_create((pk_conv2d_plan **)plan, ctx, &p, variant, d->psf, info);
+    case CLI_PLAN_UPLOAD: return pk_conv2d_plan_upload(*plan, d->image);
+    case CLI_PLAN_RUN: return pk_conv2d_plan_run(*plan, info);
+    case CLI_PLAN_DOWNLOAD: return pk_conv2d_plan_download(*plan, d->out);
+    case CLI_PLAN_DESTROY: pk_conv2d_plan_destroy(*plan);
+    }
+    return PK_OK;
 }
 
 static pk_status cv_reference(const void *args, void *data, int runs)
 {
     cv_data *d = data;
-    pk_conv2d_params p;
-    cv_params_of(args, &p);
+    const pk_conv2d_params p = cv_params(args);
     return pk_conv2d_reference(&p, d->image, d->psf, d->ref);
 }
 
@@ -157,32 +161,6 @@ static void cv_run_json(cli_json *j, const void *args, const void *data, const p
 }
 
 /* ---- bench: every variant on one frame; the PSF sweep ------------------------------------ */
-static pk_status cv_plan_create(void **plan, pk_context *ctx, const char *variant,
-                                const void *args, void *data, pk_run_info *info)
-{
-    pk_conv2d_params p;
-    cv_params_of(args, &p);
-    return pk_conv2d_plan_create((pk_conv2d_plan **)plan, ctx, &p, variant, ((cv_data *)data)->psf,
-                                 info);
-}
-
-static pk_status cv_plan_upload(void *plan, const void *args, void *data)
-{
-    return pk_conv2d_plan_upload(plan, ((cv_data *)data)->image);
-}
-
-static pk_status cv_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
-{
-    return pk_conv2d_plan_run(plan, info);
-}
-
-static pk_status cv_plan_download(void *plan, const void *args, void *data)
-{
-    return pk_conv2d_plan_download(plan, ((cv_data *)data)->out);
-}
-
-static void cv_plan_destroy(void *plan) { pk_conv2d_plan_destroy(plan); }
-
 static void cv_describe(const cli_bench_result *res)
 {
     const cv_args *a = res->args[0];
@@ -226,11 +204,11 @@ static pk_status cv_sweep_one(const cv_args *frame, const float *image, pk_conte
     pk_run_info info;
     double ts[3];
     a.kh = a.kw = k;
-    pk_status s = cv_plan_create(&plan, ctx, variant, &a, &d, &info);
-    if (s == PK_OK) s = cv_plan_upload(plan, &a, &d);
+    pk_status s = cv_call(CLI_PLAN_CREATE, &plan, ctx, variant, &a, &d, &info);
+    if (s == PK_OK) s = cv_call(CLI_PLAN_UPLOAD, &plan, NULL, NULL, &a, &d, NULL);
     if (s == PK_OK) s = cli_bench_time(&cli_kernel_conv2d, plan, &a, &d, reps, ts, &info, NULL);
-    if (s == PK_OK) s = cv_plan_download(plan, &a, &d);
-    if (plan) cv_plan_destroy(plan);
+    if (s == PK_OK) s = cv_call(CLI_PLAN_DOWNLOAD, &plan, NULL, NULL, &a, &d, NULL);
+    if (plan) cv_call(CLI_PLAN_DESTROY, &plan, NULL, NULL, &a, &d, NULL);
     *t = s == PK_OK ? ts[0] : 0;
     return s;
 }
@@ -386,12 +364,12 @@ const cli_kernel cli_kernel_conv2d = {
     .variants = pk_conv2d_variants,
     .args_size = sizeof(cv_args),
     .data_size = sizeof(cv_data),
-    .params = cv_params,
+    .params = cv_params_table,
     .args_init = cv_args_init,
     .preset = cv_preset,
     .arrays = cv_arrays,
     .generate = cv_generate,
-    .run = cv_run,
+    .call = cv_call,
     .rtol = CV_RTOL,
     .verify_rule = CV_VERIFY_RULE,
     .reference = cv_reference,
@@ -400,11 +378,6 @@ const cli_kernel cli_kernel_conv2d = {
     .run_json = cv_run_json,
     .flops_model = CV_FLOPS_MODEL,
     .bytes_model = CV_BYTES_MODEL,
-    .plan_create = cv_plan_create,
-    .plan_upload = cv_plan_upload,
-    .plan_run = cv_plan_run,
-    .plan_download = cv_plan_download,
-    .plan_destroy = cv_plan_destroy,
     .describe = cv_describe,
     .report = cv_report,
     .bench_json = cv_bench_json,

@@ -117,15 +117,26 @@ static int d3_generate(cli_call *c, void *data)
     return s == PK_OK ? 0 : cli_lib_error("portkern", s);
 }
 
-/* The run steps a copy of the input, which the reference needs again. */
-static pk_status d3_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
+/* The one-shot call steps a copy of the input, which the reference needs again; each plan
+ * run steps count more on the resident field (bench: the reference holds count x runs). */
+static pk_status d3_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, pk_run_info *info)
 {
     d3_data *d = data;
     pk_diffusion3d_params p;
     d3_params(args, &p);
-    memcpy(d->f, d->f0, d3_points(args) * sizeof *d->f);
-    return pk_diffusion3d(ctx, &p, variant, d->f, info);
+    switch (op) {
+    case CLI_ONESHOT:
+        memcpy(d->f, d->f0, d3_points(args) * sizeof *d->f);
+        return pk_diffusion3d(ctx, &p, variant, d->f, info);
+    case CLI_PLAN_CREATE:
+        return pk_diffusion3d_plan_create((pk_diffusion3d_plan **)plan, ctx, &p, variant, info);
+    case CLI_PLAN_UPLOAD: return pk_diffusion3d_plan_upload(*plan, d->f0);
+    case CLI_PLAN_RUN: return pk_diffusion3d_plan_run(*plan, p.count, info);
+    case CLI_PLAN_DOWNLOAD: return pk_diffusion3d_plan_download(*plan, d->f);
+    case CLI_PLAN_DESTROY: pk_diffusion3d_plan_destroy(*plan);
+    }
+    return PK_OK;
 }
 
 static pk_status d3_reference(const void *args, void *data, int runs)
@@ -152,32 +163,6 @@ static void d3_run_json(cli_json *j, const void *args, const void *data, const p
 }
 
 /* ---- bench: every variant on the cosine field of the size ------------------------------ */
-static pk_status d3_plan_create(void **plan, pk_context *ctx, const char *variant,
-                                const void *args, void *data, pk_run_info *info)
-{
-    pk_diffusion3d_params p;
-    d3_params(args, &p);
-    return pk_diffusion3d_plan_create((pk_diffusion3d_plan **)plan, ctx, &p, variant, info);
-}
-
-static pk_status d3_plan_upload(void *plan, const void *args, void *data)
-{
-    return pk_diffusion3d_plan_upload(plan, ((d3_data *)data)->f0);
-}
-
-/* count steps per run on the resident field: the reference holds count x runs steps */
-static pk_status d3_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
-{
-    return pk_diffusion3d_plan_run(plan, ((const d3_args *)args)->count, info);
-}
-
-static pk_status d3_plan_download(void *plan, const void *args, void *data)
-{
-    return pk_diffusion3d_plan_download(plan, ((d3_data *)data)->f);
-}
-
-static void d3_plan_destroy(void *plan) { pk_diffusion3d_plan_destroy(plan); }
-
 static void d3_describe(const cli_bench_result *res)
 {
     const d3_args *a = res->args[0];
@@ -230,7 +215,7 @@ const cli_kernel cli_kernel_diffusion3d = {
     .arrays = d3_arrays,
     .load = d3_load,
     .generate = d3_generate,
-    .run = d3_run,
+    .call = d3_call,
     .rtol = D3_RTOL,
     .verify_rule = "|f - f_ref| <= rtol |f_ref| for every point (|f_ref| < 1e-10: absolute)",
     .reference = d3_reference,
@@ -238,11 +223,6 @@ const cli_kernel cli_kernel_diffusion3d = {
     .run_json = d3_run_json,
     .flops_model = "13 flop per point and step",
     .bytes_model = "8 B per point and step (ideal: 1 read + 1 write)",
-    .plan_create = d3_plan_create,
-    .plan_upload = d3_plan_upload,
-    .plan_run = d3_plan_run,
-    .plan_download = d3_plan_download,
-    .plan_destroy = d3_plan_destroy,
     .describe = d3_describe,
     .report = d3_report,
 };

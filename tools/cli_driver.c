@@ -790,7 +790,7 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
 
     if ((rc = alloc_arrays(&st.c, data, CLI_A_OUT))) return cmd_end(&st, rc, lock);
     pk_status s = pk_context_create(&ctx, &copt);
-    if (s == PK_OK) s = k->run(ctx, variant, args, data, &info);
+    if (s == PK_OK) s = k->call(CLI_ONESHOT, NULL, ctx, variant, args, data, &info);
     pk_context_destroy(ctx);
     if (s != PK_OK) return cmd_end(&st, cli_lib_error(MAIN_PROG, s), lock);
     if (verify) {
@@ -981,7 +981,7 @@ pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void
     pk_status s = PK_OK;
     if (!ts) return PK_ENOMEM;
     for (int i = 0; i <= reps; ++i) { /* i = 0: the untimed warm-up (program builds) */
-        if ((s = k->plan_run(plan, args, data, &info)) != PK_OK) {
+        if ((s = k->call(CLI_PLAN_RUN, &plan, NULL, NULL, args, data, &info)) != PK_OK) {
             if (stage) *stage = i ? "timed run" : "warm-up run";
             free(ts);
             return s;
@@ -1022,7 +1022,7 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
     void *data = res->data[res->data_of[r->c]], *plan = NULL;
     const char *stage = "timed run";
     double t[3], t0 = cli_now_s();
-    pk_status s = k->plan_create(&plan, ctx, r->variant, args, data, &r->info);
+    pk_status s = k->call(CLI_PLAN_CREATE, &plan, ctx, r->variant, args, data, &r->info);
     if (s != PK_OK) {
         row_fail(r, "plan", s);
         goto done;
@@ -1031,7 +1031,7 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
     r->device = r->info.device;
     r->bw = roof_bw(ctx, r->backend, r->info.device);
     t0 = cli_now_s();
-    if (k->plan_upload && (s = k->plan_upload(plan, args, data)) != PK_OK) {
+    if ((s = k->call(CLI_PLAN_UPLOAD, &plan, NULL, NULL, args, data, NULL)) != PK_OK) {
         row_fail(r, "upload", s);
         goto done;
     }
@@ -1045,7 +1045,7 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
     r->t_max = t[2];
     snprintf(r->reason, sizeof r->reason, "%s", r->info.reason);
     t0 = cli_now_s();
-    if (k->plan_download && (s = k->plan_download(plan, args, data)) != PK_OK) {
+    if ((s = k->call(CLI_PLAN_DOWNLOAD, &plan, NULL, NULL, args, data, NULL)) != PK_OK) {
         row_fail(r, "download", s);
         goto done;
     }
@@ -1059,7 +1059,7 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
     r->verified = r->v.rep.equal;
     r->json = run_json_text(k, args, data, &r->info);
 done:
-    if (plan) k->plan_destroy(plan);
+    if (plan) k->call(CLI_PLAN_DESTROY, &plan, NULL, NULL, args, data, NULL);
 }
 
 /* Every case's args, and the data set of each (inputs generated, outputs allocated, the

@@ -136,12 +136,21 @@ static int ds_generate(cli_call *c, void *data)
     return s == PK_OK ? 0 : cli_lib_error("portkern", s);
 }
 
-static pk_status ds_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
+static pk_status ds_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, pk_run_info *info)
 {
     ds_data *d = data;
     const pk_dslash_params p = ds_params(args);
-    return pk_dslash(ctx, &p, variant, d->u, d->psi, d->chi, info);
+    switch (op) {
+    case CLI_ONESHOT: return pk_dslash(ctx, &p, variant, d->u, d->psi, d->chi, info);
+    case CLI_PLAN_CREATE:
+        return pk_dslash_plan_create((pk_dslash_plan **)plan, ctx, &p, variant, info);
+    case CLI_PLAN_UPLOAD: return pk_dslash_plan_upload(*plan, d->u, d->psi);
+    case CLI_PLAN_RUN: return pk_dslash_plan_run(*plan, info);
+    case CLI_PLAN_DOWNLOAD: return pk_dslash_plan_download(*plan, d->chi);
+    case CLI_PLAN_DESTROY: pk_dslash_plan_destroy(*plan);
+    }
+    return PK_OK;
 }
 
 static pk_status ds_reference(const void *args, void *data, int runs)
@@ -181,30 +190,6 @@ static void ds_case_name(const void *args, char *buf, size_t len)
     else
         snprintf(buf, len, "%dx%dx%dx%d %s", L[0], L[1], L[2], L[3], links);
 }
-
-static pk_status ds_plan_create(void **plan, pk_context *ctx, const char *variant,
-                                const void *args, void *data, pk_run_info *info)
-{
-    const pk_dslash_params p = ds_params(args);
-    return pk_dslash_plan_create((pk_dslash_plan **)plan, ctx, &p, variant, info);
-}
-
-static pk_status ds_plan_upload(void *plan, const void *args, void *data)
-{
-    return pk_dslash_plan_upload(plan, ((ds_data *)data)->u, ((ds_data *)data)->psi);
-}
-
-static pk_status ds_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
-{
-    return pk_dslash_plan_run(plan, info);
-}
-
-static pk_status ds_plan_download(void *plan, const void *args, void *data)
-{
-    return pk_dslash_plan_download(plan, ((ds_data *)data)->chi);
-}
-
-static void ds_plan_destroy(void *plan) { pk_dslash_plan_destroy(plan); }
 
 static void ds_describe(const cli_bench_result *res)
 {
@@ -250,7 +235,7 @@ const cli_kernel cli_kernel_dslash = {
     .resolve = ds_resolve,
     .arrays = ds_arrays,
     .generate = ds_generate,
-    .run = ds_run,
+    .call = ds_call,
     .rtol = DS_RTOL,
     .verify_rule = DS_VERIFY_RULE,
     .reference = ds_reference,
@@ -260,10 +245,5 @@ const cli_kernel cli_kernel_dslash = {
     .bytes_model = DS_BYTES_MODEL,
     .bench_case = ds_bench_case,
     .case_name = ds_case_name,
-    .plan_create = ds_plan_create,
-    .plan_upload = ds_plan_upload,
-    .plan_run = ds_plan_run,
-    .plan_download = ds_plan_download,
-    .plan_destroy = ds_plan_destroy,
     .describe = ds_describe,
 };

@@ -803,13 +803,29 @@ static void gr_verdict(const gr_check *c, int grid_size, cli_verdict *v)
 }
 
 /* ---- run --------------------------------------------------------------------------------- */
-static pk_status gr_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
+/* The plan keeps only the kernels (bench: resident); each run grids the visibilities into a
+ * zeroed grid, so there is nothing to upload or download. */
+static pk_status gr_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, pk_run_info *info)
 {
     gr_data *g = data;
-    g->norm = 0;
-    return pk_grid(ctx, &g->p, variant, g->support, g->kernels, &g->d, g->grid, &g->norm,
-                   &g->skipped, info);
+    switch (op) {
+    case CLI_ONESHOT:
+        g->norm = 0;
+        return pk_grid(ctx, &g->p, variant, g->support, g->kernels, &g->d, g->grid, &g->norm,
+                       &g->skipped, info);
+    case CLI_PLAN_CREATE:
+        return pk_grid_plan_create((pk_grid_plan **)plan, ctx, &g->p, variant, g->support,
+                                   g->kernels, info);
+    case CLI_PLAN_RUN:
+        memset(g->grid, 0, 2 * (size_t)g->p.grid_size * g->p.grid_size * sizeof *g->grid);
+        g->norm = 0;
+        return pk_grid_plan_run(*plan, &g->d, g->grid, &g->norm, &g->skipped, info);
+    case CLI_PLAN_DESTROY: pk_grid_plan_destroy(*plan); break;
+    case CLI_PLAN_UPLOAD:
+    case CLI_PLAN_DOWNLOAD: break;
+    }
+    return PK_OK;
 }
 
 static pk_status gr_run_reference(const void *args, void *data, int runs)
@@ -891,25 +907,6 @@ static void gr_run_json(cli_json *j, const void *args, const void *data, const p
 }
 
 /* ---- bench: every variant on the data set of the size, kernels resident in the plan --- */
-static pk_status gr_plan_create(void **plan, pk_context *ctx, const char *variant,
-                                const void *args, void *data, pk_run_info *info)
-{
-    const gr_data *g = data;
-    return pk_grid_plan_create((pk_grid_plan **)plan, ctx, &g->p, variant, g->support,
-                               g->kernels, info);
-}
-
-/* The kernels went up with the plan; the visibilities go with every run, into a zeroed grid. */
-static pk_status gr_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
-{
-    gr_data *g = data;
-    memset(g->grid, 0, 2 * (size_t)g->p.grid_size * g->p.grid_size * sizeof *g->grid);
-    g->norm = 0;
-    return pk_grid_plan_run(plan, &g->d, g->grid, &g->norm, &g->skipped, info);
-}
-
-static void gr_plan_destroy(void *plan) { pk_grid_plan_destroy(plan); }
-
 static void gr_describe(const cli_bench_result *res)
 {
     const gr_data *g = res->data[0];
@@ -1036,7 +1033,7 @@ const cli_kernel cli_kernel_grid = {
     .write_inputs = gr_write_inputs,
     .params_info = gr_params_info,
     .info_keys = gr_info_keys,
-    .run = gr_run,
+    .call = gr_call,
     .rtol = GR_RTOL,
     .verify_rule = GR_VERIFY_RULE,
     .reference = gr_run_reference,
@@ -1046,9 +1043,6 @@ const cli_kernel cli_kernel_grid = {
     .data_free = gr_data_free,
     .flops_model = "8 flop per grid-point update (a complex multiply-add)",
     .bytes_model = "24 B per grid-point update: kernel sample 8, grid cell 16 (read, written)",
-    .plan_create = gr_plan_create,
-    .plan_run = gr_plan_run,
-    .plan_destroy = gr_plan_destroy,
     .describe = gr_describe,
     .report = gr_report,
     .bench_json = gr_bench_json,

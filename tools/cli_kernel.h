@@ -192,6 +192,16 @@ double cli_row_gflops(const cli_bench_row *r);
 pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void *data, int reps,
                          double t[3], pk_run_info *best, const char **stage);
 
+/* What the driver asks of a kernel's library calls (its `call` hook). */
+typedef enum cli_op {
+    CLI_ONESHOT,       /* run: the one-shot call, inputs to outputs */
+    CLI_PLAN_CREATE,   /* bench: *plan for the args */
+    CLI_PLAN_UPLOAD,   /* the inputs into the plan */
+    CLI_PLAN_RUN,      /* one run on the resident data (info) */
+    CLI_PLAN_DOWNLOAD, /* the outputs out of the plan */
+    CLI_PLAN_DESTROY
+} cli_op;
+
 /* ---- the descriptor --------------------------------------------------------------------- */
 struct cli_kernel {
     const char *name;
@@ -218,8 +228,10 @@ struct cli_kernel {
      * instead of warning about them. */
     void (*params_info)(cli_json *j, const void *args, const void *data);
     const char *const *info_keys;
-    pk_status (*run)(pk_context *ctx, const char *variant, const void *args, void *data,
-                     pk_run_info *info);
+    /* The kernel's library calls, one case an operation: ctx and variant for ONESHOT and
+     * PLAN_CREATE, info for ONESHOT, PLAN_CREATE and PLAN_RUN. */
+    pk_status (*call)(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                      const void *args, void *data, pk_run_info *info);
     double rtol;                  /* --verify's default */
     const char *verify_rule;      /* what passes */
     /* The reference of the outputs after `runs` runs (run: 1), into the REF arrays; then the
@@ -241,12 +253,6 @@ struct cli_kernel {
     int (*bench_case)(int size, int c, void *args);
     void (*case_name)(const void *args, char *buf, size_t len); /* optional */
     int (*case_runs)(const void *args, const char *variant); /* optional: 0 leaves a row out */
-    pk_status (*plan_create)(void **plan, pk_context *ctx, const char *variant, const void *args,
-                             void *data, pk_run_info *info);
-    pk_status (*plan_upload)(void *plan, const void *args, void *data);   /* optional */
-    pk_status (*plan_run)(void *plan, const void *args, void *data, pk_run_info *info);
-    pk_status (*plan_download)(void *plan, const void *args, void *data); /* optional */
-    void (*plan_destroy)(void *plan);
     void (*describe)(const cli_bench_result *r); /* the lines above the table */
     void (*report)(cli_bench_result *r);         /* optional: after the table */
     void (*bench_json)(cli_json *j, const cli_bench_result *r); /* optional: its object */

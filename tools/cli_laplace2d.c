@@ -133,15 +133,27 @@ static int lp_generate(cli_call *c, void *data)
     return 0;
 }
 
-/* The run works in place on a copy of the input, which the reference needs again. */
-static pk_status lp_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
+/* The one-shot call works in place on a copy of the input, which the reference needs again;
+ * each plan run goes on from where the previous left the field (the values stay O(1): the
+ * operator averages). */
+static pk_status lp_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, pk_run_info *info)
 {
     const lp_args *a = args;
     lp_data *d = data;
     const pk_laplace2d_params p = lp_params(a);
-    memcpy(d->phi, d->phi0, (size_t)a->l * (size_t)a->l * sizeof *d->phi);
-    return pk_laplace2d(ctx, &p, variant, d->phi, info);
+    switch (op) {
+    case CLI_ONESHOT:
+        memcpy(d->phi, d->phi0, (size_t)a->l * (size_t)a->l * sizeof *d->phi);
+        return pk_laplace2d(ctx, &p, variant, d->phi, info);
+    case CLI_PLAN_CREATE:
+        return pk_laplace2d_plan_create((pk_laplace2d_plan **)plan, ctx, &p, variant, info);
+    case CLI_PLAN_UPLOAD: return pk_laplace2d_plan_upload(*plan, d->phi0);
+    case CLI_PLAN_RUN: return pk_laplace2d_plan_run(*plan, p.count, info);
+    case CLI_PLAN_DOWNLOAD: return pk_laplace2d_plan_download(*plan, d->phi);
+    case CLI_PLAN_DESTROY: pk_laplace2d_plan_destroy(*plan);
+    }
+    return PK_OK;
 }
 
 /* The reference after `runs` x count iterations, and the bound of the verdict for them. */
@@ -189,10 +201,8 @@ static void lp_run_json(cli_json *j, const void *args, const void *data, const p
 }
 
 /* ---- bench: both layouts of every variant on the two grids of the size ----------------- */
-/* Case c: grid c / 2, layout c % 2 (lexi, hvfo with the default lanes).  The timed runs go on
- * from where the previous left the field (the values stay O(1): the operator averages), so
- * the result after `runs` runs is checked against the reference after runs x count
- * iterations. */
+/* Case c: grid c / 2, layout c % 2 (lexi, hvfo with the default lanes); the result after
+ * `runs` runs is checked against the reference after runs x count iterations. */
 static int lp_bench_case(int size, int c, void *args)
 {
     lp_args *a = args;
@@ -211,30 +221,6 @@ static void lp_case_name(const void *args, char *buf, size_t len)
     else
         snprintf(buf, len, "l=%d lexi", a->l);
 }
-
-static pk_status lp_plan_create(void **plan, pk_context *ctx, const char *variant,
-                                const void *args, void *data, pk_run_info *info)
-{
-    const pk_laplace2d_params p = lp_params(args);
-    return pk_laplace2d_plan_create((pk_laplace2d_plan **)plan, ctx, &p, variant, info);
-}
-
-static pk_status lp_plan_upload(void *plan, const void *args, void *data)
-{
-    return pk_laplace2d_plan_upload(plan, ((lp_data *)data)->phi0);
-}
-
-static pk_status lp_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
-{
-    return pk_laplace2d_plan_run(plan, ((const lp_args *)args)->count, info);
-}
-
-static pk_status lp_plan_download(void *plan, const void *args, void *data)
-{
-    return pk_laplace2d_plan_download(plan, ((lp_data *)data)->phi);
-}
-
-static void lp_plan_destroy(void *plan) { pk_laplace2d_plan_destroy(plan); }
 
 static void lp_describe(const cli_bench_result *res)
 {
@@ -313,7 +299,7 @@ const cli_kernel cli_kernel_laplace2d = {
     .preset = lp_preset,
     .arrays = lp_arrays,
     .generate = lp_generate,
-    .run = lp_run,
+    .call = lp_call,
     .rtol = 0,
     .verify_rule = LP_VERIFY_RULE,
     .reference = lp_reference,
@@ -323,11 +309,6 @@ const cli_kernel cli_kernel_laplace2d = {
     .bytes_model = LP_BYTES_MODEL,
     .bench_case = lp_bench_case,
     .case_name = lp_case_name,
-    .plan_create = lp_plan_create,
-    .plan_upload = lp_plan_upload,
-    .plan_run = lp_plan_run,
-    .plan_download = lp_plan_download,
-    .plan_destroy = lp_plan_destroy,
     .describe = lp_describe,
     .report = lp_report,
 };

@@ -86,7 +86,7 @@ static size_t mf_extents(const mf_args *a, int in, size_t shape[3])
 
 static const cli_names mf_bcs = {mf_bc_from_name, mf_bc_name, "periodic, grow, shrink"};
 
-static const cli_param mf_params[] = {
+static const cli_param mf_params_table[] = {
     {"n1", CLI_P_INT, offsetof(mf_args, n1), 1, MF_NMAX, CLI_IN_ALL, NULL, "N --n2 N --n3 N",
      "grid points per axis (default 128 x 126 x 130, the paper's); --preset "
      "small: 32 x 30 x 34, paper: 128 x 126 x 130, large: 384^3 (grids of the bench)"},
@@ -161,13 +161,10 @@ static int mf_resolve(cli_call *c)
     return 0;
 }
 
-static void mf_params_of(const mf_args *a, pk_magicfilter3d_params *p)
+static pk_magicfilter3d_params mf_params(const mf_args *a)
 {
-    p->n1 = a->n1;
-    p->n2 = a->n2;
-    p->n3 = a->n3;
-    p->transpose = a->transpose;
-    p->bc = a->bc;
+    const pk_magicfilter3d_params p = {a->n1, a->n2, a->n3, a->transpose, a->bc};
+    return p;
 }
 
 static int mf_generate(cli_call *c, void *data)
@@ -178,20 +175,28 @@ static int mf_generate(cli_call *c, void *data)
     return 0;
 }
 
-static pk_status mf_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
+static pk_status mf_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, pk_run_info *info)
 {
     mf_data *d = data;
-    pk_magicfilter3d_params p;
-    mf_params_of(args, &p);
-    return pk_magicfilter3d(ctx, &p, variant, d->x, d->y, info);
+    const pk_magicfilter3d_params p = mf_params(args);
+    switch (op) {
+    case CLI_ONESHOT: return pk_magicfilter3d(ctx, &p, variant, d->x, d->y, info);
+    case CLI_PLAN_CREATE:
+        return pk_magicfilter3d_plan_create((pk_magicfilter3d_plan **)plan, ctx, &p, variant,
+                                            info);
+    case CLI_PLAN_UPLOAD: return pk_magicfilter3d_plan_upload(*plan, d->x);
+    case CLI_PLAN_RUN: return pk_magicfilter3d_plan_run(*plan, info);
+    case CLI_PLAN_DOWNLOAD: return pk_magicfilter3d_plan_download(*plan, d->y);
+    case CLI_PLAN_DESTROY: pk_magicfilter3d_plan_destroy(*plan);
+    }
+    return PK_OK;
 }
 
 static pk_status mf_reference(const void *args, void *data, int runs)
 {
     mf_data *d = data;
-    pk_magicfilter3d_params p;
-    mf_params_of(args, &p);
+    const pk_magicfilter3d_params p = mf_params(args);
     return pk_magicfilter3d_reference(&p, d->x, d->ref);
 }
 
@@ -256,31 +261,6 @@ static int mf_case_runs(const void *args, const char *variant)
     const int *g = mf_grids[0][0];
     return strcmp(variant, "serial-direct") != 0 || (a->n1 == g[0] && a->n2 == g[1] && a->n3 == g[2]);
 }
-
-static pk_status mf_plan_create(void **plan, pk_context *ctx, const char *variant,
-                                const void *args, void *data, pk_run_info *info)
-{
-    pk_magicfilter3d_params p;
-    mf_params_of(args, &p);
-    return pk_magicfilter3d_plan_create((pk_magicfilter3d_plan **)plan, ctx, &p, variant, info);
-}
-
-static pk_status mf_plan_upload(void *plan, const void *args, void *data)
-{
-    return pk_magicfilter3d_plan_upload(plan, ((mf_data *)data)->x);
-}
-
-static pk_status mf_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
-{
-    return pk_magicfilter3d_plan_run(plan, info);
-}
-
-static pk_status mf_plan_download(void *plan, const void *args, void *data)
-{
-    return pk_magicfilter3d_plan_download(plan, ((mf_data *)data)->y);
-}
-
-static void mf_plan_destroy(void *plan) { pk_magicfilter3d_plan_destroy(plan); }
 
 static void mf_describe(const cli_bench_result *res)
 {
@@ -452,14 +432,14 @@ const cli_kernel cli_kernel_magicfilter3d = {
     .variants = pk_magicfilter3d_variants,
     .args_size = sizeof(mf_args),
     .data_size = sizeof(mf_data),
-    .params = mf_params,
+    .params = mf_params_table,
     .args_init = mf_args_init,
     .preset = mf_preset,
     .resolve = mf_resolve,
     .arrays = mf_arrays,
     .shape = mf_shape,
     .generate = mf_generate,
-    .run = mf_run,
+    .call = mf_call,
     .rtol = MF_RTOL,
     .verify_rule = MF_VERIFY_RULE,
     .reference = mf_reference,
@@ -471,11 +451,6 @@ const cli_kernel cli_kernel_magicfilter3d = {
     .bench_case = mf_bench_case,
     .case_name = mf_case_name,
     .case_runs = mf_case_runs,
-    .plan_create = mf_plan_create,
-    .plan_upload = mf_plan_upload,
-    .plan_run = mf_plan_run,
-    .plan_download = mf_plan_download,
-    .plan_destroy = mf_plan_destroy,
     .describe = mf_describe,
     .report = mf_report,
     .bench_json = mf_bench_json,

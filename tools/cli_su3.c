@@ -129,13 +129,21 @@ static int s3_generate(cli_call *c, void *data)
     return 0;
 }
 
-static pk_status s3_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
+static pk_status s3_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, pk_run_info *info)
 {
     const s3_args *a = args;
     s3_data *d = data;
     const pk_su3_params p = {a->nv, a->layout, a->nw};
-    return pk_su3(ctx, &p, variant, d->u, d->psi, d->chi, info);
+    switch (op) {
+    case CLI_ONESHOT: return pk_su3(ctx, &p, variant, d->u, d->psi, d->chi, info);
+    case CLI_PLAN_CREATE: return pk_su3_plan_create((pk_su3_plan **)plan, ctx, &p, variant, info);
+    case CLI_PLAN_UPLOAD: return pk_su3_plan_upload(*plan, d->u, d->psi);
+    case CLI_PLAN_RUN: return pk_su3_plan_run(*plan, info);
+    case CLI_PLAN_DOWNLOAD: return pk_su3_plan_download(*plan, d->chi);
+    case CLI_PLAN_DESTROY: pk_su3_plan_destroy(*plan);
+    }
+    return PK_OK;
 }
 
 static pk_status s3_reference(const void *args, void *data, int runs)
@@ -166,31 +174,6 @@ static void s3_case_name(const void *args, char *buf, size_t len)
 {
     snprintf(buf, len, "%s", pk_su3_layout_name(((const s3_args *)args)->layout));
 }
-
-static pk_status s3_plan_create(void **plan, pk_context *ctx, const char *variant,
-                                const void *args, void *data, pk_run_info *info)
-{
-    const s3_args *a = args;
-    const pk_su3_params p = {a->nv, a->layout, a->nw};
-    return pk_su3_plan_create((pk_su3_plan **)plan, ctx, &p, variant, info);
-}
-
-static pk_status s3_plan_upload(void *plan, const void *args, void *data)
-{
-    return pk_su3_plan_upload(plan, ((s3_data *)data)->u, ((s3_data *)data)->psi);
-}
-
-static pk_status s3_plan_run(void *plan, const void *args, void *data, pk_run_info *info)
-{
-    return pk_su3_plan_run(plan, info);
-}
-
-static pk_status s3_plan_download(void *plan, const void *args, void *data)
-{
-    return pk_su3_plan_download(plan, ((s3_data *)data)->chi);
-}
-
-static void s3_plan_destroy(void *plan) { pk_su3_plan_destroy(plan); }
 
 static void s3_describe(const cli_bench_result *res)
 {
@@ -264,7 +247,7 @@ const cli_kernel cli_kernel_su3 = {
     .preset = s3_preset,
     .arrays = s3_arrays,
     .generate = s3_generate,
-    .run = s3_run,
+    .call = s3_call,
     .rtol = S3_RTOL,
     .verify_rule = S3_VERIFY_RULE,
     .reference = s3_reference,
@@ -274,11 +257,6 @@ const cli_kernel cli_kernel_su3 = {
     .bytes_model = "528 B per site in every layout: u 144 + psi 192 + chi 192",
     .bench_case = s3_bench_case,
     .case_name = s3_case_name,
-    .plan_create = s3_plan_create,
-    .plan_upload = s3_plan_upload,
-    .plan_run = s3_plan_run,
-    .plan_download = s3_plan_download,
-    .plan_destroy = s3_plan_destroy,
     .describe = s3_describe,
     .report = s3_report,
 };
