@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             c.k = k;
             c.prog = "fuzz_params";
             c.args = args;
-            k->args_init(args);
+            cli_args_init(k, args);
             const int rc = cli_params_apply(&c, "params.json", obj);
             CHECK(rc == 0 || rc == CLI_EXIT_USAGE);
             if (rc == 0) check_args(&c);

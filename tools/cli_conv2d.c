@@ -65,34 +65,23 @@ static const char *cv_method_name(int id)
 static const cli_names cv_methods = {cv_method_from_name, cv_method_name, "direct, fft, auto"};
 
 static const cli_param cv_params_table[] = {
-    {"h", CLI_P_INT, offsetof(cv_args, h), 1, INT_MAX, CLI_IN_ALL, NULL, "N --w N",
+    {"h", CLI_P_INT, offsetof(cv_args, h), 1, INT_MAX, CV_FRAME_H, CLI_IN_ALL, NULL, "N --w N",
      "image size (default 813 x 5271, the StrayLight frame); --preset small: "
      "203 x 1317 (a quarter of the frame), paper and large: 813 x 5271, both "
      "with an 11 x 11 PSF"},
-    {"w", CLI_P_INT, offsetof(cv_args, w), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
-    {"kh", CLI_P_INT, offsetof(cv_args, kh), 1, INT_MAX, CLI_IN_ALL, NULL, "N --kw N",
+    {"w", CLI_P_INT, offsetof(cv_args, w), 1, INT_MAX, CV_FRAME_W, CLI_IN_ALL, NULL, NULL, NULL},
+    {"kh", CLI_P_INT, offsetof(cv_args, kh), 1, INT_MAX, CV_FRAME_K, CLI_IN_ALL, NULL, "N --kw N",
      "PSF size (default 11 x 11)"},
-    {"kw", CLI_P_INT, offsetof(cv_args, kw), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
-    {"method", CLI_P_NAME, offsetof(cv_args, method), 0, 0, CLI_IN_ALL, &cv_methods, "M",
+    {"kw", CLI_P_INT, offsetof(cv_args, kw), 1, INT_MAX, CV_FRAME_K, CLI_IN_ALL, NULL, NULL, NULL},
+    {"method", CLI_P_NAME, offsetof(cv_args, method), 0, 0, PK_CONV2D_AUTO, CLI_IN_ALL, &cv_methods, "M",
      "direct, fft or auto (default): auto takes the FFT from a PSF size "
      "measured on the CPU (docs/PERFORMANCE.md); a backend without an FFT "
      "variant runs direct and says so in \"reason\"; --variant overrides it"},
-    {"seed", CLI_P_INT, offsetof(cv_args, seed), 0, INT_MAX, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
-    {"norm", CLI_P_FLAG, offsetof(cv_args, norm), 0, 1, CLI_IN_RUN, NULL, NULL,
+    {"seed", CLI_P_INT, offsetof(cv_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {"norm", CLI_P_FLAG, offsetof(cv_args, norm), 0, 1, 0, CLI_IN_RUN, NULL, NULL,
      "--verify norm-wise (||ref - out||_2 <= rtol ||out||_2) instead of "
      "element-wise: for data with outputs near zero through the FFT"},
     {0}};
-
-static void cv_args_init(void *args)
-{
-    cv_args *a = args;
-    a->h = CV_FRAME_H;
-    a->w = CV_FRAME_W;
-    a->kh = a->kw = CV_FRAME_K;
-    a->method = PK_CONV2D_AUTO;
-    a->seed = 1;
-    a->norm = 0;
-}
 
 /* small: a quarter of the frame (CI's bootstrap runs it); paper and large: the frame. */
 static void cv_preset(int size, void *args)
@@ -365,7 +354,6 @@ const cli_kernel cli_kernel_conv2d = {
     .args_size = sizeof(cv_args),
     .data_size = sizeof(cv_data),
     .params = cv_params_table,
-    .args_init = cv_args_init,
     .preset = cv_preset,
     .arrays = cv_arrays,
     .generate = cv_generate,

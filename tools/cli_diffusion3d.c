@@ -36,34 +36,26 @@ static const cli_array d3_arrays[] = {
     {0}};
 
 #define D3_COEF(k, name, arg, help) \
-    {name, CLI_P_DOUBLE, offsetof(d3_args, coef) + (k) * sizeof(double), -DBL_MAX, DBL_MAX, \
+    {name, CLI_P_DOUBLE, offsetof(d3_args, coef) + (k) * sizeof(double), -DBL_MAX, DBL_MAX, 0, \
      CLI_IN_ALL, NULL, arg, help}
 static const cli_param d3_params_table[] = {
-    {"nx", CLI_P_INT, offsetof(d3_args, nx), 1, INT_MAX, CLI_IN_ALL, NULL, "N --ny N --nz N",
+    {"nx", CLI_P_INT, offsetof(d3_args, nx), 1, INT_MAX, 64, CLI_IN_ALL, NULL, "N --ny N --nz N",
      "field size (default 64 each)"},
-    {"ny", CLI_P_INT, offsetof(d3_args, ny), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
-    {"nz", CLI_P_INT, offsetof(d3_args, nz), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
-    {"count", CLI_P_INT, offsetof(d3_args, count), 0, INT_MAX, CLI_IN_ALL, NULL, "N",
+    {"ny", CLI_P_INT, offsetof(d3_args, ny), 1, INT_MAX, 64, CLI_IN_ALL, NULL, NULL, NULL},
+    {"nz", CLI_P_INT, offsetof(d3_args, nz), 1, INT_MAX, 64, CLI_IN_ALL, NULL, NULL, NULL},
+    {"count", CLI_P_INT, offsetof(d3_args, count), 0, INT_MAX, 10, CLI_IN_ALL, NULL, "N",
      "steps (default 10)"},
     D3_COEF(0, "cc", "X --cw X --ce X --cs X --cn X --cb X --ct X",
             "coefficients (default: docs/KERNELS.md's: 0.1 for each neighbour, "
             "cc = 0.4)"),
     D3_COEF(1, "cw", NULL, NULL), D3_COEF(2, "ce", NULL, NULL), D3_COEF(3, "cs", NULL, NULL),
     D3_COEF(4, "cn", NULL, NULL), D3_COEF(5, "cb", NULL, NULL), D3_COEF(6, "ct", NULL, NULL),
-    {"scale", CLI_P_DOUBLE, offsetof(d3_args, scale), 0, DBL_MAX, CLI_IN_GEN, NULL, "F",
+    {"scale", CLI_P_DOUBLE, offsetof(d3_args, scale), 0, DBL_MAX, 1, CLI_IN_GEN, NULL, "F",
      "multiply each size by F (> 0; rounded, at least 1)"},
     /* recorded by gen: the cosine field does not depend on it */
-    {"seed", CLI_P_INT, offsetof(d3_args, seed), 0, INT_MAX, CLI_IN_GEN | CLI_IN_PARAMS, NULL, "S",
+    {"seed", CLI_P_INT, offsetof(d3_args, seed), 0, INT_MAX, 0, CLI_IN_GEN | CLI_IN_PARAMS, NULL, "S",
      "recorded in params.json; the cosine field is deterministic"},
     {0}};
-
-static void d3_args_init(void *args)
-{
-    d3_args *a = args;
-    a->nx = a->ny = a->nz = 64;
-    a->count = 10;
-    a->scale = 1;
-}
 
 /* small, paper (the report's 256^3 data set), large: n^3 and the steps per run */
 static void d3_preset(int size, void *args)
@@ -209,7 +201,6 @@ const cli_kernel cli_kernel_diffusion3d = {
     .args_size = sizeof(d3_args),
     .data_size = sizeof(d3_data),
     .params = d3_params_table,
-    .args_init = d3_args_init,
     .preset = d3_preset,
     .resolve = d3_resolve,
     .arrays = d3_arrays,

@@ -96,6 +96,21 @@ static const char *seen_text(const cli_call *c, const char *name, char *buf, siz
 
 static void *field(void *args, const cli_param *p) { return (char *)args + p->off; }
 
+void cli_args_init(const cli_kernel *k, void *args)
+{
+    for (const cli_param *p = k->params; p && p->name; ++p) {
+        void *f = field(args, p);
+        if (p->type == CLI_P_COUNT)
+            *(size_t *)f = (size_t)p->def;
+        else if (p->type == CLI_P_DOUBLE)
+            *(double *)f = p->def;
+        else if (p->type == CLI_P_TEXT)
+            *(const char **)f = NULL;
+        else
+            *(int *)f = (int)p->def;
+    }
+}
+
 /* What the parser writes before the driver converts it into the args struct. */
 typedef struct param_slots {
     double num[CLI_PMAX];
@@ -167,6 +182,41 @@ static int take_param_opts(cli_call *c, param_slots *s)
                 return cli_usage_error(c->prog, "option --%s: unknown %s '%s' (%s)", p->name,
                                        p->name, s->str[i], p->names->list);
         }
+    }
+    return 0;
+}
+
+int cli_extents(cli_call *c, const char *option, char sep, const char *const *names, int n,
+                int one)
+{
+    const char *text = *(const char **)field(c->args, &c->k->params[param_index(c->k, option)]);
+    const char *s = text;
+    char why[160], part[32], given[96] = "";
+    int v[8], k = 0, both = 0, bad = 0;
+    if (!text) return 0;
+    for (int i = 0; i < n; ++i) {
+        snprintf(given + strlen(given), sizeof given - strlen(given), "%s--%s", i ? "/" : "",
+                 names[i]);
+        both |= cli_seen(c, names[i]) == CLI_SEEN_OPT;
+    }
+    if (both) return cli_usage_error(c->prog, "give either --%s or %s, not both", option, given);
+    for (int more = 1; more && !bad; ++k) {
+        const size_t len = strchr(s, sep) ? (size_t)(strchr(s, sep) - s) : strlen(s);
+        if ((bad = k == n || len == 0 || len >= sizeof part)) break;
+        const cli_param *p = &c->k->params[param_index(c->k, names[k])];
+        memcpy(part, s, len);
+        part[len] = '\0';
+        if (cli_to_int(part, p->min, p->max, &v[k], why, sizeof why))
+            return cli_usage_error(c->prog, "option --%s: %s", option, why);
+        more = s[len] == sep;
+        s += len + more;
+    }
+    if (bad || (k != n && !(one && k == 1)))
+        return cli_usage_error(c->prog, "option --%s: '%s' is not %s%s", option, text,
+                               one ? "N or " : "", c->k->params[param_index(c->k, option)].arg);
+    for (int i = 0; i < n; ++i) {
+        *(int *)field(c->args, &c->k->params[param_index(c->k, names[i])]) = v[k == 1 ? 0 : i];
+        cli_set_seen(c, names[i], CLI_SEEN_OPT);
     }
     return 0;
 }
@@ -719,7 +769,7 @@ static int cmd_begin(cmd_state *st, const cli_kernel *k, const char *prog, unsig
         fprintf(stderr, "%s: out of host memory\n", prog);
         return -1;
     }
-    k->args_init(st->c.args);
+    cli_args_init(k, st->c.args);
     st->nopts = add_param_opts(k, where, st->c.args, &st->slots, st->opts, 0);
     return cli_opt_add(st->opts, st->nopts, "preset", CLI_STRING, &st->preset, NULL, 0, 0);
 }
@@ -1073,7 +1123,7 @@ static int bench_setup(cli_bench_result *res)
         cli_call call = {k, "portkern bench", CLI_IN_RUN, NULL, {0}};
         int rc, d;
         if (!(call.args = res->args[c] = calloc(1, k->args_size))) goto nomem;
-        k->args_init(call.args);
+        cli_args_init(k, call.args);
         k->preset(size, call.args);
         if ((d = k->bench_case ? k->bench_case(size, c, call.args) : c ? -1 : 0) < 0) break;
         res->ncases = c + 1;

@@ -51,33 +51,23 @@ static const cli_array ds_arrays[] = {
 static const char *const ds_dim_names[4] = {"x", "y", "z", "t"};
 
 static const cli_param ds_params_table[] = {
-    {"x", CLI_P_INT, offsetof(ds_args, dim[0]), 1, INT_MAX, CLI_IN_ALL, NULL, "N --y N --z N --t N",
+    {"x", CLI_P_INT, offsetof(ds_args, dim[0]), 1, INT_MAX, 16, CLI_IN_ALL, NULL, "N --y N --z N --t N",
      "lattice extents (default 16 x 16 x 16 x 32; --preset takes "
      "the larger lattice of bench: small 16x16x16x8, paper 16x16x16x32, large "
      "24x24x24x48)"},
-    {"y", CLI_P_INT, offsetof(ds_args, dim[1]), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
-    {"z", CLI_P_INT, offsetof(ds_args, dim[2]), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
-    {"t", CLI_P_INT, offsetof(ds_args, dim[3]), 1, INT_MAX, CLI_IN_ALL, NULL, NULL, NULL},
-    {"dims", CLI_P_TEXT, offsetof(ds_args, dims), 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "X,Y,Z,T",
+    {"y", CLI_P_INT, offsetof(ds_args, dim[1]), 1, INT_MAX, 16, CLI_IN_ALL, NULL, NULL, NULL},
+    {"z", CLI_P_INT, offsetof(ds_args, dim[2]), 1, INT_MAX, 16, CLI_IN_ALL, NULL, NULL, NULL},
+    {"t", CLI_P_INT, offsetof(ds_args, dim[3]), 1, INT_MAX, 32, CLI_IN_ALL, NULL, NULL, NULL},
+    {"dims", CLI_P_TEXT, offsetof(ds_args, dims), 0, 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "X,Y,Z,T",
      "the same in one option (not with --x/--y/--z/--t)"},
-    {"kappa", CLI_P_DOUBLE, offsetof(ds_args, kappa), DBL_MIN, DBL_MAX, CLI_IN_ALL, NULL, "K",
+    {"kappa", CLI_P_DOUBLE, offsetof(ds_args, kappa), DBL_MIN, DBL_MAX, DS_KAPPA, CLI_IN_ALL, NULL, "K",
      "hopping parameter (> 0, default 0.125)"},
-    {"recon12", CLI_P_BOOL, offsetof(ds_args, recon12), 0, 1, CLI_IN_ALL, NULL, NULL,
+    {"recon12", CLI_P_BOOL, offsetof(ds_args, recon12), 0, 1, 0, CLI_IN_ALL, NULL, NULL,
      "keep the links as two rows, the third rebuilt in the kernel (the links "
      "must be SU(3)); the conversion is timed apart (layout_seconds); "
      "--no-recon12 (the default) overrides params.json"},
-    {"seed", CLI_P_INT, offsetof(ds_args, seed), 0, INT_MAX, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {"seed", CLI_P_INT, offsetof(ds_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
     {0}};
-
-static void ds_args_init(void *args)
-{
-    ds_args *a = args;
-    memcpy(a->dim, ds_lat[1][1], sizeof a->dim); /* 16 x 16 x 16 x 32 */
-    a->kappa = DS_KAPPA;
-    a->recon12 = 0;
-    a->seed = 1;
-    a->dims = NULL;
-}
 
 static void ds_preset(int size, void *args)
 {
@@ -85,29 +75,7 @@ static void ds_preset(int size, void *args)
 }
 
 /* --dims X,Y,Z,T: the four extents in one option, not together with --x/--y/--z/--t. */
-static int ds_resolve(cli_call *c)
-{
-    ds_args *a = c->args;
-    char why[160], part[32];
-    const char *s = a->dims;
-    if (!a->dims) return 0;
-    for (int k = 0; k < 4; ++k)
-        if (cli_seen(c, ds_dim_names[k]) == CLI_SEEN_OPT)
-            return cli_usage_error(c->prog, "give either --dims or --x/--y/--z/--t, not both");
-    for (int k = 0; k < 4; ++k) {
-        const char *e = strchr(s, ',');
-        const size_t len = e ? (size_t)(e - s) : strlen(s);
-        if ((k < 3) != (e != NULL) || len == 0 || len >= sizeof part)
-            return cli_usage_error(c->prog, "option --dims: '%s' is not X,Y,Z,T", a->dims);
-        memcpy(part, s, len);
-        part[len] = '\0';
-        if (cli_to_int(part, 1, INT_MAX, &a->dim[k], why, sizeof why))
-            return cli_usage_error(c->prog, "option --dims: %s", why);
-        cli_set_seen(c, ds_dim_names[k], CLI_SEEN_OPT);
-        s = e ? e + 1 : s;
-    }
-    return 0;
-}
+static int ds_resolve(cli_call *c) { return cli_extents(c, "dims", ',', ds_dim_names, 4, 0); }
 
 static pk_dslash_params ds_params(const ds_args *a)
 {
@@ -230,7 +198,6 @@ const cli_kernel cli_kernel_dslash = {
     .args_size = sizeof(ds_args),
     .data_size = sizeof(ds_data),
     .params = ds_params_table,
-    .args_init = ds_args_init,
     .preset = ds_preset,
     .resolve = ds_resolve,
     .arrays = ds_arrays,

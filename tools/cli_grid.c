@@ -98,61 +98,61 @@ static const cli_names gr_layouts = {gr_layout_from_name, gr_layout_name, "full,
 /* In the order of params.json, then the options that are no keys of it. */
 #define GR_OFF(field) offsetof(gr_args, field)
 static const cli_param gr_params[] = {
-    {"oversample", CLI_P_INT, GR_OFF(oversample), 2, 1024, CLI_IN_RUN | CLI_IN_PARAMS, NULL,
+    {"oversample", CLI_P_INT, GR_OFF(oversample), 2, 1024, 0, CLI_IN_RUN | CLI_IN_PARAMS, NULL,
      NULL, NULL},
-    {"cell_size_rad", CLI_P_DOUBLE, GR_OFF(cell_size_rad), DBL_MIN, DBL_MAX, CLI_IN_PARAMS, NULL,
+    {"cell_size_rad", CLI_P_DOUBLE, GR_OFF(cell_size_rad), DBL_MIN, DBL_MAX, 0, CLI_IN_PARAMS, NULL,
      NULL, NULL},
-    {"w_scale", CLI_P_DOUBLE, GR_OFF(w_scale), 0, DBL_MAX, CLI_IN_PARAMS, NULL, NULL, NULL},
-    {"grid_size", CLI_P_INT, GR_OFF(grid_size), 2, INT_MAX, CLI_IN_PARAMS, NULL, NULL, NULL},
-    {"num_w_planes", CLI_P_INT, GR_OFF(num_w_planes), 1, INT_MAX, CLI_IN_PARAMS, NULL, NULL, NULL},
-    {"conv_size_half", CLI_P_INT, GR_OFF(conv_size_half), 0, INT_MAX, CLI_IN_PARAMS, NULL, NULL,
+    {"w_scale", CLI_P_DOUBLE, GR_OFF(w_scale), 0, DBL_MAX, 0, CLI_IN_PARAMS, NULL, NULL, NULL},
+    {"grid_size", CLI_P_INT, GR_OFF(grid_size), 2, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL, NULL},
+    {"num_w_planes", CLI_P_INT, GR_OFF(num_w_planes), 1, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL, NULL},
+    {"conv_size_half", CLI_P_INT, GR_OFF(conv_size_half), 0, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL,
      NULL},
-    {"kernel_layout", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, CLI_IN_PARAMS, &gr_layouts, NULL,
+    {"kernel_layout", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, PK_GRID_KERNELS_COMPACT, CLI_IN_PARAMS, &gr_layouts, NULL,
      NULL},
-    {"dataset", CLI_P_TEXT, GR_OFF(dataset), 0, 0, CLI_IN_ALL, NULL, "NAME",
+    {"dataset", CLI_P_TEXT, GR_OFF(dataset), 0, 0, 0, CLI_IN_ALL, NULL, "NAME",
      "the data set generated (run: without --in, in memory, compact kernels): "
      "small (run's default), synthetic (gen's default), el82-70, el56-82, "
      "el30-56 ('portkern gen grid --help' describes them); not with --in, nor "
      "are --scale, --seed, --layout, --unit-vis"},
-    {"scale", CLI_P_DOUBLE, GR_OFF(scale), DBL_MIN, 1, CLI_IN_ALL, NULL, "F",
+    {"scale", CLI_P_DOUBLE, GR_OFF(scale), DBL_MIN, 1, 1, CLI_IN_ALL, NULL, "F",
      "fraction in (0, 1] (default 1): SKA sets keep round(F * 240) time dumps "
      "spread over the same hour-angle range (so the same w range and kernels); "
      "random sets keep the first round(F * n) draws"},
-    {"seed", CLI_P_INT, GR_OFF(seed), 0, INT_MAX, CLI_IN_ALL, NULL, "S",
+    {"seed", CLI_P_INT, GR_OFF(seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
      "seed (default 1) of the visibility order (shuffle) and of the random "
      "sets' uvw: the same seed gives the same bytes"},
-    {"layout", CLI_P_TEXT, GR_OFF(layout), 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "FILE",
+    {"layout", CLI_P_TEXT, GR_OFF(layout), 0, 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "FILE",
      "SKA sets: station layout, one 'E N [U]' line per station in metres "
      "(blanks or commas between; blank and '#' lines skipped), e.g. the "
      "published SKA1-LOW v6 configuration; default: the built-in procedural "
      "512-station layout with the v6 radial distribution"},
-    {"unit-vis", CLI_P_FLAG, GR_OFF(unit_vis), 0, 1, CLI_IN_RUN | CLI_IN_GEN, NULL, NULL,
+    {"unit-vis", CLI_P_FLAG, GR_OFF(unit_vis), 0, 1, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, NULL,
      "every visibility 1 + 0i (for the sum-rule invariant)"},
-    {"kernels", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, CLI_IN_GEN, &gr_layouts, "full|compact",
+    {"kernels", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, PK_GRID_KERNELS_COMPACT, CLI_IN_GEN, &gr_layouts, "full|compact",
      "kernel layout written (default compact)"},
-    {"grid-size", CLI_P_INT, GR_OFF(opt_grid_size), 2, INT_MAX, CLI_IN_RUN, NULL,
+    {"grid-size", CLI_P_INT, GR_OFF(opt_grid_size), 2, INT_MAX, 0, CLI_IN_RUN, NULL,
      "N --oversample N --cell-size RAD --w-scale S",
      "gridding parameters (override params.json's grid_size, oversample, "
      "cell_size_rad, w_scale, or the generated set's; grid size and oversample "
      "even)"},
-    {"cell-size", CLI_P_DOUBLE, GR_OFF(opt_cell_size), DBL_MIN, DBL_MAX, CLI_IN_RUN, NULL, NULL,
+    {"cell-size", CLI_P_DOUBLE, GR_OFF(opt_cell_size), DBL_MIN, DBL_MAX, 0, CLI_IN_RUN, NULL, NULL,
      NULL},
-    {"w-scale", CLI_P_DOUBLE, GR_OFF(opt_w_scale), 0, DBL_MAX, CLI_IN_RUN, NULL, NULL, NULL},
-    {"tile-size", CLI_P_INT, GR_OFF(tile_size), 0, INT_MAX, CLI_IN_RUN, NULL,
+    {"w-scale", CLI_P_DOUBLE, GR_OFF(opt_w_scale), 0, DBL_MAX, 0, CLI_IN_RUN, NULL, NULL, NULL},
+    {"tile-size", CLI_P_INT, GR_OFF(tile_size), 0, INT_MAX, 0, CLI_IN_RUN, NULL,
      "N --central-radius N --tile-factor F",
      "tuning of the tiled variants (0 or absent: the variant's default; "
      "central radius -1: no box; tile factor in [0, 1]: the tiled fraction of "
      "hybrid)"},
-    {"central-radius", CLI_P_INT, GR_OFF(central_radius), -1, INT_MAX, CLI_IN_RUN, NULL, NULL,
+    {"central-radius", CLI_P_INT, GR_OFF(central_radius), -1, INT_MAX, 0, CLI_IN_RUN, NULL, NULL,
      NULL},
-    {"tile-factor", CLI_P_DOUBLE, GR_OFF(tile_factor), 0, 1, CLI_IN_RUN, NULL, NULL, NULL},
-    {"intensity", CLI_P_TEXT, GR_OFF(png), 0, 0, CLI_IN_RUN, NULL, "FILE.png",
+    {"tile-factor", CLI_P_DOUBLE, GR_OFF(tile_factor), 0, 1, -1, CLI_IN_RUN, NULL, NULL, NULL},
+    {"intensity", CLI_P_TEXT, GR_OFF(png), 0, 0, 0, CLI_IN_RUN, NULL, "FILE.png",
      "the NAG report's grid-intensity picture: updates per cell, log colour "
      "scale (jet; black = never updated), grid row 0 at the top, blocks of "
      "cells summed so that no side exceeds 2000 pixels"},
-    {"intensity-touched", CLI_P_FLAG, GR_OFF(touched), 0, 1, CLI_IN_RUN, NULL, NULL,
+    {"intensity-touched", CLI_P_FLAG, GR_OFF(touched), 0, 1, 0, CLI_IN_RUN, NULL, NULL,
      "the picture spans the updated cells' bounding box only"},
-    {"export-kernels", CLI_P_TEXT, GR_OFF(export_dir), 0, 0, CLI_IN_RUN, NULL, "DIR",
+    {"export-kernels", CLI_P_TEXT, GR_OFF(export_dir), 0, 0, 0, CLI_IN_RUN, NULL, "DIR",
      "write the kernel stack as DIR/kernels.npy (full layout), "
      "DIR/support.npy and DIR/kernels.json"},
     {0}};
@@ -162,16 +162,6 @@ static const char *const gr_info_keys[] = {
     "num_vis", "max_support", "image_size", "fft_size", "max_w", "max_abs_w_data",
     "num_beyond_max_w", "num_stations", "num_times", "layout", "frequency_hz", "unit_vis",
     "recipe", NULL};
-
-static void gr_args_init(void *args)
-{
-    gr_args *a = args;
-    memset(a, 0, sizeof *a);
-    a->kernel_layout = PK_GRID_KERNELS_COMPACT;
-    a->scale = 1.0;
-    a->seed = 1;
-    a->tile_factor = -1.0;
-}
 
 /* small: ~50k visibilities on a 1024 grid; paper: el82-70 at a tenth of its dumps (3.1 M
  * visibilities on the 18000 grid); large: the whole el82-70 set. */
@@ -1024,7 +1014,6 @@ const cli_kernel cli_kernel_grid = {
     .args_size = sizeof(gr_args),
     .data_size = sizeof(gr_data),
     .params = gr_params,
-    .args_init = gr_args_init,
     .preset = gr_preset,
     .resolve = gr_resolve,
     .arrays = gr_arrays,

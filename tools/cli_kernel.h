@@ -41,6 +41,7 @@ typedef struct cli_param {
     cli_ptype type;
     size_t off;       /* offset of the value in the kernel's args struct */
     double min, max;  /* INT, COUNT, DOUBLE: accepted closed range */
+    double def;       /* the default (NAME: its id; BOOL, FLAG: 0 or 1; TEXT: NULL always) */
     unsigned in;      /* CLI_IN_* */
     const cli_names *names; /* NAME */
     /* Its lines in `run/gen KERNEL --help` (options only): "--name ARG  help", the help
@@ -70,6 +71,14 @@ typedef struct cli_call {
 /** 0, CLI_SEEN_OPT or CLI_SEEN_FILE for the parameter `name` of the call's kernel. */
 int cli_seen(const cli_call *c, const char *name);
 void cli_set_seen(cli_call *c, const char *name, int how);
+
+/** A TEXT option that gives several INT parameters at once (magicfilter3d's --size N1xN2xN3,
+ *  dslash's --dims X,Y,Z,T): its sep-separated integers, each in its parameter's range, into
+ *  names[0..n) (with `one`, a single integer into all of them), marked as given on the command
+ *  line; not together with any of them.  0 (also when the option is absent) or the usage
+ *  error's exit code. */
+int cli_extents(cli_call *c, const char *option, char sep, const char *const *names, int n,
+                int one);
 
 /** The values of a parsed params.json (path names it in messages) for what the command line
  *  did not set: a key the kernel does not know is a warning, a value of the wrong type or
@@ -212,7 +221,6 @@ struct cli_kernel {
     const char *(*variants)(pk_backend_id be);
     size_t args_size, data_size;
     const cli_param *params;
-    void (*args_init)(void *args);
     void (*preset)(int size, void *args); /* CLI_SMALL..CLI_LARGE: the sizes of bench */
     int (*resolve)(cli_call *c); /* optional: after options and params.json */
     const cli_array *arrays;
@@ -247,7 +255,7 @@ struct cli_kernel {
     void (*data_free)(void *data); /* optional: what the data holds beyond the table's arrays */
     const char *flops_model, *bytes_model; /* what the library's counts mean, in words */
 
-    /* bench: args_init and the preset of the size, then case c of it (optional: one case);
+    /* bench: the defaults and the preset of the size, then case c of it (optional: one case);
      * returns the data set the case runs on (cases of a data set share its inputs, outputs
      * and reference, of the runs of a row), or -1 past the last case. */
     int (*bench_case)(int size, int c, void *args);
@@ -268,6 +276,8 @@ extern const cli_kernel *const cli_kernels[];
 const cli_kernel *cli_kernel_find(const char *name);
 /** The kernel operand of a run/gen command line (argv after the command), or NULL. */
 const char *cli_kernel_operand(int argc, char **argv);
+/** The parameters' defaults into a kernel's args. */
+void cli_args_init(const cli_kernel *k, void *args);
 /** `portkern run --help` / `gen --help`: the kernels and their one-line summaries. */
 void cli_kernels_usage(FILE *f, const char *cmd);
 

@@ -31,8 +31,10 @@
 /* The two grids (l, iterations per run) of each bench size; --preset takes the first.
  * small: in cache / just beyond; paper: the paper's 2048^2 (16.8 MB per field) and 4096^2;
  * large: 4096^2 and 8192^2 (268 MB per field), both far beyond the caches. */
+#define LP_PAPER_L 2048 /* the default: the paper's grid */
+#define LP_PAPER_COUNT 10
 static const int lp_grid[3][2][2] = {
-    {{256, 20}, {1024, 10}}, {{2048, 10}, {4096, 8}}, {{4096, 8}, {8192, 4}}};
+    {{256, 20}, {1024, 10}}, {{LP_PAPER_L, LP_PAPER_COUNT}, {4096, 8}}, {{4096, 8}, {8192, 4}}};
 
 typedef struct lp_args {
     int l, count, layout, nw, seed; /* layout -1: auto */
@@ -65,34 +67,23 @@ static const char *lp_layout_name(int id) { return id < 0 ? "auto" : pk_laplace2
 static const cli_names lp_layouts = {lp_layout_from_name, lp_layout_name, "lexi, hvfo, auto"};
 
 static const cli_param lp_params_table[] = {
-    {"l", CLI_P_INT, offsetof(lp_args, l), 1, LP_MAX_L, CLI_IN_ALL, NULL, "N",
+    {"l", CLI_P_INT, offsetof(lp_args, l), 1, LP_MAX_L, LP_PAPER_L, CLI_IN_ALL, NULL, "N",
      "lattice extent (default 2048, the paper's; --preset takes the first grid "
      "of bench: small 256, paper 2048, large 4096, with its count)"},
-    {"count", CLI_P_INT, offsetof(lp_args, count), 0, INT_MAX, CLI_IN_ALL, NULL, "N",
+    {"count", CLI_P_INT, offsetof(lp_args, count), 0, INT_MAX, LP_PAPER_COUNT, CLI_IN_ALL, NULL, "N",
      "iterations (default 10)"},
-    {"sigma", CLI_P_DOUBLE, offsetof(lp_args, sigma), FLT_MIN, FLT_MAX, CLI_IN_ALL, NULL, "S",
+    {"sigma", CLI_P_DOUBLE, offsetof(lp_args, sigma), FLT_MIN, FLT_MAX, LP_SIGMA, CLI_IN_ALL, NULL, "S",
      "> 0 (default 0.1), applied in float"},
-    {"layout", CLI_P_NAME, offsetof(lp_args, layout), 0, 0, CLI_IN_ALL, &lp_layouts, "L",
+    {"layout", CLI_P_NAME, offsetof(lp_args, layout), 0, 0, -1, CLI_IN_ALL, &lp_layouts, "L",
      "the layout the kernel runs on: hvfo (Hopping Vector-Friendly Ordering, "
      "pho[y][x'][w] = phi[y][w*l/nw + x'], needs l % nw == 0), lexi (phi[y][x], "
      "any l) or auto (default: hvfo when l is a multiple of nw, else lexi). "
      "Input and output are lexicographic either way; the reorder is timed "
      "apart (layout_seconds)"},
-    {"nw", CLI_P_INT, offsetof(lp_args, nw), 0, LP_MAX_L, CLI_IN_ALL, NULL, "N",
+    {"nw", CLI_P_INT, offsetof(lp_args, nw), 0, LP_MAX_L, 0, CLI_IN_ALL, NULL, "N",
      "hvfo lanes (default 0: 16, one 64-byte line)"},
-    {"seed", CLI_P_INT, offsetof(lp_args, seed), 0, INT_MAX, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {"seed", CLI_P_INT, offsetof(lp_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
     {0}};
-
-static void lp_args_init(void *args)
-{
-    lp_args *a = args;
-    a->l = lp_grid[1][0][0]; /* the paper's 2048 */
-    a->count = lp_grid[1][0][1];
-    a->sigma = LP_SIGMA;
-    a->layout = -1;
-    a->nw = 0;
-    a->seed = 1;
-}
 
 static void lp_preset(int size, void *args)
 {
@@ -295,7 +286,6 @@ const cli_kernel cli_kernel_laplace2d = {
     .args_size = sizeof(lp_args),
     .data_size = sizeof(lp_data),
     .params = lp_params_table,
-    .args_init = lp_args_init,
     .preset = lp_preset,
     .arrays = lp_arrays,
     .generate = lp_generate,

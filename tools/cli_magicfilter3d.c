@@ -87,32 +87,21 @@ static size_t mf_extents(const mf_args *a, int in, size_t shape[3])
 static const cli_names mf_bcs = {mf_bc_from_name, mf_bc_name, "periodic, grow, shrink"};
 
 static const cli_param mf_params_table[] = {
-    {"n1", CLI_P_INT, offsetof(mf_args, n1), 1, MF_NMAX, CLI_IN_ALL, NULL, "N --n2 N --n3 N",
+    {"n1", CLI_P_INT, offsetof(mf_args, n1), 1, MF_NMAX, MF_PAPER_N1, CLI_IN_ALL, NULL, "N --n2 N --n3 N",
      "grid points per axis (default 128 x 126 x 130, the paper's); --preset "
      "small: 32 x 30 x 34, paper: 128 x 126 x 130, large: 384^3 (grids of the bench)"},
-    {"n2", CLI_P_INT, offsetof(mf_args, n2), 1, MF_NMAX, CLI_IN_ALL, NULL, NULL, NULL},
-    {"n3", CLI_P_INT, offsetof(mf_args, n3), 1, MF_NMAX, CLI_IN_ALL, NULL, NULL, NULL},
-    {"size", CLI_P_TEXT, offsetof(mf_args, size), 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "N1xN2xN3",
+    {"n2", CLI_P_INT, offsetof(mf_args, n2), 1, MF_NMAX, MF_PAPER_N2, CLI_IN_ALL, NULL, NULL, NULL},
+    {"n3", CLI_P_INT, offsetof(mf_args, n3), 1, MF_NMAX, MF_PAPER_N3, CLI_IN_ALL, NULL, NULL, NULL},
+    {"size", CLI_P_TEXT, offsetof(mf_args, size), 0, 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "N1xN2xN3",
      "the same in one option (or --size N for N^3)"},
-    {"transpose", CLI_P_BOOL, offsetof(mf_args, transpose), 0, 1, CLI_IN_ALL, NULL, NULL,
+    {"transpose", CLI_P_BOOL, offsetof(mf_args, transpose), 0, 1, 0, CLI_IN_ALL, NULL, NULL,
      "MFT, the transposed filter (BigDFT convrot_t; default: MF); "
      "--no-transpose: MF, over params.json"},
-    {"bc", CLI_P_NAME, offsetof(mf_args, bc), 0, 0, CLI_IN_ALL, &mf_bcs, "BC",
+    {"bc", CLI_P_NAME, offsetof(mf_args, bc), 0, 0, PK_MF_PERIODIC, CLI_IN_ALL, &mf_bcs, "BC",
      "periodic (default), grow (free BC: n -> n+15 points per axis) or "
      "shrink (free BC: n+15 -> n)"},
-    {"seed", CLI_P_INT, offsetof(mf_args, seed), 0, INT_MAX, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {"seed", CLI_P_INT, offsetof(mf_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
     {0}};
-
-static void mf_args_init(void *args)
-{
-    mf_args *a = args;
-    a->n1 = MF_PAPER_N1;
-    a->n2 = MF_PAPER_N2;
-    a->n3 = MF_PAPER_N3;
-    a->transpose = 0;
-    a->bc = PK_MF_PERIODIC;
-    a->seed = 1;
-}
 
 static void mf_preset(int size, void *args)
 {
@@ -127,38 +116,11 @@ static void mf_preset(int size, void *args)
 static int mf_resolve(cli_call *c)
 {
     static const char *const names[3] = {"n1", "n2", "n3"};
-    mf_args *a = c->args;
-    if (a->size) {
-        int v[3], k = 0;
-        char why[160], part[32];
-        const char *s = a->size;
-        if (cli_seen(c, "n1") == CLI_SEEN_OPT || cli_seen(c, "n2") == CLI_SEEN_OPT ||
-            cli_seen(c, "n3") == CLI_SEEN_OPT)
-            return cli_usage_error(c->prog, "give either --size or --n1/--n2/--n3, not both");
-        for (;;) {
-            const char *e = strchr(s, 'x');
-            size_t len = e ? (size_t)(e - s) : strlen(s);
-            if (k == 3 || len == 0 || len >= sizeof part)
-                return cli_usage_error(c->prog, "option --size: '%s' is not N or N1xN2xN3",
-                                       a->size);
-            memcpy(part, s, len);
-            part[len] = '\0';
-            if (cli_to_int(part, 1, MF_NMAX, &v[k++], why, sizeof why))
-                return cli_usage_error(c->prog, "option --size: %s", why);
-            if (!e) break;
-            s = e + 1;
-        }
-        if (k == 2)
-            return cli_usage_error(c->prog, "option --size: '%s' is not N or N1xN2xN3", a->size);
-        a->n1 = v[0];
-        a->n2 = k == 3 ? v[1] : v[0];
-        a->n3 = k == 3 ? v[2] : v[0];
-        for (k = 0; k < 3; ++k) cli_set_seen(c, names[k], CLI_SEEN_OPT);
-    }
+    const int rc = cli_extents(c, "size", 'x', names, 3, 1);
     /* --bc given: x.npy's shape decides the sizes (params.json's are those of its own bc) */
     for (int k = 0; k < 3 && cli_seen(c, "bc") == CLI_SEEN_OPT; ++k)
         if (cli_seen(c, names[k]) == CLI_SEEN_FILE) cli_set_seen(c, names[k], 0);
-    return 0;
+    return rc;
 }
 
 static pk_magicfilter3d_params mf_params(const mf_args *a)
@@ -433,7 +395,6 @@ const cli_kernel cli_kernel_magicfilter3d = {
     .args_size = sizeof(mf_args),
     .data_size = sizeof(mf_data),
     .params = mf_params_table,
-    .args_init = mf_args_init,
     .preset = mf_preset,
     .resolve = mf_resolve,
     .arrays = mf_arrays,
