@@ -73,11 +73,13 @@ static const cli_param cv_params_table[] = {
     {"kh", CLI_P_INT, offsetof(cv_args, kh), 1, INT_MAX, CV_FRAME_K, CLI_IN_ALL, NULL, "N --kw N",
      "PSF size (default 11 x 11)"},
     {"kw", CLI_P_INT, offsetof(cv_args, kw), 1, INT_MAX, CV_FRAME_K, CLI_IN_ALL, NULL, NULL, NULL},
-    {"method", CLI_P_NAME, offsetof(cv_args, method), 0, 0, PK_CONV2D_AUTO, CLI_IN_ALL, &cv_methods, "M",
+    {"method", CLI_P_NAME, offsetof(cv_args, method), 0, 0, PK_CONV2D_AUTO, CLI_IN_ALL,
+     &cv_methods, "M",
      "direct, fft or auto (default): auto takes the FFT from a PSF size "
      "measured on the CPU (docs/PERFORMANCE.md); a backend without an FFT "
      "variant runs direct and says so in \"reason\"; --variant overrides it"},
-    {"seed", CLI_P_INT, offsetof(cv_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {"seed", CLI_P_INT, offsetof(cv_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
+     CLI_SEED_HELP},
     {"norm", CLI_P_FLAG, offsetof(cv_args, norm), 0, 1, 0, CLI_IN_RUN, NULL, NULL,
      "--verify norm-wise (||ref - out||_2 <= rtol ||out||_2) instead of "
      "element-wise: for data with outputs near zero through the FFT"},

@@ -53,7 +53,8 @@ static const cli_param d3_params_table[] = {
     {"scale", CLI_P_DOUBLE, offsetof(d3_args, scale), 0, DBL_MAX, 1, CLI_IN_GEN, NULL, "F",
      "multiply each size by F (> 0; rounded, at least 1)"},
     /* recorded by gen: the cosine field does not depend on it */
-    {"seed", CLI_P_INT, offsetof(d3_args, seed), 0, INT_MAX, 0, CLI_IN_GEN | CLI_IN_PARAMS, NULL, "S",
+    {"seed", CLI_P_INT, offsetof(d3_args, seed), 0, INT_MAX, 0, CLI_IN_GEN | CLI_IN_PARAMS, NULL,
+     "S",
      "recorded in params.json; the cosine field is deterministic"},
     {0}};
 

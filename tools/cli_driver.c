@@ -378,7 +378,6 @@ int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype d
                            d ? d : "?", shape);
 }
 
-/* ---- verdicts ---------------------------------------------------------------------------- */
 /* ---- arrays ----------------------------------------------------------------------------- */
 static size_t param_count(const cli_kernel *k, const void *args, int i)
 {

@@ -51,7 +51,8 @@ static const cli_array ds_arrays[] = {
 static const char *const ds_dim_names[4] = {"x", "y", "z", "t"};
 
 static const cli_param ds_params_table[] = {
-    {"x", CLI_P_INT, offsetof(ds_args, dim[0]), 1, INT_MAX, 16, CLI_IN_ALL, NULL, "N --y N --z N --t N",
+    {"x", CLI_P_INT, offsetof(ds_args, dim[0]), 1, INT_MAX, 16, CLI_IN_ALL, NULL,
+     "N --y N --z N --t N",
      "lattice extents (default 16 x 16 x 16 x 32; --preset takes "
      "the larger lattice of bench: small 16x16x16x8, paper 16x16x16x32, large "
      "24x24x24x48)"},
@@ -60,13 +61,15 @@ static const cli_param ds_params_table[] = {
     {"t", CLI_P_INT, offsetof(ds_args, dim[3]), 1, INT_MAX, 32, CLI_IN_ALL, NULL, NULL, NULL},
     {"dims", CLI_P_TEXT, offsetof(ds_args, dims), 0, 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "X,Y,Z,T",
      "the same in one option (not with --x/--y/--z/--t)"},
-    {"kappa", CLI_P_DOUBLE, offsetof(ds_args, kappa), DBL_MIN, DBL_MAX, DS_KAPPA, CLI_IN_ALL, NULL, "K",
+    {"kappa", CLI_P_DOUBLE, offsetof(ds_args, kappa), DBL_MIN, DBL_MAX, DS_KAPPA, CLI_IN_ALL, NULL,
+     "K",
      "hopping parameter (> 0, default 0.125)"},
     {"recon12", CLI_P_BOOL, offsetof(ds_args, recon12), 0, 1, 0, CLI_IN_ALL, NULL, NULL,
      "keep the links as two rows, the third rebuilt in the kernel (the links "
      "must be SU(3)); the conversion is timed apart (layout_seconds); "
      "--no-recon12 (the default) overrides params.json"},
-    {"seed", CLI_P_INT, offsetof(ds_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {"seed", CLI_P_INT, offsetof(ds_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
+     CLI_SEED_HELP},
     {0}};
 
 static void ds_preset(int size, void *args)

@@ -104,10 +104,12 @@ static const cli_param gr_params[] = {
      NULL, NULL},
     {"w_scale", CLI_P_DOUBLE, GR_OFF(w_scale), 0, DBL_MAX, 0, CLI_IN_PARAMS, NULL, NULL, NULL},
     {"grid_size", CLI_P_INT, GR_OFF(grid_size), 2, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL, NULL},
-    {"num_w_planes", CLI_P_INT, GR_OFF(num_w_planes), 1, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL, NULL},
+    {"num_w_planes", CLI_P_INT, GR_OFF(num_w_planes), 1, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL,
+     NULL},
     {"conv_size_half", CLI_P_INT, GR_OFF(conv_size_half), 0, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL,
      NULL},
-    {"kernel_layout", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, PK_GRID_KERNELS_COMPACT, CLI_IN_PARAMS, &gr_layouts, NULL,
+    {"kernel_layout", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, PK_GRID_KERNELS_COMPACT,
+     CLI_IN_PARAMS, &gr_layouts, NULL,
      NULL},
     {"dataset", CLI_P_TEXT, GR_OFF(dataset), 0, 0, 0, CLI_IN_ALL, NULL, "NAME",
      "the data set generated (run: without --in, in memory, compact kernels): "
@@ -128,7 +130,8 @@ static const cli_param gr_params[] = {
      "512-station layout with the v6 radial distribution"},
     {"unit-vis", CLI_P_FLAG, GR_OFF(unit_vis), 0, 1, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, NULL,
      "every visibility 1 + 0i (for the sum-rule invariant)"},
-    {"kernels", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, PK_GRID_KERNELS_COMPACT, CLI_IN_GEN, &gr_layouts, "full|compact",
+    {"kernels", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, PK_GRID_KERNELS_COMPACT, CLI_IN_GEN,
+     &gr_layouts, "full|compact",
      "kernel layout written (default compact)"},
     {"grid-size", CLI_P_INT, GR_OFF(opt_grid_size), 2, INT_MAX, 0, CLI_IN_RUN, NULL,
      "N --oversample N --cell-size RAD --w-scale S",
@@ -678,22 +681,12 @@ static int gr_export_kernels(const char *prog, const char *dir, const gr_data *g
     const float *out = g->kernels;
     int half = p->conv_size_half;
     if (p->kernel_layout == PK_GRID_KERNELS_COMPACT) {
-        half = 0;
-        for (int i = 0; i < P; ++i)
-            if (kernel_m(p, g->support[i]) > half) half = kernel_m(p, g->support[i]);
-        full = calloc(2 * (size_t)half * half * P, sizeof *full);
-        if (!full) {
-            fprintf(stderr, "%s: out of host memory for the full kernel stack\n", prog);
-            return CLI_EXIT_FAIL;
-        }
-        size_t off = 0;
-        for (int i = 0; i < P; ++i) {
-            const size_t m = (size_t)kernel_m(p, g->support[i]);
-            for (size_t y = 0; y < m; ++y)
-                memcpy(full + 2 * (((size_t)i * half + y) * half), g->kernels + 2 * (off + y * m),
-                       2 * m * sizeof(float));
-            off += m * m;
-        }
+        pk_gg_kernels k = {{0}, 0, (int32_t *)g->support, NULL, (float *)g->kernels, 0, 0};
+        char why[256];
+        k.kp.num_w_planes = P;
+        k.kp.oversample = p->oversample;
+        pk_status s = pk_gg_kernels_full(&k, &half, &full, why, sizeof why); /* reads only */
+        if (s != PK_OK) return gg_error(prog, s, why);
         out = full;
     }
     const size_t kshape[3] = {(size_t)P, (size_t)half, (size_t)half}, sshape[1] = {(size_t)P};
@@ -768,30 +761,6 @@ static pk_status gr_reference(const gr_data *g, double *ref, gr_check *c)
     return s;
 }
 
-static void gr_check_grid(const gr_data *g, const float *grid, double norm, int64_t skipped,
-                          const double *ref, double rtol, gr_check *c)
-{
-    gr_compare(grid, ref, 2 * (size_t)g->p.grid_size * g->p.grid_size, rtol, &c->rep);
-    c->norm_rel_diff = c->norm_ref != 0 ? fabs(norm - c->norm_ref) / fabs(c->norm_ref)
-                                        : fabs(norm);
-    c->skipped_equal = skipped == c->skipped_ref;
-    c->equal = c->rep.equal && c->norm_rel_diff <= GR_NORM_RTOL && c->skipped_equal;
-}
-
-/* The driver's verdict: the differ's figures, "equal" the whole verdict (grid, norm and
- * num_skipped), failures named as [v][u][re/im]. */
-static void gr_verdict(const gr_check *c, int grid_size, cli_verdict *v)
-{
-    v->rep = c->rep;
-    v->rep.equal = c->equal;
-    snprintf(v->note, sizeof v->note, "norm rel diff %.3g, num_skipped %s", c->norm_rel_diff,
-             c->skipped_equal ? "equal" : "DIFFERS");
-    v->norm = 1;
-    v->shape[0] = v->shape[1] = (size_t)grid_size;
-    v->shape[2] = 2;
-    v->ndim = 3;
-}
-
 /* ---- run --------------------------------------------------------------------------------- */
 /* The plan keeps only the kernels (bench: resident); each run grids the visibilities into a
  * zeroed grid, so there is nothing to upload or download. */
@@ -824,12 +793,27 @@ static pk_status gr_run_reference(const void *args, void *data, int runs)
     return gr_reference(g, g->ref, &g->chk);
 }
 
-static pk_status gr_run_check(const void *args, void *data, cli_verdict *v)
+/* The verdict: the grid norm-wise, the norm and num_skipped; "equal" the whole verdict,
+ * failures named as [v][u][re/im]. */
+static pk_status gr_verify(const void *args, void *data, cli_verdict *v)
 {
     gr_data *g = data;
-    gr_check_grid(g, g->grid, g->norm, g->skipped, g->ref, v->rtol, &g->chk);
+    gr_check *c = &g->chk;
+    const size_t G = (size_t)g->p.grid_size;
+    gr_compare(g->grid, g->ref, 2 * G * G, v->rtol, &c->rep);
+    c->norm_rel_diff = c->norm_ref != 0 ? fabs(g->norm - c->norm_ref) / fabs(c->norm_ref)
+                                        : fabs(g->norm);
+    c->skipped_equal = g->skipped == c->skipped_ref;
+    c->equal = c->rep.equal && c->norm_rel_diff <= GR_NORM_RTOL && c->skipped_equal;
     g->verified = 1;
-    gr_verdict(&g->chk, g->p.grid_size, v);
+    v->rep = c->rep;
+    v->rep.equal = c->equal;
+    snprintf(v->note, sizeof v->note, "norm rel diff %.3g, num_skipped %s", c->norm_rel_diff,
+             c->skipped_equal ? "equal" : "DIFFERS");
+    v->norm = 1;
+    v->shape[0] = v->shape[1] = G;
+    v->shape[2] = 2;
+    v->ndim = 3;
     return PK_OK;
 }
 
@@ -926,9 +910,11 @@ static void gr_report(cli_bench_result *res)
 {
     const gr_data *g = res->data[0];
     double serial_ups = NAN;
-    for (int i = 0; i < res->nrows; ++i)
-        if (res->rows[i].status == CLI_ROW_OK && strcmp(res->rows[i].variant, "serial") == 0)
-            serial_ups = cli_rate(res->rows[i].info.flops / GR_FLOPS_PER_UPDATE, res->rows[i].t_min);
+    for (int i = 0; i < res->nrows; ++i) {
+        const cli_bench_row *r = &res->rows[i];
+        if (r->status == CLI_ROW_OK && strcmp(r->variant, "serial") == 0)
+            serial_ups = cli_rate(r->info.flops / GR_FLOPS_PER_UPDATE, r->t_min);
+    }
     printf("\n%-7s  %-13s  %10s  %11s  %9s   (at the best kernel time)\n", "backend", "variant",
            "Mvis/s", "Gupdates/s", "x serial");
     for (int i = 0; i < res->nrows; ++i) {
@@ -1026,7 +1012,7 @@ const cli_kernel cli_kernel_grid = {
     .rtol = GR_RTOL,
     .verify_rule = GR_VERIFY_RULE,
     .reference = gr_run_reference,
-    .check = gr_run_check,
+    .check = gr_verify,
     .write_outputs = gr_write_outputs,
     .run_json = gr_run_json,
     .data_free = gr_data_free,

@@ -70,9 +70,11 @@ static const cli_param lp_params_table[] = {
     {"l", CLI_P_INT, offsetof(lp_args, l), 1, LP_MAX_L, LP_PAPER_L, CLI_IN_ALL, NULL, "N",
      "lattice extent (default 2048, the paper's; --preset takes the first grid "
      "of bench: small 256, paper 2048, large 4096, with its count)"},
-    {"count", CLI_P_INT, offsetof(lp_args, count), 0, INT_MAX, LP_PAPER_COUNT, CLI_IN_ALL, NULL, "N",
+    {"count", CLI_P_INT, offsetof(lp_args, count), 0, INT_MAX, LP_PAPER_COUNT, CLI_IN_ALL, NULL,
+     "N",
      "iterations (default 10)"},
-    {"sigma", CLI_P_DOUBLE, offsetof(lp_args, sigma), FLT_MIN, FLT_MAX, LP_SIGMA, CLI_IN_ALL, NULL, "S",
+    {"sigma", CLI_P_DOUBLE, offsetof(lp_args, sigma), FLT_MIN, FLT_MAX, LP_SIGMA, CLI_IN_ALL, NULL,
+     "S",
      "> 0 (default 0.1), applied in float"},
     {"layout", CLI_P_NAME, offsetof(lp_args, layout), 0, 0, -1, CLI_IN_ALL, &lp_layouts, "L",
      "the layout the kernel runs on: hvfo (Hopping Vector-Friendly Ordering, "
@@ -82,7 +84,8 @@ static const cli_param lp_params_table[] = {
      "apart (layout_seconds)"},
     {"nw", CLI_P_INT, offsetof(lp_args, nw), 0, LP_MAX_L, 0, CLI_IN_ALL, NULL, "N",
      "hvfo lanes (default 0: 16, one 64-byte line)"},
-    {"seed", CLI_P_INT, offsetof(lp_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {"seed", CLI_P_INT, offsetof(lp_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
+     CLI_SEED_HELP},
     {0}};
 
 static void lp_preset(int size, void *args)

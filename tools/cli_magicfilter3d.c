@@ -87,12 +87,14 @@ static size_t mf_extents(const mf_args *a, int in, size_t shape[3])
 static const cli_names mf_bcs = {mf_bc_from_name, mf_bc_name, "periodic, grow, shrink"};
 
 static const cli_param mf_params_table[] = {
-    {"n1", CLI_P_INT, offsetof(mf_args, n1), 1, MF_NMAX, MF_PAPER_N1, CLI_IN_ALL, NULL, "N --n2 N --n3 N",
+    {"n1", CLI_P_INT, offsetof(mf_args, n1), 1, MF_NMAX, MF_PAPER_N1, CLI_IN_ALL, NULL,
+     "N --n2 N --n3 N",
      "grid points per axis (default 128 x 126 x 130, the paper's); --preset "
      "small: 32 x 30 x 34, paper: 128 x 126 x 130, large: 384^3 (grids of the bench)"},
     {"n2", CLI_P_INT, offsetof(mf_args, n2), 1, MF_NMAX, MF_PAPER_N2, CLI_IN_ALL, NULL, NULL, NULL},
     {"n3", CLI_P_INT, offsetof(mf_args, n3), 1, MF_NMAX, MF_PAPER_N3, CLI_IN_ALL, NULL, NULL, NULL},
-    {"size", CLI_P_TEXT, offsetof(mf_args, size), 0, 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "N1xN2xN3",
+    {"size", CLI_P_TEXT, offsetof(mf_args, size), 0, 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL,
+     "N1xN2xN3",
      "the same in one option (or --size N for N^3)"},
     {"transpose", CLI_P_BOOL, offsetof(mf_args, transpose), 0, 1, 0, CLI_IN_ALL, NULL, NULL,
      "MFT, the transposed filter (BigDFT convrot_t; default: MF); "
@@ -100,7 +102,8 @@ static const cli_param mf_params_table[] = {
     {"bc", CLI_P_NAME, offsetof(mf_args, bc), 0, 0, PK_MF_PERIODIC, CLI_IN_ALL, &mf_bcs, "BC",
      "periodic (default), grow (free BC: n -> n+15 points per axis) or "
      "shrink (free BC: n+15 -> n)"},
-    {"seed", CLI_P_INT, offsetof(mf_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {"seed", CLI_P_INT, offsetof(mf_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
+     CLI_SEED_HELP},
     {0}};
 
 static void mf_preset(int size, void *args)
@@ -221,7 +224,8 @@ static int mf_case_runs(const void *args, const char *variant)
 {
     const mf_args *a = args;
     const int *g = mf_grids[0][0];
-    return strcmp(variant, "serial-direct") != 0 || (a->n1 == g[0] && a->n2 == g[1] && a->n3 == g[2]);
+    return strcmp(variant, "serial-direct") != 0 ||
+           (a->n1 == g[0] && a->n2 == g[1] && a->n3 == g[2]);
 }
 
 static void mf_describe(const cli_bench_result *res)

@@ -46,16 +46,19 @@ static const cli_names s3_layouts = {pk_su3_layout_from_name, s3_layout_name,
                                      "aos, short, padded, vfo, hvfo, recon12"};
 
 static const cli_param s3_params[] = {
-    {"nv", CLI_P_COUNT, offsetof(s3_args, nv), 1, (double)S3_MAX_NV, S3_PAPER_NV, CLI_IN_ALL, NULL, "N",
+    {"nv", CLI_P_COUNT, offsetof(s3_args, nv), 1, (double)S3_MAX_NV, S3_PAPER_NV, CLI_IN_ALL, NULL,
+     "N",
      "sites (default 3840*1024, the paper's)"},
-    {"layout", CLI_P_NAME, offsetof(s3_args, layout), 0, 0, PK_SU3_HVFO, CLI_IN_ALL, &s3_layouts, "L",
+    {"layout", CLI_P_NAME, offsetof(s3_args, layout), 0, 0, PK_SU3_HVFO, CLI_IN_ALL, &s3_layouts,
+     "L",
      "the data layout the kernel runs on: hvfo (default), aos (the baseline), "
      "short (8 stored elements, u22 rebuilt), padded (192 B per link), vfo "
      "(u[3][3][nv]), recon12 (two rows, the third rebuilt); converted from and "
      "to AoS on the host, timed apart (layout_seconds)"},
     {"nw", CLI_P_INT, offsetof(s3_args, nw), 0, PK_SU3_NW_MAX, 0, CLI_IN_ALL, NULL, "N",
      "hvfo sites per block (default 0: one AVX-512 vector)"},
-    {"seed", CLI_P_INT, offsetof(s3_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S", CLI_SEED_HELP},
+    {"seed", CLI_P_INT, offsetof(s3_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
+     CLI_SEED_HELP},
     {0}};
 
 static void s3_preset(int size, void *args)

@@ -1,6 +1,6 @@
 /* portkern-probe - what this machine can run: every backend (usable or not, and why), every
- * device, each device's measured copy bandwidth and, on the host backends, the FMA peak.  Always exits 0 once the probe ran:
- * a missing backend is a finding, not an error. */
+ * device, each device's measured copy bandwidth and, on the host backends, the FMA peak.
+ * Always exits 0 once the probe ran: a missing backend is a finding, not an error. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
