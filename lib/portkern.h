@@ -412,6 +412,14 @@ typedef struct pk_grid_data {
  *  p and support: every support in [0, ...] and, for FULL, within conv_size_half). */
 PK_API pk_status pk_grid_kernel_count(const pk_grid_params *p, const int32_t *support,
                                       size_t *complex_count);
+/** Where visibility i of d is gridded (the geometry of section 1.2 above, as every variant
+ *  computes it): its centre cell, grid[*v][*u], and the support s of its w-plane, so that it
+ *  updates the (2 s + 1)^2 cells around it; -1 when it is skipped (its footprint leaves the
+ *  grid, or a value is not finite), and for a NULL pointer or i >= d->num_vis.  p and support
+ *  as pk_grid_kernel_count accepts them, not checked again (one call per visibility: a
+ *  picture of the updates, a histogram). */
+PK_API int pk_grid_locate(const pk_grid_params *p, const int32_t *support, const pk_grid_data *d,
+                          size_t i, int *u, int *v);
 /** The FULL stack compacted: per plane the [m][m] corner that can be read. */
 PK_API pk_status pk_grid_compact_kernels(const pk_grid_params *p, const int32_t *support,
                                          const float *full, float *compact);

@@ -479,29 +479,6 @@ static void gr_params_info(cli_json *j, const void *args, const void *data)
 }
 
 /* ---- the grid-intensity picture (NAG report, Listing 2: updates per cell) ------------- */
-/* The geometry of docs/KERNELS.md 1 exactly as the library's (lib/ref/grid_ref.c pk_gr_locate):
- * float arithmetic, roundf, the guards before any float-to-int conversion.  Returns the
- * support and the centre cell, or -1 when the visibility is skipped. */
-static int gr_footprint(const pk_grid_params *p, const int32_t *support, const pk_grid_data *d,
-                        size_t i, int *gu, int *gv)
-{
-    const float uu = d->uu[i], vv = d->vv[i], ww = d->ww[i];
-    if (!isfinite(uu) || !isfinite(vv) || !isfinite(ww) || !isfinite(d->vis[2 * i]) ||
-        !isfinite(d->vis[2 * i + 1]) || !isfinite(d->weight[i]))
-        return -1;
-    const int g = p->grid_size;
-    const float grid_scale = (float)(g * p->cell_size_rad);
-    const float ru = roundf(-uu * grid_scale), rv = roundf(vv * grid_scale);
-    if (!(fabsf(ru) <= (float)g) || !(fabsf(rv) <= (float)g)) return -1;
-    const float wf = roundf(sqrtf(fabsf(ww * (float)p->w_scale)));
-    const int w = wf < (float)(p->num_w_planes - 1) ? (int)wf : p->num_w_planes - 1;
-    const int s = support[w];
-    *gu = (int)ru + g / 2;
-    *gv = (int)rv + g / 2;
-    if (*gu - s < 0 || *gu + s >= g || *gv - s < 0 || *gv + s >= g) return -1;
-    return s;
-}
-
 /* CRC-32 (PNG, zlib: reflected 0xEDB88320) and Adler-32, to write PNG without zlib. */
 static uint32_t crc32_update(uint32_t crc, const unsigned char *b, size_t n)
 {
@@ -613,7 +590,7 @@ static int gr_write_intensity(const char *prog, const char *path, const gr_data 
         x0 = y0 = INT_MAX;
         x1 = y1 = INT_MIN;
         for (size_t i = 0; i < n; ++i) {
-            const int s = gr_footprint(p, g->support, &g->d, i, &gu, &gv);
+            const int s = pk_grid_locate(p, g->support, &g->d, i, &gu, &gv);
             if (s < 0) continue;
             x0 = gu - s < x0 ? gu - s : x0;
             x1 = gu + s > x1 ? gu + s : x1;
@@ -635,7 +612,7 @@ static int gr_write_intensity(const char *prog, const char *path, const gr_data 
     }
     double total = 0;
     for (size_t i = 0; i < n; ++i) {
-        const int s = gr_footprint(p, g->support, &g->d, i, &gu, &gv);
+        const int s = pk_grid_locate(p, g->support, &g->d, i, &gu, &gv);
         if (s < 0) continue;
         const int ya = gv - s - y0, yb = gv + s - y0, xa = gu - s - x0, xb = gu + s - x0;
         for (int by = ya / block; by <= yb / block; ++by) {
