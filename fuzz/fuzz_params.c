@@ -55,7 +55,7 @@ static void check_args(const cli_call *c)
         case CLI_P_DOUBLE:
             CHECK(*(const double *)f >= p->min && *(const double *)f <= p->max);
             break;
-        case CLI_P_NAME: CHECK(p->names->to_name(*(const int *)f) != NULL); break;
+        case CLI_P_NAME: CHECK(cli_name_of(p->names, *(const int *)f) != NULL); break;
         case CLI_P_TEXT: break; /* resolved by the kernel */
         case CLI_P_BOOL:
         case CLI_P_FLAG: CHECK(*(const int *)f == 0 || *(const int *)f == 1); break;

@@ -44,25 +44,9 @@ static const cli_array cv_arrays[] = {
     {"reference", PK_DTYPE_F32, "h,w", offsetof(cv_data, ref), CLI_A_REF},
     {0}};
 
-static pk_status cv_method_from_name(const char *name, int *id)
-{
-    if (strcmp(name, "auto") == 0)
-        *id = PK_CONV2D_AUTO;
-    else if (strcmp(name, "direct") == 0)
-        *id = PK_CONV2D_DIRECT;
-    else if (strcmp(name, "fft") == 0)
-        *id = PK_CONV2D_FFT;
-    else
-        return PK_EINVAL;
-    return PK_OK;
-}
-
-static const char *cv_method_name(int id)
-{
-    return id == PK_CONV2D_DIRECT ? "direct" : id == PK_CONV2D_FFT ? "fft" : "auto";
-}
-
-static const cli_names cv_methods = {cv_method_from_name, cv_method_name, "direct, fft, auto"};
+static const char *const cv_method_names[] = {"direct", "fft", "auto", NULL};
+static const int cv_method_ids[] = {PK_CONV2D_DIRECT, PK_CONV2D_FFT, PK_CONV2D_AUTO};
+static const cli_names cv_methods = {cv_method_names, cv_method_ids};
 
 static const cli_param cv_params_table[] = {
     {"h", CLI_P_INT, offsetof(cv_args, h), 1, INT_MAX, CV_FRAME_H, CLI_IN_ALL, NULL, "N --w N",
@@ -144,7 +128,7 @@ static pk_status cv_check(const void *args, void *data, cli_verdict *v)
 static void cv_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
 {
     const cv_args *a = args;
-    cj_str(j, "method", cv_method_name(a->method));
+    cj_str(j, "method", cli_name_of(&cv_methods, a->method));
     cj_int(j, "h", a->h);
     cj_int(j, "w", a->w);
     cj_int(j, "kh", a->kh);

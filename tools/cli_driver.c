@@ -111,6 +111,35 @@ void cli_args_init(const cli_kernel *k, void *args)
     }
 }
 
+static int name_id(const cli_names *n, const char *name, int *id)
+{
+    for (int i = 0; n->names[i]; ++i)
+        if (strcmp(name, n->names[i]) == 0) {
+            *id = n->ids ? n->ids[i] : i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *cli_name_of(const cli_names *n, int id)
+{
+    for (int i = 0; n->names[i]; ++i)
+        if ((n->ids ? n->ids[i] : i) == id) return n->names[i];
+    return NULL;
+}
+
+/* A NAME parameter's names as "a, b, c" (quoted: "\"a\", \"b\" or \"c\""). */
+static const char *name_list(const cli_names *n, int quoted, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; n->names[i] && used < len; ++i)
+        used += (size_t)snprintf(buf + used, len - used, quoted ? "%s\"%s\"" : "%s%s",
+                                 !i ? "" : quoted && !n->names[i + 1] ? " or " : ", ",
+                                 n->names[i]);
+    return buf;
+}
+
 /* What the parser writes before the driver converts it into the args struct. */
 typedef struct param_slots {
     double num[CLI_PMAX];
@@ -178,9 +207,10 @@ static int take_param_opts(cli_call *c, param_slots *s)
                                        s->num[i]);
             *(size_t *)field(c->args, p) = (size_t)s->num[i];
         } else if (p->type == CLI_P_NAME) {
-            if (p->names->from_name(s->str[i], (int *)field(c->args, p)) != PK_OK)
+            char list[256];
+            if (name_id(p->names, s->str[i], (int *)field(c->args, p)))
                 return cli_usage_error(c->prog, "option --%s: unknown %s '%s' (%s)", p->name,
-                                       p->name, s->str[i], p->names->list);
+                                       p->name, s->str[i], name_list(p->names, 0, list, 256));
         }
     }
     return 0;
@@ -219,20 +249,6 @@ int cli_extents(cli_call *c, const char *option, char sep, const char *const *na
         cli_set_seen(c, names[i], CLI_SEEN_OPT);
     }
     return 0;
-}
-
-/* "a, b, c" (a NAME parameter's names) as "\"a\", \"b\" or \"c\"". */
-static void quoted_names(const char *names, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    while (*names && used < len) {
-        const char *e = strstr(names, ", ");
-        const int n = (int)(e ? (size_t)(e - names) : strlen(names));
-        used += (size_t)snprintf(buf + used, len - used, "%s\"%.*s\"",
-                                 !used ? "" : e ? ", " : " or ", n, names);
-        names = e ? e + 2 : names + n;
-    }
 }
 
 /* DIR/params.json: the values the command line did not set.  A key the kernel does not know is
@@ -274,10 +290,10 @@ int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj)
                                      path, p->name, p->min, p->max);
             break;
         case CLI_P_NAME:
-            if (v->type != CLI_JSTR || p->names->from_name(v->str, &id) != PK_OK) {
+            if (v->type != CLI_JSTR || name_id(p->names, v->str, &id)) {
                 char quoted[512];
-                quoted_names(p->names->list, quoted, sizeof quoted);
-                rc = cli_usage_error(c->prog, "%s: \"%s\" must be %s", path, p->name, quoted);
+                rc = cli_usage_error(c->prog, "%s: \"%s\" must be %s", path, p->name,
+                                     name_list(p->names, 1, quoted, sizeof quoted));
             }
             break;
         case CLI_P_TEXT:
@@ -347,7 +363,7 @@ static void write_params(cli_json *j, const cli_kernel *k, const void *args)
         case CLI_P_INT: cj_int(j, p->name, *(const int *)f); break;
         case CLI_P_COUNT: cj_int(j, p->name, (long long)*(const size_t *)f); break;
         case CLI_P_DOUBLE: cj_num(j, p->name, *(const double *)f); break;
-        case CLI_P_NAME: cj_str(j, p->name, p->names->to_name(*(const int *)f)); break;
+        case CLI_P_NAME: cj_str(j, p->name, cli_name_of(p->names, *(const int *)f)); break;
         case CLI_P_TEXT: cj_str(j, p->name, *(const char *const *)f); break;
         case CLI_P_BOOL:
         case CLI_P_FLAG: cj_bool(j, p->name, *(const int *)f); break;

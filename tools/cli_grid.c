@@ -77,23 +77,9 @@ typedef struct gr_args {
     gr_intensity png_info;   /* what --intensity wrote, for the JSON line */
 } gr_args;
 
-static pk_status gr_layout_from_name(const char *name, int *id)
-{
-    if (strcmp(name, "full") == 0)
-        *id = PK_GRID_KERNELS_FULL;
-    else if (strcmp(name, "compact") == 0)
-        *id = PK_GRID_KERNELS_COMPACT;
-    else
-        return PK_EINVAL;
-    return PK_OK;
-}
-
-static const char *gr_layout_name(int id)
-{
-    return id == PK_GRID_KERNELS_FULL ? "full" : "compact";
-}
-
-static const cli_names gr_layouts = {gr_layout_from_name, gr_layout_name, "full, compact"};
+/* by id: PK_GRID_KERNELS_FULL, PK_GRID_KERNELS_COMPACT */
+static const char *const gr_layout_names[] = {"full", "compact", NULL};
+static const cli_names gr_layouts = {gr_layout_names, NULL};
 
 /* In the order of params.json, then the options that are no keys of it. */
 #define GR_OFF(field) offsetof(gr_args, field)
@@ -408,7 +394,7 @@ static int gr_load(cli_call *c, const char *dir, void *data)
         return cli_usage_error(c->prog, "%s is %s but params.json says kernel_layout \"%s\"",
                                path,
                                layout == PK_GRID_KERNELS_FULL ? "3-D (full)" : "1-D (compact)",
-                               gr_layout_name(a->kernel_layout));
+                               cli_name_of(&gr_layouts, a->kernel_layout));
     if (layout == PK_GRID_KERNELS_FULL && cli_seen(c, "conv_size_half") &&
         (size_t)a->conv_size_half != k->shape[1])
         return cli_usage_error(c->prog, "%s: half = %zu but params.json conv_size_half is %d",
@@ -450,7 +436,7 @@ static int gr_write_inputs(cli_call *c, const char *dir, const void *data)
         return rc;
     printf("grid: %s --scale %g, %zu visibilities, %d planes (supports %d..%d), %s kernels (%zu "
            "samples), grid %d, generated in %.1f s\n", g->dataset, a->scale, g->d.num_vis, P,
-           g->support[0], g->max_support, gr_layout_name(g->p.kernel_layout),
+           g->support[0], g->max_support, cli_name_of(&gr_layouts, g->p.kernel_layout),
            full ? kshape[0] * kshape[1] * kshape[2] : kshape[0], g->p.grid_size, g->gen_s);
     return 0;
 }
@@ -823,7 +809,7 @@ static void gr_run_json(cli_json *j, const void *args, const void *data, const p
     cj_int(j, "num_w_planes", g->p.num_w_planes);
     cj_int(j, "max_support", g->max_support);
     cj_int(j, "oversample", g->p.oversample);
-    cj_str(j, "kernel_layout", gr_layout_name(g->p.kernel_layout));
+    cj_str(j, "kernel_layout", cli_name_of(&gr_layouts, g->p.kernel_layout));
     cj_num(j, "norm", g->norm);
     cj_int(j, "num_skipped", (long long)g->skipped);
     cj_num(j, "updates", updates);

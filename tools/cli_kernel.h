@@ -16,7 +16,7 @@ typedef enum cli_ptype {
     CLI_P_INT,    /* int */
     CLI_P_COUNT,  /* size_t, given as a whole number up to max (past INT_MAX) */
     CLI_P_DOUBLE, /* double, finite */
-    CLI_P_NAME,   /* int id of a name: names() lists them, from_name() resolves */
+    CLI_P_NAME,   /* int id of a name (cli_names) */
     CLI_P_TEXT,   /* const char *, resolved by the kernel (magicfilter3d's "20x18x17") */
     CLI_P_BOOL,   /* int 0 or 1: the flags --name and --no-name (not both); params.json true,
                      false, 0 or 1 */
@@ -29,12 +29,14 @@ typedef enum cli_ptype {
                             only there, without RUN or GEN, is no option) */
 #define CLI_IN_ALL (CLI_IN_RUN | CLI_IN_GEN | CLI_IN_PARAMS)
 
-/* The names of a NAME parameter. */
+/* The names of a NAME parameter and the ids they stand for. */
 typedef struct cli_names {
-    pk_status (*from_name)(const char *name, int *id); /* PK_OK or not */
-    const char *(*to_name)(int id);
-    const char *list; /* "aos, short, ..." for messages */
+    const char *const *names; /* NULL-terminated, in the order messages list them */
+    const int *ids;           /* ids[i] is names[i]'s; NULL: i */
 } cli_names;
+
+/** The name of id (NULL when it has none). */
+const char *cli_name_of(const cli_names *n, int id);
 
 typedef struct cli_param {
     const char *name; /* the option --name and the params.json key; NULL ends a table */

@@ -52,19 +52,10 @@ static const cli_array lp_arrays[] = {
     {"reference", PK_DTYPE_F32, "l,l", offsetof(lp_data, ref), CLI_A_REF},
     {0}};
 
-/* layout: lexi, hvfo, or auto (-1). */
-static pk_status lp_layout_from_name(const char *name, int *id)
-{
-    if (strcmp(name, "auto") == 0) {
-        *id = -1;
-        return PK_OK;
-    }
-    return pk_laplace2d_layout_from_name(name, id);
-}
-
-static const char *lp_layout_name(int id) { return id < 0 ? "auto" : pk_laplace2d_layout_name(id); }
-
-static const cli_names lp_layouts = {lp_layout_from_name, lp_layout_name, "lexi, hvfo, auto"};
+/* layout: lexi, hvfo, or auto (-1) */
+static const char *const lp_layout_names[] = {"lexi", "hvfo", "auto", NULL};
+static const int lp_layout_ids[] = {PK_LAP_LEXI, PK_LAP_HVFO, -1};
+static const cli_names lp_layouts = {lp_layout_names, lp_layout_ids};
 
 static const cli_param lp_params_table[] = {
     {"l", CLI_P_INT, offsetof(lp_args, l), 1, LP_MAX_L, LP_PAPER_L, CLI_IN_ALL, NULL, "N",

@@ -35,19 +35,9 @@ static const int mf_grids[3][2][3] = {
     {{MF_PAPER_N1, MF_PAPER_N2, MF_PAPER_N3}, {384, 384, 384}}};
 static const int mf_preset_grid[3] = {0, 0, 1}; /* small, paper: the first; large: 384^3 */
 
-static const char *const mf_bc_names[3] = {"periodic", "grow", "shrink"};
-
-static pk_status mf_bc_from_name(const char *name, int *id)
-{
-    for (int k = 0; k < 3; ++k)
-        if (strcmp(name, mf_bc_names[k]) == 0) {
-            *id = k;
-            return PK_OK;
-        }
-    return PK_EINVAL;
-}
-
-static const char *mf_bc_name(int id) { return id >= 0 && id < 3 ? mf_bc_names[id] : "?"; }
+/* by id: PK_MF_PERIODIC, PK_MF_GROW, PK_MF_SHRINK */
+static const char *const mf_bc_names[] = {"periodic", "grow", "shrink", NULL};
+static const cli_names mf_bcs = {mf_bc_names, NULL};
 
 /* ---- run and gen ------------------------------------------------------------------------ */
 typedef struct mf_args {
@@ -83,8 +73,6 @@ static size_t mf_extents(const mf_args *a, int in, size_t shape[3])
     shape[2] = (size_t)a->n1 + e;
     return shape[0] * shape[1] * shape[2];
 }
-
-static const cli_names mf_bcs = {mf_bc_from_name, mf_bc_name, "periodic, grow, shrink"};
 
 static const cli_param mf_params_table[] = {
     {"n1", CLI_P_INT, offsetof(mf_args, n1), 1, MF_NMAX, MF_PAPER_N1, CLI_IN_ALL, NULL,
@@ -192,7 +180,7 @@ static void mf_run_json(cli_json *j, const void *args, const void *data, const p
     mf_extents(a, 0, out);
     cj_str(j, "operation", a->transpose ? "MFT" : "MF");
     cj_bool(j, "transpose", a->transpose);
-    cj_str(j, "bc", mf_bc_name(a->bc));
+    cj_str(j, "bc", cli_name_of(&mf_bcs, a->bc));
     cj_int(j, "n1", a->n1);
     cj_int(j, "n2", a->n2);
     cj_int(j, "n3", a->n3);

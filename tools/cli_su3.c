@@ -40,10 +40,10 @@ static const cli_array s3_arrays[] = {
     {"reference", PK_DTYPE_C128, "nv,3,4", offsetof(s3_data, ref), CLI_A_REF},
     {0}};
 
-static const char *s3_layout_name(int id) { return pk_su3_layout_name(id); }
-
-static const cli_names s3_layouts = {pk_su3_layout_from_name, s3_layout_name,
-                                     "aos, short, padded, vfo, hvfo, recon12"};
+/* by id: PK_SU3_AOS .. PK_SU3_RECON12 */
+static const char *const s3_layout_names[] = {"aos", "short", "padded", "vfo", "hvfo", "recon12",
+                                              NULL};
+static const cli_names s3_layouts = {s3_layout_names, NULL};
 
 static const cli_param s3_params[] = {
     {"nv", CLI_P_COUNT, offsetof(s3_args, nv), 1, (double)S3_MAX_NV, S3_PAPER_NV, CLI_IN_ALL, NULL,
