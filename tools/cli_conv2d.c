@@ -96,12 +96,13 @@ static pk_conv2d_params cv_params(const cv_args *a)
 }
 
 static pk_status cv_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
-                         const void *args, void *data, pk_run_info *info)
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
     cv_data *d = data;
     const pk_conv2d_params p = cv_params(args);
     switch (op) {
     case CLI_ONESHOT: return pk_conv2d(ctx, &p, variant, d->image, d->psf, d->out, info);
+    case CLI_REFERENCE: return pk_conv2d_reference(&p, d->image, d->psf, d->ref);
     case CLI_PLAN_CREATE:
         return pk_conv2d_plan_create((pk_conv2d_plan **)plan, ctx, &p, variant, d->psf, info);
     case CLI_PLAN_UPLOAD: return pk_conv2d_plan_upload(*plan, d->image);
@@ -110,13 +111,6 @@ static pk_status cv_call(cli_op op, void **plan, pk_context *ctx, const char *va
     case CLI_PLAN_DESTROY: pk_conv2d_plan_destroy(*plan);
     }
     return PK_OK;
-}
-
-static pk_status cv_reference(const void *args, void *data, int runs)
-{
-    cv_data *d = data;
-    const pk_conv2d_params p = cv_params(args);
-    return pk_conv2d_reference(&p, d->image, d->psf, d->ref);
 }
 
 /* The differ's verdict, norm-wise with --norm. */
@@ -179,11 +173,11 @@ static pk_status cv_sweep_one(const cv_args *frame, const float *image, pk_conte
     pk_run_info info;
     double ts[3];
     a.kh = a.kw = k;
-    pk_status s = cv_call(CLI_PLAN_CREATE, &plan, ctx, variant, &a, &d, &info);
-    if (s == PK_OK) s = cv_call(CLI_PLAN_UPLOAD, &plan, NULL, NULL, &a, &d, NULL);
+    pk_status s = cv_call(CLI_PLAN_CREATE, &plan, ctx, variant, &a, &d, 0, &info);
+    if (s == PK_OK) s = cv_call(CLI_PLAN_UPLOAD, &plan, NULL, NULL, &a, &d, 0, NULL);
     if (s == PK_OK) s = cli_bench_time(&cli_kernel_conv2d, plan, &a, &d, reps, ts, &info, NULL);
-    if (s == PK_OK) s = cv_call(CLI_PLAN_DOWNLOAD, &plan, NULL, NULL, &a, &d, NULL);
-    if (plan) cv_call(CLI_PLAN_DESTROY, &plan, NULL, NULL, &a, &d, NULL);
+    if (s == PK_OK) s = cv_call(CLI_PLAN_DOWNLOAD, &plan, NULL, NULL, &a, &d, 0, NULL);
+    if (plan) cv_call(CLI_PLAN_DESTROY, &plan, NULL, NULL, &a, &d, 0, NULL);
     *t = s == PK_OK ? ts[0] : 0;
     return s;
 }
@@ -346,7 +340,6 @@ const cli_kernel cli_kernel_conv2d = {
     .call = cv_call,
     .rtol = CV_RTOL,
     .verify_rule = CV_VERIFY_RULE,
-    .reference = cv_reference,
     .check = cv_check,
     .zero = CV_ZERO,
     .run_json = cv_run_json,

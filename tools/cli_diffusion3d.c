@@ -111,9 +111,10 @@ static int d3_generate(cli_call *c, void *data)
 }
 
 /* The one-shot call steps a copy of the input, which the reference needs again; each plan
- * run steps count more on the resident field (bench: the reference holds count x runs). */
+ * run steps count more on the resident field, so the reference of `runs` runs takes count x
+ * runs steps. */
 static pk_status d3_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
-                         const void *args, void *data, pk_run_info *info)
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
     d3_data *d = data;
     pk_diffusion3d_params p;
@@ -122,6 +123,11 @@ static pk_status d3_call(cli_op op, void **plan, pk_context *ctx, const char *va
     case CLI_ONESHOT:
         memcpy(d->f, d->f0, d3_points(args) * sizeof *d->f);
         return pk_diffusion3d(ctx, &p, variant, d->f, info);
+    case CLI_REFERENCE:
+        if ((long long)p.count * runs > INT_MAX) return PK_ESIZE;
+        p.count *= runs;
+        memcpy(d->ref, d->f0, d3_points(args) * sizeof *d->ref);
+        return pk_diffusion3d_reference(&p, d->ref);
     case CLI_PLAN_CREATE:
         return pk_diffusion3d_plan_create((pk_diffusion3d_plan **)plan, ctx, &p, variant, info);
     case CLI_PLAN_UPLOAD: return pk_diffusion3d_plan_upload(*plan, d->f0);
@@ -130,17 +136,6 @@ static pk_status d3_call(cli_op op, void **plan, pk_context *ctx, const char *va
     case CLI_PLAN_DESTROY: pk_diffusion3d_plan_destroy(*plan);
     }
     return PK_OK;
-}
-
-static pk_status d3_reference(const void *args, void *data, int runs)
-{
-    d3_data *d = data;
-    pk_diffusion3d_params p;
-    d3_params(args, &p);
-    if ((long long)p.count * runs > INT_MAX) return PK_ESIZE;
-    p.count *= runs;
-    memcpy(d->ref, d->f0, d3_points(args) * sizeof *d->ref);
-    return pk_diffusion3d_reference(&p, d->ref);
 }
 
 static void d3_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
@@ -210,7 +205,6 @@ const cli_kernel cli_kernel_diffusion3d = {
     .call = d3_call,
     .rtol = D3_RTOL,
     .verify_rule = "|f - f_ref| <= rtol |f_ref| for every point (|f_ref| < 1e-10: absolute)",
-    .reference = d3_reference,
     .zero = D3_ZERO,
     .run_json = d3_run_json,
     .flops_model = "13 flop per point and step",

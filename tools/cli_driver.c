@@ -855,14 +855,14 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
 
     if ((rc = alloc_arrays(&st.c, data, CLI_A_OUT))) return cmd_end(&st, rc, lock);
     pk_status s = pk_context_create(&ctx, &copt);
-    if (s == PK_OK) s = k->call(CLI_ONESHOT, NULL, ctx, variant, args, data, &info);
+    if (s == PK_OK) s = k->call(CLI_ONESHOT, NULL, ctx, variant, args, data, 0, &info);
     pk_context_destroy(ctx);
     if (s != PK_OK) return cmd_end(&st, cli_lib_error(MAIN_PROG, s), lock);
     if (verify) {
         memset(&v, 0, sizeof v);
         v.rtol = rtol;
         if ((rc = alloc_arrays(&st.c, data, CLI_A_REF))) return cmd_end(&st, rc, lock);
-        if ((s = k->reference(args, data, 1)) != PK_OK ||
+        if ((s = k->call(CLI_REFERENCE, NULL, NULL, NULL, args, data, 1, NULL)) != PK_OK ||
             (s = k->check ? k->check(args, data, &v) : cli_check_diff(k, args, data, k->norm, &v))
                 != PK_OK)
             return cmd_end(&st, cli_lib_error(MAIN_PROG, s), lock);
@@ -1046,7 +1046,7 @@ pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void
     pk_status s = PK_OK;
     if (!ts) return PK_ENOMEM;
     for (int i = 0; i <= reps; ++i) { /* i = 0: the untimed warm-up (program builds) */
-        if ((s = k->call(CLI_PLAN_RUN, &plan, NULL, NULL, args, data, &info)) != PK_OK) {
+        if ((s = k->call(CLI_PLAN_RUN, &plan, NULL, NULL, args, data, 0, &info)) != PK_OK) {
             if (stage) *stage = i ? "timed run" : "warm-up run";
             free(ts);
             return s;
@@ -1087,7 +1087,7 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
     void *data = res->data[res->data_of[r->c]], *plan = NULL;
     const char *stage = "timed run";
     double t[3], t0 = cli_now_s();
-    pk_status s = k->call(CLI_PLAN_CREATE, &plan, ctx, r->variant, args, data, &r->info);
+    pk_status s = k->call(CLI_PLAN_CREATE, &plan, ctx, r->variant, args, data, 0, &r->info);
     if (s != PK_OK) {
         row_fail(r, "plan", s);
         goto done;
@@ -1096,7 +1096,7 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
     r->device = r->info.device;
     r->bw = roof_bw(ctx, r->backend, r->info.device);
     t0 = cli_now_s();
-    if ((s = k->call(CLI_PLAN_UPLOAD, &plan, NULL, NULL, args, data, NULL)) != PK_OK) {
+    if ((s = k->call(CLI_PLAN_UPLOAD, &plan, NULL, NULL, args, data, 0, NULL)) != PK_OK) {
         row_fail(r, "upload", s);
         goto done;
     }
@@ -1110,7 +1110,7 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
     r->t_max = t[2];
     snprintf(r->reason, sizeof r->reason, "%s", r->info.reason);
     t0 = cli_now_s();
-    if ((s = k->call(CLI_PLAN_DOWNLOAD, &plan, NULL, NULL, args, data, NULL)) != PK_OK) {
+    if ((s = k->call(CLI_PLAN_DOWNLOAD, &plan, NULL, NULL, args, data, 0, NULL)) != PK_OK) {
         row_fail(r, "download", s);
         goto done;
     }
@@ -1124,7 +1124,7 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
     r->verified = r->v.rep.equal;
     r->json = run_json_text(k, args, data, &r->info);
 done:
-    if (plan) k->call(CLI_PLAN_DESTROY, &plan, NULL, NULL, args, data, NULL);
+    if (plan) k->call(CLI_PLAN_DESTROY, &plan, NULL, NULL, args, data, 0, NULL);
 }
 
 /* Every case's args, and the data set of each (inputs generated, outputs allocated, the
@@ -1152,7 +1152,8 @@ static int bench_setup(cli_bench_result *res)
             (rc = k->generate(&call, res->data[d])) ||
             (rc = alloc_arrays(&call, res->data[d], CLI_A_OUT | CLI_A_REF)))
             return rc;
-        pk_status s = k->reference(call.args, res->data[d], res->req->reps + 1);
+        pk_status s = k->call(CLI_REFERENCE, NULL, NULL, NULL, call.args, res->data[d],
+                              res->req->reps + 1, NULL);
         if (s != PK_OK) return cli_lib_error(MAIN_PROG, s);
     }
     return 0;

@@ -108,12 +108,13 @@ static int ds_generate(cli_call *c, void *data)
 }
 
 static pk_status ds_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
-                         const void *args, void *data, pk_run_info *info)
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
     ds_data *d = data;
     const pk_dslash_params p = ds_params(args);
     switch (op) {
     case CLI_ONESHOT: return pk_dslash(ctx, &p, variant, d->u, d->psi, d->chi, info);
+    case CLI_REFERENCE: return pk_dslash_reference(&p, d->u, d->psi, d->ref);
     case CLI_PLAN_CREATE:
         return pk_dslash_plan_create((pk_dslash_plan **)plan, ctx, &p, variant, info);
     case CLI_PLAN_UPLOAD: return pk_dslash_plan_upload(*plan, d->u, d->psi);
@@ -122,13 +123,6 @@ static pk_status ds_call(cli_op op, void **plan, pk_context *ctx, const char *va
     case CLI_PLAN_DESTROY: pk_dslash_plan_destroy(*plan);
     }
     return PK_OK;
-}
-
-static pk_status ds_reference(const void *args, void *data, int runs)
-{
-    ds_data *d = data;
-    const pk_dslash_params p = ds_params(args);
-    return pk_dslash_reference(&p, d->u, d->psi, d->ref);
 }
 
 static void ds_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
@@ -208,7 +202,6 @@ const cli_kernel cli_kernel_dslash = {
     .call = ds_call,
     .rtol = DS_RTOL,
     .verify_rule = DS_VERIFY_RULE,
-    .reference = ds_reference,
     .norm = 1, /* first_fail as [T][Z][Y][X][4][3][re, im] */
     .run_json = ds_run_json,
     .flops_model = "1320 flop per site (hopping term; QUDA/QPhiX count)",

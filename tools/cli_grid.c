@@ -713,22 +713,11 @@ static void gr_compare(const float *x, const double *y, size_t n, double rtol, p
     r->equal = r->norm_rel_err <= rtol;
 }
 
-/* The double reference grid into ref (zeroed), its norm, num_skipped and time into c. */
-static pk_status gr_reference(const gr_data *g, double *ref, gr_check *c)
-{
-    c->norm_ref = 0;
-    const double t0 = cli_now_s();
-    pk_status s = pk_grid_reference_f64(&g->p, g->support, g->kernels, &g->d, ref, &c->norm_ref,
-                                        &c->skipped_ref);
-    c->ref_s = cli_now_s() - t0;
-    return s;
-}
-
 /* ---- run --------------------------------------------------------------------------------- */
 /* The plan keeps only the kernels (bench: resident); each run grids the visibilities into a
  * zeroed grid, so there is nothing to upload or download. */
 static pk_status gr_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
-                         const void *args, void *data, pk_run_info *info)
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
     gr_data *g = data;
     switch (op) {
@@ -736,6 +725,14 @@ static pk_status gr_call(cli_op op, void **plan, pk_context *ctx, const char *va
         g->norm = 0;
         return pk_grid(ctx, &g->p, variant, g->support, g->kernels, &g->d, g->grid, &g->norm,
                        &g->skipped, info);
+    case CLI_REFERENCE: { /* the double grid (zeroed), its norm, num_skipped and time */
+        const double t0 = cli_now_s();
+        g->chk.norm_ref = 0;
+        pk_status s = pk_grid_reference_f64(&g->p, g->support, g->kernels, &g->d, g->ref,
+                                            &g->chk.norm_ref, &g->chk.skipped_ref);
+        g->chk.ref_s = cli_now_s() - t0;
+        return s;
+    }
     case CLI_PLAN_CREATE:
         return pk_grid_plan_create((pk_grid_plan **)plan, ctx, &g->p, variant, g->support,
                                    g->kernels, info);
@@ -748,12 +745,6 @@ static pk_status gr_call(cli_op op, void **plan, pk_context *ctx, const char *va
     case CLI_PLAN_DOWNLOAD: break;
     }
     return PK_OK;
-}
-
-static pk_status gr_run_reference(const void *args, void *data, int runs)
-{
-    gr_data *g = data;
-    return gr_reference(g, g->ref, &g->chk);
 }
 
 /* The verdict: the grid norm-wise, the norm and num_skipped; "equal" the whole verdict,
@@ -974,7 +965,6 @@ const cli_kernel cli_kernel_grid = {
     .call = gr_call,
     .rtol = GR_RTOL,
     .verify_rule = GR_VERIFY_RULE,
-    .reference = gr_run_reference,
     .check = gr_verify,
     .write_outputs = gr_write_outputs,
     .run_json = gr_run_json,

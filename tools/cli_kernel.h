@@ -206,6 +206,9 @@ pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void
 /* What the driver asks of a kernel's library calls (its `call` hook). */
 typedef enum cli_op {
     CLI_ONESHOT,       /* run: the one-shot call, inputs to outputs */
+    CLI_REFERENCE,     /* the serial reference of the outputs after `runs` runs, into the REF
+                          arrays (run: 1; bench: the warm-up and the timed runs, once per
+                          data set) */
     CLI_PLAN_CREATE,   /* bench: *plan for the args */
     CLI_PLAN_UPLOAD,   /* the inputs into the plan */
     CLI_PLAN_RUN,      /* one run on the resident data (info) */
@@ -239,14 +242,12 @@ struct cli_kernel {
     void (*params_info)(cli_json *j, const void *args, const void *data);
     const char *const *info_keys;
     /* The kernel's library calls, one case an operation: ctx and variant for ONESHOT and
-     * PLAN_CREATE, info for ONESHOT, PLAN_CREATE and PLAN_RUN. */
+     * PLAN_CREATE, info for ONESHOT, PLAN_CREATE and PLAN_RUN, runs for REFERENCE. */
     pk_status (*call)(cli_op op, void **plan, pk_context *ctx, const char *variant,
-                      const void *args, void *data, pk_run_info *info);
+                      const void *args, void *data, int runs, pk_run_info *info);
     double rtol;                  /* --verify's default */
     const char *verify_rule;      /* what passes */
-    /* The reference of the outputs after `runs` runs (run: 1), into the REF arrays; then the
-     * verdict of the outputs against it (v->rtol set). */
-    pk_status (*reference)(const void *args, void *data, int runs);
+    /* The verdict of the outputs against the reference (v->rtol set). */
     pk_status (*check)(const void *args, void *data, cli_verdict *v); /* optional */
     double zero; /* cli_check_diff's zero threshold; norm: 1 to compare norm-wise */
     int norm;

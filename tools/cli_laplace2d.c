@@ -122,15 +122,22 @@ static int lp_generate(cli_call *c, void *data)
  * each plan run goes on from where the previous left the field (the values stay O(1): the
  * operator averages). */
 static pk_status lp_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
-                         const void *args, void *data, pk_run_info *info)
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
     const lp_args *a = args;
     lp_data *d = data;
-    const pk_laplace2d_params p = lp_params(a);
+    const size_t n = (size_t)a->l * (size_t)a->l;
+    pk_laplace2d_params p = lp_params(a);
     switch (op) {
     case CLI_ONESHOT:
-        memcpy(d->phi, d->phi0, (size_t)a->l * (size_t)a->l * sizeof *d->phi);
+        memcpy(d->phi, d->phi0, n * sizeof *d->phi);
         return pk_laplace2d(ctx, &p, variant, d->phi, info);
+    case CLI_REFERENCE: /* after runs x count iterations, with the bound of the verdict */
+        if ((long long)p.count * runs > INT_MAX) return PK_ESIZE;
+        p.count *= runs;
+        memcpy(d->ref, d->phi0, n * sizeof *d->ref);
+        d->atol = lp_atol(a->sigma, p.count, cli_max_abs(PK_DTYPE_F32, d->ref, n));
+        return pk_laplace2d_reference(&p, d->ref);
     case CLI_PLAN_CREATE:
         return pk_laplace2d_plan_create((pk_laplace2d_plan **)plan, ctx, &p, variant, info);
     case CLI_PLAN_UPLOAD: return pk_laplace2d_plan_upload(*plan, d->phi0);
@@ -139,20 +146,6 @@ static pk_status lp_call(cli_op op, void **plan, pk_context *ctx, const char *va
     case CLI_PLAN_DESTROY: pk_laplace2d_plan_destroy(*plan);
     }
     return PK_OK;
-}
-
-/* The reference after `runs` x count iterations, and the bound of the verdict for them. */
-static pk_status lp_reference(const void *args, void *data, int runs)
-{
-    const lp_args *a = args;
-    lp_data *d = data;
-    const size_t n = (size_t)a->l * (size_t)a->l;
-    pk_laplace2d_params p = lp_params(a);
-    if ((long long)p.count * runs > INT_MAX) return PK_ESIZE;
-    p.count *= runs;
-    memcpy(d->ref, d->phi0, n * sizeof *d->ref);
-    d->atol = lp_atol(a->sigma, p.count, cli_max_abs(PK_DTYPE_F32, d->ref, n));
-    return pk_laplace2d_reference(&p, d->ref);
 }
 
 /* The verdict (see the top): the absolute bound; v->rtol 0: atol / max|phi_ref| for the
@@ -286,7 +279,6 @@ const cli_kernel cli_kernel_laplace2d = {
     .call = lp_call,
     .rtol = 0,
     .verify_rule = LP_VERIFY_RULE,
-    .reference = lp_reference,
     .check = lp_check,
     .run_json = lp_run_json,
     .flops_model = "7 flop per site and iteration",

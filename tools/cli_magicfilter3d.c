@@ -129,12 +129,13 @@ static int mf_generate(cli_call *c, void *data)
 }
 
 static pk_status mf_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
-                         const void *args, void *data, pk_run_info *info)
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
     mf_data *d = data;
     const pk_magicfilter3d_params p = mf_params(args);
     switch (op) {
     case CLI_ONESHOT: return pk_magicfilter3d(ctx, &p, variant, d->x, d->y, info);
+    case CLI_REFERENCE: return pk_magicfilter3d_reference(&p, d->x, d->ref);
     case CLI_PLAN_CREATE:
         return pk_magicfilter3d_plan_create((pk_magicfilter3d_plan **)plan, ctx, &p, variant,
                                             info);
@@ -144,13 +145,6 @@ static pk_status mf_call(cli_op op, void **plan, pk_context *ctx, const char *va
     case CLI_PLAN_DESTROY: pk_magicfilter3d_plan_destroy(*plan);
     }
     return PK_OK;
-}
-
-static pk_status mf_reference(const void *args, void *data, int runs)
-{
-    mf_data *d = data;
-    const pk_magicfilter3d_params p = mf_params(args);
-    return pk_magicfilter3d_reference(&p, d->x, d->ref);
 }
 
 /* The verdict (see the top of the file): atol = rtol * max|y_ref|. */
@@ -395,7 +389,6 @@ const cli_kernel cli_kernel_magicfilter3d = {
     .call = mf_call,
     .rtol = MF_RTOL,
     .verify_rule = MF_VERIFY_RULE,
-    .reference = mf_reference,
     .check = mf_check,
     .run_json = mf_run_json,
     .flops_model = "32 flop per output point per pass (96 per element for periodic)",

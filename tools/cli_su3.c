@@ -124,13 +124,14 @@ static int s3_generate(cli_call *c, void *data)
 }
 
 static pk_status s3_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
-                         const void *args, void *data, pk_run_info *info)
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
     const s3_args *a = args;
     s3_data *d = data;
     const pk_su3_params p = {a->nv, a->layout, a->nw};
     switch (op) {
     case CLI_ONESHOT: return pk_su3(ctx, &p, variant, d->u, d->psi, d->chi, info);
+    case CLI_REFERENCE: return pk_su3_reference(a->nv, d->u, d->psi, d->ref);
     case CLI_PLAN_CREATE: return pk_su3_plan_create((pk_su3_plan **)plan, ctx, &p, variant, info);
     case CLI_PLAN_UPLOAD: return pk_su3_plan_upload(*plan, d->u, d->psi);
     case CLI_PLAN_RUN: return pk_su3_plan_run(*plan, info);
@@ -138,12 +139,6 @@ static pk_status s3_call(cli_op op, void **plan, pk_context *ctx, const char *va
     case CLI_PLAN_DESTROY: pk_su3_plan_destroy(*plan);
     }
     return PK_OK;
-}
-
-static pk_status s3_reference(const void *args, void *data, int runs)
-{
-    s3_data *d = data;
-    return pk_su3_reference(((const s3_args *)args)->nv, d->u, d->psi, d->ref);
 }
 
 static void s3_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
@@ -243,7 +238,6 @@ const cli_kernel cli_kernel_su3 = {
     .call = s3_call,
     .rtol = S3_RTOL,
     .verify_rule = S3_VERIFY_RULE,
-    .reference = s3_reference,
     .check = s3_check,
     .run_json = s3_run_json,
     .flops_model = "264 flop per site (12 complex 3-term dot products)",
