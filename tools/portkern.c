@@ -135,9 +135,16 @@ done:
 }
 
 /* ---- bench ---------------------------------------------------------------------------- */
-/* ---- bench ---------------------------------------------------------------------------- */
-
-static const char *kernel_list(void);
+/* "diffusion3d,conv2d,...": the kernels for messages. */
+static const char *kernel_list(void)
+{
+    static char list[256];
+    size_t used = 0;
+    for (int i = 0; cli_kernels[i] && used < sizeof list; ++i)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? "," : "",
+                                 cli_kernels[i]->name);
+    return list;
+}
 
 static void bench_usage(FILE *f)
 {
@@ -168,20 +175,10 @@ static void bench_usage(FILE *f)
         "JSON rows (one schema for every kernel): kernel, backend, status, device, variant,\n"
         "case, kernel_seconds (min), kernel_seconds_median, kernel_seconds_max, ms, setup_,\n"
         "upload_ and download_seconds, flops, bytes, gflop_per_s, gb_per_s,\n"
-        "bandwidth_gb_per_s, roof_fraction, \"<kernel>\" {the case's own fields}, verified,\n"
-        "verify {...}, reason.\n"
+        "bandwidth_gb_per_s, roof_fraction, \"<kernel>\" {the object of its run line, for the\n"
+        "case}, verified, verify {...}, reason; then \"<kernel>\" {the kernel's own results}.\n"
         "Exit status: 0 all verified; 1 a verification or a run failed; 2 bad option.\n",
         kernel_list());
-}
-
-static const char *kernel_list(void)
-{
-    static char list[256];
-    size_t used = 0;
-    for (int i = 0; cli_kernels[i] && used < sizeof list; ++i)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? "," : "",
-                                 cli_kernels[i]->name);
-    return list;
 }
 
 static int cmd_bench(int argc, char **argv)
