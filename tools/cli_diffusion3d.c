@@ -46,8 +46,8 @@ static const cli_param d3_params_table[] = {
     {"count", CLI_P_INT, offsetof(d3_args, count), 0, INT_MAX, 10, CLI_IN_ALL, NULL, "N",
      "steps (default 10)"},
     D3_COEF(0, "cc", "X --cw X --ce X --cs X --cn X --cb X --ct X",
-            "coefficients (default: docs/KERNELS.md's: 0.1 for each neighbour, "
-            "cc = 0.4)"),
+            "coefficients (default: docs/KERNELS.md's, 0.1 for each neighbour and "
+            "0.4 for cc)"),
     D3_COEF(1, "cw", NULL, NULL), D3_COEF(2, "ce", NULL, NULL), D3_COEF(3, "cs", NULL, NULL),
     D3_COEF(4, "cn", NULL, NULL), D3_COEF(5, "cb", NULL, NULL), D3_COEF(6, "ct", NULL, NULL),
     {"scale", CLI_P_DOUBLE, offsetof(d3_args, scale), 0, DBL_MAX, 1, CLI_IN_GEN, NULL, "F",

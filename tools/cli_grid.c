@@ -101,7 +101,8 @@ static const cli_param gr_params[] = {
      "the data set generated (run: without --in, in memory, compact kernels): "
      "small (run's default), synthetic (gen's default), el82-70, el56-82, "
      "el30-56 ('portkern gen grid --help' describes them); not with --in, nor "
-     "are --scale, --seed, --layout, --unit-vis"},
+     "are --scale, --seed, --layout, --unit-vis.  --preset small: small; paper: el82-70 "
+     "--scale 0.1; large: el82-70"},
     {"scale", CLI_P_DOUBLE, GR_OFF(scale), DBL_MIN, 1, 1, CLI_IN_ALL, NULL, "F",
      "fraction in (0, 1] (default 1): SKA sets keep round(F * 240) time dumps "
      "spread over the same hour-angle range (so the same w range and kernels); "
@@ -901,8 +902,7 @@ const cli_kernel cli_kernel_grid = {
     .run_help =
         "w-projection convolution gridding (docs/KERNELS.md 1; OSKAR's oskar_grid_wproj_f):\n"
         "every visibility's weighted value times its w-kernel (2 support + 1)^2 is added onto\n"
-        "the grid around its (u, v) cell.  --preset: small = --dataset small, paper =\n"
-        "--dataset el82-70 --scale 0.1, large = --dataset el82-70.\n"
+        "the grid around its (u, v) cell.\n"
         "Files: --in DIR reads DIR/uu.npy, vv.npy, ww.npy (float32 [n], wavelengths), vis.npy\n"
         "(complex64 [n]), weight.npy (float32 [n]), support.npy (int32 [planes]), kernels.npy\n"
         "(complex64 [planes][half][half] full, or 1-D compact) and DIR/params.json: grid_size,\n"
@@ -947,9 +947,7 @@ const cli_kernel cli_kernel_grid = {
         "(FFTW), first quadrant, support where |K| on the axes falls below 1e-3 of plane 0's\n"
         "peak, plane 0 summing to 1 at grid-cell stride, w_scale = (planes - 1)^2 / max w.\n"
         "The SKA stacks take seconds (planes in parallel); el82-70's compact stack is 21 MB.\n"
-        "A bad --layout file, or a build without FFTW (double), is exit status 2.\n"
-        "--preset: small = --dataset small, paper = --dataset el82-70 --scale 0.1, large =\n"
-        "--dataset el82-70.\n",
+        "A bad --layout file, or a build without FFTW (double), is exit status 2.\n",
     .variants = pk_grid_variants,
     .args_size = sizeof(gr_args),
     .data_size = sizeof(gr_data),
