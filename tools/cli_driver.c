@@ -578,12 +578,14 @@ double cli_max_abs(pk_dtype dtype, const void *x, size_t n)
 }
 
 pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t n, double atol,
+                         double (*scale)(const void *ctx, size_t i), const void *ctx,
                          cli_verdict *v)
 {
     pk_diff_report *rep = &v->rep;
+    const double zero = scale ? 0 : atol;
     pk_status s = dtype == PK_DTYPE_F32
-                      ? pk_diff_f32(ref, y, n, v->rtol, atol, PK_DIFF_ELEMENTWISE, rep)
-                      : pk_diff_f64(ref, y, n, v->rtol, atol, PK_DIFF_ELEMENTWISE, rep);
+                      ? pk_diff_f32(ref, y, n, v->rtol, zero, PK_DIFF_ELEMENTWISE, rep)
+                      : pk_diff_f64(ref, y, n, v->rtol, zero, PK_DIFF_ELEMENTWISE, rep);
     if (s != PK_OK && s != PK_EMISMATCH) return s;
     rep->num_failed = 0;
     rep->first_fail = (size_t)-1;
@@ -592,7 +594,8 @@ pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t 
         const double a = value(dtype, ref, i), b = value(dtype, y, i);
         if (a == b) continue; /* equal infinities too */
         const double e = fabs(b - a);
-        if (!(e <= atol) && rep->num_failed++ == 0) rep->first_fail = i; /* NaN fails */
+        if (!(e <= (scale ? atol * scale(ctx, i) : atol)) && rep->num_failed++ == 0)
+            rep->first_fail = i; /* NaN fails */
         if (e > rep->max_abs_err) rep->max_abs_err = e;
     }
     rep->equal = rep->num_failed == 0;

@@ -161,7 +161,7 @@ static pk_status lp_check(const void *args, void *data, cli_verdict *v)
     v->shape[0] = v->shape[1] = l;
     v->ndim = 2;
     v->norm = 0;
-    return cli_check_atol(PK_DTYPE_F32, d->ref, d->phi, l * l, d->atol, v);
+    return cli_check_atol(PK_DTYPE_F32, d->ref, d->phi, l * l, d->atol, NULL, NULL, v);
 }
 
 static void lp_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)

@@ -155,7 +155,7 @@ static pk_status mf_check(const void *args, void *data, cli_verdict *v)
     const double amax = cli_max_abs(PK_DTYPE_F64, d->ref, n);
     d->atol = isfinite(amax) ? v->rtol * amax : 0;
     v->ndim = 3;
-    return cli_check_atol(PK_DTYPE_F64, d->ref, d->y, n, d->atol, v);
+    return cli_check_atol(PK_DTYPE_F64, d->ref, d->y, n, d->atol, NULL, NULL, v);
 }
 
 static void cj_shape3(cli_json *j, const char *key, const size_t *shape)
