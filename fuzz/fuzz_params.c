@@ -55,9 +55,10 @@ static void check_args(const cli_call *c)
         case CLI_P_DOUBLE:
             CHECK(*(const double *)f >= p->min && *(const double *)f <= p->max);
             break;
-        case CLI_P_NAME: CHECK(p->to_name(*(const int *)f) != NULL); break;
+        case CLI_P_NAME: CHECK(cli_name_of(p->names, *(const int *)f) != NULL); break;
         case CLI_P_TEXT: break; /* resolved by the kernel */
-        case CLI_P_BOOL: CHECK(*(const int *)f == 0 || *(const int *)f == 1); break;
+        case CLI_P_BOOL:
+        case CLI_P_FLAG: CHECK(*(const int *)f == 0 || *(const int *)f == 1); break;
         }
     }
 }
@@ -81,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             c.k = k;
             c.prog = "fuzz_params";
             c.args = args;
-            k->args_init(args);
+            cli_args_init(k, args);
             const int rc = cli_params_apply(&c, "params.json", obj);
             CHECK(rc == 0 || rc == CLI_EXIT_USAGE);
             if (rc == 0) check_args(&c);

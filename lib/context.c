@@ -255,6 +255,18 @@ pk_status pk_measure_bandwidth(pk_context *ctx, pk_backend_id backend, int devic
                                                   bytes_per_second);
 }
 
+pk_status pk_measure_peak_flops(pk_context *ctx, pk_backend_id backend, int device,
+                                double *flops_per_second)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(flops_per_second);
+    PK_TRY(device_check(ctx, backend, device));
+    if (backend == PK_BACKEND_SERIAL) return pk_host_peak_flops(1, flops_per_second);
+    if (backend == PK_BACKEND_OPENMP) return pk_host_peak_flops(ctx->opt.threads, flops_per_second);
+    return pk_fail(PK_EUNSUPPORTED, "%s: the FMA peak is measured on the host backends only "
+                   "(serial, openmp)", pk_backend_name(backend));
+}
+
 int pk_context_pick_device(pk_context *ctx, pk_backend_id id, pk_device_type type)
 {
     int n = pk_device_count(ctx, id), best = -1;

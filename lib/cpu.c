@@ -1,4 +1,5 @@
-/* cpu.c - what the host CPU is (name, cores, SMT, SIMD) and how fast its memory copies. */
+/* cpu.c - what the host CPU is (name, cores, SMT, SIMD), how fast its memory copies and how
+ * many flops its FMA units retire. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -7,6 +8,10 @@
 #include <unistd.h>
 #ifdef PK_HAVE_OPENMP
 #include <omp.h>
+#endif
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define PK_FMA_X86 1
+#include <immintrin.h>
 #endif
 
 static void read_cpuinfo_field(const char *key, char *out, size_t len)
@@ -177,5 +182,123 @@ pk_status pk_host_bandwidth(int threads, size_t bytes, int reps, double *bps)
     pk_free_aligned(b);
     PK_CHECK(okv, PK_EINTERNAL, "host bandwidth: copy check failed");
     *bps = 2.0 * (double)(n * sizeof(float)) / best;
+    return PK_OK;
+}
+
+/* ---- the FMA peak -----------------------------------------------------------------------
+ * Independent chains a = a * m + c (m < 1: they converge, nothing over- or underflows), more
+ * chains than FMA latency x FMA pipes on any x86 core, so the loop runs at the FMA
+ * throughput.  Each ISA is a separately compiled function (target attributes); the widest
+ * the CPU has runs (pk_device_info.simd: avx512f, avx2, else the scalar loop). */
+static volatile double fma_sink;
+
+#define FMA_SCALAR_CHAINS 16
+static double fma_loop_scalar(long iters)
+{
+    double a[FMA_SCALAR_CHAINS], s = 0;
+    const double m = 0.9999999, c = 1e-7;
+    for (int k = 0; k < FMA_SCALAR_CHAINS; ++k) a[k] = 0.01 * k;
+    for (long i = 0; i < iters; ++i)
+        for (int k = 0; k < FMA_SCALAR_CHAINS; ++k) a[k] = a[k] * m + c;
+    for (int k = 0; k < FMA_SCALAR_CHAINS; ++k) s += a[k];
+    return s;
+}
+
+#ifdef PK_FMA_X86
+#define FMA_REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define FMA_REP16(X) FMA_REP12(X) X(12) X(13) X(14) X(15)
+
+__attribute__((target("avx2,fma"))) static double fma_loop_avx2(long iters)
+{
+    const __m256d m = _mm256_set1_pd(0.9999999), c = _mm256_set1_pd(1e-7);
+#define FMA_DECL(k) __m256d a##k = _mm256_set1_pd(0.01 * k);
+#define FMA_STEP(k) a##k = _mm256_fmadd_pd(a##k, m, c);
+#define FMA_SUM(k) s = _mm256_add_pd(s, a##k);
+    FMA_REP12(FMA_DECL)
+    for (long i = 0; i < iters; ++i) {
+        FMA_REP12(FMA_STEP)
+    }
+    __m256d s = _mm256_setzero_pd();
+    FMA_REP12(FMA_SUM)
+    double t[4];
+    _mm256_storeu_pd(t, s);
+    return t[0] + t[1] + t[2] + t[3];
+#undef FMA_DECL
+#undef FMA_STEP
+#undef FMA_SUM
+}
+
+__attribute__((target("avx512f"))) static double fma_loop_avx512(long iters)
+{
+    const __m512d m = _mm512_set1_pd(0.9999999), c = _mm512_set1_pd(1e-7);
+#define FMA_DECL(k) __m512d a##k = _mm512_set1_pd(0.01 * k);
+#define FMA_STEP(k) a##k = _mm512_fmadd_pd(a##k, m, c);
+#define FMA_SUM(k) s = _mm512_add_pd(s, a##k);
+    FMA_REP16(FMA_DECL)
+    for (long i = 0; i < iters; ++i) {
+        FMA_REP16(FMA_STEP)
+    }
+    __m512d s = _mm512_setzero_pd();
+    FMA_REP16(FMA_SUM)
+    double t[8];
+    _mm512_storeu_pd(t, s);
+    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+#undef FMA_DECL
+#undef FMA_STEP
+#undef FMA_SUM
+}
+#endif
+
+/* Flop/s of iters iterations of loop (flops_per_iter each) on nt threads (1: this thread
+ * alone): the sum of every thread's rate over its own loop time, so that a thread started
+ * late or descheduled a moment costs only its own share; *t gets the longest loop time. */
+static double fma_rate(double (*loop)(long), double flops_per_iter, long iters, int nt, double *t)
+{
+    double sum = 0, flops = 0, tmax = 0;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        const double t0 = pk_now(), r = loop(iters), dt = pk_now() - t0;
+#pragma omp critical(pk_fma_rate)
+        {
+            sum += r;
+            flops += (double)iters * flops_per_iter / dt;
+            if (dt > tmax) tmax = dt;
+        }
+    }
+    fma_sink = fma_sink + sum;
+    *t = tmax;
+    return flops;
+}
+
+pk_status pk_host_peak_flops(int threads, double *flops_per_second)
+{
+    double (*loop)(long) = fma_loop_scalar;
+    double per_iter = 2 * FMA_SCALAR_CHAINS, t, best;
+    int nt = threads > 0 ? threads : 1;
+#ifdef PK_HAVE_OPENMP
+    if (threads == 0) nt = omp_get_max_threads();
+#endif
+#ifdef PK_FMA_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) {
+        loop = fma_loop_avx512;
+        per_iter = 16 * 8 * 2;
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        loop = fma_loop_avx2;
+        per_iter = 12 * 4 * 2;
+    }
+#endif
+    long iters = 1L << 14;
+    best = fma_rate(loop, per_iter, iters, nt, &t);
+    while (t < 0.02 && iters < (1L << 40)) { /* calibrate: about 30 ms per run */
+        iters = t > 1e-4 ? (long)((double)iters * (0.03 / t)) + 1 : iters * 16;
+        best = fma_rate(loop, per_iter, iters, nt, &t);
+    }
+    for (int r = 0; r < 5; ++r) { /* best of 5 */
+        const double f = fma_rate(loop, per_iter, iters, nt, &t);
+        if (f > best) best = f;
+    }
+    PK_CHECK(best > 0 && best < 1e300, PK_EINTERNAL, "FMA peak: no valid timing");
+    *flops_per_second = best;
     return PK_OK;
 }

@@ -151,6 +151,20 @@ pk_status pk_grid_kernel_count(const pk_grid_params *p, const int32_t *support,
     return gr_validate_support(p, support, NULL, NULL, complex_count);
 }
 
+int pk_grid_locate(const pk_grid_params *p, const int32_t *support, const pk_grid_data *d,
+                   size_t i, int *u, int *v)
+{
+    pk_gr_desc desc;
+    int w, off_u, off_v;
+    if (!p || !support || !d || !u || !v || i >= d->num_vis || p->num_w_planes < 1) return -1;
+    desc.p = *p;
+    desc.support = support;
+    if (pk_gr_locate(&desc, d->uu[i], d->vv[i], d->ww[i], d->vis[2 * i], d->vis[2 * i + 1],
+                     d->weight[i], &w, u, v, &off_u, &off_v))
+        return -1;
+    return support[w];
+}
+
 static void gr_compact(const pk_grid_params *p, const int32_t *support,
                        const size_t *plane_offset, const float *full, float *compact)
 {

@@ -98,6 +98,9 @@ int pk_cpu_topology(int ncpu, int *core_of);
 /** Host copy bandwidth (bytes read + written per second), `threads` OpenMP threads
  *  (0: default, 1: serial). */
 pk_status pk_host_bandwidth(int threads, size_t bytes, int reps, double *bps);
+/** Host double-precision FMA throughput (flop/s: 2 per FMA lane), `threads` OpenMP threads
+ *  (0: default, 1: serial): the widest FMA the CPU has, best of 5 runs of about 30 ms. */
+pk_status pk_host_peak_flops(int threads, double *flops_per_second);
 
 /* ---- diffusion3d, as a backend sees it ------------------------------------------------ */
 typedef struct pk_d3_desc {

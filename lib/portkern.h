@@ -169,6 +169,16 @@ PK_API pk_status pk_device_get_info(pk_context *ctx, pk_backend_id backend, int 
  *  backend (never silently clamped). */
 PK_API pk_status pk_measure_bandwidth(pk_context *ctx, pk_backend_id backend, int device,
                                       size_t bytes, int reps, double *bytes_per_second);
+/** Measure the double-precision FMA peak of a host backend's device, in flop/s (an FMA is 2
+ *  flops per vector lane): independent FMA chains, enough to hide the FMA latency, in the
+ *  widest vectors the CPU has (pk_device_info.simd "avx512f": AVX-512; "avx2": AVX2 + FMA;
+ *  otherwise scalar code), best of 5 runs of about 30 ms each.  serial: one thread; openmp:
+ *  the context's threads (0: OpenMP's default), each thread's rate over its own loop time
+ *  summed.  With the copy bandwidth this is the host's roof (min(peak, intensity x
+ *  bandwidth)).  Device backends (opencl, cuda): PK_EUNSUPPORTED; an unusable backend or a
+ *  device index out of range: as pk_measure_bandwidth. */
+PK_API pk_status pk_measure_peak_flops(pk_context *ctx, pk_backend_id backend, int device,
+                                       double *flops_per_second);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Run information, filled by every kernel call that takes one.                             */
@@ -517,6 +527,14 @@ typedef struct pk_grid_data {
  *  p and support: every support in [0, ...] and, for FULL, within conv_size_half). */
 PK_API pk_status pk_grid_kernel_count(const pk_grid_params *p, const int32_t *support,
                                       size_t *complex_count);
+/** Where visibility i of d is gridded (the geometry of section 1.2 above, as every variant
+ *  computes it): its centre cell, grid[*v][*u], and the support s of its w-plane, so that it
+ *  updates the (2 s + 1)^2 cells around it; -1 when it is skipped (its footprint leaves the
+ *  grid, or a value is not finite), and for a NULL pointer or i >= d->num_vis.  p and support
+ *  as pk_grid_kernel_count accepts them, not checked again (one call per visibility: a
+ *  picture of the updates, a histogram). */
+PK_API int pk_grid_locate(const pk_grid_params *p, const int32_t *support, const pk_grid_data *d,
+                          size_t i, int *u, int *v);
 /** The FULL stack compacted: per plane the [m][m] corner that can be read. */
 PK_API pk_status pk_grid_compact_kernels(const pk_grid_params *p, const int32_t *support,
                                          const float *full, float *compact);

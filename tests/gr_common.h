@@ -1517,6 +1517,32 @@ static int gr_run_suite(pk_backend_id backend)
         }
         gr_check_errors(variant, &sets[GR_UNIFORM]);
     }
+    for (int i = 0; backend == PK_BACKEND_SERIAL && i < GR_NSETS; ++i) {
+        /* pk_grid_locate: its footprints add up to the oracle's updates and skips */
+        const pk_grid_data d = gr_data(&sets[i]);
+        double updates = 0;
+        int64_t skipped = 0;
+        for (size_t k = 0; k < d.num_vis; ++k) {
+            int u, v;
+            const int s = pk_grid_locate(&sets[i].p, sets[i].support, &d, k, &u, &v);
+            if (s < 0)
+                ++skipped;
+            else
+                updates += (2.0 * s + 1) * (2.0 * s + 1);
+        }
+        ok(updates == orc[i].updates && skipped == orc[i].skipped,
+           "pk_grid_locate on %s: %.0f updates, %lld skipped (oracle: %.0f, %lld)", sets[i].name,
+           updates, (long long)skipped, orc[i].updates, (long long)orc[i].skipped);
+    }
+    if (backend == PK_BACKEND_SERIAL) {
+        const pk_grid_data d = gr_data(&sets[GR_UNIFORM]);
+        int u, v;
+        ok(pk_grid_locate(NULL, sets[GR_UNIFORM].support, &d, 0, &u, &v) == -1 &&
+               pk_grid_locate(&sets[GR_UNIFORM].p, NULL, &d, 0, &u, &v) == -1 &&
+               pk_grid_locate(&sets[GR_UNIFORM].p, sets[GR_UNIFORM].support, &d, d.num_vis, &u,
+                              &v) == -1,
+           "pk_grid_locate: NULL arguments and i >= num_vis give -1");
+    }
     gr_oracle_free(&o2);
     for (int i = 0; i < GR_NSETS; ++i) {
         gr_oracle_free(&orc[i]);

@@ -17,76 +17,55 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Set only by the fuzz harness (fuzz/fuzz_cli.c); see cli_common.h. */
 int cli_parse_only = 0;
 
 /* ---- options ------------------------------------------------------------------------- */
 
-/* Why v is outside [min, max], naming the bound it crosses. */
-static void range_text(double v, double min, double max, char *buf, size_t len)
+/* s as an integer or a finite double: the whole string, no blanks, within [min, max]. */
+static int to_number(const char *s, int integer, double min, double max, double *out,
+                     char *why, size_t len)
 {
-    if (v < min)
-        snprintf(buf, len, "must be >= %.17g", min);
-    else
-        snprintf(buf, len, "must be <= %.17g", max);
-}
-
-int cli_to_int(const char *s, double min, double max, int *out, char *why, size_t len)
-{
-    char *end;
-    long long v;
-    char range[96];
-
-    /* strtoll skips leading blanks and accepts "" as 0; neither is a number here. */
-    if (*s == '\0' || isspace((unsigned char)*s)) {
-        snprintf(why, len, "'%s' is not an integer", s);
-        return -1;
-    }
+    char *end = (char *)s;
+    double v = 0;
     errno = 0;
-    v = strtoll(s, &end, 10);
-    if (*end != '\0') {
-        snprintf(why, len, "'%s' is not an integer", s);
-        return -1;
-    }
-    if (errno == ERANGE || v < (long long)min || v > (long long)max) {
-        range_text((double)v, min, max, range, sizeof range);
-        snprintf(why, len, "%s is out of range (%s)", s, range);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-int cli_to_double(const char *s, double min, double max, double *out, char *why, size_t len)
-{
-    char *end;
-    double v;
-    char range[96];
-
-    if (*s == '\0' || isspace((unsigned char)*s)) {
-        snprintf(why, len, "'%s' is not a number", s);
-        return -1;
-    }
-    errno = 0;
-    v = strtod(s, &end);
-    if (*end != '\0') {
-        snprintf(why, len, "'%s' is not a number", s);
+    if (*s != '\0' && !isspace((unsigned char)*s)) /* strtoll, strtod skip blanks, take "" */
+        v = integer ? (double)strtoll(s, &end, 10) : strtod(s, &end);
+    if (end == s || *end != '\0') {
+        snprintf(why, len, "'%s' is not %s", s, integer ? "an integer" : "a number");
         return -1;
     }
     /* strtod reports ERANGE on underflow too, with the nearest (subnormal or zero) value:
      * that is a number; only an overflow is out of double range. */
-    if (!isfinite(v) || (errno == ERANGE && fabs(v) > DBL_MIN)) {
+    if (!integer && (!isfinite(v) || (errno == ERANGE && fabs(v) > DBL_MIN))) {
         snprintf(why, len, "'%s' is not a finite number in double range", s);
         return -1;
     }
-    if (v < min || v > max) {
-        range_text(v, min, max, range, sizeof range);
-        snprintf(why, len, "%s is out of range (%s)", s, range);
+    if ((integer && errno == ERANGE) || v < min || v > max) {
+        snprintf(why, len, "%s is out of range (must be %s %.17g)", s, v < min ? ">=" : "<=",
+                 v < min ? min : max);
         return -1;
     }
     *out = v;
     return 0;
+}
+
+int cli_to_int(const char *s, double min, double max, int *out, char *why, size_t len)
+{
+    double v;
+    if (to_number(s, 1, min, max, &v, why, len)) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int cli_to_double(const char *s, double min, double max, double *out, char *why,
+                         size_t len)
+{
+    return to_number(s, 0, min, max, out, why, len);
 }
 
 static const cli_opt *find_opt(const cli_opt *opts, const char *name, size_t namelen)
@@ -227,7 +206,7 @@ void cli_progress(const char *fmt, ...)
 
 /* ---- JSON writer --------------------------------------------------------------------- */
 
-void cli_json_string(FILE *f, const char *s)
+static void cli_json_string(FILE *f, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
@@ -350,6 +329,20 @@ void cj_null(cli_json *j, const char *key)
 {
     cj_item(j, key);
     fputs("null", j->f);
+}
+
+void cj_init_members(cli_json *j, FILE *f)
+{
+    cj_init(j, f, 0);
+    j->depth = 1;
+    j->first[1] = 1;
+}
+
+void cj_raw(cli_json *j, const char *members)
+{
+    if (!members[0]) return;
+    cj_item(j, NULL);
+    fputs(members, j->f);
 }
 
 /* ---- JSON reader for flat objects ---------------------------------------------------- */
@@ -624,6 +617,27 @@ double cli_rate(double amount, double seconds)
     return seconds > 0 && amount > 0 ? amount / seconds : NAN;
 }
 
+int cli_host_threads(int threads)
+{
+#ifdef _OPENMP
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    return threads > 0 ? threads : 1;
+#endif
+}
+
+const char *cli_dtype_name(pk_dtype dtype)
+{
+    switch (dtype) {
+    case PK_DTYPE_F32: return "float32";
+    case PK_DTYPE_F64: return "float64";
+    case PK_DTYPE_C64: return "complex64";
+    case PK_DTYPE_C128: return "complex128";
+    case PK_DTYPE_I32: return "int32";
+    default: return NULL;
+    }
+}
+
 void cli_shape_text(const size_t *shape, int ndim, char *buf, size_t len)
 {
     size_t used = (size_t)snprintf(buf, len, "[");
@@ -705,21 +719,6 @@ int cli_join(char *buf, size_t len, const char *dir, const char *name)
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-/* Split "a,b,c" into items[max][32]; -1 on an empty or overlong item. */
-void *cli_grow(void *rows, int n, int *cap, size_t size)
-{
-    if (n >= *cap) {
-        const int want = *cap ? 2 * *cap : 16;
-        if (want <= n || (size_t)want > SIZE_MAX / size) return NULL;
-        void *more = realloc(rows, (size_t)want * size);
-        if (!more) return NULL;
-        rows = more;
-        *cap = want;
-    }
-    memset((char *)rows + (size_t)n * size, 0, size);
-    return rows;
-}
-
 int cli_split_list(const char *s, char items[][32], int max, int *n)
 {
     *n = 0;
@@ -734,97 +733,12 @@ int cli_split_list(const char *s, char items[][32], int max, int *n)
     }
 }
 
-int cli_bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, int threads,
-                   const char *(*variants)(pk_backend_id), const char *kernel)
-{
-    int total = 0;
-    memset(set, 0, sizeof *set);
-    for (int i = 0; i < nb; ++i) {
-        pk_backend_id be = backends[i];
-        pk_context_options copt;
-        const char *why = NULL, *list;
-        pk_context_options_init(&copt);
-        copt.backend = be;
-        copt.threads = threads;
-        pk_status s = pk_context_create(&set->ctx[be], &copt);
-        if (s != PK_OK) {
-            snprintf(set->skip[be], sizeof set->skip[be], "%s: %s", pk_strerror(s), pk_last_error());
-            continue;
-        }
-        if (!pk_backend_available(set->ctx[be], be, &why)) {
-            snprintf(set->skip[be], sizeof set->skip[be], "%s", why && *why ? why : "not available");
-            continue;
-        }
-        list = variants(be);
-        if (!list || !*list || cli_split_list(list, set->vars[be], 16, &set->nvars[be])) {
-            set->nvars[be] = 0;
-            snprintf(set->skip[be], sizeof set->skip[be], "the backend implements no %s variant",
-                     kernel);
-            continue;
-        }
-        total += set->nvars[be];
-    }
-    return total;
-}
-
-void cli_bench_close(cli_bench_set *set)
-{
-    for (int i = 0; i < PK_BACKEND_COUNT; ++i) pk_context_destroy(set->ctx[i]);
-    memset(set->ctx, 0, sizeof set->ctx);
-}
-
-void cj_run_head(cli_json *j, const char *kernel, const pk_run_info *info)
-{
-    cj_str(j, "kernel", kernel);
-    cj_str(j, "backend", pk_backend_name(info->backend));
-    cj_str(j, "device", info->device_name);
-    cj_int(j, "device_index", info->device);
-    cj_str(j, "variant", info->variant);
-}
-
-void cj_run_times(cli_json *j, const pk_run_info *info)
-{
-    cj_num(j, "seconds", info->wall_s);
-    cj_num(j, "kernel_seconds", info->kernel_s);
-    cj_num(j, "transfer_seconds", info->transfer_s);
-    cj_num(j, "setup_seconds", info->setup_s);
-}
-
-void cj_run_tail(cli_json *j, const pk_run_info *info)
-{
-    cj_bool(j, "fell_back", info->fell_back);
-    cj_str(j, "reason", info->reason);
-}
-
-void cj_verify(cli_json *j, const pk_diff_report *rep, double rtol, int norm, const size_t *shape,
-               int ndim)
-{
-    char first[160];
-    if (!rep) return;
-    cj_open(j, "verify", '{');
-    cj_bool(j, "equal", rep->equal);
-    cj_str(j, "mode", norm ? "norm" : "element-wise");
-    cj_num(j, "rtol", rtol);
-    cj_num(j, "max_rel_err", rep->max_rel_err);
-    cj_num(j, "max_abs_err", rep->max_abs_err);
-    cj_num(j, "norm_rel_err", rep->norm_rel_err);
-    cj_int(j, "num_failed", (long long)rep->num_failed);
-    if (rep->num_failed > 0 && rep->first_fail != (size_t)-1) {
-        pk_format_index(rep->first_fail, shape, ndim, first, sizeof first);
-        cj_str(j, "first_fail", first);
-    } else {
-        cj_null(j, "first_fail");
-    }
-    cj_close(j);
-}
-
-int cli_params_open(const char *prog, const char *dir, const char *kernel, char *path,
-                    size_t path_len, FILE **pf, cli_json *j)
+int cli_json_open(const char *prog, const char *dir, const char *name, const char *kernel,
+                  char *path, size_t path_len, FILE **pf, cli_json *j)
 {
     if (cli_mkdirs(dir) != 0)
         return cli_usage_error(prog, "cannot create directory %s: %s", dir, strerror(errno));
-    if (cli_join(path, path_len, dir, "params.json"))
-        return cli_usage_error(prog, "path too long: %s", dir);
+    if (cli_join(path, path_len, dir, name)) return cli_usage_error(prog, "path too long: %s", dir);
     *pf = cli_temp_open(path);
     if (!*pf) return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
     cj_init(j, *pf, 1);
@@ -833,7 +747,7 @@ int cli_params_open(const char *prog, const char *dir, const char *kernel, char 
     return 0;
 }
 
-int cli_params_close(const char *prog, const char *path, FILE *pf, cli_json *j)
+int cli_json_close(const char *prog, const char *path, FILE *pf, cli_json *j)
 {
     cj_close(j);
     if (cli_temp_commit(pf) != 0)
@@ -1021,60 +935,6 @@ int cli_opt_add(cli_opt *o, int n, const char *name, cli_type type, void *dest, 
     o[n].max = max;
     o[n + 1].name = NULL;
     return n + 1;
-}
-
-int cli_run_opts(cli_opt *o, int n, const char **backend, const char **variant, int *device,
-                 int *threads, const char **in, const char **out, int *verify)
-{
-    n = cli_opt_add(o, n, "backend", CLI_STRING, backend, NULL, 0, 0);
-    n = cli_opt_add(o, n, "variant", CLI_STRING, variant, NULL, 0, 0);
-    n = cli_opt_add(o, n, "device", CLI_INT, device, NULL, 0, INT_MAX);
-    n = cli_opt_add(o, n, "threads", CLI_INT, threads, NULL, 0, PK_MAX_THREADS);
-    n = cli_opt_add(o, n, "in", CLI_STRING, in, NULL, 0, 0);
-    n = cli_opt_add(o, n, "out", CLI_STRING, out, NULL, 0, 0);
-    return cli_opt_add(o, n, "verify", CLI_FLAG, verify, NULL, 0, 0);
-}
-
-int cli_params_load(const char *prog, const char *path, const char *kernel, cli_jobject **obj,
-                    char **text)
-{
-    char why[256];
-    *obj = NULL;
-    *text = cli_read_text(path);
-    if (!*text)
-        return errno == ENOENT ? 0
-               : errno == EILSEQ ? cli_usage_error(prog, "%s: contains a NUL byte: not a JSON "
-                                                   "text", path)
-                                 : cli_usage_error(prog, "%s: %s", path, strerror(errno));
-    cli_jobject *o = malloc(sizeof *o);
-    int rc = 0;
-    const cli_jvalue *v;
-    if (!o)
-        rc = cli_usage_error(prog, "%s: out of memory", path);
-    else if (cli_json_parse_flat(*text, o, why, sizeof why))
-        rc = cli_usage_error(prog, "%s: not a flat JSON object: %s", path, why);
-    else if ((v = cli_json_get(o, "kernel")) && (v->type != CLI_JSTR || strcmp(v->str, kernel) != 0))
-        rc = cli_usage_error(prog, "%s: \"kernel\" is not \"%s\"", path, kernel);
-    if (rc) {
-        free(o);
-        free(*text);
-        *text = NULL;
-        return rc;
-    }
-    *obj = o;
-    return 0;
-}
-
-int cli_context_opts(const char *prog, const char *backend, int device, int threads,
-                     pk_context_options *copt)
-{
-    pk_context_options_init(copt);
-    if (backend && pk_backend_from_name(backend, &copt->backend) != PK_OK)
-        return cli_usage_error(prog, "option --backend: unknown backend '%s' "
-                               "(auto, serial, openmp, opencl, cuda)", backend);
-    copt->device = device;
-    copt->threads = threads;
-    return 0;
 }
 
 int cli_write_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,

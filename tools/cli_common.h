@@ -37,15 +37,11 @@ extern int cli_parse_only;
 /* Append an option to o[n] (keeping the NULL-name terminator after it); returns n + 1. */
 int cli_opt_add(cli_opt *o, int n, const char *name, cli_type type, void *dest, int *seen,
                 double min, double max);
-/* The options every `run` has: --backend --variant --device --threads --in --out --verify. */
-int cli_run_opts(cli_opt *o, int n, const char **backend, const char **variant, int *device,
-                 int *threads, const char **in, const char **out, int *verify);
 int cli_parse(const char *prog, int argc, char **argv, const cli_opt *opts, char **pos,
               int maxpos, int *npos);
-/** Strict conversions: the whole string, no blanks, range [min, max], finite doubles.
- *  Return 0, or -1 with a reason in why[len]. */
+/** Strict conversion: the whole string, no blanks, an integer in [min, max] (options of type
+ *  CLI_DOUBLE: a finite double).  Returns 0, or -1 with a reason in why[len]. */
 int cli_to_int(const char *s, double min, double max, int *out, char *why, size_t len);
-int cli_to_double(const char *s, double min, double max, double *out, char *why, size_t len);
 
 /* ---- messages ------------------------------------------------------------------------ */
 /** "PROG: message" on stderr; returns CLI_EXIT_USAGE. */
@@ -83,8 +79,10 @@ void cj_num(cli_json *j, const char *key, double v);      /* non-finite: null */
 void cj_int(cli_json *j, const char *key, long long v);
 void cj_bool(cli_json *j, const char *key, int v);
 void cj_null(cli_json *j, const char *key);
-/** Write s as a JSON string literal (quotes included). */
-void cli_json_string(FILE *f, const char *s);
+/** A writer of members only, as inside an object: what cj_raw inserts later. */
+void cj_init_members(cli_json *j, FILE *f);
+/** Members written by such a writer, inserted into the current object. */
+void cj_raw(cli_json *j, const char *members);
 
 /* ---- JSON reader for flat objects ---------------------------------------------------- */
 typedef enum cli_jtype { CLI_JNUM, CLI_JSTR, CLI_JBOOL, CLI_JNULL } cli_jtype;
@@ -114,6 +112,10 @@ const cli_jvalue *cli_json_get(const cli_jobject *obj, const char *key);
 double cli_now_s(void);
 /** amount / seconds, NaN unless both are positive. */
 double cli_rate(double amount, double seconds);
+/** The host threads of --threads N: N, or OpenMP's default for 0 (1 without OpenMP). */
+int cli_host_threads(int threads);
+/** "float32", "float64", "complex64", "complex128", "int32"; NULL for another dtype. */
+const char *cli_dtype_name(pk_dtype dtype);
 /** "[a, b, c]" */
 void cli_shape_text(const size_t *shape, int ndim, char *buf, size_t len);
 
@@ -136,54 +138,19 @@ int cli_mkdirs(const char *path);
 /** dir + "/" + name into buf; -1 when it does not fit. */
 int cli_join(char *buf, size_t len, const char *dir, const char *name);
 
-/* The parts of a run's JSON line every kernel shares: the head (kernel, backend, device,
- * variant), the times, the tail (fell_back, reason) and the differ's verdict (rep NULL: none;
- * shape[ndim] names the first failure as a multi-index). */
-void cj_run_head(cli_json *j, const char *kernel, const pk_run_info *info);
-void cj_run_times(cli_json *j, const pk_run_info *info);
-void cj_run_tail(cli_json *j, const pk_run_info *info);
-void cj_verify(cli_json *j, const pk_diff_report *rep, double rtol, int norm, const size_t *shape,
-               int ndim);
 
-/* DIR/params.json written by `gen`: open it (path gets its name) and start the JSON object
- * with "kernel"; close checks the write.  Both return 0 or the exit code after a message. */
-int cli_params_open(const char *prog, const char *dir, const char *kernel, char *path,
-                    size_t path_len, FILE **pf, cli_json *j);
-int cli_params_close(const char *prog, const char *path, FILE *pf, cli_json *j);
-
-/* Room for element n of a growable array of `size`-byte elements with capacity *cap (doubled
- * as needed): returns the (possibly moved) array with element n zeroed, or NULL when out of
- * memory (the old array is then still valid).  Bench tables append their rows with it. */
-void *cli_grow(void *rows, int n, int *cap, size_t size);
+/* DIR/name (params.json, grid's kernels.json), written whole: open it (DIR created, path gets
+ * its name) and begin the JSON object with "kernel"; close ends it and checks the write.
+ * Both return 0 or the exit code after a message. */
+int cli_json_open(const char *prog, const char *dir, const char *name, const char *kernel,
+                  char *path, size_t path_len, FILE **pf, cli_json *j);
+int cli_json_close(const char *prog, const char *path, FILE *pf, cli_json *j);
 
 /* Split "a,b,c" into items[max][32]; -1 on an empty or overlong item. */
 int cli_split_list(const char *s, char items[][32], int max, int *n);
 
-/* The backends a benchmark runs: one context per backend (forced), its variants, or why it
- * is skipped.  Shared by every kernel's bench. */
-typedef struct cli_bench_set {
-    pk_context *ctx[PK_BACKEND_COUNT];
-    char vars[PK_BACKEND_COUNT][16][32];
-    char skip[PK_BACKEND_COUNT][320];
-    int nvars[PK_BACKEND_COUNT];
-} cli_bench_set;
-/* Open the backends; variants(be) lists a kernel's variants.  Returns the number of
- * variants that will run. */
-int cli_bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, int threads,
-                   const char *(*variants)(pk_backend_id), const char *kernel);
-void cli_bench_close(cli_bench_set *set);
-
-/** Context options from --backend/--device/--threads; an unknown backend is a usage error
- *  (its exit code returned), else 0. */
-int cli_context_opts(const char *prog, const char *backend, int device, int threads,
-                     pk_context_options *copt);
 /** Write DIR/name as .npy (DIR created when missing); 0 or the exit code of the error. */
 int cli_write_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
                   const size_t *shape, const void *data);
-/** Read a params.json written by `gen` for `kernel` (a "kernel" key naming another kernel is
- *  an error).  0 with *obj = NULL when the file does not exist; 0 with *obj and *text
- *  (which *obj points into) to free() on success; else the usage error's exit code. */
-int cli_params_load(const char *prog, const char *path, const char *kernel, cli_jobject **obj,
-                    char **text);
 
 #endif /* PK_CLI_COMMON_H */

@@ -34,87 +34,48 @@ typedef struct cv_args {
 } cv_args;
 
 typedef struct cv_data {
-    pk_array image, psf; /* --in */
-    float *gimage, *gpsf, *out, *ref;
+    float *image, *psf, *out, *ref;
 } cv_data;
 
-static const float *cv_image(const cv_data *d) { return d->image.data ? d->image.data : d->gimage; }
-static const float *cv_psf(const cv_data *d) { return d->psf.data ? d->psf.data : d->gpsf; }
+static const cli_array cv_arrays[] = {
+    {"image.npy", PK_DTYPE_F32, "h,w", offsetof(cv_data, image), CLI_A_IN},
+    {"psf.npy", PK_DTYPE_F32, "kh,kw", offsetof(cv_data, psf), CLI_A_IN},
+    {"out.npy", PK_DTYPE_F32, "h,w", offsetof(cv_data, out), CLI_A_OUT},
+    {"reference", PK_DTYPE_F32, "h,w", offsetof(cv_data, ref), CLI_A_REF},
+    {0}};
 
-static pk_status cv_method_from_name(const char *name, int *id)
-{
-    if (strcmp(name, "auto") == 0)
-        *id = PK_CONV2D_AUTO;
-    else if (strcmp(name, "direct") == 0)
-        *id = PK_CONV2D_DIRECT;
-    else if (strcmp(name, "fft") == 0)
-        *id = PK_CONV2D_FFT;
-    else
-        return PK_EINVAL;
-    return PK_OK;
-}
+static const char *const cv_method_names[] = {"direct", "fft", "auto", NULL};
+static const int cv_method_ids[] = {PK_CONV2D_DIRECT, PK_CONV2D_FFT, PK_CONV2D_AUTO};
+static const cli_names cv_methods = {cv_method_names, cv_method_ids};
 
-static const char *cv_method_name(int id)
-{
-    return id == PK_CONV2D_DIRECT ? "direct" : id == PK_CONV2D_FFT ? "fft" : "auto";
-}
-
-static const cli_param cv_params[] = {
-    {"h", CLI_P_INT, offsetof(cv_args, h), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"w", CLI_P_INT, offsetof(cv_args, w), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"kh", CLI_P_INT, offsetof(cv_args, kh), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"kw", CLI_P_INT, offsetof(cv_args, kw), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"method", CLI_P_NAME, offsetof(cv_args, method), 0, 0, CLI_IN_ALL, cv_method_from_name,
-     cv_method_name, "direct, fft, auto"},
-    {"seed", CLI_P_INT, offsetof(cv_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
-
-static const char *const cv_flags[] = {"norm", NULL};
-
-static void cv_args_init(void *args)
-{
-    cv_args *a = args;
-    a->h = CV_FRAME_H;
-    a->w = CV_FRAME_W;
-    a->kh = a->kw = CV_FRAME_K;
-    a->method = PK_CONV2D_AUTO;
-    a->seed = 1;
-    a->norm = 0;
-}
-
-static int cv_options(cli_opt *o, int n, void *args, int gen)
-{
-    return gen ? n : cli_opt_add(o, n, "norm", CLI_FLAG, &((cv_args *)args)->norm, NULL, 0, 0);
-}
+static const cli_param cv_params_table[] = {
+    {"h", CLI_P_INT, offsetof(cv_args, h), 1, INT_MAX, CV_FRAME_H, CLI_IN_ALL, NULL, "N --w N",
+     "image size (default 813 x 5271, the StrayLight frame); --preset small: "
+     "203 x 1317 (a quarter of the frame), paper and large: 813 x 5271, both "
+     "with an 11 x 11 PSF"},
+    {"w", CLI_P_INT, offsetof(cv_args, w), 1, INT_MAX, CV_FRAME_W, CLI_IN_ALL, NULL, NULL, NULL},
+    {"kh", CLI_P_INT, offsetof(cv_args, kh), 1, INT_MAX, CV_FRAME_K, CLI_IN_ALL, NULL, "N --kw N",
+     "PSF size (default 11 x 11)"},
+    {"kw", CLI_P_INT, offsetof(cv_args, kw), 1, INT_MAX, CV_FRAME_K, CLI_IN_ALL, NULL, NULL, NULL},
+    {"method", CLI_P_NAME, offsetof(cv_args, method), 0, 0, PK_CONV2D_AUTO, CLI_IN_ALL,
+     &cv_methods, "M",
+     "direct, fft or auto (default): auto takes the FFT from a PSF size "
+     "measured on the CPU (docs/PERFORMANCE.md); a backend without an FFT "
+     "variant runs direct and says so in \"reason\"; --variant overrides it"},
+    {"seed", CLI_P_INT, offsetof(cv_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
+     CLI_SEED_HELP},
+    {"norm", CLI_P_FLAG, offsetof(cv_args, norm), 0, 1, 0, CLI_IN_RUN, NULL, NULL,
+     "--verify norm-wise (||ref - out||_2 <= rtol ||out||_2) instead of "
+     "element-wise: for data with outputs near zero through the FFT"},
+    {0}};
 
 /* small: a quarter of the frame (CI's bootstrap runs it); paper and large: the frame. */
-static int cv_preset(const char *size, void *args)
+static void cv_preset(int size, void *args)
 {
     cv_args *a = args;
-    const int small = strcmp(size, "small") == 0;
-    if (!small && strcmp(size, "paper") != 0 && strcmp(size, "large") != 0) return -1;
-    a->h = small ? CV_FRAME_H / 4 : CV_FRAME_H;
-    a->w = small ? CV_FRAME_W / 4 : CV_FRAME_W;
+    a->h = size == CLI_SMALL ? CV_FRAME_H / 4 : CV_FRAME_H;
+    a->w = size == CLI_SMALL ? CV_FRAME_W / 4 : CV_FRAME_W;
     a->kh = a->kw = CV_FRAME_K;
-    return 0;
-}
-
-/* Floats of an h x w array, -1 when its bytes do not fit in size_t. */
-static int cv_plane(int h, int w, size_t *n)
-{
-    if ((size_t)h > SIZE_MAX / sizeof(float) / (size_t)w) return -1;
-    *n = (size_t)h * (size_t)w;
-    return 0;
-}
-
-static int cv_resolve(cli_call *c)
-{
-    const cv_args *a = c->args;
-    size_t n;
-    if (cv_plane(a->h, a->w, &n) || cv_plane(a->kh, a->kw, &n))
-        return cli_usage_error(c->prog, "a %d x %d image with a %d x %d PSF does not fit in memory",
-                               a->h, a->w, a->kh, a->kw);
-    return 0;
 }
 
 static size_t cv_pixels(const cv_args *a) { return (size_t)a->h * (size_t)a->w; }
@@ -123,230 +84,58 @@ static int cv_generate(cli_call *c, void *data)
 {
     const cv_args *a = c->args;
     cv_data *d = data;
-    d->gimage = malloc(cv_pixels(a) * sizeof *d->gimage);
-    d->gpsf = malloc((size_t)a->kh * (size_t)a->kw * sizeof *d->gpsf);
-    if (!d->gimage || !d->gpsf) {
-        fprintf(stderr, "%s: out of host memory for a %d x %d image\n", c->prog, a->h, a->w);
-        return CLI_EXIT_FAIL;
-    }
-    pk_cv_gen_frame(a->h, a->w, (unsigned)a->seed, d->gimage);
-    pk_cv_gen_psf(a->kh, a->kw, (unsigned)a->seed, d->gpsf);
+    pk_cv_gen_frame(a->h, a->w, (unsigned)a->seed, d->image);
+    pk_cv_gen_psf(a->kh, a->kw, (unsigned)a->seed, d->psf);
     return 0;
 }
 
-/* DIR/name: float32 [rows][cols]; its shape must agree with sizes given elsewhere. */
-static int cv_read(cli_call *c, const char *dir, const char *name, const char *rname,
-                   const char *cname, int *rows, int *cols, pk_array *arr)
+static pk_conv2d_params cv_params(const cv_args *a)
 {
-    const size_t any[2] = {0, 0};
-    char what[80], shape[160], by[64];
-    snprintf(what, sizeof what, "a float32 ('<f4') array with 2 dimensions [%s][%s]", rname,
-             cname);
-    int rc = cli_read_npy(c->prog, dir, name, PK_DTYPE_F32, 2, any, what, arr);
-    if (rc) return rc;
-    cli_shape_text(arr->shape, 2, shape, sizeof shape);
-    const char *names[2] = {rname, cname};
-    int *dims[2] = {rows, cols};
-    for (int k = 0; k < 2; ++k) {
-        if (arr->shape[k] > INT_MAX)
-            return cli_usage_error(c->prog, "%s/%s: dimension %d has size %zu (must be 1..%d)",
-                                   dir, name, k, arr->shape[k], INT_MAX);
-        if (cli_seen(c, names[k]) && (size_t)*dims[k] != arr->shape[k])
-            return cli_usage_error(c->prog, "%s/%s has shape %s but %s is %d", dir, name, shape,
-                                   cli_seen_text(c, names[k], by, sizeof by), *dims[k]);
-        *dims[k] = (int)arr->shape[k];
+    const pk_conv2d_params p = {a->h, a->w, a->kh, a->kw, a->method};
+    return p;
+}
+
+static pk_status cv_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, int runs, pk_run_info *info)
+{
+    cv_data *d = data;
+    const pk_conv2d_params p = cv_params(args);
+    switch (op) {
+    case CLI_ONESHOT: return pk_conv2d(ctx, &p, variant, d->image, d->psf, d->out, info);
+    case CLI_REFERENCE: return pk_conv2d_reference(&p, d->image, d->psf, d->ref);
+    case CLI_PLAN_CREATE:
+        return pk_conv2d_plan_create((pk_conv2d_plan **)plan, ctx, &p, variant, d->psf, info);
+    case CLI_PLAN_UPLOAD: return pk_conv2d_plan_upload(*plan, d->image);
+    case CLI_PLAN_RUN: return pk_conv2d_plan_run(*plan, info);
+    case CLI_PLAN_DOWNLOAD: return pk_conv2d_plan_download(*plan, d->out);
+    case CLI_PLAN_DESTROY: pk_conv2d_plan_destroy(*plan);
     }
-    return 0;
+    return PK_OK;
 }
 
-/* DIR/image.npy and DIR/psf.npy: the sizes from their shapes. */
-static int cv_load(cli_call *c, const char *dir, void *data)
+/* The differ's verdict, norm-wise with --norm. */
+static pk_status cv_check(const void *args, void *data, cli_verdict *v)
 {
-    cv_args *a = c->args;
-    cv_data *d = data;
-    int rc = cv_read(c, dir, "image.npy", "h", "w", &a->h, &a->w, &d->image);
-    return rc ? rc : cv_read(c, dir, "psf.npy", "kh", "kw", &a->kh, &a->kw, &d->psf);
-}
-
-static int cv_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const cv_args *a = c->args;
-    const cv_data *d = data;
-    const size_t ishape[2] = {(size_t)a->h, (size_t)a->w}, pshape[2] = {(size_t)a->kh, (size_t)a->kw};
-    int rc = cli_write_npy(c->prog, dir, "image.npy", PK_DTYPE_F32, 2, ishape, d->gimage);
-    return rc ? rc : cli_write_npy(c->prog, dir, "psf.npy", PK_DTYPE_F32, 2, pshape, d->gpsf);
-}
-
-static void cv_params_of(const cv_args *a, pk_conv2d_params *p)
-{
-    p->h = a->h;
-    p->w = a->w;
-    p->kh = a->kh;
-    p->kw = a->kw;
-    p->method = a->method;
-}
-
-static pk_status cv_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
-{
-    cv_data *d = data;
-    pk_conv2d_params p;
-    cv_params_of(args, &p);
-    if (!(d->out = malloc(cv_pixels(args) * sizeof *d->out))) return PK_ENOMEM;
-    return pk_conv2d(ctx, &p, variant, cv_image(d), cv_psf(d), d->out, info);
-}
-
-/* The differ's verdict of out against ref (element-wise, or norm-wise with norm). */
-static pk_status cv_check(const float *ref, const float *out, int h, int w, int norm,
-                          cli_verdict *v)
-{
-    pk_status s = pk_diff_f32(ref, out, (size_t)h * (size_t)w, v->rtol, CV_ZERO,
-                              norm ? PK_DIFF_NORM : PK_DIFF_ELEMENTWISE, &v->rep);
-    v->norm = norm;
-    v->shape[0] = (size_t)h;
-    v->shape[1] = (size_t)w;
-    v->ndim = 2;
-    return s == PK_EMISMATCH ? PK_OK : s;
-}
-
-static pk_status cv_verify(const void *args, void *data, cli_verdict *v)
-{
-    const cv_args *a = args;
-    cv_data *d = data;
-    pk_conv2d_params p;
-    cv_params_of(a, &p);
-    if (!(d->ref = malloc(cv_pixels(a) * sizeof *d->ref))) return PK_ENOMEM;
-    pk_status s = pk_conv2d_reference(&p, cv_image(d), cv_psf(d), d->ref);
-    return s == PK_OK ? cv_check(d->ref, d->out, a->h, a->w, a->norm, v) : s;
-}
-
-static int cv_write_outputs(cli_call *c, const char *dir, const void *data)
-{
-    const cv_args *a = c->args;
-    const size_t shape[2] = {(size_t)a->h, (size_t)a->w};
-    return cli_write_npy(c->prog, dir, "out.npy", PK_DTYPE_F32, 2, shape,
-                         ((const cv_data *)data)->out);
+    return cli_check_diff(&cli_kernel_conv2d, args, data, ((const cv_args *)args)->norm, v);
 }
 
 static void cv_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
 {
     const cv_args *a = args;
-    (void)data;
-    (void)info;
-    cj_str(j, "method", cv_method_name(a->method));
+    cj_str(j, "method", cli_name_of(&cv_methods, a->method));
     cj_int(j, "h", a->h);
     cj_int(j, "w", a->w);
     cj_int(j, "kh", a->kh);
     cj_int(j, "kw", a->kw);
 }
 
-static void cv_data_free(void *data)
-{
-    cv_data *d = data;
-    pk_array_free(&d->image);
-    pk_array_free(&d->psf);
-    free(d->gimage);
-    free(d->gpsf);
-    free(d->out);
-    free(d->ref);
-}
-
 /* ---- bench: every variant on one frame; the PSF sweep ------------------------------------ */
-typedef struct cv_sweep {
-    pk_backend_id backend;
-    char direct[32], fft[32];
-    int k;
-    double direct_s, fft_s; /* best of the timed runs; 0: failed */
-    int agree;              /* the two results equal within the differ */
-    char error[256];
-} cv_sweep;
-
-typedef struct cv_bench {
-    const char *size;
-    cv_args a;
-    float *image, *psf, *ref, *out, *out2;
-    cv_sweep *sweep;
-    int nsweep;
-} cv_bench;
-
-static int cv_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static void cv_describe(const cli_bench_result *res)
 {
-    cv_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    *ncases = 1;
-    if (!b) goto nomem;
-    b->size = req->size;
-    cv_args_init(&b->a);
-    cv_preset(req->size, &b->a);
-    const size_t npx = cv_pixels(&b->a);
-    b->image = malloc(npx * sizeof *b->image);
-    b->psf = malloc((size_t)b->a.kh * b->a.kw * sizeof *b->psf);
-    b->ref = malloc(npx * sizeof *b->ref);
-    b->out = malloc(npx * sizeof *b->out);
-    if (req->psf_sweep) b->out2 = malloc(npx * sizeof *b->out2);
-    if (!b->image || !b->psf || !b->ref || !b->out || (req->psf_sweep && !b->out2)) goto nomem;
-    pk_cv_gen_frame(b->a.h, b->a.w, 1, b->image);
-    pk_cv_gen_psf(b->a.kh, b->a.kw, 1, b->psf);
-    pk_conv2d_params p;
-    cv_params_of(&b->a, &p);
-    pk_status s = pk_conv2d_reference(&p, b->image, b->psf, b->ref);
-    return s == PK_OK ? 0 : cli_lib_error("portkern", s);
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
-}
-
-static pk_status cv_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
-{
-    const cv_bench *b = bd;
-    pk_conv2d_params p;
-    (void)c;
-    cv_params_of(&b->a, &p);
-    return pk_conv2d_plan_create((pk_conv2d_plan **)plan, ctx, &p, variant, b->psf, info);
-}
-
-static pk_status cv_upload(void *plan, void *bd, int c)
-{
-    (void)c;
-    return pk_conv2d_plan_upload(plan, ((cv_bench *)bd)->image);
-}
-
-static pk_status cv_plan_run(void *plan, pk_run_info *info) { return pk_conv2d_plan_run(plan, info); }
-
-static pk_status cv_download(void *plan, void *bd, int c)
-{
-    (void)c;
-    return pk_conv2d_plan_download(plan, ((cv_bench *)bd)->out);
-}
-
-static void cv_destroy(void *plan) { pk_conv2d_plan_destroy(plan); }
-
-static pk_status cv_bench_verify(void *bd, int c, int runs, cli_verdict *v)
-{
-    const cv_bench *b = bd;
-    (void)c;
-    (void)runs; /* every run convolves the same frame */
-    v->rtol = CV_RTOL;
-    return cv_check(b->ref, b->out, b->a.h, b->a.w, 0, v);
-}
-
-static void cv_describe(const void *bd)
-{
-    const cv_bench *b = bd;
+    const cv_args *a = res->args[0];
     printf("conv2d %s: %d x %d image, %d x %d PSF (generated StrayLight frame, seed 1); verified "
-           "element-wise against the serial reference, rtol %g, zero %g\n", b->size, b->a.h,
-           b->a.w, b->a.kh, b->a.kw, CV_RTOL, CV_ZERO);
-}
-
-static void cv_case_json(cli_json *j, const void *bd, int c)
-{
-    const cv_bench *b = bd;
-    (void)c;
-    cj_int(j, "h", b->a.h);
-    cj_int(j, "w", b->a.w);
-    cj_int(j, "kh", b->a.kh);
-    cj_int(j, "kw", b->a.kw);
+           "element-wise against the serial reference, rtol %g, zero %g\n", res->req->size, a->h,
+           a->w, a->kh, a->kw, CV_RTOL, CV_ZERO);
 }
 
 static int cv_is_fft(const char *v)
@@ -359,70 +148,79 @@ static int cv_is_fft(const char *v)
 static const int cv_sweep_k[] = {3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 31, 41, 63};
 #define CV_NSWEEP ((int)(sizeof cv_sweep_k / sizeof cv_sweep_k[0]))
 
+typedef struct cv_sweep {
+    pk_backend_id backend;
+    char direct[32], fft[32];
+    int k;
+    double direct_s, fft_s; /* best of the timed runs; 0: failed */
+    int agree;              /* the two results equal within the differ */
+    char error[256];
+} cv_sweep;
+
+typedef struct cv_sweeps { /* the report's, kept for the JSON */
+    int n;
+    cv_sweep s[PK_BACKEND_COUNT * CV_NSWEEP];
+} cv_sweeps;
+
 /* One variant on the frame with a K x K PSF: best kernel time, result in out. */
-static pk_status cv_sweep_one(cv_bench *b, pk_context *ctx, const char *variant, int k,
-                              const float *psf, int reps, float *out, double *t)
+static pk_status cv_sweep_one(const cv_args *frame, const float *image, pk_context *ctx,
+                              const char *variant, int k, float *psf, float *out, int reps,
+                              double *t)
 {
-    pk_conv2d_params p = {b->a.h, b->a.w, k, k, PK_CONV2D_AUTO};
-    pk_conv2d_plan *plan = NULL;
+    cv_args a = *frame;
+    cv_data d = {(float *)image, psf, out, NULL};
+    void *plan = NULL;
     pk_run_info info;
-    double med, max;
-    pk_status s = pk_conv2d_plan_create(&plan, ctx, &p, variant, psf, &info);
-    if (s == PK_OK) s = pk_conv2d_plan_upload(plan, b->image);
-    if (s == PK_OK) s = cli_bench_time(cv_plan_run, plan, reps, t, &med, &max, &info, NULL);
-    if (s == PK_OK) s = pk_conv2d_plan_download(plan, out);
-    pk_conv2d_plan_destroy(plan);
+    double ts[3];
+    a.kh = a.kw = k;
+    pk_status s = cv_call(CLI_PLAN_CREATE, &plan, ctx, variant, &a, &d, 0, &info);
+    if (s == PK_OK) s = cv_call(CLI_PLAN_UPLOAD, &plan, NULL, NULL, &a, &d, 0, NULL);
+    if (s == PK_OK) s = cli_bench_time(&cli_kernel_conv2d, plan, &a, &d, reps, ts, &info, NULL);
+    if (s == PK_OK) s = cv_call(CLI_PLAN_DOWNLOAD, &plan, NULL, NULL, &a, &d, 0, NULL);
+    if (plan) cv_call(CLI_PLAN_DESTROY, &plan, NULL, NULL, &a, &d, 0, NULL);
+    *t = s == PK_OK ? ts[0] : 0;
     return s;
 }
 
 /* Direct (the backend's first variant) against FFT for every K, same frame; the FFT result
  * is checked against the direct one (element-wise, rtol 1e-5). */
-static int cv_sweep_backend(cv_bench *b, pk_context *ctx, pk_backend_id be, const char *direct,
-                            const char *fft, int reps)
+static void cv_sweep_backend(cv_sweeps *sw, const cli_bench_result *res, pk_backend_id be,
+                             const char *direct, const char *fft, float *psf, float *out[2])
 {
-    const size_t npx = cv_pixels(&b->a);
-    float *psf = malloc((size_t)cv_sweep_k[CV_NSWEEP - 1] * cv_sweep_k[CV_NSWEEP - 1] * sizeof *psf);
-    cv_sweep *more = realloc(b->sweep, (size_t)(b->nsweep + CV_NSWEEP) * sizeof *more);
-    if (more) b->sweep = more;
-    if (!psf || !more) {
-        free(psf);
-        return -1;
-    }
+    const cv_args *a = res->args[0];
+    const float *image = ((const cv_data *)res->data[0])->image;
     for (int i = 0; i < CV_NSWEEP; ++i) {
-        cv_sweep *sw = &b->sweep[b->nsweep++];
-        memset(sw, 0, sizeof *sw);
-        sw->backend = be;
-        sw->k = cv_sweep_k[i];
-        snprintf(sw->direct, sizeof sw->direct, "%s", direct);
-        snprintf(sw->fft, sizeof sw->fft, "%s", fft);
-        pk_cv_gen_psf(sw->k, sw->k, 1, psf);
-        cli_progress("psf sweep: %s %dx%d ...", pk_backend_name(be), sw->k, sw->k);
+        cv_sweep *s = &sw->s[sw->n++];
+        s->backend = be;
+        s->k = cv_sweep_k[i];
+        snprintf(s->direct, sizeof s->direct, "%s", direct);
+        snprintf(s->fft, sizeof s->fft, "%s", fft);
+        pk_cv_gen_psf(s->k, s->k, 1, psf);
+        cli_progress("psf sweep: %s %dx%d ...", pk_backend_name(be), s->k, s->k);
         for (int v = 0; v < 2; ++v) {
-            double *t = v ? &sw->fft_s : &sw->direct_s;
-            pk_status s = cv_sweep_one(b, ctx, v ? fft : direct, sw->k, psf, reps,
-                                       v ? b->out2 : b->out, t);
-            if (s != PK_OK) {
+            double *t = v ? &s->fft_s : &s->direct_s;
+            pk_status st = cv_sweep_one(a, image, res->set.ctx[be], v ? fft : direct, s->k, psf,
+                                        out[v], res->req->reps, t);
+            if (st != PK_OK) {
                 *t = 0;
-                snprintf(sw->error, sizeof sw->error, "%s: %s: %s", v ? fft : direct,
-                         pk_strerror(s), pk_last_error());
+                snprintf(s->error, sizeof s->error, "%s: %s: %s", v ? fft : direct,
+                         pk_strerror(st), pk_last_error());
                 break;
             }
         }
-        sw->agree = !sw->error[0] && pk_diff_f32(b->out, b->out2, npx, CV_RTOL, CV_ZERO,
-                                                 PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
+        s->agree = !s->error[0] && pk_diff_f32(out[0], out[1], cv_pixels(a), CV_RTOL, CV_ZERO,
+                                               PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
     }
-    free(psf);
-    return 0;
 }
 
-static void cv_print_sweep(const cv_bench *b)
+static void cv_print_sweep(const cv_sweeps *b, const cv_args *a)
 {
     printf("\nPSF sweep on the %d x %d frame (square PSFs; direct = the backend's first variant; "
-           "fft checked against it):\n", b->a.h, b->a.w);
+           "fft checked against it):\n", a->h, a->w);
     printf("%-7s  %4s  %6s  %-10s  %9s  %-10s  %9s  %-6s  %s\n", "backend", "K", "taps",
            "direct", "ms", "fft", "ms", "faster", "agree");
-    for (int i = 0; i < b->nsweep; ++i) {
-        const cv_sweep *s = &b->sweep[i];
+    for (int i = 0; i < b->n; ++i) {
+        const cv_sweep *s = &b->s[i];
         if (s->error[0]) {
             printf("%-7s  %4d  %6d  error: %s\n", pk_backend_name(s->backend), s->k, s->k * s->k,
                    s->error);
@@ -434,16 +232,16 @@ static void cv_print_sweep(const cv_bench *b)
                s->agree ? "yes" : "NO");
     }
     /* Crossover: the smallest K from which the FFT wins at every larger K too. */
-    for (int i = 0; i < b->nsweep;) {
-        const pk_backend_id be = b->sweep[i].backend;
+    for (int i = 0; i < b->n;) {
+        const pk_backend_id be = b->s[i].backend;
         int end = i, from = -1;
-        while (end < b->nsweep && b->sweep[end].backend == be) ++end;
-        for (int k = end - 1; k >= i && !b->sweep[k].error[0] &&
-                              b->sweep[k].fft_s < b->sweep[k].direct_s; --k)
+        while (end < b->n && b->s[end].backend == be) ++end;
+        for (int k = end - 1; k >= i && !b->s[k].error[0] &&
+                              b->s[k].fft_s < b->s[k].direct_s; --k)
             from = k;
         if (from >= 0)
             printf("crossover %s: fft faster from K = %d (%d taps) on%s\n", pk_backend_name(be),
-                   b->sweep[from].k, b->sweep[from].k * b->sweep[from].k,
+                   b->s[from].k, b->s[from].k * b->s[from].k,
                    from > i ? "" : " (at every K tried)");
         else
             printf("crossover %s: direct faster at every K tried\n", pk_backend_name(be));
@@ -456,7 +254,6 @@ static void cv_print_sweep(const cv_bench *b)
 static void cv_report(cli_bench_result *res)
 {
     static const char *const seq[] = {"naive", "serial", "simd", "omp"};
-    cv_bench *b = res->bd;
     double t0 = 0;
     int shown = 0, swept[PK_BACKEND_COUNT] = {0};
     for (int k = 0; k < 4; ++k)
@@ -472,32 +269,37 @@ static void cv_report(cli_bench_result *res)
         }
     if (shown) printf("\n");
     if (!res->req->psf_sweep) return;
-    for (int i = 0; i < res->nrows; ++i) {
+    const size_t npx = cv_pixels(res->args[0]);
+    cv_sweeps *b = res->extra = calloc(1, sizeof *b);
+    float *psf = malloc((size_t)cv_sweep_k[CV_NSWEEP - 1] * cv_sweep_k[CV_NSWEEP - 1] * sizeof *psf);
+    float *out[2] = {((cv_data *)res->data[0])->out, malloc(npx * sizeof(float))};
+    if (!b || !psf || !out[1]) {
+        fprintf(stderr, "portkern bench: out of host memory\n");
+        res->failed = 1;
+    }
+    for (int i = 0; !res->failed && i < res->nrows; ++i) {
         const pk_backend_id be = res->rows[i].backend;
         const cli_bench_set *set = &res->set;
         if (swept[be]++) continue;
         for (int v = 1; v < set->nvars[be]; ++v)
-            if (cv_is_fft(set->vars[be][v]) &&
-                cv_sweep_backend(b, set->ctx[be], be, set->vars[be][0], set->vars[be][v],
-                                 res->req->reps)) {
-                fprintf(stderr, "portkern bench: out of host memory\n");
-                res->failed = 1;
-                return;
-            }
+            if (cv_is_fft(set->vars[be][v]))
+                cv_sweep_backend(b, res, be, set->vars[be][0], set->vars[be][v], psf, out);
     }
-    if (b->nsweep) cv_print_sweep(b);
-    for (int i = 0; i < b->nsweep; ++i)
-        if (b->sweep[i].error[0] || !b->sweep[i].agree) res->failed = 1;
+    free(psf);
+    free(out[1]);
+    if (b && b->n) cv_print_sweep(b, res->args[0]);
+    for (int i = 0; b && i < b->n; ++i)
+        if (b->s[i].error[0] || !b->s[i].agree) res->failed = 1;
 }
 
-static void cv_bench_json(cli_json *j, const void *bd)
+static void cv_bench_json(cli_json *j, const cli_bench_result *res)
 {
-    const cv_bench *b = bd;
+    const cv_sweeps *b = res->extra;
     cj_str(j, "flops_model", CV_FLOPS_MODEL);
     cj_str(j, "bytes_model", CV_BYTES_MODEL);
     cj_open(j, "psf_sweep", '[');
-    for (int i = 0; i < b->nsweep; ++i) {
-        const cv_sweep *s = &b->sweep[i];
+    for (int i = 0; b && i < b->n; ++i) {
+        const cv_sweep *s = &b->s[i];
         cj_open(j, NULL, '{');
         cj_str(j, "backend", pk_backend_name(s->backend));
         cj_int(j, "k", s->k);
@@ -513,51 +315,12 @@ static void cv_bench_json(cli_json *j, const void *bd)
     cj_close(j);
 }
 
-static void cv_bench_free(void *bd)
-{
-    cv_bench *b = bd;
-    free(b->image);
-    free(b->psf);
-    free(b->ref);
-    free(b->out);
-    free(b->out2);
-    free(b->sweep);
-    free(b);
-}
-
-static const cli_bench_ops cv_bench_ops = {
-    .setup = cv_bench_setup,
-    .create = cv_create,
-    .upload = cv_upload,
-    .run = cv_plan_run,
-    .download = cv_download,
-    .destroy = cv_destroy,
-    .verify = cv_bench_verify,
-    .describe = cv_describe,
-    .case_json = cv_case_json,
-    .report = cv_report,
-    .json = cv_bench_json,
-    .free = cv_bench_free,
-};
-
 const cli_kernel cli_kernel_conv2d = {
     .name = "conv2d",
     .summary = "StrayLight periodic image convolution with a PSF, direct or by FFT",
     .run_help =
         "Convolve one image with a PSF (StrayLight, docs/KERNELS.md section 5: correlation,\n"
         "periodic borders, output centred by kh/2, kw/2).\n"
-        "\n"
-        "  --h N --w N     image size (default 813 x 5271, the StrayLight frame; with --in:\n"
-        "                  must match); --preset small: 203 x 1317 (a quarter of the frame),\n"
-        "                  paper and large: 813 x 5271, both with an 11 x 11 PSF\n"
-        "  --kh N --kw N   PSF size (default 11 x 11; with --in: must match)\n"
-        "  --method M      direct, fft or auto (default): auto takes the FFT from a PSF size\n"
-        "                  measured on the CPU (docs/PERFORMANCE.md); a backend without an\n"
-        "                  FFT variant runs direct and says so in \"reason\"; --variant\n"
-        "                  overrides it\n"
-        "  --seed S        seed of the generated data (default 1)\n"
-        "  --norm          --verify norm-wise (||ref - out||_2 <= rtol ||out||_2) instead of\n"
-        "                  element-wise: for data with outputs near zero through the FFT\n"
         "Files: --in DIR reads DIR/image.npy (float32 [h][w]) and DIR/psf.npy (float32\n"
         "[kh][kw]); without --in, the StrayLight-like frame and PSF of 'portkern gen conv2d'\n"
         "are generated.  --out DIR writes DIR/out.npy (float32 [h][w]).\n"
@@ -566,32 +329,23 @@ const cli_kernel cli_kernel_conv2d = {
         "Write the inputs of a run: DIR/image.npy (a PROBA-V-sized StrayLight-like frame,\n"
         "float32 [h][w]: smooth background, sharp edges, texture, point sources; values\n"
         "about 0.3 .. 6), DIR/psf.npy (float32 [kh][kw]: a bright off-centre core, faint wide\n"
-        "wings and a ghost, summing to 1) and DIR/params.json (h, w, kh, kw, method, seed).\n"
-        "\n"
-        "  --h N --w N     image size (default 813 x 5271, the StrayLight frame)\n"
-        "  --kh N --kw N   PSF size (default 11 x 11)\n"
-        "  --seed S        seed (default 1): the same seed gives the same data\n"
-        "  --method M      recorded in params.json for 'run --in' (direct, fft, auto)\n",
-    .flags = cv_flags,
+        "wings and a ghost, summing to 1) and DIR/params.json (h, w, kh, kw, method, seed).\n",
     .variants = pk_conv2d_variants,
     .args_size = sizeof(cv_args),
     .data_size = sizeof(cv_data),
-    .params = cv_params,
-    .args_init = cv_args_init,
-    .options = cv_options,
+    .params = cv_params_table,
     .preset = cv_preset,
-    .resolve = cv_resolve,
-    .load = cv_load,
+    .arrays = cv_arrays,
     .generate = cv_generate,
-    .write_inputs = cv_write_inputs,
-    .run = cv_run,
+    .call = cv_call,
     .rtol = CV_RTOL,
     .verify_rule = CV_VERIFY_RULE,
-    .verify = cv_verify,
-    .write_outputs = cv_write_outputs,
+    .check = cv_check,
+    .zero = CV_ZERO,
     .run_json = cv_run_json,
-    .data_free = cv_data_free,
     .flops_model = CV_FLOPS_MODEL,
     .bytes_model = CV_BYTES_MODEL,
-    .bench = &cv_bench_ops,
+    .describe = cv_describe,
+    .report = cv_report,
+    .bench_json = cv_bench_json,
 };

@@ -26,52 +26,45 @@ typedef struct d3_args {
 } d3_args;
 
 typedef struct d3_data {
-    pk_array in;  /* --in */
-    float *field; /* generated; the run's field (in place) */
-    float *ref;
+    float *f0, *f, *ref; /* the input; the run's field (stepped in place); the reference */
 } d3_data;
 
-#define D3_COEF(k, name) \
-    {name, CLI_P_DOUBLE, offsetof(d3_args, coef) + (k) * sizeof(double), -DBL_MAX, DBL_MAX, \
-     CLI_IN_ALL, 0, 0, 0}
+static const cli_array d3_arrays[] = {
+    {"f.npy", PK_DTYPE_F32, "nz,ny,nx", offsetof(d3_data, f0), CLI_A_IN},
+    {"f.npy", PK_DTYPE_F32, "nz,ny,nx", offsetof(d3_data, f), CLI_A_OUT},
+    {"reference", PK_DTYPE_F32, "nz,ny,nx", offsetof(d3_data, ref), CLI_A_REF},
+    {0}};
+
+#define D3_COEF(k, name, arg, help) \
+    {name, CLI_P_DOUBLE, offsetof(d3_args, coef) + (k) * sizeof(double), -DBL_MAX, DBL_MAX, 0, \
+     CLI_IN_ALL, NULL, arg, help}
 static const cli_param d3_params_table[] = {
-    {"nx", CLI_P_INT, offsetof(d3_args, nx), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"ny", CLI_P_INT, offsetof(d3_args, ny), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"nz", CLI_P_INT, offsetof(d3_args, nz), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"count", CLI_P_INT, offsetof(d3_args, count), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    D3_COEF(0, "cc"), D3_COEF(1, "cw"), D3_COEF(2, "ce"), D3_COEF(3, "cs"), D3_COEF(4, "cn"),
-    D3_COEF(5, "cb"), D3_COEF(6, "ct"),
+    {"nx", CLI_P_INT, offsetof(d3_args, nx), 1, INT_MAX, 64, CLI_IN_ALL, NULL, "N --ny N --nz N",
+     "field size (default 64 each)"},
+    {"ny", CLI_P_INT, offsetof(d3_args, ny), 1, INT_MAX, 64, CLI_IN_ALL, NULL, NULL, NULL},
+    {"nz", CLI_P_INT, offsetof(d3_args, nz), 1, INT_MAX, 64, CLI_IN_ALL, NULL, NULL, NULL},
+    {"count", CLI_P_INT, offsetof(d3_args, count), 0, INT_MAX, 10, CLI_IN_ALL, NULL, "N",
+     "steps (default 10)"},
+    D3_COEF(0, "cc", "X --cw X --ce X --cs X --cn X --cb X --ct X",
+            "coefficients (default: docs/KERNELS.md's, 0.1 for each neighbour and "
+            "0.4 for cc)"),
+    D3_COEF(1, "cw", NULL, NULL), D3_COEF(2, "ce", NULL, NULL), D3_COEF(3, "cs", NULL, NULL),
+    D3_COEF(4, "cn", NULL, NULL), D3_COEF(5, "cb", NULL, NULL), D3_COEF(6, "ct", NULL, NULL),
+    {"scale", CLI_P_DOUBLE, offsetof(d3_args, scale), 0, DBL_MAX, 1, CLI_IN_GEN, NULL, "F",
+     "multiply each size by F (> 0; rounded, at least 1)"},
     /* recorded by gen: the cosine field does not depend on it */
-    {"seed", CLI_P_INT, offsetof(d3_args, seed), 0, INT_MAX, CLI_IN_GEN | CLI_IN_PARAMS, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {"seed", CLI_P_INT, offsetof(d3_args, seed), 0, INT_MAX, 0, CLI_IN_GEN | CLI_IN_PARAMS, NULL,
+     "S",
+     "recorded in params.json; the cosine field is deterministic"},
+    {0}};
 
-static void d3_args_init(void *args)
+/* small, paper (the report's 256^3 data set), large: n^3 and the steps per run */
+static void d3_preset(int size, void *args)
 {
+    static const int n[3] = {128, 256, 512}, count[3] = {10, 20, 10};
     d3_args *a = args;
-    a->nx = a->ny = a->nz = 64;
-    a->count = 10;
-    a->scale = 1;
-}
-
-static int d3_options(cli_opt *o, int n, void *args, int gen)
-{
-    d3_args *a = args;
-    return gen ? cli_opt_add(o, n, "scale", CLI_DOUBLE, &a->scale, NULL, 0, DBL_MAX) : n;
-}
-
-static int d3_preset(const char *size, void *args)
-{
-    d3_args *a = args;
-    if (strcmp(size, "small") == 0)
-        a->nx = 128, a->count = 10;
-    else if (strcmp(size, "paper") == 0) /* the report's 256^3 data set */
-        a->nx = 256, a->count = 20;
-    else if (strcmp(size, "large") == 0)
-        a->nx = 512, a->count = 10;
-    else
-        return -1;
-    a->ny = a->nz = a->nx;
-    return 0;
+    a->nx = a->ny = a->nz = n[size];
+    a->count = count[size];
 }
 
 static void d3_params(const d3_args *a, pk_diffusion3d_params *p)
@@ -83,7 +76,7 @@ static void d3_params(const d3_args *a, pk_diffusion3d_params *p)
 
 static size_t d3_points(const d3_args *a) { return (size_t)a->nx * a->ny * a->nz; }
 
-/* --scale, the coefficients not given (the defaults of the size), and a field that fits. */
+/* --scale, and the coefficients not given (the defaults of the size). */
 static int d3_resolve(cli_call *c)
 {
     static const char *const names[7] = {"cc", "cw", "ce", "cs", "cn", "cb", "ct"};
@@ -104,111 +97,51 @@ static int d3_resolve(cli_call *c)
     const double def[7] = {p.cc, p.cw, p.ce, p.cs, p.cn, p.cb, p.ct};
     for (int k = 0; k < 7; ++k)
         if (!cli_seen(c, names[k])) a->coef[k] = def[k];
-    if ((size_t)a->nx * a->ny > SIZE_MAX / sizeof(float) / (size_t)a->nz)
-        return cli_usage_error(c->prog, "a %d x %d x %d field does not fit in memory", a->nx,
-                               a->ny, a->nz);
     return 0;
 }
+
+/* run --in: the defaults of the coefficients for the size of f.npy. */
+static int d3_load(cli_call *c, const char *dir, void *data) { return d3_resolve(c); }
 
 static int d3_generate(cli_call *c, void *data)
 {
     const d3_args *a = c->args;
-    d3_data *d = data;
-    if (!(d->field = malloc(d3_points(a) * sizeof *d->field))) {
-        fprintf(stderr, "%s: out of host memory for a %d x %d x %d field\n", c->prog, a->nx,
-                a->ny, a->nz);
-        return CLI_EXIT_FAIL;
-    }
-    pk_status s = pk_diffusion3d_field(a->nx, a->ny, a->nz, 0.0, d->field);
+    pk_status s = pk_diffusion3d_field(a->nx, a->ny, a->nz, 0.0, ((d3_data *)data)->f0);
     return s == PK_OK ? 0 : cli_lib_error("portkern", s);
 }
 
-/* DIR/f.npy: float32 [nz][ny][nx]; sizes given elsewhere must agree with its shape. */
-static int d3_load(cli_call *c, const char *dir, void *data)
+/* The one-shot call steps a copy of the input, which the reference needs again; each plan
+ * run steps count more on the resident field, so the reference of `runs` runs takes count x
+ * runs steps. */
+static pk_status d3_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
-    static const char *const names[3] = {"nz", "ny", "nx"};
-    d3_args *a = c->args;
-    d3_data *d = data;
-    int *dims[3] = {&a->nz, &a->ny, &a->nx};
-    const size_t any[3] = {0, 0, 0};
-    char shape[96], by[64];
-    int rc = cli_read_npy(c->prog, dir, "f.npy", PK_DTYPE_F32, 3, any,
-                          "a float32 ('<f4') array with 3 dimensions [nz][ny][nx]", &d->in);
-    if (rc) return rc;
-    cli_shape_text(d->in.shape, 3, shape, sizeof shape);
-    for (int k = 0; k < 3; ++k) {
-        if (d->in.shape[k] > INT_MAX)
-            return cli_usage_error(c->prog, "%s/f.npy: dimension %d has size %zu (must be "
-                                   "1..%d)", dir, k, d->in.shape[k], INT_MAX);
-        if (cli_seen(c, names[k]) && (size_t)*dims[k] != d->in.shape[k])
-            return cli_usage_error(c->prog, "%s/f.npy has shape %s but %s is %d", dir, shape,
-                                   cli_seen_text(c, names[k], by, sizeof by), *dims[k]);
-        *dims[k] = (int)d->in.shape[k];
-    }
-    return d3_resolve(c); /* the coefficients' defaults of the file's size */
-}
-
-static int d3_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const d3_args *a = c->args;
-    const size_t shape[3] = {(size_t)a->nz, (size_t)a->ny, (size_t)a->nx};
-    return cli_write_npy(c->prog, dir, "f.npy", PK_DTYPE_F32, 3, shape,
-                         ((const d3_data *)data)->field);
-}
-
-static float *d3_field(d3_data *d) { return d->in.data ? d->in.data : d->field; }
-
-static pk_status d3_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
-{
-    const d3_args *a = args;
     d3_data *d = data;
     pk_diffusion3d_params p;
-    d3_params(a, &p);
-    /* A field read from a file is stepped in place: keep a copy for the reference (a
-     * generated one is generated again). */
-    if (d->in.data) {
-        if (!(d->ref = malloc(d3_points(a) * sizeof *d->ref))) return PK_ENOMEM;
-        memcpy(d->ref, d->in.data, d3_points(a) * sizeof *d->ref);
+    d3_params(args, &p);
+    switch (op) {
+    case CLI_ONESHOT:
+        memcpy(d->f, d->f0, d3_points(args) * sizeof *d->f);
+        return pk_diffusion3d(ctx, &p, variant, d->f, info);
+    case CLI_REFERENCE:
+        if ((long long)p.count * runs > INT_MAX) return PK_ESIZE;
+        p.count *= runs;
+        memcpy(d->ref, d->f0, d3_points(args) * sizeof *d->ref);
+        return pk_diffusion3d_reference(&p, d->ref);
+    case CLI_PLAN_CREATE:
+        return pk_diffusion3d_plan_create((pk_diffusion3d_plan **)plan, ctx, &p, variant, info);
+    case CLI_PLAN_UPLOAD: return pk_diffusion3d_plan_upload(*plan, d->f0);
+    case CLI_PLAN_RUN: return pk_diffusion3d_plan_run(*plan, p.count, info);
+    case CLI_PLAN_DOWNLOAD: return pk_diffusion3d_plan_download(*plan, d->f);
+    case CLI_PLAN_DESTROY: pk_diffusion3d_plan_destroy(*plan);
     }
-    return pk_diffusion3d(ctx, &p, variant, d3_field(d), info);
-}
-
-static pk_status d3_check(const float *ref, const float *f, const d3_args *a, cli_verdict *v)
-{
-    pk_status s = pk_diff_f32(ref, f, d3_points(a), v->rtol, D3_ZERO, PK_DIFF_ELEMENTWISE,
-                              &v->rep);
-    const size_t shape[3] = {(size_t)a->nz, (size_t)a->ny, (size_t)a->nx};
-    memcpy(v->shape, shape, sizeof shape);
-    v->ndim = 3;
-    return s == PK_EMISMATCH ? PK_OK : s;
-}
-
-static pk_status d3_verify(const void *args, void *data, cli_verdict *v)
-{
-    const d3_args *a = args;
-    d3_data *d = data;
-    pk_diffusion3d_params p;
-    d3_params(a, &p);
-    pk_status s = PK_OK;
-    if (!d->ref) {
-        if (!(d->ref = malloc(d3_points(a) * sizeof *d->ref))) return PK_ENOMEM;
-        s = pk_diffusion3d_field(a->nx, a->ny, a->nz, 0.0, d->ref);
-    }
-    if (s == PK_OK) s = pk_diffusion3d_reference(&p, d->ref);
-    return s == PK_OK ? d3_check(d->ref, d3_field(d), a, v) : s;
-}
-
-static int d3_write_outputs(cli_call *c, const char *dir, const void *data)
-{
-    return d3_write_inputs(c, dir, &(d3_data){.field = d3_field((d3_data *)data)});
+    return PK_OK;
 }
 
 static void d3_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
 {
     static const char *const names[7] = {"cc", "cw", "ce", "cs", "cn", "cb", "ct"};
     const d3_args *a = args;
-    (void)data;
     cj_int(j, "nx", a->nx);
     cj_int(j, "ny", a->ny);
     cj_int(j, "nz", a->nz);
@@ -217,124 +150,20 @@ static void d3_run_json(cli_json *j, const void *args, const void *data, const p
     cj_num(j, "gpts_per_s", cli_rate((double)d3_points(a) * a->count / 1e9, info->kernel_s));
 }
 
-static void d3_data_free(void *data)
-{
-    d3_data *d = data;
-    pk_array_free(&d->in);
-    free(d->field);
-    free(d->ref);
-}
-
 /* ---- bench: every variant on the cosine field of the size ------------------------------ */
-typedef struct d3_bench {
-    d3_args a;
-    float *f0, *out, *ref;
-    int ref_runs; /* the reference holds count x ref_runs steps */
-} d3_bench;
-
-typedef struct d3_plan {
-    pk_diffusion3d_plan *plan;
-    int count;
-} d3_plan;
-
-static int d3_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static void d3_describe(const cli_bench_result *res)
 {
-    d3_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    *ncases = 1;
-    if (!b) goto nomem;
-    d3_args_init(&b->a);
-    d3_preset(req->size, &b->a);
-    const size_t n = d3_points(&b->a);
-    if (!(b->f0 = malloc(n * sizeof(float))) || !(b->out = malloc(n * sizeof(float))) ||
-        !(b->ref = malloc(n * sizeof(float))))
-        goto nomem;
-    pk_status s = pk_diffusion3d_field(b->a.nx, b->a.ny, b->a.nz, 0.0, b->f0);
-    return s == PK_OK ? 0 : cli_lib_error("portkern", s);
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
-}
-
-static pk_status d3_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
-{
-    const d3_bench *b = bd;
-    d3_plan *p = calloc(1, sizeof *p);
-    pk_diffusion3d_params params;
-    (void)c;
-    if (!p) return PK_ENOMEM;
-    pk_diffusion3d_params_default(&params, b->a.nx, b->a.ny, b->a.nz, b->a.count);
-    p->count = b->a.count;
-    pk_status s = pk_diffusion3d_plan_create(&p->plan, ctx, &params, variant, info);
-    if (s != PK_OK) free(p);
-    else *plan = p;
-    return s;
-}
-
-static pk_status d3_upload(void *plan, void *bd, int c)
-{
-    (void)c;
-    return pk_diffusion3d_plan_upload(((d3_plan *)plan)->plan, ((d3_bench *)bd)->f0);
-}
-
-static pk_status d3_plan_run(void *plan, pk_run_info *info)
-{
-    return pk_diffusion3d_plan_run(((d3_plan *)plan)->plan, ((d3_plan *)plan)->count, info);
-}
-
-static pk_status d3_download(void *plan, void *bd, int c)
-{
-    (void)c;
-    return pk_diffusion3d_plan_download(((d3_plan *)plan)->plan, ((d3_bench *)bd)->out);
-}
-
-static void d3_destroy(void *plan)
-{
-    pk_diffusion3d_plan_destroy(((d3_plan *)plan)->plan);
-    free(plan);
-}
-
-static pk_status d3_bench_verify(void *bd, int c, int runs, cli_verdict *v)
-{
-    d3_bench *b = bd;
-    (void)c;
-    if (b->ref_runs != runs) { /* the same for every variant: computed once */
-        pk_diffusion3d_params p;
-        pk_diffusion3d_params_default(&p, b->a.nx, b->a.ny, b->a.nz, b->a.count * runs);
-        cli_progress("diffusion3d reference: serial, %d steps ...", p.count);
-        memcpy(b->ref, b->f0, d3_points(&b->a) * sizeof *b->ref);
-        pk_status s = pk_diffusion3d_reference(&p, b->ref);
-        if (s != PK_OK) return s;
-        b->ref_runs = runs;
-    }
-    v->rtol = D3_RTOL;
-    return d3_check(b->ref, b->out, &b->a, v);
-}
-
-static void d3_describe(const void *bd)
-{
-    const d3_bench *b = bd;
+    const d3_args *a = res->args[0];
     printf("diffusion3d: %d^3, count %d steps per run, the cosine field; verified against the "
-           "serial reference after the same steps (element-wise, rtol %g)\n", b->a.nx,
-           b->a.count, D3_RTOL);
-}
-
-static void d3_case_json(cli_json *j, const void *bd, int c)
-{
-    const d3_bench *b = bd;
-    (void)c;
-    cj_int(j, "nx", b->a.nx);
-    cj_int(j, "ny", b->a.ny);
-    cj_int(j, "nz", b->a.nz);
-    cj_int(j, "count", b->a.count);
+           "serial reference after the same steps (element-wise, rtol %g)\n", a->nx, a->count,
+           D3_RTOL);
 }
 
 /* The fastest verified variant of each backend, in points per second. */
 static void d3_report(cli_bench_result *res)
 {
-    const d3_bench *b = res->bd;
-    const double pts = (double)d3_points(&b->a) * b->a.count;
+    const d3_args *a = res->args[0];
+    const double pts = (double)d3_points(a) * a->count;
     for (int be = PK_BACKEND_SERIAL; be < PK_BACKEND_COUNT; ++be) {
         const cli_bench_row *best = NULL;
         for (int i = 0; i < res->nrows; ++i) {
@@ -351,72 +180,35 @@ static void d3_report(cli_bench_result *res)
     }
 }
 
-static void d3_bench_free(void *bd)
-{
-    d3_bench *b = bd;
-    free(b->f0);
-    free(b->out);
-    free(b->ref);
-    free(b);
-}
-
-static const cli_bench_ops d3_bench_ops = {
-    .setup = d3_bench_setup,
-    .create = d3_create,
-    .upload = d3_upload,
-    .run = d3_plan_run,
-    .download = d3_download,
-    .destroy = d3_destroy,
-    .verify = d3_bench_verify,
-    .describe = d3_describe,
-    .case_json = d3_case_json,
-    .report = d3_report,
-    .free = d3_bench_free,
-};
-
 const cli_kernel cli_kernel_diffusion3d = {
     .name = "diffusion3d",
     .summary = "7-point 3-D diffusion stencil, count explicit steps",
     .run_help =
         "Run count steps of the 7-point diffusion stencil (docs/KERNELS.md section 3) on a\n"
         "float32 field, in place.\n"
-        "\n"
-        "  --nx N --ny N --nz N   field size (default 64 each; with --in: must match)\n"
-        "  --count N       steps (default 10)\n"
-        "  --cc X --cw X --ce X --cs X --cn X --cb X --ct X   coefficients (default:\n"
-        "                  docs/KERNELS.md's: 0.1 for each neighbour, cc = 0.4)\n"
         "Files: --in DIR reads DIR/f.npy (float32 [nz][ny][nx]); without --in the cosine\n"
         "initial field is generated.  --out DIR writes the result as DIR/f.npy.\n"
         "\"diffusion3d\" in the JSON line: nx, ny, nz, count, the seven coefficients,\n"
         "gpts_per_s (points x steps per second of kernel time).\n",
     .gen_help =
         "Write the inputs of a run: DIR/f.npy (the cosine initial field of docs/KERNELS.md,\n"
-        "float32 [nz][ny][nx]) and DIR/params.json (sizes, count, coefficients, seed).\n"
-        "\n"
-        "  --nx N --ny N --nz N   field size (default 64 each, or the preset's)\n"
-        "  --count N       steps recorded in params.json (default 10, or the preset's)\n"
-        "  --scale F       multiply each size by F (> 0; rounded, at least 1)\n"
-        "  --seed S        recorded in params.json; the cosine field is deterministic\n"
-        "  --cc X ... --ct X   coefficients (default: docs/KERNELS.md's)\n",
+        "float32 [nz][ny][nx]) and DIR/params.json (sizes, count, coefficients, seed).\n",
     .variants = pk_diffusion3d_variants,
     .args_size = sizeof(d3_args),
     .data_size = sizeof(d3_data),
     .params = d3_params_table,
-    .args_init = d3_args_init,
-    .options = d3_options,
     .preset = d3_preset,
     .resolve = d3_resolve,
+    .arrays = d3_arrays,
     .load = d3_load,
     .generate = d3_generate,
-    .write_inputs = d3_write_inputs,
-    .run = d3_run,
+    .call = d3_call,
     .rtol = D3_RTOL,
     .verify_rule = "|f - f_ref| <= rtol |f_ref| for every point (|f_ref| < 1e-10: absolute)",
-    .verify = d3_verify,
-    .write_outputs = d3_write_outputs,
+    .zero = D3_ZERO,
     .run_json = d3_run_json,
-    .data_free = d3_data_free,
     .flops_model = "13 flop per point and step",
     .bytes_model = "8 B per point and step (ideal: 1 read + 1 write)",
-    .bench = &d3_bench_ops,
+    .describe = d3_describe,
+    .report = d3_report,
 };

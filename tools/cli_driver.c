@@ -4,6 +4,7 @@
  * verdict, atomic output files, and the benchmark loop (plan, upload, warm-up, timed runs,
  * download, verify, roof). */
 #include <errno.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <float.h>
 #include <limits.h>
@@ -23,6 +24,14 @@ const cli_kernel *const cli_kernels[] = {
     &cli_kernel_diffusion3d, &cli_kernel_conv2d, &cli_kernel_grid, &cli_kernel_magicfilter3d,
     &cli_kernel_laplace2d, &cli_kernel_su3, &cli_kernel_dslash, NULL};
 
+int cli_size_index(const char *name)
+{
+    static const char *const sizes[3] = {"small", "paper", "large"};
+    for (int i = 0; i < 3; ++i)
+        if (strcmp(name, sizes[i]) == 0) return i;
+    return -1;
+}
+
 const cli_kernel *cli_kernel_find(const char *name)
 {
     for (int i = 0; name && cli_kernels[i]; ++i)
@@ -30,22 +39,29 @@ const cli_kernel *cli_kernel_find(const char *name)
     return NULL;
 }
 
+/* 1 when --name is an option of some kernel that takes no value. */
+static int any_flag(const char *name)
+{
+    int flag = strcmp(name, "verify") == 0 || strcmp(name, "help") == 0;
+    for (int n = 0; cli_kernels[n]; ++n)
+        for (const cli_param *p = cli_kernels[n]->params; p && p->name; ++p)
+            if (p->type == CLI_P_FLAG || p->type == CLI_P_BOOL)
+                flag |= strcmp(name, p->name) == 0 ||
+                        (p->type == CLI_P_BOOL && strncmp(name, "no-", 3) == 0 &&
+                         strcmp(name + 3, p->name) == 0);
+    return flag;
+}
+
 /* The kernel operand of a run/gen command line: the first word that is neither an option
  * nor an option's value (options of every kernel that take no value are known here). */
 const char *cli_kernel_operand(int argc, char **argv)
 {
-    static const char *const common[] = {"verify", "help", NULL};
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) return i + 1 < argc ? argv[i + 1] : NULL;
         if (a[0] != '-' || a[1] == '\0') return a;
         if (a[1] != '-' || strchr(a, '=')) continue;
-        int flag = 0;
-        for (int k = 0; common[k]; ++k) flag |= strcmp(a + 2, common[k]) == 0;
-        for (int n = 0; cli_kernels[n]; ++n)
-            for (int k = 0; cli_kernels[n]->flags && cli_kernels[n]->flags[k]; ++k)
-                flag |= strcmp(a + 2, cli_kernels[n]->flags[k]) == 0;
-        if (!flag) ++i; /* the option's value */
+        if (!any_flag(a + 2)) ++i; /* the option's value */
     }
     return NULL;
 }
@@ -70,13 +86,59 @@ void cli_set_seen(cli_call *c, const char *name, int how)
     if (i >= 0) c->seen[i] = (unsigned char)how;
 }
 
-const char *cli_seen_text(const cli_call *c, const char *name, char *buf, size_t len)
+/* "--nv" when the value came from the command line, else "params.json's nv": for the
+ * message of an input file whose shape disagrees. */
+static const char *seen_text(const cli_call *c, const char *name, char *buf, size_t len)
 {
     snprintf(buf, len, cli_seen(c, name) == CLI_SEEN_OPT ? "--%s" : "params.json's %s", name);
     return buf;
 }
 
 static void *field(void *args, const cli_param *p) { return (char *)args + p->off; }
+
+void cli_args_init(const cli_kernel *k, void *args)
+{
+    for (const cli_param *p = k->params; p && p->name; ++p) {
+        void *f = field(args, p);
+        if (p->type == CLI_P_COUNT)
+            *(size_t *)f = (size_t)p->def;
+        else if (p->type == CLI_P_DOUBLE)
+            *(double *)f = p->def;
+        else if (p->type == CLI_P_TEXT)
+            *(const char **)f = NULL;
+        else
+            *(int *)f = (int)p->def;
+    }
+}
+
+static int name_id(const cli_names *n, const char *name, int *id)
+{
+    for (int i = 0; n->names[i]; ++i)
+        if (strcmp(name, n->names[i]) == 0) {
+            *id = n->ids ? n->ids[i] : i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *cli_name_of(const cli_names *n, int id)
+{
+    for (int i = 0; n->names[i]; ++i)
+        if ((n->ids ? n->ids[i] : i) == id) return n->names[i];
+    return NULL;
+}
+
+/* A NAME parameter's names as "a, b, c" (quoted: "\"a\", \"b\" or \"c\""). */
+static const char *name_list(const cli_names *n, int quoted, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; n->names[i] && used < len; ++i)
+        used += (size_t)snprintf(buf + used, len - used, quoted ? "%s\"%s\"" : "%s%s",
+                                 !i ? "" : quoted && !n->names[i + 1] ? " or " : ", ",
+                                 n->names[i]);
+    return buf;
+}
 
 /* What the parser writes before the driver converts it into the args struct. */
 typedef struct param_slots {
@@ -115,6 +177,9 @@ static int add_param_opts(const cli_kernel *k, unsigned where, void *args, param
             snprintf(s->noname[i], sizeof s->noname[i], "no-%s", p->name);
             n = cli_opt_add(o, n, s->noname[i], CLI_FLAG, &s->noflag[i], &s->noseen[i], 0, 0);
             break;
+        case CLI_P_FLAG:
+            n = cli_opt_add(o, n, p->name, CLI_FLAG, field(args, p), &s->seen[i], 0, 0);
+            break;
         }
     }
     return n;
@@ -142,26 +207,48 @@ static int take_param_opts(cli_call *c, param_slots *s)
                                        s->num[i]);
             *(size_t *)field(c->args, p) = (size_t)s->num[i];
         } else if (p->type == CLI_P_NAME) {
-            if (p->from_name(s->str[i], (int *)field(c->args, p)) != PK_OK)
+            char list[256];
+            if (name_id(p->names, s->str[i], (int *)field(c->args, p)))
                 return cli_usage_error(c->prog, "option --%s: unknown %s '%s' (%s)", p->name,
-                                       p->name, s->str[i], p->names);
+                                       p->name, s->str[i], name_list(p->names, 0, list, 256));
         }
     }
     return 0;
 }
 
-/* "a, b, c" (a NAME parameter's names) as "\"a\", \"b\" or \"c\"". */
-static void quoted_names(const char *names, char *buf, size_t len)
+int cli_extents(cli_call *c, const char *option, char sep, const char *const *names, int n,
+                int one)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    while (*names && used < len) {
-        const char *e = strstr(names, ", ");
-        const int n = (int)(e ? (size_t)(e - names) : strlen(names));
-        used += (size_t)snprintf(buf + used, len - used, "%s\"%.*s\"",
-                                 !used ? "" : e ? ", " : " or ", n, names);
-        names = e ? e + 2 : names + n;
+    const char *text = *(const char **)field(c->args, &c->k->params[param_index(c->k, option)]);
+    const char *s = text;
+    char why[160], part[32], given[96] = "";
+    int v[8], k = 0, both = 0, bad = 0;
+    if (!text) return 0;
+    for (int i = 0; i < n; ++i) {
+        snprintf(given + strlen(given), sizeof given - strlen(given), "%s--%s", i ? "/" : "",
+                 names[i]);
+        both |= cli_seen(c, names[i]) == CLI_SEEN_OPT;
     }
+    if (both) return cli_usage_error(c->prog, "give either --%s or %s, not both", option, given);
+    for (int more = 1; more && !bad; ++k) {
+        const size_t len = strchr(s, sep) ? (size_t)(strchr(s, sep) - s) : strlen(s);
+        if ((bad = k == n || len == 0 || len >= sizeof part)) break;
+        const cli_param *p = &c->k->params[param_index(c->k, names[k])];
+        memcpy(part, s, len);
+        part[len] = '\0';
+        if (cli_to_int(part, p->min, p->max, &v[k], why, sizeof why))
+            return cli_usage_error(c->prog, "option --%s: %s", option, why);
+        more = s[len] == sep;
+        s += len + more;
+    }
+    if (bad || (k != n && !(one && k == 1)))
+        return cli_usage_error(c->prog, "option --%s: '%s' is not %s%s", option, text,
+                               one ? "N or " : "", c->k->params[param_index(c->k, option)].arg);
+    for (int i = 0; i < n; ++i) {
+        *(int *)field(c->args, &c->k->params[param_index(c->k, names[i])]) = v[k == 1 ? 0 : i];
+        cli_set_seen(c, names[i], CLI_SEEN_OPT);
+    }
+    return 0;
 }
 
 /* DIR/params.json: the values the command line did not set.  A key the kernel does not know is
@@ -203,10 +290,10 @@ int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj)
                                      path, p->name, p->min, p->max);
             break;
         case CLI_P_NAME:
-            if (v->type != CLI_JSTR || p->from_name(v->str, &id) != PK_OK) {
+            if (v->type != CLI_JSTR || name_id(p->names, v->str, &id)) {
                 char quoted[512];
-                quoted_names(p->names, quoted, sizeof quoted);
-                rc = cli_usage_error(c->prog, "%s: \"%s\" must be %s", path, p->name, quoted);
+                rc = cli_usage_error(c->prog, "%s: \"%s\" must be %s", path, p->name,
+                                     name_list(p->names, 1, quoted, sizeof quoted));
             }
             break;
         case CLI_P_TEXT:
@@ -214,6 +301,7 @@ int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj)
                 rc = cli_usage_error(c->prog, "%s: \"%s\" must be a string", path, p->name);
             break;
         case CLI_P_BOOL:
+        case CLI_P_FLAG: /* never in params.json: no CLI_IN_PARAMS */
             if (!(v->type == CLI_JBOOL || (v->type == CLI_JNUM && (v->num == 0 || v->num == 1))))
                 rc = cli_usage_error(c->prog, "%s: \"%s\" must be true, false, 0 or 1", path,
                                      p->name);
@@ -229,30 +317,40 @@ int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj)
         case CLI_P_DOUBLE: *(double *)f = v->num; break;
         case CLI_P_NAME: *(int *)f = id; break;
         case CLI_P_TEXT: *(const char **)f = v->str; break; /* obj is kept until the end */
-        case CLI_P_BOOL: *(int *)f = v->num != 0; break;
+        case CLI_P_BOOL:
+        case CLI_P_FLAG: *(int *)f = v->num != 0; break;
         }
     }
     return rc;
 }
 
-static int read_params(cli_call *c, const char *dir, char **keep)
+/* DIR/params.json, written by `gen` for this kernel (a "kernel" key naming another is an
+ * error), into what the command line left: 0 when there is none.  *keep gets the parsed
+ * object, which TEXT parameters point into, to free(). */
+static int read_params(cli_call *c, const char *dir, cli_jobject **keep)
 {
-    char path[4096];
-    cli_jobject *obj;
+    char path[4096], why[256], *text;
+    const cli_jvalue *v;
     int rc;
     if (cli_join(path, sizeof path, dir, "params.json"))
         return cli_usage_error(c->prog, "path too long: %s", dir);
-    if ((rc = cli_params_load(c->prog, path, c->k->name, &obj, keep)) || !obj) return rc;
-    if ((rc = cli_params_apply(c, path, obj))) {
-        free(obj);
-        free(*keep);
-        *keep = NULL;
-        return rc;
-    }
-    /* *keep holds the text; the object holds the strings TEXT parameters point to. */
-    free(*keep);
-    *keep = (char *)obj;
-    return 0;
+    if (!(text = cli_read_text(path)))
+        return errno == ENOENT ? 0
+               : errno == EILSEQ ? cli_usage_error(c->prog, "%s: contains a NUL byte: not a "
+                                                   "JSON text", path)
+                                 : cli_usage_error(c->prog, "%s: %s", path, strerror(errno));
+    cli_jobject *obj = *keep = malloc(sizeof *obj);
+    if (!obj)
+        rc = cli_usage_error(c->prog, "%s: out of memory", path);
+    else if (cli_json_parse_flat(text, obj, why, sizeof why))
+        rc = cli_usage_error(c->prog, "%s: not a flat JSON object: %s", path, why);
+    else if ((v = cli_json_get(obj, "kernel")) &&
+             (v->type != CLI_JSTR || strcmp(v->str, c->k->name) != 0))
+        rc = cli_usage_error(c->prog, "%s: \"kernel\" is not \"%s\"", path, c->k->name);
+    else
+        rc = cli_params_apply(c, path, obj);
+    free(text);
+    return rc;
 }
 
 static void write_params(cli_json *j, const cli_kernel *k, const void *args)
@@ -265,9 +363,10 @@ static void write_params(cli_json *j, const cli_kernel *k, const void *args)
         case CLI_P_INT: cj_int(j, p->name, *(const int *)f); break;
         case CLI_P_COUNT: cj_int(j, p->name, (long long)*(const size_t *)f); break;
         case CLI_P_DOUBLE: cj_num(j, p->name, *(const double *)f); break;
-        case CLI_P_NAME: cj_str(j, p->name, p->to_name(*(const int *)f)); break;
+        case CLI_P_NAME: cj_str(j, p->name, cli_name_of(p->names, *(const int *)f)); break;
         case CLI_P_TEXT: cj_str(j, p->name, *(const char *const *)f); break;
-        case CLI_P_BOOL: cj_bool(j, p->name, *(const int *)f); break;
+        case CLI_P_BOOL:
+        case CLI_P_FLAG: cj_bool(j, p->name, *(const int *)f); break;
         }
     }
 }
@@ -295,63 +394,335 @@ int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype d
                            d ? d : "?", shape);
 }
 
-/* ---- help ------------------------------------------------------------------------------- */
-static void variants_text(const cli_kernel *k, char *buf, size_t len)
+/* ---- arrays ----------------------------------------------------------------------------- */
+static size_t param_count(const cli_kernel *k, const void *args, int i)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int be = PK_BACKEND_SERIAL; be < PK_BACKEND_COUNT && used < len; ++be) {
-        const char *v = k->variants((pk_backend_id)be);
-        if (!v || !*v) continue;
-        used += (size_t)snprintf(buf + used, len - used, "%s%s: %s", used ? "; " : "",
-                                 pk_backend_name((pk_backend_id)be), v);
+    const void *f = (const char *)args + k->params[i].off;
+    return k->params[i].type == CLI_P_COUNT ? *(const size_t *)f : (size_t)*(const int *)f;
+}
+
+static void **array_ptr(void *data, const cli_array *a) { return (void **)((char *)data + a->off); }
+
+/* An array's shape from the args (see cli_array): its rank; extent d is ext[d], from the
+ * parameter pi[d] (-1: a number) plus add[d]; names gets "[nv][3][3]". */
+static int array_dims(const cli_kernel *k, const void *args, const cli_array *a, size_t *ext,
+                      int *pi, size_t *add, char *names, size_t len)
+{
+    const char *s = a->shape ? a->shape : k->shape(args, a);
+    int n = 0;
+    names[0] = '\0';
+    for (size_t used = 0; *s && n < PK_NPY_MAX_DIMS; ++n) {
+        const size_t item = strcspn(s, ","), name = strcspn(s, ",+");
+        char word[32];
+        snprintf(word, sizeof word, "%.*s", (int)name, s);
+        pi[n] = isdigit((unsigned char)*s) ? -1 : param_index(k, word);
+        add[n] = name < item ? strtoul(s + name + 1, NULL, 10) : 0;
+        ext[n] = pi[n] < 0 ? strtoul(word, NULL, 10) : param_count(k, args, pi[n]) + add[n];
+        if (used < len) used += (size_t)snprintf(names + used, len - used, "[%.*s]", (int)item, s);
+        s += item + (s[item] == ',');
+    }
+    return n;
+}
+
+/* Read the table's inputs from DIR; their named extents set (or must agree with) the
+ * parameters.  The arrays belong to the data from here on. */
+static int load_arrays(cli_call *c, const char *dir, void *data)
+{
+    const cli_kernel *k = c->k;
+    const char *set_by[CLI_PMAX] = {0}; /* the file whose extent set a parameter */
+    for (const cli_array *a = k->arrays; a && a->file; ++a) {
+        size_t ext[PK_NPY_MAX_DIMS], add[PK_NPY_MAX_DIMS], want[PK_NPY_MAX_DIMS];
+        int pi[PK_NPY_MAX_DIMS];
+        char names[160], what[256], shape[160], by[96];
+        pk_array arr;
+        if (!(a->role & CLI_A_IN)) continue;
+        const int nd = array_dims(k, c->args, a, ext, pi, add, names, sizeof names);
+        for (int d = 0; d < nd; ++d) want[d] = pi[d] < 0 ? ext[d] : 0;
+        snprintf(what, sizeof what, "a %s ('%s') array with %d dimensions %s",
+                 cli_dtype_name(a->dtype), pk_dtype_descr(a->dtype), nd, names);
+        int rc = cli_read_npy(c->prog, dir, a->file, a->dtype, nd, want, what, &arr);
+        if (rc) return rc;
+        *array_ptr(data, a) = arr.data;
+        cli_shape_text(arr.shape, nd, shape, sizeof shape);
+        for (int d = 0; d < nd; ++d) {
+            if (pi[d] < 0) continue;
+            const cli_param *p = &k->params[pi[d]];
+            const size_t e = arr.shape[d], v = e - add[d];
+            if (e < add[d] || (double)v < p->min || (double)v > p->max)
+                return cli_usage_error(c->prog, "%s/%s: dimension %d has size %zu (must be "
+                                       "%.17g..%.17g)", dir, a->file, d, e, p->min + add[d],
+                                       p->max + add[d]);
+            if (c->seen[pi[d]] || set_by[pi[d]]) {
+                if (set_by[pi[d]])
+                    snprintf(by, sizeof by, "%s's %s", set_by[pi[d]], p->name);
+                else
+                    seen_text(c, p->name, by, sizeof by);
+                if (param_count(k, c->args, pi[d]) != v)
+                    return cli_usage_error(c->prog, "%s/%s has shape %s but %s is %zu", dir,
+                                           a->file, shape, by, param_count(k, c->args, pi[d]));
+            }
+            if (p->type == CLI_P_COUNT)
+                *(size_t *)field(c->args, p) = v;
+            else
+                *(int *)field(c->args, p) = (int)v;
+            set_by[pi[d]] = a->file;
+        }
+    }
+    return 0;
+}
+
+/* calloc the arrays of a role: 0, the usage error of a size past size_t, or 1 when the
+ * memory is not there. */
+static int alloc_arrays(const cli_call *c, void *data, unsigned role)
+{
+    for (const cli_array *a = c->k->arrays; a && a->file; ++a) {
+        size_t ext[PK_NPY_MAX_DIMS], add[PK_NPY_MAX_DIMS], n = pk_dtype_size(a->dtype);
+        int pi[PK_NPY_MAX_DIMS], over = 0;
+        char names[160], shape[160];
+        if (!(a->role & role)) continue;
+        const int nd = array_dims(c->k, c->args, a, ext, pi, add, names, sizeof names);
+        for (int d = 0; d < nd; ++d) {
+            over |= ext[d] && n > SIZE_MAX / ext[d];
+            n *= ext[d];
+        }
+        cli_shape_text(ext, nd, shape, sizeof shape);
+        if (over)
+            return cli_usage_error(c->prog, "%s: a %s array of shape %s does not fit in memory",
+                                   a->file, cli_dtype_name(a->dtype), shape);
+        if (!(*array_ptr(data, a) = calloc(n ? n : 1, 1))) {
+            fprintf(stderr, "%s: out of host memory for %s (%s %s)\n", c->prog, a->file,
+                    cli_dtype_name(a->dtype), shape);
+            return CLI_EXIT_FAIL;
+        }
+    }
+    return 0;
+}
+
+static int write_arrays(const cli_call *c, const char *dir, const void *data, unsigned role)
+{
+    for (const cli_array *a = c->k->arrays; a && a->file; ++a) {
+        size_t ext[PK_NPY_MAX_DIMS], add[PK_NPY_MAX_DIMS];
+        int pi[PK_NPY_MAX_DIMS], rc;
+        char names[160];
+        if (!(a->role & role)) continue;
+        const int nd = array_dims(c->k, c->args, a, ext, pi, add, names, sizeof names);
+        if ((rc = cli_write_npy(c->prog, dir, a->file, a->dtype, nd, ext,
+                                *array_ptr((void *)data, a))))
+            return rc;
+    }
+    return 0;
+}
+
+/* The kernel's data and the table's arrays in it. */
+static void data_free(const cli_kernel *k, void *data)
+{
+    if (!data) return;
+    for (const cli_array *a = k->arrays; a && a->file; ++a) free(*array_ptr(data, a));
+    if (k->data_free) k->data_free(data);
+    free(data);
+}
+
+/* ---- verdicts ---------------------------------------------------------------------------- */
+static const cli_array *first_array(const cli_kernel *k, unsigned role)
+{
+    const cli_array *a = k->arrays;
+    while (a && a->file && !(a->role & role)) ++a;
+    return a;
+}
+
+pk_status cli_check_diff(const cli_kernel *k, const void *args, void *data, int norm,
+                         cli_verdict *v)
+{
+    const cli_array *out = first_array(k, CLI_A_OUT), *ref = first_array(k, CLI_A_REF);
+    size_t add[PK_NPY_MAX_DIMS], n = 1;
+    int pi[PK_NPY_MAX_DIMS];
+    char names[160];
+    v->ndim = array_dims(k, args, out, v->shape, pi, add, names, sizeof names);
+    if (out->dtype == PK_DTYPE_C64 || out->dtype == PK_DTYPE_C128) v->shape[v->ndim++] = 2;
+    for (int d = 0; d < v->ndim; ++d) n *= v->shape[d];
+    v->norm = norm;
+    const int mode = norm ? PK_DIFF_NORM : PK_DIFF_ELEMENTWISE;
+    const void *x = *array_ptr(data, ref), *y = *array_ptr(data, out);
+    pk_status s = out->dtype == PK_DTYPE_F32 || out->dtype == PK_DTYPE_C64
+                      ? pk_diff_f32(x, y, n, v->rtol, k->zero, mode, &v->rep)
+                      : pk_diff_f64(x, y, n, v->rtol, k->zero, mode, &v->rep);
+    return s == PK_EMISMATCH ? PK_OK : s;
+}
+
+static double value(pk_dtype dtype, const void *x, size_t i)
+{
+    return dtype == PK_DTYPE_F32 ? ((const float *)x)[i] : ((const double *)x)[i];
+}
+
+void cli_uniform(pk_dtype dtype, unsigned long long seed, size_t n, void *x)
+{
+    uint64_t s = 0x9e3779b97f4a7c15ull * (seed + 1);
+    for (size_t i = 0; i < n; ++i) {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        if (dtype == PK_DTYPE_F32)
+            ((float *)x)[i] = (float)((double)(z >> 40) * (2.0 / 16777216.0) - 1.0);
+        else
+            ((double *)x)[i] = (double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+    }
+}
+
+double cli_max_abs(pk_dtype dtype, const void *x, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (fabs(value(dtype, x, i)) > m) m = fabs(value(dtype, x, i));
+    return m;
+}
+
+pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t n, double atol,
+                         double (*scale)(const void *ctx, size_t i), const void *ctx,
+                         cli_verdict *v)
+{
+    pk_diff_report *rep = &v->rep;
+    const double zero = scale ? 0 : atol;
+    pk_status s = dtype == PK_DTYPE_F32
+                      ? pk_diff_f32(ref, y, n, v->rtol, zero, PK_DIFF_ELEMENTWISE, rep)
+                      : pk_diff_f64(ref, y, n, v->rtol, zero, PK_DIFF_ELEMENTWISE, rep);
+    if (s != PK_OK && s != PK_EMISMATCH) return s;
+    rep->num_failed = 0;
+    rep->first_fail = (size_t)-1;
+    rep->max_abs_err = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double a = value(dtype, ref, i), b = value(dtype, y, i);
+        if (a == b) continue; /* equal infinities too */
+        const double e = fabs(b - a);
+        if (!(e <= (scale ? atol * scale(ctx, i) : atol)) && rep->num_failed++ == 0)
+            rep->first_fail = i; /* NaN fails */
+        if (e > rep->max_abs_err) rep->max_abs_err = e;
+    }
+    rep->equal = rep->num_failed == 0;
+    return PK_OK;
+}
+
+/* The verdict as the run line's and a bench row's object "verify". */
+static void verdict_json(cli_json *j, const cli_verdict *v)
+{
+    const pk_diff_report *rep = &v->rep;
+    char first[160];
+    cj_open(j, "verify", '{');
+    cj_bool(j, "equal", rep->equal);
+    cj_str(j, "mode", v->norm ? "norm" : "element-wise");
+    cj_num(j, "rtol", v->rtol);
+    cj_num(j, "max_rel_err", rep->max_rel_err);
+    cj_num(j, "max_abs_err", rep->max_abs_err);
+    cj_num(j, "norm_rel_err", rep->norm_rel_err);
+    cj_int(j, "num_failed", (long long)rep->num_failed);
+    if (rep->num_failed > 0 && rep->first_fail != (size_t)-1) {
+        pk_format_index(rep->first_fail, v->shape, v->ndim, first, sizeof first);
+        cj_str(j, "first_fail", first);
+    } else {
+        cj_null(j, "first_fail");
+    }
+    cj_close(j);
+}
+
+/* ---- help ------------------------------------------------------------------------------- */
+/* One option's lines: the option in columns 3-17 (a longer one on a line of its own), its
+ * text from column 19, wrapped at column 88. */
+static void help_line(FILE *f, const char *opt, const char *text)
+{
+    int col = 0;
+    fprintf(f, strlen(opt) > 15 ? "  %s\n%18s" : "  %-15s ", opt, "");
+    while (*text) {
+        const int w = (int)strcspn(text, " ");
+        if (col > 0 && col + 1 + w > 70) {
+            fprintf(f, "\n%18s", "");
+            col = 0;
+        } else if (col > 0) {
+            fputc(' ', f);
+            ++col;
+        }
+        fprintf(f, "%.*s", w, text);
+        col += w;
+        for (text += w; *text == ' '; ++text) {}
+    }
+    fputc('\n', f);
+}
+
+/* The option lines of the kernel's parameters that `where` (run or gen) has. */
+static void param_usage(const cli_kernel *k, unsigned where, FILE *f)
+{
+    fprintf(f, "\nOptions of %s:\n", k->name);
+    for (const cli_param *p = k->params; p && p->name; ++p) {
+        char opt[64];
+        if (!(p->in & where) || !p->help) continue;
+        snprintf(opt, sizeof opt, "--%s%s%s", p->name, p->arg ? " " : "", p->arg ? p->arg : "");
+        help_line(f, opt, p->help);
     }
 }
 
 static void run_usage(const cli_kernel *k, FILE *f)
 {
-    char vars[512];
-    variants_text(k, vars, sizeof vars);
+    char text[1024];
+    const char *sep = ":";
+    size_t used = (size_t)snprintf(text, sizeof text, "the backend's variants (the first its "
+                                   "default; with --backend auto a variant selects its backend)");
+    for (int be = PK_BACKEND_SERIAL; be < PK_BACKEND_COUNT && used < sizeof text; ++be) {
+        const char *v = k->variants((pk_backend_id)be);
+        if (!v || !*v) continue;
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s %s: %s", sep,
+                                 pk_backend_name((pk_backend_id)be), v);
+        sep = ";";
+    }
     fprintf(f, "Usage: portkern run %s [options]\n", k->name);
     fputs(k->run_help, f);
+    param_usage(k, CLI_IN_RUN, f);
     fprintf(f,
         "\nOptions of every kernel:\n"
-        "  --backend B     auto (default; PORTKERN_BACKEND), serial, openmp, opencl, cuda\n"
-        "  --variant V     the backend's variants (the first its default; with --backend auto\n"
-        "                  a variant selects its backend):\n"
-        "                  %s\n"
+        "  --backend B     auto (default; PORTKERN_BACKEND), serial, openmp, opencl, cuda\n");
+    help_line(f, "--variant V", text);
+    fprintf(f,
         "  --device N      device index within the backend (portkern-probe lists them)\n"
         "  --threads N     OpenMP threads (0: OpenMP's default)\n"
         "  --preset S      small, paper or large: the sizes 'portkern bench --size S' runs\n"
         "  --in DIR        read the inputs 'portkern gen %s --out DIR' writes, and\n"
-        "                  DIR/params.json; options given here override params.json\n"
-        "  --out DIR       write the outputs as .npy files into DIR (created when missing)\n"
-        "  --verify        also run the serial reference and compare: pass when\n"
-        "                  %s\n"
+        "                  DIR/params.json; options given here override params.json, and\n"
+        "                  sizes given must agree with the files' shapes\n"
+        "  --out DIR       write the outputs as .npy files into DIR (created when missing)\n",
+        k->name);
+    snprintf(text, sizeof text, "also run the serial reference and compare: pass when %s",
+             k->verify_rule);
+    help_line(f, "--verify", text);
+    fprintf(f,
         "  --rtol R        rtol of --verify (default %g)\n"
         "\n"
         "Prints one JSON line (one cold call: plan, transfers and kernel; 'portkern bench'\n"
         "times resident plan runs): kernel, backend, device, device_index, variant, seconds\n"
         "(the whole call), kernel_seconds, transfer_seconds, setup_seconds, layout_seconds,\n"
         "ms (kernel), gflop_per_s, gb_per_s (kernel time; flops and bytes by the library's\n"
-        "model: %s; %s), flops, bytes, flops_model, bytes_model, \"%s\" {its own fields},\n"
+        "models below), flops, bytes, flops_model, bytes_model, \"%s\" {its own fields},\n"
         "fell_back, reason; --verify adds \"verify\" {equal, mode, rtol, max_rel_err,\n"
-        "max_abs_err, norm_rel_err, num_failed, first_fail} and verify_rule.\n"
+        "max_abs_err, norm_rel_err, num_failed, first_fail} and verify_rule.\n",
+        k->rtol, k->name);
+    help_line(f, "flops_model", k->flops_model);
+    help_line(f, "bytes_model", k->bytes_model);
+    fprintf(f,
         "Exit status: 0 ok; 1 verification failed or the run failed; 2 bad option, bad input\n"
-        "file, or unknown backend/variant/device.\n",
-        vars, k->name, k->verify_rule, k->rtol, k->flops_model, k->bytes_model, k->name);
+        "file, or unknown backend/variant/device.\n");
 }
 
 static void gen_usage(const cli_kernel *k, FILE *f)
 {
     fprintf(f, "Usage: portkern gen %s --out DIR [options]\n", k->name);
     fputs(k->gen_help, f);
+    param_usage(k, CLI_IN_GEN, f);
     fprintf(f,
         "  --preset S      small, paper or large: the sizes 'portkern bench --size S' runs\n"
-        "\nEvery file is written under a temporary name and renamed when complete; params.json\n"
+        "  --out DIR       where the files go (created when missing)\n"
+        "\nDIR/params.json records the parameters for 'portkern run %s --in DIR'\n"
+        "(options given to run override them).\n"
+        "Every file is written under a temporary name and renamed when complete; params.json\n"
         "comes last, so a DIR with params.json holds a whole data set.\n"
         "Exit status: 0 written; 1 out of memory or a write failed; 2 bad option or\n"
-        "unwritable DIR.\n");
+        "unwritable DIR.\n", k->name);
 }
 
 void cli_kernels_usage(FILE *f, const char *cmd)
@@ -393,118 +764,128 @@ static int lock_dir(const char *prog, const char *dir, int exclusive)
 
 typedef struct cmd_state {
     cli_call c;
+    void *data;
     param_slots slots;
     cli_opt opts[64];
     char *pos[2];
     int npos, nopts;
     const char *preset;
-    char *keep; /* params.json, kept while TEXT parameters point into it */
+    cli_jobject *keep; /* params.json, kept while TEXT parameters point into it */
 } cmd_state;
 
-static int cmd_begin(cmd_state *st, const cli_kernel *k, const char *prog, unsigned where,
-                     void *args)
+/* The args (defaults) and data of a command and its parameters' options: the number of
+ * options, or -1 when out of memory. */
+static int cmd_begin(cmd_state *st, const cli_kernel *k, const char *prog, unsigned where)
 {
     memset(st, 0, sizeof *st);
     st->c.k = k;
     st->c.prog = prog;
-    st->c.args = args;
-    k->args_init(args);
-    st->nopts = add_param_opts(k, where, args, &st->slots, st->opts, 0);
-    if (k->options) st->nopts = k->options(st->opts, st->nopts, args, where == CLI_IN_GEN);
-    st->nopts = cli_opt_add(st->opts, st->nopts, "preset", CLI_STRING, &st->preset, NULL, 0, 0);
-    return st->nopts;
+    st->c.where = where;
+    st->c.args = calloc(1, k->args_size);
+    st->data = calloc(1, k->data_size);
+    if (!st->c.args || !st->data) {
+        fprintf(stderr, "%s: out of host memory\n", prog);
+        return -1;
+    }
+    cli_args_init(k, st->c.args);
+    st->nopts = add_param_opts(k, where, st->c.args, &st->slots, st->opts, 0);
+    return cli_opt_add(st->opts, st->nopts, "preset", CLI_STRING, &st->preset, NULL, 0, 0);
 }
 
-/* Options parsed: the preset first (explicit options override it), then the parameters. */
-static int cmd_args(cmd_state *st)
+static int cmd_end(cmd_state *st, int rc, int lock)
 {
-    const cli_kernel *k = st->c.k;
-    if (st->preset) {
-        param_slots saved = st->slots;
-        /* The preset replaces defaults only: re-apply what the command line gave. */
-        char *copy = malloc(k->args_size);
-        if (!copy) return cli_usage_error(st->c.prog, "out of memory");
-        memcpy(copy, st->c.args, k->args_size);
-        if (k->preset(st->preset, st->c.args) != 0) {
-            free(copy);
-            return cli_usage_error(st->c.prog, "option --preset: unknown size '%s' (small, "
-                                   "paper, large)", st->preset);
-        }
-        for (int i = 0; k->params && k->params[i].name; ++i) {
-            const cli_param *p = &k->params[i];
-            if (!saved.seen[i]) continue;
-            size_t sz = p->type == CLI_P_COUNT ? sizeof(size_t) : p->type == CLI_P_DOUBLE
-                        ? sizeof(double) : p->type == CLI_P_TEXT ? sizeof(char *) : sizeof(int);
-            memcpy((char *)st->c.args + p->off, copy + p->off, sz);
-        }
-        free(copy);
-    }
+    if (lock >= 0) close(lock);
+    data_free(st->c.k, st->data);
+    free(st->c.args);
+    free(st->keep);
+    return rc;
+}
+
+/* Options parsed (CLI_HELP, or the usage error's exit code); the preset replaces the defaults
+ * only: the command line is parsed again over it.  Then the parameters are taken. */
+static int cmd_parse(cmd_state *st, int argc, char **argv)
+{
+    int rc = cli_parse(st->c.prog, argc, argv, st->opts, st->pos, 1, &st->npos);
+    if (rc || !st->preset) return rc ? rc : take_param_opts(&st->c, &st->slots);
+    const int size = cli_size_index(st->preset);
+    if (size < 0)
+        return cli_usage_error(st->c.prog, "option --preset: unknown size '%s' (small, paper, "
+                               "large)", st->preset);
+    st->c.k->preset(size, st->c.args);
+    cli_parse(st->c.prog, argc, argv, st->opts, st->pos, 1, &st->npos);
     return take_param_opts(&st->c, &st->slots);
 }
 
 int cli_run(const cli_kernel *k, int argc, char **argv)
 {
-    const char *prog = "portkern run";
+    const char *prog = "portkern run", *backend = NULL, *variant = NULL, *in = NULL, *out = NULL;
     cmd_state st;
-    const char *backend = NULL, *variant = NULL, *in = NULL, *out = NULL;
-    int device = -1, threads = 0, verify = 0, rc, lock = -1;
+    int verify = 0, rc, lock = -1, n = cmd_begin(&st, k, prog, CLI_IN_RUN);
     double rtol = k->rtol;
     pk_context_options copt;
     pk_context *ctx = NULL;
     pk_run_info info;
     cli_verdict v;
-    void *args = calloc(1, k->args_size), *data = calloc(1, k->data_size);
+    void *args = st.c.args, *data = st.data;
 
-    if (!args || !data) {
-        free(args);
-        free(data);
-        fprintf(stderr, "%s: out of host memory\n", prog);
-        return CLI_EXIT_FAIL;
-    }
-    int n = cmd_begin(&st, k, prog, CLI_IN_RUN, args);
-    n = cli_run_opts(st.opts, n, &backend, &variant, &device, &threads, &in, &out, &verify);
+    if (n < 0) return cmd_end(&st, CLI_EXIT_FAIL, lock);
+    pk_context_options_init(&copt);
+    n = cli_opt_add(st.opts, n, "backend", CLI_STRING, &backend, NULL, 0, 0);
+    n = cli_opt_add(st.opts, n, "variant", CLI_STRING, &variant, NULL, 0, 0);
+    n = cli_opt_add(st.opts, n, "device", CLI_INT, &copt.device, NULL, 0, INT_MAX);
+    n = cli_opt_add(st.opts, n, "threads", CLI_INT, &copt.threads, NULL, 0, PK_MAX_THREADS);
+    n = cli_opt_add(st.opts, n, "in", CLI_STRING, &in, NULL, 0, 0);
+    n = cli_opt_add(st.opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
+    n = cli_opt_add(st.opts, n, "verify", CLI_FLAG, &verify, NULL, 0, 0);
     cli_opt_add(st.opts, n, "rtol", CLI_DOUBLE, &rtol, NULL, 0, DBL_MAX);
-    rc = cli_parse(prog, argc, argv, st.opts, st.pos, 1, &st.npos);
-    if (rc == CLI_HELP) {
-        run_usage(k, stdout);
-        rc = CLI_EXIT_OK;
-        goto done;
-    }
-    if (rc || (rc = cmd_args(&st)) || (rc = cli_context_opts(prog, backend, device, threads, &copt)))
-        goto done;
+    if ((rc = cmd_parse(&st, argc, argv)) == CLI_HELP) run_usage(k, stdout);
+    if (rc) return cmd_end(&st, rc == CLI_HELP ? CLI_EXIT_OK : rc, lock);
+    if (backend && pk_backend_from_name(backend, &copt.backend) != PK_OK)
+        return cmd_end(&st, cli_usage_error(prog, "option --backend: unknown backend '%s' (auto, "
+                                            "serial, openmp, opencl, cuda)", backend), lock);
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
-        goto done;
-    if (in && (lock = lock_dir(prog, in, 0)) == -2) {
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-    if (in && (rc = read_params(&st.c, in, &st.keep))) goto done;
-    if (k->resolve && (rc = k->resolve(&st.c))) goto done;
-    if ((rc = in ? k->load(&st.c, in, data) : k->generate(&st.c, data))) goto done;
+        return cmd_end(&st, CLI_EXIT_OK, lock);
+    if (in && (lock = lock_dir(prog, in, 0)) == -2) return cmd_end(&st, CLI_EXIT_USAGE, lock);
+    if (in && (rc = read_params(&st.c, in, &st.keep))) return cmd_end(&st, rc, lock);
+    if (k->resolve && (rc = k->resolve(&st.c))) return cmd_end(&st, rc, lock);
+    if (in)
+        rc = load_arrays(&st.c, in, data);
+    else if (!(rc = alloc_arrays(&st.c, data, CLI_A_IN)))
+        rc = k->generate(&st.c, data);
+    if (rc || (in && k->load && (rc = k->load(&st.c, in, data)))) return cmd_end(&st, rc, lock);
     if (lock >= 0) close(lock);
     lock = -1;
 
+    if ((rc = alloc_arrays(&st.c, data, CLI_A_OUT))) return cmd_end(&st, rc, lock);
     pk_status s = pk_context_create(&ctx, &copt);
-    if (s == PK_OK) s = k->run(ctx, variant, args, data, &info);
-    if (s != PK_OK) {
-        rc = cli_lib_error(MAIN_PROG, s);
-        goto done;
-    }
+    if (s == PK_OK) s = k->call(CLI_ONESHOT, NULL, ctx, variant, args, data, 0, &info);
+    pk_context_destroy(ctx);
+    if (s != PK_OK) return cmd_end(&st, cli_lib_error(MAIN_PROG, s), lock);
     if (verify) {
         memset(&v, 0, sizeof v);
         v.rtol = rtol;
-        if ((s = k->verify(args, data, &v)) != PK_OK) {
-            rc = cli_lib_error(MAIN_PROG, s);
-            goto done;
-        }
+        if ((rc = alloc_arrays(&st.c, data, CLI_A_REF))) return cmd_end(&st, rc, lock);
+        if ((s = k->call(CLI_REFERENCE, NULL, NULL, NULL, args, data, 1, NULL)) != PK_OK ||
+            (s = k->check ? k->check(args, data, &v) : cli_check_diff(k, args, data, k->norm, &v))
+                != PK_OK)
+            return cmd_end(&st, cli_lib_error(MAIN_PROG, s), lock);
     }
-    if ((out || k->own_outputs) && (rc = k->write_outputs(&st.c, out, data))) goto done;
+    if ((out && (rc = write_arrays(&st.c, out, data, CLI_A_OUT))) ||
+        (k->write_outputs && (rc = k->write_outputs(&st.c, out, data))))
+        return cmd_end(&st, rc, lock);
 
     cli_json j;
     cj_init(&j, stdout, 0);
     cj_open(&j, NULL, '{');
-    cj_run_head(&j, k->name, &info);
-    cj_run_times(&j, &info);
+    cj_str(&j, "kernel", k->name);
+    cj_str(&j, "backend", pk_backend_name(info.backend));
+    cj_str(&j, "device", info.device_name);
+    cj_int(&j, "device_index", info.device);
+    cj_str(&j, "variant", info.variant);
+    cj_num(&j, "seconds", info.wall_s);
+    cj_num(&j, "kernel_seconds", info.kernel_s);
+    cj_num(&j, "transfer_seconds", info.transfer_s);
+    cj_num(&j, "setup_seconds", info.setup_s);
     cj_num(&j, "layout_seconds", info.layout_s);
     cj_num(&j, "ms", info.kernel_s > 0 ? 1e3 * info.kernel_s : NAN);
     cj_num(&j, "gflop_per_s", cli_rate(info.flops / 1e9, info.kernel_s));
@@ -516,84 +897,57 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
     cj_open(&j, k->name, '{');
     k->run_json(&j, args, data, &info);
     cj_close(&j);
-    cj_run_tail(&j, &info);
+    cj_bool(&j, "fell_back", info.fell_back);
+    cj_str(&j, "reason", info.reason);
     if (verify) {
-        cj_verify(&j, &v.rep, v.rtol, v.norm, v.shape, v.ndim);
+        verdict_json(&j, &v);
         cj_str(&j, "verify_rule", k->verify_rule);
     }
     cj_close(&j);
-    rc = verify && !v.rep.equal ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-done:
-    if (lock >= 0) close(lock);
-    pk_context_destroy(ctx);
-    k->data_free(data);
-    free(data);
-    free(args);
-    free(st.keep);
-    return rc;
+    return cmd_end(&st, verify && !v.rep.equal ? CLI_EXIT_FAIL : CLI_EXIT_OK, lock);
 }
 
 int cli_gen(const cli_kernel *k, int argc, char **argv)
 {
-    const char *prog = "portkern gen";
+    const char *prog = "portkern gen", *out = NULL;
     cmd_state st;
-    const char *out = NULL;
-    int rc, lock = -1;
-    void *args = calloc(1, k->args_size), *data = calloc(1, k->data_size);
-
-    if (!args || !data) {
-        free(args);
-        free(data);
-        fprintf(stderr, "%s: out of host memory\n", prog);
-        return CLI_EXIT_FAIL;
-    }
-    int n = cmd_begin(&st, k, prog, CLI_IN_GEN, args);
-    cli_opt_add(st.opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
-    rc = cli_parse(prog, argc, argv, st.opts, st.pos, 1, &st.npos);
-    if (rc == CLI_HELP) {
-        gen_usage(k, stdout);
-        rc = CLI_EXIT_OK;
-        goto done;
-    }
-    if (rc || (rc = cmd_args(&st)) || (k->resolve && (rc = k->resolve(&st.c)))) goto done;
-    if (!out) {
-        rc = cli_usage_error(prog, "--out DIR is required");
-        goto done;
-    }
-    if (cli_parse_only) goto done;
-    if ((rc = k->generate(&st.c, data))) goto done;
-    if ((lock = lock_dir(prog, out, 1)) == -2) {
-        rc = CLI_EXIT_USAGE;
-        goto done;
-    }
-    if ((rc = k->write_inputs(&st.c, out, data))) goto done;
-    /* params.json last: its presence says the set is complete. */
     char path[4096];
     FILE *pf;
     cli_json j;
-    if ((rc = cli_params_open(prog, out, k->name, path, sizeof path, &pf, &j))) goto done;
-    write_params(&j, k, args);
-    if (k->params_info) k->params_info(&j, args, data);
-    if ((rc = cli_params_close(prog, path, pf, &j))) goto done;
-    printf("wrote %s (the inputs of 'portkern run %s --in %s')\n", out, k->name, out);
-done:
-    if (lock >= 0) close(lock);
-    k->data_free(data);
-    free(data);
-    free(args);
-    free(st.keep);
-    return rc;
+    int rc, lock = -1, n = cmd_begin(&st, k, prog, CLI_IN_GEN);
+
+    if (n < 0) return cmd_end(&st, CLI_EXIT_FAIL, lock);
+    cli_opt_add(st.opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
+    if ((rc = cmd_parse(&st, argc, argv)) == CLI_HELP) gen_usage(k, stdout);
+    if (rc || (k->resolve && (rc = k->resolve(&st.c))))
+        return cmd_end(&st, rc == CLI_HELP ? CLI_EXIT_OK : rc, lock);
+    if (!out) return cmd_end(&st, cli_usage_error(prog, "--out DIR is required"), lock);
+    if (cli_parse_only) return cmd_end(&st, CLI_EXIT_OK, lock);
+    if ((rc = alloc_arrays(&st.c, st.data, CLI_A_IN)) || (rc = k->generate(&st.c, st.data)))
+        return cmd_end(&st, rc, lock);
+    if ((lock = lock_dir(prog, out, 1)) == -2) return cmd_end(&st, CLI_EXIT_USAGE, lock);
+    if ((rc = k->write_inputs ? k->write_inputs(&st.c, out, st.data)
+                              : write_arrays(&st.c, out, st.data, CLI_A_IN)))
+        return cmd_end(&st, rc, lock);
+    /* params.json last: its presence says the set is complete. */
+    if ((rc = cli_json_open(prog, out, "params.json", k->name, path, sizeof path, &pf, &j)))
+        return cmd_end(&st, rc, lock);
+    write_params(&j, k, st.c.args);
+    if (k->params_info) k->params_info(&j, st.c.args, st.data);
+    if (!(rc = cli_json_close(prog, path, pf, &j)))
+        printf("wrote %s (the inputs of 'portkern run %s --in %s')\n", out, k->name, out);
+    return cmd_end(&st, rc, lock);
 }
 
 /* ---- bench ------------------------------------------------------------------------------ */
 double cli_row_gbs(const cli_bench_row *r)
 {
-    return r->status == CLI_ROW_OK ? cli_rate(r->bytes / 1e9, r->t_min) : NAN;
+    return r->status == CLI_ROW_OK ? cli_rate(r->info.bytes / 1e9, r->t_min) : NAN;
 }
 
 double cli_row_gflops(const cli_bench_row *r)
 {
-    return r->status == CLI_ROW_OK ? cli_rate(r->flops / 1e9, r->t_min) : NAN;
+    return r->status == CLI_ROW_OK ? cli_rate(r->info.flops / 1e9, r->t_min) : NAN;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -625,15 +979,60 @@ static double roof_bw(pk_context *ctx, pk_backend_id be, int device)
     return bw;
 }
 
+/* Open the backends: the number of variants that will run. */
+static int bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, int threads,
+                      const char *(*variants)(pk_backend_id), const char *kernel)
+{
+    int total = 0;
+    memset(set, 0, sizeof *set);
+    for (int i = 0; i < nb; ++i) {
+        pk_backend_id be = backends[i];
+        pk_context_options copt;
+        const char *why = NULL, *list;
+        pk_context_options_init(&copt);
+        copt.backend = be;
+        copt.threads = threads;
+        pk_status s = pk_context_create(&set->ctx[be], &copt);
+        if (s != PK_OK) {
+            snprintf(set->skip[be], sizeof set->skip[be], "%s: %s", pk_strerror(s), pk_last_error());
+            continue;
+        }
+        if (!pk_backend_available(set->ctx[be], be, &why)) {
+            snprintf(set->skip[be], sizeof set->skip[be], "%s", why && *why ? why : "not available");
+            continue;
+        }
+        list = variants(be);
+        if (!list || !*list || cli_split_list(list, set->vars[be], 16, &set->nvars[be])) {
+            set->nvars[be] = 0;
+            snprintf(set->skip[be], sizeof set->skip[be], "the backend implements no %s variant",
+                     kernel);
+            continue;
+        }
+        total += set->nvars[be];
+    }
+    return total;
+}
+
+static void bench_close(cli_bench_set *set)
+{
+    for (int i = 0; i < PK_BACKEND_COUNT; ++i) pk_context_destroy(set->ctx[i]);
+    memset(set->ctx, 0, sizeof set->ctx);
+}
+
 static cli_bench_row *add_row(cli_bench_result *r, pk_backend_id be)
 {
-    cli_bench_row *rows = cli_grow(r->rows, r->nrows, &r->cap, sizeof *rows);
-    if (!rows) return NULL;
-    r->rows = rows;
-    rows[r->nrows].backend = be;
-    rows[r->nrows].c = -1;
-    rows[r->nrows].device = -1;
-    return &rows[r->nrows++];
+    if (r->nrows == r->cap) {
+        const int cap = r->cap ? 2 * r->cap : 16;
+        cli_bench_row *rows = realloc(r->rows, (size_t)cap * sizeof *rows);
+        if (!rows) return NULL;
+        r->rows = rows;
+        r->cap = cap;
+    }
+    cli_bench_row *row = memset(&r->rows[r->nrows++], 0, sizeof *row);
+    row->backend = be;
+    row->c = -1;
+    row->device = -1;
+    return row;
 }
 
 static void row_fail(cli_bench_row *r, const char *what, pk_status s)
@@ -642,72 +1041,128 @@ static void row_fail(cli_bench_row *r, const char *what, pk_status s)
     snprintf(r->reason, sizeof r->reason, "%s: %s: %s", what, pk_strerror(s), pk_last_error());
 }
 
-pk_status cli_bench_time(pk_status (*run)(void *plan, pk_run_info *info), void *plan, int reps,
-                         double *t_min, double *t_median, double *t_max, pk_run_info *info,
-                         const char **stage)
+pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void *data, int reps,
+                         double t[3], pk_run_info *best, const char **stage)
 {
-    double *t = malloc((size_t)reps * sizeof *t);
+    double *ts = malloc((size_t)reps * sizeof *ts);
+    pk_run_info info;
     pk_status s = PK_OK;
-    if (!t) return PK_ENOMEM;
+    if (!ts) return PK_ENOMEM;
     for (int i = 0; i <= reps; ++i) { /* i = 0: the untimed warm-up (program builds) */
-        if ((s = run(plan, info)) != PK_OK) {
+        if ((s = k->call(CLI_PLAN_RUN, &plan, NULL, NULL, args, data, 0, &info)) != PK_OK) {
             if (stage) *stage = i ? "timed run" : "warm-up run";
-            free(t);
+            free(ts);
             return s;
         }
-        if (i > 0) t[i - 1] = info->kernel_s;
+        if (i > 0) ts[i - 1] = info.kernel_s;
+        if (i == 1 || (i > 1 && info.kernel_s < best->kernel_s)) *best = info;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    *t_min = t[0];
-    *t_max = t[reps - 1];
-    *t_median = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
-    free(t);
+    qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
+    t[0] = ts[0];
+    t[1] = reps % 2 ? ts[reps / 2] : 0.5 * (ts[reps / 2 - 1] + ts[reps / 2]);
+    t[2] = ts[reps - 1];
+    free(ts);
     return PK_OK;
+}
+
+/* The members of the kernel's run_json object, as text (NULL when out of memory). */
+static char *run_json_text(const cli_kernel *k, const void *args, const void *data,
+                           const pk_run_info *info)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cli_json j;
+    if (!f) return NULL;
+    cj_init_members(&j, f);
+    k->run_json(&j, args, data, info);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
 {
-    const cli_bench_ops *b = res->k->bench;
+    const cli_kernel *k = res->k;
+    const void *args = res->args[r->c];
+    void *data = res->data[res->data_of[r->c]], *plan = NULL;
     const char *stage = "timed run";
-    void *plan = NULL;
-    pk_run_info info;
-    double t0 = cli_now_s();
-    pk_status s = b->create(&plan, ctx, r->variant, res->bd, r->c, &info);
+    double t[3], t0 = cli_now_s();
+    pk_status s = k->call(CLI_PLAN_CREATE, &plan, ctx, r->variant, args, data, 0, &r->info);
     if (s != PK_OK) {
         row_fail(r, "plan", s);
         goto done;
     }
     r->setup_s = cli_now_s() - t0;
-    r->device = info.device;
-    snprintf(r->device_name, sizeof r->device_name, "%s", info.device_name);
-    r->bw = roof_bw(ctx, r->backend, info.device);
+    r->device = r->info.device;
+    r->bw = roof_bw(ctx, r->backend, r->info.device);
     t0 = cli_now_s();
-    if ((s = b->upload(plan, res->bd, r->c)) != PK_OK) {
+    if ((s = k->call(CLI_PLAN_UPLOAD, &plan, NULL, NULL, args, data, 0, NULL)) != PK_OK) {
         row_fail(r, "upload", s);
         goto done;
     }
     r->upload_s = cli_now_s() - t0;
-    if ((s = cli_bench_time(b->run, plan, res->req->reps, &r->t_min, &r->t_median, &r->t_max,
-                            &info, &stage)) != PK_OK) {
+    if ((s = cli_bench_time(k, plan, args, data, res->req->reps, t, &r->info, &stage)) != PK_OK) {
         row_fail(r, stage, s);
         goto done;
     }
-    r->flops = info.flops;
-    r->bytes = info.bytes;
-    snprintf(r->reason, sizeof r->reason, "%s", info.reason);
+    r->t_min = t[0];
+    r->t_median = t[1];
+    r->t_max = t[2];
+    snprintf(r->reason, sizeof r->reason, "%s", r->info.reason);
     t0 = cli_now_s();
-    if ((s = b->download(plan, res->bd, r->c)) != PK_OK) {
+    if ((s = k->call(CLI_PLAN_DOWNLOAD, &plan, NULL, NULL, args, data, 0, NULL)) != PK_OK) {
         row_fail(r, "download", s);
         goto done;
     }
     r->download_s = cli_now_s() - t0;
-    if ((s = b->verify(res->bd, r->c, res->req->reps + 1, &r->v)) != PK_OK) {
+    r->v.rtol = k->rtol;
+    if ((s = k->check ? k->check(args, data, &r->v) : cli_check_diff(k, args, data, k->norm, &r->v))
+        != PK_OK) {
         row_fail(r, "verify", s);
         goto done;
     }
     r->verified = r->v.rep.equal;
+    r->json = run_json_text(k, args, data, &r->info);
 done:
-    if (plan) b->destroy(plan);
+    if (plan) k->call(CLI_PLAN_DESTROY, &plan, NULL, NULL, args, data, 0, NULL);
+}
+
+/* Every case's args, and the data set of each (inputs generated, outputs allocated, the
+ * reference after the warm-up and the timed runs; data sets numbered in the order of their
+ * first case): 0 or the exit code. */
+static int bench_setup(cli_bench_result *res)
+{
+    const cli_kernel *k = res->k;
+    const int size = cli_size_index(res->req->size);
+    for (int c = 0; c < CLI_CASES; ++c) {
+        cli_call call = {k, "portkern bench", CLI_IN_RUN, NULL, {0}};
+        int rc, d;
+        if (!(call.args = res->args[c] = calloc(1, k->args_size))) goto nomem;
+        cli_args_init(k, call.args);
+        k->preset(size, call.args);
+        if ((d = k->bench_case ? k->bench_case(size, c, call.args) : c ? -1 : 0) < 0) break;
+        res->ncases = c + 1;
+        res->data_of[c] = d;
+        if (k->resolve && (rc = k->resolve(&call))) return rc;
+        if (d < res->ndata) continue;
+        cli_progress("%s: data set %d and reference (%s) ...", k->name, d, res->req->size);
+        if (!(res->data[d] = calloc(1, k->data_size))) goto nomem;
+        res->ndata = d + 1;
+        if ((rc = alloc_arrays(&call, res->data[d], CLI_A_IN)) ||
+            (rc = k->generate(&call, res->data[d])) ||
+            (rc = alloc_arrays(&call, res->data[d], CLI_A_OUT | CLI_A_REF)))
+            return rc;
+        pk_status s = k->call(CLI_REFERENCE, NULL, NULL, NULL, call.args, res->data[d],
+                              res->req->reps + 1, NULL);
+        if (s != PK_OK) return cli_lib_error(MAIN_PROG, s);
+    }
+    return 0;
+nomem:
+    fprintf(stderr, "portkern bench: out of host memory\n");
+    return CLI_EXIT_FAIL;
 }
 
 static void print_rows(const cli_bench_result *res)
@@ -722,7 +1177,7 @@ static void print_rows(const cli_bench_result *res)
             first = res->rows[k].backend != r->backend || res->rows[k].device != r->device;
         if (first && r->bw > 0)
             printf("roof: %s device %d (%s): copy bandwidth %.1f GB/s, measured in this run\n",
-                   pk_backend_name(r->backend), r->device, r->device_name, r->bw / 1e9);
+                   pk_backend_name(r->backend), r->device, r->info.device_name, r->bw / 1e9);
     }
     printf("%-13s %-7s %-22s %-13s", "kernel", "backend", "device", "variant");
     if (cases) printf(" %-16s", "case");
@@ -731,7 +1186,7 @@ static void print_rows(const cli_bench_result *res)
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
         printf("%-13s %-7s %-22.22s %-13s", k->name, pk_backend_name(r->backend),
-               r->device_name[0] ? r->device_name : "-", r->variant[0] ? r->variant : "-");
+               r->device >= 0 ? r->info.device_name : "-", r->variant[0] ? r->variant : "-");
         if (cases) printf(" %-16.16s", r->case_name[0] ? r->case_name : "-");
         if (r->status != CLI_ROW_OK) {
             printf(" %9s %9s %9s %8s %8s %6s %9s %s\n", "-", "-", "-", "-", "-", "-", "-",
@@ -755,24 +1210,30 @@ static void print_rows(const cli_bench_result *res)
         else if (r->status == CLI_ROW_FAILED)
             printf("%s %s %s %s error: %s\n", k->name, pk_backend_name(r->backend), r->variant,
                    r->case_name, r->reason);
+        else if (!r->verified && r->v.norm)
+            printf("%s %s %s %s NOT verified: norm rel err %.3g beyond rtol %g%s%s\n", k->name,
+                   pk_backend_name(r->backend), r->variant, r->case_name, r->v.rep.norm_rel_err,
+                   r->v.rtol, r->v.note[0] ? ", " : "", r->v.note);
         else if (!r->verified)
-            printf("%s %s %s %s NOT verified: %zu elements beyond rtol %g, max rel err %.3g\n",
-                   k->name, pk_backend_name(r->backend), r->variant, r->case_name,
-                   r->v.rep.num_failed, r->v.rtol, r->v.rep.max_rel_err);
+            printf("%s %s %s %s NOT verified: %zu elements beyond rtol %g, max rel err %.3g%s%s"
+                   "\n", k->name, pk_backend_name(r->backend), r->variant, r->case_name,
+                   r->v.rep.num_failed, r->v.rtol, r->v.rep.max_rel_err, r->v.note[0] ? ", " : "",
+                   r->v.note);
     }
 }
 
-int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
-                     const pk_backend_id *backends, int nb, cli_bench_result **out)
+/* One kernel's part of bench: rows printed, kept in *out for the JSON (NULL when out of
+ * memory).  Returns the exit code (1: a failure or an unverified row). */
+static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
+                        const pk_backend_id *backends, int nb, cli_bench_result **out)
 {
-    const cli_bench_ops *b = k->bench;
     cli_bench_result *res = calloc(1, sizeof *res);
-    int ncases = 1, total, done = 0, rc = 0;
+    int total, done = 0, rc = 0;
     *out = res;
     if (!res) goto nomem;
     res->k = k;
     res->req = req;
-    total = cli_bench_open(&res->set, backends, nb, req->threads, k->variants, k->name);
+    total = bench_open(&res->set, backends, nb, req->threads, k->variants, k->name);
     for (int i = 0; i < nb; ++i) { /* unavailable backends: one row each */
         const pk_backend_id be = backends[i];
         if (res->set.nvars[be] > 0) continue;
@@ -781,22 +1242,19 @@ int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
         r->status = CLI_ROW_SKIPPED;
         snprintf(r->reason, sizeof r->reason, "%s", res->set.skip[be]);
     }
-    if (total > 0) {
-        cli_progress("%s: data set and reference (%s) ...", k->name, req->size);
-        if ((rc = b->setup(req, &res->bd, &ncases))) goto done;
-    }
-    if (res->bd && b->describe) b->describe(res->bd);
+    if (total > 0 && (rc = bench_setup(res))) goto done;
+    if (res->ndata && k->describe) k->describe(res);
     for (int i = 0; total > 0 && i < nb; ++i) {
         const pk_backend_id be = backends[i];
         for (int v = 0; v < res->set.nvars[be]; ++v)
-            for (int c = 0; c < ncases; ++c) {
+            for (int c = 0; c < res->ncases; ++c) {
                 const char *var = res->set.vars[be][v];
-                if (b->case_runs && !b->case_runs(res->bd, c, be, var)) continue;
+                if (k->case_runs && !k->case_runs(res->args[c], var)) continue;
                 cli_bench_row *r = add_row(res, be);
                 if (!r) goto nomem;
                 snprintf(r->variant, sizeof r->variant, "%s", var);
                 r->c = c;
-                if (b->case_name) b->case_name(res->bd, c, r->case_name, sizeof r->case_name);
+                if (k->case_name) k->case_name(res->args[c], r->case_name, sizeof r->case_name);
                 cli_progress("%s [%d] %s %s %s ...", k->name, ++done, pk_backend_name(be), var,
                              r->case_name);
                 bench_one(res, res->set.ctx[be], r);
@@ -805,7 +1263,7 @@ int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
     printf("best of %d timed plan runs (min, median, max) after 1 warm-up, data resident on the "
            "device; 'portkern run' times one cold call instead\n", req->reps);
     print_rows(res);
-    if (res->bd && b->report) b->report(res);
+    if (res->ndata && k->report) k->report(res);
     if (res->failed) rc = CLI_EXIT_FAIL;
     for (int i = 0; i < res->nrows; ++i)
         if (res->rows[i].status == CLI_ROW_FAILED ||
@@ -816,11 +1274,11 @@ nomem:
     fprintf(stderr, "portkern bench: out of host memory\n");
     rc = CLI_EXIT_FAIL;
 done:
-    if (res) cli_bench_close(&res->set);
+    if (res) bench_close(&res->set);
     return rc;
 }
 
-void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
+static void bench_json_rows(const cli_bench_result *res, cli_json *j)
 {
     for (int i = 0; res && i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
@@ -830,7 +1288,7 @@ void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_str(j, "kernel", res->k->name);
         cj_str(j, "backend", pk_backend_name(r->backend));
         cj_str(j, "status", ok ? "ok" : r->status == CLI_ROW_SKIPPED ? "skipped" : "error");
-        cj_str(j, "device", r->device_name);
+        cj_str(j, "device", r->device >= 0 ? r->info.device_name : "");
         cj_str(j, "variant", r->variant[0] ? r->variant : NULL);
         cj_str(j, "case", r->case_name[0] ? r->case_name : NULL);
         cj_num(j, "kernel_seconds", ok ? r->t_min : NAN);
@@ -840,37 +1298,67 @@ void cli_bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_num(j, "setup_seconds", ok ? r->setup_s : NAN);
         cj_num(j, "upload_seconds", ok ? r->upload_s : NAN);
         cj_num(j, "download_seconds", ok ? r->download_s : NAN);
-        cj_num(j, "flops", ok ? r->flops : NAN);
-        cj_num(j, "bytes", ok ? r->bytes : NAN);
+        cj_num(j, "flops", ok ? r->info.flops : NAN);
+        cj_num(j, "bytes", ok ? r->info.bytes : NAN);
         cj_num(j, "gflop_per_s", cli_row_gflops(r));
         cj_num(j, "gb_per_s", gbs);
         cj_num(j, "bandwidth_gb_per_s", r->bw > 0 ? r->bw / 1e9 : NAN);
         cj_num(j, "roof_fraction", r->bw > 0 ? gbs * 1e9 / r->bw : NAN);
-        if (r->c >= 0 && (res->k->bench->case_json || res->k->bench->row_json) && res->bd) {
+        if (r->json || (ok && res->k->row_json)) { /* the run line's object, the same schema */
             cj_open(j, res->k->name, '{');
-            if (res->k->bench->case_json) res->k->bench->case_json(j, res->bd, r->c);
-            if (res->k->bench->row_json) res->k->bench->row_json(j, res->bd, r);
+            if (r->json) cj_raw(j, r->json);
+            if (ok && res->k->row_json) res->k->row_json(j, res, r);
             cj_close(j);
         }
         cj_bool(j, "verified", ok && r->verified);
-        if (ok) cj_verify(j, &r->v.rep, r->v.rtol, r->v.norm, r->v.shape, r->v.ndim);
+        if (ok) verdict_json(j, &r->v);
         cj_str(j, "reason", r->reason);
         cj_close(j);
     }
 }
 
-void cli_bench_json_object(const cli_bench_result *res, cli_json *j)
-{
-    if (!res || !res->bd || !res->k->bench->json) return;
-    cj_open(j, res->k->name, '{');
-    res->k->bench->json(j, res->bd);
-    cj_close(j);
-}
-
-void cli_bench_free(cli_bench_result *res)
+static void bench_free(cli_bench_result *res)
 {
     if (!res) return;
-    if (res->bd) res->k->bench->free(res->bd);
+    for (int i = 0; i < res->nrows; ++i) free(res->rows[i].json);
+    for (int c = 0; c < CLI_CASES; ++c) free(res->args[c]);
+    for (int d = 0; d < res->ndata; ++d) data_free(res->k, res->data[d]);
+    free(res->extra);
     free(res->rows);
     free(res);
+}
+
+int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req,
+              const pk_backend_id *backends, int nb, FILE *json)
+{
+    cli_bench_result *res[16] = {0};
+    cli_json j;
+    int rc = CLI_EXIT_OK;
+    for (int i = 0; i < nk && i < 16; ++i) {
+        if (i) printf("\n");
+        if (bench_kernel(kernels[i], req, backends, nb, &res[i]) != 0) rc = CLI_EXIT_FAIL;
+    }
+    if (json) {
+        cj_init(&j, json, 1);
+        cj_open(&j, NULL, '{');
+        cj_str(&j, "portkern_version", pk_version());
+        cj_str(&j, "size", req->size);
+        cj_int(&j, "reps", req->reps);
+        cj_str(&j, "timing", "kernel time of reps timed plan runs after one untimed warm-up, "
+                             "data resident: min (kernel_seconds), median, max");
+        cj_str(&j, "roof_model", "copy bandwidth of the backend's device, bytes read + "
+                                 "written, measured in this run");
+        cj_open(&j, "rows", '[');
+        for (int i = 0; i < nk; ++i) bench_json_rows(res[i], &j);
+        cj_close(&j);
+        for (int i = 0; i < nk; ++i) /* the kernel's own object */
+            if (res[i] && res[i]->ndata && res[i]->k->bench_json) {
+                cj_open(&j, res[i]->k->name, '{');
+                res[i]->k->bench_json(&j, res[i]);
+                cj_close(&j);
+            }
+        cj_close(&j);
+    }
+    for (int i = 0; i < nk; ++i) bench_free(res[i]);
+    return rc;
 }

@@ -25,7 +25,6 @@
 
 /* The two lattices (x, y, z, t) of each bench size; --preset takes the second (paper: the
  * default 16^3 x 32). */
-static const char *const ds_sizes[3] = {"small", "paper", "large"};
 static const int ds_lat[3][2][4] = {{{8, 8, 8, 8}, {16, 16, 16, 8}},
                                     {{8, 8, 8, 8}, {16, 16, 16, 32}},
                                     {{16, 16, 16, 32}, {24, 24, 24, 48}}};
@@ -35,89 +34,51 @@ typedef struct ds_args {
     double kappa;
     int recon12, seed;
     const char *dims; /* --dims X,Y,Z,T */
-    int seen_dims;
 } ds_args;
 
 typedef struct ds_data {
-    pk_array u, psi;   /* --in */
-    double *gu, *gpsi; /* generated */
-    double *chi, *ref;
+    double *u, *psi, *chi, *ref;
 } ds_data;
 
-static const double *ds_u(const ds_data *d) { return d->u.data ? d->u.data : d->gu; }
-static const double *ds_psi(const ds_data *d) { return d->psi.data ? d->psi.data : d->gpsi; }
+/* psi.npy first: its shape sets the extents, which u.npy's must match. */
+static const cli_array ds_arrays[] = {
+    {"psi.npy", PK_DTYPE_C128, "t,z,y,x,4,3", offsetof(ds_data, psi), CLI_A_IN},
+    {"u.npy", PK_DTYPE_C128, "4,t,z,y,x,3,3", offsetof(ds_data, u), CLI_A_IN},
+    {"chi.npy", PK_DTYPE_C128, "t,z,y,x,4,3", offsetof(ds_data, chi), CLI_A_OUT},
+    {"reference", PK_DTYPE_C128, "t,z,y,x,4,3", offsetof(ds_data, ref), CLI_A_REF},
+    {0}};
 
 static const char *const ds_dim_names[4] = {"x", "y", "z", "t"};
 
 static const cli_param ds_params_table[] = {
-    {"x", CLI_P_INT, offsetof(ds_args, dim[0]), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"y", CLI_P_INT, offsetof(ds_args, dim[1]), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"z", CLI_P_INT, offsetof(ds_args, dim[2]), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"t", CLI_P_INT, offsetof(ds_args, dim[3]), 1, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"kappa", CLI_P_DOUBLE, offsetof(ds_args, kappa), DBL_MIN, DBL_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"recon12", CLI_P_BOOL, offsetof(ds_args, recon12), 0, 1, CLI_IN_ALL, 0, 0, 0},
-    {"seed", CLI_P_INT, offsetof(ds_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {"x", CLI_P_INT, offsetof(ds_args, dim[0]), 1, INT_MAX, 16, CLI_IN_ALL, NULL,
+     "N --y N --z N --t N",
+     "lattice extents (default 16 x 16 x 16 x 32; --preset takes "
+     "the larger lattice of bench: small 16x16x16x8, paper 16x16x16x32, large "
+     "24x24x24x48)"},
+    {"y", CLI_P_INT, offsetof(ds_args, dim[1]), 1, INT_MAX, 16, CLI_IN_ALL, NULL, NULL, NULL},
+    {"z", CLI_P_INT, offsetof(ds_args, dim[2]), 1, INT_MAX, 16, CLI_IN_ALL, NULL, NULL, NULL},
+    {"t", CLI_P_INT, offsetof(ds_args, dim[3]), 1, INT_MAX, 32, CLI_IN_ALL, NULL, NULL, NULL},
+    {"dims", CLI_P_TEXT, offsetof(ds_args, dims), 0, 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "X,Y,Z,T",
+     "the same in one option (not with --x/--y/--z/--t)"},
+    {"kappa", CLI_P_DOUBLE, offsetof(ds_args, kappa), DBL_MIN, DBL_MAX, DS_KAPPA, CLI_IN_ALL, NULL,
+     "K",
+     "hopping parameter (> 0, default 0.125)"},
+    {"recon12", CLI_P_BOOL, offsetof(ds_args, recon12), 0, 1, 0, CLI_IN_ALL, NULL, NULL,
+     "keep the links as two rows, the third rebuilt in the kernel (the links "
+     "must be SU(3)); the conversion is timed apart (layout_seconds); "
+     "--no-recon12 (the default) overrides params.json"},
+    {"seed", CLI_P_INT, offsetof(ds_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
+     CLI_SEED_HELP},
+    {0}};
 
-static const char *const ds_flags[] = {"recon12", "no-recon12", NULL};
-
-static void ds_args_init(void *args)
+static void ds_preset(int size, void *args)
 {
-    ds_args *a = args;
-    memcpy(a->dim, ds_lat[1][1], sizeof a->dim); /* 16 x 16 x 16 x 32 */
-    a->kappa = DS_KAPPA;
-    a->recon12 = 0;
-    a->seed = 1;
-    a->dims = NULL;
-    a->seen_dims = 0;
-}
-
-static int ds_options(cli_opt *o, int n, void *args, int gen)
-{
-    ds_args *a = args;
-    (void)gen;
-    return cli_opt_add(o, n, "dims", CLI_STRING, &a->dims, &a->seen_dims, 0, 0);
-}
-
-static int ds_size_index(const char *size)
-{
-    for (int s = 0; s < 3; ++s)
-        if (strcmp(size, ds_sizes[s]) == 0) return s;
-    return -1;
-}
-
-static int ds_preset(const char *size, void *args)
-{
-    const int s = ds_size_index(size);
-    if (s < 0) return -1;
-    memcpy(((ds_args *)args)->dim, ds_lat[s][1], sizeof ds_lat[s][1]);
-    return 0;
+    memcpy(((ds_args *)args)->dim, ds_lat[size][1], sizeof ds_lat[size][1]);
 }
 
 /* --dims X,Y,Z,T: the four extents in one option, not together with --x/--y/--z/--t. */
-static int ds_resolve(cli_call *c)
-{
-    ds_args *a = c->args;
-    char why[160], part[32];
-    const char *s = a->dims;
-    if (!a->seen_dims) return 0;
-    for (int k = 0; k < 4; ++k)
-        if (cli_seen(c, ds_dim_names[k]) == CLI_SEEN_OPT)
-            return cli_usage_error(c->prog, "give either --dims or --x/--y/--z/--t, not both");
-    for (int k = 0; k < 4; ++k) {
-        const char *e = strchr(s, ',');
-        const size_t len = e ? (size_t)(e - s) : strlen(s);
-        if ((k < 3) != (e != NULL) || len == 0 || len >= sizeof part)
-            return cli_usage_error(c->prog, "option --dims: '%s' is not X,Y,Z,T", a->dims);
-        memcpy(part, s, len);
-        part[len] = '\0';
-        if (cli_to_int(part, 1, INT_MAX, &a->dim[k], why, sizeof why))
-            return cli_usage_error(c->prog, "option --dims: %s", why);
-        cli_set_seen(c, ds_dim_names[k], CLI_SEEN_OPT);
-        s = e ? e + 1 : s;
-    }
-    return 0;
-}
+static int ds_resolve(cli_call *c) { return cli_extents(c, "dims", ',', ds_dim_names, 4, 0); }
 
 static pk_dslash_params ds_params(const ds_args *a)
 {
@@ -131,16 +92,6 @@ static size_t ds_volume(const ds_args *a)
     return (size_t)a->dim[0] * (size_t)a->dim[1] * (size_t)a->dim[2] * (size_t)a->dim[3];
 }
 
-/* Shapes (C order) of psi/chi [T][Z][Y][X][4][3] and u [4][T][Z][Y][X][3][3]. */
-static void ds_shapes(const int dim[4], size_t sshape[6], size_t ushape[7])
-{
-    const size_t s[6] = {(size_t)dim[3], (size_t)dim[2], (size_t)dim[1], (size_t)dim[0], 4, 3};
-    memcpy(sshape, s, sizeof s);
-    ushape[0] = 4;
-    memcpy(ushape + 1, s, 4 * sizeof(size_t));
-    ushape[5] = ushape[6] = 3;
-}
-
 /* u and psi from the seed, as gen writes them. */
 static pk_status ds_make(unsigned seed, size_t V, double *u, double *psi)
 {
@@ -148,219 +99,66 @@ static pk_status ds_make(unsigned seed, size_t V, double *u, double *psi)
     return s == PK_OK ? pk_lqcd_random_complex((uint64_t)seed + 1, 12 * V, psi) : s;
 }
 
-/* The verdict: norm-wise against the reference; first_fail as [T][Z][Y][X][4][3][re, im]. */
-static pk_status ds_check(const double *ref, const double *chi, const int dim[4], cli_verdict *v)
-{
-    size_t ushape[7];
-    ds_shapes(dim, v->shape, ushape);
-    v->shape[6] = 2; /* re, im: the differ sees doubles */
-    v->ndim = 7;
-    v->norm = 1;
-    const size_t n = 24 * (v->shape[0] * v->shape[1] * v->shape[2] * v->shape[3]);
-    pk_status s = pk_diff_f64(ref, chi, n, v->rtol, 0, PK_DIFF_NORM, &v->rep);
-    return s == PK_EMISMATCH ? PK_OK : s;
-}
-
 static int ds_generate(cli_call *c, void *data)
 {
     const ds_args *a = c->args;
     ds_data *d = data;
-    const pk_dslash_params p = ds_params(a);
-    /* pk_dslash_reference checks p (extents, overflow, kappa) before its arrays: so the
-     * lattice is known to be allocatable-sized before anything is allocated here */
-    pk_status s = pk_dslash_reference(&p, NULL, NULL, NULL);
-    if (s != PK_OK && s != PK_ENULL) return cli_lib_error("portkern", s);
-    const size_t V = ds_volume(a);
-    /* apart: the validation bounds 72 V doubles, not 96 V */
-    if (!(d->gu = malloc(72 * V * sizeof(double))) ||
-        !(d->gpsi = malloc(24 * V * sizeof(double)))) {
-        fprintf(stderr, "%s: out of host memory for a %d x %d x %d x %d lattice\n", c->prog,
-                a->dim[0], a->dim[1], a->dim[2], a->dim[3]);
-        return CLI_EXIT_FAIL;
-    }
-    s = ds_make((unsigned)a->seed, V, d->gu, d->gpsi);
+    pk_status s = ds_make((unsigned)a->seed, ds_volume(a), d->u, d->psi);
     return s == PK_OK ? 0 : cli_lib_error("portkern", s);
 }
 
-/* DIR/psi.npy sets the extents (they must match what was given), then DIR/u.npy. */
-static int ds_load(cli_call *c, const char *dir, void *data)
+static pk_status ds_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
-    ds_args *a = c->args;
     ds_data *d = data;
-    const size_t wp[6] = {0, 0, 0, 0, 4, 3};
-    size_t sshape[6], ushape[7];
-    char by[64];
-    int rc = cli_read_npy(c->prog, dir, "psi.npy", PK_DTYPE_C128, 6, wp,
-                          "a complex128 ('<c16') array of shape [T][Z][Y][X][4][3]", &d->psi);
-    if (rc) return rc;
-    for (int k = 0; k < 4; ++k) {
-        const size_t e = d->psi.shape[3 - k];
-        if (e > INT_MAX)
-            return cli_usage_error(c->prog, "%s/psi.npy: extent %s = %zu out of range", dir,
-                                   ds_dim_names[k], e);
-        if (cli_seen(c, ds_dim_names[k]) && (size_t)a->dim[k] != e)
-            return cli_usage_error(c->prog, "%s/psi.npy has %s = %zu, but %s is %d", dir,
-                                   ds_dim_names[k], e,
-                                   cli_seen_text(c, ds_dim_names[k], by, sizeof by), a->dim[k]);
-        a->dim[k] = (int)e;
+    const pk_dslash_params p = ds_params(args);
+    switch (op) {
+    case CLI_ONESHOT: return pk_dslash(ctx, &p, variant, d->u, d->psi, d->chi, info);
+    case CLI_REFERENCE: return pk_dslash_reference(&p, d->u, d->psi, d->ref);
+    case CLI_PLAN_CREATE:
+        return pk_dslash_plan_create((pk_dslash_plan **)plan, ctx, &p, variant, info);
+    case CLI_PLAN_UPLOAD: return pk_dslash_plan_upload(*plan, d->u, d->psi);
+    case CLI_PLAN_RUN: return pk_dslash_plan_run(*plan, info);
+    case CLI_PLAN_DOWNLOAD: return pk_dslash_plan_download(*plan, d->chi);
+    case CLI_PLAN_DESTROY: pk_dslash_plan_destroy(*plan);
     }
-    ds_shapes(a->dim, sshape, ushape);
-    return cli_read_npy(c->prog, dir, "u.npy", PK_DTYPE_C128, 7, ushape,
-                        "a complex128 ('<c16') array of shape [4][T][Z][Y][X][3][3] matching "
-                        "psi.npy", &d->u);
-}
-
-static int ds_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const ds_args *a = c->args;
-    const ds_data *d = data;
-    size_t sshape[6], ushape[7];
-    ds_shapes(a->dim, sshape, ushape);
-    int rc = cli_write_npy(c->prog, dir, "u.npy", PK_DTYPE_C128, 7, ushape, d->gu);
-    return rc ? rc : cli_write_npy(c->prog, dir, "psi.npy", PK_DTYPE_C128, 6, sshape, d->gpsi);
-}
-
-static pk_status ds_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
-{
-    const ds_args *a = args;
-    ds_data *d = data;
-    const pk_dslash_params p = ds_params(a);
-    if (!(d->chi = malloc(24 * ds_volume(a) * sizeof *d->chi))) return PK_ENOMEM;
-    return pk_dslash(ctx, &p, variant, ds_u(d), ds_psi(d), d->chi, info);
-}
-
-static pk_status ds_verify(const void *args, void *data, cli_verdict *v)
-{
-    const ds_args *a = args;
-    ds_data *d = data;
-    const pk_dslash_params p = ds_params(a);
-    if (!(d->ref = malloc(24 * ds_volume(a) * sizeof *d->ref))) return PK_ENOMEM;
-    pk_status s = pk_dslash_reference(&p, ds_u(d), ds_psi(d), d->ref);
-    return s == PK_OK ? ds_check(d->ref, d->chi, a->dim, v) : s;
-}
-
-static int ds_write_outputs(cli_call *c, const char *dir, const void *data)
-{
-    const ds_args *a = c->args;
-    size_t sshape[6], ushape[7];
-    ds_shapes(a->dim, sshape, ushape);
-    return cli_write_npy(c->prog, dir, "chi.npy", PK_DTYPE_C128, 6, sshape,
-                         ((const ds_data *)data)->chi);
-}
-
-static void ds_lattice_json(cli_json *j, const int dim[4], double kappa, int recon12)
-{
-    for (int k = 0; k < 4; ++k) cj_int(j, ds_dim_names[k], dim[k]);
-    cj_int(j, "volume", (long long)dim[0] * dim[1] * dim[2] * dim[3]);
-    cj_num(j, "kappa", kappa);
-    cj_bool(j, "recon12", recon12);
+    return PK_OK;
 }
 
 static void ds_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
 {
     const ds_args *a = args;
-    (void)data;
-    (void)info;
-    ds_lattice_json(j, a->dim, a->kappa, a->recon12);
-}
-
-static void ds_data_free(void *data)
-{
-    ds_data *d = data;
-    pk_array_free(&d->u);
-    pk_array_free(&d->psi);
-    free(d->gu);
-    free(d->gpsi);
-    free(d->chi);
-    free(d->ref);
+    for (int k = 0; k < 4; ++k) cj_int(j, ds_dim_names[k], a->dim[k]);
+    cj_int(j, "volume", (long long)ds_volume(a));
+    cj_num(j, "kappa", a->kappa);
+    cj_bool(j, "recon12", a->recon12);
 }
 
 /* ---- bench: full and recon12 links of every variant on the two lattices of the size ----- */
 /* Case c: lattice c / 2, recon12 c % 2 (checked against the full-link reference). */
-typedef struct ds_bench {
-    const char *size;
-    int lat[2][4];
-    double *u[2], *psi[2], *ref[2], *chi[2];
-} ds_bench;
-
-static int ds_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static int ds_bench_case(int size, int c, void *args)
 {
-    const int s = ds_size_index(req->size);
-    ds_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    if (s < 0) return cli_usage_error("portkern bench", "unknown size '%s'", req->size);
-    if (!b) goto nomem;
-    b->size = req->size;
-    memcpy(b->lat, ds_lat[s], sizeof b->lat);
-    for (int g = 0; g < 2; ++g) {
-        const int *L = b->lat[g];
-        const size_t V = (size_t)L[0] * L[1] * L[2] * L[3];
-        const pk_dslash_params p = {L[0], L[1], L[2], L[3], DS_KAPPA, 0};
-        if (!(b->u[g] = malloc(72 * V * sizeof(double))) ||
-            !(b->psi[g] = malloc(24 * V * sizeof(double))) ||
-            !(b->ref[g] = malloc(24 * V * sizeof(double))) ||
-            !(b->chi[g] = malloc(24 * V * sizeof(double))))
-            goto nomem;
-        cli_progress("dslash reference: serial, %dx%dx%dx%d ...", L[0], L[1], L[2], L[3]);
-        pk_status st = ds_make(1, V, b->u[g], b->psi[g]);
-        if (st == PK_OK) st = pk_dslash_reference(&p, b->u[g], b->psi[g], b->ref[g]);
-        if (st != PK_OK) return cli_lib_error("portkern", st);
-    }
-    *ncases = 4;
-    return 0;
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
+    ds_args *a = args;
+    if (c >= 4) return -1;
+    memcpy(a->dim, ds_lat[size][c / 2], sizeof a->dim);
+    a->recon12 = c % 2;
+    return c / 2;
 }
 
-static void ds_case_name(const void *bd, int c, char *buf, size_t len)
+static void ds_case_name(const void *args, char *buf, size_t len)
 {
-    const int *L = ((const ds_bench *)bd)->lat[c / 2];
-    const char *links = c % 2 ? "recon12" : "full";
+    const ds_args *a = args;
+    const int *L = a->dim;
+    const char *links = a->recon12 ? "recon12" : "full";
     if (L[0] == L[1] && L[1] == L[2])
         snprintf(buf, len, "%d^3x%d %s", L[0], L[3], links);
     else
         snprintf(buf, len, "%dx%dx%dx%d %s", L[0], L[1], L[2], L[3], links);
 }
 
-static pk_status ds_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
+static void ds_describe(const cli_bench_result *res)
 {
-    const int *L = ((const ds_bench *)bd)->lat[c / 2];
-    const pk_dslash_params p = {L[0], L[1], L[2], L[3], DS_KAPPA, c % 2};
-    return pk_dslash_plan_create((pk_dslash_plan **)plan, ctx, &p, variant, info);
-}
-
-static pk_status ds_upload(void *plan, void *bd, int c)
-{
-    const ds_bench *b = bd;
-    return pk_dslash_plan_upload(plan, b->u[c / 2], b->psi[c / 2]);
-}
-
-static pk_status ds_plan_run(void *plan, pk_run_info *info)
-{
-    return pk_dslash_plan_run(plan, info);
-}
-
-static pk_status ds_download(void *plan, void *bd, int c)
-{
-    return pk_dslash_plan_download(plan, ((ds_bench *)bd)->chi[c / 2]);
-}
-
-static void ds_destroy(void *plan) { pk_dslash_plan_destroy(plan); }
-
-static pk_status ds_bench_verify(void *bd, int c, int runs, cli_verdict *v)
-{
-    const ds_bench *b = bd;
-    (void)runs; /* every run computes the same chi */
-    v->rtol = DS_RTOL;
-    return ds_check(b->ref[c / 2], b->chi[c / 2], b->lat[c / 2], v);
-}
-
-static void ds_describe(const void *bd)
-{
-    const ds_bench *b = bd;
+    const int *a = ((const ds_args *)res->args[0])->dim, *b = ((const ds_args *)res->args[2])->dim;
     printf("dslash %s: Wilson hopping operator (double) on %dx%dx%dx%d and %dx%dx%dx%d "
            "(x y z t), full and recon12 links, random SU(3) links, kappa %g;\nbyte model: %s;"
            "\nverified against the serial reference (full links), norm-wise: " DS_VERIFY_RULE
@@ -368,40 +166,9 @@ static void ds_describe(const void *bd)
            "measured in this run; the byte model counts no cache reuse, so on CPUs with the "
            "neighbours in cache a bw ratio above 1 is possible (with perfect reuse a site "
            "moves 4 links + psi + chi = 1152 B, full links)\n",
-           b->size, b->lat[0][0], b->lat[0][1], b->lat[0][2], b->lat[0][3], b->lat[1][0],
-           b->lat[1][1], b->lat[1][2], b->lat[1][3], DS_KAPPA, DS_BYTES_MODEL, DS_RTOL);
+           res->req->size, a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], DS_KAPPA,
+           DS_BYTES_MODEL, DS_RTOL);
 }
-
-static void ds_case_json(cli_json *j, const void *bd, int c)
-{
-    ds_lattice_json(j, ((const ds_bench *)bd)->lat[c / 2], DS_KAPPA, c % 2);
-}
-
-static void ds_bench_free(void *bd)
-{
-    ds_bench *b = bd;
-    for (int g = 0; g < 2; ++g) {
-        free(b->u[g]);
-        free(b->psi[g]);
-        free(b->ref[g]);
-        free(b->chi[g]);
-    }
-    free(b);
-}
-
-static const cli_bench_ops ds_bench_ops = {
-    .setup = ds_bench_setup,
-    .case_name = ds_case_name,
-    .create = ds_create,
-    .upload = ds_upload,
-    .run = ds_plan_run,
-    .download = ds_download,
-    .destroy = ds_destroy,
-    .verify = ds_bench_verify,
-    .describe = ds_describe,
-    .case_json = ds_case_json,
-    .free = ds_bench_free,
-};
 
 const cli_kernel cli_kernel_dslash = {
     .name = "dslash",
@@ -412,16 +179,6 @@ const cli_kernel cli_kernel_dslash = {
         "  chi = 1/(2 kappa) psi + 1/2 sum_mu [(1 - g_mu) U_mu(x) psi(x+mu)\n"
         "                                   + (1 + g_mu) U_mu(x-mu)^+ psi(x-mu)]\n"
         "(the source paper's plus sign; the common convention has a minus).\n"
-        "\n"
-        "  --x N --y N --z N --t N   lattice extents (default 16 x 16 x 16 x 32; with --in:\n"
-        "                  must match; --preset takes the larger lattice of bench: small\n"
-        "                  16x16x16x8, paper 16x16x16x32, large 24x24x24x48)\n"
-        "  --dims X,Y,Z,T  the same in one option (not with --x/--y/--z/--t)\n"
-        "  --kappa K       hopping parameter (> 0, default 0.125)\n"
-        "  --recon12       keep the links as two rows, the third rebuilt in the kernel (the\n"
-        "                  links must be SU(3)); the conversion is timed apart\n"
-        "                  (layout_seconds); --no-recon12 overrides params.json\n"
-        "  --seed S        seed of the generated data (default 1)\n"
         "Files: --in DIR reads DIR/psi.npy (complex128 [T][Z][Y][X][4][3]; the extents come\n"
         "from its shape) and DIR/u.npy (complex128 [4][T][Z][Y][X][3][3]); without --in,\n"
         "random SU(3) links and a Gaussian spinor are generated as 'portkern gen dslash'\n"
@@ -430,38 +187,26 @@ const cli_kernel cli_kernel_dslash = {
         "compares norm-wise (the verify object's first_fail indexes [T][Z][Y][X][4][3][re,im]).\n"
         "\"dslash\" in the JSON line: x, y, z, t, volume, kappa, recon12.\n",
     .gen_help =
-        "Write the inputs of a run: DIR/u.npy (random SU(3) links, complex128\n"
-        "[4][T][Z][Y][X][3][3]), DIR/psi.npy (Gaussian spinor, complex128 [T][Z][Y][X][4][3])\n"
-        "and DIR/params.json (x, y, z, t, kappa, recon12, seed), which 'portkern run dslash\n"
-        "--in DIR' reads.  DIR is created when missing.\n"
-        "\n"
-        "  --x N --y N --z N --t N   lattice extents (default 16 x 16 x 16 x 32)\n"
-        "  --dims X,Y,Z,T  the same in one option\n"
-        "  --kappa K       recorded hopping parameter (default 0.125)\n"
-        "  --recon12       record recon12 (the links are full matrices either way);\n"
-        "                  --no-recon12 records false (the default)\n"
-        "  --seed S        seed (default 1): u from S, psi from S + 1; the same seed gives\n"
-        "                  the same data on every machine\n",
-    .flags = ds_flags,
+        "Write the inputs of a run: DIR/u.npy (random SU(3) links from the seed S, complex128\n"
+        "[4][T][Z][Y][X][3][3]), DIR/psi.npy (Gaussian spinor from S + 1, complex128\n"
+        "[T][Z][Y][X][4][3]) and DIR/params.json (x, y, z, t, kappa, recon12, seed); the links\n"
+        "are full matrices whatever --recon12 records.\n",
     .variants = pk_dslash_variants,
     .args_size = sizeof(ds_args),
     .data_size = sizeof(ds_data),
     .params = ds_params_table,
-    .args_init = ds_args_init,
-    .options = ds_options,
     .preset = ds_preset,
     .resolve = ds_resolve,
-    .load = ds_load,
+    .arrays = ds_arrays,
     .generate = ds_generate,
-    .write_inputs = ds_write_inputs,
-    .run = ds_run,
+    .call = ds_call,
     .rtol = DS_RTOL,
     .verify_rule = DS_VERIFY_RULE,
-    .verify = ds_verify,
-    .write_outputs = ds_write_outputs,
+    .norm = 1, /* first_fail as [T][Z][Y][X][4][3][re, im] */
     .run_json = ds_run_json,
-    .data_free = ds_data_free,
     .flops_model = "1320 flop per site (hopping term; QUDA/QPhiX count)",
     .bytes_model = DS_BYTES_MODEL,
-    .bench = &ds_bench_ops,
+    .bench_case = ds_bench_case,
+    .case_name = ds_case_name,
+    .describe = ds_describe,
 };

@@ -32,10 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "cli_kernel.h"
 #include "gen/grid_gen.h"
 
@@ -70,54 +66,86 @@ typedef struct gr_args {
     int oversample, grid_size, num_w_planes, conv_size_half, kernel_layout, seed;
     double cell_size_rad, w_scale, scale;
     const char *dataset, *layout;
-    /* the options hook's: --grid-size, --cell-size, --w-scale (params.json's grid_size,
-     * cell_size_rad and w_scale, taken over by gr_resolve: the command line wins) and gen's
-     * --kernels (kernel_layout) */
-    int opt_grid_size, seen_grid_size, seen_cell_size, seen_w_scale;
+    /* options only: --grid-size, --cell-size, --w-scale (params.json's grid_size,
+     * cell_size_rad and w_scale, taken over by gr_resolve: the command line wins) and the rest */
+    int opt_grid_size;
     double opt_cell_size, opt_w_scale;
-    const char *opt_kernels;
-    int tile_size, central_radius, unit_vis, touched, gen;
+    int tile_size, central_radius, unit_vis, touched;
     double tile_factor;
     const char *png, *export_dir;
     const pk_gg_dataset *ds; /* without --in: the data set generated */
     gr_intensity png_info;   /* what --intensity wrote, for the JSON line */
 } gr_args;
 
-static pk_status gr_layout_from_name(const char *name, int *id)
-{
-    if (strcmp(name, "full") == 0)
-        *id = PK_GRID_KERNELS_FULL;
-    else if (strcmp(name, "compact") == 0)
-        *id = PK_GRID_KERNELS_COMPACT;
-    else
-        return PK_EINVAL;
-    return PK_OK;
-}
+/* by id: PK_GRID_KERNELS_FULL, PK_GRID_KERNELS_COMPACT */
+static const char *const gr_layout_names[] = {"full", "compact", NULL};
+static const cli_names gr_layouts = {gr_layout_names, NULL};
 
-static const char *gr_layout_name(int id)
-{
-    return id == PK_GRID_KERNELS_FULL ? "full" : "compact";
-}
-
-/* In the order of params.json. */
+/* In the order of params.json, then the options that are no keys of it. */
+#define GR_OFF(field) offsetof(gr_args, field)
 static const cli_param gr_params[] = {
-    {"oversample", CLI_P_INT, offsetof(gr_args, oversample), 2, 1024, CLI_IN_RUN | CLI_IN_PARAMS,
-     0, 0, 0},
-    {"cell_size_rad", CLI_P_DOUBLE, offsetof(gr_args, cell_size_rad), DBL_MIN, DBL_MAX,
-     CLI_IN_PARAMS, 0, 0, 0},
-    {"w_scale", CLI_P_DOUBLE, offsetof(gr_args, w_scale), 0, DBL_MAX, CLI_IN_PARAMS, 0, 0, 0},
-    {"grid_size", CLI_P_INT, offsetof(gr_args, grid_size), 2, INT_MAX, CLI_IN_PARAMS, 0, 0, 0},
-    {"num_w_planes", CLI_P_INT, offsetof(gr_args, num_w_planes), 1, INT_MAX, CLI_IN_PARAMS, 0, 0,
-     0},
-    {"conv_size_half", CLI_P_INT, offsetof(gr_args, conv_size_half), 0, INT_MAX, CLI_IN_PARAMS, 0,
-     0, 0},
-    {"kernel_layout", CLI_P_NAME, offsetof(gr_args, kernel_layout), 0, 0, CLI_IN_PARAMS,
-     gr_layout_from_name, gr_layout_name, "full, compact"},
-    {"dataset", CLI_P_TEXT, offsetof(gr_args, dataset), 0, 0, CLI_IN_ALL, 0, 0, 0},
-    {"scale", CLI_P_DOUBLE, offsetof(gr_args, scale), DBL_MIN, 1, CLI_IN_ALL, 0, 0, 0},
-    {"seed", CLI_P_INT, offsetof(gr_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"layout", CLI_P_TEXT, offsetof(gr_args, layout), 0, 0, CLI_IN_RUN | CLI_IN_GEN, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {"oversample", CLI_P_INT, GR_OFF(oversample), 2, 1024, 0, CLI_IN_RUN | CLI_IN_PARAMS, NULL,
+     NULL, NULL},
+    {"cell_size_rad", CLI_P_DOUBLE, GR_OFF(cell_size_rad), DBL_MIN, DBL_MAX, 0, CLI_IN_PARAMS, NULL,
+     NULL, NULL},
+    {"w_scale", CLI_P_DOUBLE, GR_OFF(w_scale), 0, DBL_MAX, 0, CLI_IN_PARAMS, NULL, NULL, NULL},
+    {"grid_size", CLI_P_INT, GR_OFF(grid_size), 2, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL, NULL},
+    {"num_w_planes", CLI_P_INT, GR_OFF(num_w_planes), 1, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL,
+     NULL},
+    {"conv_size_half", CLI_P_INT, GR_OFF(conv_size_half), 0, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL,
+     NULL},
+    {"kernel_layout", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, PK_GRID_KERNELS_COMPACT,
+     CLI_IN_PARAMS, &gr_layouts, NULL,
+     NULL},
+    {"dataset", CLI_P_TEXT, GR_OFF(dataset), 0, 0, 0, CLI_IN_ALL, NULL, "NAME",
+     "the data set generated (run: without --in, in memory, compact kernels): "
+     "small (run's default), synthetic (gen's default), el82-70, el56-82, "
+     "el30-56 ('portkern gen grid --help' describes them); not with --in, nor "
+     "are --scale, --seed, --layout, --unit-vis.  --preset small: small; paper: el82-70 "
+     "--scale 0.1; large: el82-70"},
+    {"scale", CLI_P_DOUBLE, GR_OFF(scale), DBL_MIN, 1, 1, CLI_IN_ALL, NULL, "F",
+     "fraction in (0, 1] (default 1): SKA sets keep round(F * 240) time dumps "
+     "spread over the same hour-angle range (so the same w range and kernels); "
+     "random sets keep the first round(F * n) draws"},
+    {"seed", CLI_P_INT, GR_OFF(seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
+     "seed (default 1) of the visibility order (shuffle) and of the random "
+     "sets' uvw: the same seed gives the same bytes"},
+    {"layout", CLI_P_TEXT, GR_OFF(layout), 0, 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "FILE",
+     "SKA sets: station layout, one 'E N [U]' line per station in metres "
+     "(blanks or commas between; blank and '#' lines skipped), e.g. the "
+     "published SKA1-LOW v6 configuration; default: the built-in procedural "
+     "512-station layout with the v6 radial distribution"},
+    {"unit-vis", CLI_P_FLAG, GR_OFF(unit_vis), 0, 1, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, NULL,
+     "every visibility 1 + 0i (for the sum-rule invariant)"},
+    {"kernels", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, PK_GRID_KERNELS_COMPACT, CLI_IN_GEN,
+     &gr_layouts, "full|compact",
+     "kernel layout written (default compact)"},
+    {"grid-size", CLI_P_INT, GR_OFF(opt_grid_size), 2, INT_MAX, 0, CLI_IN_RUN, NULL,
+     "N --oversample N --cell-size RAD --w-scale S",
+     "gridding parameters (override params.json's grid_size, oversample, "
+     "cell_size_rad, w_scale, or the generated set's; grid size and oversample "
+     "even)"},
+    {"cell-size", CLI_P_DOUBLE, GR_OFF(opt_cell_size), DBL_MIN, DBL_MAX, 0, CLI_IN_RUN, NULL, NULL,
+     NULL},
+    {"w-scale", CLI_P_DOUBLE, GR_OFF(opt_w_scale), 0, DBL_MAX, 0, CLI_IN_RUN, NULL, NULL, NULL},
+    {"tile-size", CLI_P_INT, GR_OFF(tile_size), 0, INT_MAX, 0, CLI_IN_RUN, NULL,
+     "N --central-radius N --tile-factor F",
+     "tuning of the tiled variants (0 or absent: the variant's default; "
+     "central radius -1: no box; tile factor in [0, 1]: the tiled fraction of "
+     "hybrid)"},
+    {"central-radius", CLI_P_INT, GR_OFF(central_radius), -1, INT_MAX, 0, CLI_IN_RUN, NULL, NULL,
+     NULL},
+    {"tile-factor", CLI_P_DOUBLE, GR_OFF(tile_factor), 0, 1, -1, CLI_IN_RUN, NULL, NULL, NULL},
+    {"intensity", CLI_P_TEXT, GR_OFF(png), 0, 0, 0, CLI_IN_RUN, NULL, "FILE.png",
+     "the NAG report's grid-intensity picture: updates per cell, log colour "
+     "scale (jet; black = never updated), grid row 0 at the top, blocks of "
+     "cells summed so that no side exceeds 2000 pixels"},
+    {"intensity-touched", CLI_P_FLAG, GR_OFF(touched), 0, 1, 0, CLI_IN_RUN, NULL, NULL,
+     "the picture spans the updated cells' bounding box only"},
+    {"export-kernels", CLI_P_TEXT, GR_OFF(export_dir), 0, 0, 0, CLI_IN_RUN, NULL, "DIR",
+     "write the kernel stack as DIR/kernels.npy (full layout), "
+     "DIR/support.npy and DIR/kernels.json"},
+    {0}};
 
 /* params.json's keys for information (gr_params_info writes them; run ignores them). */
 static const char *const gr_info_keys[] = {
@@ -125,51 +153,13 @@ static const char *const gr_info_keys[] = {
     "num_beyond_max_w", "num_stations", "num_times", "layout", "frequency_hz", "unit_vis",
     "recipe", NULL};
 
-static const char *const gr_flags[] = {"unit-vis", "intensity-touched", NULL};
-
-static void gr_args_init(void *args)
-{
-    gr_args *a = args;
-    memset(a, 0, sizeof *a);
-    a->kernel_layout = PK_GRID_KERNELS_COMPACT;
-    a->scale = 1.0;
-    a->seed = 1;
-    a->tile_factor = -1.0;
-}
-
-static int gr_options(cli_opt *o, int n, void *args, int gen)
-{
-    gr_args *a = args;
-    a->gen = gen;
-    n = cli_opt_add(o, n, "unit-vis", CLI_FLAG, &a->unit_vis, NULL, 0, 0);
-    if (gen) return cli_opt_add(o, n, "kernels", CLI_STRING, &a->opt_kernels, NULL, 0, 0);
-    n = cli_opt_add(o, n, "grid-size", CLI_INT, &a->opt_grid_size, &a->seen_grid_size, 2, INT_MAX);
-    n = cli_opt_add(o, n, "cell-size", CLI_DOUBLE, &a->opt_cell_size, &a->seen_cell_size, DBL_MIN,
-                    DBL_MAX);
-    n = cli_opt_add(o, n, "w-scale", CLI_DOUBLE, &a->opt_w_scale, &a->seen_w_scale, 0, DBL_MAX);
-    n = cli_opt_add(o, n, "tile-size", CLI_INT, &a->tile_size, NULL, 0, INT_MAX);
-    n = cli_opt_add(o, n, "central-radius", CLI_INT, &a->central_radius, NULL, -1, INT_MAX);
-    n = cli_opt_add(o, n, "tile-factor", CLI_DOUBLE, &a->tile_factor, NULL, 0, 1);
-    n = cli_opt_add(o, n, "intensity", CLI_STRING, &a->png, NULL, 0, 0);
-    n = cli_opt_add(o, n, "intensity-touched", CLI_FLAG, &a->touched, NULL, 0, 0);
-    return cli_opt_add(o, n, "export-kernels", CLI_STRING, &a->export_dir, NULL, 0, 0);
-}
-
 /* small: ~50k visibilities on a 1024 grid; paper: el82-70 at a tenth of its dumps (3.1 M
  * visibilities on the 18000 grid); large: the whole el82-70 set. */
-static int gr_preset(const char *size, void *args)
+static void gr_preset(int size, void *args)
 {
     gr_args *a = args;
-    if (strcmp(size, "small") == 0) {
-        a->dataset = "small";
-        a->scale = 1;
-    } else if (strcmp(size, "paper") == 0 || strcmp(size, "large") == 0) {
-        a->dataset = "el82-70";
-        a->scale = strcmp(size, "large") == 0 ? 1 : 0.1;
-    } else {
-        return -1;
-    }
-    return 0;
+    a->dataset = size == CLI_SMALL ? "small" : "el82-70";
+    a->scale = size == CLI_PAPER ? 0.1 : 1;
 }
 
 /* The options under other names than their params.json keys taken over, the evenness and
@@ -177,27 +167,24 @@ static int gr_preset(const char *size, void *args)
 static int gr_resolve(cli_call *c)
 {
     gr_args *a = c->args;
-    if (a->seen_grid_size) {
+    if (cli_seen(c, "grid-size")) {
         a->grid_size = a->opt_grid_size;
         cli_set_seen(c, "grid_size", CLI_SEEN_OPT);
     }
-    if (a->seen_cell_size) {
+    if (cli_seen(c, "cell-size")) {
         a->cell_size_rad = a->opt_cell_size;
         cli_set_seen(c, "cell_size_rad", CLI_SEEN_OPT);
     }
-    if (a->seen_w_scale) {
+    if (cli_seen(c, "w-scale")) {
         a->w_scale = a->opt_w_scale;
         cli_set_seen(c, "w_scale", CLI_SEEN_OPT);
     }
     if (cli_seen(c, "oversample") == CLI_SEEN_OPT && a->oversample % 2)
         return cli_usage_error(c->prog, "option --oversample: must be even, got %d", a->oversample);
-    if (a->seen_grid_size && a->grid_size % 2)
+    if (cli_seen(c, "grid-size") && a->grid_size % 2)
         return cli_usage_error(c->prog, "option --grid-size: must be even, got %d", a->grid_size);
-    if (a->opt_kernels && gr_layout_from_name(a->opt_kernels, &a->kernel_layout) != PK_OK)
-        return cli_usage_error(c->prog, "option --kernels: '%s' is not full or compact",
-                               a->opt_kernels);
     if (cli_seen(c, "dataset") == CLI_SEEN_FILE) return 0; /* run --in: a name only */
-    const char *name = a->dataset ? a->dataset : a->gen ? "synthetic" : "small";
+    const char *name = a->dataset ? a->dataset : c->where == CLI_IN_GEN ? "synthetic" : "small";
     if (!(a->ds = pk_gg_dataset_find(name)))
         return cli_usage_error(c->prog, "option --dataset: unknown data set '%s' (%s)", name,
                                pk_gg_dataset_names());
@@ -232,12 +219,18 @@ typedef struct gr_data {
     pk_gg_layout lay;
     float *full;
     /* the run and its verdict */
-    float *grid;
+    float *grid;  /* complex64 [grid_size][grid_size] */
+    double *ref;  /* the double reference grid, [grid_size][grid_size][2] */
     double norm;
     int64_t skipped;
     int verified; /* --verify ran: chk holds the reference's figures */
     gr_check chk;
 } gr_data;
+
+static const cli_array gr_arrays[] = {
+    {"grid.npy", PK_DTYPE_C64, "grid_size,grid_size", offsetof(gr_data, grid), CLI_A_OUT},
+    {"reference", PK_DTYPE_F64, "grid_size,grid_size,2", offsetof(gr_data, ref), CLI_A_REF},
+    {0}};
 
 static void gr_data_free(void *data)
 {
@@ -247,7 +240,6 @@ static void gr_data_free(void *data)
     pk_gg_kernels_free(&g->gk);
     pk_gg_layout_free(&g->lay);
     free(g->full);
-    free(g->grid);
     memset(g, 0, sizeof *g);
 }
 
@@ -341,7 +333,8 @@ static int gr_make(cli_call *c, void *data)
         return gg_error(c->prog, s, why);
     const pk_gg_vis_options o = {a->ds, a->scale, (uint64_t)a->seed, a->layout ? &g->lay : NULL,
                                  a->unit_vis};
-    int rc = gr_generate(c->prog, &o, a->gen ? a->kernel_layout : PK_GRID_KERNELS_COMPACT, g);
+    int rc = gr_generate(c->prog, &o, c->where == CLI_IN_GEN ? a->kernel_layout
+                                                             : PK_GRID_KERNELS_COMPACT, g);
     return rc ? rc : gr_finish(c, g, g->gk.plane_offset[g->p.num_w_planes]);
 }
 
@@ -402,7 +395,7 @@ static int gr_load(cli_call *c, const char *dir, void *data)
         return cli_usage_error(c->prog, "%s is %s but params.json says kernel_layout \"%s\"",
                                path,
                                layout == PK_GRID_KERNELS_FULL ? "3-D (full)" : "1-D (compact)",
-                               gr_layout_name(a->kernel_layout));
+                               cli_name_of(&gr_layouts, a->kernel_layout));
     if (layout == PK_GRID_KERNELS_FULL && cli_seen(c, "conv_size_half") &&
         (size_t)a->conv_size_half != k->shape[1])
         return cli_usage_error(c->prog, "%s: half = %zu but params.json conv_size_half is %d",
@@ -444,7 +437,7 @@ static int gr_write_inputs(cli_call *c, const char *dir, const void *data)
         return rc;
     printf("grid: %s --scale %g, %zu visibilities, %d planes (supports %d..%d), %s kernels (%zu "
            "samples), grid %d, generated in %.1f s\n", g->dataset, a->scale, g->d.num_vis, P,
-           g->support[0], g->max_support, gr_layout_name(g->p.kernel_layout),
+           g->support[0], g->max_support, cli_name_of(&gr_layouts, g->p.kernel_layout),
            full ? kshape[0] * kshape[1] * kshape[2] : kshape[0], g->p.grid_size, g->gen_s);
     return 0;
 }
@@ -473,29 +466,6 @@ static void gr_params_info(cli_json *j, const void *args, const void *data)
 }
 
 /* ---- the grid-intensity picture (NAG report, Listing 2: updates per cell) ------------- */
-/* The geometry of docs/KERNELS.md 1 exactly as the library's (lib/ref/grid_ref.c pk_gr_locate):
- * float arithmetic, roundf, the guards before any float-to-int conversion.  Returns the
- * support and the centre cell, or -1 when the visibility is skipped. */
-static int gr_footprint(const pk_grid_params *p, const int32_t *support, const pk_grid_data *d,
-                        size_t i, int *gu, int *gv)
-{
-    const float uu = d->uu[i], vv = d->vv[i], ww = d->ww[i];
-    if (!isfinite(uu) || !isfinite(vv) || !isfinite(ww) || !isfinite(d->vis[2 * i]) ||
-        !isfinite(d->vis[2 * i + 1]) || !isfinite(d->weight[i]))
-        return -1;
-    const int g = p->grid_size;
-    const float grid_scale = (float)(g * p->cell_size_rad);
-    const float ru = roundf(-uu * grid_scale), rv = roundf(vv * grid_scale);
-    if (!(fabsf(ru) <= (float)g) || !(fabsf(rv) <= (float)g)) return -1;
-    const float wf = roundf(sqrtf(fabsf(ww * (float)p->w_scale)));
-    const int w = wf < (float)(p->num_w_planes - 1) ? (int)wf : p->num_w_planes - 1;
-    const int s = support[w];
-    *gu = (int)ru + g / 2;
-    *gv = (int)rv + g / 2;
-    if (*gu - s < 0 || *gu + s >= g || *gv - s < 0 || *gv + s >= g) return -1;
-    return s;
-}
-
 /* CRC-32 (PNG, zlib: reflected 0xEDB88320) and Adler-32, to write PNG without zlib. */
 static uint32_t crc32_update(uint32_t crc, const unsigned char *b, size_t n)
 {
@@ -607,7 +577,7 @@ static int gr_write_intensity(const char *prog, const char *path, const gr_data 
         x0 = y0 = INT_MAX;
         x1 = y1 = INT_MIN;
         for (size_t i = 0; i < n; ++i) {
-            const int s = gr_footprint(p, g->support, &g->d, i, &gu, &gv);
+            const int s = pk_grid_locate(p, g->support, &g->d, i, &gu, &gv);
             if (s < 0) continue;
             x0 = gu - s < x0 ? gu - s : x0;
             x1 = gu + s > x1 ? gu + s : x1;
@@ -629,7 +599,7 @@ static int gr_write_intensity(const char *prog, const char *path, const gr_data 
     }
     double total = 0;
     for (size_t i = 0; i < n; ++i) {
-        const int s = gr_footprint(p, g->support, &g->d, i, &gu, &gv);
+        const int s = pk_grid_locate(p, g->support, &g->d, i, &gu, &gv);
         if (s < 0) continue;
         const int ya = gv - s - y0, yb = gv + s - y0, xa = gu - s - x0, xb = gu + s - x0;
         for (int by = ya / block; by <= yb / block; ++by) {
@@ -675,22 +645,12 @@ static int gr_export_kernels(const char *prog, const char *dir, const gr_data *g
     const float *out = g->kernels;
     int half = p->conv_size_half;
     if (p->kernel_layout == PK_GRID_KERNELS_COMPACT) {
-        half = 0;
-        for (int i = 0; i < P; ++i)
-            if (kernel_m(p, g->support[i]) > half) half = kernel_m(p, g->support[i]);
-        full = calloc(2 * (size_t)half * half * P, sizeof *full);
-        if (!full) {
-            fprintf(stderr, "%s: out of host memory for the full kernel stack\n", prog);
-            return CLI_EXIT_FAIL;
-        }
-        size_t off = 0;
-        for (int i = 0; i < P; ++i) {
-            const size_t m = (size_t)kernel_m(p, g->support[i]);
-            for (size_t y = 0; y < m; ++y)
-                memcpy(full + 2 * (((size_t)i * half + y) * half), g->kernels + 2 * (off + y * m),
-                       2 * m * sizeof(float));
-            off += m * m;
-        }
+        pk_gg_kernels k = {{0}, 0, (int32_t *)g->support, NULL, (float *)g->kernels, 0, 0};
+        char why[256];
+        k.kp.num_w_planes = P;
+        k.kp.oversample = p->oversample;
+        pk_status s = pk_gg_kernels_full(&k, &half, &full, why, sizeof why); /* reads only */
+        if (s != PK_OK) return gg_error(prog, s, why);
         out = full;
     }
     const size_t kshape[3] = {(size_t)P, (size_t)half, (size_t)half}, sshape[1] = {(size_t)P};
@@ -700,14 +660,8 @@ static int gr_export_kernels(const char *prog, const char *dir, const gr_data *g
     int rc = cli_write_npy(prog, dir, "kernels.npy", PK_DTYPE_C64, 3, kshape, out);
     if (!rc) rc = cli_write_npy(prog, dir, "support.npy", PK_DTYPE_I32, 1, sshape, g->support);
     free(full);
-    if (rc) return rc;
-    if (cli_join(path, sizeof path, dir, "kernels.json"))
-        return cli_usage_error(prog, "path too long: %s", dir);
-    if (!(pf = cli_temp_open(path)))
-        return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
-    cj_init(&j, pf, 1);
-    cj_open(&j, NULL, '{');
-    cj_str(&j, "kernel", "grid");
+    if (rc || (rc = cli_json_open(prog, dir, "kernels.json", "grid", path, sizeof path, &pf, &j)))
+        return rc;
     cj_str(&j, "kernel_layout", "full");
     cj_int(&j, "num_w_planes", P);
     cj_int(&j, "conv_size_half", half);
@@ -718,10 +672,7 @@ static int gr_export_kernels(const char *prog, const char *dir, const gr_data *g
     cj_str(&j, "note", "kernels.npy: complex64 [plane][iy][ix], first quadrant, index 0 = "
            "kernel centre; samples outside a plane's (oversample/2 + support*oversample + 1)^2 "
            "corner are never read and may be zero");
-    cj_close(&j);
-    if (cli_temp_commit(pf) != 0)
-        return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
-    return 0;
+    return cli_json_close(prog, path, pf, &j);
 }
 
 
@@ -763,89 +714,70 @@ static void gr_compare(const float *x, const double *y, size_t n, double rtol, p
     r->equal = r->norm_rel_err <= rtol;
 }
 
-static pk_status gr_reference(const gr_data *g, double **ref, gr_check *c)
-{
-    const size_t cells = (size_t)g->p.grid_size * g->p.grid_size;
-    *ref = calloc(2 * cells, sizeof **ref);
-    if (!*ref) {
-        fprintf(stderr, "portkern: out of host memory for the %d x %d double reference grid "
-                "(%.1f GB)\n", g->p.grid_size, g->p.grid_size, 16e-9 * (double)cells);
-        return PK_ENOMEM;
-    }
-    c->norm_ref = 0;
-    const double t0 = cli_now_s();
-    pk_status s = pk_grid_reference_f64(&g->p, g->support, g->kernels, &g->d, *ref, &c->norm_ref,
-                                        &c->skipped_ref);
-    c->ref_s = cli_now_s() - t0;
-    if (s != PK_OK) {
-        free(*ref);
-        *ref = NULL;
-    }
-    return s;
-}
-
-static void gr_check_grid(const gr_data *g, const float *grid, double norm, int64_t skipped,
-                          const double *ref, double rtol, gr_check *c)
-{
-    gr_compare(grid, ref, 2 * (size_t)g->p.grid_size * g->p.grid_size, rtol, &c->rep);
-    c->norm_rel_diff = c->norm_ref != 0 ? fabs(norm - c->norm_ref) / fabs(c->norm_ref)
-                                        : fabs(norm);
-    c->skipped_equal = skipped == c->skipped_ref;
-    c->equal = c->rep.equal && c->norm_rel_diff <= GR_NORM_RTOL && c->skipped_equal;
-}
-
-/* The driver's verdict: the differ's figures, "equal" the whole verdict (grid, norm and
- * num_skipped), failures named as [v][u][re/im]. */
-static void gr_verdict(const gr_check *c, int grid_size, cli_verdict *v)
-{
-    v->rep = c->rep;
-    v->rep.equal = c->equal;
-    v->norm = 1;
-    v->shape[0] = v->shape[1] = (size_t)grid_size;
-    v->shape[2] = 2;
-    v->ndim = 3;
-}
-
 /* ---- run --------------------------------------------------------------------------------- */
-static pk_status gr_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
+/* The plan keeps only the kernels (bench: resident); each run grids the visibilities into a
+ * zeroed grid, so there is nothing to upload or download. */
+static pk_status gr_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
     gr_data *g = data;
-    const size_t cells = (size_t)g->p.grid_size * g->p.grid_size; /* validated: no overflow */
-    (void)args;
-    if (!(g->grid = calloc(2 * cells, sizeof *g->grid))) {
-        fprintf(stderr, "portkern run: out of host memory for the %d x %d grid (%.1f GB)\n",
-                g->p.grid_size, g->p.grid_size, 8e-9 * (double)cells);
-        return PK_ENOMEM;
+    switch (op) {
+    case CLI_ONESHOT:
+        g->norm = 0;
+        return pk_grid(ctx, &g->p, variant, g->support, g->kernels, &g->d, g->grid, &g->norm,
+                       &g->skipped, info);
+    case CLI_REFERENCE: { /* the double grid (zeroed), its norm, num_skipped and time */
+        const double t0 = cli_now_s();
+        g->chk.norm_ref = 0;
+        pk_status s = pk_grid_reference_f64(&g->p, g->support, g->kernels, &g->d, g->ref,
+                                            &g->chk.norm_ref, &g->chk.skipped_ref);
+        g->chk.ref_s = cli_now_s() - t0;
+        return s;
     }
-    g->norm = 0;
-    return pk_grid(ctx, &g->p, variant, g->support, g->kernels, &g->d, g->grid, &g->norm,
-                   &g->skipped, info);
-}
-
-static pk_status gr_verify(const void *args, void *data, cli_verdict *v)
-{
-    gr_data *g = data;
-    double *ref;
-    (void)args;
-    pk_status s = gr_reference(g, &ref, &g->chk);
-    if (s != PK_OK) return s;
-    gr_check_grid(g, g->grid, g->norm, g->skipped, ref, v->rtol, &g->chk);
-    free(ref);
-    g->verified = 1;
-    gr_verdict(&g->chk, g->p.grid_size, v);
+    case CLI_PLAN_CREATE:
+        return pk_grid_plan_create((pk_grid_plan **)plan, ctx, &g->p, variant, g->support,
+                                   g->kernels, info);
+    case CLI_PLAN_RUN:
+        memset(g->grid, 0, 2 * (size_t)g->p.grid_size * g->p.grid_size * sizeof *g->grid);
+        g->norm = 0;
+        return pk_grid_plan_run(*plan, &g->d, g->grid, &g->norm, &g->skipped, info);
+    case CLI_PLAN_DESTROY: pk_grid_plan_destroy(*plan); break;
+    case CLI_PLAN_UPLOAD:
+    case CLI_PLAN_DOWNLOAD: break;
+    }
     return PK_OK;
 }
 
-/* --out DIR: grid.npy; and whatever --intensity and --export-kernels ask for, --out or not. */
+/* The verdict: the grid norm-wise, the norm and num_skipped; "equal" the whole verdict,
+ * failures named as [v][u][re/im]. */
+static pk_status gr_verify(const void *args, void *data, cli_verdict *v)
+{
+    gr_data *g = data;
+    gr_check *c = &g->chk;
+    const size_t G = (size_t)g->p.grid_size;
+    gr_compare(g->grid, g->ref, 2 * G * G, v->rtol, &c->rep);
+    c->norm_rel_diff = c->norm_ref != 0 ? fabs(g->norm - c->norm_ref) / fabs(c->norm_ref)
+                                        : fabs(g->norm);
+    c->skipped_equal = g->skipped == c->skipped_ref;
+    c->equal = c->rep.equal && c->norm_rel_diff <= GR_NORM_RTOL && c->skipped_equal;
+    g->verified = 1;
+    v->rep = c->rep;
+    v->rep.equal = c->equal;
+    snprintf(v->note, sizeof v->note, "norm rel diff %.3g, num_skipped %s", c->norm_rel_diff,
+             c->skipped_equal ? "equal" : "DIFFERS");
+    v->norm = 1;
+    v->shape[0] = v->shape[1] = G;
+    v->shape[2] = 2;
+    v->ndim = 3;
+    return PK_OK;
+}
+
+/* What --intensity and --export-kernels ask for, --out or not. */
 static int gr_write_outputs(cli_call *c, const char *dir, const void *data)
 {
     gr_args *a = c->args;
     const gr_data *g = data;
-    const size_t shape[2] = {(size_t)g->p.grid_size, (size_t)g->p.grid_size};
-    int rc = 0;
-    if (dir && (rc = cli_write_npy(c->prog, dir, "grid.npy", PK_DTYPE_C64, 2, shape, g->grid)))
-        return rc;
+    int rc;
     if (a->png && (rc = gr_write_intensity(c->prog, a->png, g, a->touched, &a->png_info)))
         return rc;
     return a->export_dir ? gr_export_kernels(c->prog, a->export_dir, g) : 0;
@@ -869,7 +801,7 @@ static void gr_run_json(cli_json *j, const void *args, const void *data, const p
     cj_int(j, "num_w_planes", g->p.num_w_planes);
     cj_int(j, "max_support", g->max_support);
     cj_int(j, "oversample", g->p.oversample);
-    cj_str(j, "kernel_layout", gr_layout_name(g->p.kernel_layout));
+    cj_str(j, "kernel_layout", cli_name_of(&gr_layouts, g->p.kernel_layout));
     cj_num(j, "norm", g->norm);
     cj_int(j, "num_skipped", (long long)g->skipped);
     cj_num(j, "updates", updates);
@@ -904,239 +836,58 @@ static void gr_run_json(cli_json *j, const void *args, const void *data, const p
 }
 
 /* ---- bench: every variant on the data set of the size, kernels resident in the plan --- */
-typedef struct gr_rec { /* one plan (row): what the driver's row does not keep */
-    char variant[32];
-    int runs;      /* plan runs so far, the first the warm-up */
-    double best_s; /* kernel seconds of the fastest timed run, whose stages follow */
-    int num_stages;
-    char stage_name[8][16];
-    double stage_s[8];
-    int verified; /* verify ran: */
-    double norm_rel_diff;
-    int skipped_equal;
-} gr_rec;
-
-typedef struct gr_bench {
-    const char *size;
-    double scale;
-    int threads;
-    gr_data g;
-    double *ref;
-    gr_check ref_chk; /* the reference's norm, num_skipped and time */
-    float *grid;
-    double norm;
-    int64_t skipped;
-    gr_rec *recs;
-    int nrecs, cap, cur; /* cur: the plan being benchmarked */
-} gr_bench;
-
-typedef struct gr_plan {
-    pk_grid_plan *plan;
-    gr_bench *b;
-    int rec;
-} gr_plan;
-
-static int host_threads(int threads)
+static void gr_describe(const cli_bench_result *res)
 {
-#ifdef _OPENMP
-    return threads > 0 ? threads : omp_get_max_threads();
-#else
-    return threads > 0 ? threads : 1;
-#endif
-}
-
-static const gr_rec *gr_find_rec(const gr_bench *b, const char *variant)
-{
-    for (int i = 0; i < b->nrecs; ++i) /* variant names differ between backends */
-        if (strcmp(b->recs[i].variant, variant) == 0) return &b->recs[i];
-    return NULL;
-}
-
-static int gr_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
-{
-    gr_args a;
-    gr_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    if (!b) goto nomem;
-    gr_args_init(&a);
-    if (gr_preset(req->size, &a) != 0)
-        return cli_usage_error("portkern bench", "unknown size '%s'", req->size);
-    b->size = req->size;
-    b->scale = a.scale;
-    b->threads = req->threads;
-    const pk_gg_vis_options o = {pk_gg_dataset_find(a.dataset), a.scale, 1, NULL, 0};
-    int rc = gr_generate("portkern bench", &o, PK_GRID_KERNELS_COMPACT, &b->g);
-    if (rc) return rc;
-    cli_progress("grid reference: double, %zu visibilities ...", b->g.d.num_vis);
-    pk_status s = gr_reference(&b->g, &b->ref, &b->ref_chk);
-    if (s != PK_OK) return s == PK_ENOMEM ? CLI_EXIT_FAIL : cli_lib_error("portkern", s);
-    if (!(b->grid = malloc(2 * (size_t)b->g.p.grid_size * b->g.p.grid_size * sizeof *b->grid)))
-        goto nomem;
-    *ncases = 1;
-    return 0;
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
-}
-
-static pk_status gr_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
-{
-    gr_bench *b = bd;
-    gr_plan *w = calloc(1, sizeof *w);
-    gr_rec *recs = w ? cli_grow(b->recs, b->nrecs, &b->cap, sizeof *recs) : NULL;
-    (void)c;
-    if (!recs) {
-        free(w);
-        return PK_ENOMEM;
-    }
-    b->recs = recs;
-    b->cur = w->rec = b->nrecs++;
-    snprintf(recs[w->rec].variant, sizeof recs[w->rec].variant, "%s", variant);
-    recs[w->rec].best_s = INFINITY;
-    w->b = b;
-    pk_status s = pk_grid_plan_create(&w->plan, ctx, &b->g.p, variant, b->g.support, b->g.kernels,
-                                      info);
-    if (s != PK_OK) {
-        free(w);
-        return s;
-    }
-    *plan = w;
-    return PK_OK;
-}
-
-/* The kernels went up with the plan; the visibilities go with every run, into b->grid. */
-static pk_status gr_upload(void *plan, void *bd, int c)
-{
-    (void)plan;
-    (void)bd;
-    (void)c;
-    return PK_OK;
-}
-
-static pk_status gr_plan_run(void *plan, pk_run_info *info)
-{
-    gr_plan *w = plan;
-    gr_bench *b = w->b;
-    gr_rec *r = &b->recs[w->rec];
-    memset(b->grid, 0, 2 * (size_t)b->g.p.grid_size * b->g.p.grid_size * sizeof *b->grid);
-    b->norm = 0;
-    pk_status s = pk_grid_plan_run(w->plan, &b->g.d, b->grid, &b->norm, &b->skipped, info);
-    if (s == PK_OK && r->runs++ > 0 && info->kernel_s < r->best_s) {
-        r->best_s = info->kernel_s;
-        r->num_stages = info->num_stages < 8 ? info->num_stages : 8;
-        memcpy(r->stage_name, info->stage_name, sizeof r->stage_name);
-        memcpy(r->stage_s, info->stage_s, sizeof r->stage_s);
-    }
-    return s;
-}
-
-static pk_status gr_download(void *plan, void *bd, int c) /* the runs grid into b->grid */
-{
-    return gr_upload(plan, bd, c);
-}
-
-static void gr_destroy(void *plan)
-{
-    pk_grid_plan_destroy(((gr_plan *)plan)->plan);
-    free(plan);
-}
-
-static pk_status gr_bench_verify(void *bd, int c, int runs, cli_verdict *v)
-{
-    gr_bench *b = bd;
-    gr_rec *r = &b->recs[b->cur];
-    gr_check ck = b->ref_chk;
-    (void)c;
-    (void)runs; /* every run grids into a zeroed grid */
-    gr_check_grid(&b->g, b->grid, b->norm, b->skipped, b->ref, GR_RTOL, &ck);
-    v->rtol = GR_RTOL;
-    gr_verdict(&ck, b->g.p.grid_size, v);
-    r->verified = 1;
-    r->norm_rel_diff = ck.norm_rel_diff;
-    r->skipped_equal = ck.skipped_equal;
-    return PK_OK;
-}
-
-static void gr_describe(const void *bd)
-{
-    const gr_bench *b = bd;
+    const gr_data *g = res->data[0];
     printf("grid %s: %s --scale %g: %zu visibilities, %d planes (supports up to %d), grid %d^2, "
            "compact kernels; generated in %.1f s, double reference %.1f s;\nkernels resident in "
            "the plan, visibilities passed per run; verified: " GR_VERIFY_RULE ", rtol %g\n",
-           b->size, b->g.dataset, b->scale, b->g.d.num_vis, b->g.p.num_w_planes,
-           b->g.max_support, b->g.p.grid_size, b->g.gen_s, b->ref_chk.ref_s, GR_RTOL);
+           res->req->size, g->dataset, ((const gr_args *)res->args[0])->scale, g->d.num_vis,
+           g->p.num_w_planes, g->max_support, g->p.grid_size, g->gen_s, g->chk.ref_s, GR_RTOL);
 }
 
-static void gr_case_json(cli_json *j, const void *bd, int c)
+/* The data set and how it was made, the same for every row. */
+static void gr_bench_json(cli_json *j, const cli_bench_result *res)
 {
-    const gr_bench *b = bd;
-    (void)c;
-    cj_str(j, "dataset", b->g.dataset);
-    cj_num(j, "scale", b->scale);
-    cj_int(j, "num_vis", (long long)b->g.d.num_vis);
-    cj_int(j, "grid_size", b->g.p.grid_size);
-    cj_int(j, "num_w_planes", b->g.p.num_w_planes);
-    cj_int(j, "max_support", b->g.max_support);
-    cj_num(j, "generate_seconds", b->g.gen_s);
-    cj_num(j, "reference_seconds", b->ref_chk.ref_s);
-    cj_int(j, "host_threads", host_threads(b->threads));
+    const gr_data *g = res->data[0];
+    cj_str(j, "dataset", g->dataset);
+    cj_num(j, "scale", ((const gr_args *)res->args[0])->scale);
+    cj_num(j, "generate_seconds", g->gen_s);
+    cj_num(j, "reference_seconds", g->chk.ref_s);
+    cj_int(j, "host_threads", cli_host_threads(res->req->threads));
     cj_str(j, "updates_model", "grid-point updates = sum over gridded visibilities of "
            "(2 support + 1)^2 = flops / 8");
 }
 
-/* Visibilities/s and grid-point updates/s at the row's best kernel time. */
-static void gr_row_json(cli_json *j, const void *bd, const cli_bench_row *r)
-{
-    const gr_bench *b = bd;
-    const gr_rec *rec = gr_find_rec(b, r->variant);
-    const int ok = r->status == CLI_ROW_OK;
-    const double updates = ok ? r->flops / GR_FLOPS_PER_UPDATE : NAN;
-    cj_num(j, "updates", updates);
-    cj_num(j, "vis_per_s", ok ? cli_rate((double)b->g.d.num_vis, r->t_min) : NAN);
-    cj_num(j, "updates_per_s", ok ? cli_rate(updates, r->t_min) : NAN);
-    gr_stages_json(j, ok && rec ? rec->num_stages : 0, rec ? rec->stage_name : NULL,
-                   rec ? rec->stage_s : NULL);
-    if (ok && rec && rec->verified) {
-        cj_num(j, "norm_value_rel_diff", rec->norm_rel_diff);
-        cj_bool(j, "num_skipped_equal", rec->skipped_equal);
-    }
-}
-
-/* After the driver's table: the NAG report's units, the tiled variants' stages, why a row
- * was not verified, and the NAG report's figures. */
+/* After the driver's table: the NAG report's units, the tiled variants' stages (of the
+ * fastest timed run) and the NAG report's figures. */
 static void gr_report(cli_bench_result *res)
 {
-    const gr_bench *b = res->bd;
+    const gr_data *g = res->data[0];
     double serial_ups = NAN;
-    for (int i = 0; i < res->nrows; ++i)
-        if (res->rows[i].status == CLI_ROW_OK && strcmp(res->rows[i].variant, "serial") == 0)
-            serial_ups = cli_rate(res->rows[i].flops / GR_FLOPS_PER_UPDATE, res->rows[i].t_min);
+    for (int i = 0; i < res->nrows; ++i) {
+        const cli_bench_row *r = &res->rows[i];
+        if (r->status == CLI_ROW_OK && strcmp(r->variant, "serial") == 0)
+            serial_ups = cli_rate(r->info.flops / GR_FLOPS_PER_UPDATE, r->t_min);
+    }
     printf("\n%-7s  %-13s  %10s  %11s  %9s   (at the best kernel time)\n", "backend", "variant",
            "Mvis/s", "Gupdates/s", "x serial");
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
         if (r->status != CLI_ROW_OK) continue;
-        const double ups = cli_rate(r->flops / GR_FLOPS_PER_UPDATE, r->t_min);
+        const double ups = cli_rate(r->info.flops / GR_FLOPS_PER_UPDATE, r->t_min);
         printf("%-7s  %-13s  %10.3f  %11.3f  %9.2f\n", pk_backend_name(r->backend), r->variant,
-               cli_rate((double)b->g.d.num_vis, r->t_min) / 1e6, ups / 1e9, ups / serial_ups);
+               cli_rate((double)g->d.num_vis, r->t_min) / 1e6, ups / 1e9, ups / serial_ups);
     }
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
-        const gr_rec *rec = gr_find_rec(b, r->variant);
-        if (r->status != CLI_ROW_OK || !rec) continue;
-        if (rec->num_stages > 1) { /* the tiled variants' stages */
-            printf("stages %s %s (ms):", pk_backend_name(r->backend), r->variant);
-            for (int k = 0; k < rec->num_stages; ++k)
-                printf(" %s %.2f", rec->stage_name[k], 1e3 * rec->stage_s[k]);
-            printf("\n");
-        }
-        if (!r->verified)
-            printf("%s %s NOT verified: rel err %.3g (rtol %g), norm rel diff %.3g, num_skipped "
-                   "%s\n", pk_backend_name(r->backend), r->variant, r->v.rep.norm_rel_err,
-                   GR_RTOL, rec->norm_rel_diff, rec->skipped_equal ? "equal" : "DIFFERS");
+        if (r->status != CLI_ROW_OK || r->info.num_stages <= 1) continue;
+        printf("stages %s %s (ms):", pk_backend_name(r->backend), r->variant);
+        for (int k = 0; k < r->info.num_stages && k < 8; ++k)
+            printf(" %s %.2f", r->info.stage_name[k], 1e3 * r->info.stage_s[k]);
+        printf("\n");
     }
-    const int nt = host_threads(b->threads);
+    const int nt = cli_host_threads(res->req->threads);
     printf("note: NAG report (Xeon, 24 cores; gridding only): synthetic serial 4980 ms "
            "(0.43 Mvis/s), 24 threads atomic 1040 ms (0.086 Mvis/s per core),\n"
            "      tiled 198 ms (0.45 Mvis/s per core); el82-70 tiled 2211 ms (0.59 Mvis/s per "
@@ -1145,57 +896,13 @@ static void gr_report(cli_bench_result *res)
            "Gupdates/s by %d for the per-core figures.\n", nt, nt == 1 ? "" : "s", nt);
 }
 
-static void gr_bench_free(void *bd)
-{
-    gr_bench *b = bd;
-    gr_data_free(&b->g);
-    free(b->ref);
-    free(b->grid);
-    free(b->recs);
-    free(b);
-}
-
-static const cli_bench_ops gr_bench_ops = {
-    .setup = gr_bench_setup,
-    .create = gr_create,
-    .upload = gr_upload,
-    .run = gr_plan_run,
-    .download = gr_download,
-    .destroy = gr_destroy,
-    .verify = gr_bench_verify,
-    .describe = gr_describe,
-    .case_json = gr_case_json,
-    .report = gr_report,
-    .free = gr_bench_free,
-    .row_json = gr_row_json,
-};
-
 const cli_kernel cli_kernel_grid = {
     .name = "grid",
     .summary = "w-projection convolution gridding of visibilities (OSKAR's wproj), SKA data sets",
     .run_help =
         "w-projection convolution gridding (docs/KERNELS.md 1; OSKAR's oskar_grid_wproj_f):\n"
         "every visibility's weighted value times its w-kernel (2 support + 1)^2 is added onto\n"
-        "the grid around its (u, v) cell.  --preset: small = --dataset small, paper =\n"
-        "--dataset el82-70 --scale 0.1, large = --dataset el82-70.\n"
-        "\n"
-        "  --dataset NAME  without --in, the data set generated in memory, with compact\n"
-        "                  kernels: small (default), synthetic, el82-70, el56-82, el30-56\n"
-        "                  ('portkern gen grid --help' describes them)\n"
-        "  --scale F --seed S --layout FILE --unit-vis   the generated set's options, as\n"
-        "                  gen's (these and --dataset: not with --in)\n"
-        "  --grid-size N --oversample N --cell-size RAD --w-scale S   gridding parameters\n"
-        "                  (override params.json's grid_size, oversample, cell_size_rad,\n"
-        "                  w_scale, or the generated set's; grid size and oversample even)\n"
-        "  --tile-size N --central-radius N --tile-factor F   tuning of the tiled variants\n"
-        "                  (0 or absent: the variant's default; central radius -1: no box;\n"
-        "                  tile factor in [0, 1]: the tiled fraction of hybrid)\n"
-        "  --intensity FILE.png  the NAG report's grid-intensity picture: updates per cell,\n"
-        "                  log colour scale (jet; black = never updated), grid row 0 at the top,\n"
-        "                  blocks of cells summed so that no side exceeds 2000 pixels\n"
-        "  --intensity-touched   the picture spans the updated cells' bounding box only\n"
-        "  --export-kernels DIR  write the kernel stack as DIR/kernels.npy (full layout),\n"
-        "                  DIR/support.npy and DIR/kernels.json\n"
+        "the grid around its (u, v) cell.\n"
         "Files: --in DIR reads DIR/uu.npy, vv.npy, ww.npy (float32 [n], wavelengths), vis.npy\n"
         "(complex64 [n]), weight.npy (float32 [n]), support.npy (int32 [planes]), kernels.npy\n"
         "(complex64 [planes][half][half] full, or 1-D compact) and DIR/params.json: grid_size,\n"
@@ -1220,7 +927,7 @@ const cli_kernel cli_kernel_grid = {
         "the gridder reads; full: [planes][half][half], half = the largest plane's corner),\n"
         "support.npy (int32 [planes]) and params.json (the gridding parameters, dataset, scale,\n"
         "seed, then what the set is: counts, layout, recipe), which 'portkern run grid --in\n"
-        "DIR' reads.  DIR is created when missing.\n"
+        "DIR' reads.\n"
         "\n"
         "Data sets (published counts of docs/KERNELS.md, reproduced):\n"
         "  el82-70, el56-82, el30-56: SKA1-LOW (512 stations, site lon 116.7644482, lat\n"
@@ -1240,45 +947,29 @@ const cli_kernel cli_kernel_grid = {
         "(FFTW), first quadrant, support where |K| on the axes falls below 1e-3 of plane 0's\n"
         "peak, plane 0 summing to 1 at grid-cell stride, w_scale = (planes - 1)^2 / max w.\n"
         "The SKA stacks take seconds (planes in parallel); el82-70's compact stack is 21 MB.\n"
-        "A bad --layout file, or a build without FFTW (double), is exit status 2.\n"
-        "--preset: small = --dataset small, paper = --dataset el82-70 --scale 0.1, large =\n"
-        "--dataset el82-70.\n"
-        "\n"
-        "  --dataset NAME  synthetic (default), el82-70, el56-82, el30-56, small\n"
-        "  --scale F       fraction in (0, 1] (default 1): SKA sets keep round(F * 240) time\n"
-        "                  dumps spread over the same hour-angle range (so the same w range\n"
-        "                  and kernels); random sets keep the first round(F * n) draws\n"
-        "  --seed S        seed (default 1) of the visibility order (shuffle) and of the\n"
-        "                  random sets' uvw: the same seed gives the same bytes\n"
-        "  --layout FILE   SKA sets: station layout, one 'E N [U]' line per station in metres\n"
-        "                  (blanks or commas between; blank and '#' lines skipped), e.g. the\n"
-        "                  published SKA1-LOW v6 configuration; default: the built-in\n"
-        "                  procedural 512-station layout with the v6 radial distribution\n"
-        "  --kernels full|compact   kernel layout written (default compact)\n"
-        "  --unit-vis      every visibility 1 + 0i (for the sum-rule invariant)\n",
-    .flags = gr_flags,
+        "A bad --layout file, or a build without FFTW (double), is exit status 2.\n",
     .variants = pk_grid_variants,
     .args_size = sizeof(gr_args),
     .data_size = sizeof(gr_data),
     .params = gr_params,
-    .args_init = gr_args_init,
-    .options = gr_options,
     .preset = gr_preset,
     .resolve = gr_resolve,
+    .arrays = gr_arrays,
     .load = gr_load,
     .generate = gr_make,
     .write_inputs = gr_write_inputs,
     .params_info = gr_params_info,
     .info_keys = gr_info_keys,
-    .run = gr_run,
+    .call = gr_call,
     .rtol = GR_RTOL,
     .verify_rule = GR_VERIFY_RULE,
-    .verify = gr_verify,
+    .check = gr_verify,
     .write_outputs = gr_write_outputs,
-    .own_outputs = 1,
     .run_json = gr_run_json,
     .data_free = gr_data_free,
     .flops_model = "8 flop per grid-point update (a complex multiply-add)",
     .bytes_model = "24 B per grid-point update: kernel sample 8, grid cell 16 (read, written)",
-    .bench = &gr_bench_ops,
+    .describe = gr_describe,
+    .report = gr_report,
+    .bench_json = gr_bench_json,
 };

@@ -16,29 +16,47 @@ typedef enum cli_ptype {
     CLI_P_INT,    /* int */
     CLI_P_COUNT,  /* size_t, given as a whole number up to max (past INT_MAX) */
     CLI_P_DOUBLE, /* double, finite */
-    CLI_P_NAME,   /* int id of a name: names() lists them, from_name() resolves */
+    CLI_P_NAME,   /* int id of a name (cli_names) */
     CLI_P_TEXT,   /* const char *, resolved by the kernel (magicfilter3d's "20x18x17") */
-    CLI_P_BOOL    /* int 0 or 1: the flags --name and --no-name (not both); params.json true,
-                     false, 0 or 1 (the kernel's flags list names both flags) */
+    CLI_P_BOOL,   /* int 0 or 1: the flags --name and --no-name (not both); params.json true,
+                     false, 0 or 1 */
+    CLI_P_FLAG    /* int 0 or 1: the flag --name alone (an option only, never in params.json) */
 } cli_ptype;
 
 #define CLI_IN_RUN 1u    /* an option of `run` */
 #define CLI_IN_GEN 2u    /* an option of `gen` */
-#define CLI_IN_PARAMS 4u /* written to params.json by gen, read from it by run --in */
+#define CLI_IN_PARAMS 4u /* written to params.json by gen, read from it by run --in (a parameter
+                            only there, without RUN or GEN, is no option) */
 #define CLI_IN_ALL (CLI_IN_RUN | CLI_IN_GEN | CLI_IN_PARAMS)
+
+/* The names of a NAME parameter and the ids they stand for. */
+typedef struct cli_names {
+    const char *const *names; /* NULL-terminated, in the order messages list them */
+    const int *ids;           /* ids[i] is names[i]'s; NULL: i */
+} cli_names;
+
+/** The name of id (NULL when it has none). */
+const char *cli_name_of(const cli_names *n, int id);
 
 typedef struct cli_param {
     const char *name; /* the option --name and the params.json key; NULL ends a table */
     cli_ptype type;
     size_t off;       /* offset of the value in the kernel's args struct */
     double min, max;  /* INT, COUNT, DOUBLE: accepted closed range */
+    double def;       /* the default (NAME: its id; BOOL, FLAG: 0 or 1; TEXT: NULL always) */
     unsigned in;      /* CLI_IN_* */
-    pk_status (*from_name)(const char *name, int *id); /* NAME: PK_OK or not */
-    const char *(*to_name)(int id);              /* NAME */
-    const char *names;                           /* NAME: "aos, short, ..." for messages */
+    const cli_names *names; /* NAME */
+    /* Its lines in `run/gen KERNEL --help` (options only): "--name ARG  help", the help
+     * wrapped; no help: the line of another parameter covers it (ARG then names several
+     * options: "N --ny N --nz N"). */
+    const char *arg, *help;
 } cli_param;
 
-#define CLI_PMAX 24
+/* --seed's line, the same for every kernel that generates data. */
+#define CLI_SEED_HELP "seed of the generated data (default 1): the same seed gives the same " \
+                      "data on every machine"
+
+#define CLI_PMAX 32
 #define CLI_SEEN_OPT 1  /* given on the command line */
 #define CLI_SEEN_FILE 2 /* taken from params.json or an input file's shape */
 
@@ -47,6 +65,7 @@ typedef struct cli_kernel cli_kernel;
 typedef struct cli_call {
     const cli_kernel *k;
     const char *prog;           /* "portkern run" / "portkern gen" */
+    unsigned where;             /* CLI_IN_RUN (run, bench) or CLI_IN_GEN */
     void *args;                 /* the kernel's args struct */
     unsigned char seen[CLI_PMAX]; /* per entry of k->params: 0, CLI_SEEN_OPT or CLI_SEEN_FILE */
 } cli_call;
@@ -54,9 +73,14 @@ typedef struct cli_call {
 /** 0, CLI_SEEN_OPT or CLI_SEEN_FILE for the parameter `name` of the call's kernel. */
 int cli_seen(const cli_call *c, const char *name);
 void cli_set_seen(cli_call *c, const char *name, int how);
-/** "--nv" when the value came from the command line, else "params.json's nv": for the
- *  message of an input file whose shape disagrees. */
-const char *cli_seen_text(const cli_call *c, const char *name, char *buf, size_t len);
+
+/** A TEXT option that gives several INT parameters at once (magicfilter3d's --size N1xN2xN3,
+ *  dslash's --dims X,Y,Z,T): its sep-separated integers, each in its parameter's range, into
+ *  names[0..n) (with `one`, a single integer into all of them), marked as given on the command
+ *  line; not together with any of them.  0 (also when the option is absent) or the usage
+ *  error's exit code. */
+int cli_extents(cli_call *c, const char *option, char sep, const char *const *names, int n,
+                int one);
 
 /** The values of a parsed params.json (path names it in messages) for what the command line
  *  did not set: a key the kernel does not know is a warning, a value of the wrong type or
@@ -69,6 +93,24 @@ int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj);
 int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
                  const size_t *want, const char *what, pk_array *arr);
 
+/* ---- arrays: a kernel's .npy files and the buffers of its run ---------------------------- */
+#define CLI_A_IN 1u  /* an input: run --in reads it, the generator fills it, gen writes it */
+#define CLI_A_OUT 2u /* an output: allocated before the run, run --out writes it */
+#define CLI_A_REF 4u /* the reference's output: allocated before the reference runs */
+
+/* One array of the kernel's data struct, which the driver allocates (calloc), reads, writes
+ * and frees.  Its shape is C order, comma-separated items: an extent, or the name of an INT
+ * or COUNT parameter with an optional "+N" ("nv,3,3", "n3+15,n2+15,n1+15").  Reading an input
+ * sets a named parameter from its extent, and refuses an extent that disagrees with the value
+ * the command line, params.json or an earlier array gave. */
+typedef struct cli_array {
+    const char *file; /* DIR/file (REF: a name for messages); NULL ends a table */
+    pk_dtype dtype;
+    const char *shape; /* NULL: the kernel's shape hook gives it */
+    size_t off;        /* offset of the array's pointer in the data struct */
+    unsigned role;     /* CLI_A_* */
+} cli_array;
+
 /* The differ's verdict of a run against its reference, and how to report it. */
 typedef struct cli_verdict {
     pk_diff_report rep;
@@ -76,9 +118,35 @@ typedef struct cli_verdict {
     int norm;
     size_t shape[8]; /* names the first failure as a multi-index */
     int ndim;
+    char note[128];  /* what bench adds to a row that failed (grid: norm, num_skipped) */
 } cli_verdict;
 
-/* ---- bench ------------------------------------------------------------------------------ */
+/* The sizes of --preset and bench --size. */
+enum { CLI_SMALL, CLI_PAPER, CLI_LARGE };
+/** CLI_SMALL, CLI_PAPER or CLI_LARGE for "small", "paper" or "large"; -1 for another name. */
+int cli_size_index(const char *name);
+
+/** The differ's verdict of the first output array against the first REF array (complex
+ *  values as interleaved reals), element-wise with zero threshold k->zero or norm-wise; the
+ *  first failure named by the array's shape.  A kernel without a check hook gets this, with
+ *  k->norm. */
+pk_status cli_check_diff(const cli_kernel *k, const void *args, void *data, int norm,
+                         cli_verdict *v);
+/** O(1) random data, uniform in [-1, 1), the same for a seed everywhere (splitmix64): n
+ *  float32 (24 random bits) or float64 (53) values. */
+void cli_uniform(pk_dtype dtype, unsigned long long seed, size_t n, void *x);
+/** max |x[i]| of n float32 or float64 values. */
+double cli_max_abs(pk_dtype dtype, const void *x, size_t n);
+/** The verdict by an absolute bound (kernels whose contract bounds the error absolutely):
+ *  the differ's relative and norm-wise figures (v->rtol; without scale, pairs with both
+ *  sides <= atol left out of the relative ones), then equal, num_failed, first_fail and
+ *  max_abs_err from |y - ref| <= atol (times scale(ctx, i) when given) for every element i
+ *  (a NaN fails and enters no figure, as in the differ); float32 or float64. */
+pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t n, double atol,
+                         double (*scale)(const void *ctx, size_t i), const void *ctx,
+                         cli_verdict *v);
+
+/* ---- bench: every case x backend x variant as a plan on resident data --------------------- */
 typedef struct cli_bench_req {
     const char *size; /* small, paper, large */
     int reps, threads;
@@ -90,102 +158,119 @@ enum { CLI_ROW_OK, CLI_ROW_SKIPPED, CLI_ROW_FAILED };
 typedef struct cli_bench_row {
     pk_backend_id backend;
     int device;
-    char device_name[128];
     char variant[32];
-    int c;            /* the kernel's case index; -1 for a skipped backend */
+    int c;            /* the case; -1 for a skipped backend */
     char case_name[48];
     int status;       /* CLI_ROW_* */
     char reason[600]; /* skipped/failed: why; ok: the library's reason */
     double t_min, t_median, t_max; /* kernel seconds of the timed runs */
     double setup_s, upload_s, download_s;
-    double flops, bytes; /* per run, from the library's run info */
-    double bw;           /* the device's measured copy bandwidth, B/s; 0: not measured */
+    pk_run_info info; /* of the fastest timed run */
+    double bw;        /* the device's measured copy bandwidth, B/s; 0: not measured */
     int verified;
     cli_verdict v;
+    char *json;       /* the members of the kernel's run_json object for this row */
 } cli_bench_row;
 
+/* The backends a benchmark runs: one context per backend (forced), its variants, or why it
+ * is skipped. */
+typedef struct cli_bench_set {
+    pk_context *ctx[PK_BACKEND_COUNT];
+    char vars[PK_BACKEND_COUNT][16][32];
+    char skip[PK_BACKEND_COUNT][320];
+    int nvars[PK_BACKEND_COUNT];
+} cli_bench_set;
+
+#define CLI_CASES 8
 typedef struct cli_bench_result {
     const cli_kernel *k;
     const cli_bench_req *req;
     cli_bench_row *rows;
     int nrows, cap;
-    cli_bench_set set; /* the contexts, one per backend */
-    void *bd;          /* the kernel's bench data */
+    cli_bench_set set;            /* the contexts, one per backend */
+    int ncases, ndata;
+    void *args[CLI_CASES];        /* per case */
+    int data_of[CLI_CASES];       /* per case: its data set */
+    void *data[CLI_CASES];        /* per data set: inputs, outputs, reference */
+    void *extra;                  /* the report's own results (free()d) */
     int failed;        /* set by the report hook when the kernel's own extras failed: exit 1 */
 } cli_bench_result;
 
 /* GB/s and GFlop/s of a row at its best time (NaN when not ok). */
 double cli_row_gbs(const cli_bench_row *r);
 double cli_row_gflops(const cli_bench_row *r);
-/* Time a plan-like callback: one warm-up, then reps timed runs; min/median/max of kernel_s
- * (info: the last run's).  On failure *stage (may be NULL) names the run that failed
- * ("warm-up run" or "timed run"). */
-pk_status cli_bench_time(pk_status (*run)(void *plan, pk_run_info *info), void *plan, int reps,
-                         double *t_min, double *t_median, double *t_max, pk_run_info *info,
-                         const char **stage);
+/* The kernel's plan on (args, data): one warm-up run, then reps timed runs; t[3] gets
+ * min/median/max of kernel_s, *best the info of the fastest run.  On failure *stage (may be
+ * NULL) names the run that failed ("warm-up run" or "timed run"). */
+pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void *data, int reps,
+                         double t[3], pk_run_info *best, const char **stage);
 
-typedef struct cli_bench_ops {
-    /* Generate the data set of req->size and its reference; *ncases timed configurations per
-     * variant (su3: its layouts; magicfilter3d: two grids).  Returns 0 or an exit code. */
-    int (*setup)(const cli_bench_req *req, void **bd, int *ncases);
-    void (*case_name)(const void *bd, int c, char *buf, size_t len); /* NULL: one case, "" */
-    /* Optional: 0 leaves the combination out (not a row). */
-    int (*case_runs)(const void *bd, int c, pk_backend_id be, const char *variant);
-    pk_status (*create)(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                        pk_run_info *info);
-    pk_status (*upload)(void *plan, void *bd, int c);
-    pk_status (*run)(void *plan, pk_run_info *info);
-    pk_status (*download)(void *plan, void *bd, int c);
-    void (*destroy)(void *plan);
-    /* Compare the downloaded result with the reference after `runs` plan runs. */
-    pk_status (*verify)(void *bd, int c, int runs, cli_verdict *v);
-    void (*describe)(const void *bd);                      /* lines above the table */
-    void (*case_json)(cli_json *j, const void *bd, int c); /* the case's own fields */
-    void (*report)(cli_bench_result *r);                   /* optional: after the table */
-    void (*json)(cli_json *j, const void *bd);             /* optional: its top-level object */
-    void (*free)(void *bd);
-    /* Optional: the row's own fields beside case_json's (what depends on the backend or the
-     * row's result, e.g. a roof measured by report). */
-    void (*row_json)(cli_json *j, const void *bd, const cli_bench_row *r);
-} cli_bench_ops;
+/* What the driver asks of a kernel's library calls (its `call` hook). */
+typedef enum cli_op {
+    CLI_ONESHOT,       /* run: the one-shot call, inputs to outputs */
+    CLI_REFERENCE,     /* the serial reference of the outputs after `runs` runs, into the REF
+                          arrays (run: 1; bench: the warm-up and the timed runs, once per
+                          data set) */
+    CLI_PLAN_CREATE,   /* bench: *plan for the args */
+    CLI_PLAN_UPLOAD,   /* the inputs into the plan */
+    CLI_PLAN_RUN,      /* one run on the resident data (info) */
+    CLI_PLAN_DOWNLOAD, /* the outputs out of the plan */
+    CLI_PLAN_DESTROY
+} cli_op;
 
 /* ---- the descriptor --------------------------------------------------------------------- */
 struct cli_kernel {
     const char *name;
     const char *summary;          /* one line: `portkern run --help` lists it */
-    const char *run_help;         /* the kernel's part of `run KERNEL --help` (printf format: %s
-                                     gets the variants line) */
-    const char *gen_help;         /* the kernel's part of `gen KERNEL --help` */
-    const char *const *flags;     /* its options that take no value (NULL: none) */
+    /* The kernel's prose in `run KERNEL --help` and `gen KERNEL --help` (what it computes,
+     * its files, its JSON object): the driver lists the options from the parameters. */
+    const char *run_help, *gen_help;
     const char *(*variants)(pk_backend_id be);
     size_t args_size, data_size;
     const cli_param *params;
-    void (*args_init)(void *args);
-    /* Optional: options beyond params (run: gen = 0; gen: gen = 1). */
-    int (*options)(cli_opt *o, int n, void *args, int gen);
-    /* Set the args to a named size (small, paper, large: the sizes of bench); -1: unknown. */
-    int (*preset)(const char *size, void *args);
+    void (*preset)(int size, void *args); /* CLI_SMALL..CLI_LARGE: the sizes of bench */
     int (*resolve)(cli_call *c); /* optional: after options and params.json */
-    int (*load)(cli_call *c, const char *dir, void *data);     /* run --in DIR */
-    int (*generate)(cli_call *c, void *data);                  /* run without --in, gen */
-    int (*write_inputs)(cli_call *c, const char *dir, const void *data); /* gen */
+    const cli_array *arrays;
+    const char *(*shape)(const void *args, const cli_array *a); /* optional: for shape NULL */
+    /* Optional: run --in DIR after the inputs of the table were read (grid's data set, which
+     * the table does not describe; diffusion3d's defaults of the file's size). */
+    int (*load)(cli_call *c, const char *dir, void *data);
+    int (*generate)(cli_call *c, void *data); /* run without --in, gen: inputs allocated */
+    /* Optional: gen writes these instead of the table's inputs (grid). */
+    int (*write_inputs)(cli_call *c, const char *dir, const void *data);
     /* Optional: params.json keys gen writes after the table's, for information only (grid:
      * the data set's counts and recipe); run --in skips the keys info_keys lists (NULL-ended)
      * instead of warning about them. */
     void (*params_info)(cli_json *j, const void *args, const void *data);
     const char *const *info_keys;
-    pk_status (*run)(pk_context *ctx, const char *variant, const void *args, void *data,
-                     pk_run_info *info);
+    /* The kernel's library calls, one case an operation: ctx and variant for ONESHOT and
+     * PLAN_CREATE, info for ONESHOT, PLAN_CREATE and PLAN_RUN, runs for REFERENCE. */
+    pk_status (*call)(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                      const void *args, void *data, int runs, pk_run_info *info);
     double rtol;                  /* --verify's default */
     const char *verify_rule;      /* what passes */
-    pk_status (*verify)(const void *args, void *data, cli_verdict *v); /* v->rtol, v->norm set */
-    int (*write_outputs)(cli_call *c, const char *dir, const void *data); /* run --out DIR */
-    int own_outputs; /* 1: write_outputs runs without --out too (dir NULL): outputs named by the
-                        kernel's own options (grid's --intensity FILE) */
+    /* The verdict of the outputs against the reference (v->rtol set). */
+    pk_status (*check)(const void *args, void *data, cli_verdict *v); /* optional */
+    double zero; /* cli_check_diff's zero threshold; norm: 1 to compare norm-wise */
+    int norm;
+    /* Optional: outputs beyond the table's, with --out DIR or (dir NULL) without it: named by
+     * the kernel's own options (grid's --intensity FILE). */
+    int (*write_outputs)(cli_call *c, const char *dir, const void *data);
     void (*run_json)(cli_json *j, const void *args, const void *data, const pk_run_info *info);
-    void (*data_free)(void *data);
+    void (*data_free)(void *data); /* optional: what the data holds beyond the table's arrays */
     const char *flops_model, *bytes_model; /* what the library's counts mean, in words */
-    const cli_bench_ops *bench;
+
+    /* bench: the defaults and the preset of the size, then case c of it (optional: one case);
+     * returns the data set the case runs on (cases of a data set share its inputs, outputs
+     * and reference, of the runs of a row), or -1 past the last case. */
+    int (*bench_case)(int size, int c, void *args);
+    void (*case_name)(const void *args, char *buf, size_t len); /* optional */
+    int (*case_runs)(const void *args, const char *variant); /* optional: 0 leaves a row out */
+    void (*describe)(const cli_bench_result *r); /* the lines above the table */
+    void (*report)(cli_bench_result *r);         /* optional: after the table */
+    void (*bench_json)(cli_json *j, const cli_bench_result *r); /* optional: its object */
+    /* Optional: a row's fields beside its run_json's (what the report measured: a roof). */
+    void (*row_json)(cli_json *j, const cli_bench_result *r, const cli_bench_row *row);
 };
 
 extern const cli_kernel cli_kernel_diffusion3d, cli_kernel_conv2d, cli_kernel_grid,
@@ -196,19 +281,16 @@ extern const cli_kernel *const cli_kernels[];
 const cli_kernel *cli_kernel_find(const char *name);
 /** The kernel operand of a run/gen command line (argv after the command), or NULL. */
 const char *cli_kernel_operand(int argc, char **argv);
+/** The parameters' defaults into a kernel's args. */
+void cli_args_init(const cli_kernel *k, void *args);
 /** `portkern run --help` / `gen --help`: the kernels and their one-line summaries. */
 void cli_kernels_usage(FILE *f, const char *cmd);
 
 int cli_run(const cli_kernel *k, int argc, char **argv);
 int cli_gen(const cli_kernel *k, int argc, char **argv);
-/** One kernel's part of bench: rows printed, kept in *out for the JSON (free with
- *  cli_bench_free).  Returns the exit code (1: a failure or an unverified row). */
-int cli_bench_kernel(const cli_kernel *k, const cli_bench_req *req,
-                     const pk_backend_id *backends, int nb, cli_bench_result **out);
-void cli_bench_json_rows(const cli_bench_result *r, cli_json *j);
-/** The kernel's top-level object "<kernel>": {...} of the bench JSON, from its json hook
- *  (nothing without one). */
-void cli_bench_json_object(const cli_bench_result *r, cli_json *j);
-void cli_bench_free(cli_bench_result *r);
+/** bench: each kernel's rows printed, and with json the rows and each kernel's own object
+ *  written there.  Returns the exit code (1: a failure or an unverified row). */
+int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req,
+              const pk_backend_id *backends, int nb, FILE *json);
 
 #endif /* PK_CLI_KERNEL_H */

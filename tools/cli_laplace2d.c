@@ -31,9 +31,10 @@
 /* The two grids (l, iterations per run) of each bench size; --preset takes the first.
  * small: in cache / just beyond; paper: the paper's 2048^2 (16.8 MB per field) and 4096^2;
  * large: 4096^2 and 8192^2 (268 MB per field), both far beyond the caches. */
-static const char *const lp_sizes[3] = {"small", "paper", "large"};
+#define LP_PAPER_L 2048 /* the default: the paper's grid */
+#define LP_PAPER_COUNT 10
 static const int lp_grid[3][2][2] = {
-    {{256, 20}, {1024, 10}}, {{2048, 10}, {4096, 8}}, {{4096, 8}, {8192, 4}}};
+    {{256, 20}, {1024, 10}}, {{LP_PAPER_L, LP_PAPER_COUNT}, {4096, 8}}, {{4096, 8}, {8192, 4}}};
 
 typedef struct lp_args {
     int l, count, layout, nw, seed; /* layout -1: auto */
@@ -41,62 +42,48 @@ typedef struct lp_args {
 } lp_args;
 
 typedef struct lp_data {
-    pk_array in;        /* --in */
-    float *gen;         /* generated */
-    float *phi, *ref;   /* the run's result, the reference */
-    double atol;        /* of --verify; 0: not verified */
+    float *phi0, *phi, *ref; /* the input, the run's result, the reference */
+    double atol;             /* of --verify; 0: not verified */
 } lp_data;
 
-static const float *lp_phi0(const lp_data *d) { return d->in.data ? d->in.data : d->gen; }
+static const cli_array lp_arrays[] = {
+    {"phi.npy", PK_DTYPE_F32, "l,l", offsetof(lp_data, phi0), CLI_A_IN},
+    {"phi.npy", PK_DTYPE_F32, "l,l", offsetof(lp_data, phi), CLI_A_OUT},
+    {"reference", PK_DTYPE_F32, "l,l", offsetof(lp_data, ref), CLI_A_REF},
+    {0}};
 
-/* layout: lexi, hvfo, or auto (-1). */
-static pk_status lp_layout_from_name(const char *name, int *id)
-{
-    if (strcmp(name, "auto") == 0) {
-        *id = -1;
-        return PK_OK;
-    }
-    return pk_laplace2d_layout_from_name(name, id);
-}
-
-static const char *lp_layout_name(int id) { return id < 0 ? "auto" : pk_laplace2d_layout_name(id); }
+/* layout: lexi, hvfo, or auto (-1) */
+static const char *const lp_layout_names[] = {"lexi", "hvfo", "auto", NULL};
+static const int lp_layout_ids[] = {PK_LAP_LEXI, PK_LAP_HVFO, -1};
+static const cli_names lp_layouts = {lp_layout_names, lp_layout_ids};
 
 static const cli_param lp_params_table[] = {
-    {"l", CLI_P_INT, offsetof(lp_args, l), 1, LP_MAX_L, CLI_IN_ALL, 0, 0, 0},
-    {"count", CLI_P_INT, offsetof(lp_args, count), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"sigma", CLI_P_DOUBLE, offsetof(lp_args, sigma), FLT_MIN, FLT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"layout", CLI_P_NAME, offsetof(lp_args, layout), 0, 0, CLI_IN_ALL, lp_layout_from_name,
-     lp_layout_name, "lexi, hvfo, auto"},
-    {"nw", CLI_P_INT, offsetof(lp_args, nw), 0, LP_MAX_L, CLI_IN_ALL, 0, 0, 0},
-    {"seed", CLI_P_INT, offsetof(lp_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {"l", CLI_P_INT, offsetof(lp_args, l), 1, LP_MAX_L, LP_PAPER_L, CLI_IN_ALL, NULL, "N",
+     "lattice extent (default 2048, the paper's; --preset takes the first grid "
+     "of bench: small 256, paper 2048, large 4096, with its count)"},
+    {"count", CLI_P_INT, offsetof(lp_args, count), 0, INT_MAX, LP_PAPER_COUNT, CLI_IN_ALL, NULL,
+     "N",
+     "iterations (default 10)"},
+    {"sigma", CLI_P_DOUBLE, offsetof(lp_args, sigma), FLT_MIN, FLT_MAX, LP_SIGMA, CLI_IN_ALL, NULL,
+     "S",
+     "> 0 (default 0.1), applied in float"},
+    {"layout", CLI_P_NAME, offsetof(lp_args, layout), 0, 0, -1, CLI_IN_ALL, &lp_layouts, "L",
+     "the layout the kernel runs on: hvfo (Hopping Vector-Friendly Ordering, "
+     "pho[y][x'][w] = phi[y][w*l/nw + x'], needs l % nw == 0), lexi (phi[y][x], "
+     "any l) or auto (default: hvfo when l is a multiple of nw, else lexi). "
+     "Input and output are lexicographic either way; the reorder is timed "
+     "apart (layout_seconds)"},
+    {"nw", CLI_P_INT, offsetof(lp_args, nw), 0, LP_MAX_L, 0, CLI_IN_ALL, NULL, "N",
+     "hvfo lanes (default 0: 16, one 64-byte line)"},
+    {"seed", CLI_P_INT, offsetof(lp_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
+     CLI_SEED_HELP},
+    {0}};
 
-static void lp_args_init(void *args)
+static void lp_preset(int size, void *args)
 {
     lp_args *a = args;
-    a->l = lp_grid[1][0][0]; /* the paper's 2048 */
-    a->count = lp_grid[1][0][1];
-    a->sigma = LP_SIGMA;
-    a->layout = -1;
-    a->nw = 0;
-    a->seed = 1;
-}
-
-static int lp_size_index(const char *size)
-{
-    for (int s = 0; s < 3; ++s)
-        if (strcmp(size, lp_sizes[s]) == 0) return s;
-    return -1;
-}
-
-static int lp_preset(const char *size, void *args)
-{
-    lp_args *a = args;
-    const int s = lp_size_index(size);
-    if (s < 0) return -1;
-    a->l = lp_grid[s][0][0];
-    a->count = lp_grid[s][0][1];
-    return 0;
+    a->l = lp_grid[size][0][0];
+    a->count = lp_grid[size][0][1];
 }
 
 /* auto: hvfo when l is a multiple of the lanes, else lexi. */
@@ -108,27 +95,6 @@ static pk_laplace2d_params lp_params(const lp_args *a)
     return p;
 }
 
-/* O(1) random data, uniform in [-1, 1), the same for a seed everywhere (splitmix64). */
-static void lp_gen_phi(size_t n, unsigned long long seed, float *phi)
-{
-    uint64_t s = 0x9e3779b97f4a7c15ull * (seed + 1);
-    for (size_t i = 0; i < n; ++i) {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        phi[i] = (float)((double)(z >> 40) * (2.0 / 16777216.0) - 1.0);
-    }
-}
-
-static double lp_maxabs(const float *f, size_t n)
-{
-    double m = 0;
-    for (size_t i = 0; i < n; ++i)
-        if (fabs(f[i]) > m) m = fabs(f[i]);
-    return m;
-}
-
 /* The absolute tolerance after `count` iterations from a field of max|phi_0| (see the top). */
 static double lp_atol(double sigma, double count, double maxabs)
 {
@@ -136,35 +102,6 @@ static double lp_atol(double sigma, double count, double maxabs)
     const float a = (float)sigma, inv = (float)(1.0 / (1.0 + 4.0 * (double)a));
     const double nu = (1.0 + 4.0 * (double)a) * (double)inv;
     return 1.01 * 2 * count * gamma5 * pow(nu, count) * maxabs;
-}
-
-/* The verdict (see the top): the differ's relative and norm-wise figures (pairs with both
- * sides <= atol left out of the relative ones; v->rtol 0: atol / max|phi_ref|), then from the
- * absolute rule equal, num_failed, first_fail and max_abs_err. */
-static pk_status lp_check(const float *ref, const float *y, int l, double atol, cli_verdict *v)
-{
-    pk_diff_report *rep = &v->rep;
-    const size_t n = (size_t)l * (size_t)l;
-    if (!(v->rtol > 0)) {
-        const double amax = lp_maxabs(ref, n);
-        v->rtol = amax > 0 && isfinite(amax) && atol > 0 ? atol / amax : 1e-5;
-    }
-    pk_status s = pk_diff_f32(ref, y, n, v->rtol, atol, PK_DIFF_ELEMENTWISE, rep);
-    if (s != PK_OK && s != PK_EMISMATCH) return s;
-    rep->num_failed = 0;
-    rep->first_fail = (size_t)-1;
-    rep->max_abs_err = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (y[i] == ref[i]) continue;
-        const double d = fabs((double)y[i] - (double)ref[i]);
-        if (!(d <= atol) && rep->num_failed++ == 0) rep->first_fail = i; /* NaN fails */
-        if (d > rep->max_abs_err) rep->max_abs_err = d;
-    }
-    rep->equal = rep->num_failed == 0;
-    v->shape[0] = v->shape[1] = (size_t)l;
-    v->ndim = 2;
-    v->norm = 0;
-    return PK_OK;
 }
 
 /* hvfo needs l % nw == 0: checked before a field is generated (run without --in, gen); with
@@ -177,77 +114,54 @@ static int lp_generate(cli_call *c, void *data)
     if (a->layout == PK_LAP_HVFO && a->l % nw != 0)
         return cli_usage_error(c->prog, "--layout hvfo: l = %d is not a multiple of nw = %d "
                                "(give an nw that divides l, or --layout lexi)", a->l, nw);
+    cli_uniform(PK_DTYPE_F32, (unsigned)a->seed, (size_t)a->l * (size_t)a->l, d->phi0);
+    return 0;
+}
+
+/* The one-shot call works in place on a copy of the input, which the reference needs again;
+ * each plan run goes on from where the previous left the field (the values stay O(1): the
+ * operator averages). */
+static pk_status lp_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, int runs, pk_run_info *info)
+{
+    const lp_args *a = args;
+    lp_data *d = data;
     const size_t n = (size_t)a->l * (size_t)a->l;
-    if (!(d->gen = malloc(n * sizeof *d->gen))) {
-        fprintf(stderr, "%s: out of host memory for a %d x %d field\n", c->prog, a->l, a->l);
-        return CLI_EXIT_FAIL;
+    pk_laplace2d_params p = lp_params(a);
+    switch (op) {
+    case CLI_ONESHOT:
+        memcpy(d->phi, d->phi0, n * sizeof *d->phi);
+        return pk_laplace2d(ctx, &p, variant, d->phi, info);
+    case CLI_REFERENCE: /* after runs x count iterations, with the bound of the verdict */
+        if ((long long)p.count * runs > INT_MAX) return PK_ESIZE;
+        p.count *= runs;
+        memcpy(d->ref, d->phi0, n * sizeof *d->ref);
+        d->atol = lp_atol(a->sigma, p.count, cli_max_abs(PK_DTYPE_F32, d->ref, n));
+        return pk_laplace2d_reference(&p, d->ref);
+    case CLI_PLAN_CREATE:
+        return pk_laplace2d_plan_create((pk_laplace2d_plan **)plan, ctx, &p, variant, info);
+    case CLI_PLAN_UPLOAD: return pk_laplace2d_plan_upload(*plan, d->phi0);
+    case CLI_PLAN_RUN: return pk_laplace2d_plan_run(*plan, p.count, info);
+    case CLI_PLAN_DOWNLOAD: return pk_laplace2d_plan_download(*plan, d->phi);
+    case CLI_PLAN_DESTROY: pk_laplace2d_plan_destroy(*plan);
     }
-    lp_gen_phi(n, (unsigned long long)a->seed, d->gen);
-    return 0;
+    return PK_OK;
 }
 
-/* DIR/phi.npy: float32 [l][l]; l comes from its shape and must agree with l given elsewhere. */
-static int lp_load(cli_call *c, const char *dir, void *data)
+/* The verdict (see the top): the absolute bound; v->rtol 0: atol / max|phi_ref| for the
+ * differ's relative figures. */
+static pk_status lp_check(const void *args, void *data, cli_verdict *v)
 {
-    static const char what[] = "a float32 ('<f4') square array [l][l], 1 <= l <= 65536";
-    lp_args *a = c->args;
-    lp_data *d = data;
-    const size_t want[2] = {0, 0};
-    char shape[160], by[64];
-    int rc = cli_read_npy(c->prog, dir, "phi.npy", PK_DTYPE_F32, 2, want, what, &d->in);
-    if (rc) return rc;
-    const size_t l = d->in.shape[0];
-    cli_shape_text(d->in.shape, 2, shape, sizeof shape);
-    if (d->in.shape[1] != l || l > LP_MAX_L)
-        return cli_usage_error(c->prog, "%s/phi.npy: expected %s, got '%s' with shape %s", dir,
-                               what, pk_dtype_descr(d->in.dtype), shape);
-    if (cli_seen(c, "l") && (size_t)a->l != l)
-        return cli_usage_error(c->prog, "%s/phi.npy has shape %s, but %s is %d", dir, shape,
-                               cli_seen_text(c, "l", by, sizeof by), a->l);
-    a->l = (int)l;
-    return 0;
-}
-
-static int lp_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const lp_args *a = c->args;
-    const size_t shape[2] = {(size_t)a->l, (size_t)a->l};
-    return cli_write_npy(c->prog, dir, "phi.npy", PK_DTYPE_F32, 2, shape,
-                         ((const lp_data *)data)->gen);
-}
-
-/* The run works in place on a copy of the input, which --verify needs again. */
-static pk_status lp_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
-{
-    const lp_args *a = args;
-    lp_data *d = data;
-    const pk_laplace2d_params p = lp_params(a);
-    const size_t n = (size_t)a->l * (size_t)a->l;
-    if (!(d->phi = malloc(n * sizeof *d->phi))) return PK_ENOMEM;
-    memcpy(d->phi, lp_phi0(d), n * sizeof *d->phi);
-    return pk_laplace2d(ctx, &p, variant, d->phi, info);
-}
-
-static pk_status lp_verify(const void *args, void *data, cli_verdict *v)
-{
-    const lp_args *a = args;
-    lp_data *d = data;
-    const pk_laplace2d_params p = lp_params(a);
-    const size_t n = (size_t)a->l * (size_t)a->l;
-    if (!(d->ref = malloc(n * sizeof *d->ref))) return PK_ENOMEM;
-    memcpy(d->ref, lp_phi0(d), n * sizeof *d->ref);
-    d->atol = lp_atol(a->sigma, a->count, lp_maxabs(d->ref, n));
-    pk_status s = pk_laplace2d_reference(&p, d->ref);
-    return s == PK_OK ? lp_check(d->ref, d->phi, a->l, d->atol, v) : s;
-}
-
-static int lp_write_outputs(cli_call *c, const char *dir, const void *data)
-{
-    const lp_args *a = c->args;
-    const size_t shape[2] = {(size_t)a->l, (size_t)a->l};
-    return cli_write_npy(c->prog, dir, "phi.npy", PK_DTYPE_F32, 2, shape,
-                         ((const lp_data *)data)->phi);
+    const lp_data *d = data;
+    const size_t l = (size_t)((const lp_args *)args)->l;
+    if (!(v->rtol > 0)) {
+        const double amax = cli_max_abs(PK_DTYPE_F32, d->ref, l * l);
+        v->rtol = amax > 0 && isfinite(amax) && d->atol > 0 ? d->atol / amax : 1e-5;
+    }
+    v->shape[0] = v->shape[1] = l;
+    v->ndim = 2;
+    v->norm = 0;
+    return cli_check_atol(PK_DTYPE_F32, d->ref, d->phi, l * l, d->atol, NULL, NULL, v);
 }
 
 static void lp_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
@@ -264,156 +178,36 @@ static void lp_run_json(cli_json *j, const void *args, const void *data, const p
     if (d->atol > 0) cj_num(j, "verify_atol", d->atol);
 }
 
-static void lp_data_free(void *data)
-{
-    lp_data *d = data;
-    pk_array_free(&d->in);
-    free(d->gen);
-    free(d->phi);
-    free(d->ref);
-}
-
 /* ---- bench: both layouts of every variant on the two grids of the size ----------------- */
-/* Case c: grid c / 2, layout c % 2 (lexi, hvfo with the default lanes).  The timed runs go on
- * from where the previous left the field (the values stay O(1): the operator averages), so
- * the result after `runs` runs is checked against the reference after runs x count
- * iterations. */
-typedef struct lp_bench {
-    const char *size;
-    int l[2], count[2];
-    float *phi[2], *ref[2], *out[2];
-    double maxabs[2];
-    long long ref_iters[2]; /* iterations ref[g] holds; -1: none */
-    double atol[4];         /* of the case's last verdict */
-} lp_bench;
-
-typedef struct lp_plan {
-    pk_laplace2d_plan *p;
-    int count;
-} lp_plan;
-
-/* ref[g] after `iters` iterations from phi[g] (computed once per count of iterations). */
-static pk_status lp_bench_ref(lp_bench *b, int g, long long iters)
+/* Case c: grid c / 2, layout c % 2 (lexi, hvfo with the default lanes); the result after
+ * `runs` runs is checked against the reference after runs x count iterations. */
+static int lp_bench_case(int size, int c, void *args)
 {
-    const size_t n = (size_t)b->l[g] * (size_t)b->l[g];
-    if (b->ref_iters[g] == iters) return PK_OK;
-    if (iters > INT_MAX) return PK_ESIZE;
-    const pk_laplace2d_params p = {b->l[g], (int)iters, LP_SIGMA, PK_LAP_LEXI, 0};
-    memcpy(b->ref[g], b->phi[g], n * sizeof(float));
-    b->ref_iters[g] = -1;
-    cli_progress("laplace2d reference: serial, l = %d, %lld iterations ...", b->l[g], iters);
-    pk_status s = pk_laplace2d_reference(&p, b->ref[g]);
-    if (s == PK_OK) b->ref_iters[g] = iters;
-    return s;
+    lp_args *a = args;
+    if (c >= 4) return -1;
+    a->l = lp_grid[size][c / 2][0];
+    a->count = lp_grid[size][c / 2][1];
+    a->layout = c % 2;
+    return c / 2;
 }
 
-static int lp_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static void lp_case_name(const void *args, char *buf, size_t len)
 {
-    const int s = lp_size_index(req->size);
-    lp_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    if (s < 0) return cli_usage_error("portkern bench", "unknown size '%s'", req->size);
-    if (!b) goto nomem;
-    b->size = req->size;
-    for (int g = 0; g < 2; ++g) {
-        const size_t n = (size_t)lp_grid[s][g][0] * (size_t)lp_grid[s][g][0];
-        b->l[g] = lp_grid[s][g][0];
-        b->count[g] = lp_grid[s][g][1];
-        b->ref_iters[g] = -1;
-        if (!(b->phi[g] = malloc(n * sizeof(float))) || !(b->ref[g] = malloc(n * sizeof(float))) ||
-            !(b->out[g] = malloc(n * sizeof(float))))
-            goto nomem;
-        lp_gen_phi(n, 1, b->phi[g]);
-        b->maxabs[g] = lp_maxabs(b->phi[g], n);
-        /* the reference the rows will need: a warm-up and reps timed runs */
-        pk_status st = lp_bench_ref(b, g, (long long)(req->reps + 1) * b->count[g]);
-        if (st != PK_OK) return cli_lib_error("portkern", st);
-    }
-    *ncases = 4;
-    return 0;
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
-}
-
-static void lp_case_name(const void *bd, int c, char *buf, size_t len)
-{
-    const lp_bench *b = bd;
-    if (c % 2 == PK_LAP_HVFO)
-        snprintf(buf, len, "l=%d hvfo/%d", b->l[c / 2], PK_LAP_DEFAULT_NW);
+    const lp_args *a = args;
+    if (a->layout == PK_LAP_HVFO)
+        snprintf(buf, len, "l=%d hvfo/%d", a->l, PK_LAP_DEFAULT_NW);
     else
-        snprintf(buf, len, "l=%d lexi", b->l[c / 2]);
+        snprintf(buf, len, "l=%d lexi", a->l);
 }
 
-static pk_status lp_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
+static void lp_describe(const cli_bench_result *res)
 {
-    const lp_bench *b = bd;
-    const pk_laplace2d_params p = {b->l[c / 2], b->count[c / 2], LP_SIGMA, c % 2, 0};
-    lp_plan *lp = calloc(1, sizeof *lp);
-    if (!lp) return PK_ENOMEM;
-    lp->count = p.count;
-    pk_status s = pk_laplace2d_plan_create(&lp->p, ctx, &p, variant, info);
-    if (s != PK_OK) {
-        free(lp);
-        return s;
-    }
-    *plan = lp;
-    return PK_OK;
-}
-
-static pk_status lp_upload(void *plan, void *bd, int c)
-{
-    return pk_laplace2d_plan_upload(((lp_plan *)plan)->p, ((lp_bench *)bd)->phi[c / 2]);
-}
-
-static pk_status lp_plan_run(void *plan, pk_run_info *info)
-{
-    return pk_laplace2d_plan_run(((lp_plan *)plan)->p, ((lp_plan *)plan)->count, info);
-}
-
-static pk_status lp_download(void *plan, void *bd, int c)
-{
-    return pk_laplace2d_plan_download(((lp_plan *)plan)->p, ((lp_bench *)bd)->out[c / 2]);
-}
-
-static void lp_destroy(void *plan)
-{
-    pk_laplace2d_plan_destroy(((lp_plan *)plan)->p);
-    free(plan);
-}
-
-static pk_status lp_bench_verify(void *bd, int c, int runs, cli_verdict *v)
-{
-    lp_bench *b = bd;
-    const int g = c / 2;
-    const long long iters = (long long)runs * b->count[g];
-    pk_status s = lp_bench_ref(b, g, iters);
-    if (s != PK_OK) return s;
-    b->atol[c] = lp_atol(LP_SIGMA, (double)iters, b->maxabs[g]);
-    v->rtol = 0; /* atol / max|phi_ref| */
-    return lp_check(b->ref[g], b->out[g], b->l[g], b->atol[c], v);
-}
-
-static void lp_describe(const void *bd)
-{
-    const lp_bench *b = bd;
+    const lp_args *a = res->args[0], *b = res->args[2];
     printf("laplace2d %s: l = %d (%d iterations per run) and l = %d (%d), sigma %g, O(1) random "
            "data (seed 1), layouts lexi and hvfo/%d;\nbyte model: " LP_BYTES_MODEL "; ms are "
            "per run of count iterations;\nverified against the serial reference after the "
            "warm-up and the timed runs: " LP_VERIFY_RULE "\n",
-           b->size, b->l[0], b->count[0], b->l[1], b->count[1], LP_SIGMA, PK_LAP_DEFAULT_NW);
-}
-
-static void lp_case_json(cli_json *j, const void *bd, int c)
-{
-    const lp_bench *b = bd;
-    cj_str(j, "layout", pk_laplace2d_layout_name(c % 2));
-    cj_int(j, "nw", c % 2 == PK_LAP_HVFO ? PK_LAP_DEFAULT_NW : 1);
-    cj_int(j, "l", b->l[c / 2]);
-    cj_int(j, "count", b->count[c / 2]);
-    cj_num(j, "sigma", LP_SIGMA);
-    cj_num(j, "verify_atol", b->atol[c] > 0 ? b->atol[c] : NAN);
+           res->req->size, a->l, a->count, b->l, b->count, LP_SIGMA, PK_LAP_DEFAULT_NW);
 }
 
 /* The ok row of (backend, variant, case), or NULL. */
@@ -432,8 +226,8 @@ static const cli_bench_row *lp_find(const cli_bench_result *res, pk_backend_id b
  * hand- against auto-vectorised and temporal blocking against omp-simd. */
 static void lp_report(cli_bench_result *res)
 {
-    const lp_bench *b = res->bd;
-    const int lexi = 2 + PK_LAP_LEXI, hvfo = 2 + PK_LAP_HVFO, l = b->l[1];
+    const int lexi = 2 + PK_LAP_LEXI, hvfo = 2 + PK_LAP_HVFO;
+    const int l = ((const lp_args *)res->args[2])->l;
     int header = 0;
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
@@ -456,51 +250,12 @@ static void lp_report(cli_bench_result *res)
     }
 }
 
-static void lp_bench_free(void *bd)
-{
-    lp_bench *b = bd;
-    for (int g = 0; g < 2; ++g) {
-        free(b->phi[g]);
-        free(b->ref[g]);
-        free(b->out[g]);
-    }
-    free(b);
-}
-
-static const cli_bench_ops lp_bench_ops = {
-    .setup = lp_bench_setup,
-    .case_name = lp_case_name,
-    .create = lp_create,
-    .upload = lp_upload,
-    .run = lp_plan_run,
-    .download = lp_download,
-    .destroy = lp_destroy,
-    .verify = lp_bench_verify,
-    .describe = lp_describe,
-    .case_json = lp_case_json,
-    .report = lp_report,
-    .free = lp_bench_free,
-};
-
 const cli_kernel cli_kernel_laplace2d = {
     .name = "laplace2d",
     .summary = "count iterations of the periodic 2-D smoothing Laplacian, float32, two layouts",
     .run_help =
         "Apply `count` iterations of the 2-D smoothing Laplacian (docs/KERNELS.md 4a),\n"
         "phi' = (phi + sigma (sum of the 4 neighbours)) / (1 + 4 sigma), periodic, float32.\n"
-        "\n"
-        "  --l N           lattice extent (default 2048, the paper's; with --in: must match;\n"
-        "                  --preset takes the first grid of bench: small 256, paper 2048,\n"
-        "                  large 4096, with its count)\n"
-        "  --count N       iterations (default 10)\n"
-        "  --sigma S       > 0 (default 0.1), applied in float\n"
-        "  --layout L      the layout the kernel runs on: hvfo (Hopping Vector-Friendly\n"
-        "                  Ordering, pho[y][x'][w] = phi[y][w*l/nw + x'], needs l % nw == 0),\n"
-        "                  lexi (phi[y][x], any l) or auto (default: hvfo when l is a multiple\n"
-        "                  of nw, else lexi).  Input and output are lexicographic either way;\n"
-        "                  the reorder is timed apart (layout_seconds)\n"
-        "  --nw N          hvfo lanes (default 0: 16, one 64-byte line)\n"
-        "  --seed S        seed of the generated data (default 1)\n"
         "Files: --in DIR reads DIR/phi.npy (float32 [l][l], x fastest; l from its shape);\n"
         "without --in, O(1) random data (uniform in [-1, 1), reproducible by --seed) is\n"
         "generated as 'portkern gen laplace2d' does.  --out DIR writes the result as\n"
@@ -513,32 +268,23 @@ const cli_kernel cli_kernel_laplace2d = {
         "An hvfo run with l not a multiple of nw is bad input (exit 2).\n",
     .gen_help =
         "Write the input of a run: DIR/phi.npy (O(1) random data, uniform in [-1, 1), float32\n"
-        "[l][l]) and DIR/params.json (l, count, sigma, layout, nw, seed), which 'portkern run\n"
-        "laplace2d --in DIR' reads.  DIR is created when missing.\n"
-        "\n"
-        "  --l N           lattice extent (default 2048)\n"
-        "  --count N       iterations to record (default 10)\n"
-        "  --sigma S       > 0 (default 0.1)\n"
-        "  --layout L      lexi, hvfo or auto (default auto) to record; hvfo needs l % nw == 0\n"
-        "  --nw N          hvfo lanes to record (default 0: 16)\n"
-        "  --seed S        seed (default 1): the same seed gives the same data\n",
+        "[l][l]) and DIR/params.json (l, count, sigma, layout, nw, seed).\n",
     .variants = pk_laplace2d_variants,
     .args_size = sizeof(lp_args),
     .data_size = sizeof(lp_data),
     .params = lp_params_table,
-    .args_init = lp_args_init,
     .preset = lp_preset,
-    .load = lp_load,
+    .arrays = lp_arrays,
     .generate = lp_generate,
-    .write_inputs = lp_write_inputs,
-    .run = lp_run,
+    .call = lp_call,
     .rtol = 0,
     .verify_rule = LP_VERIFY_RULE,
-    .verify = lp_verify,
-    .write_outputs = lp_write_outputs,
+    .check = lp_check,
     .run_json = lp_run_json,
-    .data_free = lp_data_free,
     .flops_model = "7 flop per site and iteration",
     .bytes_model = LP_BYTES_MODEL,
-    .bench = &lp_bench_ops,
+    .bench_case = lp_bench_case,
+    .case_name = lp_case_name,
+    .describe = lp_describe,
+    .report = lp_report,
 };

@@ -9,21 +9,14 @@
  *
  * Bench: every variant on the two periodic MF grids of the size (serial-direct on the small
  * grid only), and the roofline measured in the same run: host roof = min(FMA peak, 2 flop/B x
- * copy bandwidth), device roof = 2 flop/B x its copy bandwidth. */
+ * copy bandwidth), device roof = 2 flop/B x its copy bandwidth (the library measures both:
+ * pk_measure_peak_flops, pk_measure_bandwidth). */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define MF_X86 1
-#include <immintrin.h>
-#endif
 
 #include "cli_kernel.h"
 
@@ -36,80 +29,15 @@
 #define MF_VERIFY_RULE "|y - y_ref| <= rtol * max|y_ref| for every element"
 
 /* The two grids (n1, n2, n3) bench runs per size; --preset takes one of them (MF_PRESET). */
-static const char *const mf_sizes[3] = {"small", "paper", "large"};
 static const int mf_grids[3][2][3] = {
     {{32, 30, 34}, {64, 64, 64}},
     {{MF_PAPER_N1, MF_PAPER_N2, MF_PAPER_N3}, {256, 256, 256}},
     {{MF_PAPER_N1, MF_PAPER_N2, MF_PAPER_N3}, {384, 384, 384}}};
 static const int mf_preset_grid[3] = {0, 0, 1}; /* small, paper: the first; large: 384^3 */
 
-static int mf_size_index(const char *size)
-{
-    for (int k = 0; k < 3; ++k)
-        if (strcmp(size, mf_sizes[k]) == 0) return k;
-    return -1;
-}
-
-static const char *const mf_bc_names[3] = {"periodic", "grow", "shrink"};
-
-static pk_status mf_bc_from_name(const char *name, int *id)
-{
-    for (int k = 0; k < 3; ++k)
-        if (strcmp(name, mf_bc_names[k]) == 0) {
-            *id = k;
-            return PK_OK;
-        }
-    return PK_EINVAL;
-}
-
-static const char *mf_bc_name(int id) { return id >= 0 && id < 3 ? mf_bc_names[id] : "?"; }
-
-/* O(1) random data, uniform in [-1, 1), the same for a seed everywhere (splitmix64). */
-static void mf_gen_x(size_t n, unsigned long long seed, double *x)
-{
-    uint64_t s = 0x9e3779b97f4a7c15ull * (seed + 1);
-    for (size_t i = 0; i < n; ++i) {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        x[i] = (double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-    }
-}
-
-/* The absolute tolerance of the verdict: rtol * max|ref|. */
-static double mf_atol(const double *ref, size_t n, double rtol)
-{
-    double amax = 0;
-    for (size_t i = 0; i < n; ++i)
-        if (fabs(ref[i]) > amax) amax = fabs(ref[i]);
-    return isfinite(amax) ? rtol * amax : 0;
-}
-
-/* The verdict (see the top of the file): the differ's relative and norm-wise figures (pairs
- * with both sides <= atol left out of the relative ones), then from the absolute rule equal,
- * num_failed, first_fail and max_abs_err. */
-static pk_status mf_check(const double *ref, const double *y, const size_t *shape, double atol,
-                          cli_verdict *v)
-{
-    const size_t n = shape[0] * shape[1] * shape[2];
-    pk_diff_report *rep = &v->rep;
-    pk_status s = pk_diff_f64(ref, y, n, v->rtol, atol, PK_DIFF_ELEMENTWISE, rep);
-    if (s != PK_OK && s != PK_EMISMATCH) return s;
-    rep->num_failed = 0;
-    rep->first_fail = (size_t)-1;
-    rep->max_abs_err = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (y[i] == ref[i]) continue; /* equal infinities too */
-        const double d = fabs(y[i] - ref[i]);
-        if (!(d <= atol) && rep->num_failed++ == 0) rep->first_fail = i; /* NaN fails */
-        if (d > rep->max_abs_err) rep->max_abs_err = d;
-    }
-    rep->equal = rep->num_failed == 0;
-    memcpy(v->shape, shape, 3 * sizeof *shape);
-    v->ndim = 3;
-    return PK_OK;
-}
+/* by id: PK_MF_PERIODIC, PK_MF_GROW, PK_MF_SHRINK */
+static const char *const mf_bc_names[] = {"periodic", "grow", "shrink", NULL};
+static const cli_names mf_bcs = {mf_bc_names, NULL};
 
 /* ---- run and gen ------------------------------------------------------------------------ */
 typedef struct mf_args {
@@ -118,208 +46,116 @@ typedef struct mf_args {
 } mf_args;
 
 typedef struct mf_data {
-    pk_array x; /* --in */
-    double *gx, *y, *ref;
-    size_t ishape[3], oshape[3];
+    double *x, *y, *ref;
     double atol; /* --verify's: rtol * max|y_ref| */
 } mf_data;
 
-static const double *mf_x(const mf_data *d) { return d->x.data ? d->x.data : d->gx; }
+/* x and y are [n3][n2][n1], 15 points more per axis for x with bc shrink, for y with grow. */
+static const cli_array mf_arrays[] = {
+    {"x.npy", PK_DTYPE_F64, NULL, offsetof(mf_data, x), CLI_A_IN},
+    {"y.npy", PK_DTYPE_F64, NULL, offsetof(mf_data, y), CLI_A_OUT},
+    {"reference", PK_DTYPE_F64, NULL, offsetof(mf_data, ref), CLI_A_REF},
+    {0}};
 
-static const cli_param mf_params[] = {
-    {"n1", CLI_P_INT, offsetof(mf_args, n1), 1, MF_NMAX, CLI_IN_ALL, 0, 0, 0},
-    {"n2", CLI_P_INT, offsetof(mf_args, n2), 1, MF_NMAX, CLI_IN_ALL, 0, 0, 0},
-    {"n3", CLI_P_INT, offsetof(mf_args, n3), 1, MF_NMAX, CLI_IN_ALL, 0, 0, 0},
-    {"transpose", CLI_P_BOOL, offsetof(mf_args, transpose), 0, 1, CLI_IN_ALL, 0, 0, 0},
-    {"bc", CLI_P_NAME, offsetof(mf_args, bc), 0, 0, CLI_IN_ALL, mf_bc_from_name, mf_bc_name,
-     "periodic, grow, shrink"},
-    {"seed", CLI_P_INT, offsetof(mf_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+static int mf_wider(const mf_args *a, int in) { return a->bc == (in ? PK_MF_SHRINK : PK_MF_GROW); }
 
-static const char *const mf_flags[] = {"transpose", "no-transpose", NULL};
-
-static void mf_args_init(void *args)
+static const char *mf_shape(const void *args, const cli_array *a)
 {
-    mf_args *a = args;
-    a->n1 = MF_PAPER_N1;
-    a->n2 = MF_PAPER_N2;
-    a->n3 = MF_PAPER_N3;
-    a->transpose = 0;
-    a->bc = PK_MF_PERIODIC;
-    a->seed = 1;
+    return mf_wider(args, a->role == CLI_A_IN) ? "n3+15,n2+15,n1+15" : "n3,n2,n1";
 }
 
-static int mf_options(cli_opt *o, int n, void *args, int gen)
+/* The shape of x (in) or y, and its number of points. */
+static size_t mf_extents(const mf_args *a, int in, size_t shape[3])
 {
-    mf_args *a = args;
-    (void)gen;
-    return cli_opt_add(o, n, "size", CLI_STRING, &a->size, NULL, 0, 0);
+    const int e = mf_wider(a, in) ? 15 : 0;
+    shape[0] = (size_t)a->n3 + e;
+    shape[1] = (size_t)a->n2 + e;
+    shape[2] = (size_t)a->n1 + e;
+    return shape[0] * shape[1] * shape[2];
 }
 
-static int mf_preset(const char *size, void *args)
+static const cli_param mf_params_table[] = {
+    {"n1", CLI_P_INT, offsetof(mf_args, n1), 1, MF_NMAX, MF_PAPER_N1, CLI_IN_ALL, NULL,
+     "N --n2 N --n3 N",
+     "grid points per axis (default 128 x 126 x 130, the paper's); --preset "
+     "small: 32 x 30 x 34, paper: 128 x 126 x 130, large: 384^3 (grids of the bench)"},
+    {"n2", CLI_P_INT, offsetof(mf_args, n2), 1, MF_NMAX, MF_PAPER_N2, CLI_IN_ALL, NULL, NULL, NULL},
+    {"n3", CLI_P_INT, offsetof(mf_args, n3), 1, MF_NMAX, MF_PAPER_N3, CLI_IN_ALL, NULL, NULL, NULL},
+    {"size", CLI_P_TEXT, offsetof(mf_args, size), 0, 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL,
+     "N1xN2xN3",
+     "the same in one option (or --size N for N^3)"},
+    {"transpose", CLI_P_BOOL, offsetof(mf_args, transpose), 0, 1, 0, CLI_IN_ALL, NULL, NULL,
+     "MFT, the transposed filter (BigDFT convrot_t; default: MF); "
+     "--no-transpose: MF, over params.json"},
+    {"bc", CLI_P_NAME, offsetof(mf_args, bc), 0, 0, PK_MF_PERIODIC, CLI_IN_ALL, &mf_bcs, "BC",
+     "periodic (default), grow (free BC: n -> n+15 points per axis) or "
+     "shrink (free BC: n+15 -> n)"},
+    {"seed", CLI_P_INT, offsetof(mf_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
+     CLI_SEED_HELP},
+    {0}};
+
+static void mf_preset(int size, void *args)
 {
     mf_args *a = args;
-    const int s = mf_size_index(size);
-    if (s < 0) return -1;
-    a->n1 = mf_grids[s][mf_preset_grid[s]][0];
-    a->n2 = mf_grids[s][mf_preset_grid[s]][1];
-    a->n3 = mf_grids[s][mf_preset_grid[s]][2];
-    return 0;
+    const int *g = mf_grids[size][mf_preset_grid[size]];
+    a->n1 = g[0];
+    a->n2 = g[1];
+    a->n3 = g[2];
 }
 
 /* --size, over params.json (the command line wins). */
 static int mf_resolve(cli_call *c)
 {
     static const char *const names[3] = {"n1", "n2", "n3"};
-    mf_args *a = c->args;
-    if (a->size) {
-        int v[3], k = 0;
-        char why[160], part[32];
-        const char *s = a->size;
-        if (cli_seen(c, "n1") == CLI_SEEN_OPT || cli_seen(c, "n2") == CLI_SEEN_OPT ||
-            cli_seen(c, "n3") == CLI_SEEN_OPT)
-            return cli_usage_error(c->prog, "give either --size or --n1/--n2/--n3, not both");
-        for (;;) {
-            const char *e = strchr(s, 'x');
-            size_t len = e ? (size_t)(e - s) : strlen(s);
-            if (k == 3 || len == 0 || len >= sizeof part)
-                return cli_usage_error(c->prog, "option --size: '%s' is not N or N1xN2xN3",
-                                       a->size);
-            memcpy(part, s, len);
-            part[len] = '\0';
-            if (cli_to_int(part, 1, MF_NMAX, &v[k++], why, sizeof why))
-                return cli_usage_error(c->prog, "option --size: %s", why);
-            if (!e) break;
-            s = e + 1;
-        }
-        if (k == 2)
-            return cli_usage_error(c->prog, "option --size: '%s' is not N or N1xN2xN3", a->size);
-        a->n1 = v[0];
-        a->n2 = k == 3 ? v[1] : v[0];
-        a->n3 = k == 3 ? v[2] : v[0];
-        for (k = 0; k < 3; ++k) cli_set_seen(c, names[k], CLI_SEEN_OPT);
-    }
-    return 0;
+    const int rc = cli_extents(c, "size", 'x', names, 3, 1);
+    /* --bc given: x.npy's shape decides the sizes (params.json's are those of its own bc) */
+    for (int k = 0; k < 3 && cli_seen(c, "bc") == CLI_SEEN_OPT; ++k)
+        if (cli_seen(c, names[k]) == CLI_SEEN_FILE) cli_set_seen(c, names[k], 0);
+    return rc;
 }
 
-static void mf_params_of(const mf_args *a, pk_magicfilter3d_params *p)
+static pk_magicfilter3d_params mf_params(const mf_args *a)
 {
-    p->n1 = a->n1;
-    p->n2 = a->n2;
-    p->n3 = a->n3;
-    p->transpose = a->transpose;
-    p->bc = a->bc;
+    const pk_magicfilter3d_params p = {a->n1, a->n2, a->n3, a->transpose, a->bc};
+    return p;
 }
-
-/* The shapes of x and y (the library validates the sizes). */
-static int mf_shapes(const mf_args *a, mf_data *d)
-{
-    pk_magicfilter3d_params p;
-    mf_params_of(a, &p);
-    pk_status s = pk_magicfilter3d_shapes(&p, d->ishape, d->oshape);
-    return s == PK_OK ? 0 : cli_lib_error("portkern", s);
-}
-
-static size_t mf_count(const size_t *shape) { return shape[0] * shape[1] * shape[2]; }
 
 static int mf_generate(cli_call *c, void *data)
 {
     const mf_args *a = c->args;
-    mf_data *d = data;
-    int rc = mf_shapes(a, d);
-    if (rc) return rc;
-    if (!(d->gx = malloc(mf_count(d->ishape) * sizeof *d->gx))) {
-        fprintf(stderr, "%s: out of host memory for a %d x %d x %d grid\n", c->prog, a->n1, a->n2,
-                a->n3);
-        return CLI_EXIT_FAIL;
-    }
-    mf_gen_x(mf_count(d->ishape), (unsigned)a->seed, d->gx);
+    size_t shape[3];
+    cli_uniform(PK_DTYPE_F64, (unsigned)a->seed, mf_extents(a, 1, shape), ((mf_data *)data)->x);
     return 0;
 }
 
-/* 1 when --bc differs from params.json's bc: params.json's sizes then describe another x.npy
- * shape, and x.npy's shape decides. */
-static int mf_other_bc(const cli_call *c, const char *dir)
+static pk_status mf_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
-    const mf_args *a = c->args;
-    char path[4096], *text = NULL;
-    cli_jobject *obj = NULL;
-    int id, other;
-    if (cli_seen(c, "bc") != CLI_SEEN_OPT || cli_join(path, sizeof path, dir, "params.json") ||
-        cli_params_load(c->prog, path, MF_KERNEL, &obj, &text) || !obj)
-        return 0;
-    const cli_jvalue *v = cli_json_get(obj, "bc");
-    other = v && v->type == CLI_JSTR && mf_bc_from_name(v->str, &id) == PK_OK && id != a->bc;
-    free(obj);
-    free(text);
-    return other;
-}
-
-/* DIR/x.npy: float64 [n3][n2][n1], or [n3+15][n2+15][n1+15] for shrink; the sizes come from
- * its shape and must agree with sizes given elsewhere. */
-static int mf_load(cli_call *c, const char *dir, void *data)
-{
-    static const char *const names[3] = {"n3", "n2", "n1"};
-    mf_args *a = c->args;
     mf_data *d = data;
-    const int extra = a->bc == PK_MF_SHRINK ? 15 : 0;
-    const char *expect = extra ? "[n3+15][n2+15][n1+15] (bc shrink)" : "[n3][n2][n1]";
-    const size_t any[3] = {0, 0, 0};
-    char what[96], shape[160], by[64];
-    snprintf(what, sizeof what, "a float64 ('<f8') array with 3 dimensions %s", expect);
-    int rc = cli_read_npy(c->prog, dir, "x.npy", PK_DTYPE_F64, 3, any, what, &d->x);
-    if (rc) return rc;
-    cli_shape_text(d->x.shape, 3, shape, sizeof shape);
-    const int other_bc = mf_other_bc(c, dir);
-    int *dims[3] = {&a->n3, &a->n2, &a->n1};
-    for (int k = 0; k < 3; ++k) {
-        const size_t n = d->x.shape[k];
-        if (n < (size_t)extra + 1 || n - (size_t)extra > (size_t)MF_NMAX)
-            return cli_usage_error(c->prog, "%s/x.npy: shape %s: dimension %d must be %d..%d%s",
-                                   dir, shape, k, extra + 1, MF_NMAX + extra,
-                                   extra ? " for bc shrink (n + 15 points, n >= 1)" : "");
-        const int seen = cli_seen(c, names[k]);
-        if (seen && !(seen == CLI_SEEN_FILE && other_bc) && *dims[k] != (int)n - extra)
-            return cli_usage_error(c->prog, "%s/x.npy has shape %s, expected %s, but %s is %d",
-                                   dir, shape, expect, cli_seen_text(c, names[k], by, sizeof by),
-                                   *dims[k]);
-        *dims[k] = (int)n - extra;
+    const pk_magicfilter3d_params p = mf_params(args);
+    switch (op) {
+    case CLI_ONESHOT: return pk_magicfilter3d(ctx, &p, variant, d->x, d->y, info);
+    case CLI_REFERENCE: return pk_magicfilter3d_reference(&p, d->x, d->ref);
+    case CLI_PLAN_CREATE:
+        return pk_magicfilter3d_plan_create((pk_magicfilter3d_plan **)plan, ctx, &p, variant,
+                                            info);
+    case CLI_PLAN_UPLOAD: return pk_magicfilter3d_plan_upload(*plan, d->x);
+    case CLI_PLAN_RUN: return pk_magicfilter3d_plan_run(*plan, info);
+    case CLI_PLAN_DOWNLOAD: return pk_magicfilter3d_plan_download(*plan, d->y);
+    case CLI_PLAN_DESTROY: pk_magicfilter3d_plan_destroy(*plan);
     }
-    return mf_shapes(a, d);
+    return PK_OK;
 }
 
-static int mf_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const mf_data *d = data;
-    return cli_write_npy(c->prog, dir, "x.npy", PK_DTYPE_F64, 3, d->ishape, d->gx);
-}
-
-static pk_status mf_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
+/* The verdict (see the top of the file): atol = rtol * max|y_ref|. */
+static pk_status mf_check(const void *args, void *data, cli_verdict *v)
 {
     mf_data *d = data;
-    pk_magicfilter3d_params p;
-    mf_params_of(args, &p);
-    if (!(d->y = malloc(mf_count(d->oshape) * sizeof *d->y))) return PK_ENOMEM;
-    return pk_magicfilter3d(ctx, &p, variant, mf_x(d), d->y, info);
-}
-
-static pk_status mf_verify(const void *args, void *data, cli_verdict *v)
-{
-    mf_data *d = data;
-    pk_magicfilter3d_params p;
-    mf_params_of(args, &p);
-    if (!(d->ref = malloc(mf_count(d->oshape) * sizeof *d->ref))) return PK_ENOMEM;
-    pk_status s = pk_magicfilter3d_reference(&p, mf_x(d), d->ref);
-    if (s != PK_OK) return s;
-    d->atol = mf_atol(d->ref, mf_count(d->oshape), v->rtol);
-    return mf_check(d->ref, d->y, d->oshape, d->atol, v);
-}
-
-static int mf_write_outputs(cli_call *c, const char *dir, const void *data)
-{
-    const mf_data *d = data;
-    return cli_write_npy(c->prog, dir, "y.npy", PK_DTYPE_F64, 3, d->oshape, d->y);
+    const size_t n = mf_extents(args, 0, v->shape);
+    const double amax = cli_max_abs(PK_DTYPE_F64, d->ref, n);
+    d->atol = isfinite(amax) ? v->rtol * amax : 0;
+    v->ndim = 3;
+    return cli_check_atol(PK_DTYPE_F64, d->ref, d->y, n, d->atol, NULL, NULL, v);
 }
 
 static void cj_shape3(cli_json *j, const char *key, const size_t *shape)
@@ -333,335 +169,120 @@ static void mf_run_json(cli_json *j, const void *args, const void *data, const p
 {
     const mf_args *a = args;
     const mf_data *d = data;
-    (void)info;
+    size_t in[3], out[3];
+    mf_extents(a, 1, in);
+    mf_extents(a, 0, out);
     cj_str(j, "operation", a->transpose ? "MFT" : "MF");
     cj_bool(j, "transpose", a->transpose);
-    cj_str(j, "bc", mf_bc_name(a->bc));
+    cj_str(j, "bc", cli_name_of(&mf_bcs, a->bc));
     cj_int(j, "n1", a->n1);
     cj_int(j, "n2", a->n2);
     cj_int(j, "n3", a->n3);
-    cj_shape3(j, "in_shape", d->ishape);
-    cj_shape3(j, "out_shape", d->oshape);
+    cj_shape3(j, "in_shape", in);
+    cj_shape3(j, "out_shape", out);
     if (d->ref) cj_num(j, "verify_atol", d->atol);
 }
 
-static void mf_data_free(void *data)
-{
-    mf_data *d = data;
-    pk_array_free(&d->x);
-    free(d->gx);
-    free(d->y);
-    free(d->ref);
-}
-
-/* ---- the FMA peak of the host -------------------------------------------------------------
- * Independent chains a = a * m + c (m < 1: they converge, nothing over- or underflows), more
- * chains than FMA latency x FMA pipes on any x86 core, so the loop runs at the FMA
- * throughput.  Each ISA is a separately compiled function (target attributes), picked by
- * what the CPU supports; the best rate counts. */
-static volatile double mf_sink;
-
-#define MF_SCALAR_CHAINS 16
-static double fma_loop_generic(long iters)
-{
-    double a[MF_SCALAR_CHAINS], s = 0;
-    const double m = 0.9999999, c = 1e-7;
-    for (int k = 0; k < MF_SCALAR_CHAINS; ++k) a[k] = 0.01 * k;
-    for (long i = 0; i < iters; ++i)
-        for (int k = 0; k < MF_SCALAR_CHAINS; ++k) a[k] = a[k] * m + c;
-    for (int k = 0; k < MF_SCALAR_CHAINS; ++k) s += a[k];
-    return s;
-}
-
-#ifdef MF_X86
-#define MF_REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define MF_REP16(X) MF_REP12(X) X(12) X(13) X(14) X(15)
-
-__attribute__((target("avx2,fma"))) static double fma_loop_avx2(long iters)
-{
-    const __m256d m = _mm256_set1_pd(0.9999999), c = _mm256_set1_pd(1e-7);
-#define MF_DECL(k) __m256d a##k = _mm256_set1_pd(0.01 * k);
-#define MF_STEP(k) a##k = _mm256_fmadd_pd(a##k, m, c);
-#define MF_SUM(k) s = _mm256_add_pd(s, a##k);
-    MF_REP12(MF_DECL)
-    for (long i = 0; i < iters; ++i) {
-        MF_REP12(MF_STEP)
-    }
-    __m256d s = _mm256_setzero_pd();
-    MF_REP12(MF_SUM)
-    double t[4];
-    _mm256_storeu_pd(t, s);
-    return t[0] + t[1] + t[2] + t[3];
-#undef MF_DECL
-#undef MF_STEP
-#undef MF_SUM
-}
-
-__attribute__((target("avx512f"))) static double fma_loop_avx512(long iters)
-{
-    const __m512d m = _mm512_set1_pd(0.9999999), c = _mm512_set1_pd(1e-7);
-#define MF_DECL(k) __m512d a##k = _mm512_set1_pd(0.01 * k);
-#define MF_STEP(k) a##k = _mm512_fmadd_pd(a##k, m, c);
-#define MF_SUM(k) s = _mm512_add_pd(s, a##k);
-    MF_REP16(MF_DECL)
-    for (long i = 0; i < iters; ++i) {
-        MF_REP16(MF_STEP)
-    }
-    __m512d s = _mm512_setzero_pd();
-    MF_REP16(MF_SUM)
-    double t[8];
-    _mm512_storeu_pd(t, s);
-    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
-#undef MF_DECL
-#undef MF_STEP
-#undef MF_SUM
-}
-#endif
-
-typedef struct fma_kind {
-    const char *isa;
-    double (*loop)(long);
-    double flops_per_iter;
-} fma_kind;
-
-/* Flop/s of iters iterations on `threads` threads (0: OpenMP's default; 1: this thread
- * alone): the sum of every thread's rate over its own loop time, so that a thread started
- * late or descheduled a moment costs only its own share; *t gets the longest loop time and
- * *nt the number of threads that ran. */
-static double fma_rate(const fma_kind *k, long iters, int threads, double *t, int *nt)
-{
-    double sum = 0, flops = 0, tmax = 0;
-    *nt = 1;
-    (void)threads; /* without OpenMP: one thread */
-#ifdef _OPENMP
-    if (threads != 1) {
-        int team = 1;
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
-        {
-            const double t0 = cli_now_s(), r = k->loop(iters), dt = cli_now_s() - t0;
-#pragma omp critical(pk_mf_fma)
-            {
-                sum += r;
-                flops += (double)iters * k->flops_per_iter / dt;
-                if (dt > tmax) tmax = dt;
-            }
-#pragma omp master
-            team = omp_get_num_threads();
-        }
-        *nt = team;
-    } else
-#endif
-    {
-        const double t0 = cli_now_s();
-        sum = k->loop(iters);
-        tmax = cli_now_s() - t0;
-        flops = (double)iters * k->flops_per_iter / tmax;
-    }
-    mf_sink = mf_sink + sum;
-    *t = tmax;
-    return flops;
-}
-
-/* Flop/s of the best ISA's FMA loop on `threads` threads (0: OpenMP's default), best of 5
- * runs of about 30 ms each; *isa and *nt_out say which ISA and how many threads. */
-static double fma_peak(int threads, const char **isa, int *nt_out)
-{
-    fma_kind kinds[3];
-    int nk = 0;
-    double best_rate = 0;
-#ifdef MF_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        kinds[nk++] = (fma_kind){"avx512f", fma_loop_avx512, 256};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        kinds[nk++] = (fma_kind){"avx2+fma", fma_loop_avx2, 96};
-#endif
-    if (nk == 0) kinds[nk++] = (fma_kind){"generic", fma_loop_generic, 2 * MF_SCALAR_CHAINS};
-    *isa = kinds[0].isa;
-    *nt_out = 1;
-    for (int k = 0; k < nk; ++k) {
-        long iters = 1L << 14;
-        int nt;
-        double t, f = fma_rate(&kinds[k], iters, threads, &t, &nt);
-        while (t < 0.02 && iters < (1L << 40)) { /* calibrate: about 30 ms per run */
-            iters = t > 1e-4 ? (long)(iters * (0.03 / t)) + 1 : iters * 16;
-            f = fma_rate(&kinds[k], iters, threads, &t, &nt);
-        }
-        for (int r = 0; r < 5; ++r) {
-            const double fr = fma_rate(&kinds[k], iters, threads, &t, &nt);
-            if (fr > f) f = fr;
-        }
-        if (f > best_rate) {
-            best_rate = f;
-            *isa = kinds[k].isa;
-            *nt_out = nt;
-        }
-    }
-    return best_rate;
-}
-
-
 /* ---- bench: every variant on the two periodic MF grids of the size ---------------------- */
+static int mf_bench_case(int size, int c, void *args)
+{
+    mf_args *a = args;
+    if (c >= 2) return -1;
+    const int *g = mf_grids[size][c];
+    a->n1 = g[0];
+    a->n2 = g[1];
+    a->n3 = g[2];
+    return c;
+}
+
+static void mf_case_name(const void *args, char *buf, size_t len)
+{
+    const mf_args *a = args;
+    snprintf(buf, len, "%dx%dx%d", a->n1, a->n2, a->n3);
+}
+
+/* serial-direct (the 16^3-tap triple sum) runs on the small size's first grid only. */
+static int mf_case_runs(const void *args, const char *variant)
+{
+    const mf_args *a = args;
+    const int *g = mf_grids[0][0];
+    return strcmp(variant, "serial-direct") != 0 ||
+           (a->n1 == g[0] && a->n2 == g[1] && a->n3 == g[2]);
+}
+
+static void mf_describe(const cli_bench_result *res)
+{
+    const mf_args *g0 = res->args[0], *g1 = res->args[1];
+    const int *d = mf_grids[0][0];
+    printf(MF_KERNEL " %s: periodic MF on %dx%dx%d and %dx%dx%d (n1 x n2 x n3), O(1) random "
+           "data (seed 1); serial-direct on %dx%dx%d (--size small) only;\nverified against the "
+           "serial reference: " MF_VERIFY_RULE ", rtol %g\n", res->req->size, g0->n1, g0->n2,
+           g0->n3, g1->n1, g1->n2, g1->n3, d[0], d[1], d[2], MF_RTOL);
+}
+
 /* The roof of one backend, measured in the bench run (report, after the table). */
 typedef struct mf_roof {
     int measured;
     char device[128];
-    int host;        /* serial, openmp: the roof is min(FMA peak, 2 x bandwidth) */
-    int threads;     /* threads of the FMA loop */
-    const char *isa; /* of the FMA loop */
-    double peak;     /* flop/s; 0: not measured */
-    double bw;       /* bytes/s (copy: read + written); 0: not measured */
-    double roof;     /* flop/s; 0: unknown */
+    int host;          /* serial, openmp: the roof is min(FMA peak, 2 x bandwidth) */
+    int threads;       /* threads of the FMA loop */
+    char isa[32];      /* of the FMA loop: the CPU's widest SIMD level */
+    double peak;       /* flop/s; 0: not measured */
+    double bw;         /* bytes/s (copy: read + written); 0: not measured */
+    double roof;       /* flop/s; 0: unknown */
+    const char *bound; /* "memory", "compute"; NULL: unknown */
 } mf_roof;
 
-typedef struct mf_bench {
-    int size; /* index of mf_sizes */
-    size_t shape[2][3];
-    double *x[2], *ref[2], *y[2];
-    double atol[2];
-    mf_roof roof[PK_BACKEND_COUNT];
-} mf_bench;
-
-static const int *mf_grid(const mf_bench *b, int c) { return mf_grids[b->size][c]; }
-
-static int mf_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static void mf_row_json(cli_json *j, const cli_bench_result *res, const cli_bench_row *r)
 {
-    mf_bench *b = calloc(1, sizeof *b);
-    *bd = b;
-    *ncases = 2;
-    if (!b) goto nomem;
-    b->size = mf_size_index(req->size);
-    if (b->size < 0) b->size = 0;
-    for (int c = 0; c < 2; ++c) {
-        const int *g = mf_grid(b, c);
-        const pk_magicfilter3d_params p = {g[0], g[1], g[2], 0, PK_MF_PERIODIC};
-        const size_t n = (size_t)g[0] * g[1] * g[2];
-        b->shape[c][0] = (size_t)g[2];
-        b->shape[c][1] = (size_t)g[1];
-        b->shape[c][2] = (size_t)g[0];
-        if (!(b->x[c] = malloc(n * sizeof(double))) || !(b->ref[c] = malloc(n * sizeof(double))) ||
-            !(b->y[c] = malloc(n * sizeof(double))))
-            goto nomem;
-        mf_gen_x(n, 1, b->x[c]);
-        cli_progress(MF_KERNEL " reference: serial, %dx%dx%d ...", g[0], g[1], g[2]);
-        pk_status s = pk_magicfilter3d_reference(&p, b->x[c], b->ref[c]);
-        if (s != PK_OK) return cli_lib_error("portkern", s);
-        b->atol[c] = mf_atol(b->ref[c], n, MF_RTOL);
-    }
-    return 0;
-nomem:
-    fprintf(stderr, "portkern bench: out of host memory\n");
-    return CLI_EXIT_FAIL;
-}
-
-static void mf_case_name(const void *bd, int c, char *buf, size_t len)
-{
-    const int *g = mf_grid(bd, c);
-    snprintf(buf, len, "%dx%dx%d", g[0], g[1], g[2]);
-}
-
-/* serial-direct (the 16^3-tap triple sum) runs on the small size's first grid only. */
-static int mf_case_runs(const void *bd, int c, pk_backend_id be, const char *variant)
-{
-    (void)be;
-    return strcmp(variant, "serial-direct") != 0 || (((const mf_bench *)bd)->size == 0 && c == 0);
-}
-
-static pk_status mf_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
-{
-    const int *g = mf_grid(bd, c);
-    const pk_magicfilter3d_params p = {g[0], g[1], g[2], 0, PK_MF_PERIODIC};
-    return pk_magicfilter3d_plan_create((pk_magicfilter3d_plan **)plan, ctx, &p, variant, info);
-}
-
-static pk_status mf_upload(void *plan, void *bd, int c)
-{
-    return pk_magicfilter3d_plan_upload(plan, ((mf_bench *)bd)->x[c]);
-}
-
-static pk_status mf_plan_run(void *plan, pk_run_info *info)
-{
-    return pk_magicfilter3d_plan_run(plan, info);
-}
-
-static pk_status mf_download(void *plan, void *bd, int c)
-{
-    return pk_magicfilter3d_plan_download(plan, ((mf_bench *)bd)->y[c]);
-}
-
-static void mf_destroy(void *plan) { pk_magicfilter3d_plan_destroy(plan); }
-
-static pk_status mf_bench_verify(void *bd, int c, int runs, cli_verdict *v)
-{
-    const mf_bench *b = bd;
-    (void)runs; /* every run computes the same y */
-    v->rtol = MF_RTOL;
-    return mf_check(b->ref[c], b->y[c], b->shape[c], b->atol[c], v);
-}
-
-static void mf_describe(const void *bd)
-{
-    const mf_bench *b = bd;
-    const int *g0 = mf_grid(b, 0), *g1 = mf_grid(b, 1);
-    printf(MF_KERNEL " %s: periodic MF on %dx%dx%d and %dx%dx%d (n1 x n2 x n3), O(1) random "
-           "data (seed 1); serial-direct on %dx%dx%d (--size small) only;\nverified against the "
-           "serial reference: " MF_VERIFY_RULE ", rtol %g\n", mf_sizes[b->size], g0[0], g0[1],
-           g0[2], g1[0], g1[1], g1[2], mf_grids[0][0][0], mf_grids[0][0][1], mf_grids[0][0][2],
-           MF_RTOL);
-}
-
-static void mf_case_json(cli_json *j, const void *bd, int c)
-{
-    const mf_bench *b = bd;
-    const int *g = mf_grid(b, c);
-    cj_int(j, "n1", g[0]);
-    cj_int(j, "n2", g[1]);
-    cj_int(j, "n3", g[2]);
-    cj_str(j, "bc", "periodic");
-    cj_bool(j, "transpose", 0);
-    cj_num(j, "atol", b->atol[c]);
-}
-
-static void mf_row_json(cli_json *j, const void *bd, const cli_bench_row *r)
-{
-    const double roof = ((const mf_bench *)bd)->roof[r->backend].roof, gf = cli_row_gflops(r);
+    const double roof = ((const mf_roof *)res->extra)[r->backend].roof, gf = cli_row_gflops(r);
     cj_num(j, "roof_gflop_per_s", roof > 0 ? roof / 1e9 : NAN);
     cj_num(j, "roof_fraction", roof > 0 ? gf * 1e9 / roof : NAN);
 }
 
 /* The roof of every backend that ran a plan: its copy bandwidth (measured by the driver) and,
  * on the host, the FMA peak (serial: 1 thread; openmp: --threads). */
-static void mf_measure_roofs(mf_bench *b, const cli_bench_result *res)
+static void mf_measure_roofs(mf_roof *roofs, const cli_bench_result *res)
 {
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
-        mf_roof *rf = &b->roof[r->backend];
+        mf_roof *rf = &roofs[r->backend];
         if (rf->measured || r->c < 0 || r->device < 0) continue;
         rf->measured = 1;
-        snprintf(rf->device, sizeof rf->device, "%s", r->device_name);
+        snprintf(rf->device, sizeof rf->device, "%s", r->info.device_name);
         rf->host = r->backend == PK_BACKEND_SERIAL || r->backend == PK_BACKEND_OPENMP;
         rf->bw = r->bw;
+        rf->roof = 2 * rf->bw;
         if (rf->host) {
+            pk_context *ctx = res->set.ctx[r->backend];
+            pk_device_info di;
             cli_progress(MF_KERNEL " roof: %s FMA peak ...", pk_backend_name(r->backend));
-            rf->peak = fma_peak(r->backend == PK_BACKEND_SERIAL ? 1 : res->req->threads, &rf->isa,
-                                &rf->threads);
-            rf->roof = rf->bw > 0 ? fmin(rf->peak, 2 * rf->bw) : rf->peak;
-        } else {
-            rf->roof = 2 * rf->bw;
+            if (pk_measure_peak_flops(ctx, r->backend, r->device, &rf->peak) != PK_OK) {
+                fprintf(stderr, "portkern bench: %s: FMA peak not measured: %s\n",
+                        pk_backend_name(r->backend), pk_last_error());
+                rf->peak = 0;
+            }
+            rf->threads = r->backend == PK_BACKEND_SERIAL ? 1 : cli_host_threads(res->req->threads);
+            snprintf(rf->isa, sizeof rf->isa, "%s",
+                     pk_device_get_info(ctx, r->backend, r->device, &di) == PK_OK && di.simd[0]
+                         ? di.simd : "scalar");
+            if (rf->peak > 0 && !(rf->roof > 0 && rf->roof < rf->peak)) rf->roof = rf->peak;
         }
+        rf->bound = !(rf->roof > 0) ? NULL : rf->host && rf->roof == rf->peak ? "compute"
+                                                                             : "memory";
     }
 }
 
 static void mf_report(cli_bench_result *res)
 {
-    mf_bench *b = res->bd;
+    mf_roof *roofs = res->extra = calloc(PK_BACKEND_COUNT, sizeof *roofs);
     const cli_bench_row *best = NULL;
-    mf_measure_roofs(b, res);
+    if (!roofs) return;
+    mf_measure_roofs(roofs, res);
     printf("roofline, measured in this run: host roof = min(FMA peak, 2 flop/B x copy "
            "bandwidth), device roof = 2 flop/B x its copy bandwidth\n");
     for (int be = 0; be < PK_BACKEND_COUNT; ++be) {
-        const mf_roof *rf = &b->roof[be];
+        const mf_roof *rf = &roofs[be];
         if (!rf->measured) continue;
         printf("  %-7s %-32.32s  ", pk_backend_name((pk_backend_id)be), rf->device);
         if (rf->host)
@@ -672,9 +293,8 @@ static void mf_report(cli_bench_result *res)
         else
             printf("bandwidth not measured  ");
         if (rf->roof > 0)
-            printf("roof %7.1f GFlop/s%s\n", rf->roof / 1e9,
-                   !rf->host ? "" : rf->bw > 0 && 2 * rf->bw < rf->peak ? " (memory-bound)"
-                                                                       : " (compute-bound)");
+            printf("roof %7.1f GFlop/s%s%s%s\n", rf->roof / 1e9, rf->host ? " (" : "",
+                   rf->host ? rf->bound : "", rf->host ? "-bound)" : "");
         else
             printf("roof unknown\n");
     }
@@ -682,7 +302,7 @@ static void mf_report(cli_bench_result *res)
            "GFlop/s", "roof GF", "%roof", "max abs err");
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
-        const double gf = cli_row_gflops(r), roof = b->roof[r->backend].roof;
+        const double gf = cli_row_gflops(r), roof = roofs[r->backend].roof;
         if (r->status != CLI_ROW_OK) continue;
         printf("  %-7s  %-13s  %-11s  %8.2f  ", pk_backend_name(r->backend), r->variant,
                r->case_name, gf);
@@ -692,13 +312,13 @@ static void mf_report(cli_bench_result *res)
             printf("%8s  %6s  ", "-", "-");
         printf("%11.2e\n", r->v.rep.max_abs_err);
         /* The paper's anchor: one core on its grid. */
-        const int *g = mf_grid(b, r->c);
-        if (r->backend == PK_BACKEND_SERIAL && r->verified && g[0] == MF_PAPER_N1 &&
-            g[1] == MF_PAPER_N2 && g[2] == MF_PAPER_N3 && (!best || r->t_min < best->t_min))
+        const mf_args *g = res->args[r->c];
+        if (r->backend == PK_BACKEND_SERIAL && r->verified && g->n1 == MF_PAPER_N1 &&
+            g->n2 == MF_PAPER_N2 && g->n3 == MF_PAPER_N3 && (!best || r->t_min < best->t_min))
             best = r;
     }
     if (best) {
-        const mf_roof *rf = &b->roof[PK_BACKEND_SERIAL];
+        const mf_roof *rf = &roofs[PK_BACKEND_SERIAL];
         printf("paper anchor (docs/KERNELS.md 2): %dx%dx%d on 1 Nehalem core (SSE): 6.52 "
                "GFlop/s, 61%% of peak; here serial %s: %.2f GFlop/s", MF_PAPER_N1, MF_PAPER_N2,
                MF_PAPER_N3, best->variant, cli_row_gflops(best));
@@ -709,16 +329,15 @@ static void mf_report(cli_bench_result *res)
     }
 }
 
-static void mf_bench_json(cli_json *j, const void *bd)
+static void mf_bench_json(cli_json *j, const cli_bench_result *res)
 {
-    const mf_bench *b = bd;
     cj_str(j, "verify_rule", MF_VERIFY_RULE);
     cj_num(j, "rtol", MF_RTOL);
     cj_str(j, "roof_model", "host: min(FMA peak, 2 flop/B x copy bandwidth); device: 2 flop/B x "
                             "copy bandwidth; measured in this run");
     cj_open(j, "roofline", '[');
-    for (int be = 0; be < PK_BACKEND_COUNT; ++be) {
-        const mf_roof *rf = &b->roof[be];
+    for (int be = 0; res->extra && be < PK_BACKEND_COUNT; ++be) {
+        const mf_roof *rf = &((const mf_roof *)res->extra)[be];
         if (!rf->measured) continue;
         cj_open(j, NULL, '{');
         cj_str(j, "backend", pk_backend_name((pk_backend_id)be));
@@ -731,42 +350,11 @@ static void mf_bench_json(cli_json *j, const void *bd)
         cj_num(j, "bandwidth_gb_per_s", rf->bw > 0 ? rf->bw / 1e9 : NAN);
         cj_num(j, "bandwidth_roof_gflop_per_s", rf->bw > 0 ? 2 * rf->bw / 1e9 : NAN);
         cj_num(j, "roof_gflop_per_s", rf->roof > 0 ? rf->roof / 1e9 : NAN);
-        cj_str(j, "bound", !(rf->roof > 0) ? NULL
-                           : rf->host && !(rf->bw > 0 && 2 * rf->bw < rf->peak) ? "compute"
-                                                                                : "memory");
+        cj_str(j, "bound", rf->bound);
         cj_close(j);
     }
     cj_close(j);
 }
-
-static void mf_bench_free(void *bd)
-{
-    mf_bench *b = bd;
-    for (int c = 0; c < 2; ++c) {
-        free(b->x[c]);
-        free(b->ref[c]);
-        free(b->y[c]);
-    }
-    free(b);
-}
-
-static const cli_bench_ops mf_bench_ops = {
-    .setup = mf_bench_setup,
-    .case_name = mf_case_name,
-    .case_runs = mf_case_runs,
-    .create = mf_create,
-    .upload = mf_upload,
-    .run = mf_plan_run,
-    .download = mf_download,
-    .destroy = mf_destroy,
-    .verify = mf_bench_verify,
-    .describe = mf_describe,
-    .case_json = mf_case_json,
-    .report = mf_report,
-    .json = mf_bench_json,
-    .free = mf_bench_free,
-    .row_json = mf_row_json,
-};
 
 const cli_kernel cli_kernel_magicfilter3d = {
     .name = MF_KERNEL,
@@ -774,22 +362,12 @@ const cli_kernel cli_kernel_magicfilter3d = {
     .run_help =
         "Apply the BigDFT magic filter (docs/KERNELS.md section 2: 16 taps per axis, three\n"
         "passes of 1-D convolution + transposition) once.\n"
-        "\n"
-        "  --n1 N --n2 N --n3 N   grid points per axis (default 128 x 126 x 130, the paper's;\n"
-        "                  with --in: must match the file); --preset small: 32 x 30 x 34,\n"
-        "                  paper: 128 x 126 x 130, large: 384^3 (grids of the bench)\n"
-        "  --size N1xN2xN3 the same in one option (or --size N for N^3)\n"
-        "  --transpose     MFT, the transposed filter (BigDFT convrot_t; default: MF);\n"
-        "                  --no-transpose forces MF over params.json\n"
-        "  --bc BC         periodic (default), grow (free BC: n -> n+15 points per axis) or\n"
-        "                  shrink (free BC: n+15 -> n)\n"
-        "  --seed S        seed of the generated data (default 1)\n"
         "--verify runs the serial reference (pk_magicfilter3d_reference): an absolute\n"
         "tolerance scaled by the data (docs/KERNELS.md 2: 1e-13 absolute on O(1) data); the\n"
         "library's relative differ reports the relative and norm-wise errors beside it.\n"
         "Files: --in DIR reads DIR/x.npy (float64 [n3][n2][n1], i1 fastest; for --bc shrink\n"
         "[n3+15][n2+15][n1+15]): the sizes come from its shape (params.json's sizes are\n"
-        "ignored when --bc names another bc than params.json's); without --in, O(1) random\n"
+        "ignored when --bc is given: they are those of its own bc); without --in, O(1) random\n"
         "data (uniform in [-1, 1), reproducible by --seed) is generated as 'portkern gen\n"
         "magicfilter3d' does.  --out DIR writes DIR/y.npy (float64 [n3][n2][n1]; for --bc\n"
         "grow [n3+15][n2+15][n1+15]).\n"
@@ -798,36 +376,29 @@ const cli_kernel cli_kernel_magicfilter3d = {
     .gen_help =
         "Write the input of a run: DIR/x.npy (O(1) random data, uniform in [-1, 1), float64\n"
         "[n3][n2][n1]; for --bc shrink [n3+15][n2+15][n1+15]) and DIR/params.json (n1, n2,\n"
-        "n3, transpose, bc, seed).\n"
-        "\n"
-        "  --n1 N --n2 N --n3 N   grid points per axis (default 128 x 126 x 130, the paper's);\n"
-        "                  --preset small: 32 x 30 x 34, paper: 128 x 126 x 130, large: 384^3\n"
-        "  --size N1xN2xN3 the same in one option (or --size N for N^3)\n"
-        "  --transpose     record MFT (default MF; --no-transpose: MF)\n"
-        "  --bc BC         periodic (default), grow or shrink\n"
-        "  --seed S        seed (default 1): the same seed gives the same data on every\n"
-        "                  machine\n",
-    .flags = mf_flags,
+        "n3, transpose, bc, seed).\n",
     .variants = pk_magicfilter3d_variants,
     .args_size = sizeof(mf_args),
     .data_size = sizeof(mf_data),
-    .params = mf_params,
-    .args_init = mf_args_init,
-    .options = mf_options,
+    .params = mf_params_table,
     .preset = mf_preset,
     .resolve = mf_resolve,
-    .load = mf_load,
+    .arrays = mf_arrays,
+    .shape = mf_shape,
     .generate = mf_generate,
-    .write_inputs = mf_write_inputs,
-    .run = mf_run,
+    .call = mf_call,
     .rtol = MF_RTOL,
     .verify_rule = MF_VERIFY_RULE,
-    .verify = mf_verify,
-    .write_outputs = mf_write_outputs,
+    .check = mf_check,
     .run_json = mf_run_json,
-    .data_free = mf_data_free,
     .flops_model = "32 flop per output point per pass (96 per element for periodic)",
     .bytes_model = "each pass reads its input and writes its output once, 8 B per point (48 B "
                    "per element for periodic)",
-    .bench = &mf_bench_ops,
+    .bench_case = mf_bench_case,
+    .case_name = mf_case_name,
+    .case_runs = mf_case_runs,
+    .describe = mf_describe,
+    .report = mf_report,
+    .bench_json = mf_bench_json,
+    .row_json = mf_row_json,
 };

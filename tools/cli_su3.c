@@ -30,44 +30,41 @@ typedef struct s3_args {
 } s3_args;
 
 typedef struct s3_data {
-    pk_array u, psi; /* --in */
-    double *gu, *gpsi, *chi, *ref;
+    double *u, *psi, *chi, *ref;
 } s3_data;
 
-static const double *s3_u(const s3_data *d) { return d->u.data ? d->u.data : d->gu; }
-static const double *s3_psi(const s3_data *d) { return d->psi.data ? d->psi.data : d->gpsi; }
+static const cli_array s3_arrays[] = {
+    {"u.npy", PK_DTYPE_C128, "nv,3,3", offsetof(s3_data, u), CLI_A_IN},
+    {"psi.npy", PK_DTYPE_C128, "nv,3,4", offsetof(s3_data, psi), CLI_A_IN},
+    {"chi.npy", PK_DTYPE_C128, "nv,3,4", offsetof(s3_data, chi), CLI_A_OUT},
+    {"reference", PK_DTYPE_C128, "nv,3,4", offsetof(s3_data, ref), CLI_A_REF},
+    {0}};
 
-static const char *s3_layout_name(int id) { return pk_su3_layout_name(id); }
+/* by id: PK_SU3_AOS .. PK_SU3_RECON12 */
+static const char *const s3_layout_names[] = {"aos", "short", "padded", "vfo", "hvfo", "recon12",
+                                              NULL};
+static const cli_names s3_layouts = {s3_layout_names, NULL};
 
 static const cli_param s3_params[] = {
-    {"nv", CLI_P_COUNT, offsetof(s3_args, nv), 1, (double)S3_MAX_NV, CLI_IN_ALL, 0, 0, 0},
-    {"layout", CLI_P_NAME, offsetof(s3_args, layout), 0, 0, CLI_IN_ALL, pk_su3_layout_from_name,
-     s3_layout_name, "aos, short, padded, vfo, hvfo, recon12"},
-    {"nw", CLI_P_INT, offsetof(s3_args, nw), 0, PK_SU3_NW_MAX, CLI_IN_ALL, 0, 0, 0},
-    {"seed", CLI_P_INT, offsetof(s3_args, seed), 0, INT_MAX, CLI_IN_ALL, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0}};
+    {"nv", CLI_P_COUNT, offsetof(s3_args, nv), 1, (double)S3_MAX_NV, S3_PAPER_NV, CLI_IN_ALL, NULL,
+     "N",
+     "sites (default 3840*1024, the paper's)"},
+    {"layout", CLI_P_NAME, offsetof(s3_args, layout), 0, 0, PK_SU3_HVFO, CLI_IN_ALL, &s3_layouts,
+     "L",
+     "the data layout the kernel runs on: hvfo (default), aos (the baseline), "
+     "short (8 stored elements, u22 rebuilt), padded (192 B per link), vfo "
+     "(u[3][3][nv]), recon12 (two rows, the third rebuilt); converted from and "
+     "to AoS on the host, timed apart (layout_seconds)"},
+    {"nw", CLI_P_INT, offsetof(s3_args, nw), 0, PK_SU3_NW_MAX, 0, CLI_IN_ALL, NULL, "N",
+     "hvfo sites per block (default 0: one AVX-512 vector)"},
+    {"seed", CLI_P_INT, offsetof(s3_args, seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
+     CLI_SEED_HELP},
+    {0}};
 
-static void s3_args_init(void *args)
+static void s3_preset(int size, void *args)
 {
-    s3_args *a = args;
-    a->nv = S3_PAPER_NV;
-    a->layout = PK_SU3_HVFO;
-    a->nw = 0;
-    a->seed = 1;
-}
-
-static int s3_preset(const char *size, void *args)
-{
-    s3_args *a = args;
-    if (strcmp(size, "small") == 0)
-        a->nv = S3_SMALL_NV;
-    else if (strcmp(size, "paper") == 0)
-        a->nv = S3_PAPER_NV;
-    else if (strcmp(size, "large") == 0)
-        a->nv = S3_LARGE_NV;
-    else
-        return -1;
-    return 0;
+    static const size_t nv[3] = {S3_SMALL_NV, S3_PAPER_NV, S3_LARGE_NV};
+    ((s3_args *)args)->nv = nv[size];
 }
 
 /* Bytes per site the layout actually stores and a run moves (u + psi + chi, the padding of
@@ -79,225 +76,84 @@ static double s3_moved_per_site(const pk_su3_params *p)
     return 8.0 * (double)(ud + 2 * sd) / (double)p->nv;
 }
 
-/* The verdict (see the top of the file): the differ's figures, then from the rule equal,
- * num_failed, first_fail and max_abs_err. */
-static pk_status s3_check(const double *ref, const double *chi, const double *psi, size_t nv,
-                          cli_verdict *v)
+/* The 2-norm of the spinor psi(s,.,k) that element i of chi (doubles) comes from. */
+static double s3_psi_norm(const void *psi, size_t i)
 {
-    pk_diff_report *rep = &v->rep;
-    pk_status s = pk_diff_f64(ref, chi, 24 * nv, v->rtol, 0, PK_DIFF_ELEMENTWISE, rep);
-    if (s != PK_OK && s != PK_EMISMATCH) return s;
-    rep->num_failed = 0;
-    rep->first_fail = (size_t)-1;
-    rep->max_abs_err = 0;
-    for (size_t st = 0; st < nv; ++st)
-        for (int k = 0; k < 4; ++k) {
-            double n2 = 0;
-            for (int c = 0; c < 3; ++c) {
-                const double *z = psi + 24 * st + 2 * (4 * c + k);
-                n2 += z[0] * z[0] + z[1] * z[1];
-            }
-            const double tol = v->rtol * sqrt(n2);
-            for (int c = 0; c < 3; ++c)
-                for (int r = 0; r < 2; ++r) {
-                    const size_t i = 24 * st + 2 * (4 * c + k) + (size_t)r;
-                    if (chi[i] == ref[i]) continue;
-                    const double d = fabs(chi[i] - ref[i]);
-                    if (!(d <= tol) && rep->num_failed++ == 0) rep->first_fail = i;
-                    if (d > rep->max_abs_err || d != d) rep->max_abs_err = d;
-                }
-        }
-    rep->equal = rep->num_failed == 0;
-    const size_t shape[4] = {nv, 3, 4, 2};
+    const double *z = (const double *)psi + 24 * (i / 24) + 2 * (i / 2 % 4);
+    double n2 = 0;
+    for (int c = 0; c < 3; ++c) n2 += z[8 * c] * z[8 * c] + z[8 * c + 1] * z[8 * c + 1];
+    return sqrt(n2);
+}
+
+/* The verdict (see the top of the file): |chi - chi_ref| <= rtol |psi(s,.,k)|_2. */
+static pk_status s3_check(const void *args, void *data, cli_verdict *v)
+{
+    const s3_data *d = data;
+    const size_t nv = ((const s3_args *)args)->nv, shape[4] = {nv, 3, 4, 2};
     memcpy(v->shape, shape, sizeof shape);
     v->ndim = 4;
-    return PK_OK;
+    return cli_check_atol(PK_DTYPE_F64, d->ref, d->chi, 24 * nv, v->rtol, s3_psi_norm, d->psi,
+                          v);
 }
 
 /* The default inputs: random SU(3) links (seed) and Gaussian spinors (seed + 1). */
-static int s3_make(size_t nv, int seed, double **u, double **psi)
-{
-    *u = malloc(nv * 18 * sizeof(double));
-    *psi = malloc(nv * 24 * sizeof(double));
-    if (!*u || !*psi) return -1;
-    pk_lqcd_random_su3((uint64_t)seed, nv, *u);
-    pk_lqcd_random_complex((uint64_t)seed + 1, 12 * nv, *psi);
-    return 0;
-}
-
 static int s3_generate(cli_call *c, void *data)
 {
     const s3_args *a = c->args;
     s3_data *d = data;
-    if (s3_make(a->nv, a->seed, &d->gu, &d->gpsi)) {
-        fprintf(stderr, "%s: out of host memory for %zu sites\n", c->prog, a->nv);
-        return CLI_EXIT_FAIL;
-    }
+    pk_lqcd_random_su3((uint64_t)a->seed, a->nv, d->u);
+    pk_lqcd_random_complex((uint64_t)a->seed + 1, 12 * a->nv, d->psi);
     return 0;
 }
 
-/* DIR/u.npy and DIR/psi.npy: nv from their shape, which must agree with nv given elsewhere. */
-static int s3_load(cli_call *c, const char *dir, void *data)
-{
-    s3_args *a = c->args;
-    s3_data *d = data;
-    char shape[160], by[64];
-    const size_t wu[3] = {0, 3, 3}, wp[3] = {0, 3, 4};
-    int rc = cli_read_npy(c->prog, dir, "u.npy", PK_DTYPE_C128, 3, wu,
-                          "a complex128 ('<c16') array of shape [nv][3][3]", &d->u);
-    if (!rc) rc = cli_read_npy(c->prog, dir, "psi.npy", PK_DTYPE_C128, 3, wp,
-                               "a complex128 ('<c16') array of shape [nv][3][4]", &d->psi);
-    if (rc) return rc;
-    const pk_array *bad = d->u.shape[0] != d->psi.shape[0] ? &d->psi
-                          : cli_seen(c, "nv") && a->nv != d->u.shape[0] ? &d->u : NULL;
-    if (bad) {
-        cli_shape_text(bad->shape, 3, shape, sizeof shape);
-        return cli_usage_error(c->prog, "%s/%s has shape %s, but %s is %zu", dir,
-                               bad == &d->u ? "u.npy" : "psi.npy", shape,
-                               bad == &d->u ? cli_seen_text(c, "nv", by, sizeof by) : "u.npy's nv",
-                               bad == &d->u ? a->nv : d->u.shape[0]);
-    }
-    a->nv = d->u.shape[0];
-    return 0;
-}
-
-static int s3_write_inputs(cli_call *c, const char *dir, const void *data)
-{
-    const s3_args *a = c->args;
-    const s3_data *d = data;
-    const size_t ushape[3] = {a->nv, 3, 3}, pshape[3] = {a->nv, 3, 4};
-    int rc = cli_write_npy(c->prog, dir, "u.npy", PK_DTYPE_C128, 3, ushape, d->gu);
-    return rc ? rc : cli_write_npy(c->prog, dir, "psi.npy", PK_DTYPE_C128, 3, pshape, d->gpsi);
-}
-
-static pk_status s3_run(pk_context *ctx, const char *variant, const void *args, void *data,
-                        pk_run_info *info)
+static pk_status s3_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
+                         const void *args, void *data, int runs, pk_run_info *info)
 {
     const s3_args *a = args;
     s3_data *d = data;
     const pk_su3_params p = {a->nv, a->layout, a->nw};
-    if (!(d->chi = malloc(a->nv * 24 * sizeof *d->chi))) return PK_ENOMEM;
-    return pk_su3(ctx, &p, variant, s3_u(d), s3_psi(d), d->chi, info);
-}
-
-static pk_status s3_verify(const void *args, void *data, cli_verdict *v)
-{
-    const s3_args *a = args;
-    s3_data *d = data;
-    if (!(d->ref = malloc(a->nv * 24 * sizeof *d->ref))) return PK_ENOMEM;
-    pk_status s = pk_su3_reference(a->nv, s3_u(d), s3_psi(d), d->ref);
-    return s == PK_OK ? s3_check(d->ref, d->chi, s3_psi(d), a->nv, v) : s;
-}
-
-static int s3_write_outputs(cli_call *c, const char *dir, const void *data)
-{
-    const s3_args *a = c->args;
-    const size_t shape[3] = {a->nv, 3, 4};
-    return cli_write_npy(c->prog, dir, "chi.npy", PK_DTYPE_C128, 3, shape,
-                         ((const s3_data *)data)->chi);
+    switch (op) {
+    case CLI_ONESHOT: return pk_su3(ctx, &p, variant, d->u, d->psi, d->chi, info);
+    case CLI_REFERENCE: return pk_su3_reference(a->nv, d->u, d->psi, d->ref);
+    case CLI_PLAN_CREATE: return pk_su3_plan_create((pk_su3_plan **)plan, ctx, &p, variant, info);
+    case CLI_PLAN_UPLOAD: return pk_su3_plan_upload(*plan, d->u, d->psi);
+    case CLI_PLAN_RUN: return pk_su3_plan_run(*plan, info);
+    case CLI_PLAN_DOWNLOAD: return pk_su3_plan_download(*plan, d->chi);
+    case CLI_PLAN_DESTROY: pk_su3_plan_destroy(*plan);
+    }
+    return PK_OK;
 }
 
 static void s3_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
 {
     const s3_args *a = args;
     const pk_su3_params p = {a->nv, a->layout, a->nw};
-    (void)data;
-    (void)info;
     cj_str(j, "layout", pk_su3_layout_name(a->layout));
     cj_int(j, "nw", a->layout == PK_SU3_HVFO ? (a->nw ? a->nw : PK_SU3_NW_DEFAULT) : 1);
     cj_int(j, "nv", (long long)a->nv);
     cj_num(j, "layout_bytes_per_site", s3_moved_per_site(&p));
 }
 
-static void s3_data_free(void *data)
-{
-    s3_data *d = data;
-    pk_array_free(&d->u);
-    pk_array_free(&d->psi);
-    free(d->gu);
-    free(d->gpsi);
-    free(d->chi);
-    free(d->ref);
-}
-
 /* ---- bench: every layout of every variant on one lattice -------------------------------- */
-typedef struct s3_bench {
-    size_t nv;
-    double *u, *psi, *ref, *chi;
-} s3_bench;
-
-static int s3_bench_setup(const cli_bench_req *req, void **bd, int *ncases)
+static int s3_bench_case(int size, int c, void *args)
 {
-    s3_args a;
-    s3_bench *b = calloc(1, sizeof *b);
-    s3_args_init(&a);
-    *bd = b;
-    if (!b || s3_preset(req->size, &a) || s3_make(a.nv, 1, &b->u, &b->psi) ||
-        !(b->ref = malloc(a.nv * 24 * sizeof(double))) ||
-        !(b->chi = malloc(a.nv * 24 * sizeof(double)))) {
-        fprintf(stderr, "portkern bench: out of host memory\n");
-        return CLI_EXIT_FAIL;
-    }
-    b->nv = a.nv;
-    *ncases = PK_SU3_LAYOUTS;
-    pk_status s = pk_su3_reference(b->nv, b->u, b->psi, b->ref);
-    return s == PK_OK ? 0 : cli_lib_error("portkern", s);
+    if (c >= PK_SU3_LAYOUTS) return -1;
+    ((s3_args *)args)->layout = c;
+    return 0;
 }
 
-static void s3_case_name(const void *bd, int c, char *buf, size_t len)
+static void s3_case_name(const void *args, char *buf, size_t len)
 {
-    (void)bd;
-    snprintf(buf, len, "%s", pk_su3_layout_name(c));
+    snprintf(buf, len, "%s", pk_su3_layout_name(((const s3_args *)args)->layout));
 }
 
-static pk_status s3_create(void **plan, pk_context *ctx, const char *variant, void *bd, int c,
-                           pk_run_info *info)
+static void s3_describe(const cli_bench_result *res)
 {
-    const pk_su3_params p = {((s3_bench *)bd)->nv, c, 0};
-    return pk_su3_plan_create((pk_su3_plan **)plan, ctx, &p, variant, info);
-}
-
-static pk_status s3_upload(void *plan, void *bd, int c)
-{
-    (void)c;
-    return pk_su3_plan_upload(plan, ((s3_bench *)bd)->u, ((s3_bench *)bd)->psi);
-}
-
-static pk_status s3_plan_run(void *plan, pk_run_info *info) { return pk_su3_plan_run(plan, info); }
-
-static pk_status s3_download(void *plan, void *bd, int c)
-{
-    (void)c;
-    return pk_su3_plan_download(plan, ((s3_bench *)bd)->chi);
-}
-
-static void s3_destroy(void *plan) { pk_su3_plan_destroy(plan); }
-
-static pk_status s3_bench_verify(void *bd, int c, int runs, cli_verdict *v)
-{
-    const s3_bench *b = bd;
-    (void)c;
-    (void)runs; /* every run computes the same chi */
-    v->rtol = S3_RTOL;
-    return s3_check(b->ref, b->chi, b->psi, b->nv, v);
-}
-
-static void s3_describe(const void *bd)
-{
-    const s3_bench *b = bd;
     printf("su3: nv = %zu sites, random SU(3) links and Gaussian spinors (seed 1); verified: "
            S3_VERIFY_RULE ", rtol %g\nlayouts store per site (u + psi + chi): aos 528 B, short "
            "512, padded 576, vfo 528 (rows padded to 4 sites), hvfo 528 (last block padded to "
            "nw sites), recon12 480; GB/s counts 528 B per site in every layout\n",
-           b->nv, S3_RTOL);
-}
-
-static void s3_case_json(cli_json *j, const void *bd, int c)
-{
-    const pk_su3_params p = {((const s3_bench *)bd)->nv, c, 0};
-    cj_str(j, "layout", pk_su3_layout_name(c));
-    cj_int(j, "nv", (long long)p.nv);
-    cj_num(j, "layout_bytes_per_site", s3_moved_per_site(&p));
+           ((const s3_args *)res->args[0])->nv, S3_RTOL);
 }
 
 /* The paper's table: each layout against aos of the same backend and variant. */
@@ -339,78 +195,38 @@ static void s3_report(cli_bench_result *res)
                "~1.8x on Xeon Phi): %.2fx\n", cli_row_gbs(best) / cli_row_gbs(base));
 }
 
-static void s3_bench_free(void *bd)
-{
-    s3_bench *b = bd;
-    free(b->u);
-    free(b->psi);
-    free(b->ref);
-    free(b->chi);
-    free(b);
-}
-
-static const cli_bench_ops s3_bench_ops = {
-    .setup = s3_bench_setup,
-    .case_name = s3_case_name,
-    .create = s3_create,
-    .upload = s3_upload,
-    .run = s3_plan_run,
-    .download = s3_download,
-    .destroy = s3_destroy,
-    .verify = s3_bench_verify,
-    .describe = s3_describe,
-    .case_json = s3_case_json,
-    .report = s3_report,
-    .free = s3_bench_free,
-};
-
 const cli_kernel cli_kernel_su3 = {
     .name = "su3",
     .summary = "SU(3) matrix times spinor at every lattice site, in six data layouts",
     .run_help =
         "Multiply every site's spinor by its SU(3) link (docs/KERNELS.md section 4b):\n"
         "chi[s][c][k] = sum_c' u[s][c][c'] psi[s][c'][k].\n"
-        "\n"
-        "  --nv N          sites (default 3840*1024, the paper's; with --in: must match)\n"
-        "  --layout L      the data layout the kernel runs on: hvfo (default), aos (the\n"
-        "                  baseline), short (8 stored elements, u22 rebuilt), padded (192 B\n"
-        "                  per link), vfo (u[3][3][nv]), recon12 (two rows, the third\n"
-        "                  rebuilt); converted from and to AoS on the host, timed apart\n"
-        "                  (layout_seconds)\n"
-        "  --nw N          hvfo sites per block (0: one AVX-512 vector)\n"
-        "  --seed S        seed of the generated data (default 1)\n"
         "Files: --in DIR reads DIR/u.npy (complex128 [nv][3][3]) and DIR/psi.npy (complex128\n"
         "[nv][3][4]; colour, spin); without --in they are generated as 'portkern gen su3'\n"
         "does.  --out DIR writes DIR/chi.npy (complex128 [nv][3][4]).\n"
         "\"su3\" in the JSON line: layout, nw, nv, layout_bytes_per_site (what the layout\n"
         "stores and a run moves).\n",
     .gen_help =
-        "Write the inputs of a run: DIR/u.npy (random SU(3) links: unitary, det 1 to rounding;\n"
-        "complex128 [nv][3][3]), DIR/psi.npy (Gaussian spinors, sigma 1 per real component;\n"
-        "complex128 [nv][3][4]) and DIR/params.json (nv, layout, nw, seed).\n"
-        "\n"
-        "  --nv N          sites (default 3840*1024, the paper's)\n"
-        "  --layout L      layout to record for the run (default hvfo)\n"
-        "  --nw N          hvfo sites per block to record (0: one AVX-512 vector)\n"
-        "  --seed S        seed (default 1): u from S, psi from S + 1; the same seed gives the\n"
-        "                  same data on every machine\n",
+        "Write the inputs of a run: DIR/u.npy (random SU(3) links from the seed S: unitary,\n"
+        "det 1 to rounding; complex128 [nv][3][3]), DIR/psi.npy (Gaussian spinors from S + 1,\n"
+        "sigma 1 per real component; complex128 [nv][3][4]) and DIR/params.json (nv, layout,\n"
+        "nw, seed).\n",
     .variants = pk_su3_variants,
     .args_size = sizeof(s3_args),
     .data_size = sizeof(s3_data),
     .params = s3_params,
-    .args_init = s3_args_init,
     .preset = s3_preset,
-    .load = s3_load,
+    .arrays = s3_arrays,
     .generate = s3_generate,
-    .write_inputs = s3_write_inputs,
-    .run = s3_run,
+    .call = s3_call,
     .rtol = S3_RTOL,
     .verify_rule = S3_VERIFY_RULE,
-    .verify = s3_verify,
-    .write_outputs = s3_write_outputs,
+    .check = s3_check,
     .run_json = s3_run_json,
-    .data_free = s3_data_free,
     .flops_model = "264 flop per site (12 complex 3-term dot products)",
     .bytes_model = "528 B per site in every layout: u 144 + psi 192 + chi 192",
-    .bench = &s3_bench_ops,
+    .bench_case = s3_bench_case,
+    .case_name = s3_case_name,
+    .describe = s3_describe,
+    .report = s3_report,
 };

@@ -1,6 +1,7 @@
 /* portkern-probe - what this machine can run: every backend (usable or not, and why), every
- * device, and each device's measured copy bandwidth.  Always exits 0 once the probe ran:
- * a missing backend is a finding, not an error. */
+ * device, each device's measured copy bandwidth and, on the host backends, the FMA peak.
+ * Always exits 0 once the probe ran: a missing backend is a finding, not an error. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +15,20 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: portkern-probe [--json] [--no-bandwidth] [--bytes N]\n"
             "List every backend (serial, openmp, opencl, cuda), whether it is usable and if\n"
-            "not why, every device, and the measured memory bandwidth of each device.\n"
+            "not why, every device, the measured memory bandwidth of each device and the FMA\n"
+            "peak of the host backends: with the bandwidth, the roof of a kernel.\n"
             "\n"
             "  --json          one JSON document on stdout instead of text\n"
-            "  --no-bandwidth  skip the bandwidth measurement (fast)\n"
+            "  --no-bandwidth  skip the measurements, bandwidth and FMA peak (fast)\n"
             "  --bytes N       bytes per array of the copy kernel (default: the library's)\n"
             "  --version       print the library version\n"
             "  --help          this text\n"
             "\n"
             "Bandwidth is a copy kernel's bytes read + written per second (STREAM's\n"
             "convention), best of 5 runs, in GB/s (1e9 bytes/s).  Serial measures one host\n"
-            "thread, openmp all of them.\n"
+            "thread, openmp all of them.  The FMA peak is double-precision flop/s of\n"
+            "independent FMA chains in the widest vectors the CPU has (the SIMD level shown),\n"
+            "best of 5 runs; serial: one thread, openmp: all of them.\n"
             "Exit status: 0 when the probe ran (even with backends missing), 1 when the\n"
             "library could not start, 2 on bad options.\n");
 }
@@ -35,6 +39,10 @@ typedef struct probe_dev {
     pk_status bw_status; /* of pk_measure_bandwidth */
     char bw_error[256];
     double bw;           /* bytes/s; 0 when not measured */
+    int host;            /* serial, openmp: the FMA peak is measured too */
+    pk_status peak_status;
+    char peak_error[256];
+    double peak;         /* flop/s; 0 when not measured */
 } probe_dev;
 
 static const char *type_name(pk_device_type t)
@@ -57,12 +65,18 @@ static void probe_device(pk_context *ctx, pk_backend_id b, int i, int bandwidth,
                  pk_last_error());
         return;
     }
+    d->host = b == PK_BACKEND_SERIAL || b == PK_BACKEND_OPENMP;
     if (!bandwidth)
         return;
     d->bw_status = pk_measure_bandwidth(ctx, b, i, bytes, 5, &d->bw);
     if (d->bw_status != PK_OK) {
         d->bw = 0;
         snprintf(d->bw_error, sizeof d->bw_error, "%s: %s", pk_strerror(d->bw_status),
+                 pk_last_error());
+    }
+    if (d->host && (d->peak_status = pk_measure_peak_flops(ctx, b, i, &d->peak)) != PK_OK) {
+        d->peak = 0;
+        snprintf(d->peak_error, sizeof d->peak_error, "%s: %s", pk_strerror(d->peak_status),
                  pk_last_error());
     }
 }
@@ -95,6 +109,11 @@ static void print_device_text(const probe_dev *d, int bandwidth)
         printf("    copy bandwidth %.1f GB/s (bytes read + written)\n", d->bw / 1e9);
     else
         printf("    copy bandwidth not measured: %s\n", d->bw_error);
+    if (d->host && d->peak_status == PK_OK)
+        printf("    FMA peak %.1f GFlop/s (double, %s)\n", d->peak / 1e9,
+               in->simd[0] ? in->simd : "scalar");
+    else if (d->host)
+        printf("    FMA peak not measured: %s\n", d->peak_error);
 }
 
 static void print_device_json(cli_json *j, const probe_dev *d, int bandwidth)
@@ -126,6 +145,12 @@ static void print_device_json(cli_json *j, const probe_dev *d, int bandwidth)
     } else {
         cj_null(j, "bandwidth_gb_per_s");
         cj_str(j, "bandwidth_error", bandwidth ? d->bw_error : "not measured (--no-bandwidth)");
+    }
+    if (d->host) {
+        const int ok = bandwidth && d->peak_status == PK_OK;
+        cj_num(j, "peak_gflop_per_s", ok ? d->peak / 1e9 : NAN);
+        cj_str(j, "peak_error", ok ? NULL : bandwidth ? d->peak_error
+                                                      : "not measured (--no-bandwidth)");
     }
     cj_close(j);
 }
@@ -179,6 +204,8 @@ int main(int argc, char **argv)
         else
             cj_str(&j, "bandwidth_bytes_per_array", "default");
         cj_str(&j, "bandwidth_model", "copy kernel, bytes read + written per second");
+        cj_str(&j, "peak_model", "host backends: double-precision FMA flop/s of independent "
+                                 "chains, widest SIMD");
         cj_open(&j, "backends", '[');
     } else {
         printf("portkern %s device probe\n", pk_version());

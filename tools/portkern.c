@@ -72,12 +72,8 @@ static int cmd_diff(int argc, char **argv)
         rc = cli_lib_error(MAIN_PROG, s);
         goto done;
     }
-    switch (A.dtype) {
-    case PK_DTYPE_F32: tname = "float32"; break;
-    case PK_DTYPE_F64: tname = "float64"; break;
-    case PK_DTYPE_C64: tname = "complex64"; break;
-    case PK_DTYPE_C128: tname = "complex128"; break;
-    default:
+    tname = cli_dtype_name(A.dtype);
+    if (!tname || A.dtype == PK_DTYPE_I32) {
         rc = cli_usage_error(prog, "%s: dtype '%s' is not supported (float32, float64, "
                              "complex64, complex128)", pos[0], pk_dtype_descr(A.dtype));
         goto done;
@@ -139,9 +135,16 @@ done:
 }
 
 /* ---- bench ---------------------------------------------------------------------------- */
-/* ---- bench ---------------------------------------------------------------------------- */
-
-static const char *kernel_list(void);
+/* "diffusion3d,conv2d,...": the kernels for messages. */
+static const char *kernel_list(void)
+{
+    static char list[256];
+    size_t used = 0;
+    for (int i = 0; cli_kernels[i] && used < sizeof list; ++i)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? "," : "",
+                                 cli_kernels[i]->name);
+    return list;
+}
 
 static void bench_usage(FILE *f)
 {
@@ -172,20 +175,10 @@ static void bench_usage(FILE *f)
         "JSON rows (one schema for every kernel): kernel, backend, status, device, variant,\n"
         "case, kernel_seconds (min), kernel_seconds_median, kernel_seconds_max, ms, setup_,\n"
         "upload_ and download_seconds, flops, bytes, gflop_per_s, gb_per_s,\n"
-        "bandwidth_gb_per_s, roof_fraction, \"<kernel>\" {the case's own fields}, verified,\n"
-        "verify {...}, reason.\n"
+        "bandwidth_gb_per_s, roof_fraction, \"<kernel>\" {the object of its run line, for the\n"
+        "case}, verified, verify {...}, reason; then \"<kernel>\" {the kernel's own results}.\n"
         "Exit status: 0 all verified; 1 a verification or a run failed; 2 bad option.\n",
         kernel_list());
-}
-
-static const char *kernel_list(void)
-{
-    static char list[256];
-    size_t used = 0;
-    for (int i = 0; cli_kernels[i] && used < sizeof list; ++i)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? "," : "",
-                                 cli_kernels[i]->name);
-    return list;
 }
 
 static int cmd_bench(int argc, char **argv)
@@ -195,11 +188,10 @@ static int cmd_bench(int argc, char **argv)
     const char *json = NULL;
     cli_bench_req req = {"small", 3, 0, 0};
     const cli_kernel *want[16];
-    cli_bench_result *res[16] = {0};
     cli_opt opts[10];
     char *pos[1], items[16][32];
     pk_backend_id list[PK_BACKEND_COUNT];
-    int nk = 0, nitems, nb = 0, npos, rc, failed = 0, conv2d = 0;
+    int nk = 0, nitems, nb = 0, npos, rc, conv2d = 0;
     FILE *jf = NULL;
 
     cli_opt_add(opts, 0, "kernels", CLI_STRING, &kernels, NULL, 0, 0);
@@ -241,7 +233,7 @@ static int cmd_bench(int argc, char **argv)
         while (k < nb && list[k] != be) ++k;
         if (k == nb) list[nb++] = be; /* a backend named twice runs once */
     }
-    if (strcmp(req.size, "small") && strcmp(req.size, "paper") && strcmp(req.size, "large"))
+    if (cli_size_index(req.size) < 0)
         return cli_usage_error(prog, "option --size: unknown size '%s' (small, paper, large)",
                                req.size);
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
@@ -250,36 +242,9 @@ static int cmd_bench(int argc, char **argv)
     if (json && !(jf = cli_temp_open(json)))
         return cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
 
-    for (int i = 0; i < nk; ++i) {
-        if (i) printf("\n");
-        if (cli_bench_kernel(want[i], &req, list, nb, &res[i]) != 0) failed = 1;
-    }
-    rc = failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-    if (jf) {
-        cli_json j;
-        cj_init(&j, jf, 1);
-        cj_open(&j, NULL, '{');
-        cj_str(&j, "portkern_version", pk_version());
-        cj_str(&j, "size", req.size);
-        cj_int(&j, "reps", req.reps);
-        cj_str(&j, "timing", "kernel time of reps timed plan runs after one untimed warm-up, "
-                             "data resident: min (kernel_seconds), median, max");
-        cj_str(&j, "roof_model", "copy bandwidth of the backend's device, bytes read + "
-                                 "written, measured in this run");
-        cj_open(&j, "rows", '[');
-        for (int i = 0; i < nk; ++i) cli_bench_json_rows(res[i], &j);
-        cj_close(&j);
-        for (int i = 0; i < nk; ++i)
-            if (res[i] && res[i]->bd && want[i]->bench->json) {
-                cj_open(&j, want[i]->name, '{');
-                want[i]->bench->json(&j, res[i]->bd);
-                cj_close(&j);
-            }
-        cj_close(&j);
-        if (cli_temp_commit(jf) != 0)
-            rc = cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
-    }
-    for (int i = 0; i < nk; ++i) cli_bench_free(res[i]);
+    rc = cli_bench(want, nk, &req, list, nb, jf);
+    if (jf && cli_temp_commit(jf) != 0)
+        rc = cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
     return rc;
 }
 

@@ -515,11 +515,12 @@ pk_status pk_gg_kernels_full(const pk_gg_kernels *k, int *half, float **full, ch
     if (!f)
         return gg_fail(why, len, PK_ENOMEM, "full kernels: out of host memory (%d x %d x %d)",
                        P, h, h);
-    for (int i = 0; i < P; ++i) {
+    for (size_t i = 0, off = 0; i < (size_t)P; ++i) { /* planes back to back */
         const size_t m = (size_t)(os / 2 + k->support[i] * os + 1);
         for (size_t y = 0; y < m; ++y)
-            memcpy(f + 2 * (i * plane + y * h), k->compact + 2 * (k->plane_offset[i] + y * m),
+            memcpy(f + 2 * (i * plane + y * h), k->compact + 2 * (off + y * m),
                    2 * m * sizeof(float));
+        off += m * m;
     }
     *half = h;
     *full = f;

@@ -57,7 +57,8 @@ pk_status pk_gg_kernel_supports(const pk_gg_kernel_params *kp, const int *planes
                                 char *why, size_t why_len);
 /** The FULL layout of a compact stack: complex64 [planes][half][half] with half = the largest
  *  m of any plane; samples outside a plane's own m x m corner (never read by the gridder)
- *  are zero.  *full is malloc'ed. */
+ *  are zero.  *full is malloc'ed.  Reads k->kp.num_w_planes, k->kp.oversample, k->support
+ *  and k->compact only (any compact stack: the tool exports one read from a file). */
 pk_status pk_gg_kernels_full(const pk_gg_kernels *k, int *half, float **full, char *why,
                              size_t why_len);
 void pk_gg_kernels_free(pk_gg_kernels *k);
