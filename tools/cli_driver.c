@@ -1328,15 +1328,119 @@ static void bench_free(cli_bench_result *res)
     free(res);
 }
 
+/* ---- tune: the fastest verified variant per device and case becomes wisdom ---------------- */
+static int same_group(const cli_bench_row *a, const cli_bench_row *b)
+{
+    return a->backend == b->backend && a->device == b->device && a->c == b->c;
+}
+
+static int row_good(const cli_bench_row *r) { return r->status == CLI_ROW_OK && r->verified; }
+
+/* One wisdom entry per (backend, device, case): the winner, its time, the others' ratios. */
+static void tune_record(const cli_bench_result *res, cli_tune *tune)
+{
+    for (int i = 0; i < res->nrows; ++i) {
+        const cli_bench_row *r = &res->rows[i];
+        int best = row_good(r);
+        for (int k = 0; best && k < res->nrows; ++k)
+            if (k != i && same_group(&res->rows[k], r) && row_good(&res->rows[k]) &&
+                (res->rows[k].t_min < r->t_min || (res->rows[k].t_min == r->t_min && k < i)))
+                best = 0;
+        if (!best) continue;
+        pk_wisdom_entry e;
+        if (pk_wisdom_entry_init(tune->store, r->backend, r->device, &e) != PK_OK) {
+            fprintf(stderr, "portkern tune: %s %s: no device identity: %s\n", res->k->name,
+                    pk_backend_name(r->backend), pk_last_error());
+            continue;
+        }
+        snprintf(e.kernel, sizeof e.kernel, "%s", res->k->name);
+        snprintf(e.size_class, sizeof e.size_class, "%s%s%s", res->req->size,
+                 r->case_name[0] ? "/" : "", r->case_name);
+        e.size_bytes = r->info.plan_bytes;
+        snprintf(e.variant, sizeof e.variant, "%s", r->variant);
+        e.seconds = r->t_min;
+        size_t used = 0;
+        for (int k = 0; k < res->nrows && used < sizeof e.runners_up; ++k) {
+            const cli_bench_row *q = &res->rows[k];
+            if (k == i || !same_group(q, r) || !row_good(q)) continue;
+            used += (size_t)snprintf(e.runners_up + used, sizeof e.runners_up - used, "%s%s %.2fx",
+                                     used ? ", " : "", q->variant, q->t_min / r->t_min);
+        }
+        if (pk_wisdom_add(tune->store, &e) == PK_OK)
+            ++tune->added;
+        else
+            fprintf(stderr, "portkern tune: %s %s %s: not kept: %s\n", res->k->name,
+                    pk_backend_name(r->backend), r->variant, pk_last_error());
+    }
+}
+
+/* Auto with the new wisdom, per case: which backend and variant it now takes, against the
+ * fastest row measured for that case on any backend. */
+static void tune_check(const cli_bench_result *res, cli_tune *tune)
+{
+    const cli_kernel *k = res->k;
+    for (int c = 0; c < res->ncases; ++c) {
+        const cli_bench_row *best = NULL, *chosen = NULL;
+        for (int i = 0; i < res->nrows; ++i)
+            if (res->rows[i].c == c && row_good(&res->rows[i]) &&
+                (!best || res->rows[i].t_min < best->t_min))
+                best = &res->rows[i];
+        if (!best) continue;
+        pk_context_options o;
+        pk_context *ctx = NULL;
+        pk_run_info info;
+        void *plan = NULL;
+        pk_context_options_init(&o);
+        o.threads = res->req->threads;
+        o.flags = PK_OPT_IGNORE_ENV; /* the tuned entries only, not a file on disk */
+        pk_status s = pk_context_create(&ctx, &o);
+        for (int i = 0; s == PK_OK && i < pk_wisdom_count(tune->store); ++i) {
+            pk_wisdom_entry e;
+            if (pk_wisdom_get(tune->store, i, &e) == PK_OK) s = pk_wisdom_add(ctx, &e);
+        }
+        if (s == PK_OK)
+            s = k->call(CLI_PLAN_CREATE, &plan, ctx, NULL, res->args[c],
+                        res->data[res->data_of[c]], 0, &info);
+        if (plan)
+            k->call(CLI_PLAN_DESTROY, &plan, NULL, NULL, res->args[c],
+                    res->data[res->data_of[c]], 0, NULL);
+        pk_context_destroy(ctx);
+        for (int i = 0; s == PK_OK && i < res->nrows; ++i)
+            if (res->rows[i].c == c && res->rows[i].backend == info.backend &&
+                res->rows[i].device == info.device && !strcmp(res->rows[i].variant, info.variant))
+                chosen = &res->rows[i];
+        printf("auto %s%s%s: ", k->name, best->case_name[0] ? " " : "", best->case_name);
+        if (s != PK_OK)
+            printf("no plan (%s: %s)\n", pk_strerror(s), pk_last_error());
+        else if (!chosen || !row_good(chosen))
+            printf("%s %s, not measured here; best %s %s %.3f ms\n", pk_backend_name(info.backend),
+                   info.variant, pk_backend_name(best->backend), best->variant, 1e3 * best->t_min);
+        else
+            printf("%s %s %.3f ms = %.2fx the best (%s %s)\n", pk_backend_name(info.backend),
+                   info.variant, 1e3 * chosen->t_min, chosen->t_min / best->t_min,
+                   pk_backend_name(best->backend), best->variant);
+    }
+}
+
 int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req,
-              const pk_backend_id *backends, int nb, FILE *json)
+              const pk_backend_id *backends, int nb, FILE *json, cli_tune *tune)
 {
     cli_bench_result *res[16] = {0};
     cli_json j;
     int rc = CLI_EXIT_OK;
     for (int i = 0; i < nk && i < 16; ++i) {
+        if (tune && cli_now_s() - tune->t0 > tune->budget_s) { /* the budget: no new kernel */
+            printf("\n%s %s: not tuned, the budget of %.0f s is spent\n", kernels[i]->name,
+                   req->size, tune->budget_s);
+            ++tune->left_out;
+            continue;
+        }
         if (i) printf("\n");
         if (bench_kernel(kernels[i], req, backends, nb, &res[i]) != 0) rc = CLI_EXIT_FAIL;
+        if (tune && res[i]) {
+            tune_record(res[i], tune);
+            tune_check(res[i], tune);
+        }
     }
     if (json) {
         cj_init(&j, json, 1);

@@ -290,7 +290,16 @@ int cli_run(const cli_kernel *k, int argc, char **argv);
 int cli_gen(const cli_kernel *k, int argc, char **argv);
 /** bench: each kernel's rows printed, and with json the rows and each kernel's own object
  *  written there.  Returns the exit code (1: a failure or an unverified row). */
+/* `portkern tune`: bench's verified rows become wisdom entries of `store` (the fastest
+ * variant per kernel, size, case and device), kernels are started only within the budget,
+ * and afterwards auto's choice with that wisdom is set against the best measured. */
+typedef struct cli_tune {
+    pk_context *store;    /* the entries land here; the caller saves them */
+    double budget_s, t0;  /* no kernel starts once budget_s has passed since t0 */
+    int added, left_out;  /* entries added; kernels not started (budget) */
+} cli_tune;
+/** bench (tune NULL) or tune over kernels[nk]; JSON rows to json when not NULL. */
 int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req,
-              const pk_backend_id *backends, int nb, FILE *json);
+              const pk_backend_id *backends, int nb, FILE *json, cli_tune *tune);
 
 #endif /* PK_CLI_KERNEL_H */

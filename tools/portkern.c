@@ -181,12 +181,44 @@ static void bench_usage(FILE *f)
         kernel_list());
 }
 
-static int cmd_bench(int argc, char **argv)
+static void tune_usage(FILE *f)
 {
-    const char *prog = "portkern bench";
+    fprintf(f,
+        "Usage: portkern tune [--kernels K,...] [--backends B,...] [--size S] [--reps N]\n"
+        "                     [--threads N] [--budget SECONDS] [--wisdom FILE] [--json FILE]\n"
+        "Measure which variant is fastest, per kernel, device and size, and keep the answer\n"
+        "as wisdom, which the library's auto choice then follows (lib/portkern.h, \"Wisdom\").\n"
+        "Each kernel runs as 'portkern bench' runs it: every available backend x variant x the\n"
+        "kernel's cases at --size, plans on resident data, verified against the serial\n"
+        "reference; for each (backend, device, case) the fastest verified variant becomes one\n"
+        "entry (its time, the others as ratios, the device's identity, the library version,\n"
+        "the date).  Strategy: exhaustive over the variants (the tuning parameters inside a\n"
+        "variant keep their defaults).  Afterwards, for each case, auto's choice with the\n"
+        "new wisdom is printed against the best measured.\n"
+        "\n"
+        "  --kernels K,...   default: all (%s)\n"
+        "  --backends B,...  default: serial,openmp,opencl,cuda\n"
+        "  --size S          small, paper (default) or large\n"
+        "  --reps N          timed runs per variant (default 3)\n"
+        "  --threads N       OpenMP threads (0: OpenMP's default)\n"
+        "  --budget SECONDS  no kernel is started after this many seconds (default 600); those\n"
+        "                    left out are listed\n"
+        "  --wisdom FILE     the wisdom file to merge into (default: PORTKERN_WISDOM, else\n"
+        "                    $XDG_CACHE_HOME/portkern/wisdom.json or ~/.cache/portkern/...);\n"
+        "                    written whole, under a lock, merged with what is there\n"
+        "  --json FILE       also write the bench rows as JSON\n"
+        "Exit status: 0 tuned and every row verified; 1 a row failed or was not verified, or\n"
+        "the file could not be written; 2 bad option.\n",
+        kernel_list());
+}
+
+static int cmd_bench(int argc, char **argv, int tuning)
+{
+    const char *prog = tuning ? "portkern tune" : "portkern bench";
     const char *kernels = kernel_list(), *backends = "serial,openmp,opencl,cuda";
-    const char *json = NULL;
-    cli_bench_req req = {"small", 3, 0, 0};
+    const char *json = NULL, *wisdom = NULL;
+    double budget = 600;
+    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0};
     const cli_kernel *want[16];
     cli_opt opts[10];
     char *pos[1], items[16][32];
@@ -200,10 +232,15 @@ static int cmd_bench(int argc, char **argv)
     cli_opt_add(opts, 3, "reps", CLI_INT, &req.reps, NULL, 1, 1000);
     cli_opt_add(opts, 4, "threads", CLI_INT, &req.threads, NULL, 0, PK_MAX_THREADS);
     cli_opt_add(opts, 5, "json", CLI_STRING, &json, NULL, 0, 0);
-    cli_opt_add(opts, 6, "psf-sweep", CLI_FLAG, &req.psf_sweep, NULL, 0, 0);
+    if (tuning) {
+        cli_opt_add(opts, 6, "budget", CLI_DOUBLE, &budget, NULL, 0, 1e9);
+        cli_opt_add(opts, 7, "wisdom", CLI_STRING, &wisdom, NULL, 0, 0);
+    } else {
+        cli_opt_add(opts, 6, "psf-sweep", CLI_FLAG, &req.psf_sweep, NULL, 0, 0);
+    }
     rc = cli_parse(prog, argc, argv, opts, pos, 0, &npos);
     if (rc == CLI_HELP) {
-        bench_usage(stdout);
+        (tuning ? tune_usage : bench_usage)(stdout);
         return CLI_EXIT_OK;
     }
     if (rc) return rc;
@@ -242,9 +279,30 @@ static int cmd_bench(int argc, char **argv)
     if (json && !(jf = cli_temp_open(json)))
         return cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
 
-    rc = cli_bench(want, nk, &req, list, nb, jf);
+    cli_tune tune = {NULL, budget, cli_now_s(), 0, 0};
+    pk_context_options o;
+    pk_context_options_init(&o);
+    o.flags = PK_OPT_IGNORE_ENV; /* the store: nothing loaded from the environment */
+    if (tuning && pk_context_create(&tune.store, &o) != PK_OK) {
+        if (jf) cli_temp_abort(jf);
+        return cli_lib_error(MAIN_PROG, PK_ENOMEM);
+    }
+    rc = cli_bench(want, nk, &req, list, nb, jf, tuning ? &tune : NULL);
     if (jf && cli_temp_commit(jf) != 0)
         rc = cli_usage_error(prog, "cannot write %s: %s", json, strerror(errno));
+    if (tuning) {
+        char path[4096] = "";
+        pk_status s = wisdom ? PK_OK : pk_wisdom_default_path(tune.store, path, sizeof path);
+        if (s == PK_OK && tune.added > 0) s = pk_wisdom_save(tune.store, wisdom ? wisdom : path);
+        if (s != PK_OK) {
+            cli_lib_error(MAIN_PROG, s);
+            rc = CLI_EXIT_FAIL;
+        } else
+            printf("\nwisdom: %d entr%s %s %s%s\n", tune.added, tune.added == 1 ? "y" : "ies",
+                   tune.added ? "merged into" : "(nothing written to)", wisdom ? wisdom : path,
+                   tune.left_out ? "; some kernels were not tuned (budget)" : "");
+        pk_context_destroy(tune.store);
+    }
     return rc;
 }
 
@@ -261,6 +319,8 @@ static void usage(FILE *f)
         "  diff A.npy B.npy    compare two arrays with the relative-tolerance differ\n"
         "  bench               every kernel x backend x variant, verified, against the\n"
         "                      measured memory bandwidth\n"
+        "  tune                bench's measurements kept as wisdom: auto then takes the\n"
+        "                      fastest variant measured on this machine\n"
         "Kernels: %s.\n"
         "Devices and backends: portkern-probe.\n"
         "\n"
@@ -311,8 +371,8 @@ int main(int argc, char **argv)
         return cmd_kernel(cmd, argc - 2, argv + 2);
     if (strcmp(cmd, "diff") == 0)
         return cmd_diff(argc - 2, argv + 2);
-    if (strcmp(cmd, "bench") == 0)
-        return cmd_bench(argc - 2, argv + 2);
-    return cli_usage_error(MAIN_PROG, "unknown command '%s' (run, gen, diff, bench); "
+    if (strcmp(cmd, "bench") == 0 || strcmp(cmd, "tune") == 0)
+        return cmd_bench(argc - 2, argv + 2, strcmp(cmd, "tune") == 0);
+    return cli_usage_error(MAIN_PROG, "unknown command '%s' (run, gen, diff, bench, tune); "
                            "see 'portkern --help'", cmd);
 }

@@ -1,0 +1,73 @@
+#!/bin/sh
+# test_cli_tune.sh - TAP test of `portkern tune` (issue "tune and wisdom"): bench's verified
+# rows kept as wisdom, one entry per kernel, device and case; auto then follows it (its run
+# line's reason names the wisdom); the budget keeps kernels from starting; bad options and an
+# unwritable file are refused.
+
+: "${top_builddir:=.}"
+: "${top_srcdir:=$top_builddir}"
+: "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
+export POCL_CACHE_DIR
+unset PORTKERN_BACKEND PORTKERN_DEVICE PORTKERN_THREADS
+
+PK=$top_builddir/tools/portkern
+T=$top_builddir/tests/tmp-clitune.$$
+rm -rf "$T"
+mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
+trap 'rm -rf "$T"' EXIT
+
+echo "1..8"
+n=0
+fails=0
+. "$top_srcdir/tests/tap.sh"
+
+W=$T/wisdom.json
+"$PK" tune --kernels su3 --backends serial,openmp --size small --reps 1 --wisdom "$W" \
+    >"$T/out" 2>"$T/err"
+rc=$?
+result $rc "tune --kernels su3 --backends serial,openmp --size small: exit 0 (exit $rc)"
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$W" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["portkern_wisdom"] == 1, d
+e = [x for x in d["entries"] if x["kernel"] == "su3"]
+layouts = {"aos", "short", "padded", "vfo", "hvfo", "recon12"}
+# one entry per backend and layout (case), each naming one of its backend's variants
+assert {(x["backend"], x["size_class"]) for x in e} == \
+    {(b, "small/" + l) for b in ("serial", "openmp") for l in layouts}, e
+assert all(x["variant"] in {"serial", "omp", "omp-simd"} and x["seconds"] > 0 and
+           x["size_bytes"] > 0 and x["device_name"] for x in e), e
+assert any("x" in x["runners_up"] for x in e if x["backend"] == "openmp"), e
+PYEOF
+    result $? "the wisdom file holds one su3 entry per backend and layout, with times and runners-up"
+else
+    grep -q '"kernel": "su3"' "$W"
+    result $? "the wisdom file holds su3 entries"
+fi
+[ "$(grep -c '^auto su3 ' "$T/out")" -eq 6 ] && grep -q '^wisdom: 12 entries merged into' "$T/out"
+result $? "tune prints auto's choice against the best for each of the 6 layouts and what it saved"
+
+PORTKERN_WISDOM=$W "$PK" run su3 --preset small --layout hvfo >"$T/out" 2>"$T/err"
+grep -q '"reason": "[^"]*wisdom: omp' "$T/out"
+result $? "run su3 (auto) with PORTKERN_WISDOM: the reason names the wisdom it followed"
+PORTKERN_WISDOM=0 "$PK" run su3 --preset small --layout hvfo >"$T/out" 2>"$T/err"
+! grep -q 'wisdom' "$T/out"
+result $? "PORTKERN_WISDOM=0: no wisdom in the reason"
+
+"$PK" tune --kernels su3,dslash --backends serial --size small --reps 1 --budget 0 \
+    --wisdom "$T/none.json" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c 'not tuned, the budget of 0 s is spent' "$T/out")" -eq 2 ] &&
+    [ ! -e "$T/none.json" ]
+result $? "--budget 0: no kernel starts, both listed, no file written (exit $rc)"
+"$PK" tune --size huge >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "unknown size 'huge'" "$T/err"
+result $? "tune --size huge: exit 2 (exit $rc)"
+"$PK" tune --kernels su3 --backends serial --size small --reps 1 --wisdom /proc/self/w.json \
+    >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q 'w.json' "$T/err"
+result $? "tune --wisdom into an unwritable place: exit 1 naming the file (exit $rc)"
+[ $fails -eq 0 ]
