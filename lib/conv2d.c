@@ -180,8 +180,13 @@ static int cv_accepts_wisdom(const void *desc)
 {
     return ((const cv_request *)desc)->d.method == PK_CONV2D_AUTO;
 }
+static void cv_wisdom_key(const void *desc, char *key, size_t len)
+{
+    const pk_cv_desc *d = &((const cv_request *)desc)->d;
+    snprintf(key, len, "psf=%dx%d", d->kh, d->kw);
+}
 static const pk_kernel_class cv_class = {"conv2d", PK_KERNEL_ON(cv), cv_create_on,
-                                          cv_destroy_on, cv_plan_bytes, cv_accepts_wisdom};
+                                          cv_destroy_on, cv_plan_bytes, cv_accepts_wisdom, cv_wisdom_key};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_cv_ops *cv_ops(const pk_choice *c) { return c->kops; }

@@ -84,7 +84,7 @@ static double d3_plan_bytes(const void *desc)
     return 2.0 * 4.0 * (double)d->nx * (double)d->ny * (double)d->nz; /* two fields */
 }
 static const pk_kernel_class d3_class = {"diffusion3d", PK_KERNEL_ON(d3), d3_create_on,
-                                          d3_destroy_on, d3_plan_bytes, NULL};
+                                          d3_destroy_on, d3_plan_bytes, NULL, NULL};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_d3_ops *d3_ops(const pk_choice *c) { return c->kops; }

@@ -165,10 +165,12 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
     /* wisdom only where auto alone chooses: no backend forced (by the caller or
      * PORTKERN_BACKEND), no variant named, and the kernel takes it for this call */
     const double plan_bytes = kc->plan_bytes(desc);
+    char key[64] = "";
+    if (kc->wisdom_key) kc->wisdom_key(desc, key, sizeof key);
     pk_wisdom_pick pick;
     const int wise = ctx->opt.backend == PK_BACKEND_AUTO && !(variant && *variant) &&
                      (!kc->accepts_wisdom || kc->accepts_wisdom(desc)) &&
-                     pk_wisdom_choose(ctx, kc, plan_bytes, &pick, note, sizeof note);
+                     pk_wisdom_choose(ctx, kc, plan_bytes, key, &pick, note, sizeof note);
     PK_TRY(candidates(ctx, kc, variant, wise ? &pick : NULL, cand, &ncand, &strict, note,
                       sizeof note));
     pk_status last = PK_ENOBACKEND;
@@ -188,6 +190,7 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
         if (s == PK_OK) {
             out->fell_back = tried_real;
             out->plan_bytes = plan_bytes;
+            pk_strlcpy(out->wisdom_key, key, sizeof out->wisdom_key);
             pk_strlcpy(out->reason, note, sizeof out->reason);
             pk_append_note(out->reason, sizeof out->reason, "%s: chosen (%s)", label,
                            strict                  ? "backend forced by the caller"
@@ -244,6 +247,7 @@ void pk_choice_info(const pk_choice *c, pk_run_info *info)
     info->fell_back = c->fell_back;
     info->setup_s = c->setup_s;
     info->plan_bytes = c->plan_bytes;
+    pk_strlcpy(info->wisdom_key, c->wisdom_key, sizeof info->wisdom_key);
 }
 
 void pk_choice_run_info(const pk_choice *c, pk_run_info *info, double kernel_s, double flops,

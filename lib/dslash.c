@@ -131,8 +131,12 @@ static double ds_plan_bytes(const void *desc)
     const pk_ds_desc *d = desc;
     return 8.0 * ((double)d->u_doubles + 2.0 * (double)d->spinor_doubles);
 }
+static void ds_wisdom_key(const void *desc, char *key, size_t len)
+{
+    snprintf(key, len, "recon12=%d", ((const pk_ds_desc *)desc)->recon12);
+}
 static const pk_kernel_class ds_class = {"dslash", PK_KERNEL_ON(ds), ds_create_on,
-                                          ds_destroy_on, ds_plan_bytes, NULL};
+                                          ds_destroy_on, ds_plan_bytes, NULL, ds_wisdom_key};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_ds_ops *ds_ops(const pk_choice *c) { return c->kops; }

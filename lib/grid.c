@@ -252,7 +252,7 @@ static double gr_plan_bytes(const void *desc)
     return 0;
 }
 static const pk_kernel_class gr_class = {"grid", PK_KERNEL_ON(gr), gr_create_on,
-                                          gr_destroy_on, gr_plan_bytes, NULL};
+                                          gr_destroy_on, gr_plan_bytes, NULL, NULL};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_gr_ops *gr_ops(const pk_choice *c) { return c->kops; }

@@ -538,6 +538,10 @@ typedef struct pk_kernel_class {
     /* optional (NULL: always): 0 when a call of desc must not take wisdom's choice (conv2d
      * with a method the caller chose) */
     int (*accepts_wisdom)(const void *desc);
+    /* optional (NULL: ""): what besides the size tells two calls of the kernel apart for
+     * wisdom (su3 "layout=vfo", conv2d "psf=11x11"): an entry applies only to calls of its
+     * key, so a variant measured on one layout is never taken for another */
+    void (*wisdom_key)(const void *desc, char *key, size_t len);
 } pk_kernel_class;
 
 /* The outcome of a dispatch: a created plan on one backend and device. */
@@ -558,6 +562,7 @@ typedef struct pk_choice {
     int no_fallback; /* set by the work once a failure may have overwritten the caller's input
                         (a one-shot download into an in-place array): then it is not retried */
     double plan_bytes; /* the kernel class's plan_bytes of the call */
+    char wisdom_key[64]; /* and its wisdom_key */
 } pk_choice;
 
 /* What wisdom chose for a call (pk_wisdom_choose). */
@@ -570,7 +575,7 @@ typedef struct pk_wisdom_pick {
 /** Wisdom for a call of kc whose plan holds `size` bytes (lib/portkern.h, "Wisdom"): loads
  *  the default file on the context's first use.  1 and *pick when an entry applies; 0 when
  *  none does, with why appended to note (nothing when wisdom is off). */
-int pk_wisdom_choose(pk_context *ctx, const pk_kernel_class *kc, double size,
+int pk_wisdom_choose(pk_context *ctx, const pk_kernel_class *kc, double size, const char *key,
                      pk_wisdom_pick *pick, char *note, size_t note_len);
 
 /* Work done on a fresh plan (one-shot calls upload, run and download there); a failure

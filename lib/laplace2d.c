@@ -200,8 +200,13 @@ static double lp_plan_bytes(const void *desc)
     const pk_lp_desc *d = desc;
     return 2.0 * 4.0 * (double)d->l * (double)d->l; /* two fields */
 }
+static void lp_wisdom_key(const void *desc, char *key, size_t len)
+{
+    snprintf(key, len, "layout=%s", ((const pk_lp_desc *)desc)->layout == PK_LAP_HVFO ? "hvfo"
+                                                                                       : "lexi");
+}
 static const pk_kernel_class lp_class = {"laplace2d", PK_KERNEL_ON(lp), lp_create_on,
-                                          lp_destroy_on, lp_plan_bytes, NULL};
+                                          lp_destroy_on, lp_plan_bytes, NULL, lp_wisdom_key};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_lp_ops *lp_ops(const pk_choice *c) { return c->kops; }

@@ -111,8 +111,13 @@ static double mf_plan_bytes(const void *desc)
     return 8.0 * ((double)d->in_count + (double)d->out_count + (double)d->work_count[0] +
                   (double)d->work_count[1]);
 }
+static void mf_wisdom_key(const void *desc, char *key, size_t len)
+{
+    const pk_mf_desc *d = desc;
+    snprintf(key, len, "bc=%d,transpose=%d", d->bc, d->transpose);
+}
 static const pk_kernel_class mf_class = {"magicfilter3d", PK_KERNEL_ON(mf), mf_create_on,
-                                          mf_destroy_on, mf_plan_bytes, NULL};
+                                          mf_destroy_on, mf_plan_bytes, NULL, mf_wisdom_key};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_mf_ops *mf_ops(const pk_choice *c) { return c->kops; }

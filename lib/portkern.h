@@ -207,6 +207,9 @@ typedef struct pk_run_info {
     double plan_bytes;     /* bytes of host or device memory the plan's arrays hold, by the
                               kernel's model (diffusion3d: two fields of nx*ny*nz floats): the
                               size measure that wisdom entries are matched by */
+    char wisdom_key[64];   /* what besides the size wisdom matches a call by: the kernel's
+                              shape of the problem ("layout=vfo" for su3, "psf=11x11" for
+                              conv2d, "" where the size says all); an entry's params */
 } pk_run_info;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -215,7 +218,10 @@ typedef struct pk_run_info {
  * call leaves the choice to auto (no backend forced by the caller or PORTKERN_BACKEND, no
  * variant named; conv2d: method PK_CONV2D_AUTO), the dispatcher looks for an entry that
  * applies and tries its backend, device and variant first:
- *  - same kernel, and the entry's library version is pk_version();
+ *  - same kernel and the same wisdom key (the entry's params equal the call's
+ *    pk_run_info.wisdom_key: su3's layout, conv2d's PSF size, laplace2d's layout,
+ *    magicfilter3d's bc and transpose, dslash's recon12), and the entry's library version is
+ *    pk_version();
  *  - its backend is usable in this context and has a device of the same identity (name,
  *    driver string, compute units, as pk_device_get_info reports them; the device index the
  *    caller or PORTKERN_DEVICE asked for, if any, must be that device); its variant is one of
@@ -227,9 +233,8 @@ typedef struct pk_run_info {
  * The run info's reason names the source: "openmp: chosen (wisdom: omp-tiled on <device>,
  * tuned <date>)"; else it says why none applied: "wisdom: none for diffusion3d at this size
  * (ignored: 1 of another library version)", "wisdom: file ignored: <path>: <why>".
- * conv2d's plan_bytes does not see the PSF: above the method's FFT crossover (324 taps,
- * PORTKERN_CONV2D_FFT_TAPS) the FFT variant of the entry's backend runs whatever the entry
- * names; below it the entry's variant runs.
+ * conv2d's key holds the PSF size, so an entry measured with one PSF is never taken for
+ * another (the direct/FFT crossover moves with it).
  *
  * The file (docs/ARCHITECTURE.md, "Wisdom"): JSON, {"portkern_wisdom": 1, "entries": [{...},
  * ...]}, each entry a flat object of the fields below (backend by name).  Readers ignore
@@ -263,8 +268,10 @@ typedef struct pk_wisdom_entry {
     double size_bytes;      /* the size measure: pk_run_info.plan_bytes of a call of that
                                shape (> 0, finite) */
     char variant[32];       /* the winner, one of the backend's variants */
-    char params[128];       /* the winner's tuning parameters as text ("" for none): recorded
-                               for the tuner and the reader; the library does not apply them */
+    char params[128];       /* the shape of the problem it was measured on, besides its size:
+                               pk_run_info.wisdom_key of such a call ("layout=vfo" for su3,
+                               "psf=11x11" for conv2d; "" where the size says all): the entry
+                               applies only to calls of the same key */
     double seconds;         /* the winner's time (>= 0, finite) */
     char runners_up[256];   /* the others as text, e.g. "omp-tiled 1.07x, omp 2.90x" */
     char date[32];          /* when it was measured, ISO 8601 UTC ("2026-01-31T12:00:00Z") */

@@ -302,8 +302,12 @@ static double s3_plan_bytes(const void *desc)
     const pk_s3_desc *d = desc;
     return 8.0 * ((double)d->u_doubles + 2.0 * (double)d->spinor_doubles);
 }
+static void s3_wisdom_key(const void *desc, char *key, size_t len)
+{
+    snprintf(key, len, "layout=%s", pk_su3_layout_name(((const pk_s3_desc *)desc)->layout));
+}
 static const pk_kernel_class s3_class = {"su3", PK_KERNEL_ON(s3), s3_create_on,
-                                          s3_destroy_on, s3_plan_bytes, NULL};
+                                          s3_destroy_on, s3_plan_bytes, NULL, s3_wisdom_key};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_s3_ops *s3_ops(const pk_choice *c) { return c->kops; }

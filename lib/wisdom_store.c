@@ -420,20 +420,24 @@ static void lazy_load(pk_context *ctx)
     pk_fail(PK_OK, "%s", saved);
 }
 
-int pk_wisdom_choose(pk_context *ctx, const pk_kernel_class *kc, double size,
+int pk_wisdom_choose(pk_context *ctx, const pk_kernel_class *kc, double size, const char *key,
                      pk_wisdom_pick *pick, char *note, size_t note_len)
 {
     lazy_load(ctx);
     if (ctx->wisdom_off && ctx->wisdom.n == 0) return 0;
     const pk_wisdom_entry *best = NULL, *far = NULL;
     double best_d = 0, far_d = 0;
-    int best_dev = -1, n_version = 0, n_device = 0, n_variant = 0;
+    int best_dev = -1, n_version = 0, n_device = 0, n_variant = 0, n_key = 0;
     const char *other_version = "";
     const double limit = log(WISDOM_SIZE_FACTOR) * (1 + 1e-12);
     const int sized = size > 0 && isfinite(size);
     for (int i = 0; sized && i < ctx->wisdom.n; ++i) {
         const pk_wisdom_entry *e = &ctx->wisdom.e[i];
         if (strcmp(e->kernel, kc->name)) continue;
+        if (strcmp(e->params, key)) { /* measured on another shape of the problem */
+            ++n_key;
+            continue;
+        }
         if (strcmp(e->version, pk_version())) {
             if (!n_version++) other_version = e->version;
             continue;
@@ -481,8 +485,11 @@ int pk_wisdom_choose(pk_context *ctx, const pk_kernel_class *kc, double size,
         w += (size_t)snprintf(why + w, sizeof why - w, "%s%d of devices not here",
                               w ? ", " : "", n_device);
     if (n_variant)
-        snprintf(why + w, sizeof why - w, "%s%d of variants unknown here", w ? ", " : "",
-                 n_variant);
+        w += (size_t)snprintf(why + w, sizeof why - w, "%s%d of variants unknown here",
+                              w ? ", " : "", n_variant);
+    if (n_key && w < sizeof why)
+        snprintf(why + w, sizeof why - w, "%s%d of other shapes than '%.40s'", w ? ", " : "",
+                 n_key, key);
     char far_text[128] = "";
     if (far)
         snprintf(far_text, sizeof far_text, "%snearest '%.40s' %.0fx %s", why[0] ? ", " : "",

@@ -210,8 +210,18 @@ static void picks(int have_omp)
                strstr(info.reason, "wisdom: none for magicfilter3d at this size"),
            "magicfilter3d without an entry of its own: %s, reason says none (%s)", info.variant,
            info.reason);
+        char key[64];
+        snprintf(key, sizeof key, "%s", info.wisdom_key);
         pk_wisdom_entry e = entry(ctx, PK_BACKEND_SERIAL, "magicfilter3d", "unrolled",
                                   "12x10x9", bytes, 1e-4);
+        snprintf(e.params, sizeof e.params, "bc=%d,transpose=1", PK_MF_PERIODIC); /* MFT's */
+        add(ctx, &e);
+        st = pk_magicfilter3d(ctx, &p, NULL, x, y, &info);
+        ok(st == PK_OK && !strcmp(key, "bc=0,transpose=0") && strcmp(info.variant, "unrolled") &&
+               strstr(info.reason, "1 of other shapes than 'bc=0,transpose=0'"),
+           "magicfilter3d: an entry measured on MFT is not taken for MF (key '%s'; %s)", key,
+           info.reason);
+        snprintf(e.params, sizeof e.params, "%s", key);
         add(ctx, &e);
         st = pk_magicfilter3d(ctx, &p, NULL, x, y, &info);
         pk_magicfilter3d_reference(&p, x, r);
@@ -235,6 +245,9 @@ static void picks(int have_omp)
         pk_status st = pk_conv2d(ctx, &p, NULL, img, psf, o, &info);
         pk_wisdom_entry e = entry(ctx, PK_BACKEND_SERIAL, "conv2d", "naive", "32x32/5x5",
                                   info.plan_bytes, 1e-4);
+        snprintf(e.params, sizeof e.params, "%s", info.wisdom_key);
+        ok(!strcmp(info.wisdom_key, "psf=5x5"), "conv2d's wisdom key is its PSF size ('%s')",
+           info.wisdom_key);
         add(ctx, &e);
         st = pk_conv2d(ctx, &p, NULL, img, psf, o, &info);
         ok(st == PK_OK && !strcmp(info.variant, "naive") && strstr(info.reason, "wisdom: naive"),

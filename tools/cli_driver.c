@@ -1357,6 +1357,7 @@ static void tune_record(const cli_bench_result *res, cli_tune *tune)
         snprintf(e.size_class, sizeof e.size_class, "%s%s%s", res->req->size,
                  r->case_name[0] ? "/" : "", r->case_name);
         e.size_bytes = r->info.plan_bytes;
+        snprintf(e.params, sizeof e.params, "%s", r->info.wisdom_key); /* the call's shape */
         snprintf(e.variant, sizeof e.variant, "%s", r->variant);
         e.seconds = r->t_min;
         size_t used = 0;
