@@ -20,6 +20,9 @@
 
 #define MAIN_PROG "portkern"
 
+/* Each tools/cli_<kernel>.c defines one descriptor; this table is the only list of them. */
+extern const cli_kernel cli_kernel_diffusion3d, cli_kernel_conv2d, cli_kernel_grid,
+    cli_kernel_magicfilter3d, cli_kernel_laplace2d, cli_kernel_su3, cli_kernel_dslash;
 const cli_kernel *const cli_kernels[] = {
     &cli_kernel_diffusion3d, &cli_kernel_conv2d, &cli_kernel_grid, &cli_kernel_magicfilter3d,
     &cli_kernel_laplace2d, &cli_kernel_su3, &cli_kernel_dslash, NULL};

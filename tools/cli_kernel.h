@@ -273,9 +273,6 @@ struct cli_kernel {
     void (*row_json)(cli_json *j, const cli_bench_result *r, const cli_bench_row *row);
 };
 
-extern const cli_kernel cli_kernel_diffusion3d, cli_kernel_conv2d, cli_kernel_grid,
-    cli_kernel_magicfilter3d, cli_kernel_laplace2d, cli_kernel_su3, cli_kernel_dslash;
-
 /** The kernels in the order of `portkern --help` and bench; NULL-terminated. */
 extern const cli_kernel *const cli_kernels[];
 const cli_kernel *cli_kernel_find(const char *name);
