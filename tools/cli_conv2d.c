@@ -113,6 +113,8 @@ static pk_status cv_call(cli_op op, void **plan, pk_context *ctx, const char *va
     return PK_OK;
 }
 
+extern const cli_kernel cli_kernel_conv2d; /* defined at the end of this file */
+
 /* The differ's verdict, norm-wise with --norm. */
 static pk_status cv_check(const void *args, void *data, cli_verdict *v)
 {
