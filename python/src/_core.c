@@ -1321,47 +1321,18 @@ typedef struct {
 } PlanKind;
 
 /* The library's calls, one interface (unused arguments are those another kind needs). */
-static pk_status d3_create(void **h, pk_context *c, const void *prm, const char *v, const void *a,
-                           const void *b, pk_run_info *i)
-{
-    (void)a, (void)b;
-    return pk_diffusion3d_plan_create((pk_diffusion3d_plan **)h, c, prm, v, i);
-}
-static pk_status cv_create(void **h, pk_context *c, const void *prm, const char *v, const void *psf,
-                           const void *b, pk_run_info *i)
-{
-    (void)b;
-    return pk_conv2d_plan_create((pk_conv2d_plan **)h, c, prm, v, psf, i);
-}
-static pk_status mf_create(void **h, pk_context *c, const void *prm, const char *v, const void *a,
-                           const void *b, pk_run_info *i)
-{
-    (void)a, (void)b;
-    return pk_magicfilter3d_plan_create((pk_magicfilter3d_plan **)h, c, prm, v, i);
-}
-static pk_status lp_create(void **h, pk_context *c, const void *prm, const char *v, const void *a,
-                           const void *b, pk_run_info *i)
-{
-    (void)a, (void)b;
-    return pk_laplace2d_plan_create((pk_laplace2d_plan **)h, c, prm, v, i);
-}
-static pk_status s3_create(void **h, pk_context *c, const void *prm, const char *v, const void *a,
-                           const void *b, pk_run_info *i)
-{
-    (void)a, (void)b;
-    return pk_su3_plan_create((pk_su3_plan **)h, c, prm, v, i);
-}
-static pk_status ds_create(void **h, pk_context *c, const void *prm, const char *v, const void *a,
-                           const void *b, pk_run_info *i)
-{
-    (void)a, (void)b;
-    return pk_dslash_plan_create((pk_dslash_plan **)h, c, prm, v, i);
-}
-static pk_status gr_create(void **h, pk_context *c, const void *prm, const char *v,
-                           const void *support, const void *kernels, pk_run_info *i)
-{
-    return pk_grid_plan_create((pk_grid_plan **)h, c, prm, v, support, kernels, i);
-}
+/* create(h, ctx, params, variant, a, b, info): a, b the arrays conv2d (psf) and grid (support,
+ * kernels) create with. */
+#define CREATE_ARGS void **h, pk_context *c, const void *prm, const char *v, const void *a, \
+                    const void *b, pk_run_info *i
+static pk_status d3_create(CREATE_ARGS) { return (void)a, (void)b, pk_diffusion3d_plan_create((pk_diffusion3d_plan **)h, c, prm, v, i); }
+static pk_status cv_create(CREATE_ARGS) { return (void)b, pk_conv2d_plan_create((pk_conv2d_plan **)h, c, prm, v, a, i); }
+static pk_status mf_create(CREATE_ARGS) { return (void)a, (void)b, pk_magicfilter3d_plan_create((pk_magicfilter3d_plan **)h, c, prm, v, i); }
+static pk_status lp_create(CREATE_ARGS) { return (void)a, (void)b, pk_laplace2d_plan_create((pk_laplace2d_plan **)h, c, prm, v, i); }
+static pk_status s3_create(CREATE_ARGS) { return (void)a, (void)b, pk_su3_plan_create((pk_su3_plan **)h, c, prm, v, i); }
+static pk_status ds_create(CREATE_ARGS) { return (void)a, (void)b, pk_dslash_plan_create((pk_dslash_plan **)h, c, prm, v, i); }
+static pk_status gr_create(CREATE_ARGS) { return pk_grid_plan_create((pk_grid_plan **)h, c, prm, v, a, b, i); }
+#undef CREATE_ARGS
 
 static void d3_destroy(void *h) { pk_diffusion3d_plan_destroy(h); }
 static void cv_destroy(void *h) { pk_conv2d_plan_destroy(h); }
