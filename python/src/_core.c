@@ -495,7 +495,6 @@ struct PlanObject {
         pk_grid_params gr;
     } p;
     npy_intp in_shape[3], out_shape[3]; /* magicfilter3d */
-    npy_intp lat[4];                     /* dslash: t, z, y, x */
 };
 
 static PyTypeObject ContextType, PlanType;
@@ -510,19 +509,7 @@ static PyTypeObject ContextType, PlanType;
         Py_END_ALLOW_THREADS                                                                    \
     } while (0)
 
-static void plan_destroy_handle(int kind, void *h)
-{
-    if (!h) return;
-    switch (kind) {
-    case K_D3: pk_diffusion3d_plan_destroy(h); break;
-    case K_CV: pk_conv2d_plan_destroy(h); break;
-    case K_MF: pk_magicfilter3d_plan_destroy(h); break;
-    case K_LP: pk_laplace2d_plan_destroy(h); break;
-    case K_S3: pk_su3_plan_destroy(h); break;
-    case K_DS: pk_dslash_plan_destroy(h); break;
-    case K_GR: pk_grid_plan_destroy(h); break;
-    }
-}
+static void plan_destroy_handle(int kind, void *h); /* with the plan kinds, below */
 
 static int ctx_init(ContextObject *self, PyObject *args, PyObject *kw)
 {
@@ -803,6 +790,39 @@ static PyObject *ctx_measure_bandwidth(ContextObject *self, PyObject *args, PyOb
     return PyFloat_FromDouble(bw);
 }
 
+/* ---- the calls' common parts ---------------------------------------------------------- */
+
+/* The RunInfo of a call that made `out` (NULL: failed, error set); NULL with out released
+ * when either failed. */
+static RunInfoObject *call_info(PyArrayObject *out)
+{
+    if (!out) return NULL;
+    RunInfoObject *ri = runinfo_new();
+    if (!ri) Py_DECREF(out);
+    return ri;
+}
+
+/* A kernel call's end: on PK_OK (out, RunInfo) (both references stolen), else the status
+ * raised as fn's error and both released. */
+static PyObject *call_result(PyArrayObject *out, RunInfoObject *ri, pk_status st, const char *fn)
+{
+    if (st != PK_OK) {
+        raise_status(st, fn);
+        Py_DECREF(out);
+        Py_DECREF(ri);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", out, ri);
+}
+
+/* grid's: (grid, norm, num_skipped, RunInfo). */
+static PyObject *grid_result(PyArrayObject *g, double norm, int64_t skipped, RunInfoObject *ri,
+                             pk_status st, const char *fn)
+{
+    if (st != PK_OK) return call_result(g, ri, st, fn);
+    return Py_BuildValue("(NdLN)", g, norm, (long long)skipped, ri);
+}
+
 /* ---- diffusion3d ----------------------------------------------------------------------- */
 
 static int d3_params(PyObject *const coefs[7], int nx, int ny, int nz, int count,
@@ -839,21 +859,12 @@ static PyObject *ctx_diffusion3d(ContextObject *self, PyObject *args, PyObject *
         parse_variant(varo, fn, &variant) || d3_params(c, nx, ny, nz, count, &p))
         return NULL;
     PyArrayObject *out = inplace_output(f, outo, fn, lay);
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
+    RunInfoObject *ri = call_info(out);
+    if (!ri) return NULL;
     pk_status st;
     float *data = PyArray_DATA(out);
     LOCKED(self, self->ctx, st, pk_diffusion3d(self->ctx, &p, variant, data, &ri->info));
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
+    return call_result(out, ri, st, fn);
 }
 
 /* ---- conv2d ---------------------------------------------------------------------------- */
@@ -881,22 +892,13 @@ static PyObject *ctx_conv2d(ContextObject *self, PyObject *args, PyObject *kw)
         return NULL;
     p.method = method; /* PK_CONV2D_AUTO, _DIRECT, _FFT in that order */
     PyArrayObject *out = new_output(outo, fn, NPY_FLOAT32, 2, PyArray_DIMS(im), "[h, w]", 0);
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
+    RunInfoObject *ri = call_info(out);
+    if (!ri) return NULL;
     pk_status st;
     const float *ip = PyArray_DATA(im), *pp = PyArray_DATA(psf);
     float *op = PyArray_DATA(out);
     LOCKED(self, self->ctx, st, pk_conv2d(self->ctx, &p, variant, ip, pp, op, &ri->info));
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
+    return call_result(out, ri, st, fn);
 }
 
 /* ---- magicfilter3d --------------------------------------------------------------------- */
@@ -958,22 +960,13 @@ static PyObject *ctx_magicfilter3d(ContextObject *self, PyObject *args, PyObject
         mf_params(PyArray_DIMS(x), transpose, bc, fn, &p, in, os))
         return NULL;
     PyArrayObject *out = new_output(outo, fn, NPY_FLOAT64, 3, os, "[n3', n2', n1']", 0);
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
+    RunInfoObject *ri = call_info(out);
+    if (!ri) return NULL;
     pk_status st;
     const double *xp = PyArray_DATA(x);
     double *yp = PyArray_DATA(out);
     LOCKED(self, self->ctx, st, pk_magicfilter3d(self->ctx, &p, variant, xp, yp, &ri->info));
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
+    return call_result(out, ri, st, fn);
 }
 
 /* ---- laplace2d ------------------------------------------------------------------------- */
@@ -1017,21 +1010,12 @@ static PyObject *ctx_laplace2d(ContextObject *self, PyObject *args, PyObject *kw
         parse_variant(varo, fn, &variant) || lp_params(l, sigma, count, layout, nw, &p))
         return NULL;
     PyArrayObject *out = inplace_output(phi, outo, fn, lay);
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
+    RunInfoObject *ri = call_info(out);
+    if (!ri) return NULL;
     pk_status st;
     float *data = PyArray_DATA(out);
     LOCKED(self, self->ctx, st, pk_laplace2d(self->ctx, &p, variant, data, &ri->info));
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
+    return call_result(out, ri, st, fn);
 }
 
 /* ---- su3 ------------------------------------------------------------------------------- */
@@ -1079,32 +1063,22 @@ static PyObject *ctx_su3(ContextObject *self, PyObject *args, PyObject *kw)
         return NULL;
     pk_su3_params p = {(size_t)PyArray_DIM(u, 0), layout, nw};
     PyArrayObject *out = new_output(outo, fn, NPY_COMPLEX128, 3, PyArray_DIMS(psi), "[nv, 3, 4]", 0);
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
+    RunInfoObject *ri = call_info(out);
+    if (!ri) return NULL;
     pk_status st;
     const double *up = PyArray_DATA(u), *pp = PyArray_DATA(psi);
     double *cp = PyArray_DATA(out);
     LOCKED(self, self->ctx, st, pk_su3(self->ctx, &p, variant, up, pp, cp, &ri->info));
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
+    return call_result(out, ri, st, fn);
 }
 
 /* ---- dslash ---------------------------------------------------------------------------- */
 
-/* psi [t, z, y, x, 4, 3] and, when `lat` has extents, that lattice; u [4, t, z, y, x, 3, 3]. */
-static int ds_arrays(PyObject *uo, PyObject *psio, const char *fn, const npy_intp *lat,
-                     PyArrayObject **u, PyArrayObject **psi, pk_dslash_params *p)
+/* psi [t, z, y, x, 4, 3]; u [4, t, z, y, x, 3, 3]. */
+static int ds_arrays(PyObject *uo, PyObject *psio, const char *fn, PyArrayObject **u,
+                     PyArrayObject **psi, pk_dslash_params *p)
 {
     npy_intp ps[6] = {-1, -1, -1, -1, 4, 3};
-    if (lat) memcpy(ps, lat, 4 * sizeof *lat);
     *psi = check_array(psio, fn, "psi", NPY_COMPLEX128, 6, ps, "[t, z, y, x, 4, 3]", 0);
     if (!*psi) return -1;
     npy_intp us[7] = {4, 0, 0, 0, 0, 3, 3};
@@ -1129,28 +1103,19 @@ static PyObject *ctx_dslash(ContextObject *self, PyObject *args, PyObject *kw)
     const char *fn = "dslash", *variant;
     PyArrayObject *u, *psi;
     pk_dslash_params p;
-    if (ds_arrays(uo, psio, fn, NULL, &u, &psi, &p) || parse_variant(varo, fn, &variant))
+    if (ds_arrays(uo, psio, fn, &u, &psi, &p) || parse_variant(varo, fn, &variant))
         return NULL;
     p.kappa = kappa;
     p.recon12 = recon12;
     PyArrayObject *out = new_output(outo, fn, NPY_COMPLEX128, 6, PyArray_DIMS(psi),
                                     "[t, z, y, x, 4, 3]", 0);
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
+    RunInfoObject *ri = call_info(out);
+    if (!ri) return NULL;
     pk_status st;
     const double *up = PyArray_DATA(u), *pp = PyArray_DATA(psi);
     double *cp = PyArray_DATA(out);
     LOCKED(self, self->ctx, st, pk_dslash(self->ctx, &p, variant, up, pp, cp, &ri->info));
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
+    return call_result(out, ri, st, fn);
 }
 
 /* ---- grid ------------------------------------------------------------------------------ */
@@ -1304,9 +1269,8 @@ static PyObject *ctx_grid(ContextObject *self, PyObject *args, PyObject *kw)
         return NULL;
     }
     PyArrayObject *g = gr_output(go, fn, grid_size);
-    if (!g) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
+    RunInfoObject *ri = call_info(g);
+    if (!ri) return NULL;
     double norm = 0;
     int64_t skipped = 0;
     pk_status st;
@@ -1315,28 +1279,212 @@ static PyObject *ctx_grid(ContextObject *self, PyObject *args, PyObject *kw)
     float *gp = PyArray_DATA(g);
     LOCKED(self, self->ctx, st,
            pk_grid(self->ctx, &p, variant, sp, kp, &d, gp, &norm, &skipped, &ri->info));
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    return Py_BuildValue("(NdLN)", g, norm, (long long)skipped, ri);
-fail:
-    Py_DECREF(g);
-    Py_XDECREF(ri);
-    return NULL;
+    return grid_result(g, norm, skipped, ri, st, fn);
 }
 
-/* ---- plans: creation ------------------------------------------------------------------- */
+/* ---- plans: what differs per kernel ----------------------------------------------------- */
 
 static PyTypeObject D3PlanType, CvPlanType, MfPlanType, LpPlanType, S3PlanType, DsPlanType,
     GrPlanType;
 
-/* A new plan object of `type`, linked into ctx's list before the handle exists (so that a
+/* One array a plan's upload and execute take, in the order they are checked: `arg` is its
+ * position among the method's arguments. */
+typedef struct {
+    const char *name, *layout;
+    int arg;
+} PlanArray;
+
+/* A kind of plan: its type and the library's calls behind one interface.  The plan methods
+ * below are shared; a kind gives only its calls, its arrays (`shape` gives the extents of
+ * arrays[i], i == nin being the output) and whether it counts steps (count_at: offset of the
+ * plan's default count in PlanObject, 0 for none) or works in place.  Grid's plan has only
+ * execute (its own method) and leaves the resident-data part NULL. */
+typedef struct {
+    PyTypeObject *type;
+    const char *name; /* the messages' prefix: "Diffusion3DPlan" */
+    pk_status (*create)(void **h, pk_context *c, const void *prm, const char *variant,
+                        const void *a, const void *b, pk_run_info *info);
+    void (*destroy)(void *h);
+    int typenum, nin, inplace;
+    size_t count_at;
+    PlanArray arrays[2];
+    const char *out_layout;
+    char *exec_kw[4]; /* execute's keywords: the inputs, count where counted, out */
+    const char *exec_fmt;
+    int (*shape)(const PlanObject *p, int i, npy_intp *sh); /* returns ndim */
+    pk_status (*upload)(void *h, const void *const in[]);
+    pk_status (*run)(void *h, int count, pk_run_info *info);
+    pk_status (*download)(void *h, void *out);
+    /* NULL where the library has no plan_execute yet: upload + run + download (the run's info
+     * then covers the kernel only). */
+    pk_status (*execute)(void *h, const void *const in[], void *out, int count, pk_run_info *info);
+} PlanKind;
+
+/* The library's calls, one interface (unused arguments are those another kind needs). */
+/* create(h, ctx, params, variant, a, b, info): a, b the arrays conv2d (psf) and grid (support,
+ * kernels) create with. */
+#define CREATE_ARGS void **h, pk_context *c, const void *prm, const char *v, const void *a, \
+                    const void *b, pk_run_info *i
+static pk_status d3_create(CREATE_ARGS) { return (void)a, (void)b, pk_diffusion3d_plan_create((pk_diffusion3d_plan **)h, c, prm, v, i); }
+static pk_status cv_create(CREATE_ARGS) { return (void)b, pk_conv2d_plan_create((pk_conv2d_plan **)h, c, prm, v, a, i); }
+static pk_status mf_create(CREATE_ARGS) { return (void)a, (void)b, pk_magicfilter3d_plan_create((pk_magicfilter3d_plan **)h, c, prm, v, i); }
+static pk_status lp_create(CREATE_ARGS) { return (void)a, (void)b, pk_laplace2d_plan_create((pk_laplace2d_plan **)h, c, prm, v, i); }
+static pk_status s3_create(CREATE_ARGS) { return (void)a, (void)b, pk_su3_plan_create((pk_su3_plan **)h, c, prm, v, i); }
+static pk_status ds_create(CREATE_ARGS) { return (void)a, (void)b, pk_dslash_plan_create((pk_dslash_plan **)h, c, prm, v, i); }
+static pk_status gr_create(CREATE_ARGS) { return pk_grid_plan_create((pk_grid_plan **)h, c, prm, v, a, b, i); }
+#undef CREATE_ARGS
+
+static void d3_destroy(void *h) { pk_diffusion3d_plan_destroy(h); }
+static void cv_destroy(void *h) { pk_conv2d_plan_destroy(h); }
+static void mf_destroy(void *h) { pk_magicfilter3d_plan_destroy(h); }
+static void lp_destroy(void *h) { pk_laplace2d_plan_destroy(h); }
+static void s3_destroy(void *h) { pk_su3_plan_destroy(h); }
+static void ds_destroy(void *h) { pk_dslash_plan_destroy(h); }
+static void gr_destroy(void *h) { pk_grid_plan_destroy(h); }
+
+static pk_status d3_upload(void *h, const void *const in[]) { return pk_diffusion3d_plan_upload(h, in[0]); }
+static pk_status cv_upload(void *h, const void *const in[]) { return pk_conv2d_plan_upload(h, in[0]); }
+static pk_status mf_upload(void *h, const void *const in[]) { return pk_magicfilter3d_plan_upload(h, in[0]); }
+static pk_status lp_upload(void *h, const void *const in[]) { return pk_laplace2d_plan_upload(h, in[0]); }
+static pk_status s3_upload(void *h, const void *const in[]) { return pk_su3_plan_upload(h, in[0], in[1]); }
+static pk_status ds_upload(void *h, const void *const in[]) { return pk_dslash_plan_upload(h, in[0], in[1]); }
+
+static pk_status d3_run(void *h, int n, pk_run_info *i) { return pk_diffusion3d_plan_run(h, n, i); }
+static pk_status cv_run(void *h, int n, pk_run_info *i) { return (void)n, pk_conv2d_plan_run(h, i); }
+static pk_status mf_run(void *h, int n, pk_run_info *i) { return (void)n, pk_magicfilter3d_plan_run(h, i); }
+static pk_status lp_run(void *h, int n, pk_run_info *i) { return pk_laplace2d_plan_run(h, n, i); }
+static pk_status s3_run(void *h, int n, pk_run_info *i) { return (void)n, pk_su3_plan_run(h, i); }
+static pk_status ds_run(void *h, int n, pk_run_info *i) { return (void)n, pk_dslash_plan_run(h, i); }
+
+static pk_status d3_download(void *h, void *out) { return pk_diffusion3d_plan_download(h, out); }
+static pk_status cv_download(void *h, void *out) { return pk_conv2d_plan_download(h, out); }
+static pk_status mf_download(void *h, void *out) { return pk_magicfilter3d_plan_download(h, out); }
+static pk_status lp_download(void *h, void *out) { return pk_laplace2d_plan_download(h, out); }
+static pk_status s3_download(void *h, void *out) { return pk_su3_plan_download(h, out); }
+static pk_status ds_download(void *h, void *out) { return pk_dslash_plan_download(h, out); }
+
+/* In-place kernels execute on out (a copy of the input, or the input itself). */
+static pk_status d3_execute(void *h, const void *const in[], void *out, int n, pk_run_info *i)
+{
+    return (void)in, pk_diffusion3d_plan_execute(h, out, n, i);
+}
+static pk_status lp_execute(void *h, const void *const in[], void *out, int n, pk_run_info *i)
+{
+    return (void)in, pk_laplace2d_plan_execute(h, out, n, i);
+}
+static pk_status mf_execute(void *h, const void *const in[], void *out, int n, pk_run_info *i)
+{
+    return (void)n, pk_magicfilter3d_plan_execute(h, in[0], out, i);
+}
+#if PKPY_HAVE_CONV2D_PLAN_EXECUTE
+static pk_status cv_execute(void *h, const void *const in[], void *out, int n, pk_run_info *i)
+{
+    return (void)n, pk_conv2d_plan_execute(h, in[0], out, i);
+}
+#else
+#define cv_execute NULL
+#endif
+#if PKPY_HAVE_SU3_PLAN_EXECUTE
+static pk_status s3_execute(void *h, const void *const in[], void *out, int n, pk_run_info *i)
+{
+    return (void)n, pk_su3_plan_execute(h, in[0], in[1], out, i);
+}
+#else
+#define s3_execute NULL
+#endif
+#if PKPY_HAVE_DSLASH_PLAN_EXECUTE
+static pk_status ds_execute(void *h, const void *const in[], void *out, int n, pk_run_info *i)
+{
+    return (void)n, pk_dslash_plan_execute(h, in[0], in[1], out, i);
+}
+#else
+#define ds_execute NULL
+#endif
+
+/* The arrays' extents, from the plan. */
+static int d3_shape(const PlanObject *p, int i, npy_intp *sh)
+{
+    (void)i;
+    sh[0] = p->p.d3.nz, sh[1] = p->p.d3.ny, sh[2] = p->p.d3.nx;
+    return 3;
+}
+static int cv_shape(const PlanObject *p, int i, npy_intp *sh)
+{
+    (void)i;
+    sh[0] = p->p.cv.h, sh[1] = p->p.cv.w;
+    return 2;
+}
+static int mf_shape(const PlanObject *p, int i, npy_intp *sh)
+{
+    memcpy(sh, i == 0 ? p->in_shape : p->out_shape, 3 * sizeof *sh);
+    return 3;
+}
+static int lp_shape(const PlanObject *p, int i, npy_intp *sh)
+{
+    (void)i;
+    sh[0] = sh[1] = p->p.lp.l;
+    return 2;
+}
+static int s3_shape(const PlanObject *p, int i, npy_intp *sh) /* u [nv, 3, 3]; psi, chi [nv, 3, 4] */
+{
+    sh[0] = (npy_intp)p->p.s3.nv, sh[1] = 3, sh[2] = i == 0 ? 3 : 4;
+    return 3;
+}
+static int ds_shape(const PlanObject *p, int i, npy_intp *sh) /* psi, chi [t, z, y, x, 4, 3]; u */
+{
+    const pk_dslash_params *d = &p->p.ds;
+    if (i == 1) { /* u [4, t, z, y, x, 3, 3] */
+        npy_intp us[7] = {4, d->t, d->z, d->y, d->x, 3, 3};
+        memcpy(sh, us, sizeof us);
+        return 7;
+    }
+    npy_intp ps[6] = {d->t, d->z, d->y, d->x, 4, 3};
+    memcpy(sh, ps, sizeof ps);
+    return 6;
+}
+
+#define COUNT_AT(k) offsetof(PlanObject, p.k.count)
+static PlanKind plan_kinds[] = {
+    [K_D3] = {&D3PlanType, "Diffusion3DPlan", d3_create, d3_destroy, NPY_FLOAT32, 1, 1,
+              COUNT_AT(d3), {{"f", "[nz, ny, nx] (the plan's shape)", 0}}, "[nz, ny, nx]",
+              {"f", "count", "out", NULL}, "O|O$O:execute", d3_shape, d3_upload, d3_run,
+              d3_download, d3_execute},
+    [K_CV] = {&CvPlanType, "Conv2DPlan", cv_create, cv_destroy, NPY_FLOAT32, 1, 0, 0,
+              {{"image", "[h, w] (the plan's shape)", 0}}, "[h, w]", {"image", "out", NULL},
+              "O|$O:execute", cv_shape, cv_upload, cv_run, cv_download, cv_execute},
+    [K_MF] = {&MfPlanType, "MagicFilter3DPlan", mf_create, mf_destroy, NPY_FLOAT64, 1, 0, 0,
+              {{"x", "(the plan's shape)", 0}}, "(the plan's output)", {"x", "out", NULL},
+              "O|$O:execute", mf_shape, mf_upload, mf_run, mf_download, mf_execute},
+    [K_LP] = {&LpPlanType, "Laplace2DPlan", lp_create, lp_destroy, NPY_FLOAT32, 1, 1,
+              COUNT_AT(lp), {{"phi", "[l, l] (the plan's shape)", 0}}, "[l, l]",
+              {"phi", "count", "out", NULL}, "O|O$O:execute", lp_shape, lp_upload, lp_run,
+              lp_download, lp_execute},
+    [K_S3] = {&S3PlanType, "SU3Plan", s3_create, s3_destroy, NPY_COMPLEX128, 2, 0, 0,
+              {{"u", "[nv, 3, 3] (the plan's nv)", 0}, {"psi", "[nv, 3, 4] (the plan's nv)", 1}},
+              "[nv, 3, 4]", {"u", "psi", "out", NULL}, "OO|$O:execute", s3_shape, s3_upload,
+              s3_run, s3_download, s3_execute},
+    [K_DS] = {&DsPlanType, "DslashPlan", ds_create, ds_destroy, NPY_COMPLEX128, 2, 0, 0,
+              {{"psi", "[t, z, y, x, 4, 3]", 1}, {"u", "[4, t, z, y, x, 3, 3] (lattice from psi)", 0}},
+              "[t, z, y, x, 4, 3]", {"u", "psi", "out", NULL}, "OO|$O:execute", ds_shape,
+              ds_upload, ds_run, ds_download, ds_execute},
+    [K_GR] = {&GrPlanType, "GridPlan", gr_create, gr_destroy, 0, 0, 0, 0, {{NULL, NULL, 0}}, NULL,
+              {NULL}, NULL, NULL, NULL, NULL, NULL, NULL},
+};
+#undef COUNT_AT
+
+static void plan_destroy_handle(int kind, void *h)
+{
+    if (h) plan_kinds[kind].destroy(h);
+}
+
+/* ---- plans: creation ------------------------------------------------------------------- */
+
+/* A new plan object of `kind`, linked into ctx's list before the handle exists (so that a
  * close on another thread sees it), with its creation RunInfo. */
-static PlanObject *plan_alloc(ContextObject *ctx, PyTypeObject *type, int kind)
+static PlanObject *plan_alloc(ContextObject *ctx, int kind)
 {
     if (ctx_check_open(ctx)) return NULL;
-    PlanObject *p = PyObject_New(PlanObject, type);
+    PlanObject *p = PyObject_New(PlanObject, plan_kinds[kind].type);
     if (!p) return NULL;
     p->owner = ctx;
     Py_INCREF(ctx);
@@ -1356,6 +1504,25 @@ static PlanObject *plan_alloc(ContextObject *ctx, PyTypeObject *type, int kind)
     return p;
 }
 
+/* A plan of `kind` with parameters prm (`size` bytes) and the create call's arrays a, b:
+ * created under the context's lock with the GIL released. */
+static PlanObject *plan_create(ContextObject *ctx, int kind, const void *prm, size_t size,
+                               const char *variant, const void *a, const void *b, const char *fn)
+{
+    PlanObject *p = plan_alloc(ctx, kind);
+    if (!p) return NULL;
+    memcpy(&p->p, prm, size);
+    const PlanKind *k = &plan_kinds[kind];
+    pk_status st;
+    LOCKED(ctx, ctx->ctx, st, k->create(&p->handle, ctx->ctx, &p->p, variant, a, b, &p->info->info));
+    if (st != PK_OK) {
+        Py_DECREF(p);
+        raise_status(st, fn);
+        return NULL;
+    }
+    return p;
+}
+
 static PyObject *ctx_diffusion3d_plan(ContextObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"shape", "count", "cc", "cw", "ce", "cs", "cn", "cb", "ct", "variant", NULL};
@@ -1366,22 +1533,10 @@ static PyObject *ctx_diffusion3d_plan(ContextObject *self, PyObject *args, PyObj
                                      &nx, &count, &c[0], &c[1], &c[2], &c[3], &c[4], &c[5], &c[6],
                                      &varo))
         return NULL;
-    const char *variant;
+    const char *fn = "diffusion3d_plan", *variant;
     pk_diffusion3d_params prm;
-    if (parse_variant(varo, "diffusion3d_plan", &variant) || d3_params(c, nx, ny, nz, count, &prm))
-        return NULL;
-    PlanObject *p = plan_alloc(self, &D3PlanType, K_D3);
-    if (!p) return NULL;
-    p->p.d3 = prm;
-    pk_status st;
-    LOCKED(self, self->ctx, st,
-           pk_diffusion3d_plan_create((pk_diffusion3d_plan **)&p->handle, self->ctx, &p->p.d3,
-                                      variant, &p->info->info));
-    if (st != PK_OK) {
-        Py_DECREF(p);
-        return raise_status(st, "diffusion3d_plan");
-    }
-    return (PyObject *)p;
+    if (parse_variant(varo, fn, &variant) || d3_params(c, nx, ny, nz, count, &prm)) return NULL;
+    return (PyObject *)plan_create(self, K_D3, &prm, sizeof prm, variant, NULL, NULL, fn);
 }
 
 static PyObject *ctx_conv2d_plan(ContextObject *self, PyObject *args, PyObject *kw)
@@ -1401,52 +1556,28 @@ static PyObject *ctx_conv2d_plan(ContextObject *self, PyObject *args, PyObject *
         parse_variant(varo, fn, &variant))
         return NULL;
     prm.method = method;
-    PlanObject *p = plan_alloc(self, &CvPlanType, K_CV);
-    if (!p) return NULL;
-    p->p.cv = prm;
-    pk_status st;
-    const float *pp = PyArray_DATA(psf);
-    LOCKED(self, self->ctx, st,
-           pk_conv2d_plan_create((pk_conv2d_plan **)&p->handle, self->ctx, &p->p.cv, variant, pp,
-                                 &p->info->info));
-    if (st != PK_OK) {
-        Py_DECREF(p);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)p;
+    return (PyObject *)plan_create(self, K_CV, &prm, sizeof prm, variant, PyArray_DATA(psf), NULL,
+                                   fn);
 }
 
 static PyObject *ctx_magicfilter3d_plan(ContextObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"shape", "transpose", "bc", "variant", NULL};
     PyObject *bco = NULL, *varo = Py_None;
-    npy_intp xs[3];
     int a, b, c, transpose = 0, bc = PK_MF_PERIODIC;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "(iii)|$pOO:magicfilter3d_plan", kwl, &a, &b, &c,
                                      &transpose, &bco, &varo))
         return NULL;
     const char *fn = "magicfilter3d_plan", *variant;
-    xs[0] = a;
-    xs[1] = b;
-    xs[2] = c;
+    npy_intp xs[3] = {a, b, c}, in[3], os[3];
     pk_magicfilter3d_params prm;
-    npy_intp in[3], os[3];
     if ((bco && parse_choice(bco, fn, "bc", mf_bcs, &bc)) || parse_variant(varo, fn, &variant) ||
         mf_params(xs, transpose, bc, fn, &prm, in, os))
         return NULL;
-    PlanObject *p = plan_alloc(self, &MfPlanType, K_MF);
+    PlanObject *p = plan_create(self, K_MF, &prm, sizeof prm, variant, NULL, NULL, fn);
     if (!p) return NULL;
-    p->p.mf = prm;
     memcpy(p->in_shape, in, sizeof in);
     memcpy(p->out_shape, os, sizeof os);
-    pk_status st;
-    LOCKED(self, self->ctx, st,
-           pk_magicfilter3d_plan_create((pk_magicfilter3d_plan **)&p->handle, self->ctx, &p->p.mf,
-                                        variant, &p->info->info));
-    if (st != PK_OK) {
-        Py_DECREF(p);
-        return raise_status(st, fn);
-    }
     return (PyObject *)p;
 }
 
@@ -1464,18 +1595,7 @@ static PyObject *ctx_laplace2d_plan(ContextObject *self, PyObject *args, PyObjec
     if ((layo && parse_choice(layo, fn, "layout", lp_layouts, &layout)) ||
         parse_variant(varo, fn, &variant) || lp_params(l, sigma, count, layout, nw, &prm))
         return NULL;
-    PlanObject *p = plan_alloc(self, &LpPlanType, K_LP);
-    if (!p) return NULL;
-    p->p.lp = prm;
-    pk_status st;
-    LOCKED(self, self->ctx, st,
-           pk_laplace2d_plan_create((pk_laplace2d_plan **)&p->handle, self->ctx, &p->p.lp, variant,
-                                    &p->info->info));
-    if (st != PK_OK) {
-        Py_DECREF(p);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)p;
+    return (PyObject *)plan_create(self, K_LP, &prm, sizeof prm, variant, NULL, NULL, fn);
 }
 
 static PyObject *ctx_su3_plan(ContextObject *self, PyObject *args, PyObject *kw)
@@ -1492,20 +1612,8 @@ static PyObject *ctx_su3_plan(ContextObject *self, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "%s: nv must be >= 1, got %zd", fn, nv);
         return NULL;
     }
-    PlanObject *p = plan_alloc(self, &S3PlanType, K_S3);
-    if (!p) return NULL;
-    p->p.s3.nv = (size_t)nv;
-    p->p.s3.layout = layout;
-    p->p.s3.nw = nw;
-    pk_status st;
-    LOCKED(self, self->ctx, st,
-           pk_su3_plan_create((pk_su3_plan **)&p->handle, self->ctx, &p->p.s3, variant,
-                              &p->info->info));
-    if (st != PK_OK) {
-        Py_DECREF(p);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)p;
+    pk_su3_params prm = {(size_t)nv, layout, nw};
+    return (PyObject *)plan_create(self, K_S3, &prm, sizeof prm, variant, NULL, NULL, fn);
 }
 
 static PyObject *ctx_dslash_plan(ContextObject *self, PyObject *args, PyObject *kw)
@@ -1519,23 +1627,8 @@ static PyObject *ctx_dslash_plan(ContextObject *self, PyObject *args, PyObject *
         return NULL;
     const char *fn = "dslash_plan", *variant;
     if (parse_variant(varo, fn, &variant)) return NULL;
-    PlanObject *p = plan_alloc(self, &DsPlanType, K_DS);
-    if (!p) return NULL;
     pk_dslash_params prm = {x, y, z, t, kappa, recon12};
-    p->p.ds = prm;
-    p->lat[0] = t;
-    p->lat[1] = z;
-    p->lat[2] = y;
-    p->lat[3] = x;
-    pk_status st;
-    LOCKED(self, self->ctx, st,
-           pk_dslash_plan_create((pk_dslash_plan **)&p->handle, self->ctx, &p->p.ds, variant,
-                                 &p->info->info));
-    if (st != PK_OK) {
-        Py_DECREF(p);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)p;
+    return (PyObject *)plan_create(self, K_DS, &prm, sizeof prm, variant, NULL, NULL, fn);
 }
 
 static PyObject *ctx_grid_plan(ContextObject *self, PyObject *args, PyObject *kw)
@@ -1556,20 +1649,8 @@ static PyObject *ctx_grid_plan(ContextObject *self, PyObject *args, PyObject *kw
     if (gr_params(grid_size, oversample, cell, w_scale, tile_size, central_radius, tfo, &prm) ||
         gr_stack(ko, so, fn, &prm, &k, &s) || parse_variant(varo, fn, &variant))
         return NULL;
-    PlanObject *p = plan_alloc(self, &GrPlanType, K_GR);
-    if (!p) return NULL;
-    p->p.gr = prm;
-    pk_status st;
-    const int32_t *sp = PyArray_DATA(s);
-    const float *kp = PyArray_DATA(k);
-    LOCKED(self, self->ctx, st,
-           pk_grid_plan_create((pk_grid_plan **)&p->handle, self->ctx, &p->p.gr, variant, sp, kp,
-                               &p->info->info));
-    if (st != PK_OK) {
-        Py_DECREF(p);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)p;
+    return (PyObject *)plan_create(self, K_GR, &prm, sizeof prm, variant, PyArray_DATA(s),
+                                   PyArray_DATA(k), fn);
 }
 
 /* ---- plans: common --------------------------------------------------------------------- */
@@ -1641,48 +1722,6 @@ static PyObject *plan_get_context(PlanObject *p, void *c)
 /* A plan call: under the owner's lock, the GIL released; closed plans fail. */
 #define PLAN_CALL(p, st, expr) LOCKED((p)->owner, (p)->handle, st, expr)
 
-/* execute as upload + run + download where the library has no plan_execute yet (the
- * plan-execute branch adds them: setup.py then defines PKPY_HAVE_*_PLAN_EXECUTE).  The run's
- * info covers the kernel only; the copies in and out are not in it. */
-#if !PKPY_HAVE_CONV2D_PLAN_EXECUTE
-static pk_status cv_execute_emulated(void *h, const float *image, float *out, pk_run_info *info)
-{
-    pk_status st = pk_conv2d_plan_upload(h, image);
-    if (st == PK_OK) st = pk_conv2d_plan_run(h, info);
-    if (st == PK_OK) st = pk_conv2d_plan_download(h, out);
-    return st;
-}
-#endif
-#if !PKPY_HAVE_SU3_PLAN_EXECUTE
-static pk_status s3_execute_emulated(void *h, const double *u, const double *psi, double *chi,
-                                     pk_run_info *info)
-{
-    pk_status st = pk_su3_plan_upload(h, u, psi);
-    if (st == PK_OK) st = pk_su3_plan_run(h, info);
-    if (st == PK_OK) st = pk_su3_plan_download(h, chi);
-    return st;
-}
-#endif
-#if !PKPY_HAVE_DSLASH_PLAN_EXECUTE
-static pk_status ds_execute_emulated(void *h, const double *u, const double *psi, double *chi,
-                                     pk_run_info *info)
-{
-    pk_status st = pk_dslash_plan_upload(h, u, psi);
-    if (st == PK_OK) st = pk_dslash_plan_run(h, info);
-    if (st == PK_OK) st = pk_dslash_plan_download(h, chi);
-    return st;
-}
-#endif
-
-/* ---- diffusion3d plan ------------------------------------------------------------------ */
-
-static PyArrayObject *d3_plan_array(PlanObject *p, PyObject *o, const char *fn, const char *name,
-                                    int writable)
-{
-    npy_intp sh[3] = {p->p.d3.nz, p->p.d3.ny, p->p.d3.nx};
-    return check_array(o, fn, name, NPY_FLOAT32, 3, sh, "[nz, ny, nx] (the plan's shape)", writable);
-}
-
 static int count_arg(PyObject *o, int dflt, const char *fn, int *out)
 {
     if (o == NULL || o == Py_None) {
@@ -1699,78 +1738,135 @@ static int count_arg(PyObject *o, int dflt, const char *fn, int *out)
     return 0;
 }
 
-static PyObject *d3p_execute(PlanObject *p, PyObject *args, PyObject *kw)
+/* ---- plans: the shared upload / run / download / execute ------------------------------- */
+
+#define PLAN_KIND(p) (&plan_kinds[(p)->kind])
+
+/* "<Plan>.<method>", the messages' function name. */
+static const char *plan_fn(const PlanObject *p, const char *method, char *buf, size_t len)
 {
-    static char *kwl[] = {"f", "count", "out", NULL};
-    PyObject *fo, *co = Py_None, *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$O:execute", kwl, &fo, &co, &outo)) return NULL;
-    const char *fn = "Diffusion3DPlan.execute";
-    int count;
-    PyArrayObject *f = d3_plan_array(p, fo, fn, "f", 0);
-    if (!f || count_arg(co, p->p.d3.count, fn, &count)) return NULL;
-    PyArrayObject *out = inplace_output(f, outo, fn, "[nz, ny, nx]");
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
-    pk_status st;
-    float *data = PyArray_DATA(out);
-    PLAN_CALL(p, st, pk_diffusion3d_plan_execute(p->handle, data, count, &ri->info));
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    p->uploaded = 0;
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
+    snprintf(buf, len, "%s.%s", PLAN_KIND(p)->name, method);
+    return buf;
 }
 
-static PyObject *d3p_upload(PlanObject *p, PyObject *fo)
+/* The count argument o (None: the plan's own) of a counting kind; 0 for the others. */
+static int plan_count(const PlanObject *p, PyObject *o, const char *fn, int *count)
 {
-    const char *fn = "Diffusion3DPlan.upload";
-    PyArrayObject *f = d3_plan_array(p, fo, fn, "f", 0);
-    if (!f) return NULL;
+    const PlanKind *k = PLAN_KIND(p);
+    *count = 0;
+    return k->count_at ? count_arg(o, *(const int *)((const char *)p + k->count_at), fn, count) : 0;
+}
+
+/* The inputs o[] (in argument order) checked against the plan; their data in `in`. */
+static int plan_inputs(const PlanObject *p, PyObject *const o[], const char *fn,
+                       PyArrayObject *a[2], const void *in[2])
+{
+    const PlanKind *k = PLAN_KIND(p);
+    for (int i = 0; i < k->nin; ++i) {
+        const PlanArray *s = &k->arrays[i];
+        npy_intp sh[NPY_MAXDIMS];
+        int nd = k->shape(p, i, sh);
+        a[s->arg] = check_array(o[s->arg], fn, s->name, k->typenum, nd, sh, s->layout, 0);
+        if (!a[s->arg]) return -1;
+    }
+    for (int i = 0; i < k->nin; ++i) in[i] = PyArray_DATA(a[i]);
+    return 0;
+}
+
+/* The output: new or the caller's out, of the plan's shape; for an in-place kind given its
+ * input, that input's values (a copy, or the input itself). */
+static PyArrayObject *plan_output(const PlanObject *p, PyObject *outo, const char *fn,
+                                  PyArrayObject *in)
+{
+    const PlanKind *k = PLAN_KIND(p);
+    if (in) return inplace_output(in, outo, fn, k->out_layout);
+    npy_intp sh[NPY_MAXDIMS];
+    int nd = k->shape(p, k->nin, sh);
+    return new_output(outo, fn, k->typenum, nd, sh, k->out_layout, 0);
+}
+
+/* execute, or upload + run + download where the library has none. */
+static pk_status plan_execute_call(const PlanKind *k, void *h, const void *const in[], void *out,
+                                   int count, pk_run_info *info)
+{
+    if (k->execute) return k->execute(h, in, out, count, info);
+    pk_status st = k->upload(h, in);
+    if (st == PK_OK) st = k->run(h, count, info);
+    if (st == PK_OK) st = k->download(h, out);
+    return st;
+}
+
+static PyObject *plan_upload_from(PlanObject *p, PyObject *const o[])
+{
+    char fn[64];
+    PyArrayObject *a[2];
+    const void *in[2];
+    if (plan_inputs(p, o, plan_fn(p, "upload", fn, sizeof fn), a, in)) return NULL;
+    const PlanKind *k = PLAN_KIND(p);
     pk_status st;
-    const float *data = PyArray_DATA(f);
-    PLAN_CALL(p, st, pk_diffusion3d_plan_upload(p->handle, data));
+    PLAN_CALL(p, st, k->upload(p->handle, in));
     if (st != PK_OK) return raise_status(st, fn);
     p->uploaded = 1;
     Py_RETURN_NONE;
 }
 
-static PyObject *d3p_run(PlanObject *p, PyObject *args, PyObject *kw)
+/* upload(a) */
+static PyObject *plan_upload1(PlanObject *p, PyObject *o) { return plan_upload_from(p, &o); }
+
+/* upload(u, psi) */
+static PyObject *plan_upload2(PlanObject *p, PyObject *args)
+{
+    PyObject *o[2];
+    if (!PyArg_ParseTuple(args, "OO:upload", &o[0], &o[1])) return NULL;
+    return plan_upload_from(p, o);
+}
+
+static PyObject *plan_run_n(PlanObject *p, int count, const char *fn)
+{
+    const PlanKind *k = PLAN_KIND(p);
+    RunInfoObject *ri = runinfo_new();
+    if (!ri) return NULL;
+    pk_status st;
+    PLAN_CALL(p, st, k->run(p->handle, count, &ri->info));
+    if (st != PK_OK) {
+        Py_DECREF(ri);
+        return raise_status(st, fn);
+    }
+    return (PyObject *)ri;
+}
+
+/* run() */
+static PyObject *plan_run(PlanObject *p, PyObject *unused)
+{
+    (void)unused;
+    char fn[64];
+    return plan_run_n(p, 0, plan_fn(p, "run", fn, sizeof fn));
+}
+
+/* run(count=None) */
+static PyObject *plan_run_counted(PlanObject *p, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"count", NULL};
     PyObject *co = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:run", kwl, &co)) return NULL;
-    const char *fn = "Diffusion3DPlan.run";
+    char fn[64];
     int count;
-    if (count_arg(co, p->p.d3.count, fn, &count)) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) return NULL;
-    pk_status st;
-    PLAN_CALL(p, st, pk_diffusion3d_plan_run(p->handle, count, &ri->info));
-    if (st != PK_OK) {
-        Py_DECREF(ri);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)ri;
+    if (plan_count(p, co, plan_fn(p, "run", fn, sizeof fn), &count)) return NULL;
+    return plan_run_n(p, count, fn);
 }
 
-static PyObject *d3p_download(PlanObject *p, PyObject *args, PyObject *kw)
+static PyObject *plan_download(PlanObject *p, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"out", NULL};
     PyObject *outo = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:download", kwl, &outo)) return NULL;
-    const char *fn = "Diffusion3DPlan.download";
-    npy_intp sh[3] = {p->p.d3.nz, p->p.d3.ny, p->p.d3.nx};
-    PyArrayObject *out = new_output(outo, fn, NPY_FLOAT32, 3, sh, "[nz, ny, nx]", 0);
+    char fn[64];
+    PyArrayObject *out = plan_output(p, outo, plan_fn(p, "download", fn, sizeof fn), NULL);
     if (!out) return NULL;
+    const PlanKind *k = PLAN_KIND(p);
     pk_status st;
-    float *data = PyArray_DATA(out);
-    PLAN_CALL(p, st, pk_diffusion3d_plan_download(p->handle, data));
+    void *data = PyArray_DATA(out);
+    PLAN_CALL(p, st, k->download(p->handle, data));
     if (st != PK_OK) {
         Py_DECREF(out);
         return raise_status(st, fn);
@@ -1778,433 +1874,27 @@ static PyObject *d3p_download(PlanObject *p, PyObject *args, PyObject *kw)
     return (PyObject *)out;
 }
 
-/* ---- conv2d plan ----------------------------------------------------------------------- */
-
-static PyArrayObject *cv_plan_image(PlanObject *p, PyObject *o, const char *fn)
+static PyObject *plan_execute(PlanObject *p, PyObject *args, PyObject *kw)
 {
-    npy_intp sh[2] = {p->p.cv.h, p->p.cv.w};
-    return check_array(o, fn, "image", NPY_FLOAT32, 2, sh, "[h, w] (the plan's shape)", 0);
-}
-
-static PyObject *cvp_upload(PlanObject *p, PyObject *imo)
-{
-    const char *fn = "Conv2DPlan.upload";
-    PyArrayObject *im = cv_plan_image(p, imo, fn);
-    if (!im) return NULL;
-    pk_status st;
-    const float *data = PyArray_DATA(im);
-    PLAN_CALL(p, st, pk_conv2d_plan_upload(p->handle, data));
-    if (st != PK_OK) return raise_status(st, fn);
-    p->uploaded = 1;
-    Py_RETURN_NONE;
-}
-
-static PyObject *cvp_run(PlanObject *p, PyObject *unused)
-{
-    (void)unused;
-    RunInfoObject *ri = runinfo_new();
+    PlanKind *k = PLAN_KIND(p);
+    PyObject *o[3] = {NULL, Py_None, Py_None}; /* the inputs, [count], out */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, k->exec_fmt, k->exec_kw, &o[0], &o[1], &o[2]))
+        return NULL;
+    char fn[64];
+    PyArrayObject *a[2];
+    const void *in[2];
+    int count, counted = k->count_at != 0;
+    if (plan_inputs(p, o, plan_fn(p, "execute", fn, sizeof fn), a, in) ||
+        plan_count(p, o[k->nin], fn, &count))
+        return NULL;
+    PyArrayObject *out = plan_output(p, o[k->nin + counted], fn, k->inplace ? a[0] : NULL);
+    RunInfoObject *ri = call_info(out);
     if (!ri) return NULL;
     pk_status st;
-    PLAN_CALL(p, st, pk_conv2d_plan_run(p->handle, &ri->info));
-    if (st != PK_OK) {
-        Py_DECREF(ri);
-        return raise_status(st, "Conv2DPlan.run");
-    }
-    return (PyObject *)ri;
-}
-
-static PyObject *cvp_download(PlanObject *p, PyObject *args, PyObject *kw)
-{
-    static char *kwl[] = {"out", NULL};
-    PyObject *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:download", kwl, &outo)) return NULL;
-    const char *fn = "Conv2DPlan.download";
-    npy_intp sh[2] = {p->p.cv.h, p->p.cv.w};
-    PyArrayObject *out = new_output(outo, fn, NPY_FLOAT32, 2, sh, "[h, w]", 0);
-    if (!out) return NULL;
-    pk_status st;
-    float *data = PyArray_DATA(out);
-    PLAN_CALL(p, st, pk_conv2d_plan_download(p->handle, data));
-    if (st != PK_OK) {
-        Py_DECREF(out);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)out;
-}
-
-static PyObject *cvp_execute(PlanObject *p, PyObject *args, PyObject *kw)
-{
-    static char *kwl[] = {"image", "out", NULL};
-    PyObject *imo, *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$O:execute", kwl, &imo, &outo)) return NULL;
-    const char *fn = "Conv2DPlan.execute";
-    PyArrayObject *im = cv_plan_image(p, imo, fn);
-    if (!im) return NULL;
-    PyArrayObject *out = new_output(outo, fn, NPY_FLOAT32, 2, PyArray_DIMS(im), "[h, w]", 0);
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
-    pk_status st;
-    const float *ip = PyArray_DATA(im);
-    float *op = PyArray_DATA(out);
-#if PKPY_HAVE_CONV2D_PLAN_EXECUTE
-    PLAN_CALL(p, st, pk_conv2d_plan_execute(p->handle, ip, op, &ri->info));
-#else
-    PLAN_CALL(p, st, cv_execute_emulated(p->handle, ip, op, &ri->info));
-#endif
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
-}
-
-/* ---- magicfilter3d plan ---------------------------------------------------------------- */
-
-static PyObject *mfp_execute(PlanObject *p, PyObject *args, PyObject *kw)
-{
-    static char *kwl[] = {"x", "out", NULL};
-    PyObject *xo, *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$O:execute", kwl, &xo, &outo)) return NULL;
-    const char *fn = "MagicFilter3DPlan.execute";
-    PyArrayObject *x = check_array(xo, fn, "x", NPY_FLOAT64, 3, p->in_shape, "(the plan's shape)", 0);
-    if (!x) return NULL;
-    PyArrayObject *out = new_output(outo, fn, NPY_FLOAT64, 3, p->out_shape, "(the plan's output)", 0);
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
-    pk_status st;
-    const double *xp = PyArray_DATA(x);
-    double *yp = PyArray_DATA(out);
-    PLAN_CALL(p, st, pk_magicfilter3d_plan_execute(p->handle, xp, yp, &ri->info));
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    p->uploaded = 0;
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
-}
-
-static PyObject *mfp_upload(PlanObject *p, PyObject *xo)
-{
-    const char *fn = "MagicFilter3DPlan.upload";
-    PyArrayObject *x = check_array(xo, fn, "x", NPY_FLOAT64, 3, p->in_shape, "(the plan's shape)", 0);
-    if (!x) return NULL;
-    pk_status st;
-    const double *xp = PyArray_DATA(x);
-    PLAN_CALL(p, st, pk_magicfilter3d_plan_upload(p->handle, xp));
-    if (st != PK_OK) return raise_status(st, fn);
-    p->uploaded = 1;
-    Py_RETURN_NONE;
-}
-
-static PyObject *mfp_run(PlanObject *p, PyObject *unused)
-{
-    (void)unused;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) return NULL;
-    pk_status st;
-    PLAN_CALL(p, st, pk_magicfilter3d_plan_run(p->handle, &ri->info));
-    if (st != PK_OK) {
-        Py_DECREF(ri);
-        return raise_status(st, "MagicFilter3DPlan.run");
-    }
-    return (PyObject *)ri;
-}
-
-static PyObject *mfp_download(PlanObject *p, PyObject *args, PyObject *kw)
-{
-    static char *kwl[] = {"out", NULL};
-    PyObject *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:download", kwl, &outo)) return NULL;
-    const char *fn = "MagicFilter3DPlan.download";
-    PyArrayObject *out = new_output(outo, fn, NPY_FLOAT64, 3, p->out_shape, "(the plan's output)", 0);
-    if (!out) return NULL;
-    pk_status st;
-    double *yp = PyArray_DATA(out);
-    PLAN_CALL(p, st, pk_magicfilter3d_plan_download(p->handle, yp));
-    if (st != PK_OK) {
-        Py_DECREF(out);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)out;
-}
-
-static PyObject *mfp_shapes(PlanObject *p, void *c)
-{
-    (void)c;
-    return Py_BuildValue("((nnn)(nnn))", p->in_shape[0], p->in_shape[1], p->in_shape[2],
-                         p->out_shape[0], p->out_shape[1], p->out_shape[2]);
-}
-
-/* ---- laplace2d plan -------------------------------------------------------------------- */
-
-static PyArrayObject *lp_plan_array(PlanObject *p, PyObject *o, const char *fn)
-{
-    npy_intp sh[2] = {p->p.lp.l, p->p.lp.l};
-    return check_array(o, fn, "phi", NPY_FLOAT32, 2, sh, "[l, l] (the plan's shape)", 0);
-}
-
-static PyObject *lpp_execute(PlanObject *p, PyObject *args, PyObject *kw)
-{
-    static char *kwl[] = {"phi", "count", "out", NULL};
-    PyObject *fo, *co = Py_None, *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$O:execute", kwl, &fo, &co, &outo)) return NULL;
-    const char *fn = "Laplace2DPlan.execute";
-    int count;
-    PyArrayObject *phi = lp_plan_array(p, fo, fn);
-    if (!phi || count_arg(co, p->p.lp.count, fn, &count)) return NULL;
-    PyArrayObject *out = inplace_output(phi, outo, fn, "[l, l]");
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
-    pk_status st;
-    float *data = PyArray_DATA(out);
-    PLAN_CALL(p, st, pk_laplace2d_plan_execute(p->handle, data, count, &ri->info));
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    p->uploaded = 0;
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
-}
-
-static PyObject *lpp_upload(PlanObject *p, PyObject *fo)
-{
-    const char *fn = "Laplace2DPlan.upload";
-    PyArrayObject *phi = lp_plan_array(p, fo, fn);
-    if (!phi) return NULL;
-    pk_status st;
-    const float *data = PyArray_DATA(phi);
-    PLAN_CALL(p, st, pk_laplace2d_plan_upload(p->handle, data));
-    if (st != PK_OK) return raise_status(st, fn);
-    p->uploaded = 1;
-    Py_RETURN_NONE;
-}
-
-static PyObject *lpp_run(PlanObject *p, PyObject *args, PyObject *kw)
-{
-    static char *kwl[] = {"count", NULL};
-    PyObject *co = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:run", kwl, &co)) return NULL;
-    const char *fn = "Laplace2DPlan.run";
-    int count;
-    if (count_arg(co, p->p.lp.count, fn, &count)) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) return NULL;
-    pk_status st;
-    PLAN_CALL(p, st, pk_laplace2d_plan_run(p->handle, count, &ri->info));
-    if (st != PK_OK) {
-        Py_DECREF(ri);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)ri;
-}
-
-static PyObject *lpp_download(PlanObject *p, PyObject *args, PyObject *kw)
-{
-    static char *kwl[] = {"out", NULL};
-    PyObject *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:download", kwl, &outo)) return NULL;
-    const char *fn = "Laplace2DPlan.download";
-    npy_intp sh[2] = {p->p.lp.l, p->p.lp.l};
-    PyArrayObject *out = new_output(outo, fn, NPY_FLOAT32, 2, sh, "[l, l]", 0);
-    if (!out) return NULL;
-    pk_status st;
-    float *data = PyArray_DATA(out);
-    PLAN_CALL(p, st, pk_laplace2d_plan_download(p->handle, data));
-    if (st != PK_OK) {
-        Py_DECREF(out);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)out;
-}
-
-/* ---- su3 plan -------------------------------------------------------------------------- */
-
-static int s3_plan_arrays(PlanObject *p, PyObject *uo, PyObject *psio, const char *fn,
-                          PyArrayObject **u, PyArrayObject **psi)
-{
-    npy_intp us[3] = {(npy_intp)p->p.s3.nv, 3, 3}, ps[3] = {(npy_intp)p->p.s3.nv, 3, 4};
-    *u = check_array(uo, fn, "u", NPY_COMPLEX128, 3, us, "[nv, 3, 3] (the plan's nv)", 0);
-    if (!*u) return -1;
-    *psi = check_array(psio, fn, "psi", NPY_COMPLEX128, 3, ps, "[nv, 3, 4] (the plan's nv)", 0);
-    return *psi ? 0 : -1;
-}
-
-static PyObject *s3p_upload(PlanObject *p, PyObject *args)
-{
-    PyObject *uo, *psio;
-    if (!PyArg_ParseTuple(args, "OO:upload", &uo, &psio)) return NULL;
-    const char *fn = "SU3Plan.upload";
-    PyArrayObject *u, *psi;
-    if (s3_plan_arrays(p, uo, psio, fn, &u, &psi)) return NULL;
-    pk_status st;
-    const double *up = PyArray_DATA(u), *pp = PyArray_DATA(psi);
-    PLAN_CALL(p, st, pk_su3_plan_upload(p->handle, up, pp));
-    if (st != PK_OK) return raise_status(st, fn);
-    p->uploaded = 1;
-    Py_RETURN_NONE;
-}
-
-static PyObject *s3p_run(PlanObject *p, PyObject *unused)
-{
-    (void)unused;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) return NULL;
-    pk_status st;
-    PLAN_CALL(p, st, pk_su3_plan_run(p->handle, &ri->info));
-    if (st != PK_OK) {
-        Py_DECREF(ri);
-        return raise_status(st, "SU3Plan.run");
-    }
-    return (PyObject *)ri;
-}
-
-static PyObject *s3p_download(PlanObject *p, PyObject *args, PyObject *kw)
-{
-    static char *kwl[] = {"out", NULL};
-    PyObject *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:download", kwl, &outo)) return NULL;
-    const char *fn = "SU3Plan.download";
-    npy_intp sh[3] = {(npy_intp)p->p.s3.nv, 3, 4};
-    PyArrayObject *out = new_output(outo, fn, NPY_COMPLEX128, 3, sh, "[nv, 3, 4]", 0);
-    if (!out) return NULL;
-    pk_status st;
-    double *cp = PyArray_DATA(out);
-    PLAN_CALL(p, st, pk_su3_plan_download(p->handle, cp));
-    if (st != PK_OK) {
-        Py_DECREF(out);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)out;
-}
-
-static PyObject *s3p_execute(PlanObject *p, PyObject *args, PyObject *kw)
-{
-    static char *kwl[] = {"u", "psi", "out", NULL};
-    PyObject *uo, *psio, *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O:execute", kwl, &uo, &psio, &outo)) return NULL;
-    const char *fn = "SU3Plan.execute";
-    PyArrayObject *u, *psi;
-    if (s3_plan_arrays(p, uo, psio, fn, &u, &psi)) return NULL;
-    PyArrayObject *out = new_output(outo, fn, NPY_COMPLEX128, 3, PyArray_DIMS(psi), "[nv, 3, 4]", 0);
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
-    pk_status st;
-    const double *up = PyArray_DATA(u), *pp = PyArray_DATA(psi);
-    double *cp = PyArray_DATA(out);
-#if PKPY_HAVE_SU3_PLAN_EXECUTE
-    PLAN_CALL(p, st, pk_su3_plan_execute(p->handle, up, pp, cp, &ri->info));
-#else
-    PLAN_CALL(p, st, s3_execute_emulated(p->handle, up, pp, cp, &ri->info));
-#endif
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
-}
-
-/* ---- dslash plan ----------------------------------------------------------------------- */
-
-static PyObject *dsp_upload(PlanObject *p, PyObject *args)
-{
-    PyObject *uo, *psio;
-    if (!PyArg_ParseTuple(args, "OO:upload", &uo, &psio)) return NULL;
-    const char *fn = "DslashPlan.upload";
-    PyArrayObject *u, *psi;
-    pk_dslash_params prm;
-    if (ds_arrays(uo, psio, fn, p->lat, &u, &psi, &prm)) return NULL;
-    pk_status st;
-    const double *up = PyArray_DATA(u), *pp = PyArray_DATA(psi);
-    PLAN_CALL(p, st, pk_dslash_plan_upload(p->handle, up, pp));
-    if (st != PK_OK) return raise_status(st, fn);
-    p->uploaded = 1;
-    Py_RETURN_NONE;
-}
-
-static PyObject *dsp_run(PlanObject *p, PyObject *unused)
-{
-    (void)unused;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) return NULL;
-    pk_status st;
-    PLAN_CALL(p, st, pk_dslash_plan_run(p->handle, &ri->info));
-    if (st != PK_OK) {
-        Py_DECREF(ri);
-        return raise_status(st, "DslashPlan.run");
-    }
-    return (PyObject *)ri;
-}
-
-static PyObject *dsp_download(PlanObject *p, PyObject *args, PyObject *kw)
-{
-    static char *kwl[] = {"out", NULL};
-    PyObject *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:download", kwl, &outo)) return NULL;
-    const char *fn = "DslashPlan.download";
-    npy_intp sh[6] = {p->lat[0], p->lat[1], p->lat[2], p->lat[3], 4, 3};
-    PyArrayObject *out = new_output(outo, fn, NPY_COMPLEX128, 6, sh, "[t, z, y, x, 4, 3]", 0);
-    if (!out) return NULL;
-    pk_status st;
-    double *cp = PyArray_DATA(out);
-    PLAN_CALL(p, st, pk_dslash_plan_download(p->handle, cp));
-    if (st != PK_OK) {
-        Py_DECREF(out);
-        return raise_status(st, fn);
-    }
-    return (PyObject *)out;
-}
-
-static PyObject *dsp_execute(PlanObject *p, PyObject *args, PyObject *kw)
-{
-    static char *kwl[] = {"u", "psi", "out", NULL};
-    PyObject *uo, *psio, *outo = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$O:execute", kwl, &uo, &psio, &outo)) return NULL;
-    const char *fn = "DslashPlan.execute";
-    PyArrayObject *u, *psi;
-    pk_dslash_params prm;
-    if (ds_arrays(uo, psio, fn, p->lat, &u, &psi, &prm)) return NULL;
-    PyArrayObject *out = new_output(outo, fn, NPY_COMPLEX128, 6, PyArray_DIMS(psi),
-                                    "[t, z, y, x, 4, 3]", 0);
-    if (!out) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
-    pk_status st;
-    const double *up = PyArray_DATA(u), *pp = PyArray_DATA(psi);
-    double *cp = PyArray_DATA(out);
-#if PKPY_HAVE_DSLASH_PLAN_EXECUTE
-    PLAN_CALL(p, st, pk_dslash_plan_execute(p->handle, up, pp, cp, &ri->info));
-#else
-    PLAN_CALL(p, st, ds_execute_emulated(p->handle, up, pp, cp, &ri->info));
-#endif
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    return Py_BuildValue("(NN)", out, ri);
-fail:
-    Py_DECREF(out);
-    Py_XDECREF(ri);
-    return NULL;
+    void *data = PyArray_DATA(out);
+    PLAN_CALL(p, st, plan_execute_call(k, p->handle, in, data, count, &ri->info));
+    if (st == PK_OK) p->uploaded = 0;
+    return call_result(out, ri, st, fn);
 }
 
 /* ---- grid plan ------------------------------------------------------------------------- */
@@ -2221,9 +1911,8 @@ static PyObject *grp_execute(PlanObject *p, PyObject *args, PyObject *kw)
     PyObject *go = grid_out_or_alias(grido, outo, fn);
     if (!go || gr_data(o, fn, &d)) return NULL;
     PyArrayObject *g = gr_output(go, fn, p->p.gr.grid_size);
-    if (!g) return NULL;
-    RunInfoObject *ri = runinfo_new();
-    if (!ri) goto fail;
+    RunInfoObject *ri = call_info(g);
+    if (!ri) return NULL;
     double norm = 0;
     int64_t skipped = 0;
     pk_status st;
@@ -2233,15 +1922,7 @@ static PyObject *grp_execute(PlanObject *p, PyObject *args, PyObject *kw)
 #else
     PLAN_CALL(p, st, pk_grid_plan_run(p->handle, &d, gp, &norm, &skipped, &ri->info));
 #endif
-    if (st != PK_OK) {
-        raise_status(st, fn);
-        goto fail;
-    }
-    return Py_BuildValue("(NdLN)", g, norm, (long long)skipped, ri);
-fail:
-    Py_DECREF(g);
-    Py_XDECREF(ri);
-    return NULL;
+    return grid_result(g, norm, skipped, ri, st, fn);
 }
 
 /* ---- plan types ------------------------------------------------------------------------ */
@@ -2270,56 +1951,55 @@ static PyTypeObject PlanType = {
     .tp_getset = plan_getset,
 };
 
+static PyObject *mfp_shapes(PlanObject *p, void *c)
+{
+    (void)c;
+    return Py_BuildValue("((nnn)(nnn))", p->in_shape[0], p->in_shape[1], p->in_shape[2],
+                         p->out_shape[0], p->out_shape[1], p->out_shape[2]);
+}
+
 #define DOC_EXECUTE_INPLACE                                                                     \
     "execute(a, count=None, *, out=None) -> (out, RunInfo): count steps (default: the plan's) " \
     "on a new array, as the one-shot call does (out=None: a new copy of a; out=a: in place)."
 #define DOC_DOWNLOAD "download(out=None) -> array: the resident result."
 
-static PyMethodDef d3p_methods[] = {
-    {"execute", (PyCFunction)(void (*)(void))d3p_execute, METH_VARARGS | METH_KEYWORDS, DOC_EXECUTE_INPLACE},
-    {"upload", (PyCFunction)d3p_upload, METH_O, "upload(f): f becomes the resident field."},
-    {"run", (PyCFunction)(void (*)(void))d3p_run, METH_VARARGS | METH_KEYWORDS,
-     "run(count=None) -> RunInfo: count more steps on the resident field (no host copies)."},
-    {"download", (PyCFunction)(void (*)(void))d3p_download, METH_VARARGS | METH_KEYWORDS, DOC_DOWNLOAD},
-    {NULL, NULL, 0, NULL}};
-static PyMethodDef cvp_methods[] = {
-    {"execute", (PyCFunction)(void (*)(void))cvp_execute, METH_VARARGS | METH_KEYWORDS,
-     "execute(image, *, out=None) -> (out, RunInfo): one frame with the plan's PSF."},
-    {"upload", (PyCFunction)cvp_upload, METH_O, "upload(image): the resident frame."},
-    {"run", (PyCFunction)cvp_run, METH_NOARGS, "run() -> RunInfo: convolve the resident frame."},
-    {"download", (PyCFunction)(void (*)(void))cvp_download, METH_VARARGS | METH_KEYWORDS, DOC_DOWNLOAD},
-    {NULL, NULL, 0, NULL}};
+/* The methods of a resident-data plan, all shared: upload takes one array (UPLOAD_1) or two
+ * (UPLOAD_2: u, psi); run takes count (RUN_COUNTED) or nothing (RUN_PLAIN). */
+#define PLAN_METHODS(execute_doc, upload, upload_doc, run, run_doc)                            \
+    {{"execute", (PyCFunction)(void (*)(void))plan_execute, METH_VARARGS | METH_KEYWORDS,       \
+      execute_doc},                                                                             \
+     {"upload", upload, upload_doc},                                                            \
+     {"run", run, run_doc},                                                                     \
+     {"download", (PyCFunction)(void (*)(void))plan_download, METH_VARARGS | METH_KEYWORDS,     \
+      DOC_DOWNLOAD},                                                                            \
+     {NULL, NULL, 0, NULL}}
+#define UPLOAD_1 (PyCFunction)plan_upload1, METH_O
+#define UPLOAD_2 (PyCFunction)plan_upload2, METH_VARARGS
+#define RUN_COUNTED (PyCFunction)(void (*)(void))plan_run_counted, METH_VARARGS | METH_KEYWORDS
+#define RUN_PLAIN (PyCFunction)plan_run, METH_NOARGS
+
+static PyMethodDef d3p_methods[] = PLAN_METHODS(
+    DOC_EXECUTE_INPLACE, UPLOAD_1, "upload(f): f becomes the resident field.", RUN_COUNTED,
+    "run(count=None) -> RunInfo: count more steps on the resident field (no host copies).");
+static PyMethodDef cvp_methods[] = PLAN_METHODS(
+    "execute(image, *, out=None) -> (out, RunInfo): one frame with the plan's PSF.", UPLOAD_1,
+    "upload(image): the resident frame.", RUN_PLAIN, "run() -> RunInfo: convolve the resident frame.");
 static PyGetSetDef mfp_getset[] = {
     {"shapes", (getter)mfp_shapes, NULL, "(shape of x, shape of y)", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
-static PyMethodDef mfp_methods[] = {
-    {"execute", (PyCFunction)(void (*)(void))mfp_execute, METH_VARARGS | METH_KEYWORDS,
-     "execute(x, *, out=None) -> (y, RunInfo)."},
-    {"upload", (PyCFunction)mfp_upload, METH_O, "upload(x): the resident input."},
-    {"run", (PyCFunction)mfp_run, METH_NOARGS, "run() -> RunInfo: y = MF x on the device."},
-    {"download", (PyCFunction)(void (*)(void))mfp_download, METH_VARARGS | METH_KEYWORDS, DOC_DOWNLOAD},
-    {NULL, NULL, 0, NULL}};
-static PyMethodDef lpp_methods[] = {
-    {"execute", (PyCFunction)(void (*)(void))lpp_execute, METH_VARARGS | METH_KEYWORDS, DOC_EXECUTE_INPLACE},
-    {"upload", (PyCFunction)lpp_upload, METH_O, "upload(phi): the resident field (reordered to the plan's layout)."},
-    {"run", (PyCFunction)(void (*)(void))lpp_run, METH_VARARGS | METH_KEYWORDS,
-     "run(count=None) -> RunInfo: count more iterations on the resident field."},
-    {"download", (PyCFunction)(void (*)(void))lpp_download, METH_VARARGS | METH_KEYWORDS, DOC_DOWNLOAD},
-    {NULL, NULL, 0, NULL}};
-static PyMethodDef s3p_methods[] = {
-    {"execute", (PyCFunction)(void (*)(void))s3p_execute, METH_VARARGS | METH_KEYWORDS,
-     "execute(u, psi, *, out=None) -> (chi, RunInfo)."},
-    {"upload", (PyCFunction)s3p_upload, METH_VARARGS, "upload(u, psi): resident (converted to the plan's layout)."},
-    {"run", (PyCFunction)s3p_run, METH_NOARGS, "run() -> RunInfo: chi = u psi on the device."},
-    {"download", (PyCFunction)(void (*)(void))s3p_download, METH_VARARGS | METH_KEYWORDS, DOC_DOWNLOAD},
-    {NULL, NULL, 0, NULL}};
-static PyMethodDef dsp_methods[] = {
-    {"execute", (PyCFunction)(void (*)(void))dsp_execute, METH_VARARGS | METH_KEYWORDS,
-     "execute(u, psi, *, out=None) -> (chi, RunInfo)."},
-    {"upload", (PyCFunction)dsp_upload, METH_VARARGS, "upload(u, psi): resident fields."},
-    {"run", (PyCFunction)dsp_run, METH_NOARGS, "run() -> RunInfo: chi = M psi on the device."},
-    {"download", (PyCFunction)(void (*)(void))dsp_download, METH_VARARGS | METH_KEYWORDS, DOC_DOWNLOAD},
-    {NULL, NULL, 0, NULL}};
+static PyMethodDef mfp_methods[] = PLAN_METHODS(
+    "execute(x, *, out=None) -> (y, RunInfo).", UPLOAD_1, "upload(x): the resident input.",
+    RUN_PLAIN, "run() -> RunInfo: y = MF x on the device.");
+static PyMethodDef lpp_methods[] = PLAN_METHODS(
+    DOC_EXECUTE_INPLACE, UPLOAD_1, "upload(phi): the resident field (reordered to the plan's layout).",
+    RUN_COUNTED, "run(count=None) -> RunInfo: count more iterations on the resident field.");
+static PyMethodDef s3p_methods[] = PLAN_METHODS(
+    "execute(u, psi, *, out=None) -> (chi, RunInfo).", UPLOAD_2,
+    "upload(u, psi): resident (converted to the plan's layout).", RUN_PLAIN,
+    "run() -> RunInfo: chi = u psi on the device.");
+static PyMethodDef dsp_methods[] = PLAN_METHODS(
+    "execute(u, psi, *, out=None) -> (chi, RunInfo).", UPLOAD_2, "upload(u, psi): resident fields.",
+    RUN_PLAIN, "run() -> RunInfo: chi = M psi on the device.");
 static PyMethodDef grp_methods[] = {
     {"execute", (PyCFunction)(void (*)(void))grp_execute, METH_VARARGS | METH_KEYWORDS,
      "execute(uu, vv, ww, vis, weight, *, grid=None) -> (grid, norm, num_skipped, RunInfo): "
@@ -2353,7 +2033,6 @@ PLAN_SUBTYPE(DsPlanType, "portkern.DslashPlan", dsp_methods, NULL,
              "dslash plan: Context.dslash_plan((t, z, y, x), kappa, recon12=).");
 PLAN_SUBTYPE(GrPlanType, "portkern.GridPlan", grp_methods, NULL,
              "grid plan with a fixed kernel stack: Context.grid_plan(kernels, support, ...).");
-
 /* A call of nothing under the same lock + GIL release as a kernel call:
  * the floor of this layer's per-call cost (python/README.md, docs/PERFORMANCE.md). */
 static PyObject *ctx_noop(ContextObject *self, PyObject *unused)
