@@ -108,6 +108,8 @@ for k in ("conv2d", "su3", "dslash", "grid"):
         macros.append(("PKPY_HAVE_%s_PLAN_EXECUTE" % k.upper(), "1"))
 if re.search(r"\bpk_context_set_cache_limit\s*\(", text):
     macros.append(("PKPY_HAVE_CACHE_LIMIT", "1"))
+if re.search(r"\bpk_wisdom_load\s*\(", text):
+    macros.append(("PKPY_HAVE_WISDOM", "1"))
 
 ext = Extension(
     "portkern._core",

@@ -45,6 +45,9 @@
 #ifndef PKPY_HAVE_CACHE_LIMIT
 #define PKPY_HAVE_CACHE_LIMIT 0 /* pk_context_set_cache_limit (newer libraries) */
 #endif
+#ifndef PKPY_HAVE_WISDOM
+#define PKPY_HAVE_WISDOM 0 /* pk_wisdom_* (newer libraries) */
+#endif
 
 #define PKPY_CLOSED 1000 /* not a pk_status: the context or plan was closed */
 #define PKPY_ALIGN 64    /* outputs this layer allocates start on a cache line */
@@ -366,6 +369,13 @@ static PyObject *ri_fell_back(RunInfoObject *r, void *c)
     (void)c;
     return PyBool_FromLong(r->info.fell_back);
 }
+#if PKPY_HAVE_WISDOM
+static PyObject *ri_wisdom_key(RunInfoObject *r, void *c)
+{
+    (void)c;
+    return ri_str(r->info.wisdom_key, sizeof r->info.wisdom_key);
+}
+#endif
 static PyObject *ri_stages(RunInfoObject *r, void *c)
 {
     (void)c;
@@ -403,6 +413,10 @@ static PyMemberDef ri_members[] = {
     {"bytes", T_DOUBLE, RI_OFF(bytes), READONLY, "bytes moved by the library's model"},
     {"flops", T_DOUBLE, RI_OFF(flops), READONLY, "floating-point operations by the model"},
     {"num_stages", T_INT, RI_OFF(num_stages), READONLY, "grid: number of timed stages"},
+#if PKPY_HAVE_WISDOM
+    {"plan_bytes", T_DOUBLE, RI_OFF(plan_bytes), READONLY,
+     "bytes the plan's arrays hold: the size wisdom matches calls by"},
+#endif
     {NULL, 0, 0, 0, NULL}};
 
 static PyGetSetDef ri_getset[] = {
@@ -414,6 +428,10 @@ static PyGetSetDef ri_getset[] = {
     {"fell_back", (getter)ri_fell_back, NULL,
      "True when an earlier choice failed and a later backend ran", NULL},
     {"stages", (getter)ri_stages, NULL, "grid: {stage name: seconds}, in order", NULL},
+#if PKPY_HAVE_WISDOM
+    {"wisdom_key", (getter)ri_wisdom_key, NULL,
+     "what besides the size wisdom matches a call by (su3 \"layout=vfo\", ...)", NULL},
+#endif
     {NULL, NULL, NULL, NULL, NULL}};
 
 static const char *const ri_fields[] = {"backend", "device", "device_name", "variant", "reason",
@@ -761,6 +779,68 @@ static PyObject *ctx_set_cache_limit(ContextObject *self, PyObject *arg)
     LOCKED(self, self->ctx, st, pk_context_set_cache_limit(self->ctx, (size_t)b));
     if (st != PK_OK) return raise_status(st, "Context.set_cache_limit");
     Py_RETURN_NONE;
+}
+#endif
+
+#if PKPY_HAVE_WISDOM
+/* Wisdom (lib/portkern.h): path None means PORTKERN_WISDOM, else the default file. */
+static PyObject *ctx_wisdom_file(ContextObject *self, PyObject *args, int save)
+{
+    const char *path = NULL;
+    if (!PyArg_ParseTuple(args, save ? "|z:wisdom_save" : "|z:wisdom_load", &path)) return NULL;
+    pk_status st;
+    LOCKED(self, self->ctx, st, save ? pk_wisdom_save(self->ctx, path)
+                                     : pk_wisdom_load(self->ctx, path));
+    if (st != PK_OK) return raise_status(st, save ? "Context.wisdom_save" : "Context.wisdom_load");
+    Py_RETURN_NONE;
+}
+
+static PyObject *ctx_wisdom_load(ContextObject *self, PyObject *args)
+{
+    return ctx_wisdom_file(self, args, 0);
+}
+
+static PyObject *ctx_wisdom_save(ContextObject *self, PyObject *args)
+{
+    return ctx_wisdom_file(self, args, 1);
+}
+
+static PyObject *ctx_wisdom_forget(ContextObject *self, PyObject *unused)
+{
+    (void)unused;
+    pk_status st;
+    LOCKED(self, self->ctx, st, (pk_wisdom_forget(self->ctx), PK_OK));
+    if (st != PK_OK) return raise_status(st, "Context.wisdom_forget");
+    Py_RETURN_NONE;
+}
+
+/* The context's entries as a list of dicts (the fields of pk_wisdom_entry). */
+static PyObject *ctx_wisdom(ContextObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!self->ctx) return raise_status(PKPY_CLOSED, "Context.wisdom");
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < pk_wisdom_count(self->ctx); ++i) {
+        pk_wisdom_entry e;
+        if (pk_wisdom_get(self->ctx, i, &e) != PK_OK) continue;
+        PyObject *d = Py_BuildValue(
+            "{s:s,s:s,s:i,s:s,s:s,s:i,s:s,s:s,s:d,s:s,s:s,s:d,s:s,s:s}", "kernel", e.kernel,
+            "backend", pk_backend_name(e.backend), "device", e.device, "device_name",
+            e.device_name, "driver", e.driver, "compute_units", e.compute_units, "version",
+            e.version, "size_class", e.size_class, "size_bytes", e.size_bytes, "variant",
+            e.variant, "params", e.params, "seconds", e.seconds, "runners_up", e.runners_up,
+            "date", e.date);
+        if (!d || PyList_Append(list, d) != 0) Py_CLEAR(list);
+        Py_XDECREF(d);
+    }
+    return list;
+}
+
+static PyObject *ctx_wisdom_note(ContextObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!self->ctx) return raise_status(PKPY_CLOSED, "Context.wisdom_note");
+    return PyUnicode_FromString(pk_wisdom_note(self->ctx));
 }
 #endif
 
@@ -2062,6 +2142,20 @@ static PyMethodDef ctx_methods[] = {
     {"set_cache_limit", (PyCFunction)ctx_set_cache_limit, METH_O,
      "set_cache_limit(nbytes): the ceiling of what the plans kept by one-shot calls may hold "
      "(0: keep none); plans beyond it are dropped now."},
+#endif
+#if PKPY_HAVE_WISDOM
+    {"wisdom_load", (PyCFunction)ctx_wisdom_load, METH_VARARGS,
+     "wisdom_load(path=None): add the entries of a wisdom file (None: PORTKERN_WISDOM, else "
+     "the default file; a missing default file is no error)."},
+    {"wisdom_save", (PyCFunction)ctx_wisdom_save, METH_VARARGS,
+     "wisdom_save(path=None): merge the context's entries into a wisdom file (under its lock, "
+     "written whole)."},
+    {"wisdom_forget", (PyCFunction)ctx_wisdom_forget, METH_NOARGS,
+     "Drop the context's wisdom entries."},
+    {"wisdom", (PyCFunction)ctx_wisdom, METH_NOARGS,
+     "wisdom() -> the context's entries, a list of dicts."},
+    {"wisdom_note", (PyCFunction)ctx_wisdom_note, METH_NOARGS,
+     "Why the last load ignored its file ('' when it did not)."},
 #endif
     {"measure_bandwidth", F(ctx_measure_bandwidth), KW,
      "measure_bandwidth(backend, device=0, nbytes=0, reps=3) -> bytes read + written per second."},
