@@ -7,6 +7,7 @@
  * the error and string helpers it uses), as the reader is not exported.  See
  * docs/RELIABILITY.md. */
 #include "internal.h"
+#include "../tests/wisdom_equal.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,17 +23,6 @@
             abort();                                                                          \
         }                                                                                     \
     } while (0)
-
-static int same(const pk_wisdom_entry *a, const pk_wisdom_entry *b)
-{
-    return !strcmp(a->kernel, b->kernel) && a->backend == b->backend && a->device == b->device &&
-           !strcmp(a->device_name, b->device_name) && !strcmp(a->driver, b->driver) &&
-           a->compute_units == b->compute_units && !strcmp(a->version, b->version) &&
-           !strcmp(a->size_class, b->size_class) && a->size_bytes == b->size_bytes &&
-           !strcmp(a->variant, b->variant) && !strcmp(a->params, b->params) &&
-           a->seconds == b->seconds && !strcmp(a->runners_up, b->runners_up) &&
-           !strcmp(a->date, b->date);
-}
 
 static int same_key(const pk_wisdom_entry *a, const pk_wisdom_entry *b)
 {
@@ -69,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(s == PK_OK && text != NULL && strlen(text) == len);
     s = pk_wisdom_parse(text, len, &back, why, sizeof why);
     CHECK(s == PK_OK && back.n == list.n);
-    for (int i = 0; i < list.n; ++i) CHECK(same(&list.e[i], &back.e[i]));
+    for (int i = 0; i < list.n; ++i) CHECK(pk_test_wisdom_equal(&list.e[i], &back.e[i]));
     s = pk_wisdom_format(&back, &again, &len2);
     CHECK(s == PK_OK && len2 == len && memcmp(text, again, len) == 0);
     free(text);

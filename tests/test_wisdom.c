@@ -20,6 +20,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include "portkern.h"
+#include "wisdom_equal.h"
 #include "tap.h"
 
 #include <math.h>
@@ -124,17 +125,6 @@ static char *read_all(const char *path, size_t *len)
     b[n] = '\0';
     if (len) *len = n;
     return b;
-}
-
-static int same_entry(const pk_wisdom_entry *a, const pk_wisdom_entry *b)
-{
-    return !strcmp(a->kernel, b->kernel) && a->backend == b->backend && a->device == b->device &&
-           !strcmp(a->device_name, b->device_name) && !strcmp(a->driver, b->driver) &&
-           a->compute_units == b->compute_units && !strcmp(a->version, b->version) &&
-           !strcmp(a->size_class, b->size_class) && a->size_bytes == b->size_bytes &&
-           !strcmp(a->variant, b->variant) && !strcmp(a->params, b->params) &&
-           a->seconds == b->seconds && !strcmp(a->runners_up, b->runners_up) &&
-           !strcmp(a->date, b->date);
 }
 
 /* ---- auto takes the entry ------------------------------------------------------------- */
@@ -614,7 +604,7 @@ static void files(int have_omp)
     int same = pk_wisdom_count(back) == 3;
     for (int i = 0; same && i < 3; ++i) {
         pk_wisdom_entry g;
-        same = pk_wisdom_get(back, i, &g) == PK_OK && same_entry(&g, &e[i]);
+        same = pk_wisdom_get(back, i, &g) == PK_OK && pk_test_wisdom_equal(&g, &e[i]);
     }
     size_t len;
     char *text = read_all(path, &len);
