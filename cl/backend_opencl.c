@@ -698,6 +698,44 @@ out:
     return s;
 }
 
+/* The cost model's link (lib/cost.c): a blocking write and read of `bytes` between a pageable
+ * host array and a device buffer, as the plans' uploads and downloads move them; the mean rate
+ * of the two, best of two rounds after a warm-up. */
+static pk_status ocl_link_bandwidth(void *state, int device, size_t bytes, double *bps)
+{
+    pk_cl_device *d = NULL;
+    PK_TRY(pk_cl_device_open(state, device, &d));
+    if (bytes < 4096) bytes = 4096;
+    unsigned char *host = pk_alloc_aligned(bytes);
+    if (!host) return pk_fail(PK_ENOMEM, "link bandwidth: cannot allocate %zu bytes", bytes);
+    memset(host, 1, bytes); /* touched: a never-touched array would time its page faults */
+    cl_int err;
+    pk_status s = PK_OK;
+    cl_mem m = clCreateBuffer(d->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (err != CL_SUCCESS) {
+        pk_free_aligned(host);
+        return pk_cl_fail(err, "clCreateBuffer", "%zu bytes on '%s'", bytes, d->name);
+    }
+    double best = 0;
+    for (int r = 0; r < 3; ++r) { /* round 0 is the warm-up */
+        const double t0 = pk_now();
+        err = clEnqueueWriteBuffer(d->queue, m, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+        if (err == CL_SUCCESS)
+            err = clEnqueueReadBuffer(d->queue, m, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+        if (err != CL_SUCCESS) {
+            s = pk_cl_fail(err, "clEnqueueWriteBuffer/ReadBuffer", "%zu bytes on '%s'", bytes,
+                           d->name);
+            break;
+        }
+        const double t = pk_now() - t0;
+        if (r > 0 && (best == 0 || t < best)) best = t;
+    }
+    if (s == PK_OK) *bps = best > 0 ? 2.0 * (double)bytes / best : 0;
+    clReleaseMemObject(m);
+    pk_free_aligned(host);
+    return s;
+}
+
 const pk_backend_ops pk_backend_opencl = {
     .id = PK_BACKEND_OPENCL,
     .name = "opencl",
@@ -706,6 +744,7 @@ const pk_backend_ops pk_backend_opencl = {
     .device_count = ocl_device_count,
     .device_info = ocl_device_info,
     .bandwidth = ocl_bandwidth,
+    .link_bandwidth = ocl_link_bandwidth,
 };
 
 cl_mem pk_cl_device_buffer(const pk_cl_device *dev, cl_mem_flags flags, size_t bytes,

@@ -185,8 +185,20 @@ static void cv_wisdom_key(const void *desc, char *key, size_t len)
     const pk_cv_desc *d = &((const cv_request *)desc)->d;
     snprintf(key, len, "psf=%dx%d", d->kh, d->kw);
 }
+/* Direct: 2 flops a tap and pixel.  FFT: a real forward and inverse transform of the image
+ * (about 2.5 n log2 n flops each) and the spectrum product (6 flops a complex bin). */
+static void cv_cost(const void *desc, pk_cost *c)
+{
+    const cv_request *rq = desc;
+    const double n = (double)rq->d.h * (double)rq->d.w;
+    c->flops = rq->use_fft ? 2.0 * 2.5 * n * log2(n > 2 ? n : 2) + 3.0 * n
+                           : 2.0 * (double)rq->d.kh * (double)rq->d.kw * n;
+    c->bytes = CV_BYTES_PER_PIXEL * n;
+    c->link_bytes = 2.0 * 4.0 * n; /* the image in, the output out */
+}
 static const pk_kernel_class cv_class = {"conv2d", PK_KERNEL_ON(cv), cv_create_on,
-                                          cv_destroy_on, cv_plan_bytes, cv_accepts_wisdom, cv_wisdom_key};
+                                          cv_destroy_on, cv_plan_bytes, cv_accepts_wisdom,
+                                          cv_wisdom_key, cv_cost};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_cv_ops *cv_ops(const pk_choice *c) { return c->kops; }

@@ -270,7 +270,8 @@ static double fma_rate(double (*loop)(long), double flops_per_iter, long iters, 
     return flops;
 }
 
-pk_status pk_host_peak_flops(int threads, double *flops_per_second)
+/* The best FMA rate of `runs` runs of about target_s each (after calibration). */
+static pk_status host_peak(int threads, double target_s, int runs, double *flops_per_second)
 {
     double (*loop)(long) = fma_loop_scalar;
     double per_iter = 2 * FMA_SCALAR_CHAINS, t, best;
@@ -290,15 +291,25 @@ pk_status pk_host_peak_flops(int threads, double *flops_per_second)
 #endif
     long iters = 1L << 14;
     best = fma_rate(loop, per_iter, iters, nt, &t);
-    while (t < 0.02 && iters < (1L << 40)) { /* calibrate: about 30 ms per run */
-        iters = t > 1e-4 ? (long)((double)iters * (0.03 / t)) + 1 : iters * 16;
+    while (t < 0.66 * target_s && iters < (1L << 40)) { /* calibrate to about target_s a run */
+        iters = t > 1e-4 ? (long)((double)iters * (target_s / t)) + 1 : iters * 16;
         best = fma_rate(loop, per_iter, iters, nt, &t);
     }
-    for (int r = 0; r < 5; ++r) { /* best of 5 */
+    for (int r = 0; r < runs; ++r) {
         const double f = fma_rate(loop, per_iter, iters, nt, &t);
         if (f > best) best = f;
     }
     PK_CHECK(best > 0 && best < 1e300, PK_EINTERNAL, "FMA peak: no valid timing");
     *flops_per_second = best;
     return PK_OK;
+}
+
+pk_status pk_host_peak_flops(int threads, double *flops_per_second)
+{
+    return host_peak(threads, 0.03, 5, flops_per_second); /* best of 5 runs of 30 ms */
+}
+
+pk_status pk_host_peak_flops_quick(int threads, double *flops_per_second)
+{
+    return host_peak(threads, 0.002, 2, flops_per_second); /* the cost model's: ~10 ms */
 }

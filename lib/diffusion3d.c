@@ -39,6 +39,7 @@ static pk_status d3_validate(const pk_diffusion3d_params *p, pk_d3_desc *d, size
     d->nx = p->nx;
     d->ny = p->ny;
     d->nz = p->nz;
+    d->count = p->count;
     d->variant = NULL;
     d->threads = 0;
     *points = n;
@@ -83,8 +84,17 @@ static double d3_plan_bytes(const void *desc)
     const pk_d3_desc *d = desc;
     return 2.0 * 4.0 * (double)d->nx * (double)d->ny * (double)d->nz; /* two fields */
 }
+static void d3_cost(const void *desc, pk_cost *c)
+{
+    const pk_d3_desc *d = desc;
+    const double points = (double)d->nx * (double)d->ny * (double)d->nz;
+    const int steps = d->count > 0 ? d->count : 1; /* a plan made with count 0 runs later */
+    c->flops = D3_FLOPS_PER_POINT * points * steps;
+    c->bytes = D3_BYTES_PER_POINT * points * steps;
+    c->link_bytes = 2.0 * 4.0 * points; /* the field in and out */
+}
 static const pk_kernel_class d3_class = {"diffusion3d", PK_KERNEL_ON(d3), d3_create_on,
-                                          d3_destroy_on, d3_plan_bytes, NULL, NULL};
+                                          d3_destroy_on, d3_plan_bytes, NULL, NULL, d3_cost};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_d3_ops *d3_ops(const pk_choice *c) { return c->kops; }

@@ -40,8 +40,67 @@ const char *pk_kernel_variants(const pk_kernel_class *kc, pk_backend_id backend)
     return v ? v : "";
 }
 
+static pk_status pick_device(pk_context *ctx, const candidate *cd, int strict, int *device);
+
+/* The device a candidate of the auto order would run on when it is a device across a link
+ * (CUDA, OpenCL on a GPU), else -1.  Test hook: PORTKERN_TEST_COST_DEVICE=opencl makes OpenCL's
+ * GPU turn take any OpenCL device (PoCL's CPU) so that the model runs without a GPU. */
+static int link_device(pk_context *ctx, candidate *cd)
+{
+    if (cd->backend == PK_BACKEND_OPENCL && cd->type == PK_DEVICE_GPU) {
+        const char *hook = pk_getenv("PORTKERN_TEST_COST_DEVICE");
+        if (hook && !strcmp(hook, "opencl")) cd->type = 0;
+    } else if (cd->backend != PK_BACKEND_CUDA) {
+        return -1;
+    }
+    if (!pk_backend_available(ctx, cd->backend, NULL)) return -1;
+    int dev = -1;
+    if (pick_device(ctx, cd, 0, &dev) != PK_OK) {
+        pk_clear_error();
+        return -1;
+    }
+    return dev;
+}
+
+/* Without wisdom, a device across a link must repay its transfers: when the first usable
+ * candidate is such a device and OpenMP comes later, the cost model (lib/cost.c) estimates
+ * both, and OpenMP moves before the device when it would finish first.  The reason says so
+ * with the estimates.  Nothing is measured on a machine without a device. */
+static void cost_order(pk_context *ctx, const pk_kernel_class *kc, const void *desc,
+                       candidate *cand, int n, char *note, size_t note_len)
+{
+    if (!kc->cost || !pk_cost_enabled(ctx) || !pk_backend_available(ctx, PK_BACKEND_OPENMP, NULL))
+        return;
+    int gi = -1, hi = -1, gdev = -1;
+    for (int i = 0; i < n && hi < 0; ++i) {
+        if (cand[i].backend == PK_BACKEND_OPENMP)
+            hi = i;
+        else if (gi < 0 && (gdev = link_device(ctx, &cand[i])) >= 0)
+            gi = i;
+    }
+    if (gi < 0 || hi < 0) return;
+    const char *gname = pk_backend_name(cand[gi].backend);
+    double tg = 0, tl = 0, th = 0;
+    if (pk_cost_estimate(ctx, kc, desc, cand[gi].backend, gdev, &tg, &tl) != PK_OK ||
+        pk_cost_estimate(ctx, kc, desc, PK_BACKEND_OPENMP, 0, &th, NULL) != PK_OK) {
+        pk_append_note(note, note_len, "cost model: no estimate (%.80s), auto order kept",
+                       pk_last_error());
+        pk_clear_error();
+        return;
+    }
+    if (th < tg) {
+        const candidate host = cand[hi];
+        memmove(cand + gi + 1, cand + gi, (size_t)(hi - gi) * sizeof *cand);
+        cand[gi] = host;
+    }
+    pk_append_note(note, note_len,
+                   "cost model: %s ~%.3g ms (transfers %.3g) %s openmp ~%.3g ms: %s first",
+                   gname, tg * 1e3, tl * 1e3, th < tg ? ">" : "<=", th * 1e3,
+                   th < tg ? "openmp" : gname);
+}
+
 static pk_status candidates(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
-                            const pk_wisdom_pick *wisdom, candidate *cand, int *ncand,
+                            const void *desc, const pk_wisdom_pick *wisdom, candidate *cand, int *ncand,
                             int *strict, char *note, size_t note_len)
 {
     pk_backend_id forced = ctx->opt.backend;
@@ -80,7 +139,10 @@ static pk_status candidates(pk_context *ctx, const pk_kernel_class *kc, const ch
         if (from_env) cand[(*ncand)++] = (candidate){forced, 0, -1, NULL};
         if (wisdom)
             cand[(*ncand)++] = (candidate){wisdom->backend, 0, wisdom->device, wisdom->variant};
+        const int first = *ncand;
         for (int i = 0; i < N_AUTO; ++i) cand[(*ncand)++] = auto_order[i];
+        if (!from_env && !wisdom)
+            cost_order(ctx, kc, desc, cand + first, *ncand - first, note, note_len);
     }
     return PK_OK;
 }
@@ -171,7 +233,7 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
     const int wise = ctx->opt.backend == PK_BACKEND_AUTO && !(variant && *variant) &&
                      (!kc->accepts_wisdom || kc->accepts_wisdom(desc)) &&
                      pk_wisdom_choose(ctx, kc, plan_bytes, key, &pick, note, sizeof note);
-    PK_TRY(candidates(ctx, kc, variant, wise ? &pick : NULL, cand, &ncand, &strict, note,
+    PK_TRY(candidates(ctx, kc, variant, desc, wise ? &pick : NULL, cand, &ncand, &strict, note,
                       sizeof note));
     pk_status last = PK_ENOBACKEND;
     char last_err[1024];
@@ -198,7 +260,8 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
                            : from_wisdom           ? pick.says
                            : (i == 0 && ctx->opt.backend != PK_BACKEND_AUTO)
                                ? "backend chosen by PORTKERN_BACKEND"
-                               : "first usable backend in auto order");
+                               : strstr(note, "cost model: ") ? "by the cost model"
+                                                              : "first usable backend in auto order");
             return PK_OK;
         }
         if (out->impl) kc->destroy(out->kops, out->impl);

@@ -135,8 +135,20 @@ static void ds_wisdom_key(const void *desc, char *key, size_t len)
 {
     snprintf(key, len, "recon12=%d", ((const pk_ds_desc *)desc)->recon12);
 }
+static void ds_counts(const pk_ds_desc *d, double *flops, double *bytes)
+{
+    *flops = DS_FLOPS_PER_SITE * (double)d->volume;
+    *bytes = sizeof(double) * (double)(d->recon12 ? DS_REALS_RECON12 : DS_REALS_FULL) *
+             (double)d->volume;
+}
+static void ds_cost(const void *desc, pk_cost *c)
+{
+    ds_counts(desc, &c->flops, &c->bytes);
+    c->link_bytes = ds_plan_bytes(desc); /* u and psi in, chi out */
+}
 static const pk_kernel_class ds_class = {"dslash", PK_KERNEL_ON(ds), ds_create_on,
-                                          ds_destroy_on, ds_plan_bytes, NULL, ds_wisdom_key};
+                                          ds_destroy_on, ds_plan_bytes, NULL, ds_wisdom_key,
+                                          ds_cost};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_ds_ops *ds_ops(const pk_choice *c) { return c->kops; }
@@ -144,13 +156,6 @@ static const pk_ds_ops *ds_ops(const pk_choice *c) { return c->kops; }
 const char *pk_dslash_variants(pk_backend_id backend)
 {
     return pk_kernel_variants(&ds_class, backend);
-}
-
-static void ds_counts(const pk_ds_desc *d, double *flops, double *bytes)
-{
-    *flops = DS_FLOPS_PER_SITE * (double)d->volume;
-    *bytes = sizeof(double) * (double)(d->recon12 ? DS_REALS_RECON12 : DS_REALS_FULL) *
-             (double)d->volume;
 }
 
 /* ---- recon12: the first two rows of every link ------------------------------------------ */

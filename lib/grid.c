@@ -251,8 +251,10 @@ static double gr_plan_bytes(const void *desc)
     (void)desc; /* grid's one-shot plan is never kept */
     return 0;
 }
+/* No cost model: a plan is made before the visibilities are known, and the work grows with
+ * their spread over w (kernel supports), which only the run finds out. */
 static const pk_kernel_class gr_class = {"grid", PK_KERNEL_ON(gr), gr_create_on,
-                                          gr_destroy_on, gr_plan_bytes, NULL, NULL};
+                                          gr_destroy_on, gr_plan_bytes, NULL, NULL, NULL};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_gr_ops *gr_ops(const pk_choice *c) { return c->kops; }

@@ -101,11 +101,14 @@ pk_status pk_host_bandwidth(int threads, size_t bytes, int reps, double *bps);
 /** Host double-precision FMA throughput (flop/s: 2 per FMA lane), `threads` OpenMP threads
  *  (0: default, 1: serial): the widest FMA the CPU has, best of 5 runs of about 30 ms. */
 pk_status pk_host_peak_flops(int threads, double *flops_per_second);
+/** The same from two runs of about 2 ms (the cost model's, lib/cost.c). */
+pk_status pk_host_peak_flops_quick(int threads, double *flops_per_second);
 
 /* ---- diffusion3d, as a backend sees it ------------------------------------------------ */
 typedef struct pk_d3_desc {
     int nx, ny, nz;
     float c[7];          /* cc, cw, ce, cs, cn, cb, ct (float, as the kernels use them) */
+    int count;           /* steps of the call (the cost model's measure; plans ignore it) */
     const char *variant; /* resolved: one of the backend's names */
     int threads;         /* host threads (0: default) */
 } pk_d3_desc;
@@ -279,6 +282,7 @@ typedef struct pk_lp_desc {
                             hvfo with one lane: the same index rules hold) */
     float sigma;         /* a = (float)sigma, as the kernels use it */
     float inv;           /* (float)(1 / (1 + 4 a)), the quotient in double */
+    int count;           /* steps of the call (the cost model's measure; plans ignore it) */
     const char *variant; /* resolved: one of the backend's names */
     int threads;         /* host threads (0: default) */
 } pk_lp_desc;
@@ -449,6 +453,10 @@ struct pk_backend_ops {
     int (*device_count)(void *state);
     pk_status (*device_info)(void *state, int index, pk_device_info *info);
     pk_status (*bandwidth)(void *state, int device, size_t bytes, int reps, double *bps);
+    /* optional (NULL: a device on the host's memory, or not measured): bytes per second one
+     * way between the caller's pageable memory and the device (the mean of both ways), as a
+     * plan's transfers move them; the cost model's link (lib/cost.c) */
+    pk_status (*link_bandwidth)(void *state, int device, size_t bytes, double *bps);
 
     /* Called before any kernel's create on `device` (NULL: nothing to check): CUDA makes the
      * device current and checks it once, for every kernel. */
@@ -494,6 +502,23 @@ pk_status pk_wisdom_parse(const char *buf, size_t len, pk_wisdom_list *out, char
  *  which pk_wisdom_parse reads back to the same entries. */
 pk_status pk_wisdom_format(const pk_wisdom_list *list, char **text, size_t *len);
 
+/* ---- the cost model (lib/cost.c) ------------------------------------------------------- */
+/* What one call of a kernel does, by the library's models: flops and bytes (as the run info
+ * counts them), and the bytes that cross a link in a one-shot call (inputs in, outputs out). */
+typedef struct pk_cost {
+    double flops, bytes, link_bytes;
+} pk_cost;
+/* What a backend's device does per second, measured once per context. */
+typedef struct pk_cost_ceiling {
+    int state;         /* 0: not measured yet, 1: measured, -1: the measurement failed */
+    double bw;         /* copy bandwidth, bytes read + written per second */
+    double flops;      /* flop/s (0: not counted: a device) */
+    double link_bps;   /* host<->device bytes per second one way (0: the host itself) */
+    int link_measured; /* 0: link_bps is the assumed PCIe figure */
+    double call_s;     /* a call's fixed part (launch, synchronise) */
+} pk_cost_ceiling;
+#define PK_COST_DEVICES 8 /* devices per backend the model keeps ceilings for */
+
 /* ---- the context ---------------------------------------------------------------------- */
 typedef struct pk_backend_slot {
     int probed;
@@ -514,6 +539,8 @@ struct pk_context {
     int wisdom_off;              /* PK_OPT_IGNORE_ENV or PORTKERN_WISDOM=0 and the caller added
                                     nothing: the reason says nothing about wisdom */
     char wisdom_note[256];       /* why the last load ignored its file ("" when it did not) */
+    pk_cost_ceiling cost_host[2]; /* lib/cost.c: OpenMP [0], serial [1] */
+    pk_cost_ceiling cost_dev[PK_BACKEND_COUNT][PK_COST_DEVICES];
 };
 
 /** Initialise a backend on first use; returns its state or NULL (reason in slot.why). */
@@ -542,7 +569,20 @@ typedef struct pk_kernel_class {
      * wisdom (su3 "layout=vfo", conv2d "psf=11x11"): an entry applies only to calls of its
      * key, so a variant measured on one layout is never taken for another */
     void (*wisdom_key)(const void *desc, char *key, size_t len);
+    /* optional (NULL: auto keeps its order): the counts of one call of desc, for the cost
+     * model (lib/cost.c) */
+    void (*cost)(const void *desc, pk_cost *c);
 } pk_kernel_class;
+
+/** Estimated seconds of one call of desc on a backend and device (link_s, may be NULL: the
+ *  transfers' part), from the class's cost and the ceilings measured once per context;
+ *  PK_EUNSUPPORTED without a cost function, PK_EDEVICE when the ceilings cannot be measured. */
+pk_status pk_cost_estimate(pk_context *ctx, const pk_kernel_class *kc, const void *desc,
+                           pk_backend_id backend, int device, double *seconds, double *link_s);
+/** The model itself: c->call_s + link_bytes / link_bps + max(bytes / bw, flops / flops peak). */
+double pk_cost_seconds(const pk_cost *k, const pk_cost_ceiling *c, double *link_s);
+/** 0 when PORTKERN_COST_MODEL=0 (read unless PK_OPT_IGNORE_ENV): auto keeps its fixed order. */
+int pk_cost_enabled(const pk_context *ctx);
 
 /* The outcome of a dispatch: a created plan on one backend and device. */
 /* The run info's reason: every candidate auto tried, with why. */

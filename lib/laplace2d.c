@@ -152,6 +152,7 @@ static pk_status lp_validate(const pk_laplace2d_params *p, pk_lp_desc *d, size_t
         d->nw = 1; /* lexi is hvfo with one lane */
     }
     pk_lp_coefficients(p->sigma, &d->sigma, &d->inv);
+    d->count = p->count;
     *sites = (size_t)p->l * (size_t)p->l;
     return PK_OK;
 }
@@ -205,8 +206,21 @@ static void lp_wisdom_key(const void *desc, char *key, size_t len)
     snprintf(key, len, "layout=%s", ((const pk_lp_desc *)desc)->layout == PK_LAP_HVFO ? "hvfo"
                                                                                        : "lexi");
 }
+static void lp_counts(size_t sites, int count, double *flops, double *bytes)
+{
+    *flops = LP_FLOPS_PER_SITE * (double)sites * count;
+    *bytes = LP_BYTES_PER_SITE * (double)sites * count;
+}
+static void lp_cost(const void *desc, pk_cost *c)
+{
+    const pk_lp_desc *d = desc;
+    /* a plan made with count 0 runs later: one step at least */
+    lp_counts((size_t)d->l * (size_t)d->l, d->count > 0 ? d->count : 1, &c->flops, &c->bytes);
+    c->link_bytes = 2.0 * 4.0 * (double)d->l * (double)d->l; /* phi in and out */
+}
 static const pk_kernel_class lp_class = {"laplace2d", PK_KERNEL_ON(lp), lp_create_on,
-                                          lp_destroy_on, lp_plan_bytes, NULL, lp_wisdom_key};
+                                          lp_destroy_on, lp_plan_bytes, NULL, lp_wisdom_key,
+                                          lp_cost};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_lp_ops *lp_ops(const pk_choice *c) { return c->kops; }
@@ -214,12 +228,6 @@ static const pk_lp_ops *lp_ops(const pk_choice *c) { return c->kops; }
 const char *pk_laplace2d_variants(pk_backend_id backend)
 {
     return pk_kernel_variants(&lp_class, backend);
-}
-
-static void lp_counts(size_t sites, int count, double *flops, double *bytes)
-{
-    *flops = LP_FLOPS_PER_SITE * (double)sites * count;
-    *bytes = LP_BYTES_PER_SITE * (double)sites * count;
 }
 
 /* ---- host plans (serial, OpenMP) -------------------------------------------------------- */

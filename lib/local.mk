@@ -8,6 +8,7 @@ libportkern_la_SOURCES += \
 	lib/context.c \
 	lib/backend_serial.c \
 	lib/dispatch.c \
+	lib/cost.c \
 	lib/wisdom.c \
 	lib/wisdom_store.c \
 	lib/diffusion3d.c \

@@ -116,17 +116,6 @@ static void mf_wisdom_key(const void *desc, char *key, size_t len)
     const pk_mf_desc *d = desc;
     snprintf(key, len, "bc=%d,transpose=%d", d->bc, d->transpose);
 }
-static const pk_kernel_class mf_class = {"magicfilter3d", PK_KERNEL_ON(mf), mf_create_on,
-                                          mf_destroy_on, mf_plan_bytes, NULL, mf_wisdom_key};
-
-/* The kernel's ops table on the backend a choice landed on. */
-static const pk_mf_ops *mf_ops(const pk_choice *c) { return c->kops; }
-
-const char *pk_magicfilter3d_variants(pk_backend_id backend)
-{
-    return pk_kernel_variants(&mf_class, backend);
-}
-
 static void mf_counts(const pk_mf_desc *d, double *flops, double *bytes)
 {
     *flops = 0;
@@ -136,6 +125,23 @@ static void mf_counts(const pk_mf_desc *d, double *flops, double *bytes)
         *flops += MF_FLOPS_PER_OUTPUT * lines * d->pass[a].nout;
         *bytes += sizeof(double) * lines * (double)(d->pass[a].nin + d->pass[a].nout);
     }
+}
+static void mf_cost(const void *desc, pk_cost *c)
+{
+    const pk_mf_desc *d = desc;
+    mf_counts(d, &c->flops, &c->bytes);
+    c->link_bytes = 8.0 * ((double)d->in_count + (double)d->out_count); /* x in, y out */
+}
+static const pk_kernel_class mf_class = {"magicfilter3d", PK_KERNEL_ON(mf), mf_create_on,
+                                          mf_destroy_on, mf_plan_bytes, NULL, mf_wisdom_key,
+                                          mf_cost};
+
+/* The kernel's ops table on the backend a choice landed on. */
+static const pk_mf_ops *mf_ops(const pk_choice *c) { return c->kops; }
+
+const char *pk_magicfilter3d_variants(pk_backend_id backend)
+{
+    return pk_kernel_variants(&mf_class, backend);
 }
 
 /* ---- host plans (serial, OpenMP) -------------------------------------------------------- */

@@ -306,8 +306,16 @@ static void s3_wisdom_key(const void *desc, char *key, size_t len)
 {
     snprintf(key, len, "layout=%s", pk_su3_layout_name(((const pk_s3_desc *)desc)->layout));
 }
+static void s3_cost(const void *desc, pk_cost *c)
+{
+    const pk_s3_desc *d = desc;
+    c->flops = S3_FLOPS_PER_SITE * (double)d->nv;
+    c->bytes = S3_BYTES_PER_SITE * (double)d->nv;
+    c->link_bytes = s3_plan_bytes(desc); /* u and psi in, chi out */
+}
 static const pk_kernel_class s3_class = {"su3", PK_KERNEL_ON(s3), s3_create_on,
-                                          s3_destroy_on, s3_plan_bytes, NULL, s3_wisdom_key};
+                                          s3_destroy_on, s3_plan_bytes, NULL, s3_wisdom_key,
+                                          s3_cost};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_s3_ops *s3_ops(const pk_choice *c) { return c->kops; }

@@ -42,6 +42,7 @@ PK_TEST_PROGS = \
 	tests/test_differ \
 	tests/test_probe \
 	tests/test_peak \
+	tests/test_cost \
 	tests/test_d3_serial \
 	tests/test_d3_openmp \
 	tests/test_d3_opencl \
