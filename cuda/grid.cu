@@ -34,7 +34,8 @@
  *     (p.central_radius tiles around the centre tile, default 4: 9 x 9 tiles, the NAG value
  *     for EL82-70) is launched separately, on a second stream, with GR_CENTRAL_BLOCKS blocks
  *     per tile; each block takes every P-th visibility of its tile and adds its tile into the
- *     sub-grid with atomicAdd (with one block per tile, plainly).
+ *     sub-grid with atomicAdd (with one block per tile, plainly).  Both counts scale with the
+ *     device's multiprocessors from the P100's (56 SMs), where they were tuned;
  *     PORTKERN_CUDA_GR_BLOCKS="outer,central" overrides both.
  *  5. Atomic kernel ("cuda-atomic", and the untiled part of "hybrid"): a warp per visibility
  *     (grid-stride over visibilities), the lanes along a footprint row (coalesced reads of the
@@ -418,8 +419,9 @@ gr_atomic_kernel(gr_geom q, gr_band b, const int *support, const unsigned *roff,
 
 /* ---- host side ------------------------------------------------------------------------------ */
 #define GR_CHUNK (1 << 20)        /* visibilities per upload chunk */
-#define GR_OUTER_BLOCKS 4         /* blocks per outer tile (NAG: up to ~8 helps) */
-#define GR_CENTRAL_BLOCKS 32      /* blocks per tile of the central box */
+#define GR_OUTER_BLOCKS 4         /* blocks per outer tile on a P100 (NAG: up to ~8 helps) */
+#define GR_CENTRAL_BLOCKS 32      /* blocks per tile of the central box on a P100 */
+#define GR_TUNED_SMS 56           /* the P100's multiprocessors, where those were tuned */
 #define GR_CENTRAL_RADIUS 4       /* NAG, EL82-70 with 32 x 32 tiles: 9 x 9 tiles */
 #define GR_TABLE_ENTRIES (1u << 22)
 #define GR_TABLE_OPS (1.0 * (1u << 28))
@@ -668,8 +670,16 @@ extern "C" pk_status pk_cuda_gr_create(void *state, int device, const pk_gr_desc
     h->nw = ts == 0 ? 2 : ts < 24 ? 1 : ts < 48 ? 2 : 4;
     h->th = GR_WROWS * h->nw;
     h->central_radius = desc->p.central_radius == 0 ? GR_CENTRAL_RADIUS : desc->p.central_radius;
-    h->outer_blocks = GR_OUTER_BLOCKS;
-    h->central_blocks = GR_CENTRAL_BLOCKS;
+    /* The same blocks per multiprocessor as on the P100: the kernel is latency-bound with few
+     * blocks (H100, 132 SMs: 4,32 took 317 ms, 32,256 127 ms and still falling; ncu: 36%
+     * occupancy), so a larger device needs more blocks per tile.  Not yet measured on a GPU:
+     * PORTKERN_CUDA_GR_BLOCKS tunes it. */
+    h->outer_blocks = (GR_OUTER_BLOCKS * h->sms + GR_TUNED_SMS - 1) / GR_TUNED_SMS;
+    h->central_blocks = (GR_CENTRAL_BLOCKS * h->sms + GR_TUNED_SMS - 1) / GR_TUNED_SMS;
+    if (h->outer_blocks < GR_OUTER_BLOCKS) h->outer_blocks = GR_OUTER_BLOCKS;
+    if (h->central_blocks < GR_CENTRAL_BLOCKS) h->central_blocks = GR_CENTRAL_BLOCKS;
+    if (h->central_blocks > 1024) h->central_blocks = 1024;
+    if (h->outer_blocks > 1024) h->outer_blocks = 1024;
     const char *blocks = pk_getenv("PORTKERN_CUDA_GR_BLOCKS");
     if (blocks) {
         int a = 0, b = 0;

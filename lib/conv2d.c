@@ -196,9 +196,16 @@ static void cv_cost(const void *desc, pk_cost *c)
     c->bytes = CV_BYTES_PER_PIXEL * n;
     c->link_bytes = 2.0 * 4.0 * n; /* the image in, the output out */
 }
-static const pk_kernel_class cv_class = {"conv2d", PK_KERNEL_ON(cv), cv_create_on,
-                                          cv_destroy_on, cv_plan_bytes, cv_accepts_wisdom,
-                                          cv_wisdom_key, cv_cost};
+static const pk_kernel_class cv_class = {
+    .name = "conv2d",
+    .on = PK_KERNEL_ON(cv),
+    .create = cv_create_on,
+    .destroy = cv_destroy_on,
+    .plan_bytes = cv_plan_bytes,
+    .accepts_wisdom = cv_accepts_wisdom,
+    .wisdom_key = cv_wisdom_key,
+    .cost = cv_cost,
+};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_cv_ops *cv_ops(const pk_choice *c) { return c->kops; }

@@ -93,8 +93,14 @@ static void d3_cost(const void *desc, pk_cost *c)
     c->bytes = D3_BYTES_PER_POINT * points * steps;
     c->link_bytes = 2.0 * 4.0 * points; /* the field in and out */
 }
-static const pk_kernel_class d3_class = {"diffusion3d", PK_KERNEL_ON(d3), d3_create_on,
-                                          d3_destroy_on, d3_plan_bytes, NULL, NULL, d3_cost};
+static const pk_kernel_class d3_class = {
+    .name = "diffusion3d",
+    .on = PK_KERNEL_ON(d3),
+    .create = d3_create_on,
+    .destroy = d3_destroy_on,
+    .plan_bytes = d3_plan_bytes,
+    .cost = d3_cost,
+};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_d3_ops *d3_ops(const pk_choice *c) { return c->kops; }

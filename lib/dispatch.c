@@ -198,13 +198,21 @@ static pk_status create_on(pk_context *ctx, const pk_kernel_class *kc, const can
                  "%s variant '%s': not a variant of backend %s (%s)", kc->name, variant, ops->name,
                  list);
         pk_strlcpy(c->variant, variant, sizeof c->variant);
-    } else { /* the first listed is the backend's best */
-        pk_strlcpy(c->variant, list, sizeof c->variant);
-        c->variant[strcspn(c->variant, ",")] = '\0';
     }
     pk_device_info di;
-    if (ops->device_info(ctx->slot[cd->backend].state, dev, &di) == PK_OK)
-        pk_strlcpy(c->device_name, di.name, sizeof c->device_name);
+    const int have_info = ops->device_info(ctx->slot[cd->backend].state, dev, &di) == PK_OK;
+    if (have_info) pk_strlcpy(c->device_name, di.name, sizeof c->device_name);
+    if (!(variant && *variant)) { /* the device's best where the kernel knows it, else the
+                                     first listed: the backend's best */
+        const char *dv = have_info && kc->device_variant ? kc->device_variant(cd->backend, &di)
+                                                         : NULL;
+        if (dv && pk_list_find(list, dv) >= 0) {
+            pk_strlcpy(c->variant, dv, sizeof c->variant);
+        } else {
+            pk_strlcpy(c->variant, list, sizeof c->variant);
+            c->variant[strcspn(c->variant, ",")] = '\0';
+        }
+    }
     if (ops->device_check) PK_TRY(ops->device_check(ctx->slot[cd->backend].state, dev));
     PK_TRY(kc->create(ops, kc->on[cd->backend], ctx->slot[cd->backend].state, dev, desc,
                       c->variant, ctx->opt.threads,

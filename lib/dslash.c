@@ -146,9 +146,15 @@ static void ds_cost(const void *desc, pk_cost *c)
     ds_counts(desc, &c->flops, &c->bytes);
     c->link_bytes = ds_plan_bytes(desc); /* u and psi in, chi out */
 }
-static const pk_kernel_class ds_class = {"dslash", PK_KERNEL_ON(ds), ds_create_on,
-                                          ds_destroy_on, ds_plan_bytes, NULL, ds_wisdom_key,
-                                          ds_cost};
+static const pk_kernel_class ds_class = {
+    .name = "dslash",
+    .on = PK_KERNEL_ON(ds),
+    .create = ds_create_on,
+    .destroy = ds_destroy_on,
+    .plan_bytes = ds_plan_bytes,
+    .wisdom_key = ds_wisdom_key,
+    .cost = ds_cost,
+};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_ds_ops *ds_ops(const pk_choice *c) { return c->kops; }

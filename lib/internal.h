@@ -572,6 +572,9 @@ typedef struct pk_kernel_class {
     /* optional (NULL: auto keeps its order): the counts of one call of desc, for the cost
      * model (lib/cost.c) */
     void (*cost)(const void *desc, pk_cost *c);
+    /* optional (NULL, or a NULL answer: the backend's first listed): the variant a call names
+     * none of runs on this device when the measured best differs by device generation */
+    const char *(*device_variant)(pk_backend_id backend, const pk_device_info *device);
 } pk_kernel_class;
 
 /** Estimated seconds of one call of desc on a backend and device (link_s, may be NULL: the

@@ -218,9 +218,15 @@ static void lp_cost(const void *desc, pk_cost *c)
     lp_counts((size_t)d->l * (size_t)d->l, d->count > 0 ? d->count : 1, &c->flops, &c->bytes);
     c->link_bytes = 2.0 * 4.0 * (double)d->l * (double)d->l; /* phi in and out */
 }
-static const pk_kernel_class lp_class = {"laplace2d", PK_KERNEL_ON(lp), lp_create_on,
-                                          lp_destroy_on, lp_plan_bytes, NULL, lp_wisdom_key,
-                                          lp_cost};
+static const pk_kernel_class lp_class = {
+    .name = "laplace2d",
+    .on = PK_KERNEL_ON(lp),
+    .create = lp_create_on,
+    .destroy = lp_destroy_on,
+    .plan_bytes = lp_plan_bytes,
+    .wisdom_key = lp_wisdom_key,
+    .cost = lp_cost,
+};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_lp_ops *lp_ops(const pk_choice *c) { return c->kops; }

@@ -132,9 +132,15 @@ static void mf_cost(const void *desc, pk_cost *c)
     mf_counts(d, &c->flops, &c->bytes);
     c->link_bytes = 8.0 * ((double)d->in_count + (double)d->out_count); /* x in, y out */
 }
-static const pk_kernel_class mf_class = {"magicfilter3d", PK_KERNEL_ON(mf), mf_create_on,
-                                          mf_destroy_on, mf_plan_bytes, NULL, mf_wisdom_key,
-                                          mf_cost};
+static const pk_kernel_class mf_class = {
+    .name = "magicfilter3d",
+    .on = PK_KERNEL_ON(mf),
+    .create = mf_create_on,
+    .destroy = mf_destroy_on,
+    .plan_bytes = mf_plan_bytes,
+    .wisdom_key = mf_wisdom_key,
+    .cost = mf_cost,
+};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_mf_ops *mf_ops(const pk_choice *c) { return c->kops; }

@@ -313,9 +313,15 @@ static void s3_cost(const void *desc, pk_cost *c)
     c->bytes = S3_BYTES_PER_SITE * (double)d->nv;
     c->link_bytes = s3_plan_bytes(desc); /* u and psi in, chi out */
 }
-static const pk_kernel_class s3_class = {"su3", PK_KERNEL_ON(s3), s3_create_on,
-                                          s3_destroy_on, s3_plan_bytes, NULL, s3_wisdom_key,
-                                          s3_cost};
+static const pk_kernel_class s3_class = {
+    .name = "su3",
+    .on = PK_KERNEL_ON(s3),
+    .create = s3_create_on,
+    .destroy = s3_destroy_on,
+    .plan_bytes = s3_plan_bytes,
+    .wisdom_key = s3_wisdom_key,
+    .cost = s3_cost,
+};
 
 /* The kernel's ops table on the backend a choice landed on. */
 static const pk_s3_ops *s3_ops(const pk_choice *c) { return c->kops; }

@@ -1517,6 +1517,23 @@ static int gr_run_suite(pk_backend_id backend)
         }
         gr_check_errors(variant, &sets[GR_UNIFORM]);
     }
+    if (backend == PK_BACKEND_CUDA) { /* the default variant by device generation */
+        pk_device_info di;
+        pk_run_info info;
+        float *g = gr_grid_new(&sets[GR_UNIFORM]);
+        double nn;
+        int64_t kk;
+        const int s = pk_device_get_info(gr_ctx, backend, 0, &di) == PK_OK &&
+                              gr_exec(gr_ctx, NULL, &sets[GR_UNIFORM], NULL, g, &nn, &kk, &info) ==
+                                  PK_OK
+                          ? PK_OK
+                          : PK_EDEVICE;
+        gr_grid_free(g);
+        const char *want = di.cc_major >= 9 ? "cuda-atomic" : "cuda-tiled";
+        ok(s == PK_OK && !strcmp(info.variant, want),
+           "no variant named on compute capability %d.%d: %s (ran %s)", di.cc_major, di.cc_minor,
+           want, s == PK_OK ? info.variant : pk_last_error());
+    }
     for (int i = 0; backend == PK_BACKEND_SERIAL && i < GR_NSETS; ++i) {
         /* pk_grid_locate: its footprints add up to the oracle's updates and skips */
         const pk_grid_data d = gr_data(&sets[i]);
