@@ -66,6 +66,13 @@ void pk_free_aligned(void *p);
  *  share: a host plan's upload places each page with the thread that sweeps it (first touch
  *  of a fresh buffer, NUMA) and pays its page faults in parallel. */
 void pk_copy_threads(void *dst, const void *src, size_t bytes, int nt);
+/** A loop over [0, n) split into nt contiguous shares of whole grains (the last may end at n
+ *  inside one), fn(arg, lo, hi) once per thread; nt 0: OpenMP's default team.  One call on
+ *  [0, n) when nt is 1 or `bytes` (what the loop reads plus writes) is under 4 MiB (or
+ *  PORTKERN_TEST_PARALLEL_BYTES, a test hook).  The layout conversions use it: shares of
+ *  whole grains (a vector block, a cache line of every row) never write the same line. */
+typedef void (*pk_range_fn)(void *arg, size_t lo, size_t hi);
+void pk_parallel_range(size_t n, size_t grain, size_t bytes, int nt, pk_range_fn fn, void *arg);
 /** Copy at most len-1 bytes and terminate. */
 void pk_strlcpy(char *dst, const char *src, size_t len);
 /** Append to a bounded string, separated by "; " when it is not empty. */

@@ -25,7 +25,8 @@
  * neighbours come from caches); a naive code moves 24 (5 reads + 1 write). */
 #define LP_FLOPS_PER_SITE 7.0
 #define LP_BYTES_PER_SITE 8.0
-/* Reorder in parallel from this many sites on (below, a thread team costs more than it saves). */
+/* Host plans copy in parallel from this many sites on (below, a thread team costs more than it
+ * saves). */
 #define LP_PARALLEL_SITES (1 << 18)
 
 struct pk_laplace2d_plan {
@@ -86,15 +87,22 @@ static int lp_overlap(const void *a, const void *b, size_t bytes)
 }
 
 /* Row y of lexi -> hvfo (dir 0) or back (dir 1): a row is an nw x m matrix (lane w holds the
- * m consecutive x from w*m) stored transposed, m x nw.  Rows are independent. */
-static void lp_reorder(int l, int nw, const float *src, float *dst, int to_hvfo)
+ * m consecutive x from w*m) stored transposed, m x nw.  Rows are independent: shares of whole
+ * rows on `threads` (0: OpenMP's default), one thread under 4 MiB moved. */
+typedef struct lp_reorder_job {
+    int l, nw, to_hvfo;
+    const float *src;
+    float *dst;
+} lp_reorder_job;
+
+static void lp_reorder_rows(void *arg, size_t y0, size_t y1)
 {
-    const int m = l / nw;
-#pragma omp parallel for schedule(static) if ((size_t)l * (size_t)l >= LP_PARALLEL_SITES)
-    for (int y = 0; y < l; ++y) {
-        const float *in = src + (size_t)y * (size_t)l;
-        float *out = dst + (size_t)y * (size_t)l;
-        if (to_hvfo) {
+    const lp_reorder_job *j = arg;
+    const int l = j->l, nw = j->nw, m = l / nw;
+    for (size_t y = y0; y < y1; ++y) {
+        const float *in = j->src + y * (size_t)l;
+        float *out = j->dst + y * (size_t)l;
+        if (j->to_hvfo) {
             for (int x = 0; x < m; ++x)
                 for (int w = 0; w < nw; ++w) out[x * nw + w] = in[w * m + x];
         } else {
@@ -102,6 +110,13 @@ static void lp_reorder(int l, int nw, const float *src, float *dst, int to_hvfo)
                 for (int x = 0; x < m; ++x) out[w * m + x] = in[x * nw + w];
         }
     }
+}
+
+static void lp_reorder(int l, int nw, const float *src, float *dst, int to_hvfo, int threads)
+{
+    lp_reorder_job j = {l, nw, to_hvfo, src, dst};
+    const size_t n = (size_t)l * (size_t)l;
+    pk_parallel_range((size_t)l, 1, 2 * n * sizeof(float), threads, lp_reorder_rows, &j);
 }
 
 static pk_status lp_convert(int l, int nw, const float *src, float *dst, int to_hvfo)
@@ -113,7 +128,7 @@ static pk_status lp_convert(int l, int nw, const float *src, float *dst, int to_
     PK_CHECK(dst != NULL, PK_ENULL, "%s: must not be NULL", to_hvfo ? "hvfo" : "lexi");
     PK_CHECK(!lp_overlap(src, dst, (size_t)l * (size_t)l * sizeof(float)), PK_EINVAL,
              "lexi and hvfo overlap: the reorder does not work in place");
-    lp_reorder(l, nw, src, dst, to_hvfo);
+    lp_reorder(l, nw, src, dst, to_hvfo, 0);
     return PK_OK;
 }
 
@@ -382,7 +397,7 @@ pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char
             return pk_fail(PK_ENOMEM, "laplace2d: cannot allocate %zu bytes for the hvfo field",
                            n * sizeof(float));
         const double tl = pk_now();
-        lp_reorder(d.l, d.nw, phi, buf, 1);
+        lp_reorder(d.l, d.nw, phi, buf, 1, ctx->opt.threads);
         layout_s = pk_now() - tl;
     }
     lp_oneshot o = {buf ? buf : phi, buf ? buf : phi, buf == NULL, p->count, 0, 0, 0};
@@ -398,7 +413,7 @@ pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char
     }
     if (buf) {
         const double tl = pk_now();
-        lp_reorder(d.l, d.nw, buf, phi, 0);
+        lp_reorder(d.l, d.nw, buf, phi, 0, ctx->opt.threads);
         layout_s += pk_now() - tl;
         pk_free_aligned(buf);
     }
@@ -430,6 +445,7 @@ pk_status pk_laplace2d_plan_create(pk_laplace2d_plan **plan, pk_context *ctx,
     pk_laplace2d_plan *pl = calloc(1, sizeof *pl);
     if (!pl) return pk_fail(PK_ENOMEM, "laplace2d: out of host memory");
     pl->d = d;
+    pl->d.threads = ctx->opt.threads; /* the reorders' team (the backend's is set at create) */
     pl->n = n;
     if (d.layout == PK_LAP_HVFO && !(pl->buf = pk_alloc_aligned(n * sizeof(float)))) {
         free(pl);
@@ -454,7 +470,7 @@ pk_status pk_laplace2d_plan_upload(pk_laplace2d_plan *plan, const float *phi)
     PK_CHECK_NULL(plan);
     PK_CHECK_NULL(phi);
     double s;
-    if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, phi, plan->buf, 1);
+    if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, phi, plan->buf, 1, plan->d.threads);
     PK_TRY(lp_ops(&plan->c)->upload(plan->c.impl, plan->buf ? plan->buf : phi, &s));
     plan->uploaded = 1;
     return PK_OK;
@@ -485,13 +501,13 @@ pk_status pk_laplace2d_plan_execute(pk_laplace2d_plan *plan, float *phi, int cou
     PK_CHECK(count >= 0, PK_ESIZE, "count: must be >= 0, got %d", count);
     const double t0 = pk_now();
     double layout_s = 0, tl = pk_now();
-    if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, phi, plan->buf, 1);
+    if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, phi, plan->buf, 1, plan->d.threads);
     layout_s += pk_now() - tl;
     float *field = plan->buf ? plan->buf : phi;
     lp_oneshot o = {field, field, plan->buf == NULL, count, 0, 0, 0};
     PK_TRY(lp_oneshot_work(&plan->c, &o));
     tl = pk_now();
-    if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, plan->buf, phi, 0);
+    if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, plan->buf, phi, 0, plan->d.threads);
     layout_s += pk_now() - tl;
     double flops, bytes;
     lp_counts(plan->n, count, &flops, &bytes);
@@ -513,7 +529,7 @@ pk_status pk_laplace2d_plan_download(pk_laplace2d_plan *plan, float *phi)
     double s;
     if (!plan->buf) return lp_ops(&plan->c)->download(plan->c.impl, phi, &s);
     PK_TRY(lp_ops(&plan->c)->download(plan->c.impl, plan->buf, &s));
-    lp_reorder(plan->d.l, plan->d.nw, plan->buf, phi, 0);
+    lp_reorder(plan->d.l, plan->d.nw, plan->buf, phi, 0, plan->d.threads);
     return PK_OK;
 }
 

@@ -49,22 +49,59 @@ void *pk_alloc_aligned(size_t bytes)
 
 void pk_free_aligned(void *p) { free(p); }
 
-void pk_copy_threads(void *dst, const void *src, size_t bytes, int nt)
+/* Under this many bytes moved a loop stays on one thread: starting a team costs more. */
+static size_t pk_parallel_min_bytes(void)
 {
-    if (nt <= 1 || bytes < ((size_t)4 << 20)) {
-        memcpy(dst, src, bytes);
+    const size_t def = (size_t)4 << 20;
+    const char *v = pk_getenv("PORTKERN_TEST_PARALLEL_BYTES"); /* tests: small shapes threaded */
+    if (!v || v[0] == '-') return def;
+    char *end;
+    errno = 0;
+    unsigned long long b = strtoull(v, &end, 10);
+    return errno != 0 || *end != '\0' ? def : (size_t)b;
+}
+
+void pk_parallel_range(size_t n, size_t grain, size_t bytes, int nt, pk_range_fn fn, void *arg)
+{
+    if (n == 0) return;
+    if (grain == 0) grain = 1;
+    const size_t groups = (n + grain - 1) / grain;
+#ifdef _OPENMP
+    if (nt != 1 && groups > 1 && bytes >= pk_parallel_min_bytes()) {
+#pragma omp parallel num_threads(nt > 0 ? nt : omp_get_max_threads())
+        {
+            const size_t t = (size_t)omp_get_thread_num(), k = (size_t)omp_get_num_threads();
+            const size_t q = groups / k, r = groups % k;
+            const size_t lo = (q * t + (t < r ? t : r)) * grain;
+            size_t hi = (q * (t + 1) + (t + 1 < r ? t + 1 : r)) * grain;
+            if (hi > n) hi = n;
+            if (lo < hi) fn(arg, lo, hi);
+        }
         return;
     }
-#pragma omp parallel num_threads(nt)
-    {
-#ifdef _OPENMP
-        const size_t t = (size_t)omp_get_thread_num(), n = (size_t)omp_get_num_threads();
 #else
-        const size_t t = 0, n = 1;
+    (void)groups;
+    (void)bytes;
+    (void)nt;
 #endif
-        const size_t lo = bytes / n * t + (t < bytes % n ? t : bytes % n);
-        memcpy((char *)dst + lo, (const char *)src + lo, bytes / n + (t < bytes % n));
-    }
+    fn(arg, 0, n);
+}
+
+typedef struct pk_copy_job {
+    char *dst;
+    const char *src;
+} pk_copy_job;
+
+static void pk_copy_range(void *arg, size_t lo, size_t hi)
+{
+    const pk_copy_job *j = arg;
+    memcpy(j->dst + lo, j->src + lo, hi - lo);
+}
+
+void pk_copy_threads(void *dst, const void *src, size_t bytes, int nt)
+{
+    pk_copy_job j = {dst, src};
+    pk_parallel_range(bytes, 1, bytes, nt < 1 ? 1 : nt, pk_copy_range, &j);
 }
 
 void pk_strlcpy(char *dst, const char *src, size_t len)

@@ -31,6 +31,8 @@
  *    when recon12; in place (chi == psi) right; afterwards plan_run and plan_download
  *    without an upload are PK_ESTATE and upload, run, download work again; NULL arguments
  *    PK_ENULL.
+ * 3b. Serial and OpenMP: the host layout conversions (recon12, omp-vnode) on 1, 2 and 3
+ *    threads give the one-thread bits.
  * 4. Bad input (serial suite): NULL arguments, extents <= 0, sizes whose bytes overflow,
  *    kappa <= 0, NaN or Inf, recon12 not 0/1, unknown variants, the reference in place.
  * omp-vnode also runs under PORTKERN_DS_ISA = avx512, avx2, generic and unset (the lanes it
@@ -834,6 +836,42 @@ static void ds_check_threads(const char *variant)
     pk_context_destroy(ctx);
 }
 
+/* The host layout conversions (recon12's two rows; omp-vnode's lanes) on 1, 2 and 3 threads,
+ * threaded at every size (PORTKERN_TEST_PARALLEL_BYTES=0), give the one-thread bits. */
+static void ds_check_threaded_layout(const char *variant)
+{
+    static const int dims[][4] = {{3, 5, 2, 7}, {4, 1, 3, 3}, {8, 3, 3, 8}};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; ++i)
+        for (int r = 0; r <= 1; ++r) {
+            const int *L = dims[i];
+            pk_dslash_params p = ds_params(L[0], L[1], L[2], L[3], 0.125, r);
+            const size_t ns = 24 * ds_volume(&p);
+            double *u, *psi, *chi[4];
+            ds_fields(&p, 7, &u, &psi);
+            int same = 1;
+            for (int t = 0; t <= 3; ++t) { /* t 0: one thread, under the default 4 MiB */
+                pk_context_options opt;
+                pk_context *ctx = NULL;
+                pk_context_options_init(&opt);
+                opt.backend = ds_backend;
+                opt.flags = PK_OPT_IGNORE_ENV;
+                opt.threads = t ? t : 1;
+                chi[t] = ds_alloc(ns);
+                if (t) setenv("PORTKERN_TEST_PARALLEL_BYTES", "0", 1);
+                same &= pk_context_create(&ctx, &opt) == PK_OK &&
+                        pk_dslash(ctx, &p, variant, u, psi, chi[t], NULL) == PK_OK &&
+                        memcmp(chi[0], chi[t], ns * sizeof(double)) == 0;
+                pk_context_destroy(ctx);
+            }
+            unsetenv("PORTKERN_TEST_PARALLEL_BYTES");
+            ok(same, "%s%s %dx%dx%dx%d: the layout conversions on 1, 2, 3 threads give the "
+               "one-thread bits", variant, r ? " recon12" : "", L[0], L[1], L[2], L[3]);
+            for (int t = 0; t <= 3; ++t) free(chi[t]);
+            free(u);
+            free(psi);
+        }
+}
+
 /* ---- the suite -------------------------------------------------------------------------- */
 static pk_context *ds_context(pk_backend_id backend)
 {
@@ -894,6 +932,8 @@ static int ds_run_suite(pk_backend_id backend)
         ds_check_execute(v, 1);
         if (strcmp(v, "omp-vnode") == 0) ds_check_env(v);
         if (backend == PK_BACKEND_OPENMP) ds_check_threads(v);
+        if (backend == PK_BACKEND_SERIAL || backend == PK_BACKEND_OPENMP)
+            ds_check_threaded_layout(v);
     }
 
     /* No variant named: the backend's first. */

@@ -21,7 +21,8 @@
  *    7 flops per site and iteration, layout_s is 0 for plan runs and > 0 for an hvfo one-shot;
  *    a NULL variant runs the backend's first.
  * 4. The layout conversion (serial suite): pho[y][x'][w] = phi[y][w*(l/nw) + x'] index by
- *    index, round trips, and bad input everywhere (NULL, sizes, overflow, sigma, layout,
+ *    index, round trips, one thread and threaded (pk_laplace2d on 1, 2, 3 threads: the
+ *    one-thread bits), and bad input everywhere (NULL, sizes, overflow, sigma, layout,
  *    l % nw != 0 with a clear PK_ESIZE, unknown variants and layout names, overlap).
  * omp-simd and omp-tb also run under PORTKERN_LP_ISA = avx512, avx2, generic and unset, each
  * with and without PORTKERN_LP_STREAM=1 (streaming stores, which the OpenMP backend uses on
@@ -550,9 +551,18 @@ done:
 /* ---- 4. layout conversion and bad input (serial suite) ---------------------------------- */
 static void lp_check_conversion(void)
 {
-    static const int cases[][2] = {{15, 5}, {15, 3}, {16, 16}, {48, 16}, {40, 8}, {7, 1}, {6, 6}};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
-        const int l = cases[c][0], nw = cases[c][1], m = l / nw;
+    /* the second pass threaded (PORTKERN_TEST_PARALLEL_BYTES=0: every size, OpenMP's default
+     * team), odd row counts too: the same mapping, so the one-thread bits */
+    static const int cases[][2] = {{15, 5}, {15, 3}, {16, 16}, {48, 16}, {40, 8}, {7, 1}, {6, 6},
+                                   {99, 9}, {1, 1}};
+    for (size_t c = 0; c < 2 * (sizeof cases / sizeof cases[0]); ++c) {
+        const int threaded = c >= sizeof cases / sizeof cases[0];
+        if (threaded)
+            setenv("PORTKERN_TEST_PARALLEL_BYTES", "0", 1);
+        else
+            unsetenv("PORTKERN_TEST_PARALLEL_BYTES");
+        const int l = cases[c % (sizeof cases / sizeof cases[0])][0],
+                  nw = cases[c % (sizeof cases / sizeof cases[0])][1], m = l / nw;
         const size_t n = (size_t)l * l;
         float *phi = lp_alloc(n), *pho = lp_alloc(n), *back = lp_alloc(n);
         for (size_t i = 0; i < n; ++i) phi[i] = (float)i;
@@ -565,11 +575,39 @@ static void lp_check_conversion(void)
                            phi[(size_t)y * l + (size_t)w * m + xp];
         if (s == PK_OK) s = pk_laplace2d_from_hvfo(l, nw, pho, back);
         ok(s == PK_OK && bad == 0 && memcmp(phi, back, n * sizeof(float)) == 0,
-           "to_hvfo l=%d nw=%d: pho[y][x'][w] = phi[y][w*l/nw + x'] (%zu wrong), from_hvfo "
-           "inverts it%s%s", l, nw, bad, s ? "; " : "", s ? pk_last_error() : "");
+           "to_hvfo l=%d nw=%d%s: pho[y][x'][w] = phi[y][w*l/nw + x'] (%zu wrong), from_hvfo "
+           "inverts it%s%s", l, nw, threaded ? " threaded" : "", bad, s ? "; " : "",
+           s ? pk_last_error() : "");
         free(phi);
         free(pho);
         free(back);
+    }
+    unsetenv("PORTKERN_TEST_PARALLEL_BYTES");
+    /* pk_laplace2d's reorders on the context's threads: 1, 2 and 3 give the one-thread bits */
+    {
+        const int l = 45, n = l * l;
+        pk_laplace2d_params p = lp_params(l, 2, PK_LAP_HVFO, 5);
+        float *f[4];
+        int same = 1;
+        for (int t = 0; t <= 3; ++t) { /* t 0: one thread, under the default 4 MiB */
+            pk_context_options opt;
+            pk_context *ctx = NULL;
+            pk_context_options_init(&opt);
+            opt.backend = PK_BACKEND_SERIAL;
+            opt.flags = PK_OPT_IGNORE_ENV;
+            opt.threads = t ? t : 1;
+            f[t] = lp_alloc((size_t)n);
+            lp_fill(f[t], (size_t)n, 9, -1.0f, 2.0f);
+            if (t) setenv("PORTKERN_TEST_PARALLEL_BYTES", "0", 1);
+            same &= pk_context_create(&ctx, &opt) == PK_OK &&
+                    pk_laplace2d(ctx, &p, NULL, f[t], NULL) == PK_OK &&
+                    memcmp(f[0], f[t], (size_t)n * sizeof(float)) == 0;
+            pk_context_destroy(ctx);
+        }
+        unsetenv("PORTKERN_TEST_PARALLEL_BYTES");
+        ok(same, "pk_laplace2d l=45 nw=5 hvfo: the reorders on 1, 2, 3 threads give the "
+           "one-thread bits");
+        for (int t = 0; t <= 3; ++t) free(f[t]);
     }
     static float a[1024], b[1024], c16[1024], c8[1024];
     for (int i = 0; i < 1024; ++i) a[i] = (float)i;

@@ -23,7 +23,8 @@
  *    row 2 = conj(row0 x row1) within 4 u, the same seed gives the same bits, other seeds
  *    other matrices; pk_lqcd_random_complex: reproducible, seeds differ, mean 0 and
  *    variance 1 within 5 standard errors); the layout functions (names, sizes, the
- *    conversion's round trip and zero padding); bad input (NULL, nv = 0, sizes whose bytes
+ *    conversion's round trip and zero padding; threaded, for nv = 1, 7, 1001, 100003,
+ *    the one-thread bits on 1, 2 and 3 threads); bad input (NULL, nv = 0, sizes whose bytes
  *    overflow, unknown layouts, nw out of range, unknown variants, the reference in place).
  * 5. omp-simd under PORTKERN_S3_ISA = avx512, avx2, generic and PORTKERN_S3_STREAM = 0, 1
  *    (every hand-vectorised kernel and both store kinds run here); OpenMP on 3 and 7
@@ -591,6 +592,79 @@ static void s3_check_layout_functions(void)
        "nw 8 and 5), every padding entry is written (zeros: the sums of |.| are kept)");
 }
 
+/* The conversions on threads (PORTKERN_TEST_PARALLEL_BYTES=0 threads every size) give the
+ * one-thread bits: pk_su3_pack / pk_su3_unpack_spinor on OpenMP's default team, and pk_su3
+ * (u, psi packed, chi unpacked) through serial contexts of 1, 2 and 3 threads. */
+static pk_context *s3_threads_ctx(int threads)
+{
+    pk_context_options opt;
+    pk_context *ctx = NULL;
+    pk_context_options_init(&opt);
+    opt.backend = PK_BACKEND_SERIAL;
+    opt.flags = PK_OPT_IGNORE_ENV;
+    opt.threads = threads;
+    if (pk_context_create(&ctx, &opt) != PK_OK) {
+        printf("Bail out! context of %d threads: %s\n", threads, pk_last_error());
+        exit(1);
+    }
+    return ctx;
+}
+
+static void s3_check_threaded_conversion(void)
+{
+    static const size_t nvs[] = {1, 7, 1001, 100003};
+    pk_context *ctx[4];
+    for (int t = 1; t <= 3; ++t) ctx[t] = s3_threads_ctx(t);
+    for (size_t i = 0; i < sizeof nvs / sizeof nvs[0]; ++i) {
+        const size_t nv = nvs[i];
+        s3_data d = s3_make(nv, 11);
+        int pack = 1, call = 1;
+        for (size_t c = 0; c < S3_NCASES; ++c) {
+            pk_su3_params p = {nv, s3_cases[c][0], s3_cases[c][1]};
+            size_t ud = 0, sd = 0;
+            pk_su3_layout_sizes(&p, &ud, &sd);
+            double *ul[2], *pl[2], *back[2], *chi[4];
+            for (int th = 0; th < 2; ++th) {
+                if (th)
+                    setenv("PORTKERN_TEST_PARALLEL_BYTES", "0", 1);
+                else
+                    unsetenv("PORTKERN_TEST_PARALLEL_BYTES");
+                ul[th] = s3_alloc(ud);
+                pl[th] = s3_alloc(sd);
+                back[th] = s3_alloc(24 * nv);
+                for (size_t k = 0; k < ud; ++k) ul[th][k] = NAN;
+                for (size_t k = 0; k < sd; ++k) pl[th][k] = NAN;
+                pack &= pk_su3_pack(&p, d.u, d.psi, ul[th], pl[th]) == PK_OK &&
+                        pk_su3_unpack_spinor(&p, pl[th], back[th]) == PK_OK;
+            }
+            pack &= memcmp(ul[0], ul[1], ud * sizeof(double)) == 0 &&
+                    memcmp(pl[0], pl[1], sd * sizeof(double)) == 0 &&
+                    memcmp(back[1], d.psi, 24 * nv * sizeof(double)) == 0;
+            for (int t = 0; t <= 3; ++t) { /* t 0: one thread, under the default 4 MiB */
+                if (t)
+                    setenv("PORTKERN_TEST_PARALLEL_BYTES", "0", 1);
+                else
+                    unsetenv("PORTKERN_TEST_PARALLEL_BYTES");
+                chi[t] = s3_alloc(24 * nv);
+                for (size_t k = 0; k < 24 * nv; ++k) chi[t][k] = NAN;
+                call &= pk_su3(ctx[t ? t : 1], &p, NULL, d.u, d.psi, chi[t], NULL) == PK_OK;
+                if (t) call &= memcmp(chi[0], chi[t], 24 * nv * sizeof(double)) == 0;
+            }
+            unsetenv("PORTKERN_TEST_PARALLEL_BYTES");
+            for (int th = 0; th < 2; ++th) {
+                free(ul[th]);
+                free(pl[th]);
+                free(back[th]);
+            }
+            for (int t = 0; t <= 3; ++t) free(chi[t]);
+        }
+        ok(pack && call, "nv = %zu, every layout: the conversions threaded give the one-thread "
+           "bits (pack, unpack round trip; pk_su3 on 1, 2, 3 threads)", nv);
+        s3_free(&d);
+    }
+    for (int t = 1; t <= 3; ++t) pk_context_destroy(ctx[t]);
+}
+
 static void s3_check_errors(void)
 {
     double a[48] = {0}, b[48] = {0}, c[48] = {0};
@@ -717,6 +791,7 @@ static int s3_run_suite(pk_backend_id backend)
     if (backend == PK_BACKEND_SERIAL) {
         s3_check_generators();
         s3_check_layout_functions();
+        s3_check_threaded_conversion();
         s3_check_errors();
     }
     char list[256];

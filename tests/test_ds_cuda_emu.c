@@ -6,12 +6,15 @@
  * one, with full links and recon12 (the kernel's two instantiations).  recon12 links go up
  * as their first two rows, as lib/dslash.c sends them.  chi comes back into a NaN-filled
  * buffer with a guard zone.  Then the plan: two runs give the same bits, a download before
- * any upload gives zeros; and create when each of its allocations fails.
+ * any upload gives zeros; the reorderings on 1, 2 and 3 threads give the one-thread bits; and
+ * create when each of its allocations fails.
  */
 #include "cuda_emu_common.h"
 #include "ds_common.h"
 
 #include <float.h>
+
+static int dse_threads; /* the plan's host threads (the layout conversions'; 0: default) */
 
 static pk_ds_desc dse_desc(const pk_dslash_params *p)
 {
@@ -27,6 +30,7 @@ static pk_ds_desc dse_desc(const pk_dslash_params *p)
     d.u_doubles = 4 * d.volume * (p->recon12 ? 12 : 18);
     d.spinor_doubles = 24 * d.volume;
     d.variant = "cuda";
+    d.threads = dse_threads;
     return d;
 }
 
@@ -105,6 +109,39 @@ static void dse_check_plan(void)
     free(b);
 }
 
+/* The host reorderings on 1, 2 and 3 threads (PORTKERN_TEST_PARALLEL_BYTES=0 threads every
+ * size) give the one-thread bits, on odd lattices, full links and recon12. */
+static void dse_check_threads(void)
+{
+    static const int dims[][4] = {{3, 5, 2, 7}, {4, 1, 3, 3}, {5, 3, 1, 9}};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; ++i)
+        for (int r = 0; r <= 1; ++r) {
+            const int *L = dims[i];
+            pk_dslash_params p = ds_params(L[0], L[1], L[2], L[3], 0.125, r);
+            const size_t ns = 24 * ds_volume(&p);
+            double *u, *psi, *one = ds_alloc(ns), *chi = ds_alloc(ns);
+            ds_fields(&p, 5, &u, &psi);
+            dse_threads = 1;
+            pk_status s = dse_exec(&p, u, psi, one, 1);
+            int same = 1;
+            setenv("PORTKERN_TEST_PARALLEL_BYTES", "0", 1);
+            for (dse_threads = 1; dse_threads <= 3 && s == PK_OK; ++dse_threads) {
+                s = dse_exec(&p, u, psi, chi, 1);
+                same &= memcmp(one, chi, ns * sizeof(double)) == 0;
+            }
+            unsetenv("PORTKERN_TEST_PARALLEL_BYTES");
+            dse_threads = 0;
+            ok(s == PK_OK && same, "cuda%s %dx%dx%dx%d: the reorderings on 1, 2, 3 threads give "
+               "the one-thread bits (%s)", r ? " recon12" : "", L[0], L[1], L[2], L[3],
+               emu_why(s));
+            emu_next_case();
+            free(u);
+            free(psi);
+            free(one);
+            free(chi);
+        }
+}
+
 static pk_status dse_create(const void *arg, void **impl)
 {
     return pk_cuda_ds_create(NULL, 0, (const pk_ds_desc *)arg, impl);
@@ -119,6 +156,7 @@ int main(void)
     static const int big[4] = {16, 8, 8, 16};
     dse_check(big, 0);
     dse_check_plan();
+    dse_check_threads();
     pk_dslash_params p = ds_params(2, 3, 2, 2, 0.125, 0);
     const pk_ds_desc d = dse_desc(&p);
     emu_check_alloc_failures("dslash plan creation", dse_create, pk_cuda_ds_destroy, &d);
