@@ -22,7 +22,7 @@ else
     have_py=no
 fi
 
-echo "1..74"
+echo "1..76"
 n=0
 fails=0
 
@@ -191,6 +191,22 @@ else
     json_valid "$T/bench.json" && grep -q '"verified": true' "$T/bench.json"
 fi
 result $? "bench --json is valid JSON with verified rows for serial and openmp"
+expect 0 "bench --calls 3: one-shot calls beside the plan" \
+    "$PK" bench --kernels diffusion3d,su3 --size small --backends serial,openmp --reps 1 \
+    --calls 3 --json "$T/calls.json"
+if [ $have_py = yes ]; then
+    python3 - "$T/calls.json" "$T/out" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [r for r in d["rows"] if r["status"] == "ok"]
+# timings on a shared machine: only that each row has both calls timed is asserted
+assert rows and all(r["call_first_seconds"] > 0 and r["call_repeat_seconds"] > 0 for r in rows), rows
+assert "one call against the plan (--calls 3" in open(sys.argv[2]).read()
+EOF
+else
+    grep -q '"call_repeat_seconds": [0-9]' "$T/calls.json" && grep -q 'one call against the plan' "$T/out"
+fi
+result $? "bench --calls: every row has the first and the repeated one-shot call, and the table"
 
 # ---- conv2d --------------------------------------------------------------------------------
 # cv_line_ok FILE VARIANT: one JSON line of a conv2d run, the contract's keys, verified equal.

@@ -1086,6 +1086,42 @@ static char *run_json_text(const cli_kernel *k, const void *args, const void *da
     return text;
 }
 
+/* --calls N: N one-shot calls of the row's case in a fresh context of the row's backend, as a
+ * user's program makes them: the first pays the backend's start, the plan and fresh pages, the
+ * later ones reuse the plan the context keeps.  Each is the library's wall (pk_run_info.wall_s:
+ * setup, transfers and kernel; not the driver's reset of an in-place input).  The outputs of
+ * the plan were verified; these calls are make check's to verify. */
+static void bench_calls(const cli_bench_result *res, cli_bench_row *r)
+{
+    const cli_kernel *k = res->k;
+    const int n = res->req->calls;
+    double *w = malloc((size_t)n * sizeof *w);
+    pk_context_options o;
+    pk_context *ctx = NULL;
+    pk_context_options_init(&o);
+    o.backend = r->backend;
+    o.device = r->device;
+    o.threads = res->req->threads;
+    pk_status s = w ? pk_context_create(&ctx, &o) : PK_ENOMEM;
+    for (int i = 0; s == PK_OK && i < n; ++i) {
+        pk_run_info info;
+        s = k->call(CLI_ONESHOT, NULL, ctx, r->variant, res->args[r->c],
+                    res->data[res->data_of[r->c]], 0, &info);
+        w[i] = info.wall_s;
+    }
+    if (s != PK_OK) {
+        row_fail(r, "one-shot call", s);
+    } else {
+        r->call_first_s = w[0];
+        if (n > 1) {
+            qsort(w + 1, (size_t)n - 1, sizeof *w, cmp_double);
+            r->call_repeat_s = n % 2 ? 0.5 * (w[n / 2] + w[n / 2 + 1]) : w[n / 2];
+        }
+    }
+    pk_context_destroy(ctx);
+    free(w);
+}
+
 static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
 {
     const cli_kernel *k = res->k;
@@ -1129,6 +1165,8 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
     }
     r->verified = r->v.rep.equal;
     r->json = run_json_text(k, args, data, &r->info);
+    r->call_first_s = r->call_repeat_s = NAN;
+    if (res->req->calls > 0) bench_calls(res, r);
 done:
     if (plan) k->call(CLI_PLAN_DESTROY, &plan, NULL, NULL, args, data, 0, NULL);
 }
@@ -1205,6 +1243,22 @@ static void print_rows(const cli_bench_result *res)
             printf("%6s", "-");
         printf(" %9.2e %s\n", r->v.norm ? r->v.rep.norm_rel_err : r->v.rep.max_rel_err,
                r->verified ? "yes" : "NO");
+    }
+    if (res->req->calls > 0) { /* what a user's call costs against the plan's run */
+        printf("one call against the plan (--calls %d: the first in a fresh context, the median "
+               "of the later ones; the library's wall, all of it)\n", res->req->calls);
+        printf("%-13s %-7s %-13s", "kernel", "backend", "variant");
+        if (cases) printf(" %-16s", "case");
+        printf(" %9s %10s %10s %8s %8s\n", "plan ms", "first ms", "repeat ms", "x plan", "first x");
+        for (int i = 0; i < res->nrows; ++i) {
+            const cli_bench_row *r = &res->rows[i];
+            if (r->status != CLI_ROW_OK) continue;
+            printf("%-13s %-7s %-13s", k->name, pk_backend_name(r->backend), r->variant);
+            if (cases) printf(" %-16.16s", r->case_name[0] ? r->case_name : "-");
+            printf(" %9.3f %10.3f %10.3f %7.2fx %7.2fx\n", 1e3 * r->t_min, 1e3 * r->call_first_s,
+                   1e3 * r->call_repeat_s, r->call_repeat_s / r->t_min,
+                   r->call_first_s / r->t_min);
+        }
     }
     for (int i = 0; i < res->nrows; ++i) {
         const cli_bench_row *r = &res->rows[i];
@@ -1301,6 +1355,8 @@ static void bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_num(j, "setup_seconds", ok ? r->setup_s : NAN);
         cj_num(j, "upload_seconds", ok ? r->upload_s : NAN);
         cj_num(j, "download_seconds", ok ? r->download_s : NAN);
+        cj_num(j, "call_first_seconds", ok ? r->call_first_s : NAN);
+        cj_num(j, "call_repeat_seconds", ok ? r->call_repeat_s : NAN);
         cj_num(j, "flops", ok ? r->info.flops : NAN);
         cj_num(j, "bytes", ok ? r->info.bytes : NAN);
         cj_num(j, "gflop_per_s", cli_row_gflops(r));

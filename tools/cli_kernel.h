@@ -151,6 +151,7 @@ typedef struct cli_bench_req {
     const char *size; /* small, paper, large */
     int reps, threads;
     int psf_sweep;    /* conv2d's --psf-sweep */
+    int calls;        /* --calls N: one-shot calls per row besides the plan (0: none) */
 } cli_bench_req;
 
 enum { CLI_ROW_OK, CLI_ROW_SKIPPED, CLI_ROW_FAILED };
@@ -165,6 +166,8 @@ typedef struct cli_bench_row {
     char reason[600]; /* skipped/failed: why; ok: the library's reason */
     double t_min, t_median, t_max; /* kernel seconds of the timed runs */
     double setup_s, upload_s, download_s;
+    double call_first_s, call_repeat_s; /* --calls: the library's wall of the first one-shot
+                                           call in a fresh context, median of the later ones */
     pk_run_info info; /* of the fastest timed run */
     double bw;        /* the device's measured copy bandwidth, B/s; 0: not measured */
     int verified;

@@ -150,7 +150,7 @@ static void bench_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern bench [--kernels K,...] [--backends B,...] [--size S] [--reps N]\n"
-        "                      [--threads N] [--json FILE] [--psf-sweep]\n"
+        "                      [--threads N] [--calls N] [--json FILE] [--psf-sweep]\n"
         "Run every kernel x available backend x variant (x the kernel's cases: su3's layouts,\n"
         "magicfilter3d's two grids, ...) as a plan with its data resident on the device: one\n"
         "untimed warm-up run (program builds), N timed runs, download, verify against the\n"
@@ -167,6 +167,9 @@ static void bench_usage(FILE *f)
         "                    'portkern run KERNEL --preset S' ('run KERNEL --help')\n"
         "  --reps N          timed runs per variant (default 3)\n"
         "  --threads N       OpenMP threads (0: OpenMP's default)\n"
+        "  --calls N         also make N one-shot calls per row in a fresh context: the first\n"
+        "                    (backend start, plan, fresh pages) and the median of the others\n"
+        "                    (the plan the context keeps) against the plan's run\n"
         "  --json FILE       also write the rows as JSON to FILE (written whole: a temporary\n"
         "                    file renamed at the end)\n"
         "  --psf-sweep       conv2d: also time direct against FFT for PSFs of 3 x 3 to\n"
@@ -174,8 +177,8 @@ static void bench_usage(FILE *f)
         "\n"
         "JSON rows (one schema for every kernel): kernel, backend, status, device, variant,\n"
         "case, kernel_seconds (min), kernel_seconds_median, kernel_seconds_max, ms, setup_,\n"
-        "upload_ and download_seconds, flops, bytes, gflop_per_s, gb_per_s,\n"
-        "bandwidth_gb_per_s, roof_fraction, \"<kernel>\" {the object of its run line, for the\n"
+        "upload_ and download_seconds, call_first_ and call_repeat_seconds (--calls; else\n"
+        "null), flops, bytes, gflop_per_s, gb_per_s, bandwidth_gb_per_s, roof_fraction, \"<kernel>\" {the object of its run line, for the\n"
         "case}, verified, verify {...}, reason; then \"<kernel>\" {the kernel's own results}.\n"
         "Exit status: 0 all verified; 1 a verification or a run failed; 2 bad option.\n",
         kernel_list());
@@ -218,7 +221,7 @@ static int cmd_bench(int argc, char **argv, int tuning)
     const char *kernels = kernel_list(), *backends = "serial,openmp,opencl,cuda";
     const char *json = NULL, *wisdom = NULL;
     double budget = 600;
-    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0};
+    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0};
     const cli_kernel *want[16];
     cli_opt opts[10];
     char *pos[1], items[16][32];
@@ -237,6 +240,7 @@ static int cmd_bench(int argc, char **argv, int tuning)
         cli_opt_add(opts, 7, "wisdom", CLI_STRING, &wisdom, NULL, 0, 0);
     } else {
         cli_opt_add(opts, 6, "psf-sweep", CLI_FLAG, &req.psf_sweep, NULL, 0, 0);
+        cli_opt_add(opts, 7, "calls", CLI_INT, &req.calls, NULL, 0, 1000);
     }
     rc = cli_parse(prog, argc, argv, opts, pos, 0, &npos);
     if (rc == CLI_HELP) {
