@@ -69,6 +69,14 @@ static pk_status cuda_bandwidth(void *state, int device, size_t bytes, int reps,
     return pk_cuda_bandwidth(device, bytes, reps, bps);
 }
 
+/* Every CUDA plan starts with its pk_cuda_xfer (PK_CUDA_XFER_FIRST in each .cu file). */
+static void cuda_transfer_note(void *impl, char *dst, size_t len)
+{
+    pk_cuda_xfer *x = impl;
+    pk_cuda_transfer_note(x, dst, len);
+    x->paths = 0;
+}
+
 const pk_backend_ops pk_backend_cuda = {
     .id = PK_BACKEND_CUDA,
     .name = "cuda",
@@ -78,4 +86,5 @@ const pk_backend_ops pk_backend_cuda = {
     .device_info = cuda_device_info,
     .bandwidth = cuda_bandwidth,
     .device_check = cuda_device_check,
+    .transfer_note = cuda_transfer_note,
 };

@@ -235,7 +235,7 @@ static size_t pk_cv_plan_chunk(int kh, int kw, int *cbh, int *cbw, int *pitch)
 #ifndef PK_CUDA_EMULATE
 /* ---- host side ---------------------------------------------------------------------------- */
 typedef struct pk_cuda_cv {
-    int device;
+    pk_cuda_xfer xf; /* first (backend_cuda.c reads it): state, device, transfer paths */
     int h, w, kh, kw;
     size_t bytes;          /* one image */
     float *img, *out;      /* device */
@@ -248,13 +248,14 @@ typedef struct pk_cuda_cv {
     size_t smem;
     cudaEvent_t ev[2];
 } pk_cuda_cv;
+PK_CUDA_XFER_FIRST(pk_cuda_cv);
 
 extern "C" void pk_cuda_cv_destroy(void *impl)
 {
     pk_cuda_cv *p = (pk_cuda_cv *)impl;
     if (p == NULL) return;
     /* Best effort: on a dead context these fail, and there is nothing left to report. */
-    (void)cudaSetDevice(p->device);
+    (void)cudaSetDevice(p->xf.device);
     if (p->fft) pk_cuda_cvfft_destroy(p->fft);
     if (p->ev[0]) cudaEventDestroy(p->ev[0]);
     if (p->ev[1]) cudaEventDestroy(p->ev[1]);
@@ -297,7 +298,8 @@ extern "C" pk_status pk_cuda_cv_create(void *state, int device, const pk_cv_desc
         return pk_cuda_fail(e, "cudaSetDevice(%d)", device);
     pk_cuda_cv *p = (pk_cuda_cv *)calloc(1, sizeof *p);
     PK_CHECK(p != NULL, PK_ENOMEM, "conv2d: out of host memory for the CUDA plan");
-    p->device = device;
+    p->xf.s = (pk_cuda_state *)state;
+    p->xf.device = device;
     p->h = h;
     p->w = w;
     p->kh = kh;
@@ -356,7 +358,7 @@ fail:
 extern "C" pk_status pk_cuda_cv_upload(void *impl, const float *image, double *seconds)
 {
     pk_cuda_cv *p = (pk_cuda_cv *)impl;
-    return pk_cuda_transfer(p->device, p->img, image, p->bytes, 1, "conv2d upload", seconds);
+    return pk_cuda_transfer(&p->xf, p->img, image, p->bytes, 1, "conv2d upload", seconds);
 }
 
 template <int CAP> static void pk_cv_launch(const pk_cuda_cv *p)
@@ -376,8 +378,8 @@ extern "C" pk_status pk_cuda_cv_run(void *impl, double *kernel_seconds)
     pk_cuda_cv *p = (pk_cuda_cv *)impl;
     cudaError_t e;
     float ms = 0.0f;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
+    if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->xf.device);
     /* Clear a stale error of an earlier unrelated call, so the checks below report only
      * this run's launches. */
     (void)cudaGetLastError();
@@ -411,7 +413,7 @@ extern "C" pk_status pk_cuda_cv_run(void *impl, double *kernel_seconds)
 extern "C" pk_status pk_cuda_cv_download(void *impl, float *out, double *seconds)
 {
     pk_cuda_cv *p = (pk_cuda_cv *)impl;
-    return pk_cuda_transfer(p->device, out, p->out, p->bytes, 0, "conv2d download", seconds);
+    return pk_cuda_transfer(&p->xf, out, p->out, p->bytes, 0, "conv2d download", seconds);
 }
 
 /* The conv2d kernel family on this backend (lib/internal.h, pk_cv_ops). */

@@ -17,7 +17,10 @@
 extern "C" {
 #endif
 
-/* What init() learnt; owned by the context's CUDA slot. */
+/* One pinned staging ring per device (runtime.cu; CUDA types inside, so opaque here). */
+struct pk_cuda_ring;
+
+/* What init() learnt, and the staging rings; owned by the context's CUDA slot. */
 typedef struct pk_cuda_state {
     int count;              /* CUDA devices (ordinals 0..count-1) */
     int driver_version;     /* cudaDriverGetVersion, e.g. 12080 */
@@ -25,7 +28,28 @@ typedef struct pk_cuda_state {
     int min_arch;           /* lowest compute capability this build has code for (90) */
     pk_device_info *devices;/* count entries */
     int *usable;            /* 1 when this build's kernels can run on the device */
+    struct pk_cuda_ring *rings; /* count entries; each sets itself up on its first use */
+    size_t ring_chunk;      /* bytes per chunk: 16 MiB (PORTKERN_TEST_CUDA_STAGING_CHUNK) */
+    int ring_chunks;        /* chunks per ring (4) */
+    int copy_threads;       /* host threads copying into and out of a chunk */
 } pk_cuda_state;
+
+/* The paths a host <-> device copy can take (pk_cuda_transfer). */
+enum {
+    PK_CUDA_PATH_PAGEABLE = 1, /* the driver's own copy of pageable memory (small copies,
+                                  or no ring) */
+    PK_CUDA_PATH_RING = 2,     /* pageable memory through the context's pinned ring */
+    PK_CUDA_PATH_PINNED = 4,   /* the caller's memory is pinned: one DMA */
+    PK_CUDA_PATH_DEVICE = 8    /* the caller's "host" array is device or managed memory */
+};
+
+/* The first member of every CUDA plan: what its transfers need, and what they did.  The
+ * backend's transfer_note (backend_cuda.c) reads a plan through it, whatever its kernel. */
+typedef struct pk_cuda_xfer {
+    pk_cuda_state *s; /* the context's state (NULL: plain copies, no ring) */
+    int device;
+    unsigned paths;   /* PK_CUDA_PATH_* of the copies since the last run info said them */
+} pk_cuda_xfer;
 
 /* runtime.cu ------------------------------------------------------------------------------ */
 /** Turn a failed CUDA call (err = its cudaError_t) into a pk_status with the detail
@@ -35,10 +59,18 @@ typedef struct pk_cuda_state {
  *  cudaErrorInvalidDevice -> PK_ENODEVICE, missing kernel image -> PK_EUNSUPPORTED,
  *  anything else -> PK_EDEVICE. */
 pk_status pk_cuda_fail(int err, const char *what_fmt, ...) PK_PRINTF(2, 3);
-/** A plan's timed, blocking copy between the host and device `device` (to_device: host ->
- *  device, else device -> host); `what` ("conv2d upload") names it in errors. */
-pk_status pk_cuda_transfer(int device, void *dst, const void *src, size_t bytes, int to_device,
-                           const char *what, double *seconds);
+/** A plan's timed, blocking copy between the host and device x->device (to_device: host ->
+ *  device, else device -> host); `what` ("conv2d upload") names it in errors.  The host
+ *  side's kind decides the path, OR-ed into x->paths: pinned -> one cudaMemcpy; device or
+ *  managed memory -> a device-to-device copy; pageable, from min(1 MiB, one chunk) on ->
+ *  through x->s's pinned staging ring of that device (set up on first use), else, or when
+ *  the ring cannot be set up, the driver's own cudaMemcpy.  *seconds: the copy (not the
+ *  ring's one-time setup). */
+pk_status pk_cuda_transfer(pk_cuda_xfer *x, void *dst, const void *src, size_t bytes,
+                           int to_device, const char *what, double *seconds);
+/** Append "transfer: staged ring 4x16 MiB, pageable" (the paths of x->paths) to dst;
+ *  nothing when x->paths is 0. */
+void pk_cuda_transfer_note(const pk_cuda_xfer *x, char *dst, size_t len);
 /** Test hook (tests/test_faults.c): 1 when PORTKERN_TEST_DEVICE_OOM is set and not "0".
  *  Then every cudaMalloc of the .cu files (they all include this header; nvcc has included
  *  cuda_runtime.h before it, the emulated tests cuda/emulate.h) fails as
@@ -51,7 +83,7 @@ int pk_cuda_test_oom(void);
 /** Probe the driver and devices into s (s zeroed by the caller).  On failure returns
  *  PK_ENOBACKEND (or PK_ENOMEM) with the reason in why; never aborts. */
 pk_status pk_cuda_probe(pk_cuda_state *s, char *why, size_t why_len);
-/** Free what pk_cuda_probe allocated (not s itself). */
+/** Free what pk_cuda_probe allocated and the staging rings (not s itself). */
 void pk_cuda_release(pk_cuda_state *s);
 /** Check that `device` is a valid, usable ordinal (pk_fail detail on error). */
 pk_status pk_cuda_check_device(const pk_cuda_state *s, int device);
@@ -107,6 +139,12 @@ void pk_cuda_ds_destroy(void *impl);
 
 #ifdef __cplusplus
 }
+#endif
+
+#ifdef __cplusplus
+/* A plan struct whose first member is its pk_cuda_xfer xf. */
+#define PK_CUDA_XFER_FIRST(type)                                                              \
+    static_assert(offsetof(type, xf) == 0, #type ": pk_cuda_xfer xf must come first")
 #endif
 
 #if defined(__cplusplus) && (defined(__CUDACC__) || defined(PK_CUDA_EMULATE))

@@ -286,7 +286,7 @@ static void pk_d3_plan_chunks(long long tiles, int nz, long long resident, int *
 
 /* ---- host side ---------------------------------------------------------------------------- */
 typedef struct pk_cuda_d3 {
-    int device;
+    pk_cuda_xfer xf; /* first (backend_cuda.c reads it): state, device, transfer paths */
     int nx, ny, nz;
     size_t bytes;     /* one field */
     pk_d3_coef k;
@@ -295,13 +295,14 @@ typedef struct pk_cuda_d3 {
     int tiles_x, tiles, zch, nch;
     cudaEvent_t ev[2];
 } pk_cuda_d3;
+PK_CUDA_XFER_FIRST(pk_cuda_d3);
 
 extern "C" void pk_cuda_d3_destroy(void *impl)
 {
     pk_cuda_d3 *p = (pk_cuda_d3 *)impl;
     if (p == NULL) return;
     /* Best effort: on a dead context these fail, and there is nothing left to report. */
-    (void)cudaSetDevice(p->device);
+    (void)cudaSetDevice(p->xf.device);
     if (p->ev[0]) cudaEventDestroy(p->ev[0]);
     if (p->ev[1]) cudaEventDestroy(p->ev[1]);
     if (p->buf[0]) cudaFree(p->buf[0]);
@@ -352,7 +353,8 @@ extern "C" pk_status pk_cuda_d3_create(void *state, int device, const pk_d3_desc
 
     p = (pk_cuda_d3 *)calloc(1, sizeof *p);
     PK_CHECK(p != NULL, PK_ENOMEM, "diffusion3d: out of host memory for the CUDA plan");
-    p->device = device;
+    p->xf.s = (pk_cuda_state *)state;
+    p->xf.device = device;
     p->nx = desc->nx;
     p->ny = desc->ny;
     p->nz = desc->nz;
@@ -405,7 +407,7 @@ extern "C" pk_status pk_cuda_d3_create(void *state, int device, const pk_d3_desc
 extern "C" pk_status pk_cuda_d3_upload(void *impl, const float *f, double *seconds)
 {
     pk_cuda_d3 *p = (pk_cuda_d3 *)impl;
-    PK_TRY(pk_cuda_transfer(p->device, p->buf[0], f, p->bytes, 1, "diffusion3d upload", seconds));
+    PK_TRY(pk_cuda_transfer(&p->xf, p->buf[0], f, p->bytes, 1, "diffusion3d upload", seconds));
     p->cur = 0;
     return PK_OK;
 }
@@ -418,8 +420,8 @@ extern "C" pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_second
     if (kernel_seconds) *kernel_seconds = 0.0;
     PK_CHECK(count >= 0, PK_EINVAL, "count: must be >= 0, got %d", count);
     if (count == 0) return PK_OK;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
+    if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->xf.device);
     /* Clear a stale error of an earlier unrelated call, so the launch checks below report
      * only our launches. */
     (void)cudaGetLastError();
@@ -451,7 +453,7 @@ extern "C" pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_second
 extern "C" pk_status pk_cuda_d3_download(void *impl, float *f, double *seconds)
 {
     pk_cuda_d3 *p = (pk_cuda_d3 *)impl;
-    return pk_cuda_transfer(p->device, f, p->buf[p->cur], p->bytes, 0, "diffusion3d download",
+    return pk_cuda_transfer(&p->xf, f, p->buf[p->cur], p->bytes, 0, "diffusion3d download",
                             seconds);
 }
 

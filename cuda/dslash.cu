@@ -330,7 +330,8 @@ static void pk_ds_convert(pk_range_fn fn, const double *src, double *dst, long l
 
 /* ---- host side ---------------------------------------------------------------------------- */
 typedef struct pk_cuda_ds {
-    int device, recon12;
+    pk_cuda_xfer xf; /* first (backend_cuda.c reads it): state, device, transfer paths */
+    int recon12;
     int threads; /* host threads of the layout conversions (0: OpenMP's default) */
     int dims[4];
     long long vol;
@@ -341,13 +342,14 @@ typedef struct pk_cuda_ds {
     unsigned blocks;
     cudaEvent_t ev[2];
 } pk_cuda_ds;
+PK_CUDA_XFER_FIRST(pk_cuda_ds);
 
 extern "C" void pk_cuda_ds_destroy(void *impl)
 {
     pk_cuda_ds *p = (pk_cuda_ds *)impl;
     if (p == NULL) return;
     /* Best effort: on a dead context these fail, and there is nothing left to report. */
-    (void)cudaSetDevice(p->device);
+    (void)cudaSetDevice(p->xf.device);
     if (p->ev[0]) cudaEventDestroy(p->ev[0]);
     if (p->ev[1]) cudaEventDestroy(p->ev[1]);
     if (p->u) cudaFree(p->u);
@@ -385,7 +387,8 @@ extern "C" pk_status pk_cuda_ds_create(void *state, int device, const pk_ds_desc
         return pk_cuda_fail(e, "cudaSetDevice(%d)", device);
     pk_cuda_ds *p = (pk_cuda_ds *)calloc(1, sizeof *p);
     PK_CHECK(p != NULL, PK_ENOMEM, "dslash: out of host memory for the CUDA plan");
-    p->device = device;
+    p->xf.s = (pk_cuda_state *)state;
+    p->xf.device = device;
     p->recon12 = desc->recon12;
     p->threads = desc->threads;
     memcpy(p->dims, desc->dims, sizeof p->dims);
@@ -435,9 +438,9 @@ extern "C" pk_status pk_cuda_ds_upload(void *impl, const double *u, const double
     const double t0 = pk_now();
     pk_ds_convert(pk_ds_pack_u_sites, u, p->stage, p->vol, p->recon12 ? 6 : 9, p->u_bytes,
                   p->threads);
-    PK_TRY(pk_cuda_transfer(p->device, p->u, p->stage, p->u_bytes, 1, "dslash upload of u", &s1));
+    PK_TRY(pk_cuda_transfer(&p->xf, p->u, p->stage, p->u_bytes, 1, "dslash upload of u", &s1));
     pk_ds_convert(pk_ds_pack_psi_sites, psi, p->stage, p->vol, 0, p->s_bytes, p->threads);
-    PK_TRY(pk_cuda_transfer(p->device, p->psi, p->stage, p->s_bytes, 1, "dslash upload of psi",
+    PK_TRY(pk_cuda_transfer(&p->xf, p->psi, p->stage, p->s_bytes, 1, "dslash upload of psi",
                             &s2));
     if (seconds) *seconds = pk_now() - t0; /* the reorderings included */
     return PK_OK;
@@ -448,8 +451,8 @@ extern "C" pk_status pk_cuda_ds_run(void *impl, double *kernel_seconds)
     pk_cuda_ds *p = (pk_cuda_ds *)impl;
     cudaError_t e;
     float ms = 0.0f;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
+    if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->xf.device);
     (void)cudaGetLastError(); /* a stale error of an earlier call is not this run's */
     if ((e = cudaEventRecord(p->ev[0], 0)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaEventRecord");
@@ -477,7 +480,7 @@ extern "C" pk_status pk_cuda_ds_download(void *impl, double *chi, double *second
 {
     pk_cuda_ds *p = (pk_cuda_ds *)impl;
     const double t0 = pk_now();
-    PK_TRY(pk_cuda_transfer(p->device, p->stage, p->chi, p->s_bytes, 0, "dslash download of chi",
+    PK_TRY(pk_cuda_transfer(&p->xf, p->stage, p->chi, p->s_bytes, 0, "dslash download of chi",
                             NULL));
     pk_ds_convert(pk_ds_unpack_chi_sites, p->stage, chi, p->vol, 0, p->s_bytes, p->threads);
     if (seconds) *seconds = pk_now() - t0;

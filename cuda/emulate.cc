@@ -31,6 +31,7 @@ std::recursive_mutex api_mutex;
 int dev_sms = 4, dev_blocks_per_sm = 0;
 size_t dev_mem = (size_t)1 << 30;
 long fail_malloc_in = 0; /* the nth cudaMalloc from now fails; 0: none */
+long fail_host_alloc_in = 0; /* the same for cudaHostAlloc */
 cudaError_t last_error = cudaSuccess;
 cudaError_t sticky = cudaSuccess;
 std::string fault;        /* the first fault since the last reset */
@@ -81,6 +82,7 @@ struct allocation {
     size_t bytes;   /* what was asked */
 };
 std::map<uintptr_t, allocation> allocs; /* by user address */
+std::map<uintptr_t, allocation> pinned; /* pinned host memory, the same way */
 size_t bytes_in_use = 0;
 
 size_t page_size(void)
@@ -89,18 +91,20 @@ size_t page_size(void)
     return p;
 }
 
-/* The allocation holding [p, p + n), or NULL (n may be 0: p may then be one past the end). */
-const allocation *find_alloc(const void *p, size_t n)
+/* The allocation of m holding [p, p + n), or NULL (n may be 0: p may then be one past the
+ * end). */
+const allocation *find_in(const std::map<uintptr_t, allocation> &m, const void *p, size_t n)
 {
     const uintptr_t a = (uintptr_t)p;
-    auto it = allocs.upper_bound(a);
-    if (it == allocs.begin()) return nullptr;
+    auto it = m.upper_bound(a);
+    if (it == m.begin()) return nullptr;
     --it;
     if (a - it->first > it->second.bytes || n > it->second.bytes - (a - it->first)) return nullptr;
     return &it->second;
 }
 
-bool is_device(const void *p, size_t n) { return p != nullptr && find_alloc(p, n) != nullptr; }
+bool is_device(const void *p, size_t n) { return p != nullptr && find_in(allocs, p, n) != nullptr; }
+bool is_pinned(const void *p, size_t n) { return p != nullptr && find_in(pinned, p, n) != nullptr; }
 
 /* A mapping of `bytes` (rounded up to 16) whose end touches an inaccessible page, with
  * another one before it, filled with 0xff.  Returns the user pointer or NULL. */
@@ -132,6 +136,7 @@ struct pk_emu_stream {
 };
 
 struct pk_emu_event {
+    bool timing = true;         /* not created with cudaEventDisableTiming */
     pk_emu_stream *st = nullptr;
     long long pos = 0;          /* st->issued right after the marker */
     unsigned long long gen = 0; /* records so far */
@@ -890,6 +895,66 @@ cudaError_t cudaFree(void *p)
     return cudaSuccess;
 }
 
+cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags)
+{
+    PK_EMU_ENTER;
+    if (flags & ~0x0fu) return misused(cudaErrorInvalidValue, "cudaHostAlloc flags %#x", flags);
+    if (fail_host_alloc_in > 0 && --fail_host_alloc_in == 0) {
+        last_error = cudaErrorMemoryAllocation;
+        return cudaErrorMemoryAllocation;
+    }
+    if (bytes == 0) {
+        *p = nullptr;
+        return cudaSuccess;
+    }
+    allocation a;
+    void *u = guarded_map(bytes, &a);
+    if (!u) {
+        last_error = cudaErrorMemoryAllocation;
+        return cudaErrorMemoryAllocation;
+    }
+    pinned[(uintptr_t)u] = a;
+    *p = u;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void **p, size_t bytes) { return cudaHostAlloc(p, bytes, 0); }
+
+cudaError_t cudaFreeHost(void *p)
+{
+    PK_EMU_ENTER;
+    if (p == nullptr) return cudaSuccess;
+    auto it = pinned.find((uintptr_t)p);
+    if (it == pinned.end())
+        return misused(cudaErrorInvalidValue, "cudaFreeHost(%p): not a pinned allocation", p);
+    drain_all(); /* cudaFreeHost synchronises with the device */
+    if (sticky != cudaSuccess) return sticky;
+    munmap(it->second.map, it->second.map_len);
+    pinned.erase(it);
+    return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *a, const void *p)
+{
+    PK_EMU_ENTER;
+    if (a == nullptr) return misused(cudaErrorInvalidValue, "cudaPointerGetAttributes(NULL)");
+    memset(a, 0, sizeof *a);
+    a->device = -1;
+    if (is_device(p, 0)) {
+        a->type = cudaMemoryTypeDevice;
+        a->device = 0;
+        a->devicePointer = const_cast<void *>(p);
+    } else if (is_pinned(p, 0)) {
+        a->type = cudaMemoryTypeHost;
+        a->device = 0;
+        a->devicePointer = a->hostPointer = const_cast<void *>(p);
+    } else {
+        a->type = cudaMemoryTypeUnregistered; /* as runtimes since 11.0 answer, successfully */
+        a->hostPointer = const_cast<void *>(p);
+    }
+    return cudaSuccess;
+}
+
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
     PK_EMU_ENTER;
@@ -917,11 +982,20 @@ cudaError_t cudaMemset(void *p, int value, size_t bytes)
 }
 
 namespace {
-/* Check a 2-D copy's ends against its kind; the first and last byte of each row lie in
+/* Check a 2-D copy's ends against its kind (cudaMemcpyDefault: replaced by the direction
+ * the pointers give); the first and last byte of each row lie in
  * [p, p + (height - 1) pitch + width). */
 cudaError_t check_copy(const char *what, void *dst, size_t dspan, const void *src, size_t sspan,
-                       cudaMemcpyKind kind)
+                       cudaMemcpyKind &kind)
 {
+    if (kind == cudaMemcpyDefault) {
+        const bool dd = is_device(dst, 0), sd = is_device(src, 0);
+        if (!dd && !sd)
+            return misused(cudaErrorInvalidMemcpyDirection,
+                           "%s: cudaMemcpyDefault between host pointers (not emulated)", what);
+        kind = dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                  : cudaMemcpyDeviceToHost;
+    }
     const bool d_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     const bool s_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
     if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost &&
@@ -933,12 +1007,21 @@ cudaError_t check_copy(const char *what, void *dst, size_t dspan, const void *sr
     if (s_dev ? !is_device(src, sspan) : is_device(src, 0))
         return misused(cudaErrorInvalidValue, "%s: source %p (%zu bytes) is %s device memory",
                        what, src, sspan, s_dev ? "not (all)" : "");
+    if (!d_dev && is_pinned(dst, 0) && !is_pinned(dst, dspan))
+        return misused(cudaErrorInvalidValue,
+                       "%s: destination %p (%zu bytes) runs past its pinned allocation", what, dst,
+                       dspan);
+    if (!s_dev && is_pinned(src, 0) && !is_pinned(src, sspan))
+        return misused(cudaErrorInvalidValue,
+                       "%s: source %p (%zu bytes) runs past its pinned allocation", what, src,
+                       sspan);
     return cudaSuccess;
 }
 
-/* A copy of rows, queued on st; from the host the source is read now (pageable memory is
- * staged), to the host the call returns when the data is there (pageable memory), as
- * CUDA's asynchronous copies from and to pageable memory behave. */
+/* A copy of rows, queued on st; from pageable host memory the source is read now (it is
+ * staged), to pageable memory the call returns when the data is there, as CUDA's
+ * asynchronous copies from and to pageable memory behave.  Pinned memory is read or
+ * written when the copy runs (DMA). */
 cudaError_t copy2d(const char *what, void *dst, size_t dpitch, const void *src, size_t spitch,
                    size_t width, size_t height, cudaMemcpyKind kind, cudaStream_t st, bool sync)
 {
@@ -950,7 +1033,9 @@ cudaError_t copy2d(const char *what, void *dst, size_t dpitch, const void *src, 
     if (e != cudaSuccess) return e;
     if (!valid_stream(st))
         return misused(cudaErrorInvalidResourceHandle, "%s on a dead stream", what);
-    if (kind == cudaMemcpyHostToDevice) {
+    const bool pinned_src = kind == cudaMemcpyHostToDevice && is_pinned(src, 0);
+    const bool pinned_dst = kind == cudaMemcpyDeviceToHost && is_pinned(dst, 0);
+    if (kind == cudaMemcpyHostToDevice && !pinned_src) {
         auto staged = std::make_shared<std::vector<char>>(width * height);
         for (size_t r = 0; r < height; ++r)
             memcpy(staged->data() + r * width, (const char *)src + r * spitch, width);
@@ -964,7 +1049,7 @@ cudaError_t copy2d(const char *what, void *dst, size_t dpitch, const void *src, 
                 memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
         });
     }
-    if (sync || kind == cudaMemcpyDeviceToHost) finish(st);
+    if (sync || (kind == cudaMemcpyDeviceToHost && !pinned_dst)) finish(st);
     return sticky;
 }
 } // namespace
@@ -1030,10 +1115,15 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t st, cudaEvent_t ev, unsigned flags)
     return cudaSuccess;
 }
 
-cudaError_t cudaEventCreate(cudaEvent_t *ev)
+cudaError_t cudaEventCreate(cudaEvent_t *ev) { return cudaEventCreateWithFlags(ev, 0); }
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *ev, unsigned flags)
 {
     PK_EMU_ENTER;
+    if (flags & ~(unsigned)cudaEventDisableTiming)
+        return misused(cudaErrorInvalidValue, "cudaEventCreateWithFlags flags %#x", flags);
     *ev = new pk_emu_event;
+    (*ev)->timing = !(flags & cudaEventDisableTiming);
     return cudaSuccess;
 }
 
@@ -1080,6 +1170,9 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
     if (!start || !end || !start->recorded || !end->recorded)
         return misused(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: an event never "
                                                        "recorded");
+    if (!start->timing || !end->timing)
+        return misused(cudaErrorInvalidResourceHandle,
+                       "cudaEventElapsedTime: an event created with cudaEventDisableTiming");
     if (!start->completed || !end->completed) {
         last_error = cudaErrorNotReady;
         return cudaErrorNotReady;
@@ -1103,10 +1196,22 @@ void pk_emu_fail_malloc(long nth)
     fail_malloc_in = nth > 0 ? nth : 0;
 }
 
+void pk_emu_fail_host_alloc(long nth)
+{
+    PK_EMU_API;
+    fail_host_alloc_in = nth > 0 ? nth : 0;
+}
+
 long pk_emu_allocations(void)
 {
     PK_EMU_API;
     return (long)allocs.size();
+}
+
+long pk_emu_host_allocations(void)
+{
+    PK_EMU_API;
+    return (long)pinned.size();
 }
 
 size_t pk_emu_bytes_in_use(void)

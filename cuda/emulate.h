@@ -26,6 +26,13 @@
  *    for float and double) so that what a kernel reads and nobody wrote is garbage; a
  *    pointer argument of a kernel must lie in a device allocation, and copies and memsets
  *    must stay inside one and match their direction.
+ *  - Pinned host memory (cudaHostAlloc, cudaMallocHost) is mapped the same way; a copy
+ *    whose host side starts in it must stay inside it.  Copies from pinned memory read it
+ *    when they run and copies to it write it when they run, as DMA does (copies from and to
+ *    pageable memory are staged when queued and completed before the call returns), so a
+ *    slot reused before its copy ran shows.  cudaPointerGetAttributes tells device, pinned
+ *    and other (unregistered) memory apart; cudaMemcpyDefault takes its direction from
+ *    where the pointers lie.
  *  - Streams are lazy: work queued on a stream runs only when the host or another stream
  *    waits for it (cudaStreamSynchronize, cudaEventSynchronize, a cudaStreamWaitEvent that
  *    is reached, a blocking cudaMemcpy, cudaDeviceSynchronize).  A missing dependency
@@ -54,8 +61,12 @@ extern "C" {
 void pk_emu_set_device(int sms, int blocks_per_sm, size_t mem_bytes);
 /** Make the nth cudaMalloc from now fail with cudaErrorMemoryAllocation (0: none). */
 void pk_emu_fail_malloc(long nth);
+/** The same for cudaHostAlloc and cudaMallocHost. */
+void pk_emu_fail_host_alloc(long nth);
 /** Device allocations live now, and their bytes. */
 long pk_emu_allocations(void);
+/** Pinned host allocations live now. */
+long pk_emu_host_allocations(void);
 size_t pk_emu_bytes_in_use(void);
 /** The first fault since the last reset ("" when none). */
 const char *pk_emu_fault(void);
@@ -271,8 +282,23 @@ enum cudaMemcpyKind {
     cudaMemcpyDefault = 4,
 };
 enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
+enum cudaMemoryType {
+    cudaMemoryTypeUnregistered = 0,
+    cudaMemoryTypeHost = 1,
+    cudaMemoryTypeDevice = 2,
+    cudaMemoryTypeManaged = 3,
+};
+struct cudaPointerAttributes {
+    cudaMemoryType type;
+    int device;
+    void *devicePointer;
+    void *hostPointer;
+};
 #define cudaStreamDefault 0x00
 #define cudaStreamNonBlocking 0x01
+#define cudaHostAllocDefault 0x00
+#define cudaEventDefault 0x00
+#define cudaEventDisableTiming 0x02
 typedef struct pk_emu_stream *cudaStream_t;
 typedef struct pk_emu_event *cudaEvent_t;
 struct cudaDeviceProp {
@@ -298,6 +324,18 @@ template <class T> inline cudaError_t cudaMalloc(T **p, size_t bytes)
     return cudaMalloc(reinterpret_cast<void **>(p), bytes);
 }
 cudaError_t cudaFree(void *p);
+cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags);
+cudaError_t cudaMallocHost(void **p, size_t bytes);
+template <class T> inline cudaError_t cudaHostAlloc(T **p, size_t bytes, unsigned flags)
+{
+    return cudaHostAlloc(reinterpret_cast<void **>(p), bytes, flags);
+}
+template <class T> inline cudaError_t cudaMallocHost(T **p, size_t bytes)
+{
+    return cudaMallocHost(reinterpret_cast<void **>(p), bytes);
+}
+cudaError_t cudaFreeHost(void *p);
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *a, const void *p);
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
 cudaError_t cudaMemset(void *p, int value, size_t bytes);
 cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t st = 0);
@@ -312,6 +350,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t st);
 cudaError_t cudaStreamSynchronize(cudaStream_t st);
 cudaError_t cudaStreamWaitEvent(cudaStream_t st, cudaEvent_t ev, unsigned flags = 0);
 cudaError_t cudaEventCreate(cudaEvent_t *ev);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *ev, unsigned flags);
 cudaError_t cudaEventDestroy(cudaEvent_t ev);
 cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t st = 0);
 cudaError_t cudaEventSynchronize(cudaEvent_t ev);

@@ -446,7 +446,8 @@ enum { B_UU, B_VV, B_WW, B_VIS, B_WT, B_GEO, B_VAL, B_BUCKET, B_COUNT, B_START, 
        B_HIST, B_CUB, B_N };
 
 struct gr_plan {
-    int device, cc_major, sms, nw, th, central_radius, outer_blocks, central_blocks;
+    pk_cuda_xfer xf; /* first (backend_cuda.c reads it): state, device, transfer paths */
+    int cc_major, sms, nw, th, central_radius, outer_blocks, central_blocks;
     double tile_factor; /* resolved: 0 atomics only, 1 all tiled */
     pk_grid_params p;
     int max_support, hist_len;
@@ -464,6 +465,7 @@ struct gr_plan {
     gr_dbuf buf[B_N];
     char name[256];
 };
+PK_CUDA_XFER_FIRST(gr_plan);
 
 /* Every CUDA call goes through this: on failure, record it and leave. */
 #define GR_CUDA(call, ...)                                                                     \
@@ -492,7 +494,7 @@ static pk_status buf_ensure(gr_plan *h, int which, size_t bytes, const char *wha
     if (e != cudaSuccess) {
         b->p = NULL;
         return pk_cuda_fail(e, "cudaMalloc(grid %s, %zu bytes, device %d)", what, bytes,
-                            h->device);
+                            h->xf.device);
     }
     b->cap = bytes;
     return PK_OK;
@@ -533,7 +535,7 @@ extern "C" void pk_cuda_gr_destroy(void *impl)
 {
     gr_plan *h = (gr_plan *)impl;
     if (!h) return;
-    (void)cudaSetDevice(h->device);
+    (void)cudaSetDevice(h->xf.device);
     if (h->s_comp) cudaStreamSynchronize(h->s_comp);
     if (h->s_aux) cudaStreamSynchronize(h->s_aux);
     if (h->s_copy) cudaStreamSynchronize(h->s_copy);
@@ -628,8 +630,11 @@ static pk_status gr_upload_const(gr_plan *h, void **dst, const void *src, size_t
                                  const char *what)
 {
     GR_CUDA(cudaMalloc(dst, bytes ? bytes : 4), "cudaMalloc(grid %s, %zu bytes, device %d)",
-            what, bytes, h->device);
-    return pk_cuda_transfer(h->device, *dst, src, bytes, 1, what, NULL);
+            what, bytes, h->xf.device);
+    /* not said in the run info: a run's own copies (on its streams) are most of its traffic,
+     * and these would stand for them */
+    pk_cuda_xfer xf = h->xf;
+    return pk_cuda_transfer(&xf, *dst, src, bytes, 1, what, NULL);
 }
 
 extern "C" pk_status pk_cuda_gr_create(void *state, int device, const pk_gr_desc *desc,
@@ -657,7 +662,8 @@ extern "C" pk_status pk_cuda_gr_create(void *state, int device, const pk_gr_desc
     gr_plan *h = (gr_plan *)calloc(1, sizeof *h);
     PK_CHECK(h != NULL, PK_ENOMEM, "grid: out of host memory for a CUDA plan");
     pk_status s = PK_OK;
-    h->device = device;
+    h->xf.s = (pk_cuda_state *)state;
+    h->xf.device = device;
     h->p = desc->p;
     h->max_support = desc->max_support;
     h->cc_major = prop.major;
@@ -972,7 +978,7 @@ static pk_status gr_run(gr_plan *h, const pk_grid_data *d, float *grid, pk_gr_re
 {
     const size_t n = d->num_vis;
     const int g = h->p.grid_size;
-    GR_CUDA(cudaSetDevice(h->device), "cudaSetDevice(%d)", h->device);
+    GR_CUDA(cudaSetDevice(h->xf.device), "cudaSetDevice(%d)", h->xf.device);
     memset(h->stage_s, 0, sizeof h->stage_s);
     h->nev = 0;
 
@@ -982,7 +988,7 @@ static pk_status gr_run(gr_plan *h, const pk_grid_data *d, float *grid, pk_gr_re
         avail = (size_t)h->test_bytes;
     } else {
         size_t free_b = 0, total_b = 0;
-        GR_CUDA(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo(device %d)", h->device);
+        GR_CUDA(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo(device %d)", h->xf.device);
         avail = free_b / 10 * 9;
         for (int i = 0; i < B_N; ++i) avail += h->buf[i].cap;
     }
@@ -996,7 +1002,7 @@ static pk_status gr_run(gr_plan *h, const pk_grid_data *d, float *grid, pk_gr_re
     if (batch > (size_t)INT_MAX) batch = (size_t)INT_MAX;
     if (batch > n) batch = n;
     PK_CHECK(batch >= 1, PK_EDEVMEM, "grid: no room for visibilities on device %d (%zu bytes)",
-             h->device, avail);
+             h->xf.device, avail);
     const size_t nbatch = (n + batch - 1) / batch;
     PK_TRY(buf_ensure(h, B_UU, batch * 4, "uu"));
     PK_TRY(buf_ensure(h, B_VV, batch * 4, "vv"));
@@ -1038,7 +1044,7 @@ static pk_status gr_run(gr_plan *h, const pk_grid_data *d, float *grid, pk_gr_re
     if (e != cudaSuccess) {
         free(hist);
         return pk_cuda_fail(e, "grid: reading the bounding box and sums back from device %d",
-                            h->device);
+                            h->xf.device);
     }
     res->norm = acc.norm;
     res->num_skipped = (int64_t)acc.skipped;
@@ -1076,7 +1082,7 @@ static pk_status gr_run(gr_plan *h, const pk_grid_data *d, float *grid, pk_gr_re
     PK_CHECK(rows >= 1, PK_EDEVMEM,
              "grid: %d rows of the %d-column bounding box do not fit device %d beside the "
              "visibilities (%zu bytes left)",
-             h->th, pitch, h->device, room);
+             h->th, pitch, h->xf.device, room);
     PK_TRY(buf_ensure(h, B_SUB, rows * (size_t)pitch * 8, "sub-grid"));
     const int tc0 = (box.u0 - h->q.u_origin) / GR_TW, tc1 = (box.u1 - h->q.u_origin) / GR_TW;
 

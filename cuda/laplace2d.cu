@@ -69,7 +69,7 @@ pk_lp_kernel(const float *__restrict__ f, float *__restrict__ g, int l, int nw, 
 
 /* ---- host side ---------------------------------------------------------------------------- */
 typedef struct pk_cuda_lp {
-    int device;
+    pk_cuda_xfer xf; /* first (backend_cuda.c reads it): state, device, transfer paths */
     int l, nw;
     float a, inv;
     size_t bytes; /* one field */
@@ -77,13 +77,14 @@ typedef struct pk_cuda_lp {
     int cur;      /* buffer holding the latest field */
     cudaEvent_t ev[2];
 } pk_cuda_lp;
+PK_CUDA_XFER_FIRST(pk_cuda_lp);
 
 extern "C" void pk_cuda_lp_destroy(void *impl)
 {
     pk_cuda_lp *p = (pk_cuda_lp *)impl;
     if (p == NULL) return;
     /* Best effort: on a dead context these fail, and there is nothing left to report. */
-    (void)cudaSetDevice(p->device);
+    (void)cudaSetDevice(p->xf.device);
     if (p->ev[0]) cudaEventDestroy(p->ev[0]);
     if (p->ev[1]) cudaEventDestroy(p->ev[1]);
     if (p->buf[0]) cudaFree(p->buf[0]);
@@ -113,7 +114,8 @@ extern "C" pk_status pk_cuda_lp_create(void *state, int device, const pk_lp_desc
         return pk_cuda_fail(e, "cudaSetDevice(%d)", device);
     p = (pk_cuda_lp *)calloc(1, sizeof *p);
     PK_CHECK(p != NULL, PK_ENOMEM, "laplace2d: out of host memory for the CUDA plan");
-    p->device = device;
+    p->xf.s = (pk_cuda_state *)state;
+    p->xf.device = device;
     p->l = desc->l;
     p->nw = desc->nw;
     p->a = desc->sigma;
@@ -156,7 +158,7 @@ extern "C" pk_status pk_cuda_lp_create(void *state, int device, const pk_lp_desc
 extern "C" pk_status pk_cuda_lp_upload(void *impl, const float *phi, double *seconds)
 {
     pk_cuda_lp *p = (pk_cuda_lp *)impl;
-    PK_TRY(pk_cuda_transfer(p->device, p->buf[0], phi, p->bytes, 1, "laplace2d upload", seconds));
+    PK_TRY(pk_cuda_transfer(&p->xf, p->buf[0], phi, p->bytes, 1, "laplace2d upload", seconds));
     p->cur = 0;
     return PK_OK;
 }
@@ -169,8 +171,8 @@ extern "C" pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_second
     if (kernel_seconds) *kernel_seconds = 0.0;
     PK_CHECK(count >= 0, PK_EINVAL, "count: must be >= 0, got %d", count);
     if (count == 0) return PK_OK;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
+    if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->xf.device);
     /* Clear a stale error of an earlier unrelated call, so the launch checks below report
      * only our launches. */
     (void)cudaGetLastError();
@@ -203,7 +205,7 @@ extern "C" pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_second
 extern "C" pk_status pk_cuda_lp_download(void *impl, float *phi, double *seconds)
 {
     pk_cuda_lp *p = (pk_cuda_lp *)impl;
-    return pk_cuda_transfer(p->device, phi, p->buf[p->cur], p->bytes, 0, "laplace2d download",
+    return pk_cuda_transfer(&p->xf, phi, p->buf[p->cur], p->bytes, 0, "laplace2d download",
                             seconds);
 }
 

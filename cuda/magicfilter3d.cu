@@ -111,7 +111,7 @@ pk_mf_kernel(const double *__restrict__ src, double *__restrict__ dst, int nin, 
 
 /* ---- host side ---------------------------------------------------------------------------- */
 typedef struct pk_cuda_mf {
-    int device;
+    pk_cuda_xfer xf; /* first (backend_cuda.c reads it): state, device, transfer paths */
     int bc;
     double *x, *w1, *w2, *y; /* device; w1 == y when w1 fits in y */
     size_t in_bytes, out_bytes;
@@ -120,13 +120,14 @@ typedef struct pk_cuda_mf {
     pk_mf_taps taps;
     cudaEvent_t ev[2];
 } pk_cuda_mf;
+PK_CUDA_XFER_FIRST(pk_cuda_mf);
 
 extern "C" void pk_cuda_mf_destroy(void *impl)
 {
     pk_cuda_mf *p = (pk_cuda_mf *)impl;
     if (p == NULL) return;
     /* Best effort: on a dead context these fail, and there is nothing left to report. */
-    (void)cudaSetDevice(p->device);
+    (void)cudaSetDevice(p->xf.device);
     if (p->ev[0]) cudaEventDestroy(p->ev[0]);
     if (p->ev[1]) cudaEventDestroy(p->ev[1]);
     if (p->x) cudaFree(p->x);
@@ -181,7 +182,8 @@ extern "C" pk_status pk_cuda_mf_create(void *state, int device, const pk_mf_desc
         return pk_cuda_fail(e, "cudaSetDevice(%d)", device);
     pk_cuda_mf *p = (pk_cuda_mf *)calloc(1, sizeof *p);
     PK_CHECK(p != NULL, PK_ENOMEM, "magicfilter3d: out of host memory for the CUDA plan");
-    p->device = device;
+    p->xf.s = (pk_cuda_state *)state;
+    p->xf.device = device;
     p->bc = desc->bc;
     p->in_bytes = desc->in_count * sizeof(double);
     p->out_bytes = desc->out_count * sizeof(double);
@@ -229,7 +231,7 @@ fail:
 extern "C" pk_status pk_cuda_mf_upload(void *impl, const double *x, double *seconds)
 {
     pk_cuda_mf *p = (pk_cuda_mf *)impl;
-    return pk_cuda_transfer(p->device, p->x, x, p->in_bytes, 1, "magicfilter3d upload", seconds);
+    return pk_cuda_transfer(&p->xf, p->x, x, p->in_bytes, 1, "magicfilter3d upload", seconds);
 }
 
 template <int BC>
@@ -245,8 +247,8 @@ extern "C" pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds)
     pk_cuda_mf *p = (pk_cuda_mf *)impl;
     cudaError_t e;
     float ms = 0.0f;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
+    if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->xf.device);
     /* Clear a stale error of an earlier unrelated call, so the checks below report only
      * this run's launches. */
     (void)cudaGetLastError();
@@ -280,7 +282,7 @@ extern "C" pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds)
 extern "C" pk_status pk_cuda_mf_download(void *impl, double *y, double *seconds)
 {
     pk_cuda_mf *p = (pk_cuda_mf *)impl;
-    return pk_cuda_transfer(p->device, y, p->y, p->out_bytes, 0, "magicfilter3d download",
+    return pk_cuda_transfer(&p->xf, y, p->y, p->out_bytes, 0, "magicfilter3d download",
                             seconds);
 }
 

@@ -185,7 +185,7 @@ pk_s3_kernel_hvfo(const double *__restrict__ u, const double *__restrict__ psi,
 
 /* ---- host side ---------------------------------------------------------------------------- */
 typedef struct pk_cuda_s3 {
-    int device;
+    pk_cuda_xfer xf; /* first (backend_cuda.c reads it): state, device, transfer paths */
     int layout, nw;
     long long n; /* padded sites */
     int blocks;
@@ -193,13 +193,14 @@ typedef struct pk_cuda_s3 {
     size_t u_bytes, s_bytes;
     cudaEvent_t ev[2];
 } pk_cuda_s3;
+PK_CUDA_XFER_FIRST(pk_cuda_s3);
 
 extern "C" void pk_cuda_s3_destroy(void *impl)
 {
     pk_cuda_s3 *p = (pk_cuda_s3 *)impl;
     if (p == NULL) return;
     /* Best effort: on a dead context these fail, and there is nothing left to report. */
-    (void)cudaSetDevice(p->device);
+    (void)cudaSetDevice(p->xf.device);
     if (p->ev[0]) cudaEventDestroy(p->ev[0]);
     if (p->ev[1]) cudaEventDestroy(p->ev[1]);
     if (p->u) cudaFree(p->u);
@@ -235,7 +236,8 @@ extern "C" pk_status pk_cuda_s3_create(void *state, int device, const pk_s3_desc
         return pk_cuda_fail(e, "cudaSetDevice(%d)", device);
     pk_cuda_s3 *p = (pk_cuda_s3 *)calloc(1, sizeof *p);
     PK_CHECK(p != NULL, PK_ENOMEM, "su3: out of host memory for the CUDA plan");
-    p->device = device;
+    p->xf.s = (pk_cuda_state *)state;
+    p->xf.device = device;
     p->layout = desc->layout;
     p->nw = desc->nw;
     p->n = (long long)desc->nsites;
@@ -273,8 +275,8 @@ extern "C" pk_status pk_cuda_s3_upload(void *impl, const double *u, const double
 {
     pk_cuda_s3 *p = (pk_cuda_s3 *)impl;
     double t_u = 0, t_psi = 0;
-    PK_TRY(pk_cuda_transfer(p->device, p->u, u, p->u_bytes, 1, "su3 upload of u", &t_u));
-    PK_TRY(pk_cuda_transfer(p->device, p->psi, psi, p->s_bytes, 1, "su3 upload of psi", &t_psi));
+    PK_TRY(pk_cuda_transfer(&p->xf, p->u, u, p->u_bytes, 1, "su3 upload of u", &t_u));
+    PK_TRY(pk_cuda_transfer(&p->xf, p->psi, psi, p->s_bytes, 1, "su3 upload of psi", &t_psi));
     if (seconds) *seconds = t_u + t_psi;
     return PK_OK;
 }
@@ -307,8 +309,8 @@ extern "C" pk_status pk_cuda_s3_run(void *impl, double *kernel_seconds)
     pk_cuda_s3 *p = (pk_cuda_s3 *)impl;
     cudaError_t e;
     float ms = 0.0f;
-    if ((e = cudaSetDevice(p->device)) != cudaSuccess)
-        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->device);
+    if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->xf.device);
     /* Clear a stale error of an earlier unrelated call, so the checks below report only
      * this run's launch. */
     (void)cudaGetLastError();
@@ -331,7 +333,7 @@ extern "C" pk_status pk_cuda_s3_run(void *impl, double *kernel_seconds)
 extern "C" pk_status pk_cuda_s3_download(void *impl, double *chi, double *seconds)
 {
     pk_cuda_s3 *p = (pk_cuda_s3 *)impl;
-    return pk_cuda_transfer(p->device, chi, p->chi, p->s_bytes, 0, "su3 download of chi",
+    return pk_cuda_transfer(&p->xf, chi, p->chi, p->s_bytes, 0, "su3 download of chi",
                             seconds);
 }
 

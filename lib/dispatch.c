@@ -307,6 +307,12 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
     return pk_fail(last, "no backend could run %s: %s", kc->name, note);
 }
 
+/* The plan's transfer note (what its copies did since it was last said) onto dst. */
+static void choice_transfer_note(const pk_choice *c, char *dst, size_t len)
+{
+    if (c->ops && c->ops->transfer_note && c->impl) c->ops->transfer_note(c->impl, dst, len);
+}
+
 void pk_choice_info(const pk_choice *c, pk_run_info *info)
 {
     if (!info) return;
@@ -315,6 +321,7 @@ void pk_choice_info(const pk_choice *c, pk_run_info *info)
     pk_strlcpy(info->device_name, c->device_name, sizeof info->device_name);
     pk_strlcpy(info->variant, c->variant, sizeof info->variant);
     pk_strlcpy(info->reason, c->reason, sizeof info->reason);
+    choice_transfer_note(c, info->reason, sizeof info->reason);
     info->fell_back = c->fell_back;
     info->setup_s = c->setup_s;
     info->plan_bytes = c->plan_bytes;
@@ -447,6 +454,7 @@ pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const 
         pk_status s = work(out, arg);
         if (s == PK_OK) {
             e->last_use = ++ctx->cache->clock;
+            choice_transfer_note(out, out->reason, sizeof out->reason);
             pk_append_note(out->reason, sizeof out->reason, "plan reused from the context");
             return PK_OK;
         }
@@ -460,9 +468,13 @@ pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const 
     }
     PK_TRY(pk_dispatch(ctx, kc, variant, desc, work, arg, out));
     if (finish) finish(out, desc);
+    /* said now, while the plan lives, but not kept in the cached choice's reason */
+    char xfer[PK_REASON_LEN] = "";
+    choice_transfer_note(out, xfer, sizeof xfer);
     if (!cached || !cache_keep(ctx, kc, named, key, key_len, kc->plan_bytes(desc), out)) {
         kc->destroy(out->kops, out->impl);
         out->impl = NULL;
     }
+    if (xfer[0]) pk_append_note(out->reason, sizeof out->reason, "%s", xfer);
     return PK_OK;
 }

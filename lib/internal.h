@@ -468,6 +468,11 @@ struct pk_backend_ops {
     /* Called before any kernel's create on `device` (NULL: nothing to check): CUDA makes the
      * device current and checks it once, for every kernel. */
     pk_status (*device_check)(void *state, int device);
+
+    /* Optional (NULL: nothing to say): append to dst what the host <-> device copies of the
+     * plan `impl` (any kernel's) did since the last call, and forget it.  CUDA: which path
+     * they took ("transfer: staged ring 4x16 MiB"). */
+    void (*transfer_note)(void *impl, char *dst, size_t len);
 };
 
 extern const pk_backend_ops pk_backend_serial;
@@ -650,7 +655,8 @@ pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const 
 void pk_plan_cache_release(pk_context *ctx);
 /** Drop the least recently used plans until the kept bytes fit ctx->cache_limit. */
 void pk_plan_cache_trim(pk_context *ctx);
-/** Copy backend, device, variant, reason, fell_back and setup time into info (may be NULL). */
+/** Copy backend, device, variant, reason, fell_back and setup time into info (may be NULL);
+ *  the reason gets the plan's transfer note (pk_backend_ops.transfer_note), if any. */
 void pk_choice_info(const pk_choice *c, pk_run_info *info);
 /** Variants of a kernel on a backend ("" when not built or not implemented). */
 const char *pk_kernel_variants(const pk_kernel_class *kc, pk_backend_id backend);

@@ -189,7 +189,9 @@ typedef struct pk_run_info {
     char variant[32];
     char reason[512];      /* why this backend/variant ran: each candidate auto tried, in order,
                               "skipped (why)", "failed (...), fell back" or "chosen (why)";
-                              environment notes first */
+                              environment notes first; CUDA plans then say how their copies
+                              since the last run info went ("transfer: staged ring 4x16 MiB",
+                              "pinned", "device", "pageable") */
     double wall_s;         /* whole call, including transfers and program builds */
     double kernel_s;       /* device compute only */
     double transfer_s;     /* host <-> device copies */

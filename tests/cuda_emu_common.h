@@ -6,6 +6,11 @@
  * upload, run, download, destroy: the host code the CUDA backend calls) on the emulated
  * device.  docs/RELIABILITY.md ("CUDA without a GPU") says what that checks.
  *
+ * State: the plans get a probed pk_cuda_state (emu_state()), as a context's, so that their
+ * uploads and downloads take the staging ring of runtime.cu; emu_begin makes its chunks
+ * 4096 bytes (PORTKERN_TEST_CUDA_STAGING_CHUNK, unless the environment sets it), so that
+ * arrays of a few KiB go through it in many chunks.
+ *
  * Errors: the emulated host code records its errors with its own copy of the library's
  * error module (lib/error.c is compiled into the test: the library's is hidden), so
  * pk_last_error() here is the detail of the last emulated call.
@@ -23,6 +28,23 @@
 #include <time.h>
 
 static double emu_t0;
+static pk_cuda_state emu_st;
+static int emu_st_ready;
+
+/* The CUDA backend state the plans get (probed on first use; released by emu_end). */
+static pk_cuda_state *emu_state(void)
+{
+    if (!emu_st_ready) {
+        char why[512] = "";
+        memset(&emu_st, 0, sizeof emu_st);
+        if (pk_cuda_probe(&emu_st, why, sizeof why) != PK_OK) {
+            printf("Bail out! pk_cuda_probe on the emulation: %s\n", why);
+            exit(1);
+        }
+        emu_st_ready = 1;
+    }
+    return &emu_st;
+}
 
 static double emu_now(void)
 {
@@ -66,15 +88,20 @@ static void emu_begin(const char *what)
     tap_diag("%s on the CUDA emulation (cuda/emulate.h), schedule %s", what,
              sched && *sched ? sched : "alternate");
     pk_emu_set_device(4, 0, (size_t)1 << 30);
+    setenv("PORTKERN_TEST_CUDA_STAGING_CHUNK", "4096", 0);
 }
 
-/* Every device allocation freed, then the TAP plan; returns the exit code. */
+/* The state released, every device and pinned allocation freed, then the TAP plan;
+ * returns the exit code. */
 static int emu_end(void)
 {
     pk_emu_stats st;
     pk_emu_get_stats(&st);
-    ok(pk_emu_allocations() == 0, "no device memory left allocated (%ld allocations, %zu bytes)",
-       pk_emu_allocations(), pk_emu_bytes_in_use());
+    if (emu_st_ready) pk_cuda_release(&emu_st);
+    emu_st_ready = 0;
+    ok(pk_emu_allocations() == 0 && pk_emu_host_allocations() == 0,
+       "no device or pinned host memory left allocated (%ld allocations, %zu bytes; %ld pinned)",
+       pk_emu_allocations(), pk_emu_bytes_in_use(), pk_emu_host_allocations());
     tap_diag("%llu launches, %llu blocks, %llu threads, %llu barriers in %.2f s", st.launches,
              st.blocks, st.threads, st.barriers, emu_now() - emu_t0);
     return tap_done();
@@ -84,7 +111,7 @@ static int emu_end(void)
  * every k until create succeeds, must give PK_EDEVMEM with nothing left allocated (the
  * cleanup paths of create; with the sanitizers, no host memory either). */
 typedef pk_status (*emu_create_fn)(const void *arg, void **impl);
-static void emu_check_alloc_failures(const char *what, emu_create_fn create,
+static inline void emu_check_alloc_failures(const char *what, emu_create_fn create,
                                      void (*destroy)(void *), const void *arg)
 {
     int good = 1, k;

@@ -114,7 +114,8 @@ PK_EMU_TESTS = \
 	tests/test_gr_cuda_emu \
 	tests/test_lp_cuda_emu \
 	tests/test_s3_cuda_emu \
-	tests/test_ds_cuda_emu
+	tests/test_ds_cuda_emu \
+	tests/test_cuda_transfer_emu
 EXTRA_DIST += tests/cuda_emu_common.h
 if PK_HAVE_CXX17
 # Without -DPK_BUILDING_LIBRARY: lib/error.c and lib/util.c, which the emulated host code
@@ -144,6 +145,10 @@ tests_test_lp_cuda_emu_SOURCES = tests/test_lp_cuda_emu.c tests/cuda_emu_laplace
 	lib/ref/laplace2d_ref.c
 tests_test_s3_cuda_emu_SOURCES = tests/test_s3_cuda_emu.c tests/cuda_emu_su3.cc
 tests_test_ds_cuda_emu_SOURCES = tests/test_ds_cuda_emu.c tests/cuda_emu_dslash.cc
+tests_test_cuda_transfer_emu_SOURCES = tests/test_cuda_transfer_emu.cc
+tests_test_cuda_transfer_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_cuda_transfer_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_cuda_transfer_emu_LDADD = $(PK_EMU_LDADD)
 tests_test_d3_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
 tests_test_cv_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
 tests_test_mf_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)

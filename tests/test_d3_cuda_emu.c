@@ -41,7 +41,7 @@ static pk_status d3e_run(const pk_diffusion3d_params *p, const float *f, float *
 {
     const pk_d3_desc d = d3e_desc(p);
     void *impl = NULL;
-    pk_status s = pk_cuda_d3_create(NULL, 0, &d, &impl);
+    pk_status s = pk_cuda_d3_create(emu_state(), 0, &d, &impl);
     if (s == PK_OK) s = pk_cuda_d3_upload(impl, f, NULL);
     for (int i = 0, done = 0; i < pieces && s == PK_OK; ++i) {
         const int c = i + 1 == pieces ? p->count - done : p->count / pieces;
@@ -103,7 +103,7 @@ static void d3e_check_plan(void)
     pk_diffusion3d_reference(&p, ref);
     const pk_d3_desc d = d3e_desc(&p);
     void *impl = NULL;
-    pk_status s = pk_cuda_d3_create(NULL, 0, &d, &impl);
+    pk_status s = pk_cuda_d3_create(emu_state(), 0, &d, &impl);
     size_t nonzero = 0;
     if (s == PK_OK) s = pk_cuda_d3_download(impl, out, NULL);
     for (size_t i = 0; i < n && s == PK_OK; ++i) nonzero += out[i] != 0.0f;
@@ -127,7 +127,7 @@ static void d3e_check_plan(void)
 
 static pk_status d3e_create(const void *arg, void **impl)
 {
-    return pk_cuda_d3_create(NULL, 0, (const pk_d3_desc *)arg, impl);
+    return pk_cuda_d3_create(emu_state(), 0, (const pk_d3_desc *)arg, impl);
 }
 
 /* cuda/runtime.cu: the probe finds the emulated device; the copy kernel runs. */
@@ -153,7 +153,7 @@ static void d3e_check_runtime(void)
     const pk_d3_desc d = d3e_desc(&p);
     void *impl = NULL;
     setenv("PORTKERN_TEST_DEVICE_OOM", "1", 1);
-    s = pk_cuda_d3_create(NULL, 0, &d, &impl);
+    s = pk_cuda_d3_create(emu_state(), 0, &d, &impl);
     unsetenv("PORTKERN_TEST_DEVICE_OOM");
     ok(s == PK_EDEVMEM && impl == NULL && pk_emu_allocations() == 0,
        "PORTKERN_TEST_DEVICE_OOM=1: plan creation fails with PK_EDEVMEM (%s)", emu_why(s));

@@ -45,7 +45,7 @@ static pk_status dse_exec(const pk_dslash_params *p, const double *u, const doub
     for (size_t i = 0; i < ns; ++i) buf[i] = NAN;
     for (size_t i = ns; i < ns + DS_GUARD; ++i) buf[i] = DS_SENTINEL;
     void *impl = NULL;
-    pk_status s = pk_cuda_ds_create(NULL, 0, &d, &impl);
+    pk_status s = pk_cuda_ds_create(emu_state(), 0, &d, &impl);
     if (s == PK_OK) s = pk_cuda_ds_upload(impl, p->recon12 ? u12 : u, psi, NULL);
     for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_ds_run(impl, NULL);
     if (s == PK_OK) s = pk_cuda_ds_download(impl, buf, NULL);
@@ -96,7 +96,7 @@ static void dse_check_plan(void)
     const pk_ds_desc d = dse_desc(&p);
     void *impl = NULL;
     size_t nonzero = 0;
-    pk_status s = pk_cuda_ds_create(NULL, 0, &d, &impl);
+    pk_status s = pk_cuda_ds_create(emu_state(), 0, &d, &impl);
     if (s == PK_OK) s = pk_cuda_ds_download(impl, a, NULL);
     for (size_t i = 0; i < ns && s == PK_OK; ++i) nonzero += a[i] != 0.0;
     ok(s == PK_OK && nonzero == 0, "plan: a download before any upload gives zeros (%zu not; %s)",
@@ -144,7 +144,7 @@ static void dse_check_threads(void)
 
 static pk_status dse_create(const void *arg, void **impl)
 {
-    return pk_cuda_ds_create(NULL, 0, (const pk_ds_desc *)arg, impl);
+    return pk_cuda_ds_create(emu_state(), 0, (const pk_ds_desc *)arg, impl);
 }
 
 int main(void)

@@ -59,7 +59,7 @@ static pk_status gre_exec(const char *variant, const pk_grid_params *p, const gr
     pk_gr_result r;
     memset(&r, 0, sizeof r);
     void *impl = NULL;
-    pk_status st = pk_cuda_gr_create(NULL, 0, &d, &impl);
+    pk_status st = pk_cuda_gr_create(emu_state(), 0, &d, &impl);
     if (st == PK_OK) st = pk_cuda_gr_run(impl, &data, grid, &r);
     pk_cuda_gr_destroy(impl);
     free(off);
@@ -109,7 +109,7 @@ static void gre_check_plan(const char *variant, const gr_set *s, const gr_oracle
     memset(&r1, 0, sizeof r1);
     memset(&r2, 0, sizeof r2);
     void *impl = NULL;
-    pk_status st = pk_cuda_gr_create(NULL, 0, &d, &impl);
+    pk_status st = pk_cuda_gr_create(emu_state(), 0, &d, &impl);
     if (st == PK_OK) st = pk_cuda_gr_run(impl, &data, g, &r1);
     if (st == PK_OK) st = pk_cuda_gr_run(impl, &data, g, &r2);
     char msg[400] = "";
@@ -138,7 +138,7 @@ static void gre_check_run_alloc_failures(const char *variant, const gr_set *s)
         void *impl = NULL;
         pk_gr_result r;
         memset(&r, 0, sizeof r);
-        pk_status st = pk_cuda_gr_create(NULL, 0, &d, &impl);
+        pk_status st = pk_cuda_gr_create(emu_state(), 0, &d, &impl);
         if (st == PK_OK) {
             pk_emu_fail_malloc(k);
             st = pk_cuda_gr_run(impl, &data, g, &r);
@@ -162,7 +162,7 @@ static void gre_check_run_alloc_failures(const char *variant, const gr_set *s)
 
 static pk_status gre_create(const void *arg, void **impl)
 {
-    return pk_cuda_gr_create(NULL, 0, (const pk_gr_desc *)arg, impl);
+    return pk_cuda_gr_create(emu_state(), 0, (const pk_gr_desc *)arg, impl);
 }
 
 int main(void)

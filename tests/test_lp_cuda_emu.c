@@ -40,7 +40,7 @@ static pk_status lpe_exec(const pk_laplace2d_params *p, float *phi, int runs)
     else
         memcpy(lay, phi, n * sizeof(float));
     void *impl = NULL;
-    if (s == PK_OK) s = pk_cuda_lp_create(NULL, 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_lp_create(emu_state(), 0, &d, &impl);
     if (s == PK_OK) s = pk_cuda_lp_upload(impl, lay, NULL);
     for (int r = 0, done = 0; r < runs && s == PK_OK; ++r) {
         const int c = r + 1 == runs ? p->count - done : p->count / runs;
@@ -123,7 +123,7 @@ static void lpe_check_plan(void)
        emu_why(s1 != PK_OK ? s1 : s2));
     void *impl = NULL;
     size_t nonzero = 0;
-    pk_status s = pk_cuda_lp_create(NULL, 0, &d, &impl);
+    pk_status s = pk_cuda_lp_create(emu_state(), 0, &d, &impl);
     if (s == PK_OK) s = pk_cuda_lp_download(impl, a, NULL);
     for (size_t i = 0; i < n && s == PK_OK; ++i) nonzero += a[i] != 0.0f;
     ok(s == PK_OK && nonzero == 0, "plan: a download before any upload gives zeros (%zu not; %s)",
@@ -137,7 +137,7 @@ static void lpe_check_plan(void)
 
 static pk_status lpe_create(const void *arg, void **impl)
 {
-    return pk_cuda_lp_create(NULL, 0, (const pk_lp_desc *)arg, impl);
+    return pk_cuda_lp_create(emu_state(), 0, (const pk_lp_desc *)arg, impl);
 }
 
 int main(void)

@@ -27,7 +27,7 @@ static pk_status mfe_exec(const pk_magicfilter3d_params *p, const double *x, dou
     for (size_t i = 0; i < d.out_count; ++i) buf[i] = NAN;
     for (size_t i = d.out_count; i < d.out_count + MF_GUARD; ++i) buf[i] = MF_SENTINEL;
     void *impl = NULL;
-    pk_status s = pk_cuda_mf_create(NULL, 0, &d, &impl);
+    pk_status s = pk_cuda_mf_create(emu_state(), 0, &d, &impl);
     if (s == PK_OK) s = pk_cuda_mf_upload(impl, x, NULL);
     for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_mf_run(impl, NULL);
     if (s == PK_OK) s = pk_cuda_mf_download(impl, buf, NULL);
@@ -81,7 +81,7 @@ static void mfe_check_plan(void)
     mf_fill(x2, d.in_count, 4, -1.0, 2.0);
     void *impl = NULL;
     size_t nonzero = 0, nfail = 0;
-    pk_status s = pk_cuda_mf_create(NULL, 0, &d, &impl);
+    pk_status s = pk_cuda_mf_create(emu_state(), 0, &d, &impl);
     if (s == PK_OK) s = pk_cuda_mf_download(impl, y1, NULL);
     for (size_t i = 0; i < d.out_count && s == PK_OK; ++i) nonzero += y1[i] != 0.0;
     ok(s == PK_OK && nonzero == 0, "plan: a download before any upload gives zeros (%zu not; %s)",
@@ -112,7 +112,7 @@ static void mfe_check_plan(void)
 
 static pk_status mfe_create(const void *arg, void **impl)
 {
-    return pk_cuda_mf_create(NULL, 0, (const pk_mf_desc *)arg, impl);
+    return pk_cuda_mf_create(emu_state(), 0, (const pk_mf_desc *)arg, impl);
 }
 
 int main(void)

@@ -6,7 +6,9 @@
  * a partly filled last hvfo block, partial thread blocks).  u and psi go to the device in the
  * layout (pk_su3_pack) and chi comes back through pk_su3_unpack_spinor into a NaN-filled
  * buffer with a guard zone.  Then the plan: two runs give the same bits, a download before
- * any upload gives zeros; and create when each of its allocations fails.
+ * any upload gives zeros; and create when each of its allocations fails.  The copies go
+ * through runtime.cu's staging ring in 4 KiB chunks (cuda_emu_common.h), up to 193 of them
+ * (padded u at nv = 4099); a line checks that they did.
  */
 #include "cuda_emu_common.h"
 #include "s3_common.h"
@@ -29,6 +31,9 @@ static pk_s3_desc s3e_desc(const pk_su3_params *p)
     return d;
 }
 
+static unsigned s3e_paths; /* the transfer paths the plans took */
+static size_t s3e_most;    /* the largest copy's bytes */
+
 /* chi (AoS, 24 nv doubles) through a plan run `runs` times; PK_EINTERNAL when the guard
  * zone after chi is written. */
 static pk_status s3e_exec(const pk_su3_params *p, const s3_data *dat, double *chi, int runs)
@@ -42,10 +47,12 @@ static pk_status s3e_exec(const pk_su3_params *p, const s3_data *dat, double *ch
     for (size_t i = 0; i < d.spinor_doubles; ++i) xl[i] = NAN;
     pk_status s = pk_su3_pack(p, dat->u, dat->psi, ul, pl);
     void *impl = NULL;
-    if (s == PK_OK) s = pk_cuda_s3_create(NULL, 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_s3_create(emu_state(), 0, &d, &impl);
     if (s == PK_OK) s = pk_cuda_s3_upload(impl, ul, pl, NULL);
     for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_s3_run(impl, NULL);
     if (s == PK_OK) s = pk_cuda_s3_download(impl, xl, NULL);
+    if (impl) s3e_paths |= ((const pk_cuda_xfer *)impl)->paths; /* every CUDA plan starts so */
+    if (d.u_doubles * sizeof(double) > s3e_most) s3e_most = d.u_doubles * sizeof(double);
     pk_cuda_s3_destroy(impl);
     if (s == PK_OK) s = pk_su3_unpack_spinor(p, xl, buf);
     size_t over = 0;
@@ -105,7 +112,7 @@ static void s3e_check_plan(void)
     double *xl = s3_alloc(d.spinor_doubles);
     void *impl = NULL;
     size_t nonzero = 0;
-    pk_status s = pk_cuda_s3_create(NULL, 0, &d, &impl);
+    pk_status s = pk_cuda_s3_create(emu_state(), 0, &d, &impl);
     if (s == PK_OK) s = pk_cuda_s3_download(impl, xl, NULL);
     for (size_t i = 0; i < d.spinor_doubles && s == PK_OK; ++i) nonzero += xl[i] != 0.0;
     ok(s == PK_OK && nonzero == 0, "plan: a download before any upload gives zeros (%zu not; %s)",
@@ -120,7 +127,7 @@ static void s3e_check_plan(void)
 
 static pk_status s3e_create(const void *arg, void **impl)
 {
-    return pk_cuda_s3_create(NULL, 0, (const pk_s3_desc *)arg, impl);
+    return pk_cuda_s3_create(emu_state(), 0, (const pk_s3_desc *)arg, impl);
 }
 
 int main(void)
@@ -128,6 +135,10 @@ int main(void)
     emu_begin("su3.cu");
     s3_u = DBL_EPSILON / 2; /* u of s3_common.h's bounds */
     for (size_t c = 0; c < S3_NCASES; ++c) s3e_check_layout(s3_cases[c][0], s3_cases[c][1]);
+    const size_t chunk = emu_state()->ring_chunk;
+    ok(s3e_paths == (PK_CUDA_PATH_RING | PK_CUDA_PATH_PAGEABLE) && chunk == 4096,
+       "the copies went through the staging ring (%zu-byte chunks, up to %zu a copy) and, below "
+       "a chunk, cudaMemcpy (paths %#x)", chunk, (s3e_most + chunk - 1) / chunk, s3e_paths);
     s3e_check_plan();
     pk_su3_params p = {100, PK_SU3_AOS, 0};
     const pk_s3_desc d = s3e_desc(&p);
