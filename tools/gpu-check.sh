@@ -9,7 +9,8 @@
 #   memcheck   compute-sanitizer --tool memcheck over every CUDA suite (tests/test_*_cuda)
 #   racecheck  compute-sanitizer --tool racecheck over the shared-memory kernels' suites
 #              (diffusion3d, conv2d, magicfilter3d, grid)
-#   bench      portkern bench --size paper and large on cuda and opencl (JSON rows kept)
+#   bench      portkern bench --size paper and large on cuda and opencl (JSON rows kept), with
+#              --calls 3: each row's first and repeated one-shot call against the plan
 #   grid       the full el82-70 data set generated once, then one `portkern run grid` call
 #              per CUDA and OpenCL variant: wall, kernel, transfers, setup
 # Every log goes to LOGDIR (default BUILD_DIR/gpu-check-<date>); the last lines printed are
@@ -136,9 +137,10 @@ def num(v, fmt):
 for r in rows:
     t = r.get("kernel_seconds", r.get("seconds"))
     ratio = r.get("roof_fraction", r.get("bw_ratio", r.get("ratio")))
-    print("  %-14s %-7s %-14s %-8s %10s s  %8s GB/s  roof %5s  verified %s" % (
-        r.get("kernel"), r.get("backend"), r.get("variant"), r.get("layout", ""),
+    print("  %-14s %-7s %-14s %-8s %10s s  %8s GB/s  roof %5s  call %s / %s s  verified %s" % (
+        r.get("kernel"), r.get("backend"), r.get("variant"), r.get("case") or "",
         num(t, "%.4g"), num(r.get("gb_per_s"), "%.1f"), num(ratio, "%.2f"),
+        num(r.get("call_first_seconds"), "%.3g"), num(r.get("call_repeat_seconds"), "%.3g"),
         r.get("verified", r.get("status", "?"))))
 EOF
 }
@@ -146,7 +148,8 @@ EOF
 step_bench() {
     for size in paper large; do
         t0=$(now)
-        "$PK" bench --size "$size" --backends cuda,opencl --json "$logdir/bench-$size.json" \
+        "$PK" bench --size "$size" --backends cuda,opencl --calls 3 \
+            --json "$logdir/bench-$size.json" \
             >"$logdir/bench-$size.txt" 2>&1
         rc=$?
         row "bench" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
