@@ -151,15 +151,30 @@ pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt)
     return PK_OK;
 }
 
+static void scratch_release(pk_context *ctx)
+{
+    for (int i = 0; i < PK_SCRATCH_SLOTS; ++i) pk_scratch_free(&ctx->scratch[i]);
+}
+
+void pk_context_scratch_end(pk_context *ctx)
+{
+    double held = 0;
+    for (int i = 0; i < PK_SCRATCH_SLOTS; ++i) held += (double)ctx->scratch[i].bytes;
+    if (ctx->cache_off || held > (double)ctx->cache_limit) scratch_release(ctx);
+}
+
 void pk_context_release_cache(pk_context *ctx)
 {
-    if (ctx) pk_plan_cache_release(ctx);
+    if (!ctx) return;
+    pk_plan_cache_release(ctx);
+    scratch_release(ctx);
 }
 
 void pk_context_destroy(pk_context *ctx)
 {
     if (!ctx) return;
     pk_plan_cache_release(ctx); /* plans before the backends they live on */
+    scratch_release(ctx);
     pk_wisdom_list_free(&ctx->wisdom);
     for (int i = 0; i < PK_BACKEND_COUNT; ++i) {
         const pk_backend_ops *ops = pk_backend_ops_get((pk_backend_id)i);

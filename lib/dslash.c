@@ -37,6 +37,7 @@ struct pk_dslash_plan {
     pk_ds_desc d;
     double flops, bytes;
     int state; /* DS_EMPTY, DS_UPLOADED (runnable), DS_RAN (chi downloadable) */
+    pk_scratch u12; /* recon12: the two-row links, kept for the next upload/execute */
 };
 
 enum { DS_EMPTY, DS_UPLOADED, DS_RAN };
@@ -178,11 +179,12 @@ static void ds_c12_links(void *arg, size_t k0, size_t k1)
     for (size_t k = k0; k < k1; ++k) memcpy(j->u12 + 12 * k, j->u + 18 * k, 12 * sizeof(double));
 }
 
-static double *ds_compress12(const pk_ds_desc *d, const double *u, double *seconds)
+static double *ds_compress12(const pk_ds_desc *d, const double *u, pk_scratch *stage,
+                             double *seconds)
 {
     const double t0 = pk_now();
     const size_t n = 4 * d->volume;
-    double *u12 = pk_alloc_aligned(n * 12 * sizeof(double));
+    double *u12 = pk_scratch_get(stage, n * 12 * sizeof(double));
     if (!u12) {
         pk_fail(PK_ENOMEM, "dslash: cannot allocate the %zu doubles of the two-row links",
                 n * 12);
@@ -197,15 +199,13 @@ static double *ds_compress12(const pk_ds_desc *d, const double *u, double *secon
 
 /* The backend's upload of the links as the desc says (compressed when recon12). */
 static pk_status ds_upload(const pk_choice *c, const pk_ds_desc *d, const double *u,
-                           const double *psi, double *up_s, double *layout_s)
+                           const double *psi, pk_scratch *stage, double *up_s, double *layout_s)
 {
     *layout_s = 0;
     if (!d->recon12) return ds_ops(c)->upload(c->impl, u, psi, up_s);
-    double *u12 = ds_compress12(d, u, layout_s);
+    double *u12 = ds_compress12(d, u, stage, layout_s);
     if (!u12) return PK_ENOMEM;
-    pk_status s = ds_ops(c)->upload(c->impl, u12, psi, up_s);
-    pk_free_aligned(u12);
-    return s;
+    return ds_ops(c)->upload(c->impl, u12, psi, up_s);
 }
 
 /* ---- host plans (serial, OpenMP) -------------------------------------------------------- */
@@ -302,6 +302,7 @@ typedef struct ds_oneshot {
     const pk_ds_desc *d;
     const double *u, *psi;
     double *chi;
+    pk_scratch *u12; /* recon12's staging: the context's (one-shot) or the plan's */
     double up, kern, down, layout;
 } ds_oneshot;
 
@@ -316,16 +317,13 @@ static pk_status ds_oneshot_work(pk_choice *c, void *arg)
                          ds_overlap(o->chi, sb, o->u, 4 * o->d->volume * 18 * sizeof(double));
     if (ds_ops(c)->execute) { /* host memory: on the caller's arrays */
         const double *uk = o->u;
-        double *u12 = NULL;
         o->layout = 0;
-        if (o->d->recon12 && !(uk = u12 = ds_compress12(o->d, o->u, &o->layout)))
+        if (o->d->recon12 && !(uk = ds_compress12(o->d, o->u, o->u12, &o->layout)))
             return PK_ENOMEM;
         c->no_fallback = overlaps;
-        pk_status s = ds_ops(c)->execute(c->impl, uk, o->psi, o->chi, &o->kern, &o->down);
-        pk_free_aligned(u12);
-        return s;
+        return ds_ops(c)->execute(c->impl, uk, o->psi, o->chi, &o->kern, &o->down);
     }
-    PK_TRY(ds_upload(c, o->d, o->u, o->psi, &o->up, &o->layout));
+    PK_TRY(ds_upload(c, o->d, o->u, o->psi, o->u12, &o->up, &o->layout));
     PK_TRY(ds_ops(c)->run(c->impl, &o->kern));
     c->no_fallback = overlaps;
     return ds_ops(c)->download(c->impl, o->chi, &o->down);
@@ -344,14 +342,16 @@ pk_status pk_dslash(pk_context *ctx, const pk_dslash_params *p, const char *vari
     PK_CHECK_NULL(u);
     PK_CHECK_NULL(psi);
     PK_CHECK_NULL(chi);
-    ds_oneshot o = {&d, u, psi, chi, 0, 0, 0, 0};
+    ds_oneshot o = {&d, u, psi, chi, &ctx->scratch[0], 0, 0, 0, 0};
     pk_choice c;
     struct { int dims[4], recon12; double kappa; } key; /* the context's cache */
     memset(&key, 0, sizeof key);
     memcpy(key.dims, d.dims, sizeof key.dims);
     key.recon12 = d.recon12, key.kappa = d.kappa;
-    PK_TRY(pk_dispatch_oneshot(ctx, &ds_class, variant, &d, &key, sizeof key, ds_oneshot_work, &o,
-                               ds_finish, &c));
+    const pk_status s = pk_dispatch_oneshot(ctx, &ds_class, variant, &d, &key, sizeof key,
+                                            ds_oneshot_work, &o, ds_finish, &c);
+    pk_context_scratch_end(ctx);
+    PK_TRY(s);
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = o.up + o.down;
@@ -400,7 +400,7 @@ pk_status pk_dslash_plan_upload(pk_dslash_plan *plan, const double *u, const dou
     PK_CHECK_NULL(psi);
     double up, layout;
     plan->state = DS_EMPTY; /* a failed upload may have left half of the new fields */
-    PK_TRY(ds_upload(&plan->c, &plan->d, u, psi, &up, &layout));
+    PK_TRY(ds_upload(&plan->c, &plan->d, u, psi, &plan->u12, &up, &layout));
     plan->state = DS_UPLOADED;
     return PK_OK;
 }
@@ -441,7 +441,7 @@ pk_status pk_dslash_plan_execute(pk_dslash_plan *plan, const double *u, const do
     PK_CHECK_NULL(psi);
     PK_CHECK_NULL(chi);
     const double t0 = pk_now();
-    ds_oneshot o = {&plan->d, u, psi, chi, 0, 0, 0, 0};
+    ds_oneshot o = {&plan->d, u, psi, chi, &plan->u12, 0, 0, 0, 0};
     plan->state = DS_EMPTY; /* the resident u, psi and chi are undefined from here on */
     PK_TRY(ds_oneshot_work(&plan->c, &o));
     pk_choice_run_info(&plan->c, info, o.kern, plan->flops, plan->bytes, t0);
@@ -456,5 +456,6 @@ void pk_dslash_plan_destroy(pk_dslash_plan *plan)
 {
     if (!plan) return;
     if (plan->c.impl) ds_ops(&plan->c)->destroy(plan->c.impl);
+    pk_scratch_free(&plan->u12);
     free(plan);
 }

@@ -66,6 +66,16 @@ void pk_free_aligned(void *p);
  *  share: a host plan's upload places each page with the thread that sweeps it (first touch
  *  of a fresh buffer, NUMA) and pays its page faults in parallel. */
 void pk_copy_threads(void *dst, const void *src, size_t bytes, int nt);
+/* A work array kept between calls (the layout staging of one-shot calls and plans): grown
+ * when a call needs more, so a repeated call of the same shape allocates and faults nothing. */
+typedef struct pk_scratch {
+    void *p;
+    size_t bytes;
+} pk_scratch;
+/** At least `bytes` (64-byte aligned, huge-page advised when large) in s; NULL when out of
+ *  memory (s is then empty; the caller names what it wanted). */
+void *pk_scratch_get(pk_scratch *s, size_t bytes);
+void pk_scratch_free(pk_scratch *s);
 /** A loop over [0, n) split into nt contiguous shares of whole grains (the last may end at n
  *  inside one), fn(arg, lo, hi) once per thread; nt 0: OpenMP's default team.  One call on
  *  [0, n) when nt is 1 or `bytes` (what the loop reads plus writes) is under 4 MiB (or
@@ -530,6 +540,7 @@ typedef struct pk_cost_ceiling {
     double call_s;     /* a call's fixed part (launch, synchronise) */
 } pk_cost_ceiling;
 #define PK_COST_DEVICES 8 /* devices per backend the model keeps ceilings for */
+#define PK_SCRATCH_SLOTS 3 /* staging arrays of one call: su3's u, psi and chi */
 
 /* ---- the context ---------------------------------------------------------------------- */
 typedef struct pk_backend_slot {
@@ -552,8 +563,14 @@ struct pk_context {
                                     nothing: the reason says nothing about wisdom */
     char wisdom_note[256];       /* why the last load ignored its file ("" when it did not) */
     pk_cost_ceiling cost_host[2]; /* lib/cost.c: OpenMP [0], serial [1] */
+    pk_scratch scratch[PK_SCRATCH_SLOTS]; /* the one-shot calls' layout staging */
     pk_cost_ceiling cost_dev[PK_BACKEND_COUNT][PK_COST_DEVICES];
 };
+
+/** After a one-shot call that staged in ctx->scratch: the arrays stay for the next call,
+ *  unless the context keeps nothing (PORTKERN_PLAN_CACHE=0) or they exceed its memory
+ *  ceiling (pk_context_set_cache_limit); pk_context_release_cache frees them. */
+void pk_context_scratch_end(pk_context *ctx);
 
 /** Initialise a backend on first use; returns its state or NULL (reason in slot.why). */
 void *pk_context_backend(pk_context *ctx, pk_backend_id id);

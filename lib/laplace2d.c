@@ -391,8 +391,8 @@ pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char
     PK_CHECK_NULL(phi);
     float *buf = NULL;
     double layout_s = 0;
-    if (d.layout == PK_LAP_HVFO) {
-        buf = pk_alloc_aligned(n * sizeof(float));
+    if (d.layout == PK_LAP_HVFO) { /* staged in the context: a repeated call faults nothing */
+        buf = pk_scratch_get(&ctx->scratch[0], n * sizeof(float));
         if (!buf)
             return pk_fail(PK_ENOMEM, "laplace2d: cannot allocate %zu bytes for the hvfo field",
                            n * sizeof(float));
@@ -407,16 +407,13 @@ pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char
     key.l = d.l, key.layout = d.layout, key.nw = d.nw, key.sigma = d.sigma, key.inv = d.inv;
     pk_status s = pk_dispatch_oneshot(ctx, &lp_class, variant, &d, &key, sizeof key,
                                       lp_oneshot_work, &o, NULL, &c);
-    if (s != PK_OK) {
-        pk_free_aligned(buf);
-        return s;
-    }
-    if (buf) {
+    if (s == PK_OK && buf) {
         const double tl = pk_now();
         lp_reorder(d.l, d.nw, buf, phi, 0, ctx->opt.threads);
         layout_s += pk_now() - tl;
-        pk_free_aligned(buf);
     }
+    pk_context_scratch_end(ctx);
+    PK_TRY(s);
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = o.up + o.down;

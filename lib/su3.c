@@ -30,6 +30,7 @@ struct pk_su3_plan {
     pk_su3_params p;
     double flops, bytes;
     int uploaded, ran;
+    pk_scratch stage[3]; /* u, psi and chi in the layout, kept for the next upload/execute */
 };
 
 const char *pk_su3_layout_name(int layout)
@@ -266,36 +267,29 @@ pk_status pk_su3_unpack_spinor(const pk_su3_params *p, const double *chi_layout,
     return PK_OK;
 }
 
-/* Layout copies of the caller's arrays for a call: *ul / *pl point to the caller's u / psi
- * when the layout stores them as they are, else to new arrays (in *own) holding the
+/* Layout copies of the caller's arrays for a call: st->u / st->psi point to the caller's u /
+ * psi when the layout stores them as they are, else to the staging arrays stage[0] / stage[1]
+ * (the context's for a one-shot call, the plan's for a plan: kept between calls) holding the
  * conversion; *seconds gets its time. */
 typedef struct s3_staged {
     const double *u, *psi;
     double *own_u, *own_psi;
 } s3_staged;
 
-static void s3_unstage(s3_staged *st)
-{
-    pk_free_aligned(st->own_u);
-    pk_free_aligned(st->own_psi);
-    st->own_u = st->own_psi = NULL;
-}
-
-static pk_status s3_stage(const pk_s3_desc *d, const double *u, const double *psi, s3_staged *st,
-                          double *seconds)
+static pk_status s3_stage(const pk_s3_desc *d, const double *u, const double *psi,
+                          pk_scratch *stage, s3_staged *st, double *seconds)
 {
     memset(st, 0, sizeof *st);
     st->u = u;
     st->psi = psi;
-    if (d->layout != PK_SU3_AOS && !(st->own_u = pk_alloc_aligned(d->u_doubles * sizeof(double))))
+    if (d->layout != PK_SU3_AOS &&
+        !(st->own_u = pk_scratch_get(&stage[0], d->u_doubles * sizeof(double))))
         return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu doubles for u in layout %s",
                        d->u_doubles, s3_layout_names[d->layout]);
     if (!s3_aos_spinor(d->layout) &&
-        !(st->own_psi = pk_alloc_aligned(d->spinor_doubles * sizeof(double)))) {
-        s3_unstage(st);
+        !(st->own_psi = pk_scratch_get(&stage[1], d->spinor_doubles * sizeof(double))))
         return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu doubles for psi in layout %s",
                        d->spinor_doubles, s3_layout_names[d->layout]);
-    }
     const double t0 = pk_now();
     if (st->own_u) {
         s3_pack_u(d, u, st->own_u);
@@ -474,17 +468,15 @@ typedef struct s3_call {
 } s3_call;
 
 static pk_status s3_call_begin(const pk_s3_desc *d, const double *u, const double *psi,
-                               double *chi, s3_call *k)
+                               double *chi, pk_scratch *stage, s3_call *k)
 {
     memset(k, 0, sizeof *k);
-    PK_TRY(s3_stage(d, u, psi, &k->st, &k->pack_s));
+    PK_TRY(s3_stage(d, u, psi, stage, &k->st, &k->pack_s));
     k->chi_l = chi;
     if (!s3_aos_spinor(d->layout) &&
-        !(k->chi_l = pk_alloc_aligned(d->spinor_doubles * sizeof(double)))) {
-        s3_unstage(&k->st);
+        !(k->chi_l = pk_scratch_get(&stage[2], d->spinor_doubles * sizeof(double))))
         return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu doubles for chi in layout %s",
                        d->spinor_doubles, s3_layout_names[d->layout]);
-    }
     const size_t sbytes = d->nv * 24 * sizeof(double);
     k->o.u = k->st.u;
     k->o.psi = k->st.psi;
@@ -495,18 +487,13 @@ static pk_status s3_call_begin(const pk_s3_desc *d, const double *u, const doubl
     return PK_OK;
 }
 
-/* After the work (status s): chi unpacked from the layout when s is PK_OK; frees the
- * staging; returns s. */
+/* After the work (status s): chi unpacked from the layout when s is PK_OK; returns s. */
 static pk_status s3_call_end(const pk_s3_desc *d, pk_status s, double *chi, s3_call *k)
 {
-    s3_unstage(&k->st);
-    if (k->chi_l != chi) {
-        if (s == PK_OK) {
-            const double t1 = pk_now();
-            s3_unpack_spinor(d, k->chi_l, chi);
-            k->unpack_s = pk_now() - t1;
-        }
-        pk_free_aligned(k->chi_l);
+    if (k->chi_l != chi && s == PK_OK) {
+        const double t1 = pk_now();
+        s3_unpack_spinor(d, k->chi_l, chi);
+        k->unpack_s = pk_now() - t1;
     }
     return s;
 }
@@ -525,15 +512,18 @@ pk_status pk_su3(pk_context *ctx, const pk_su3_params *p, const char *variant, c
     PK_CHECK_NULL(psi);
     PK_CHECK_NULL(chi);
     s3_call k;
-    PK_TRY(s3_call_begin(&d, u, psi, chi, &k));
+    pk_status s = s3_call_begin(&d, u, psi, chi, ctx->scratch, &k);
     pk_choice c;
     struct { size_t nv; int layout, nw; } key; /* the context's cache */
     memset(&key, 0, sizeof key);
     key.nv = d.nv, key.layout = d.layout, key.nw = d.nw;
-    PK_TRY(s3_call_end(&d,
-                       pk_dispatch_oneshot(ctx, &s3_class, variant, &d, &key, sizeof key,
-                                           s3_oneshot_work, &k.o, NULL, &c),
-                       chi, &k));
+    if (s == PK_OK)
+        s = s3_call_end(&d,
+                        pk_dispatch_oneshot(ctx, &s3_class, variant, &d, &key, sizeof key,
+                                            s3_oneshot_work, &k.o, NULL, &c),
+                        chi, &k);
+    pk_context_scratch_end(ctx);
+    PK_TRY(s);
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = k.o.up + k.o.down;
@@ -584,12 +574,10 @@ pk_status pk_su3_plan_upload(pk_su3_plan *plan, const double *u, const double *p
     PK_CHECK_NULL(psi);
     s3_staged st;
     double pack_s, up_s;
-    PK_TRY(s3_stage(&plan->d, u, psi, &st, &pack_s));
+    PK_TRY(s3_stage(&plan->d, u, psi, plan->stage, &st, &pack_s));
     plan->uploaded = 0; /* a failed upload leaves the device data undefined */
     plan->ran = 0;
-    pk_status s = s3_ops(&plan->c)->upload(plan->c.impl, st.u, st.psi, &up_s);
-    s3_unstage(&st);
-    PK_TRY(s);
+    PK_TRY(s3_ops(&plan->c)->upload(plan->c.impl, st.u, st.psi, &up_s));
     plan->uploaded = 1;
     return PK_OK;
 }
@@ -617,14 +605,13 @@ pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi)
              "plan_download: the uploaded u and psi were not multiplied yet (call plan_run)");
     double s;
     if (s3_aos_spinor(plan->d.layout)) return s3_ops(&plan->c)->download(plan->c.impl, chi, &s);
-    double *chi_l = pk_alloc_aligned(plan->d.spinor_doubles * sizeof(double));
+    double *chi_l = pk_scratch_get(&plan->stage[2], plan->d.spinor_doubles * sizeof(double));
     if (!chi_l)
         return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu doubles for chi in layout %s",
                        plan->d.spinor_doubles, s3_layout_names[plan->d.layout]);
-    pk_status st = s3_ops(&plan->c)->download(plan->c.impl, chi_l, &s);
-    if (st == PK_OK) s3_unpack_spinor(&plan->d, chi_l, chi);
-    pk_free_aligned(chi_l);
-    return st;
+    PK_TRY(s3_ops(&plan->c)->download(plan->c.impl, chi_l, &s));
+    s3_unpack_spinor(&plan->d, chi_l, chi);
+    return PK_OK;
 }
 
 pk_status pk_su3_plan_execute(pk_su3_plan *plan, const double *u, const double *psi, double *chi,
@@ -638,7 +625,7 @@ pk_status pk_su3_plan_execute(pk_su3_plan *plan, const double *u, const double *
     PK_CHECK_NULL(chi);
     const double t0 = pk_now();
     s3_call k;
-    PK_TRY(s3_call_begin(&plan->d, u, psi, chi, &k));
+    PK_TRY(s3_call_begin(&plan->d, u, psi, chi, plan->stage, &k));
     plan->uploaded = plan->ran = 0; /* the resident u, psi and chi are undefined from here on */
     PK_TRY(s3_call_end(&plan->d, s3_oneshot_work(&plan->c, &k.o), chi, &k));
     pk_choice_run_info(&plan->c, info, k.o.kern, plan->flops, plan->bytes, t0);
@@ -653,5 +640,6 @@ void pk_su3_plan_destroy(pk_su3_plan *plan)
 {
     if (!plan) return;
     if (plan->c.impl) s3_ops(&plan->c)->destroy(plan->c.impl);
+    for (int i = 0; i < 3; ++i) pk_scratch_free(&plan->stage[i]);
     free(plan);
 }

@@ -104,6 +104,21 @@ void pk_copy_threads(void *dst, const void *src, size_t bytes, int nt)
     pk_parallel_range(bytes, 1, bytes, nt < 1 ? 1 : nt, pk_copy_range, &j);
 }
 
+void *pk_scratch_get(pk_scratch *s, size_t bytes)
+{
+    if (s->p && s->bytes >= bytes) return s->p;
+    pk_scratch_free(s);
+    if ((s->p = pk_alloc_aligned(bytes))) s->bytes = bytes;
+    return s->p;
+}
+
+void pk_scratch_free(pk_scratch *s)
+{
+    pk_free_aligned(s->p);
+    s->p = NULL;
+    s->bytes = 0;
+}
+
 void pk_strlcpy(char *dst, const char *src, size_t len)
 {
     if (len == 0) return;

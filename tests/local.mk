@@ -90,6 +90,10 @@ EXTRA_DIST += tests/wisdom_equal.h tests/tap.h tests/tap.sh tests/d3_common.h te
 	tests/lsan.supp tests/lsan-precise.supp tests/lsan-precise.sh tests/retry-tool-crash.sh tests/tsan.supp \
 	tests/valgrind.supp tests/valgrind.sh
 
+# test_plan_cache counts the library's large allocations by defining posix_memalign: the
+# executable must export it for libportkern's calls to bind to it.
+tests_test_plan_cache_LDFLAGS = $(AM_LDFLAGS) -rdynamic
+
 # conv2d tests: the StrayLight frame generator is not exported; each test compiles it in.
 tests_test_cv_serial_SOURCES = tests/test_cv_serial.c lib/gen/conv2d_gen.c
 tests_test_cv_openmp_SOURCES = tests/test_cv_openmp.c lib/gen/conv2d_gen.c
