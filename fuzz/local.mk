@@ -10,7 +10,7 @@
 #         (cli_params_apply in tools/cli_driver.c)
 #   wisdom pk_wisdom_parse, the library's reader of wisdom files (lib/wisdom.c), and its writer
 PK_FUZZ_CLI_SOURCES = fuzz/fuzz_cli.c $(tools_portkern_SOURCES)
-PK_FUZZ_CLI_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW3_CFLAGS) -I$(top_srcdir)/tools -Dmain=pk_cli_tool_main
+PK_FUZZ_CLI_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools -Dmain=pk_cli_tool_main
 PK_FUZZ_JSON_SOURCES = fuzz/fuzz_json.c tools/cli_common.c tools/cli_common.h
 # The kernels' descriptors and the driver, without the tool's main.
 PK_FUZZ_PARAMS_SOURCES = fuzz/fuzz_params.c $(PK_CLI_SOURCES)
@@ -25,13 +25,13 @@ fuzz_replay_npy_SOURCES = fuzz/replay_main.c fuzz/fuzz_npy.c
 fuzz_replay_npy_CPPFLAGS = $(AM_CPPFLAGS) -DPK_FUZZ_TARGET='"npy"'
 fuzz_replay_cli_SOURCES = fuzz/replay_main.c $(PK_FUZZ_CLI_SOURCES)
 fuzz_replay_cli_CPPFLAGS = $(PK_FUZZ_CLI_CPPFLAGS) -DPK_FUZZ_TARGET='"cli"'
-fuzz_replay_cli_LDADD = libportkern.la $(FFTW3_LIBS)
+fuzz_replay_cli_LDADD = libportkern.la
 fuzz_replay_json_SOURCES = fuzz/replay_main.c $(PK_FUZZ_JSON_SOURCES)
 fuzz_replay_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools -DPK_FUZZ_TARGET='"json"'
 fuzz_replay_params_SOURCES = fuzz/replay_main.c $(PK_FUZZ_PARAMS_SOURCES)
-fuzz_replay_params_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW3_CFLAGS) -I$(top_srcdir)/tools \
+fuzz_replay_params_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools \
 	-DPK_FUZZ_TARGET='"params"'
-fuzz_replay_params_LDADD = libportkern.la $(FFTW3_LIBS)
+fuzz_replay_params_LDADD = libportkern.la
 fuzz_replay_wisdom_SOURCES = fuzz/replay_main.c $(PK_FUZZ_WISDOM_SOURCES)
 fuzz_replay_wisdom_CPPFLAGS = $(AM_CPPFLAGS) -DPK_FUZZ_TARGET='"wisdom"'
 
@@ -41,14 +41,14 @@ fuzz_fuzz_npy_SOURCES = fuzz/fuzz_npy.c
 fuzz_fuzz_npy_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_cli_SOURCES = $(PK_FUZZ_CLI_SOURCES)
 fuzz_fuzz_cli_CPPFLAGS = $(PK_FUZZ_CLI_CPPFLAGS)
-fuzz_fuzz_cli_LDADD = libportkern.la $(FFTW3_LIBS)
+fuzz_fuzz_cli_LDADD = libportkern.la
 fuzz_fuzz_cli_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_json_SOURCES = $(PK_FUZZ_JSON_SOURCES)
 fuzz_fuzz_json_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 fuzz_fuzz_json_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_params_SOURCES = $(PK_FUZZ_PARAMS_SOURCES)
-fuzz_fuzz_params_CPPFLAGS = $(AM_CPPFLAGS) $(FFTW3_CFLAGS) -I$(top_srcdir)/tools
-fuzz_fuzz_params_LDADD = libportkern.la $(FFTW3_LIBS)
+fuzz_fuzz_params_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+fuzz_fuzz_params_LDADD = libportkern.la
 fuzz_fuzz_params_LDFLAGS = -fsanitize=fuzzer
 fuzz_fuzz_wisdom_SOURCES = $(PK_FUZZ_WISDOM_SOURCES)
 fuzz_fuzz_wisdom_CPPFLAGS = $(AM_CPPFLAGS)

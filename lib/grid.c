@@ -165,33 +165,52 @@ int pk_grid_locate(const pk_grid_params *p, const int32_t *support, const pk_gri
     return support[w];
 }
 
+/* FULL -> COMPACT (expand 0) or back (expand 1; the caller zeroes full first). */
 static void gr_compact(const pk_grid_params *p, const int32_t *support,
-                       const size_t *plane_offset, const float *full, float *compact)
+                       const size_t *plane_offset, float *full, float *compact, int expand)
 {
     const size_t half = (size_t)p->conv_size_half;
     for (int w = 0; w < p->num_w_planes; ++w) {
         const size_t m = (size_t)(p->oversample / 2 + support[w] * p->oversample + 1);
-        for (size_t iy = 0; iy < m; ++iy)
-            memcpy(compact + 2 * (plane_offset[w] + iy * m),
-                   full + 2 * (((size_t)w * half + iy) * half), 2 * m * sizeof(float));
+        for (size_t iy = 0; iy < m; ++iy) {
+            float *c = compact + 2 * (plane_offset[w] + iy * m);
+            float *f = full + 2 * (((size_t)w * half + iy) * half);
+            memcpy(expand ? f : c, expand ? c : f, 2 * m * sizeof(float));
+        }
     }
 }
 
-pk_status pk_grid_compact_kernels(const pk_grid_params *p, const int32_t *support,
-                                  const float *full, float *compact)
+static pk_status gr_convert(const pk_grid_params *p, const int32_t *support, float *full,
+                            float *compact, int expand)
 {
     pk_clear_error();
     PK_TRY(gr_validate_params(p));
     PK_CHECK(p->kernel_layout == PK_GRID_KERNELS_FULL, PK_EINVAL,
-             "kernel_layout: compacting needs a FULL stack as input");
+             "kernel_layout: must be PK_GRID_KERNELS_FULL (p describes the FULL stack)");
     PK_CHECK_NULL(full);
     PK_CHECK_NULL(compact);
     size_t *off = malloc(((size_t)p->num_w_planes + 1) * sizeof *off);
     if (!off) return pk_fail(PK_ENOMEM, "grid: out of host memory");
     pk_status s = gr_validate_support(p, support, off, NULL, NULL);
-    if (s == PK_OK) gr_compact(p, support, off, full, compact);
+    if (s == PK_OK && expand) {
+        const size_t half = (size_t)p->conv_size_half;
+        memset(full, 0, 2 * sizeof(float) * half * half * (size_t)p->num_w_planes);
+    }
+    if (s == PK_OK) gr_compact(p, support, off, full, compact, expand);
     free(off);
     return s;
+}
+
+pk_status pk_grid_compact_kernels(const pk_grid_params *p, const int32_t *support,
+                                  const float *full, float *compact)
+{
+    return gr_convert(p, support, (float *)full, compact, 0); /* full only read */
+}
+
+pk_status pk_grid_expand_kernels(const pk_grid_params *p, const int32_t *support,
+                                 const float *compact, float *full)
+{
+    return gr_convert(p, support, full, (float *)compact, 1); /* compact only read */
 }
 
 /* ---- references ------------------------------------------------------------------------- */
@@ -311,7 +330,7 @@ static pk_status gr_stack_init(gr_stack *st, const pk_grid_params *p, const int3
             return pk_fail(PK_ENOMEM, "grid: cannot allocate the compact kernel stack (%zu "
                            "samples)", n);
         }
-        gr_compact(p, support, st->plane_offset, kernels, st->compact_own);
+        gr_compact(p, support, st->plane_offset, (float *)kernels, st->compact_own, 0);
         compact = st->compact_own;
     }
     st->d.p = *p;

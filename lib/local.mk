@@ -42,4 +42,13 @@ libportkern_la_SOURCES += \
 	lib/ref/su3_ref.c \
 	lib/ref/dslash_ref.c \
 	lib/gen/diffusion3d_gen.c \
-	lib/gen/lqcd_gen.c
+	lib/gen/lqcd_gen.c \
+	lib/gen/generate.c \
+	lib/gen/conv2d_gen.c \
+	lib/gen/conv2d_gen.h \
+	lib/gen/grid_gen.c \
+	lib/gen/grid_gen.h
+# The grid data sets' w-kernels (pk_grid_generate): FFTW in double precision (configure:
+# PK_HAVE_FFTW3; empty flags without it, and pk_grid_generate says PK_EUNSUPPORTED).
+AM_CPPFLAGS += $(FFTW3_CFLAGS)
+libportkern_la_LIBADD += $(FFTW3_LIBS)

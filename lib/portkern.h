@@ -395,6 +395,13 @@ PK_API pk_status pk_conv2d(pk_context *ctx, const pk_conv2d_params *p, const cha
                            const float *image, const float *psf, float *out, pk_run_info *info);
 /** Comma-separated conv2d variant names of a backend. */
 PK_API const char *pk_conv2d_variants(pk_backend_id backend);
+/** StrayLight-like test data of p's sizes, reproducible by seed on every machine (what
+ *  `portkern gen conv2d` writes): image float32 [h][w], a PROBA-V-like frame (smooth
+ *  background, sharp edges, texture, point sources; about 0.3 .. 6), and psf float32
+ *  [kh][kw], a bright off-centre core with faint wide wings and a ghost, summing to 1.
+ *  Caller-sized buffers, like pk_conv2d's; either may be NULL to skip it, not both. */
+PK_API pk_status pk_conv2d_generate(const pk_conv2d_params *p, uint32_t seed, float *image,
+                                    float *psf);
 
 /* Frames with a fixed PSF: the PSF (and its transform) stays on the device; each frame is
  * uploaded, convolved, downloaded - or kept resident between runs. */
@@ -581,6 +588,11 @@ PK_API pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, flo
 PK_API pk_status pk_grid_plan_execute(pk_grid_plan *plan, const pk_grid_data *d, float *grid,
                                       double *norm, int64_t *num_skipped, pk_run_info *info);
 PK_API void pk_grid_plan_destroy(pk_grid_plan *plan);
+
+/** The COMPACT stack expanded to FULL (pk_grid_compact_kernels' inverse): p describes the
+ *  FULL stack (kernel_layout FULL, conv_size_half); samples outside a plane's corner are 0. */
+PK_API pk_status pk_grid_expand_kernels(const pk_grid_params *p, const int32_t *support,
+                                        const float *compact, float *full);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Lattice QCD (docs/KERNELS.md section 4): laplace2d, su3, dslash.                           */
@@ -844,6 +856,59 @@ PK_API pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const 
 PK_API pk_status pk_npy_fwrite(FILE *f, pk_dtype dtype, int ndim, const size_t *shape,
                                const void *data);
 PK_API void pk_array_free(pk_array *a);
+
+/* ---------------------------------------------------------------------------------------- */
+/* grid data sets (docs/KERNELS.md 1.7; what `portkern gen grid` writes).  Here, after
+ * pk_array, which holds their arrays.
+ *
+ * SKA1-LOW tracks ("el82-70", "el56-82", "el30-56": a station layout, hour angles of an
+ * elevation range) and random uvw ("synthetic", "small"), with their w-kernel stacks (OSKAR/
+ * CASA recipe), reproducible by seed.  Unlike the other generators (pk_lqcd_random_su3 fills
+ * the caller's buffer) the library allocates the outputs, as pk_npy_read does: how many
+ * visibilities a station layout gives and how long the stack is (the supports the kernels
+ * produce) are known only once generated.  The kernel stacks need FFTW (double) at build
+ * time: without it pk_grid_generate is PK_EUNSUPPORTED and says so. */
+typedef struct pk_grid_gen_options {
+    const char *dataset;     /* a name of pk_grid_datasets() */
+    double scale;            /* (0, 1]: SKA sets keep round(scale * 240) time dumps over the
+                                same hour angles, random sets the first round(scale * n) */
+    uint64_t seed;           /* the visibility order and the random sets' uvw */
+    const char *layout_path; /* SKA sets: station layout file, one "E N [U]" line (metres)
+                                per station; NULL: the built-in 512-station layout */
+    int unit_vis;            /* 1: every visibility 1 + 0i */
+    int kernel_layout;       /* PK_GRID_KERNELS_COMPACT or PK_GRID_KERNELS_FULL */
+} pk_grid_gen_options;
+
+/** Defaults: dataset "synthetic", scale 1, seed 1, built-in layout, compact kernels. */
+PK_API void pk_grid_gen_options_init(pk_grid_gen_options *o);
+
+typedef struct pk_grid_dataset {
+    pk_grid_params params;   /* what pk_grid takes for these arrays (tuning at defaults) */
+    pk_grid_data data;       /* views of the arrays below */
+    pk_array uu, vv, ww;     /* float32 [n], wavelengths */
+    pk_array vis;            /* complex64 [n] */
+    pk_array weight;         /* float32 [n], uniform weighting */
+    pk_array support;        /* int32 [num_w_planes] */
+    pk_array kernels;        /* complex64 [count] (compact) or [planes][half][half] (full) */
+    const char *name;        /* the data set's name and recipe (static strings) */
+    const char *recipe;
+    int max_support, image_size, fft_size;
+    double max_w;            /* |w| of the last plane */
+    double max_abs_w;        /* the largest |w| generated */
+    size_t num_beyond_max_w; /* |w| > max_w: gridded with the last plane */
+    int num_stations, num_times; /* SKA sets (0 for random ones) */
+    double frequency_hz;     /* SKA sets (0 for random ones) */
+} pk_grid_dataset;
+
+/** Generate a data set into *out (zeroed first; free with pk_grid_dataset_free, also after a
+ *  failure).  PK_EINVAL names a bad option, PK_EIO / PK_EFORMAT a bad layout file. */
+PK_API pk_status pk_grid_generate(const pk_grid_gen_options *o, pk_grid_dataset *out);
+PK_API void pk_grid_dataset_free(pk_grid_dataset *d);
+/** The data set names, comma-separated ("synthetic, el82-70, el56-82, el30-56, small"). */
+PK_API const char *pk_grid_datasets(void);
+/** 1 for a data set with a station layout (the SKA tracks), 0 for the random ones, -1 when
+ *  name is not a data set. */
+PK_API int pk_grid_dataset_has_layout(const char *name);
 
 #ifdef __cplusplus
 }

@@ -110,6 +110,8 @@ if re.search(r"\bpk_context_set_cache_limit\s*\(", text):
     macros.append(("PKPY_HAVE_CACHE_LIMIT", "1"))
 if re.search(r"\bpk_wisdom_load\s*\(", text):
     macros.append(("PKPY_HAVE_WISDOM", "1"))
+if re.search(r"\bpk_grid_generate\s*\(", text):
+    macros.append(("PKPY_HAVE_GEN", "1"))
 
 ext = Extension(
     "portkern._core",

@@ -4,7 +4,7 @@
  *    double sums) with the StrayLight differ, rtol 1e-5, zero 1e-10: odd sizes, a 1 x 1
  *    PSF, PSFs larger than the image in one and in both dimensions (wrapping more than
  *    once), even and odd PSF sizes, rows shorter and longer than the vector blocks, and the
- *    real frame once per variant (813 x 5271, 11 x 11, lib/gen/conv2d_gen.c).
+ *    real frame once per variant (813 x 5271, 11 x 11, pk_conv2d_generate).
  * 2. Plans: several frames through one plan; repeated runs; the run info's counts.
  *    plan_execute: two frames executed into two output arrays each equal the reference
  *    (the first output untouched by the second call: the call uses the arrays it is
@@ -36,7 +36,6 @@
  *    ||fft - ref||_2 / (||image||_2 ||psf||_1) <= 8 log2(N) u.
  */
 #include "portkern.h"
-#include "gen/conv2d_gen.h"
 #include "tap.h"
 
 #include <math.h>
@@ -173,9 +172,8 @@ static void cv_check_frame(const char *variant)
         cv_frame = cv_alloc(n);
         cv_frame_psf = cv_alloc(CV_FRAME_K * CV_FRAME_K);
         cv_frame_ref = cv_alloc(n);
-        pk_cv_gen_frame(CV_FRAME_H, CV_FRAME_W, 1, cv_frame);
-        pk_cv_gen_psf(CV_FRAME_K, CV_FRAME_K, 1, cv_frame_psf);
-        if (pk_conv2d_reference(&p, cv_frame, cv_frame_psf, cv_frame_ref) != PK_OK) {
+        if (pk_conv2d_generate(&p, 1, cv_frame, cv_frame_psf) != PK_OK ||
+            pk_conv2d_reference(&p, cv_frame, cv_frame_psf, cv_frame_ref) != PK_OK) {
             printf("Bail out! reference: %s\n", pk_last_error());
             exit(1);
         }
@@ -334,8 +332,10 @@ static void cv_check_fft(const char *variant, const char *direct)
         float *image = cv_alloc(n), *psf = cv_alloc((size_t)kh * kw);
         float *a = cv_alloc(n), *b = cv_alloc(n), *ref = cv_alloc(n);
         if (c == 0) {
-            pk_cv_gen_frame(h, w, 2, image);
-            pk_cv_gen_psf(kh, kw, 2, psf);
+            if (pk_conv2d_generate(&p, 2, image, psf) != PK_OK) {
+                printf("Bail out! pk_conv2d_generate: %s\n", pk_last_error());
+                exit(1);
+            }
         } else {
             cv_fill(image, n, (unsigned)(c + 7), 0.5f, 1.0f);
             cv_psf(psf, kh, kw, (unsigned)c);

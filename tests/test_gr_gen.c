@@ -1,6 +1,7 @@
 /* test_gr_gen.c - the grid data generator (lib/gen/grid_gen.c): the w-kernel recipe against
  * the published EL82-70 supports and an independent full 2-D FFT, plane-0 normalisation,
- * kernel symmetry, data-set sizes, seeds, the uniform-weight rule and layout files.
+ * kernel symmetry, data-set sizes, seeds, the uniform-weight rule and layout files; the public
+ * pk_grid_generate and pk_grid_expand_kernels against those pieces.
  *
  * Tolerances:
  * - normalisation: plane 0's (2 s0 + 1)^2 = 81 stride samples summed in double from float
@@ -569,6 +570,144 @@ static void test_layouts(void)
     ok(s == PK_EIO, "layout: a missing file is an I/O error: %s", why);
 }
 
+/* The public pk_grid_generate (lib/gen/generate.c, the library's copy of the generator)
+ * against this test's own copy of the pieces the tool called before: the same bytes; the
+ * FULL layout, the gridding parameters and pk_grid_expand_kernels; bad arguments. */
+static int same_f32(const pk_array *a, const void *x, size_t n, pk_dtype dt)
+{
+    const size_t per = dt == PK_DTYPE_C64 ? 2 : 1;
+    return a->dtype == dt && a->count == n && a->data &&
+           memcmp(a->data, x, n * per * sizeof(float)) == 0;
+}
+
+static void test_public_generate(int have_fftw)
+{
+    pk_grid_gen_options o;
+    pk_grid_dataset d;
+    pk_status s;
+    ok(pk_grid_dataset_has_layout("el82-70") == 1 && pk_grid_dataset_has_layout("small") == 0 &&
+           pk_grid_dataset_has_layout("nope") == -1 && pk_grid_dataset_has_layout(NULL) == -1 &&
+           strstr(pk_grid_datasets(), "el56-82") != NULL,
+       "pk_grid_dataset_has_layout and pk_grid_datasets");
+    /* bad arguments: the status and a message naming the option; *out stays freeable */
+    ok(pk_grid_generate(NULL, &d) == PK_ENULL && pk_grid_generate(&o, NULL) == PK_ENULL,
+       "pk_grid_generate: NULL options or output is PK_ENULL");
+    pk_grid_gen_options_init(&o);
+    o.dataset = "el99";
+    s = pk_grid_generate(&o, &d);
+    ok(s == PK_EINVAL && strstr(pk_last_error(), "el99") && d.uu.data == NULL,
+       "unknown data set: PK_EINVAL (%s)", pk_last_error());
+    pk_grid_dataset_free(&d);
+    const double scales[] = {0, -0.5, 1.5, NAN};
+    int all = 1;
+    for (int i = 0; i < 4; ++i) {
+        pk_grid_gen_options_init(&o);
+        o.dataset = "small";
+        o.scale = scales[i];
+        all &= pk_grid_generate(&o, &d) == PK_EINVAL && strstr(pk_last_error(), "scale");
+    }
+    ok(all, "scale 0, -0.5, 1.5, NaN: PK_EINVAL (%s)", pk_last_error());
+    pk_grid_gen_options_init(&o);
+    o.dataset = "small";
+    o.kernel_layout = 7;
+    ok(pk_grid_generate(&o, &d) == PK_EINVAL, "kernel_layout 7: PK_EINVAL (%s)", pk_last_error());
+    o.kernel_layout = PK_GRID_KERNELS_COMPACT;
+    o.layout_path = "/dev/null";
+    ok(pk_grid_generate(&o, &d) == PK_EINVAL && strstr(pk_last_error(), "no station layout"),
+       "a layout for a random set: PK_EINVAL (%s)", pk_last_error());
+    o.dataset = "el82-70";
+    o.layout_path = "/nonexistent/layout.txt";
+    ok(pk_grid_generate(&o, &d) == PK_EIO && strstr(pk_last_error(), "/nonexistent/layout.txt"),
+       "a missing layout file: PK_EIO (%s)", pk_last_error());
+    pk_grid_dataset_free(&d);
+    pk_grid_dataset_free(NULL);
+    pk_grid_gen_options_init(&o);
+    o.dataset = "small";
+    o.scale = 0.2;
+    o.seed = 3;
+    s = pk_grid_generate(&o, &d);
+    if (!have_fftw) {
+        ok(s == PK_EUNSUPPORTED && strstr(pk_last_error(), "FFTW"),
+           "without FFTW (double): PK_EUNSUPPORTED, saying why (%s)", pk_last_error());
+        pk_grid_dataset_free(&d);
+        return;
+    }
+    /* the pieces the tool called: layout, kernels, visibilities */
+    char why[256];
+    const pk_gg_dataset *sm = pk_gg_dataset_find("small");
+    pk_gg_kernels k;
+    pk_gg_vis v;
+    const pk_gg_vis_options vo = {sm, 0.2, 3, NULL, 0};
+    pk_status sk = pk_gg_kernels_make(&sm->kp, &k, why, sizeof why);
+    pk_status sv = pk_gg_vis_make(&vo, &v, why, sizeof why);
+    const int P = sm->kp.num_w_planes;
+    const size_t n = v.num_vis;
+    ok(s == PK_OK && sk == PK_OK && sv == PK_OK && d.data.num_vis == n &&
+           same_f32(&d.uu, v.uu, n, PK_DTYPE_F32) && same_f32(&d.vv, v.vv, n, PK_DTYPE_F32) &&
+           same_f32(&d.ww, v.ww, n, PK_DTYPE_F32) && same_f32(&d.vis, v.vis, n, PK_DTYPE_C64) &&
+           same_f32(&d.weight, v.weight, n, PK_DTYPE_F32) && d.data.uu == d.uu.data &&
+           d.data.weight == d.weight.data,
+       "small --scale 0.2 --seed 3: the visibilities are the generator's, byte for byte (%zu)",
+       n);
+    ok(s == PK_OK && d.support.dtype == PK_DTYPE_I32 && d.support.count == (size_t)P &&
+           memcmp(d.support.data, k.support, P * sizeof(int32_t)) == 0 && d.kernels.ndim == 1 &&
+           same_f32(&d.kernels, k.compact, k.plane_offset[P], PK_DTYPE_C64),
+       "small: supports and compact kernels are the generator's");
+    size_t count = 0;
+    const pk_status sc = s == PK_OK ? pk_grid_kernel_count(&d.params, d.support.data, &count)
+                                    : s;
+    ok(sc == PK_OK && d.params.grid_size == 1024 && d.params.oversample == 4 &&
+           d.params.num_w_planes == P && d.params.w_scale == k.w_scale &&
+           d.params.cell_size_rad == sm->kp.cell_size_rad &&
+           d.params.kernel_layout == PK_GRID_KERNELS_COMPACT &&
+           count == d.kernels.count && d.max_support == 16 && d.num_stations == 0 &&
+           strcmp(d.name, "small") == 0 && d.recipe && d.fft_size == 256,
+       "small: the gridding parameters fit the stack (%zu samples)", count);
+    /* the same seed: the same data; FULL: the expanded stack, which compacts back */
+    pk_grid_dataset f;
+    o.kernel_layout = PK_GRID_KERNELS_FULL;
+    s = pk_grid_generate(&o, &f);
+    int half = 0;
+    float *full = NULL;
+    pk_status sf = pk_gg_kernels_full(&k, &half, &full, why, sizeof why);
+    ok(s == PK_OK && sf == PK_OK && f.kernels.ndim == 3 && f.kernels.shape[1] == (size_t)half &&
+           f.params.conv_size_half == half && f.params.kernel_layout == PK_GRID_KERNELS_FULL &&
+           same_f32(&f.kernels, full, (size_t)P * half * half, PK_DTYPE_C64) &&
+           same_f32(&f.uu, d.uu.data, n, PK_DTYPE_F32),
+       "FULL: the generator's full stack (half %d), the same visibilities", half);
+    float *back = malloc(2 * sizeof(float) * (d.kernels.count + 1));
+    float *again = malloc(2 * sizeof(float) * ((size_t)P * half * half + 1));
+    ok(s == PK_OK && back && again &&
+           pk_grid_compact_kernels(&f.params, f.support.data, f.kernels.data, back) == PK_OK &&
+           memcmp(back, d.kernels.data, 2 * sizeof(float) * d.kernels.count) == 0 &&
+           pk_grid_expand_kernels(&f.params, f.support.data, back, again) == PK_OK &&
+           memcmp(again, f.kernels.data, 2 * sizeof(float) * f.kernels.count) == 0,
+       "pk_grid_compact_kernels and pk_grid_expand_kernels are inverses");
+    ok(pk_grid_expand_kernels(&d.params, d.support.data, back, again) == PK_EINVAL &&
+           pk_grid_expand_kernels(&f.params, f.support.data, NULL, again) == PK_ENULL,
+       "pk_grid_expand_kernels: a COMPACT p is PK_EINVAL, NULL is PK_ENULL (%s)",
+       pk_last_error());
+    /* gridded: the reference accepts what pk_grid_generate gives */
+    const size_t G = (size_t)d.params.grid_size;
+    float *grid = calloc(2 * G * G, sizeof *grid);
+    double norm = 0;
+    int64_t skipped = -1;
+    const pk_status sg = grid ? pk_grid_reference(&d.params, d.support.data, d.kernels.data,
+                                                  &d.data, grid, &norm, &skipped)
+                              : PK_ENOMEM;
+    ok(sg == PK_OK && norm > 0 && skipped == 0,
+       "small: grids with pk_grid_reference (norm %g, %lld skipped)", norm, (long long)skipped);
+    free(grid);
+    free(back);
+    free(again);
+    free(full);
+    pk_gg_kernels_free(&k);
+    pk_gg_vis_free(&v);
+    pk_grid_dataset_free(&f);
+    pk_grid_dataset_free(&d);
+    ok(d.uu.data == NULL && d.kernels.data == NULL, "pk_grid_dataset_free zeroes the set");
+}
+
 int main(void)
 {
     char why[256];
@@ -580,6 +719,7 @@ int main(void)
         test_counts_and_seeds();
         test_weights();
         test_layouts();
+        test_public_generate(0);
         return tap_done();
     }
     pk_gg_kernels_free(&k);
@@ -604,5 +744,6 @@ int main(void)
     bad = sm->kp;
     bad.max_w = NAN;
     ok(pk_gg_kernels_make(&bad, &k, why, sizeof why) == PK_EINVAL, "NaN max_w refused: %s", why);
+    test_public_generate(1);
     return tap_done();
 }

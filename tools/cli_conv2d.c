@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "cli_kernel.h"
-#include "gen/conv2d_gen.h"
 
 #define CV_FRAME_H 813 /* the PROBA-V frame of the StrayLight report */
 #define CV_FRAME_W 5271
@@ -80,19 +79,19 @@ static void cv_preset(int size, void *args)
 
 static size_t cv_pixels(const cv_args *a) { return (size_t)a->h * (size_t)a->w; }
 
-static int cv_generate(cli_call *c, void *data)
-{
-    const cv_args *a = c->args;
-    cv_data *d = data;
-    pk_cv_gen_frame(a->h, a->w, (unsigned)a->seed, d->image);
-    pk_cv_gen_psf(a->kh, a->kw, (unsigned)a->seed, d->psf);
-    return 0;
-}
-
 static pk_conv2d_params cv_params(const cv_args *a)
 {
     const pk_conv2d_params p = {a->h, a->w, a->kh, a->kw, a->method};
     return p;
+}
+
+static int cv_generate(cli_call *c, void *data)
+{
+    const cv_args *a = c->args;
+    cv_data *d = data;
+    const pk_conv2d_params p = cv_params(a);
+    const pk_status s = pk_conv2d_generate(&p, (uint32_t)a->seed, d->image, d->psf);
+    return s == PK_OK ? 0 : cli_lib_error(c->prog, s);
 }
 
 static pk_status cv_call(cli_op op, void **plan, pk_context *ctx, const char *variant,
@@ -197,7 +196,8 @@ static void cv_sweep_backend(cv_sweeps *sw, const cli_bench_result *res, pk_back
         s->k = cv_sweep_k[i];
         snprintf(s->direct, sizeof s->direct, "%s", direct);
         snprintf(s->fft, sizeof s->fft, "%s", fft);
-        pk_cv_gen_psf(s->k, s->k, 1, psf);
+        const pk_conv2d_params sp = {1, 1, s->k, s->k, PK_CONV2D_AUTO}; /* psf only */
+        pk_conv2d_generate(&sp, 1, NULL, psf); /* cannot fail: sizes >= 1, psf given */
         cli_progress("psf sweep: %s %dx%d ...", pk_backend_name(be), s->k, s->k);
         for (int v = 0; v < 2; ++v) {
             double *t = v ? &s->fft_s : &s->direct_s;

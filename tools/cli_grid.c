@@ -33,7 +33,6 @@
 #include <string.h>
 
 #include "cli_kernel.h"
-#include "gen/grid_gen.h"
 
 #define GR_RTOL 1e-5
 #define GR_NORM_RTOL 1e-9
@@ -42,9 +41,11 @@
 #define GR_VERIFY_RULE "||grid - ref||_2 / ||ref||_2 <= rtol (ref: double-accumulating " \
                        "reference), |norm - norm_ref| <= 1e-9 |norm_ref|, num_skipped exact"
 
-static int gg_error(const char *prog, pk_status s, const char *why)
+/* A generator's failure (pk_grid_generate, pk_grid_expand_kernels): a bad layout file or a
+ * build without FFTW is the user's to fix (exit 2), memory is not (1). */
+static int gg_error(const char *prog, pk_status s)
 {
-    fprintf(stderr, "%s: %s: %s\n", prog, pk_strerror(s), why);
+    fprintf(stderr, "%s: %s: %s\n", prog, pk_strerror(s), pk_last_error());
     return s == PK_ENOMEM || s == PK_EINTERNAL ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
 }
 
@@ -73,7 +74,6 @@ typedef struct gr_args {
     int tile_size, central_radius, unit_vis, touched;
     double tile_factor;
     const char *png, *export_dir;
-    const pk_gg_dataset *ds; /* without --in: the data set generated */
     gr_intensity png_info;   /* what --intensity wrote, for the JSON line */
 } gr_args;
 
@@ -185,13 +185,14 @@ static int gr_resolve(cli_call *c)
         return cli_usage_error(c->prog, "option --grid-size: must be even, got %d", a->grid_size);
     if (cli_seen(c, "dataset") == CLI_SEEN_FILE) return 0; /* run --in: a name only */
     const char *name = a->dataset ? a->dataset : c->where == CLI_IN_GEN ? "synthetic" : "small";
-    if (!(a->ds = pk_gg_dataset_find(name)))
+    const int has_layout = pk_grid_dataset_has_layout(name);
+    if (has_layout < 0)
         return cli_usage_error(c->prog, "option --dataset: unknown data set '%s' (%s)", name,
-                               pk_gg_dataset_names());
-    a->dataset = a->ds->name;
-    if (a->layout && a->ds->kind != PK_GG_SKA_TRACK)
+                               pk_grid_datasets());
+    a->dataset = name;
+    if (a->layout && !has_layout)
         return cli_usage_error(c->prog, "option --layout: data set %s has no station layout "
-                               "(only el82-70, el56-82, el30-56)", a->ds->name);
+                               "(only el82-70, el56-82, el30-56)", name);
     return 0;
 }
 
@@ -214,10 +215,7 @@ typedef struct gr_data {
     double gen_s;
     /* owners */
     pk_array arr[7];
-    pk_gg_vis vis;
-    pk_gg_kernels gk;
-    pk_gg_layout lay;
-    float *full;
+    pk_grid_dataset gen; /* without --in: the generated set */
     /* the run and its verdict */
     float *grid;  /* complex64 [grid_size][grid_size] */
     double *ref;  /* the double reference grid, [grid_size][grid_size][2] */
@@ -236,10 +234,7 @@ static void gr_data_free(void *data)
 {
     gr_data *g = data;
     for (int k = 0; k < 7; ++k) pk_array_free(&g->arr[k]);
-    pk_gg_vis_free(&g->vis);
-    pk_gg_kernels_free(&g->gk);
-    pk_gg_layout_free(&g->lay);
-    free(g->full);
+    pk_grid_dataset_free(&g->gen);
     memset(g, 0, sizeof *g);
 }
 
@@ -251,39 +246,17 @@ static void gr_max_support(gr_data *g)
 }
 
 /* Generate a data set in memory (kernels + visibilities); layout FULL or COMPACT. */
-static int gr_generate(const char *prog, const pk_gg_vis_options *o, int layout, gr_data *g)
+static int gr_generate(const char *prog, const pk_grid_gen_options *o, gr_data *g)
 {
-    char why[512];
     const double t0 = cli_now_s();
-    pk_status s = pk_gg_kernels_make(&o->ds->kp, &g->gk, why, sizeof why);
-    if (s != PK_OK) return gg_error(prog, s, why);
-    if ((s = pk_gg_vis_make(o, &g->vis, why, sizeof why)) != PK_OK) return gg_error(prog, s, why);
-    pk_grid_params_init(&g->p);
-    g->p.grid_size = o->ds->kp.grid_size;
-    g->p.oversample = o->ds->kp.oversample;
-    g->p.cell_size_rad = o->ds->kp.cell_size_rad;
-    g->p.w_scale = g->gk.w_scale;
-    g->p.num_w_planes = o->ds->kp.num_w_planes;
-    g->p.kernel_layout = layout;
-    g->support = g->gk.support;
-    if (layout == PK_GRID_KERNELS_FULL) {
-        int half;
-        if ((s = pk_gg_kernels_full(&g->gk, &half, &g->full, why, sizeof why)) != PK_OK)
-            return gg_error(prog, s, why);
-        g->p.conv_size_half = half;
-        g->kernels = g->full;
-    } else {
-        g->p.conv_size_half = 0;
-        g->kernels = g->gk.compact;
-    }
+    const pk_status s = pk_grid_generate(o, &g->gen);
+    if (s != PK_OK) return gg_error(prog, s);
+    g->p = g->gen.params;
+    g->support = g->gen.support.data;
+    g->kernels = g->gen.kernels.data;
     gr_max_support(g);
-    g->d.num_vis = g->vis.num_vis;
-    g->d.uu = g->vis.uu;
-    g->d.vv = g->vis.vv;
-    g->d.ww = g->vis.ww;
-    g->d.vis = g->vis.vis;
-    g->d.weight = g->vis.weight;
-    g->dataset = o->ds->name;
+    g->d = g->gen.data;
+    g->dataset = g->gen.name;
     g->gen_s = cli_now_s() - t0;
     return 0;
 }
@@ -327,15 +300,16 @@ static int gr_make(cli_call *c, void *data)
 {
     gr_args *a = c->args;
     gr_data *g = data;
-    char why[512];
-    pk_status s;
-    if (a->layout && (s = pk_gg_layout_read(a->layout, &g->lay, why, sizeof why)) != PK_OK)
-        return gg_error(c->prog, s, why);
-    const pk_gg_vis_options o = {a->ds, a->scale, (uint64_t)a->seed, a->layout ? &g->lay : NULL,
-                                 a->unit_vis};
-    int rc = gr_generate(c->prog, &o, c->where == CLI_IN_GEN ? a->kernel_layout
-                                                             : PK_GRID_KERNELS_COMPACT, g);
-    return rc ? rc : gr_finish(c, g, g->gk.plane_offset[g->p.num_w_planes]);
+    pk_grid_gen_options o;
+    pk_grid_gen_options_init(&o);
+    o.dataset = a->dataset;
+    o.scale = a->scale;
+    o.seed = (uint64_t)a->seed;
+    o.layout_path = a->layout;
+    o.unit_vis = a->unit_vis;
+    o.kernel_layout = c->where == CLI_IN_GEN ? a->kernel_layout : PK_GRID_KERNELS_COMPACT;
+    int rc = gr_generate(c->prog, &o, g);
+    return rc ? rc : gr_finish(c, g, g->gen.kernels.count);
 }
 
 /* run --in DIR: the seven arrays, their lengths agreeing, and params.json's parameters. */
@@ -423,7 +397,7 @@ static int gr_write_inputs(cli_call *c, const char *dir, const void *data)
     const int P = g->p.num_w_planes;
     const size_t nv[1] = {g->d.num_vis}, ns[1] = {(size_t)P};
     const int full = g->p.kernel_layout == PK_GRID_KERNELS_FULL;
-    const size_t kshape[3] = {full ? (size_t)P : g->gk.plane_offset[P],
+    const size_t kshape[3] = {full ? (size_t)P : g->gen.kernels.count,
                               (size_t)g->p.conv_size_half, (size_t)g->p.conv_size_half};
     int rc;
     if ((rc = cli_write_npy(c->prog, dir, "uu.npy", PK_DTYPE_F32, 1, nv, g->d.uu)) ||
@@ -446,23 +420,22 @@ static int gr_write_inputs(cli_call *c, const char *dir, const void *data)
 static void gr_params_info(cli_json *j, const void *args, const void *data)
 {
     const gr_args *a = args;
-    const gr_data *g = data;
-    const pk_gg_dataset *ds = a->ds;
-    cj_int(j, "num_vis", (long long)g->d.num_vis);
-    cj_int(j, "max_support", g->max_support);
-    cj_int(j, "image_size", ds->kp.image_size);
-    cj_int(j, "fft_size", ds->kp.conv_size);
-    cj_num(j, "max_w", ds->kp.max_w);
-    cj_num(j, "max_abs_w_data", g->vis.max_abs_w);
-    cj_int(j, "num_beyond_max_w", (long long)g->vis.num_beyond_max_w);
-    if (ds->kind == PK_GG_SKA_TRACK) {
-        cj_int(j, "num_stations", a->layout ? g->lay.num_stations : 512);
-        cj_int(j, "num_times", g->vis.num_times);
+    const pk_grid_dataset *gen = &((const gr_data *)data)->gen;
+    cj_int(j, "num_vis", (long long)gen->data.num_vis);
+    cj_int(j, "max_support", gen->max_support);
+    cj_int(j, "image_size", gen->image_size);
+    cj_int(j, "fft_size", gen->fft_size);
+    cj_num(j, "max_w", gen->max_w);
+    cj_num(j, "max_abs_w_data", gen->max_abs_w);
+    cj_int(j, "num_beyond_max_w", (long long)gen->num_beyond_max_w);
+    if (gen->num_stations) { /* SKA tracks */
+        cj_int(j, "num_stations", gen->num_stations);
+        cj_int(j, "num_times", gen->num_times);
         cj_str(j, "layout", a->layout ? a->layout : "procedural (built-in)");
-        cj_num(j, "frequency_hz", PK_GG_FREQ_HZ);
+        cj_num(j, "frequency_hz", gen->frequency_hz);
     }
     cj_bool(j, "unit_vis", a->unit_vis);
-    cj_str(j, "recipe", ds->recipe);
+    cj_str(j, "recipe", gen->recipe);
 }
 
 /* ---- the grid-intensity picture (NAG report, Listing 2: updates per cell) ------------- */
@@ -645,12 +618,23 @@ static int gr_export_kernels(const char *prog, const char *dir, const gr_data *g
     const float *out = g->kernels;
     int half = p->conv_size_half;
     if (p->kernel_layout == PK_GRID_KERNELS_COMPACT) {
-        pk_gg_kernels k = {{0}, 0, (int32_t *)g->support, NULL, (float *)g->kernels, 0, 0};
-        char why[256];
-        k.kp.num_w_planes = P;
-        k.kp.oversample = p->oversample;
-        pk_status s = pk_gg_kernels_full(&k, &half, &full, why, sizeof why); /* reads only */
-        if (s != PK_OK) return gg_error(prog, s, why);
+        pk_grid_params fp = *p; /* half: the largest plane's corner */
+        fp.kernel_layout = PK_GRID_KERNELS_FULL;
+        fp.conv_size_half = 1;
+        for (int i = 0; i < P; ++i)
+            if (kernel_m(p, g->support[i]) > fp.conv_size_half)
+                fp.conv_size_half = kernel_m(p, g->support[i]);
+        half = fp.conv_size_half;
+        full = malloc(2 * sizeof(float) * (size_t)half * half * P);
+        if (!full) {
+            fprintf(stderr, "%s: out of host memory for the full kernel stack\n", prog);
+            return CLI_EXIT_FAIL;
+        }
+        const pk_status s = pk_grid_expand_kernels(&fp, g->support, g->kernels, full);
+        if (s != PK_OK) {
+            free(full);
+            return gg_error(prog, s);
+        }
         out = full;
     }
     const size_t kshape[3] = {(size_t)P, (size_t)half, (size_t)half}, sshape[1] = {(size_t)P};

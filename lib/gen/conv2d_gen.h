@@ -1,6 +1,5 @@
-/* conv2d_gen.h - StrayLight-like test data for conv2d, reproducible by seed.  Not part of
- * the library's API: compiled into the portkern tool and the tests (lib/gen/conv2d_gen.c
- * uses the C library only). */
+/* conv2d_gen.h - StrayLight-like test data for conv2d, reproducible by seed.  Internal to
+ * libportkern (hidden): the public call is pk_conv2d_generate (lib/gen/generate.c). */
 #ifndef PK_CONV2D_GEN_H
 #define PK_CONV2D_GEN_H
 

@@ -36,6 +36,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include <pthread.h>
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -165,6 +166,10 @@ pk_status pk_gg_kernel_params_check(const pk_gg_kernel_params *kp, char *why, si
 }
 
 #ifdef PK_HAVE_FFTW3
+/* FFTW's planner is not thread-safe, and two threads of the caller may generate at once:
+ * plans are made and destroyed under this lock (executing them needs none). */
+static pthread_mutex_t gg_planner = PTHREAD_MUTEX_INITIALIZER;
+
 /* What every plane shares: sizes, taper, plans (made once, executed by every thread on its
  * own buffers with fftw_execute_dft, which is thread-safe). */
 typedef struct gg_fft {
@@ -200,8 +205,10 @@ static int gg_work_alloc(const gg_fft *f, gg_work *w)
 
 static void gg_fft_free(gg_fft *f)
 {
+    pthread_mutex_lock(&gg_planner);
     if (f->rows) fftw_destroy_plan(f->rows);
     if (f->col) fftw_destroy_plan(f->col);
+    pthread_mutex_unlock(&gg_planner);
     free(f->taper);
     memset(f, 0, sizeof *f);
 }
@@ -228,11 +235,13 @@ static pk_status gg_fft_init(gg_fft *f, const pk_gg_kernel_params *kp, char *why
     }
     const int ih = f->inner / 2;
     for (int i = 0; i < f->inner; ++i) f->taper[i] = pk_gg_spheroidal(fabs((i - ih) / (double)ih));
-    /* FFTW's planner is not thread-safe: plans are made here, once */
+    /* plans made here, once, under the planner lock */
     const int n = f->conv;
+    pthread_mutex_lock(&gg_planner);
     f->rows = fftw_plan_many_dft(1, &n, f->inner, w.rows, NULL, 1, n, w.rows, NULL, 1, n,
                                  FFTW_FORWARD, FFTW_ESTIMATE);
     f->col = fftw_plan_dft_1d(n, w.col, w.col, FFTW_FORWARD, FFTW_ESTIMATE);
+    pthread_mutex_unlock(&gg_planner);
     gg_work_free(&w);
     if (!f->rows || !f->col) {
         gg_fft_free(f);
@@ -506,23 +515,28 @@ pk_status pk_gg_kernels_full(const pk_gg_kernels *k, int *half, float **full, ch
 {
     if (!k || !k->support || !half || !full)
         return gg_fail(why, len, PK_ENULL, "full kernels: NULL argument");
-    const int P = k->kp.num_w_planes, os = k->kp.oversample;
-    int h = 0;
-    for (int i = 0; i < P; ++i)
-        if (os / 2 + k->support[i] * os + 1 > h) h = os / 2 + k->support[i] * os + 1;
-    const size_t plane = (size_t)h * h;
-    float *f = calloc(2 * plane * P, sizeof *f);
+    pk_grid_params p;
+    pk_grid_params_init(&p);
+    p.grid_size = k->kp.grid_size;
+    p.oversample = k->kp.oversample;
+    p.cell_size_rad = k->kp.cell_size_rad;
+    p.w_scale = k->w_scale;
+    p.num_w_planes = k->kp.num_w_planes;
+    p.kernel_layout = PK_GRID_KERNELS_FULL;
+    for (int i = 0; i < p.num_w_planes; ++i)
+        if (p.oversample / 2 + k->support[i] * p.oversample + 1 > p.conv_size_half)
+            p.conv_size_half = p.oversample / 2 + k->support[i] * p.oversample + 1;
+    const size_t plane = (size_t)p.conv_size_half * p.conv_size_half;
+    float *f = malloc(2 * plane * (size_t)p.num_w_planes * sizeof *f);
     if (!f)
         return gg_fail(why, len, PK_ENOMEM, "full kernels: out of host memory (%d x %d x %d)",
-                       P, h, h);
-    for (size_t i = 0, off = 0; i < (size_t)P; ++i) { /* planes back to back */
-        const size_t m = (size_t)(os / 2 + k->support[i] * os + 1);
-        for (size_t y = 0; y < m; ++y)
-            memcpy(f + 2 * (i * plane + y * h), k->compact + 2 * (off + y * m),
-                   2 * m * sizeof(float));
-        off += m * m;
+                       p.num_w_planes, p.conv_size_half, p.conv_size_half);
+    const pk_status s = pk_grid_expand_kernels(&p, k->support, k->compact, f);
+    if (s != PK_OK) {
+        free(f);
+        return gg_fail(why, len, s, "full kernels: %s", pk_last_error());
     }
-    *half = h;
+    *half = p.conv_size_half;
     *full = f;
     return PK_OK;
 }

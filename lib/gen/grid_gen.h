@@ -1,10 +1,11 @@
 /* grid_gen.h - the data sets of `portkern gen grid` (docs/KERNELS.md 1): w-kernel stacks
- * by the OSKAR/CASA recipe and SKA1-LOW uv tracks.  Compiled into the tool and the tests
- * (not exported by the library).  The kernel stack needs FFTW (double, PK_HAVE_FFTW3);
- * without it pk_gg_kernels_make fails with PK_EUNSUPPORTED and says so.
+ * by the OSKAR/CASA recipe and SKA1-LOW uv tracks.  Internal to libportkern (hidden; its
+ * public face is pk_grid_generate, lib/gen/generate.c); tests/test_gr_gen.c compiles it in to
+ * test the pieces.  The kernel stack needs FFTW (double, PK_HAVE_FFTW3); without it
+ * pk_gg_kernels_make fails with PK_EUNSUPPORTED and says so.
  *
  * Every call that can fail returns a pk_status and writes the reason into why[why_len]
- * (the library's pk_last_error() is not used: this code is not part of the library). */
+ * (not pk_last_error(): the test's own copy cannot reach the library's hidden pk_fail). */
 #ifndef PK_GRID_GEN_H
 #define PK_GRID_GEN_H
 
@@ -55,10 +56,9 @@ pk_status pk_gg_kernels_make(const pk_gg_kernel_params *kp, pk_gg_kernels *k, ch
 pk_status pk_gg_kernel_supports(const pk_gg_kernel_params *kp, const int *planes, int nplanes,
                                 int32_t *support, int sym_plane, double **corner, int *corner_m,
                                 char *why, size_t why_len);
-/** The FULL layout of a compact stack: complex64 [planes][half][half] with half = the largest
- *  m of any plane; samples outside a plane's own m x m corner (never read by the gridder)
- *  are zero.  *full is malloc'ed.  Reads k->kp.num_w_planes, k->kp.oversample, k->support
- *  and k->compact only (any compact stack: the tool exports one read from a file). */
+/** The FULL layout of a generated stack: complex64 [planes][half][half] with half = the
+ *  largest m of any plane; samples outside a plane's own m x m corner (never read by the
+ *  gridder) are zero (pk_grid_expand_kernels).  *full is malloc'ed. */
 pk_status pk_gg_kernels_full(const pk_gg_kernels *k, int *half, float **full, char *why,
                              size_t why_len);
 void pk_gg_kernels_free(pk_gg_kernels *k);

@@ -48,6 +48,9 @@
 #ifndef PKPY_HAVE_WISDOM
 #define PKPY_HAVE_WISDOM 0 /* pk_wisdom_* (newer libraries) */
 #endif
+#ifndef PKPY_HAVE_GEN
+#define PKPY_HAVE_GEN 0 /* pk_grid_generate, pk_conv2d_generate (newer libraries) */
+#endif
 
 #define PKPY_CLOSED 1000 /* not a pk_status: the context or plan was closed */
 #define PKPY_ALIGN 64    /* outputs this layer allocates start on a cache line */
@@ -2473,6 +2476,118 @@ static PyObject *m_status_names(PyObject *m, PyObject *unused)
 }
 
 
+#if PKPY_HAVE_GEN
+/* ---------------------------------------------------------------------------------------- */
+/* Generators whose outputs the library allocates                                           */
+
+static void free_capsule(PyObject *cap) { free(PyCapsule_GetPointer(cap, NULL)); }
+
+/* The library's malloc'ed pk_array as an ndarray owning it (no copy: a capsule that frees
+ * it is the array's base).  a->data is taken over (NULL after). */
+static PyObject *adopt_array(pk_array *a)
+{
+    static const int types[] = {0, NPY_FLOAT32, NPY_FLOAT64, NPY_COMPLEX64, NPY_COMPLEX128,
+                                NPY_INT32, NPY_INT64};
+    npy_intp sh[PK_NPY_MAX_DIMS];
+    for (int i = 0; i < a->ndim; ++i) sh[i] = (npy_intp)a->shape[i];
+    PyObject *cap = PyCapsule_New(a->data, NULL, free_capsule);
+    if (!cap) return NULL; /* a->data stays with *a: pk_grid_dataset_free frees it */
+    a->data = NULL;
+    PyObject *arr = PyArray_SimpleNewFromData(a->ndim, sh, types[a->dtype],
+                                              PyCapsule_GetPointer(cap, NULL));
+    if (!arr || PyArray_SetBaseObject((PyArrayObject *)arr, cap) < 0) {
+        Py_XDECREF(arr);
+        Py_DECREF(cap);
+        return NULL;
+    }
+    return arr;
+}
+
+/* grid_generate(dataset, scale, seed, layout, unit_vis, full) -> (arrays and gridding
+ * parameters: ctx.grid's keywords, info dict). */
+static PyObject *m_grid_generate(PyObject *m, PyObject *args)
+{
+    (void)m;
+    pk_grid_gen_options o;
+    pk_grid_gen_options_init(&o);
+    unsigned long long seed;
+    int unit_vis, full;
+    if (!PyArg_ParseTuple(args, "sdKzpp:grid_generate", &o.dataset, &o.scale, &seed,
+                          &o.layout_path, &unit_vis, &full))
+        return NULL;
+    o.seed = seed;
+    o.unit_vis = unit_vis;
+    o.kernel_layout = full ? PK_GRID_KERNELS_FULL : PK_GRID_KERNELS_COMPACT;
+    pk_grid_dataset d;
+    pk_status st;
+    Py_BEGIN_ALLOW_THREADS st = pk_grid_generate(&o, &d);
+    Py_END_ALLOW_THREADS
+    if (st != PK_OK) {
+        pk_grid_dataset_free(&d);
+        return raise_status(st, "gen.grid");
+    }
+    PyObject *arr[7] = {NULL};
+    pk_array *src[7] = {&d.uu, &d.vv, &d.ww, &d.vis, &d.weight, &d.kernels, &d.support};
+    PyObject *res = NULL;
+    int okay = 1;
+    for (int i = 0; i < 7 && okay; ++i) okay = (arr[i] = adopt_array(src[i])) != NULL;
+    if (!okay)
+        for (int i = 0; i < 7; ++i) Py_XDECREF(arr[i]);
+    else /* N steals the arrays, on failure too */
+        res = Py_BuildValue(
+            "({s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:i,s:d,s:d,s:i}"
+            "{s:s,s:s,s:n,s:i,s:i,s:i,s:i,s:s,s:d,s:d,s:n,s:i,s:i,s:d})",
+            "uu", arr[0], "vv", arr[1], "ww", arr[2], "vis", arr[3], "weight", arr[4], "kernels",
+            arr[5], "support", arr[6], "oversample", d.params.oversample, "cell_size",
+            d.params.cell_size_rad, "w_scale", d.params.w_scale, "grid_size", d.params.grid_size,
+            "dataset", d.name, "recipe", d.recipe, "num_vis", (Py_ssize_t)d.data.num_vis,
+            "num_w_planes", d.params.num_w_planes, "max_support", d.max_support, "image_size",
+            d.image_size, "fft_size", d.fft_size, "kernel_layout", full ? "full" : "compact",
+            "max_w", d.max_w, "max_abs_w_data", d.max_abs_w, "num_beyond_max_w",
+            (Py_ssize_t)d.num_beyond_max_w, "num_stations", d.num_stations, "num_times",
+            d.num_times, "frequency_hz", d.frequency_hz);
+    pk_grid_dataset_free(&d); /* what was not adopted */
+    return res;
+}
+
+/* conv2d_generate(h, w, kh, kw, seed) -> (image, psf). */
+static PyObject *m_conv2d_generate(PyObject *m, PyObject *args)
+{
+    (void)m;
+    pk_conv2d_params p = {0, 0, 0, 0, PK_CONV2D_AUTO};
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "iiiiK:conv2d_generate", &p.h, &p.w, &p.kh, &p.kw, &seed))
+        return NULL;
+    if (seed > UINT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "gen.conv2d: seed must be in [0, 2**32 - 1], got %llu",
+                     seed);
+        return NULL;
+    }
+    if (p.h < 1 || p.w < 1 || p.kh < 1 || p.kw < 1) { /* the library's message, before allocating */
+        pk_status st = pk_conv2d_generate(&p, (uint32_t)seed, NULL, NULL);
+        return raise_status(st, "gen.conv2d");
+    }
+    const npy_intp ish[2] = {p.h, p.w}, ksh[2] = {p.kh, p.kw};
+    PyArrayObject *img = new_array(2, ish, NPY_FLOAT32, 0);
+    PyArrayObject *psf = img ? new_array(2, ksh, NPY_FLOAT32, 0) : NULL;
+    if (!psf) {
+        Py_XDECREF(img);
+        return NULL;
+    }
+    float *ip = PyArray_DATA(img), *pp = PyArray_DATA(psf);
+    pk_status st;
+    Py_BEGIN_ALLOW_THREADS st = pk_conv2d_generate(&p, (uint32_t)seed, ip, pp);
+    Py_END_ALLOW_THREADS
+    if (st != PK_OK) {
+        Py_DECREF(img);
+        Py_DECREF(psf);
+        return raise_status(st, "gen.conv2d");
+    }
+    return Py_BuildValue("(NN)", img, psf);
+}
+#endif
+
+
 static PyMethodDef module_methods[] = {
     {"version", m_version, METH_NOARGS, "pk_version(): the loaded library's version."},
     {"variants", m_variants, METH_VARARGS, "variants(kernel, backend) -> list of variant names."},
@@ -2482,6 +2597,10 @@ static PyMethodDef module_methods[] = {
     {"magicfilter_taps", m_magicfilter_taps, METH_NOARGS, "The 16 taps f_-8 .. f_7."},
     {"magicfilter3d_shapes", F(m_magicfilter3d_shapes), KW, NULL},
     {"compact_kernels", F(m_grid_compact_kernels), KW, NULL},
+#if PKPY_HAVE_GEN
+    {"grid_generate", m_grid_generate, METH_VARARGS, NULL},
+    {"conv2d_generate", m_conv2d_generate, METH_VARARGS, NULL},
+#endif
     {"diff", m_diff, METH_VARARGS, NULL},
     {"status_names", m_status_names, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
