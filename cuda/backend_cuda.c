@@ -77,6 +77,11 @@ static void cuda_transfer_note(void *impl, char *dst, size_t len)
     x->paths = 0;
 }
 
+static int cuda_memory(void *impl, const void *p, size_t bytes)
+{
+    return pk_cuda_memory((const pk_cuda_xfer *)impl, p, bytes);
+}
+
 const pk_backend_ops pk_backend_cuda = {
     .id = PK_BACKEND_CUDA,
     .name = "cuda",
@@ -87,4 +92,5 @@ const pk_backend_ops pk_backend_cuda = {
     .bandwidth = cuda_bandwidth,
     .device_check = cuda_device_check,
     .transfer_note = cuda_transfer_note,
+    .memory = cuda_memory,
 };

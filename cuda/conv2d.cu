@@ -361,7 +361,7 @@ extern "C" pk_status pk_cuda_cv_upload(void *impl, const float *image, double *s
     return pk_cuda_transfer(&p->xf, p->img, image, p->bytes, 1, "conv2d upload", seconds);
 }
 
-template <int CAP> static void pk_cv_launch(const pk_cuda_cv *p)
+template <int CAP> static void pk_cv_launch(const pk_cuda_cv *p, const float *img, float *out)
 {
     pk_cv_psf<CAP> cp;
     if constexpr (CAP > 1)
@@ -369,13 +369,14 @@ template <int CAP> static void pk_cv_launch(const pk_cuda_cv *p)
     else
         cp.v[0] = 0.0f;
     pk_cv_kernel<CAP><<<p->tiles, dim3(PK_CV_BX, PK_CV_BY), p->smem>>>(
-        p->img, p->out, p->psf, p->h, p->w, p->kh, p->kw, p->cbh, p->cbw, p->pitch, p->tiles_x,
+        img, out, p->psf, p->h, p->w, p->kh, p->kw, p->cbh, p->cbw, p->pitch, p->tiles_x,
         cp);
 }
 
-extern "C" pk_status pk_cuda_cv_run(void *impl, double *kernel_seconds)
+/* out = img (*) psf on these device images (the plan's, or the caller's), timed. */
+static pk_status pk_cv_frame(pk_cuda_cv *p, const float *img, float *out,
+                             double *kernel_seconds)
 {
-    pk_cuda_cv *p = (pk_cuda_cv *)impl;
     cudaError_t e;
     float ms = 0.0f;
     if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
@@ -386,14 +387,14 @@ extern "C" pk_status pk_cuda_cv_run(void *impl, double *kernel_seconds)
     if ((e = cudaEventRecord(p->ev[0], 0)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaEventRecord");
     if (p->fft) {
-        PK_TRY(pk_cuda_cvfft_run(p->fft, p->img, p->out));
+        PK_TRY(pk_cuda_cvfft_run(p->fft, img, out));
     } else {
         if (p->cap == 128)
-            pk_cv_launch<128>(p);
+            pk_cv_launch<128>(p, img, out);
         else if (p->cap == PK_CV_PARAM_TAPS)
-            pk_cv_launch<PK_CV_PARAM_TAPS>(p);
+            pk_cv_launch<PK_CV_PARAM_TAPS>(p, img, out);
         else
-            pk_cv_launch<1>(p);
+            pk_cv_launch<1>(p, img, out);
         if ((e = cudaGetLastError()) != cudaSuccess)
             return pk_cuda_fail(e, "conv2d kernel launch (%d blocks x %d threads, %zu bytes of "
                                    "shared memory, psf %d x %d)",
@@ -410,13 +411,39 @@ extern "C" pk_status pk_cuda_cv_run(void *impl, double *kernel_seconds)
     return PK_OK;
 }
 
+extern "C" pk_status pk_cuda_cv_run(void *impl, double *kernel_seconds)
+{
+    pk_cuda_cv *p = (pk_cuda_cv *)impl;
+    return pk_cv_frame(p, p->img, p->out, kernel_seconds);
+}
+
 extern "C" pk_status pk_cuda_cv_download(void *impl, float *out, double *seconds)
 {
     pk_cuda_cv *p = (pk_cuda_cv *)impl;
     return pk_cuda_transfer(&p->xf, out, p->out, p->bytes, 0, "conv2d download", seconds);
 }
 
+/* out = image (*) psf on the caller's arrays: on them when both are device memory of the
+ * plan's device (both variants read the image and write the output through pointers; the
+ * FFT's padded arrays are the plan's), else upload, run, download. */
+extern "C" pk_status pk_cuda_cv_execute(void *impl, const float *image, float *out,
+                                        double *kernel_seconds, double *transfer_seconds)
+{
+    pk_cuda_cv *p = (pk_cuda_cv *)impl;
+    const pk_cuda_arg arg[2] = {{image, p->bytes, "image", 0}, {out, p->bytes, "out", 1}};
+    double up = 0, down = 0;
+    int direct = 0;
+    *transfer_seconds = 0;
+    PK_TRY(pk_cuda_direct(&p->xf, arg, 2, &direct));
+    if (direct) return pk_cv_frame(p, image, out, kernel_seconds);
+    PK_TRY(pk_cuda_cv_upload(p, image, &up));
+    PK_TRY(pk_cuda_cv_run(p, kernel_seconds));
+    PK_TRY(pk_cuda_cv_download(p, out, &down));
+    *transfer_seconds = up + down;
+    return PK_OK;
+}
+
 /* The conv2d kernel family on this backend (lib/internal.h, pk_cv_ops). */
 extern "C" const pk_cv_ops pk_cuda_cv_ops = {"cuda,cuda-fft", pk_cuda_cv_create, pk_cuda_cv_upload, pk_cuda_cv_run, pk_cuda_cv_download, pk_cuda_cv_destroy,
-                                             NULL /* execute: upload, run, download */};
+                                             pk_cuda_cv_execute};
 #endif /* !PK_CUDA_EMULATE */

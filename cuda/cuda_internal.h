@@ -40,7 +40,8 @@ enum {
                                   or no ring) */
     PK_CUDA_PATH_RING = 2,     /* pageable memory through the context's pinned ring */
     PK_CUDA_PATH_PINNED = 4,   /* the caller's memory is pinned: one DMA */
-    PK_CUDA_PATH_DEVICE = 8    /* the caller's "host" array is device or managed memory */
+    PK_CUDA_PATH_DEVICE = 8,   /* the caller's "host" array is device or managed memory */
+    PK_CUDA_PATH_NONE = 16     /* an execute on the caller's device arrays: no copy at all */
 };
 
 /* The first member of every CUDA plan: what its transfers need, and what they did.  The
@@ -68,6 +69,22 @@ pk_status pk_cuda_fail(int err, const char *what_fmt, ...) PK_PRINTF(2, 3);
  *  ring's one-time setup). */
 pk_status pk_cuda_transfer(pk_cuda_xfer *x, void *dst, const void *src, size_t bytes,
                            int to_device, const char *what, double *seconds);
+/** Where the caller's array [p, p + bytes) lies for a plan on x->device (PK_MEM_*,
+ *  lib/internal.h): its first and last byte by cudaPointerGetAttributes. */
+int pk_cuda_memory(const pk_cuda_xfer *x, const void *p, size_t bytes);
+/* One caller's array of an execute (pk_cuda_direct). */
+typedef struct pk_cuda_arg {
+    const void *p;
+    size_t bytes;
+    const char *name; /* "psi", for errors */
+    int written;
+} pk_cuda_arg;
+/** Whether an execute runs the kernel on the caller's arrays a[0..n) themselves: *direct 1
+ *  when every one is PK_MEM_DEVICE and 16-byte aligned (then x->paths gets
+ *  PK_CUDA_PATH_NONE), else 0: the plan
+ *  uploads, runs and downloads through pk_cuda_transfer.  PK_EINVAL when direct but a written
+ *  array overlaps another one (no kernel here works in place on device pointers). */
+pk_status pk_cuda_direct(pk_cuda_xfer *x, const pk_cuda_arg *a, int n, int *direct);
 /** Append "transfer: staged ring 4x16 MiB, pageable" (the paths of x->paths) to dst;
  *  nothing when x->paths is 0. */
 void pk_cuda_transfer_note(const pk_cuda_xfer *x, char *dst, size_t len);
@@ -95,6 +112,8 @@ pk_status pk_cuda_d3_create(void *state, int device, const pk_d3_desc *desc, voi
 pk_status pk_cuda_d3_upload(void *impl, const float *f, double *seconds);
 pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_seconds);
 pk_status pk_cuda_d3_download(void *impl, float *f, double *seconds);
+pk_status pk_cuda_d3_execute(void *impl, float *f, int count, double *kernel_seconds,
+                             double *transfer_seconds);
 void pk_cuda_d3_destroy(void *impl);
 
 /* conv2d.cu: the plan of both variants ("cuda", direct; "cuda-fft") ------------------- */
@@ -102,6 +121,8 @@ pk_status pk_cuda_cv_create(void *state, int device, const pk_cv_desc *desc, voi
 pk_status pk_cuda_cv_upload(void *impl, const float *image, double *seconds);
 pk_status pk_cuda_cv_run(void *impl, double *kernel_seconds);
 pk_status pk_cuda_cv_download(void *impl, float *out, double *seconds);
+pk_status pk_cuda_cv_execute(void *impl, const float *image, float *out, double *kernel_seconds,
+                             double *transfer_seconds);
 void pk_cuda_cv_destroy(void *impl);
 
 /* conv2d_fft.cu: the cuFFT part of a "cuda-fft" plan, on the current device ------------- */
@@ -117,6 +138,8 @@ pk_status pk_cuda_mf_create(void *state, int device, const pk_mf_desc *desc, voi
 pk_status pk_cuda_mf_upload(void *impl, const double *x, double *seconds);
 pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds);
 pk_status pk_cuda_mf_download(void *impl, double *y, double *seconds);
+pk_status pk_cuda_mf_execute(void *impl, const double *x, double *y, double *kernel_seconds,
+                             double *transfer_seconds);
 void pk_cuda_mf_destroy(void *impl);
 pk_status pk_cuda_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl);
 pk_status pk_cuda_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr_result *res);
@@ -125,11 +148,15 @@ pk_status pk_cuda_lp_create(void *state, int device, const pk_lp_desc *desc, voi
 pk_status pk_cuda_lp_upload(void *impl, const float *phi, double *seconds);
 pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_seconds);
 pk_status pk_cuda_lp_download(void *impl, float *phi, double *seconds);
+pk_status pk_cuda_lp_execute(void *impl, float *phi, int count, double *kernel_seconds,
+                             double *transfer_seconds);
 void pk_cuda_lp_destroy(void *impl);
 pk_status pk_cuda_s3_create(void *state, int device, const pk_s3_desc *desc, void **impl);
 pk_status pk_cuda_s3_upload(void *impl, const double *u, const double *psi, double *seconds);
 pk_status pk_cuda_s3_run(void *impl, double *kernel_seconds);
 pk_status pk_cuda_s3_download(void *impl, double *chi, double *seconds);
+pk_status pk_cuda_s3_execute(void *impl, const double *u, const double *psi, double *chi,
+                             double *kernel_seconds, double *transfer_seconds);
 void pk_cuda_s3_destroy(void *impl);
 pk_status pk_cuda_ds_create(void *state, int device, const pk_ds_desc *desc, void **impl);
 pk_status pk_cuda_ds_upload(void *impl, const double *u, const double *psi, double *seconds);

@@ -412,9 +412,14 @@ extern "C" pk_status pk_cuda_d3_upload(void *impl, const float *f, double *secon
     return PK_OK;
 }
 
-extern "C" pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_seconds)
+/* count steps from field a, alternating with b, timed by the plan's events.  back: an odd
+ * count's result (in b) is copied to a before the closing event.  That copy is kernel time,
+ * not transfer time: it is one device-to-device pass over the field, as a step's writes are,
+ * and no byte crosses the link (transfer_s counts the link; an execute on device pointers
+ * moves nothing over it). */
+static pk_status pk_d3_steps(pk_cuda_d3 *p, float *a, float *b, int count, int back,
+                             double *kernel_seconds)
 {
-    pk_cuda_d3 *p = (pk_cuda_d3 *)impl;
     cudaError_t e;
     float ms = 0.0f;
     if (kernel_seconds) *kernel_seconds = 0.0;
@@ -431,14 +436,19 @@ extern "C" pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_second
     if ((e = cudaEventRecord(p->ev[0], 0)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaEventRecord");
     for (int i = 0; i < count; ++i) {
-        pk_cuda_launch(pk_d3_kernel, grid, block, 0, 0, p->buf[p->cur], p->buf[p->cur ^ 1],
-                       p->nx, p->ny, p->nz, p->tiles_x, p->zch, p->k);
+        pk_cuda_launch(pk_d3_kernel, grid, block, 0, 0, (const float *)a, b, p->nx, p->ny, p->nz,
+                       p->tiles_x, p->zch, p->k);
         if ((e = cudaGetLastError()) != cudaSuccess)
             return pk_cuda_fail(e, "diffusion3d kernel launch (step %d of %d, grid %d x %d, "
                                    "block %d x %d)",
                                 i + 1, count, p->tiles, p->nch, PK_D3_TX, PK_D3_BY);
-        p->cur ^= 1;
+        std::swap(a, b);
     }
+    if (back && (count & 1) &&
+        (e = cudaMemcpyAsync(b, a, p->bytes, cudaMemcpyDeviceToDevice, 0)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaMemcpyAsync(diffusion3d result back into the field, %zu "
+                               "bytes)",
+                            p->bytes);
     if ((e = cudaEventRecord(p->ev[1], 0)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaEventRecord");
     if ((e = cudaEventSynchronize(p->ev[1])) != cudaSuccess)
@@ -450,6 +460,14 @@ extern "C" pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_second
     return PK_OK;
 }
 
+extern "C" pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_seconds)
+{
+    pk_cuda_d3 *p = (pk_cuda_d3 *)impl;
+    PK_TRY(pk_d3_steps(p, p->buf[p->cur], p->buf[p->cur ^ 1], count, 0, kernel_seconds));
+    p->cur ^= count & 1;
+    return PK_OK;
+}
+
 extern "C" pk_status pk_cuda_d3_download(void *impl, float *f, double *seconds)
 {
     pk_cuda_d3 *p = (pk_cuda_d3 *)impl;
@@ -457,5 +475,25 @@ extern "C" pk_status pk_cuda_d3_download(void *impl, float *f, double *seconds)
                             seconds);
 }
 
+/* On the caller's field in place.  Device memory of the plan's device: the steps run on it,
+ * the plan's other buffer (not the resident field) the work array; anything else: upload,
+ * run, download. */
+extern "C" pk_status pk_cuda_d3_execute(void *impl, float *f, int count, double *kernel_seconds,
+                                        double *transfer_seconds)
+{
+    pk_cuda_d3 *p = (pk_cuda_d3 *)impl;
+    const pk_cuda_arg arg = {f, p->bytes, "f", 1};
+    double up = 0, down = 0;
+    int direct = 0;
+    *transfer_seconds = 0;
+    PK_TRY(pk_cuda_direct(&p->xf, &arg, 1, &direct));
+    if (direct) return pk_d3_steps(p, f, p->buf[p->cur ^ 1], count, 1, kernel_seconds);
+    PK_TRY(pk_cuda_d3_upload(p, f, &up));
+    PK_TRY(pk_cuda_d3_run(p, count, kernel_seconds));
+    PK_TRY(pk_cuda_d3_download(p, f, &down));
+    *transfer_seconds = up + down;
+    return PK_OK;
+}
+
 /* The diffusion3d kernel family on this backend (lib/internal.h, pk_d3_ops). */
-extern "C" const pk_d3_ops pk_cuda_d3_ops = {"cuda", pk_cuda_d3_create, pk_cuda_d3_upload, pk_cuda_d3_run, pk_cuda_d3_download, pk_cuda_d3_destroy};
+extern "C" const pk_d3_ops pk_cuda_d3_ops = {"cuda", pk_cuda_d3_create, pk_cuda_d3_upload, pk_cuda_d3_run, pk_cuda_d3_download, pk_cuda_d3_destroy, pk_cuda_d3_execute};

@@ -430,11 +430,24 @@ fail:
     return st;
 }
 
+/* The reorderings between the caller's site-major arrays and the plan's component-major ones
+ * run on the host: a device pointer is refused, not read by the CPU. */
+static pk_status pk_ds_host_arrays(pk_cuda_ds *p, const void *a, size_t bytes, const char *name)
+{
+    PK_CHECK(pk_cuda_memory(&p->xf, a, bytes) == PK_MEM_HOST, PK_EINVAL,
+             "dslash %s: device memory, but the cuda plan reorders u, psi and chi on the host "
+             "(site-major <-> component-major): pass host memory",
+             name);
+    return PK_OK;
+}
+
 extern "C" pk_status pk_cuda_ds_upload(void *impl, const double *u, const double *psi,
                                        double *seconds)
 {
     pk_cuda_ds *p = (pk_cuda_ds *)impl;
     double s1 = 0, s2 = 0;
+    PK_TRY(pk_ds_host_arrays(p, u, p->u_bytes, "u"));
+    PK_TRY(pk_ds_host_arrays(p, psi, p->s_bytes, "psi"));
     const double t0 = pk_now();
     pk_ds_convert(pk_ds_pack_u_sites, u, p->stage, p->vol, p->recon12 ? 6 : 9, p->u_bytes,
                   p->threads);
@@ -479,6 +492,7 @@ extern "C" pk_status pk_cuda_ds_run(void *impl, double *kernel_seconds)
 extern "C" pk_status pk_cuda_ds_download(void *impl, double *chi, double *seconds)
 {
     pk_cuda_ds *p = (pk_cuda_ds *)impl;
+    PK_TRY(pk_ds_host_arrays(p, chi, p->s_bytes, "chi"));
     const double t0 = pk_now();
     PK_TRY(pk_cuda_transfer(&p->xf, p->stage, p->chi, p->s_bytes, 0, "dslash download of chi",
                             NULL));

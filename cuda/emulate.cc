@@ -940,11 +940,12 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *a, const void *p)
     if (a == nullptr) return misused(cudaErrorInvalidValue, "cudaPointerGetAttributes(NULL)");
     memset(a, 0, sizeof *a);
     a->device = -1;
-    if (is_device(p, 0)) {
+    /* the byte at p (one past an allocation's end is not in it, as in CUDA) */
+    if (is_device(p, 1)) {
         a->type = cudaMemoryTypeDevice;
         a->device = 0;
         a->devicePointer = const_cast<void *>(p);
-    } else if (is_pinned(p, 0)) {
+    } else if (is_pinned(p, 1)) {
         a->type = cudaMemoryTypeHost;
         a->device = 0;
         a->devicePointer = a->hostPointer = const_cast<void *>(p);
@@ -1238,6 +1239,25 @@ void pk_emu_reset(void)
     misuse_code = cudaSuccess;
     last_error = cudaSuccess;
 }
+
+/* The C tests' device arrays: the runtime's own calls (not PK_EMU_API: they take the lock). */
+void *pk_emu_device_array(const void *host, size_t bytes)
+{
+    void *d = nullptr;
+    if (cudaMalloc(&d, bytes) != cudaSuccess) return nullptr;
+    if (host && cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+        (void)cudaFree(d);
+        return nullptr;
+    }
+    return d;
+}
+
+int pk_emu_device_read(void *host, const void *dev, size_t bytes)
+{
+    return cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost) == cudaSuccess ? 0 : -1;
+}
+
+void pk_emu_device_free(void *dev) { (void)cudaFree(dev); }
 
 void pk_emu_get_stats(pk_emu_stats *s)
 {

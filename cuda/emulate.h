@@ -72,6 +72,12 @@ size_t pk_emu_bytes_in_use(void);
 const char *pk_emu_fault(void);
 /** Clear faults and the sticky error (what cudaDeviceReset would give). */
 void pk_emu_reset(void);
+/** For the C tests: a device array of bytes (cudaMalloc), a copy of host unless NULL; NULL
+ *  on failure.  Read it back with pk_emu_device_read (0: done), free it with
+ *  pk_emu_device_free. */
+void *pk_emu_device_array(const void *host, size_t bytes);
+int pk_emu_device_read(void *host, const void *dev, size_t bytes);
+void pk_emu_device_free(void *dev);
 typedef struct pk_emu_stats {
     unsigned long long launches, blocks, threads, barriers;
 } pk_emu_stats;

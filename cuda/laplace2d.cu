@@ -163,9 +163,12 @@ extern "C" pk_status pk_cuda_lp_upload(void *impl, const float *phi, double *sec
     return PK_OK;
 }
 
-extern "C" pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_seconds)
+/* count iterations from field a, alternating with b, timed by the plan's events.  back: an
+ * odd count's result (in b) is copied to a before the closing event: kernel time, since no
+ * byte crosses the link (as in diffusion3d.cu's pk_d3_steps). */
+static pk_status pk_lp_steps(pk_cuda_lp *p, float *a, float *b, int count, int back,
+                             double *kernel_seconds)
 {
-    pk_cuda_lp *p = (pk_cuda_lp *)impl;
     cudaError_t e;
     float ms = 0.0f;
     if (kernel_seconds) *kernel_seconds = 0.0;
@@ -183,14 +186,21 @@ extern "C" pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_second
     if ((e = cudaEventRecord(p->ev[0], 0)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaEventRecord");
     for (int i = 0; i < count; ++i) {
-        pk_cuda_launch(pk_lp_kernel, grid, block, 0, 0, p->buf[p->cur], p->buf[p->cur ^ 1], p->l,
-                       p->nw, p->a, p->inv);
+        pk_cuda_launch(pk_lp_kernel, grid, block, 0, 0, (const float *)a, b, p->l, p->nw, p->a,
+                       p->inv);
         if ((e = cudaGetLastError()) != cudaSuccess)
             return pk_cuda_fail(e, "laplace2d kernel launch (iteration %d of %d, grid %u x %u, "
                                    "block %d)",
                                 i + 1, count, grid.x, grid.y, PK_LP_TX);
-        p->cur ^= 1;
+        float *t = a;
+        a = b;
+        b = t;
     }
+    if (back && (count & 1) &&
+        (e = cudaMemcpyAsync(b, a, p->bytes, cudaMemcpyDeviceToDevice, 0)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaMemcpyAsync(laplace2d result back into the field, %zu "
+                               "bytes)",
+                            p->bytes);
     if ((e = cudaEventRecord(p->ev[1], 0)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaEventRecord");
     if ((e = cudaEventSynchronize(p->ev[1])) != cudaSuccess)
@@ -202,6 +212,14 @@ extern "C" pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_second
     return PK_OK;
 }
 
+extern "C" pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_seconds)
+{
+    pk_cuda_lp *p = (pk_cuda_lp *)impl;
+    PK_TRY(pk_lp_steps(p, p->buf[p->cur], p->buf[p->cur ^ 1], count, 0, kernel_seconds));
+    p->cur ^= count & 1;
+    return PK_OK;
+}
+
 extern "C" pk_status pk_cuda_lp_download(void *impl, float *phi, double *seconds)
 {
     pk_cuda_lp *p = (pk_cuda_lp *)impl;
@@ -209,5 +227,25 @@ extern "C" pk_status pk_cuda_lp_download(void *impl, float *phi, double *seconds
                             seconds);
 }
 
+/* On the caller's field (in the plan's layout) in place.  Device memory of the plan's device:
+ * the iterations run on it, the plan's other buffer (not the resident field) the work array;
+ * anything else: upload, run, download. */
+extern "C" pk_status pk_cuda_lp_execute(void *impl, float *phi, int count, double *kernel_seconds,
+                                        double *transfer_seconds)
+{
+    pk_cuda_lp *p = (pk_cuda_lp *)impl;
+    const pk_cuda_arg arg = {phi, p->bytes, "phi", 1};
+    double up = 0, down = 0;
+    int direct = 0;
+    *transfer_seconds = 0;
+    PK_TRY(pk_cuda_direct(&p->xf, &arg, 1, &direct));
+    if (direct) return pk_lp_steps(p, phi, p->buf[p->cur ^ 1], count, 1, kernel_seconds);
+    PK_TRY(pk_cuda_lp_upload(p, phi, &up));
+    PK_TRY(pk_cuda_lp_run(p, count, kernel_seconds));
+    PK_TRY(pk_cuda_lp_download(p, phi, &down));
+    *transfer_seconds = up + down;
+    return PK_OK;
+}
+
 /* The laplace2d kernel family on this backend (lib/internal.h, pk_lp_ops). */
-extern "C" const pk_lp_ops pk_cuda_lp_ops = {"cuda", pk_cuda_lp_create, pk_cuda_lp_upload, pk_cuda_lp_run, pk_cuda_lp_download, pk_cuda_lp_destroy};
+extern "C" const pk_lp_ops pk_cuda_lp_ops = {"cuda", pk_cuda_lp_create, pk_cuda_lp_upload, pk_cuda_lp_run, pk_cuda_lp_download, pk_cuda_lp_destroy, pk_cuda_lp_execute};

@@ -242,9 +242,11 @@ static void pk_mf_launch(const pk_cuda_mf *p, int a, const double *src, double *
                    ps->nin, ps->nout, (long long)ps->ndat, ps->off, p->tiles_j[a], p->taps);
 }
 
-extern "C" pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds)
+/* The three passes x -> w1 -> w2 -> y, timed by the plan's events.  w1 shares y's memory
+ * when it fits there (the plan's y, or the caller's on device pointers: then the plan's x
+ * and y are untouched). */
+static pk_status pk_mf_passes(pk_cuda_mf *p, const double *x, double *y, double *kernel_seconds)
 {
-    pk_cuda_mf *p = (pk_cuda_mf *)impl;
     cudaError_t e;
     float ms = 0.0f;
     if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
@@ -254,8 +256,9 @@ extern "C" pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds)
     (void)cudaGetLastError();
     if ((e = cudaEventRecord(p->ev[0], 0)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaEventRecord");
-    const double *src[3] = {p->x, p->w1, p->w2};
-    double *dst[3] = {p->w1, p->w2, p->y};
+    double *w1 = p->w1 == p->y ? y : p->w1;
+    const double *src[3] = {x, w1, p->w2};
+    double *dst[3] = {w1, p->w2, y};
     for (int a = 0; a < 3; ++a) {
         if (p->bc == PK_MF_GROW)
             pk_mf_launch<PK_MF_GROW>(p, a, src[a], dst[a]);
@@ -279,6 +282,12 @@ extern "C" pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds)
     return PK_OK;
 }
 
+extern "C" pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds)
+{
+    pk_cuda_mf *p = (pk_cuda_mf *)impl;
+    return pk_mf_passes(p, p->x, p->y, kernel_seconds);
+}
+
 extern "C" pk_status pk_cuda_mf_download(void *impl, double *y, double *seconds)
 {
     pk_cuda_mf *p = (pk_cuda_mf *)impl;
@@ -286,5 +295,24 @@ extern "C" pk_status pk_cuda_mf_download(void *impl, double *y, double *seconds)
                             seconds);
 }
 
+/* y = MF x on the caller's arrays: on them when both are device memory of the plan's device
+ * (the plan's work arrays in between), else upload, run, download. */
+extern "C" pk_status pk_cuda_mf_execute(void *impl, const double *x, double *y,
+                                        double *kernel_seconds, double *transfer_seconds)
+{
+    pk_cuda_mf *p = (pk_cuda_mf *)impl;
+    const pk_cuda_arg arg[2] = {{x, p->in_bytes, "x", 0}, {y, p->out_bytes, "y", 1}};
+    double up = 0, down = 0;
+    int direct = 0;
+    *transfer_seconds = 0;
+    PK_TRY(pk_cuda_direct(&p->xf, arg, 2, &direct));
+    if (direct) return pk_mf_passes(p, x, y, kernel_seconds);
+    PK_TRY(pk_cuda_mf_upload(p, x, &up));
+    PK_TRY(pk_cuda_mf_run(p, kernel_seconds));
+    PK_TRY(pk_cuda_mf_download(p, y, &down));
+    *transfer_seconds = up + down;
+    return PK_OK;
+}
+
 /* The magicfilter3d kernel family on this backend (lib/internal.h, pk_mf_ops). */
-extern "C" const pk_mf_ops pk_cuda_mf_ops = {"cuda", pk_cuda_mf_create, pk_cuda_mf_upload, pk_cuda_mf_run, pk_cuda_mf_download, pk_cuda_mf_destroy};
+extern "C" const pk_mf_ops pk_cuda_mf_ops = {"cuda", pk_cuda_mf_create, pk_cuda_mf_upload, pk_cuda_mf_run, pk_cuda_mf_download, pk_cuda_mf_destroy, pk_cuda_mf_execute};

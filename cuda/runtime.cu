@@ -242,6 +242,48 @@ static unsigned pk_host_kind(const void *p)
     }
 }
 
+extern "C" int pk_cuda_memory(const pk_cuda_xfer *x, const void *p, size_t bytes)
+{
+    if (p == NULL || pk_host_kind(p) != PK_CUDA_PATH_DEVICE) return PK_MEM_HOST;
+    cudaPointerAttributes a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    /* the last byte too: a short array (or one running into host memory) is not the plan's,
+     * and the kernel would read past it */
+    const void *last = (const char *)p + (bytes ? bytes - 1 : 0);
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess ||
+        cudaPointerGetAttributes(&b, last) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return PK_MEM_OTHER;
+    }
+    if (a.type != b.type || a.device != b.device) return PK_MEM_OTHER;
+    /* managed memory migrates to whichever device touches it */
+    if (a.type == cudaMemoryTypeManaged) return PK_MEM_DEVICE;
+    return a.device == x->device ? PK_MEM_DEVICE : PK_MEM_OTHER;
+}
+
+extern "C" pk_status pk_cuda_direct(pk_cuda_xfer *x, const pk_cuda_arg *a, int n, int *direct)
+{
+    *direct = 0;
+    /* 16-byte aligned too (cudaMalloc gives 256): the kernels load double2 and float4; an
+     * array off that goes through the transfers into the plan's own */
+    for (int i = 0; i < n; ++i)
+        if (pk_cuda_memory(x, a[i].p, a[i].bytes) != PK_MEM_DEVICE || (uintptr_t)a[i].p % 16)
+            return PK_OK;
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+            if (i == j || !a[i].written) continue;
+            const char *p = (const char *)a[i].p, *q = (const char *)a[j].p;
+            PK_CHECK(p + a[i].bytes <= q || q + a[j].bytes <= p, PK_EINVAL,
+                     "%s overlaps %s: on device pointers the kernel writes the caller's %s "
+                     "directly, so it must not overlap an input",
+                     a[i].name, a[j].name, a[i].name);
+        }
+    x->paths |= PK_CUDA_PATH_NONE;
+    *direct = 1;
+    return PK_OK;
+}
+
 extern "C" pk_status pk_cuda_transfer(pk_cuda_xfer *x, void *dst, const void *src, size_t bytes,
                                       int to_device, const char *what, double *seconds)
 {
@@ -309,6 +351,8 @@ extern "C" void pk_cuda_transfer_note(const pk_cuda_xfer *x, char *dst, size_t l
     }
     if (x->paths & PK_CUDA_PATH_PINNED) n += snprintf(text + n, sizeof text - n, ", pinned");
     if (x->paths & PK_CUDA_PATH_DEVICE) n += snprintf(text + n, sizeof text - n, ", device");
+    if (x->paths & PK_CUDA_PATH_NONE)
+        n += snprintf(text + n, sizeof text - n, ", device pointers, none");
     if (x->paths & PK_CUDA_PATH_PAGEABLE) {
         const pk_cuda_ring *r = x->s && x->s->rings && x->device >= 0 && x->device < x->s->count
                                     ? &x->s->rings[x->device]

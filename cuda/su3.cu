@@ -281,15 +281,15 @@ extern "C" pk_status pk_cuda_s3_upload(void *impl, const double *u, const double
     return PK_OK;
 }
 
-static void pk_s3_launch(const pk_cuda_s3 *p)
+static void pk_s3_launch(const pk_cuda_s3 *p, const double *u, const double *psi, double *chi)
 {
-    const double2 *u2 = (const double2 *)p->u, *p2 = (const double2 *)p->psi;
-    double2 *x2 = (double2 *)p->chi;
+    const double2 *u2 = (const double2 *)u, *p2 = (const double2 *)psi;
+    double2 *x2 = (double2 *)chi;
     const dim3 g(p->blocks), b(PK_S3_THREADS);
     switch (p->layout) {
     case PK_SU3_VFO: pk_cuda_launch(pk_s3_kernel_vfo, g, b, 0, 0, u2, p2, x2, p->n); break;
     case PK_SU3_HVFO:
-        pk_cuda_launch(pk_s3_kernel_hvfo, g, b, 0, 0, p->u, p->psi, p->chi, p->n, p->nw);
+        pk_cuda_launch(pk_s3_kernel_hvfo, g, b, 0, 0, u, psi, chi, p->n, p->nw);
         break;
     case PK_SU3_SHORT:
         pk_cuda_launch(pk_s3_kernel_aos<PK_S3_L_SHORT>, g, b, 0, 0, u2, p2, x2, p->n);
@@ -304,9 +304,10 @@ static void pk_s3_launch(const pk_cuda_s3 *p)
     }
 }
 
-extern "C" pk_status pk_cuda_s3_run(void *impl, double *kernel_seconds)
+/* chi = u psi on these device arrays (the plan's, or the caller's), timed. */
+static pk_status pk_s3_multiply(pk_cuda_s3 *p, const double *u, const double *psi, double *chi,
+                                double *kernel_seconds)
 {
-    pk_cuda_s3 *p = (pk_cuda_s3 *)impl;
     cudaError_t e;
     float ms = 0.0f;
     if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
@@ -316,7 +317,7 @@ extern "C" pk_status pk_cuda_s3_run(void *impl, double *kernel_seconds)
     (void)cudaGetLastError();
     if ((e = cudaEventRecord(p->ev[0], 0)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaEventRecord");
-    pk_s3_launch(p);
+    pk_s3_launch(p, u, psi, chi);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return pk_cuda_fail(e, "su3 launch (%d blocks x %d threads, layout %d)", p->blocks,
                             PK_S3_THREADS, p->layout);
@@ -330,6 +331,12 @@ extern "C" pk_status pk_cuda_s3_run(void *impl, double *kernel_seconds)
     return PK_OK;
 }
 
+extern "C" pk_status pk_cuda_s3_run(void *impl, double *kernel_seconds)
+{
+    pk_cuda_s3 *p = (pk_cuda_s3 *)impl;
+    return pk_s3_multiply(p, p->u, p->psi, p->chi, kernel_seconds);
+}
+
 extern "C" pk_status pk_cuda_s3_download(void *impl, double *chi, double *seconds)
 {
     pk_cuda_s3 *p = (pk_cuda_s3 *)impl;
@@ -337,5 +344,26 @@ extern "C" pk_status pk_cuda_s3_download(void *impl, double *chi, double *second
                             seconds);
 }
 
+/* chi = u psi on the caller's arrays (in the plan's layout): on them when all three are
+ * device memory of the plan's device, else upload, run, download. */
+extern "C" pk_status pk_cuda_s3_execute(void *impl, const double *u, const double *psi,
+                                        double *chi, double *kernel_seconds,
+                                        double *transfer_seconds)
+{
+    pk_cuda_s3 *p = (pk_cuda_s3 *)impl;
+    const pk_cuda_arg arg[3] = {
+        {u, p->u_bytes, "u", 0}, {psi, p->s_bytes, "psi", 0}, {chi, p->s_bytes, "chi", 1}};
+    double up = 0, down = 0;
+    int direct = 0;
+    *transfer_seconds = 0;
+    PK_TRY(pk_cuda_direct(&p->xf, arg, 3, &direct));
+    if (direct) return pk_s3_multiply(p, u, psi, chi, kernel_seconds);
+    PK_TRY(pk_cuda_s3_upload(p, u, psi, &up));
+    PK_TRY(pk_cuda_s3_run(p, kernel_seconds));
+    PK_TRY(pk_cuda_s3_download(p, chi, &down));
+    *transfer_seconds = up + down;
+    return PK_OK;
+}
+
 /* The su3 kernel family on this backend (lib/internal.h, pk_s3_ops). */
-extern "C" const pk_s3_ops pk_cuda_s3_ops = {"cuda", pk_cuda_s3_create, pk_cuda_s3_upload, pk_cuda_s3_run, pk_cuda_s3_download, pk_cuda_s3_destroy};
+extern "C" const pk_s3_ops pk_cuda_s3_ops = {"cuda", pk_cuda_s3_create, pk_cuda_s3_upload, pk_cuda_s3_run, pk_cuda_s3_download, pk_cuda_s3_destroy, pk_cuda_s3_execute};

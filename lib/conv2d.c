@@ -391,13 +391,16 @@ static pk_status cv_oneshot_work(pk_choice *c, void *arg)
     /* out overlapping the image: a failure part way leaves no input to retry another on */
     const uintptr_t i0 = (uintptr_t)o->image, o0 = (uintptr_t)o->out;
     const int overlaps = !(o0 + o->bytes <= i0 || i0 + o->bytes <= o0);
-    if (cv_ops(c)->execute) { /* host memory: on the caller's arrays */
-        c->no_fallback = overlaps;
+    const void *a[2] = {o->image, o->out};
+    const size_t b[2] = {o->bytes, o->bytes};
+    /* on the caller's arrays: host memory on a host backend, device memory on CUDA */
+    if (cv_ops(c)->execute && pk_choice_direct(c, a, b, 2)) {
+        c->no_fallback |= overlaps;
         return cv_ops(c)->execute(c->impl, o->image, o->out, &o->kern, &o->down);
     }
     PK_TRY(cv_ops(c)->upload(c->impl, o->image, &o->up));
     PK_TRY(cv_ops(c)->run(c->impl, &o->kern));
-    c->no_fallback = overlaps;
+    c->no_fallback |= overlaps;
     return cv_ops(c)->download(c->impl, o->out, &o->down);
 }
 

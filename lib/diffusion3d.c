@@ -188,6 +188,7 @@ void pk_d3_host_destroy(void *impl)
 typedef struct d3_oneshot {
     float *f;
     int count;
+    size_t bytes; /* the field's */
     double up, kern, down;
 } d3_oneshot;
 
@@ -195,7 +196,9 @@ typedef struct d3_oneshot {
 static pk_status d3_oneshot_work(pk_choice *c, void *arg)
 {
     d3_oneshot *o = arg;
-    if (d3_ops(c)->execute) { /* host memory: on the caller's field itself */
+    const void *f = o->f;
+    /* on the caller's field itself: host memory on a host backend, device memory on CUDA */
+    if (d3_ops(c)->execute && pk_choice_direct(c, &f, &o->bytes, 1)) {
         c->no_fallback = 1;
         return d3_ops(c)->execute(c->impl, o->f, o->count, &o->kern, &o->down);
     }
@@ -222,7 +225,7 @@ pk_status pk_diffusion3d(pk_context *ctx, const pk_diffusion3d_params *p, const 
     size_t points = 0;
     PK_TRY(d3_validate(p, &desc, &points));
     PK_CHECK_NULL(f);
-    d3_oneshot o = {f, p->count, 0, 0, 0};
+    d3_oneshot o = {f, p->count, points * sizeof(float), 0, 0, 0};
     pk_choice c;
     struct { int n[3]; float c[7]; } key; /* what a plan is made of (the context's cache) */
     memset(&key, 0, sizeof key);
@@ -307,7 +310,7 @@ pk_status pk_diffusion3d_plan_execute(pk_diffusion3d_plan *plan, float *f, int c
     PK_CHECK_NULL(f);
     PK_CHECK(count >= 0, PK_ESIZE, "count: must be >= 0, got %d", count);
     const double t0 = pk_now();
-    d3_oneshot o = {f, count, 0, 0, 0};
+    d3_oneshot o = {f, count, plan->points * sizeof(float), 0, 0, 0};
     PK_TRY(d3_oneshot_work(&plan->c, &o));
     pk_choice_info(&plan->c, info);
     if (info) {

@@ -313,6 +313,34 @@ static void choice_transfer_note(const pk_choice *c, char *dst, size_t len)
     if (c->ops && c->ops->transfer_note && c->impl) c->ops->transfer_note(c->impl, dst, len);
 }
 
+int pk_choice_memory(const pk_choice *c, const void *p, size_t bytes)
+{
+    return c->ops && c->ops->memory && c->impl ? c->ops->memory(c->impl, p, bytes) : PK_MEM_HOST;
+}
+
+int pk_choice_direct(pk_choice *c, const void *const *p, const size_t *bytes, int n)
+{
+    if (!c->ops || !c->ops->memory) return 1; /* the backend works in host memory */
+    int all = 1;
+    for (int i = 0; i < n; ++i) {
+        const int m = pk_choice_memory(c, p[i], bytes[i]);
+        if (m != PK_MEM_HOST) c->no_fallback = 1;
+        if (m != PK_MEM_DEVICE) all = 0;
+    }
+    return all;
+}
+
+pk_status pk_choice_host_only(const pk_choice *c, const void *const *p, const size_t *bytes,
+                              const char *const *names, int n, const char *step)
+{
+    for (int i = 0; i < n; ++i)
+        PK_CHECK(pk_choice_memory(c, p[i], bytes[i]) == PK_MEM_HOST, PK_EINVAL,
+                 "%s: device memory, but %s: pass host memory (device pointers are taken "
+                 "only where the device reads the caller's layout)",
+                 names[i], step);
+    return PK_OK;
+}
+
 void pk_choice_info(const pk_choice *c, pk_run_info *info)
 {
     if (!info) return;

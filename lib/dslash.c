@@ -198,10 +198,27 @@ static double *ds_compress12(const pk_ds_desc *d, const double *u, pk_scratch *s
 }
 
 /* The backend's upload of the links as the desc says (compressed when recon12). */
+/* Every backend reorders or compresses dslash's arrays on the host (CUDA: site-major <->
+ * component-major): device memory is refused, never read by the CPU.  NULL: not in the call. */
+static pk_status ds_host_arrays(const pk_choice *c, const pk_ds_desc *d, const double *u,
+                                const double *psi, const double *chi)
+{
+    const void *p[3] = {u, psi, chi};
+    const size_t b[3] = {4 * d->volume * 18 * sizeof(double),
+                         d->spinor_doubles * sizeof(double), d->spinor_doubles * sizeof(double)};
+    const char *const names[3] = {"u", "psi", "chi"};
+    for (int i = 0; i < 3; ++i)
+        if (p[i])
+            PK_TRY(pk_choice_host_only(c, &p[i], &b[i], &names[i], 1,
+                                       "the plan reorders it on the host"));
+    return PK_OK;
+}
+
 static pk_status ds_upload(const pk_choice *c, const pk_ds_desc *d, const double *u,
                            const double *psi, pk_scratch *stage, double *up_s, double *layout_s)
 {
     *layout_s = 0;
+    PK_TRY(ds_host_arrays(c, d, u, psi, NULL));
     if (!d->recon12) return ds_ops(c)->upload(c->impl, u, psi, up_s);
     double *u12 = ds_compress12(d, u, stage, layout_s);
     if (!u12) return PK_ENOMEM;
@@ -323,6 +340,7 @@ static pk_status ds_oneshot_work(pk_choice *c, void *arg)
         c->no_fallback = overlaps;
         return ds_ops(c)->execute(c->impl, uk, o->psi, o->chi, &o->kern, &o->down);
     }
+    PK_TRY(ds_host_arrays(c, o->d, NULL, NULL, o->chi));
     PK_TRY(ds_upload(c, o->d, o->u, o->psi, o->u12, &o->up, &o->layout));
     PK_TRY(ds_ops(c)->run(c->impl, &o->kern));
     c->no_fallback = overlaps;
@@ -427,6 +445,7 @@ pk_status pk_dslash_plan_download(pk_dslash_plan *plan, double *chi)
     PK_CHECK_NULL(chi);
     PK_CHECK(plan->state == DS_RAN, PK_ESTATE,
              "plan_download: the uploaded fields were not run yet (call plan_run)");
+    PK_TRY(ds_host_arrays(&plan->c, &plan->d, NULL, NULL, chi));
     double s;
     return ds_ops(&plan->c)->download(plan->c.impl, chi, &s);
 }

@@ -483,7 +483,14 @@ struct pk_backend_ops {
      * plan `impl` (any kernel's) did since the last call, and forget it.  CUDA: which path
      * they took ("transfer: staged ring 4x16 MiB"). */
     void (*transfer_note)(void *impl, char *dst, size_t len);
+
+    /* Optional (NULL: every array is host memory to the backend: serial, OpenMP, OpenCL):
+     * where the caller's array [p, p + bytes) lies for the plan `impl` (PK_MEM_*).  CUDA:
+     * device or managed memory of the plan's device is PK_MEM_DEVICE, device memory of
+     * another device (or an array that does not end where it starts) PK_MEM_OTHER. */
+    int (*memory)(void *impl, const void *p, size_t bytes);
 };
+enum { PK_MEM_HOST = 0, PK_MEM_DEVICE = 1, PK_MEM_OTHER = 2 };
 
 extern const pk_backend_ops pk_backend_serial;
 extern const pk_backend_ops pk_backend_openmp;
@@ -675,6 +682,19 @@ void pk_plan_cache_trim(pk_context *ctx);
 /** Copy backend, device, variant, reason, fell_back and setup time into info (may be NULL);
  *  the reason gets the plan's transfer note (pk_backend_ops.transfer_note), if any. */
 void pk_choice_info(const pk_choice *c, pk_run_info *info);
+/** Where the caller's array [p, p + bytes) lies for c's plan (pk_backend_ops.memory;
+ *  PK_MEM_HOST on a backend that does not tell). */
+int pk_choice_memory(const pk_choice *c, const void *p, size_t bytes);
+/** 1 when a kernel's execute op may run on the caller's arrays p[0..n) (bytes[i] each): a
+ *  backend that works in host memory, or one whose plan's device holds them all
+ *  (PK_MEM_DEVICE); 0: upload, run, download.  Any of them in device memory sets
+ *  c->no_fallback: no host backend could read it. */
+int pk_choice_direct(pk_choice *c, const void *const *p, const size_t *bytes, int n);
+/** PK_OK when none of p[0..n) lies in device memory for c's plan; else PK_EINVAL naming
+ *  the array (names[i]) and `step`, the host work that must read it ("the host converts u
+ *  from AoS to layout short"). */
+pk_status pk_choice_host_only(const pk_choice *c, const void *const *p, const size_t *bytes,
+                              const char *const *names, int n, const char *step);
 /** Variants of a kernel on a backend ("" when not built or not implemented). */
 const char *pk_kernel_variants(const pk_kernel_class *kc, pk_backend_id backend);
 

@@ -360,6 +360,7 @@ typedef struct lp_oneshot {
     float *out;      /* where the result goes in the layout (phi itself for lexi) */
     int in_place;    /* out is the caller's phi */
     int count;
+    size_t bytes;    /* the field's */
     double up, kern, down;
 } lp_oneshot;
 
@@ -367,14 +368,16 @@ typedef struct lp_oneshot {
 static pk_status lp_oneshot_work(pk_choice *c, void *arg)
 {
     lp_oneshot *o = arg;
-    if (lp_ops(c)->execute && o->in == o->out) { /* host memory: on the field itself */
-        c->no_fallback = o->in_place;
+    const void *f = o->out;
+    /* on the field itself: host memory on a host backend, device memory on CUDA */
+    if (lp_ops(c)->execute && o->in == o->out && pk_choice_direct(c, &f, &o->bytes, 1)) {
+        c->no_fallback |= o->in_place;
         return lp_ops(c)->execute(c->impl, o->out, o->count, &o->kern, &o->down);
     }
     PK_TRY(lp_ops(c)->upload(c->impl, o->in, &o->up));
     PK_TRY(lp_ops(c)->run(c->impl, o->count, &o->kern));
     /* into phi itself: a download failing part way leaves no input to retry another backend */
-    c->no_fallback = o->in_place;
+    c->no_fallback |= o->in_place;
     return lp_ops(c)->download(c->impl, o->out, &o->down);
 }
 
@@ -400,7 +403,8 @@ pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char
         lp_reorder(d.l, d.nw, phi, buf, 1, ctx->opt.threads);
         layout_s = pk_now() - tl;
     }
-    lp_oneshot o = {buf ? buf : phi, buf ? buf : phi, buf == NULL, p->count, 0, 0, 0};
+    lp_oneshot o = {buf ? buf : phi, buf ? buf : phi, buf == NULL, p->count, n * sizeof(float),
+                    0, 0, 0};
     pk_choice c;
     struct { int l, layout, nw; float sigma, inv; } key; /* the context's cache */
     memset(&key, 0, sizeof key);
@@ -461,11 +465,23 @@ pk_status pk_laplace2d_plan_create(pk_laplace2d_plan **plan, pk_context *ctx,
     return PK_OK;
 }
 
+/* hvfo plans reorder phi on the host: device memory is refused, never read by the CPU. */
+static pk_status lp_host_field(const pk_laplace2d_plan *plan, const float *phi)
+{
+    if (!plan->buf) return PK_OK;
+    const void *p = phi;
+    const size_t bytes = plan->n * sizeof(float);
+    static const char *const name = "phi";
+    return pk_choice_host_only(&plan->c, &p, &bytes, &name, 1,
+                               "the host reorders it from lexi to layout hvfo");
+}
+
 pk_status pk_laplace2d_plan_upload(pk_laplace2d_plan *plan, const float *phi)
 {
     pk_clear_error();
     PK_CHECK_NULL(plan);
     PK_CHECK_NULL(phi);
+    PK_TRY(lp_host_field(plan, phi));
     double s;
     if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, phi, plan->buf, 1, plan->d.threads);
     PK_TRY(lp_ops(&plan->c)->upload(plan->c.impl, plan->buf ? plan->buf : phi, &s));
@@ -496,12 +512,13 @@ pk_status pk_laplace2d_plan_execute(pk_laplace2d_plan *plan, float *phi, int cou
     PK_CHECK_NULL(plan);
     PK_CHECK_NULL(phi);
     PK_CHECK(count >= 0, PK_ESIZE, "count: must be >= 0, got %d", count);
+    PK_TRY(lp_host_field(plan, phi));
     const double t0 = pk_now();
     double layout_s = 0, tl = pk_now();
     if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, phi, plan->buf, 1, plan->d.threads);
     layout_s += pk_now() - tl;
     float *field = plan->buf ? plan->buf : phi;
-    lp_oneshot o = {field, field, plan->buf == NULL, count, 0, 0, 0};
+    lp_oneshot o = {field, field, plan->buf == NULL, count, plan->n * sizeof(float), 0, 0, 0};
     PK_TRY(lp_oneshot_work(&plan->c, &o));
     tl = pk_now();
     if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, plan->buf, phi, 0, plan->d.threads);
@@ -523,6 +540,7 @@ pk_status pk_laplace2d_plan_download(pk_laplace2d_plan *plan, float *phi)
     PK_CHECK_NULL(plan);
     PK_CHECK_NULL(phi);
     PK_CHECK(plan->uploaded, PK_ESTATE, "plan_download: no field uploaded yet (call plan_upload)");
+    PK_TRY(lp_host_field(plan, phi));
     double s;
     if (!plan->buf) return lp_ops(&plan->c)->download(plan->c.impl, phi, &s);
     PK_TRY(lp_ops(&plan->c)->download(plan->c.impl, plan->buf, &s));

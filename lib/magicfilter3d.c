@@ -242,7 +242,10 @@ typedef struct mf_oneshot {
 static pk_status mf_oneshot_work(pk_choice *c, void *arg)
 {
     mf_oneshot *o = arg;
-    if (mf_ops(c)->execute) { /* host memory: on the caller's arrays */
+    const void *a[2] = {o->x, o->y};
+    const size_t b[2] = {o->xbytes, o->ybytes};
+    /* on the caller's arrays: host memory on a host backend, device memory on CUDA */
+    if (mf_ops(c)->execute && pk_choice_direct(c, a, b, 2)) {
         c->no_fallback = 1;
         return mf_ops(c)->execute(c->impl, o->x, o->y, &o->kern, &o->down);
     }
@@ -250,7 +253,7 @@ static pk_status mf_oneshot_work(pk_choice *c, void *arg)
     PK_TRY(mf_ops(c)->run(c->impl, &o->kern));
     /* y over x: a download failing part way leaves no intact x to retry another backend on */
     const uintptr_t x0 = (uintptr_t)o->x, y0 = (uintptr_t)o->y;
-    c->no_fallback = !(y0 + o->ybytes <= x0 || x0 + o->xbytes <= y0);
+    c->no_fallback |= !(y0 + o->ybytes <= x0 || x0 + o->xbytes <= y0);
     return mf_ops(c)->download(c->impl, o->y, &o->down);
 }
 

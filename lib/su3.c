@@ -435,20 +435,24 @@ typedef struct s3_oneshot {
     const double *u, *psi; /* in the layout */
     double *chi;           /* in the layout: the caller's chi or a staging array */
     int chi_overlaps;      /* the caller's chi overlaps its u or psi */
+    size_t ubytes, sbytes; /* of u and of a spinor in the layout */
     double up, kern, down;
 } s3_oneshot;
 
 static pk_status s3_oneshot_work(pk_choice *c, void *arg)
 {
     s3_oneshot *o = arg;
-    if (s3_ops(c)->execute) { /* host memory: on the arrays themselves */
-        c->no_fallback = o->chi_overlaps;
+    const void *a[3] = {o->u, o->psi, o->chi};
+    const size_t b[3] = {o->ubytes, o->sbytes, o->sbytes};
+    /* on the arrays themselves: host memory on a host backend, device memory on CUDA */
+    if (s3_ops(c)->execute && pk_choice_direct(c, a, b, 3)) {
+        c->no_fallback |= o->chi_overlaps;
         return s3_ops(c)->execute(c->impl, o->u, o->psi, o->chi, &o->kern, &o->down);
     }
     PK_TRY(s3_ops(c)->upload(c->impl, o->u, o->psi, &o->up));
     PK_TRY(s3_ops(c)->run(c->impl, &o->kern));
     /* chi over u or psi: a download failing part way leaves no intact input to retry on */
-    c->no_fallback = o->chi_overlaps;
+    c->no_fallback |= o->chi_overlaps;
     return s3_ops(c)->download(c->impl, o->chi, &o->down);
 }
 
@@ -481,6 +485,8 @@ static pk_status s3_call_begin(const pk_s3_desc *d, const double *u, const doubl
     k->o.u = k->st.u;
     k->o.psi = k->st.psi;
     k->o.chi = k->chi_l;
+    k->o.ubytes = d->u_doubles * sizeof(double);
+    k->o.sbytes = d->spinor_doubles * sizeof(double);
     k->o.chi_overlaps = k->chi_l == chi &&
                         (s3_overlap(chi, sbytes, psi, sbytes) ||
                          s3_overlap(chi, sbytes, u, d->nv * 18 * sizeof(double)));
@@ -566,12 +572,35 @@ pk_status pk_su3_plan_create(pk_su3_plan **plan, pk_context *ctx, const pk_su3_p
     return PK_OK;
 }
 
+/* The caller's arrays the host converts (u unless the layout is aos; psi and chi in vfo and
+ * hvfo; NULL: not in the call): device memory is refused, never read by the CPU. */
+static pk_status s3_host_arrays(const pk_su3_plan *plan, const double *u, const double *psi,
+                                const double *chi)
+{
+    const pk_s3_desc *d = &plan->d;
+    const void *p[3];
+    size_t b[3];
+    const char *names[3];
+    int n = 0;
+    if (u && d->layout != PK_SU3_AOS)
+        p[n] = u, b[n] = d->nv * 18 * sizeof(double), names[n++] = "u";
+    if (psi && !s3_aos_spinor(d->layout))
+        p[n] = psi, b[n] = d->nv * 24 * sizeof(double), names[n++] = "psi";
+    if (chi && !s3_aos_spinor(d->layout))
+        p[n] = chi, b[n] = d->nv * 24 * sizeof(double), names[n++] = "chi";
+    char step[96];
+    snprintf(step, sizeof step, "the host converts it between AoS and layout %s",
+             s3_layout_names[d->layout]);
+    return pk_choice_host_only(&plan->c, p, b, names, n, step);
+}
+
 pk_status pk_su3_plan_upload(pk_su3_plan *plan, const double *u, const double *psi)
 {
     pk_clear_error();
     PK_CHECK_NULL(plan);
     PK_CHECK_NULL(u);
     PK_CHECK_NULL(psi);
+    PK_TRY(s3_host_arrays(plan, u, psi, NULL));
     s3_staged st;
     double pack_s, up_s;
     PK_TRY(s3_stage(&plan->d, u, psi, plan->stage, &st, &pack_s));
@@ -603,6 +632,7 @@ pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi)
     PK_CHECK_NULL(chi);
     PK_CHECK(plan->ran, PK_ESTATE,
              "plan_download: the uploaded u and psi were not multiplied yet (call plan_run)");
+    PK_TRY(s3_host_arrays(plan, NULL, NULL, chi));
     double s;
     if (s3_aos_spinor(plan->d.layout)) return s3_ops(&plan->c)->download(plan->c.impl, chi, &s);
     double *chi_l = pk_scratch_get(&plan->stage[2], plan->d.spinor_doubles * sizeof(double));
@@ -623,6 +653,7 @@ pk_status pk_su3_plan_execute(pk_su3_plan *plan, const double *u, const double *
     PK_CHECK_NULL(u);
     PK_CHECK_NULL(psi);
     PK_CHECK_NULL(chi);
+    PK_TRY(s3_host_arrays(plan, u, psi, chi));
     const double t0 = pk_now();
     s3_call k;
     PK_TRY(s3_call_begin(&plan->d, u, psi, chi, plan->stage, &k));

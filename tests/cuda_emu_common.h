@@ -107,6 +107,29 @@ static int emu_end(void)
     return tap_done();
 }
 
+/* What a plan's copies did since this was last asked ("transfer: device pointers, none"),
+ * then forgotten, as the run info's reason gets it (every plan starts with its xfer). */
+static inline const char *emu_transfer_note(void *impl)
+{
+    static char buf[256];
+    pk_cuda_xfer *x = (pk_cuda_xfer *)impl;
+    buf[0] = '\0';
+    pk_cuda_transfer_note(x, buf, sizeof buf);
+    x->paths = 0;
+    return buf;
+}
+
+/* s after an execute on device arrays: PK_EINTERNAL unless nothing was copied (transfer
+ * seconds 0, the note "transfer: device pointers, none"). */
+static inline pk_status emu_zero_copy(void *impl, pk_status s, double transfer_seconds)
+{
+    const char *note = emu_transfer_note(impl);
+    if (s == PK_OK && (transfer_seconds != 0 || strcmp(note, "transfer: device pointers, none")))
+        return pk_fail(PK_EINTERNAL, "execute on device arrays: transfer %g s, \"%s\"",
+                       transfer_seconds, note);
+    return s;
+}
+
 /* Plan creation under device-memory exhaustion: the k-th cudaMalloc of create failing, for
  * every k until create succeeds, must give PK_EDEVMEM with nothing left allocated (the
  * cleanup paths of create; with the sanitizers, no host memory either). */

@@ -11,7 +11,8 @@
  *    driver's own, right, nothing left pinned, and the run info's note says why;
  *  - a copy that fails inside the ring (a destination outside device memory): a clean error
  *    naming the chunk, and the ring works afterwards;
- *  - the default ring (4 x 16 MiB) on a 1 MiB + 3 byte array; pk_cuda_release frees it.
+ *  - the default ring (4 x 16 MiB) on a 1 MiB + 3 byte array; pk_cuda_release frees it;
+ *  - where a caller's array lies for an execute (pk_cuda_memory, pk_cuda_direct).
  * In the emulation a copy to or from pinned memory runs only when something waits for it,
  * so a slot reused before its DMA ended, or read before it, gives wrong bytes here.
  */
@@ -277,6 +278,67 @@ void check_note(pk_cuda_state *s)
        "the run info's note: \"%s\", \"%s\", nothing without copies", a, b);
 }
 
+/* pk_cuda_memory and pk_cuda_direct, the choice of an execute on the caller's arrays:
+ * device arrays run in place, host (pageable, pinned), short or misaligned ones go through
+ * the transfers, an output over an input is refused. */
+void check_memory(pk_cuda_state *s)
+{
+    const size_t n = 1024;
+    char *dev = nullptr, *pin = nullptr;
+    std::vector<char> host(n);
+    std::string why;
+    if (cudaMalloc((void **)&dev, 2 * n) != cudaSuccess ||
+        cudaHostAlloc((void **)&pin, n, cudaHostAllocDefault) != cudaSuccess) {
+        ok(0, "pk_cuda_memory: test buffers (%s)", emu_fault_note());
+        return;
+    }
+    pk_cuda_xfer x = {s, 0, 0};
+    const struct {
+        const void *p;
+        size_t bytes;
+        int want;
+        const char *what;
+    } m[] = {{host.data(), n, PK_MEM_HOST, "pageable"}, {pin, n, PK_MEM_HOST, "pinned"},
+             {dev, 2 * n, PK_MEM_DEVICE, "device"},  {dev + n, n, PK_MEM_DEVICE, "device, tail"},
+             {dev + n, n + 1, PK_MEM_OTHER, "device, one byte too long"}};
+    for (const auto &c : m) {
+        const int got = pk_cuda_memory(&x, c.p, c.bytes);
+        if (got != c.want)
+            why += std::string("; ") + c.what + ": " + std::to_string(got) + " not " +
+                   std::to_string(c.want);
+    }
+    int direct = -1;
+    pk_cuda_arg a[2] = {{dev, n, "x", 0}, {dev + n, n, "y", 1}};
+    pk_status st = pk_cuda_direct(&x, a, 2, &direct);
+    if (st != PK_OK || direct != 1 || x.paths != PK_CUDA_PATH_NONE)
+        why += "; two device arrays: not direct";
+    x.paths = 0;
+    const pk_cuda_arg mixed[3][2] = {{{dev, n, "x", 0}, {host.data(), n, "y", 1}},
+                                     {{pin, n, "x", 0}, {dev + n, n, "y", 1}},
+                                     {{dev + 8, n, "x", 0}, {dev + n, n, "y", 1}}};
+    for (int i = 0; i < 3; ++i) {
+        st = pk_cuda_direct(&x, mixed[i], 2, &direct);
+        if (st != PK_OK || direct != 0 || x.paths != 0)
+            why += "; case " + std::to_string(i) + " (pageable, pinned, misaligned): direct";
+    }
+    pk_cuda_arg over[2] = {{dev, n, "psi", 0}, {dev + 512, n, "chi", 1}};
+    st = pk_cuda_direct(&x, over, 2, &direct);
+    const std::string err = pk_last_error();
+    if (st != PK_EINVAL || direct != 0 || err.find("chi overlaps psi") == std::string::npos)
+        why += "; overlap: " + std::string(pk_status_name(st)) + " " + err;
+    char note[128] = "";
+    x.paths = PK_CUDA_PATH_NONE;
+    pk_cuda_transfer_note(&x, note, sizeof note);
+    if (strcmp(note, "transfer: device pointers, none")) why += std::string("; note ") + note;
+    ok(why.empty(),
+       "pk_cuda_memory, pk_cuda_direct: device arrays direct (\"%s\"); pageable, pinned, "
+       "misaligned or mixed through the transfers; an overlap PK_EINVAL%s",
+       note, why.c_str());
+    cudaFree(dev);
+    cudaFreeHost(pin);
+    emu_next_case();
+}
+
 /* The default ring: 4 x 16 MiB, from 1 MiB on; freed by pk_cuda_release. */
 void check_default_ring(void)
 {
@@ -332,6 +394,7 @@ int main(void)
     check_direct(s, 1);
     check_ring_error(s);
     check_note(s);
+    check_memory(s);
     check_ring_oom();
     check_default_ring();
     return emu_end();

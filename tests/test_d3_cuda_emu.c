@@ -7,7 +7,8 @@
  * length comes from the device's resident blocks (pk_d3_plan_chunks), so the emulated device
  * is given 1, 3 and 32 multiprocessors to get one chunk, uneven chunks and one plane per
  * chunk.  Then the plan's own logic: split runs, count 0, a download before any upload (zeros),
- * a second upload; and create when each of its allocations fails.  Also the runtime file
+ * a second upload; the execute op on device arrays (in place, no transfer) and on host,
+ * misaligned and short ones; and create when each of its allocations fails.  Also the runtime file
  * (cuda/runtime.cu) on the emulated device: the probe and the copy kernel, and the
  * PORTKERN_TEST_DEVICE_OOM hook of cuda_internal.h.
  */
@@ -125,6 +126,87 @@ static void d3e_check_plan(void)
     free(out);
 }
 
+/* The plan's execute (plan_execute's CUDA op) on a device array: count steps in place on it,
+ * the plan's other buffer the work array (one copy back after an odd count), no transfer,
+ * the resident field untouched.  On host memory, on a misaligned device array (off 16
+ * bytes): through the transfers, still right.  A device array shorter than the field: an
+ * error, never a read past it. */
+static void d3e_check_devptr(int count)
+{
+    const int nx = 65, ny = 17, nz = 9;
+    pk_diffusion3d_params p;
+    d3e_params(&p, nx, ny, nz, count);
+    const size_t n = (size_t)nx * ny * nz, bytes = n * sizeof(float);
+    float *f = d3_alloc(n), *ref = d3_alloc(n), *out = d3_alloc(n + 4), *res0 = d3_alloc(n),
+          *res1 = d3_alloc(n);
+    d3_fill(f, nx, ny, nz, 11);
+    memcpy(ref, f, bytes);
+    pk_diffusion3d_reference(&p, ref);
+    const pk_d3_desc d = d3e_desc(&p);
+    void *impl = NULL;
+    double ks = -1, ts = -1;
+    char note[256] = "";
+    /* the resident field: another one, one step on (it lies in the plan's second buffer) */
+    d3_fill(res0, nx, ny, nz, 12);
+    pk_status s = pk_cuda_d3_create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_d3_upload(impl, res0, NULL);
+    if (s == PK_OK) s = pk_cuda_d3_run(impl, 1, NULL);
+    if (s == PK_OK) s = pk_cuda_d3_download(impl, res0, NULL);
+    if (impl) (void)emu_transfer_note(impl);
+    float *dev = pk_emu_device_array(f, bytes);
+    if (s == PK_OK && !dev) s = pk_fail(PK_EDEVMEM, "test device array");
+    if (s == PK_OK) s = pk_cuda_d3_execute(impl, dev, count, &ks, &ts);
+    if (impl) snprintf(note, sizeof note, "%s", emu_transfer_note(impl));
+    if (s == PK_OK && pk_emu_device_read(out, dev, bytes)) s = pk_fail(PK_EDEVICE, "read back");
+    if (s == PK_OK) s = pk_cuda_d3_download(impl, res1, NULL);
+    int d_ok = s == PK_OK && pk_diff_f32(out, ref, n, D3_RTOL, D3_ZERO, PK_DIFF_ELEMENTWISE,
+                                         NULL) == PK_OK;
+    int same = s == PK_OK && memcmp(res0, res1, bytes) == 0;
+    ok(d_ok && same && ts == 0 && ks >= 0 && !strcmp(note, "transfer: device pointers, none"),
+       "execute on a device array, %d steps: equals the reference, transfer %g s, \"%s\", the "
+       "resident field %s (%s)",
+       count, ts, note, same ? "untouched" : "CHANGED", emu_why(s));
+    emu_next_case();
+    /* host memory: upload, run, download */
+    memcpy(out, f, bytes);
+    s = impl ? pk_cuda_d3_execute(impl, out, count, &ks, &ts) : PK_EINTERNAL;
+    if (impl) snprintf(note, sizeof note, "%s", emu_transfer_note(impl));
+    d_ok = s == PK_OK &&
+           pk_diff_f32(out, ref, n, D3_RTOL, D3_ZERO, PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
+    ok(d_ok && !strstr(note, "device pointers"),
+       "execute on host memory, %d steps: equals the reference through the transfers (\"%s\"; "
+       "%s)", count, note, emu_why(s));
+    emu_next_case();
+    /* a misaligned device array: through the transfers (device-to-device copies) */
+    memcpy(out + 1, f, bytes);
+    float *mis = pk_emu_device_array(out, bytes + 4 * sizeof(float));
+    s = impl && mis ? pk_cuda_d3_execute(impl, mis + 1, count, &ks, &ts) : PK_EDEVMEM;
+    if (impl) snprintf(note, sizeof note, "%s", emu_transfer_note(impl));
+    if (s == PK_OK && pk_emu_device_read(out, mis, bytes + sizeof(float)))
+        s = pk_fail(PK_EDEVICE, "read back");
+    d_ok = s == PK_OK &&
+           pk_diff_f32(out + 1, ref, n, D3_RTOL, D3_ZERO, PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
+    ok(d_ok && (count == 0 || !strcmp(note, "transfer: device")),
+       "execute on a device array 4 bytes off alignment, %d steps: equals the reference "
+       "through device-to-device transfers (\"%s\"; %s)", count, note, emu_why(s));
+    emu_next_case();
+    /* a device array one float short: refused or failed, not read past */
+    float *shortd = pk_emu_device_array(f, bytes - sizeof(float));
+    s = impl && shortd ? pk_cuda_d3_execute(impl, shortd, count, &ks, &ts) : PK_EDEVMEM;
+    ok(s != PK_OK,
+       "execute on a device array one float short, %d steps: %s", count, emu_why(s));
+    emu_next_case();
+    pk_emu_device_free(dev);
+    pk_emu_device_free(mis);
+    pk_emu_device_free(shortd);
+    pk_cuda_d3_destroy(impl);
+    free(f);
+    free(ref);
+    free(out);
+    free(res0);
+    free(res1);
+}
+
 static pk_status d3e_create(const void *arg, void **impl)
 {
     return pk_cuda_d3_create(emu_state(), 0, (const pk_d3_desc *)arg, impl);
@@ -173,6 +255,9 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
         d3e_check(cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4], cases[i][5]);
     d3e_check_plan();
+    d3e_check_devptr(3);
+    d3e_check_devptr(2);
+    d3e_check_devptr(0);
     pk_diffusion3d_params p;
     d3e_params(&p, 33, 17, 9, 1);
     const pk_d3_desc d = d3e_desc(&p);

@@ -142,6 +142,41 @@ static void dse_check_threads(void)
         }
 }
 
+/* Device arrays: the plan reorders on the host, so upload and download refuse them with
+ * PK_EINVAL naming the array, and the plan works on host arrays afterwards. */
+static void dse_check_devptr(void)
+{
+    pk_dslash_params p = ds_params(2, 3, 2, 2, 0.125, 0);
+    const pk_ds_desc d = dse_desc(&p);
+    const size_t ub = d.u_doubles * sizeof(double), sb = d.spinor_doubles * sizeof(double);
+    double *u = pk_emu_device_array(NULL, ub), *psi = pk_emu_device_array(NULL, sb);
+    double *hu = ds_alloc(d.u_doubles), *hp = ds_alloc(d.spinor_doubles);
+    memset(hu, 0, ub);
+    memset(hp, 0, sb);
+    void *impl = NULL;
+    char e1[300] = "", e2[300] = "";
+    pk_status s = pk_cuda_ds_create(emu_state(), 0, &d, &impl), s1 = PK_OK, s2 = PK_OK;
+    if (s == PK_OK && u && psi) {
+        s1 = pk_cuda_ds_upload(impl, hu, psi, NULL);
+        snprintf(e1, sizeof e1, "%s", pk_last_error());
+        s2 = pk_cuda_ds_download(impl, u, NULL);
+        snprintf(e2, sizeof e2, "%s", pk_last_error());
+        s = pk_cuda_ds_upload(impl, hu, hp, NULL);
+        if (s == PK_OK) s = pk_cuda_ds_run(impl, NULL);
+        if (s == PK_OK) s = pk_cuda_ds_download(impl, hp, NULL);
+    }
+    ok(s == PK_OK && s1 == PK_EINVAL && s2 == PK_EINVAL && strstr(e1, "dslash psi: device") &&
+           strstr(e2, "dslash chi: device"),
+       "device arrays: upload and download refuse them (\"%s\"), host arrays work after (%s)",
+       e1, emu_why(s));
+    pk_cuda_ds_destroy(impl);
+    pk_emu_device_free(u);
+    pk_emu_device_free(psi);
+    free(hu);
+    free(hp);
+    emu_next_case();
+}
+
 static pk_status dse_create(const void *arg, void **impl)
 {
     return pk_cuda_ds_create(emu_state(), 0, (const pk_ds_desc *)arg, impl);
@@ -157,6 +192,7 @@ int main(void)
     dse_check(big, 0);
     dse_check_plan();
     dse_check_threads();
+    dse_check_devptr();
     pk_dslash_params p = ds_params(2, 3, 2, 2, 0.125, 0);
     const pk_ds_desc d = dse_desc(&p);
     emu_check_alloc_failures("dslash plan creation", dse_create, pk_cuda_ds_destroy, &d);

@@ -18,6 +18,8 @@ static pk_mf_desc mfe_desc(const pk_magicfilter3d_params *p)
     return d;
 }
 
+static int mfe_devptr; /* mfe_exec: the execute op on device copies of x and y instead */
+
 /* A plan's y (create, upload x, run `runs` times, download into a NaN-filled buffer with a
  * guard zone); PK_EINTERNAL when the guard zone was written (detail in mf_err). */
 static pk_status mfe_exec(const pk_magicfilter3d_params *p, const double *x, double *y, int runs)
@@ -29,8 +31,30 @@ static pk_status mfe_exec(const pk_magicfilter3d_params *p, const double *x, dou
     void *impl = NULL;
     pk_status s = pk_cuda_mf_create(emu_state(), 0, &d, &impl);
     if (s == PK_OK) s = pk_cuda_mf_upload(impl, x, NULL);
+    if (mfe_devptr) {
+        /* on device arrays, then the plan's own run: the same bits (its x untouched) */
+        double *dx = pk_emu_device_array(x, d.in_count * sizeof(double));
+        double *dy = pk_emu_device_array(NULL, d.out_count * sizeof(double));
+        double ks = -1, ts = -1;
+        if (s == PK_OK && !(dx && dy)) s = pk_fail(PK_EDEVMEM, "test device arrays");
+        if (s == PK_OK) (void)emu_transfer_note(impl);
+        if (s == PK_OK) s = pk_cuda_mf_execute(impl, dx, dy, &ks, &ts);
+        if (s == PK_OK) s = emu_zero_copy(impl, s, ts);
+        if (s == PK_OK && pk_emu_device_read(buf, dy, d.out_count * sizeof(double)))
+            s = pk_fail(PK_EDEVICE, "reading y back");
+        double *own = mf_alloc(d.out_count);
+        if (s == PK_OK) s = pk_cuda_mf_run(impl, NULL);
+        if (s == PK_OK) s = pk_cuda_mf_download(impl, own, NULL);
+        if (s == PK_OK && memcmp(own, buf, d.out_count * sizeof(double)))
+            s = pk_fail(PK_EINTERNAL, "the plan's own run differs after the execute: its x "
+                                      "changed");
+        free(own);
+        pk_emu_device_free(dx);
+        pk_emu_device_free(dy);
+        runs = 0;
+    }
     for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_mf_run(impl, NULL);
-    if (s == PK_OK) s = pk_cuda_mf_download(impl, buf, NULL);
+    if (s == PK_OK && !mfe_devptr) s = pk_cuda_mf_download(impl, buf, NULL);
     pk_cuda_mf_destroy(impl);
     size_t bad = 0;
     for (size_t i = d.out_count; i < d.out_count + MF_GUARD; ++i) bad += buf[i] != MF_SENTINEL;
@@ -62,9 +86,11 @@ static void mfe_check(int n1, int n2, int n3, int tr, int bc)
     char at[64];
     mf_where(&p, first, at, sizeof at);
     ok(s == PK_OK && nfail == 0,
-       "cuda %dx%dx%d %s %s: equals the reference within %.0e (max abs %.2e, %zu over, first %s; "
-       "%s)",
-       n1, n2, n3, mf_bc_name[bc], mf_tr_name[tr], MF_TOL, e, nfail, at, emu_why(s));
+       "cuda %dx%dx%d %s %s%s: equals the reference within %.0e (max abs %.2e, %zu over, first "
+       "%s; %s)",
+       n1, n2, n3, mf_bc_name[bc], mf_tr_name[tr],
+       mfe_devptr ? ", execute on device arrays (no transfer, the plan's x untouched)" : "",
+       MF_TOL, e, nfail, at, emu_why(s));
     emu_next_case();
     free(x);
     free(ref);
@@ -110,6 +136,23 @@ static void mfe_check_plan(void)
     free(ref);
 }
 
+/* The execute op on device arrays where y overlaps x: PK_EINVAL, nothing run. */
+static void mfe_check_overlap(void)
+{
+    pk_magicfilter3d_params p = mf_params(6, 5, 4, 0, PK_MF_PERIODIC);
+    const pk_mf_desc d = mfe_desc(&p);
+    double *dx = pk_emu_device_array(NULL, (d.in_count + d.out_count) * sizeof(double));
+    void *impl = NULL;
+    double ks, ts;
+    pk_status s = pk_cuda_mf_create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = dx ? pk_cuda_mf_execute(impl, dx, dx + 8, &ks, &ts) : PK_EDEVMEM;
+    ok(s == PK_EINVAL && strstr(pk_last_error(), "y overlaps x"),
+       "execute on device arrays with y over x: PK_EINVAL (%s)", emu_why(s));
+    pk_cuda_mf_destroy(impl);
+    pk_emu_device_free(dx);
+    emu_next_case();
+}
+
 static pk_status mfe_create(const void *arg, void **impl)
 {
     return pk_cuda_mf_create(emu_state(), 0, (const pk_mf_desc *)arg, impl);
@@ -126,6 +169,10 @@ int main(void)
     mfe_check(2, 1, 37, 1, PK_MF_SHRINK);
     mfe_check(16, 1, 8, 1, PK_MF_GROW);
     mfe_check_plan();
+    mfe_devptr = 1;
+    for (int bc = 0; bc < 3; ++bc) mfe_check(17, 5, 4, bc == 1, bc);
+    mfe_devptr = 0;
+    mfe_check_overlap();
     for (int bc = 0; bc < 3; ++bc) { /* w1 is y when it fits (grow), else its own buffer */
         pk_magicfilter3d_params p = mf_params(6, 5, 4, 0, bc);
         const pk_mf_desc d = mfe_desc(&p);

@@ -33,6 +33,7 @@ static pk_s3_desc s3e_desc(const pk_su3_params *p)
 
 static unsigned s3e_paths; /* the transfer paths the plans took */
 static size_t s3e_most;    /* the largest copy's bytes */
+static int s3e_devptr;     /* s3e_exec: the execute op on device copies instead */
 
 /* chi (AoS, 24 nv doubles) through a plan run `runs` times; PK_EINTERNAL when the guard
  * zone after chi is written. */
@@ -48,9 +49,29 @@ static pk_status s3e_exec(const pk_su3_params *p, const s3_data *dat, double *ch
     pk_status s = pk_su3_pack(p, dat->u, dat->psi, ul, pl);
     void *impl = NULL;
     if (s == PK_OK) s = pk_cuda_s3_create(emu_state(), 0, &d, &impl);
-    if (s == PK_OK) s = pk_cuda_s3_upload(impl, ul, pl, NULL);
-    for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_s3_run(impl, NULL);
-    if (s == PK_OK) s = pk_cuda_s3_download(impl, xl, NULL);
+    if (s3e_devptr) {
+        const size_t ub = d.u_doubles * sizeof(double), sb = d.spinor_doubles * sizeof(double);
+        double *du = pk_emu_device_array(ul, ub), *dp = pk_emu_device_array(pl, sb);
+        double *dc = pk_emu_device_array(NULL, sb);
+        double ks = -1, ts = -1;
+        if (s == PK_OK && !(du && dp && dc)) s = pk_fail(PK_EDEVMEM, "test device arrays");
+        if (s == PK_OK) s = pk_cuda_s3_execute(impl, du, dp, dc, &ks, &ts);
+        if (s == PK_OK) s = emu_zero_copy(impl, s, ts);
+        if (s == PK_OK && pk_emu_device_read(xl, dc, sb))
+            s = pk_fail(PK_EDEVICE, "reading chi back");
+        /* chi over psi: refused */
+        pk_status so = s == PK_OK ? pk_cuda_s3_execute(impl, du, dp, dp, &ks, &ts) : PK_OK;
+        if (s == PK_OK && so != PK_EINVAL)
+            s = pk_fail(PK_EINTERNAL, "execute with chi = psi on device arrays: %s, not PK_EINVAL",
+                        pk_status_name(so));
+        pk_emu_device_free(du);
+        pk_emu_device_free(dp);
+        pk_emu_device_free(dc);
+    } else {
+        if (s == PK_OK) s = pk_cuda_s3_upload(impl, ul, pl, NULL);
+        for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_s3_run(impl, NULL);
+        if (s == PK_OK) s = pk_cuda_s3_download(impl, xl, NULL);
+    }
     if (impl) s3e_paths |= ((const pk_cuda_xfer *)impl)->paths; /* every CUDA plan starts so */
     if (d.u_doubles * sizeof(double) > s3e_most) s3e_most = d.u_doubles * sizeof(double);
     pk_cuda_s3_destroy(impl);
@@ -94,9 +115,11 @@ static void s3e_check_layout(int layout, int nw)
         free(chi);
         s3_free(&d);
     }
-    ok(good, "cuda %s: equals the reference within (2 sqrt2 gamma_6 + %.1f u) |psi(s,.,k)| for "
+    ok(good, "cuda %s%s: equals the reference within (2 sqrt2 gamma_6 + %.1f u) |psi(s,.,k)| for "
        "nv = 1 .. 4099 (worst %.2f u |psi|)%s",
-       s3_case_name(layout, nw, name, sizeof name), rb / s3_u, worst, why);
+       s3_case_name(layout, nw, name, sizeof name),
+       s3e_devptr ? ", execute on device arrays (no transfer; chi over psi PK_EINVAL)" : "",
+       rb / s3_u, worst, why);
 }
 
 static void s3e_check_plan(void)
@@ -140,6 +163,12 @@ int main(void)
        "the copies went through the staging ring (%zu-byte chunks, up to %zu a copy) and, below "
        "a chunk, cudaMemcpy (paths %#x)", chunk, (s3e_most + chunk - 1) / chunk, s3e_paths);
     s3e_check_plan();
+    /* aos: what plan_execute passes device pointers in; vfo: the .cu file on arrays already
+     * in a layout (padded sites) */
+    s3e_devptr = 1;
+    s3e_check_layout(PK_SU3_AOS, 0);
+    s3e_check_layout(PK_SU3_VFO, 0);
+    s3e_devptr = 0;
     pk_su3_params p = {100, PK_SU3_AOS, 0};
     const pk_s3_desc d = s3e_desc(&p);
     emu_check_alloc_failures("su3 plan creation", s3e_create, pk_cuda_s3_destroy, &d);
