@@ -146,6 +146,7 @@ pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt)
         c->cache_off = !cache;
         if (cache_mb >= 0) c->cache_limit = (size_t)cache_mb << 20;
     }
+    pk_tuning_init(&c->tuning, !(o.flags & PK_OPT_IGNORE_ENV));
     c->opt = o;
     *ctx = c;
     return PK_OK;
