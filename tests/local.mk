@@ -77,7 +77,8 @@ PK_TEST_PROGS = \
 	tests/test_threads \
 	tests/test_badinput \
 	tests/test_plan_cache \
-	tests/test_wisdom
+	tests/test_wisdom \
+	tests/test_params
 check_PROGRAMS += $(PK_TEST_PROGS)
 TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
 	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh \
