@@ -152,6 +152,27 @@ pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt)
     return PK_OK;
 }
 
+pk_status pk_context_set_param(pk_context *ctx, const char *name, const char *value)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(ctx);
+    PK_CHECK_NULL(name);
+    PK_TRY(pk_tuning_set(&ctx->tuning, name, value));
+    pk_plan_cache_release(ctx); /* the kept plans were made with the old value */
+    return PK_OK;
+}
+
+pk_status pk_context_get_param(pk_context *ctx, const char *name, char *buf, size_t len,
+                               pk_param_source *source)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(ctx);
+    PK_CHECK_NULL(name);
+    PK_CHECK_NULL(buf);
+    PK_CHECK(len > 0, PK_EINVAL, "len: must be > 0");
+    return pk_tuning_text(&ctx->tuning, name, buf, len, source);
+}
+
 void pk_context_release_cache(pk_context *ctx)
 {
     if (ctx) pk_plan_cache_release(ctx);

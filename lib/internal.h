@@ -113,7 +113,7 @@ typedef struct pk_tuning {
     int value[PK_PARAM_COUNT][2];
     char text[PK_PARAM_COUNT][PK_PARAM_TEXT];     /* as given (env or caller) */
     char env_text[PK_PARAM_COUNT][PK_PARAM_TEXT]; /* the environment's, for a reset */
-    const char *env_name[PK_PARAM_COUNT];         /* the variable it came from */
+    const char *env_name[PK_PARAM_COUNT];         /* the variable env_text came from */
 } pk_tuning;
 
 /** Defaults, then (read_env) the environment: the context's creation. */
@@ -123,8 +123,13 @@ void pk_tuning_init(pk_tuning *t, int read_env);
 pk_status pk_param_get(const pk_tuning *t, pk_param_id id, int *v);
 /** 1 when the value is not the default (someone chose it): reasons say so. */
 int pk_param_chosen(const pk_tuning *t, pk_param_id id);
-/** The parameter's name ("conv2d.fft_taps"). */
-const char *pk_param_name(pk_param_id id);
+/** pk_context_set_param's part: parameter `name` to value (NULL: back to the environment's
+ *  value, if it was read, or the default); PK_EINVAL naming it, what it accepts and value. */
+pk_status pk_tuning_set(pk_tuning *t, const char *name, const char *value);
+/** pk_context_get_param's part: the text and source of `name` (a bad environment value as
+ *  given, with PK_EINVAL). */
+pk_status pk_tuning_text(const pk_tuning *t, const char *name, char *buf, size_t len,
+                         pk_param_source *source);
 
 /** SIMD levels of the hand-vectorised host kernels. */
 enum { PK_SIMD_GENERIC = 0, PK_SIMD_AVX2 = 1, PK_SIMD_AVX512 = 2 };

@@ -1,6 +1,7 @@
 /* tuning.c - the tuning parameters: one table (name, values, default, doc, variable), their
- * parsing, the environment at context creation, and the public pk_param_* / pk_context_*_param
- * calls.  A backend reads a value through its desc's `tuning` (pk_param_get). */
+ * parsing, the environment at context creation, pk_param_count / pk_param_info.  A backend
+ * reads a value through its desc's `tuning` (pk_param_get); lib/context.c sets one.  Nothing
+ * here needs a context: the CUDA emulation tests compile this file in. */
 #include "internal.h"
 
 #include <ctype.h>
@@ -82,8 +83,6 @@ static void env_names_make(void)
 }
 static void env_names_fill(void) { pthread_once(&env_names_once, env_names_make); }
 
-const char *pk_param_name(pk_param_id id) { return defs[id].name; }
-
 /* The index of `s` among a choice list ("a,b|b2,c"), or -1. */
 static int choice_index(const char *choices, const char *s)
 {
@@ -134,17 +133,16 @@ static void set_default(pk_tuning *t, int i)
     t->source[i] = PK_PARAM_DEFAULT;
     t->bad[i] = 0;
     t->text[i][0] = '\0';
-    t->env_name[i] = NULL;
     (void)parse_value(&defs[i], defs[i].def, t->value[i]);
 }
 
-/* The environment's value of parameter i (its env_text), as pk_tuning_init found it. */
-static void apply_env(pk_tuning *t, int i, const char *var)
+/* The environment's value of parameter i (env_text, from env_name), as pk_tuning_init found
+ * it. */
+static void apply_env(pk_tuning *t, int i)
 {
     const param_def *d = &defs[i];
     const char *v = t->env_text[i];
     t->source[i] = PK_PARAM_ENV;
-    t->env_name[i] = var;
     pk_strlcpy(t->text[i], v, sizeof t->text[i]);
     t->bad[i] = parse_value(d, v, t->value[i]) != 0;
     if (t->bad[i] && d->env_lenient) { /* as it always read: "0" off, anything else on */
@@ -165,7 +163,8 @@ void pk_tuning_init(pk_tuning *t, int read_env)
         if (!v) continue;
         pk_strlcpy(t->env_text[i], v, sizeof t->env_text[i]);
         if (strlen(v) >= PK_PARAM_TEXT) t->env_text[i][PK_PARAM_TEXT - 2] = '~'; /* too long: bad */
-        apply_env(t, i, var);
+        t->env_name[i] = var;
+        apply_env(t, i);
     }
 }
 
@@ -199,7 +198,7 @@ pk_status pk_simd_level(const pk_tuning *t, pk_param_id id, int cpu_level, int *
     return PK_OK;
 }
 
-/* ---- the public calls ---------------------------------------------------------------- */
+/* ---- the list, and values by name ---------------------------------------------------- */
 int pk_param_count(void) { return PK_PARAM_COUNT; }
 
 pk_status pk_param_info(int index, pk_param_desc *desc)
@@ -233,48 +232,33 @@ static pk_status find_param(const char *name, int *id)
     return pk_fail(PK_EINVAL, "unknown tuning parameter '%s' (known: %s)", name, list);
 }
 
-pk_status pk_context_set_param(pk_context *ctx, const char *name, const char *value)
+pk_status pk_tuning_set(pk_tuning *t, const char *name, const char *value)
 {
-    pk_clear_error();
-    PK_CHECK_NULL(ctx);
-    PK_CHECK_NULL(name);
     int i = 0;
     PK_TRY(find_param(name, &i));
-    pk_tuning *t = &ctx->tuning;
     if (!value) {
         set_default(t, i);
-        if (t->env_text[i][0]) {
-            const char *var = pk_getenv(env_names[i]) ? env_names[i] : defs[i].env_alias;
-            apply_env(t, i, var ? var : env_names[i]);
-        }
-    } else {
-        int v[2];
-        PK_CHECK(strlen(value) < PK_PARAM_TEXT && parse_value(&defs[i], value, v) == 0,
-                 PK_EINVAL, "%s: expected %s, got '%s'", name, defs[i].values, value);
-        t->source[i] = PK_PARAM_CALLER;
-        t->bad[i] = 0;
-        t->value[i][0] = v[0];
-        t->value[i][1] = v[1];
-        t->env_name[i] = NULL;
-        pk_strlcpy(t->text[i], value, sizeof t->text[i]);
+        if (t->env_text[i][0]) apply_env(t, i);
+        return PK_OK;
     }
-    pk_plan_cache_release(ctx); /* kept plans were made with the old value */
+    int v[2] = {0, 0};
+    PK_CHECK(strlen(value) < PK_PARAM_TEXT && parse_value(&defs[i], value, v) == 0, PK_EINVAL,
+             "%s: expected %s, got '%s'", name, defs[i].values, value);
+    t->source[i] = PK_PARAM_CALLER;
+    t->bad[i] = 0;
+    t->value[i][0] = v[0];
+    t->value[i][1] = v[1];
+    pk_strlcpy(t->text[i], value, sizeof t->text[i]);
     return PK_OK;
 }
 
-pk_status pk_context_get_param(pk_context *ctx, const char *name, char *buf, size_t len,
-                               pk_param_source *source)
+pk_status pk_tuning_text(const pk_tuning *t, const char *name, char *buf, size_t len,
+                         pk_param_source *source)
 {
-    pk_clear_error();
-    PK_CHECK_NULL(ctx);
-    PK_CHECK_NULL(name);
-    PK_CHECK_NULL(buf);
-    PK_CHECK(len > 0, PK_EINVAL, "len: must be > 0");
     int i = 0;
     PK_TRY(find_param(name, &i));
-    const pk_tuning *t = &ctx->tuning;
     pk_strlcpy(buf, t->source[i] == PK_PARAM_DEFAULT ? defs[i].def : t->text[i], len);
     if (source) *source = (pk_param_source)t->source[i];
-    int v[2] = {0, 0};
+    int v[2];
     return pk_param_get(t, (pk_param_id)i, v);
 }
