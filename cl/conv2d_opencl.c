@@ -84,13 +84,9 @@ pk_status pk_cl_cv_create(void *state, int device, const pk_cv_desc *desc, void 
              "CL_DEVICE_GLOBAL_MEM_SIZE (%llu) of '%s'",
              bytes, psf_bytes, (unsigned long long)dev->global_mem, dev->name);
 
-    const char *scheme = pk_getenv("PORTKERN_CL_CV_SCHEME");
-    int vec = dev->type == PK_DEVICE_CPU;
-    if (scheme) {
-        PK_CHECK(!strcmp(scheme, "vec") || !strcmp(scheme, "scalar"), PK_EINVAL,
-                 "PORTKERN_CL_CV_SCHEME: expected 'vec' or 'scalar', got '%s'", scheme);
-        vec = !strcmp(scheme, "vec");
-    }
+    int scheme[2]; /* conv2d.cl_scheme: auto, vec, scalar */
+    PK_TRY(pk_param_get(desc->tuning, PK_PARAM_CONV2D_CL_SCHEME, scheme));
+    const int vec = scheme[0] ? scheme[0] == 1 : dev->type == PK_DEVICE_CPU;
     const int vw = vec ? 16 : 1;
 
     cl_ulong const_max = 0;

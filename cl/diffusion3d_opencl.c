@@ -81,13 +81,9 @@ pk_status pk_cl_d3_create(void *state, int device, const pk_d3_desc *desc, void 
              "'%s'",
              bytes, (unsigned long long)dev->global_mem, dev->name);
 
-    const char *scheme = pk_getenv("PORTKERN_CL_D3_SCHEME");
-    int zmarch = dev->type != PK_DEVICE_CPU;
-    if (scheme) {
-        PK_CHECK(!strcmp(scheme, "xvec") || !strcmp(scheme, "zmarch"), PK_EINVAL,
-                 "PORTKERN_CL_D3_SCHEME: expected 'xvec' or 'zmarch', got '%s'", scheme);
-        zmarch = !strcmp(scheme, "zmarch");
-    }
+    int scheme[2]; /* diffusion3d.cl_scheme: auto, xvec, zmarch */
+    PK_TRY(pk_param_get(desc->tuning, PK_PARAM_DIFFUSION3D_CL_SCHEME, scheme));
+    const int zmarch = scheme[0] ? scheme[0] == 2 : dev->type != PK_DEVICE_CPU;
     /* Indices stay 32-bit (cheaper on GPUs) unless a point index could overflow them. */
     char defines[64];
     snprintf(defines, sizeof defines, "-DPK_XVEC_ZB=%d%s", PK_XVEC_ZB,

@@ -81,13 +81,9 @@ pk_status pk_cl_lp_create(void *state, int device, const pk_lp_desc *desc, void 
              "laplace2d: two fields of %zu bytes exceed CL_DEVICE_GLOBAL_MEM_SIZE (%llu) of '%s'",
              bytes, (unsigned long long)dev->global_mem, dev->name);
 
-    int vec = dev->type == PK_DEVICE_CPU;
-    const char *scheme = pk_getenv("PORTKERN_CL_LP_SCHEME");
-    if (scheme) {
-        PK_CHECK(!strcmp(scheme, "vec") || !strcmp(scheme, "item"), PK_EINVAL,
-                 "PORTKERN_CL_LP_SCHEME: expected 'vec' or 'item', got '%s'", scheme);
-        vec = !strcmp(scheme, "vec");
-    }
+    int scheme[2]; /* laplace2d.cl_scheme: auto, vec, item */
+    PK_TRY(pk_param_get(desc->tuning, PK_PARAM_LAPLACE2D_CL_SCHEME, scheme));
+    const int vec = scheme[0] ? scheme[0] == 1 : dev->type == PK_DEVICE_CPU;
     int kind = LP_CL_ITEM;
     if (vec && desc->layout == PK_LAP_LEXI) kind = LP_CL_LEXI_VEC;
     if (vec && desc->layout == PK_LAP_HVFO && vector_width(desc->nw)) kind = LP_CL_HVFO_VEC;

@@ -125,13 +125,9 @@ pk_status pk_cl_mf_create(void *state, int device, const pk_mf_desc *desc, void 
              "CL_DEVICE_GLOBAL_MEM_SIZE (%llu) of '%s'",
              (unsigned long long)total, (unsigned long long)dev->global_mem, dev->name);
 
-    int vec = dev->type == PK_DEVICE_CPU;
-    const char *scheme = pk_getenv("PORTKERN_CL_MF_SCHEME");
-    if (scheme) {
-        PK_CHECK(!strcmp(scheme, "vec") || !strcmp(scheme, "tile"), PK_EINVAL,
-                 "PORTKERN_CL_MF_SCHEME: expected 'vec' or 'tile', got '%s'", scheme);
-        vec = !strcmp(scheme, "vec");
-    }
+    int scheme[2]; /* magicfilter3d.cl_scheme: auto, vec, tile */
+    PK_TRY(pk_param_get(desc->tuning, PK_PARAM_MAGICFILTER3D_CL_SCHEME, scheme));
+    const int vec = scheme[0] ? scheme[0] == 1 : dev->type == PK_DEVICE_CPU;
     char defines[96];
     snprintf(defines, sizeof defines, "-DPK_MF_T=%d -DPK_MF_BC=%d -DPK_MF_VEC=%d%s",
              desc->transpose, desc->bc, vec, use_long ? " -DPK_IDX=long" : "");

@@ -679,24 +679,22 @@ extern "C" pk_status pk_cuda_gr_create(void *state, int device, const pk_gr_desc
     /* The same blocks per multiprocessor as on the P100: the kernel is latency-bound with few
      * blocks (H100, 132 SMs: 4,32 took 317 ms, 32,256 127 ms and still falling; ncu: 36%
      * occupancy), so a larger device needs more blocks per tile.  Not yet measured on a GPU:
-     * PORTKERN_CUDA_GR_BLOCKS tunes it. */
+     * grid.cuda_blocks tunes it. */
     h->outer_blocks = (GR_OUTER_BLOCKS * h->sms + GR_TUNED_SMS - 1) / GR_TUNED_SMS;
     h->central_blocks = (GR_CENTRAL_BLOCKS * h->sms + GR_TUNED_SMS - 1) / GR_TUNED_SMS;
     if (h->outer_blocks < GR_OUTER_BLOCKS) h->outer_blocks = GR_OUTER_BLOCKS;
     if (h->central_blocks < GR_CENTRAL_BLOCKS) h->central_blocks = GR_CENTRAL_BLOCKS;
     if (h->central_blocks > 1024) h->central_blocks = 1024;
     if (h->outer_blocks > 1024) h->outer_blocks = 1024;
-    const char *blocks = pk_getenv("PORTKERN_CUDA_GR_BLOCKS");
-    if (blocks) {
-        int a = 0, b = 0;
-        if (sscanf(blocks, "%d,%d", &a, &b) != 2 || a < 1 || b < 1 || a > 1024 || b > 1024) {
-            free(h);
-            return pk_fail(PK_EINVAL, "PORTKERN_CUDA_GR_BLOCKS: expected 'outer,central' block "
-                                      "counts in [1, 1024], got '%s'",
-                           blocks);
-        }
-        h->outer_blocks = a;
-        h->central_blocks = b;
+    int blocks[2]; /* grid.cuda_blocks: 0,0 is auto */
+    const pk_status bs = pk_param_get(desc->tuning, PK_PARAM_GRID_CUDA_BLOCKS, blocks);
+    if (bs != PK_OK) {
+        free(h);
+        return bs;
+    }
+    if (blocks[0] > 0) {
+        h->outer_blocks = blocks[0];
+        h->central_blocks = blocks[1];
     }
     const char *test_bytes = pk_getenv("PORTKERN_TEST_GR_DEVICE_BYTES");
     if (test_bytes) {

@@ -146,6 +146,7 @@ pk_status pk_context_create(pk_context **ctx, const pk_context_options *opt)
         c->cache_off = !cache;
         if (cache_mb >= 0) c->cache_limit = (size_t)cache_mb << 20;
     }
+    pk_tuning_init(&c->tuning, !(o.flags & PK_OPT_IGNORE_ENV));
     c->opt = o;
     *ctx = c;
     return PK_OK;
@@ -161,6 +162,27 @@ void pk_context_scratch_end(pk_context *ctx)
     double held = 0;
     for (int i = 0; i < PK_SCRATCH_SLOTS; ++i) held += (double)ctx->scratch[i].bytes;
     if (ctx->cache_off || held > (double)ctx->cache_limit) scratch_release(ctx);
+}
+
+pk_status pk_context_set_param(pk_context *ctx, const char *name, const char *value)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(ctx);
+    PK_CHECK_NULL(name);
+    PK_TRY(pk_tuning_set(&ctx->tuning, name, value));
+    pk_plan_cache_release(ctx); /* the kept plans were made with the old value */
+    return PK_OK;
+}
+
+pk_status pk_context_get_param(pk_context *ctx, const char *name, char *buf, size_t len,
+                               pk_param_source *source)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(ctx);
+    PK_CHECK_NULL(name);
+    PK_CHECK_NULL(buf);
+    PK_CHECK(len > 0, PK_EINVAL, "len: must be > 0");
+    return pk_tuning_text(&ctx->tuning, name, buf, len, source);
 }
 
 void pk_context_release_cache(pk_context *ctx)

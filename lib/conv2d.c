@@ -11,11 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* AUTO takes the FFT from this many PSF taps (kh * kw) on: where the FFT variant overtook
- * the best direct one on the 813 x 5271 frame (docs/PERFORMANCE.md, `portkern bench
- * --kernels conv2d --size paper --psf-sweep`).  PORTKERN_CONV2D_FFT_TAPS overrides it. */
-#define CV_FFT_TAPS 324
-
 #define CV_BYTES_PER_PIXEL 8.0 /* the image read once and the output written once */
 
 struct pk_conv2d_plan {
@@ -112,25 +107,20 @@ typedef struct cv_request {
     cv_outcome *out;
 } cv_request;
 
-/* p->method into rq->use_fft and rq->why. */
-static pk_status cv_resolve_method(const pk_conv2d_params *p, cv_request *rq)
+/* p->method into rq->use_fft and rq->why; auto's threshold is conv2d.fft_taps. */
+static pk_status cv_resolve_method(const pk_conv2d_params *p, const pk_tuning *t, cv_request *rq)
 {
     const double taps = (double)p->kh * (double)p->kw;
-    double threshold = CV_FFT_TAPS;
-    const char *env = pk_getenv("PORTKERN_CONV2D_FFT_TAPS");
     rq->use_fft = p->method == PK_CONV2D_FFT;
     if (p->method == PK_CONV2D_FFT) snprintf(rq->why, sizeof rq->why, "method fft");
     if (p->method != PK_CONV2D_AUTO) return PK_OK;
-    if (env) {
-        char *end;
-        long v = strtol(env, &end, 10);
-        PK_CHECK(*end == '\0' && v >= 1 && v <= INT_MAX, PK_EINVAL,
-                 "PORTKERN_CONV2D_FFT_TAPS='%s': expected an integer >= 1", env);
-        threshold = (double)v;
-    }
+    int v[2];
+    PK_TRY(pk_param_get(t, PK_PARAM_CONV2D_FFT_TAPS, v));
+    const double threshold = (double)v[0];
     rq->use_fft = taps >= threshold;
     snprintf(rq->why, sizeof rq->why, "method auto: %.0f taps %s %.0f%s: %s", taps,
-             rq->use_fft ? ">=" : "<", threshold, env ? " (PORTKERN_CONV2D_FFT_TAPS)" : "",
+             rq->use_fft ? ">=" : "<", threshold,
+             pk_param_chosen(t, PK_PARAM_CONV2D_FFT_TAPS) ? " (conv2d.fft_taps)" : "",
              rq->use_fft ? "fft" : "direct");
     return PK_OK;
 }
@@ -140,7 +130,8 @@ static pk_status cv_resolve_method(const pk_conv2d_params *p, cv_request *rq)
  * without one runs direct and says so. */
 static pk_status cv_create_on(const pk_backend_ops *backend, const void *kops, void *state,
                               int device, const void *desc,
-                              const char *variant, int threads, void **impl)
+                              const char *variant, int threads,
+                              const pk_tuning *tuning, void **impl)
 {
     const cv_request *rq = desc;
     pk_cv_desc d = rq->d;
@@ -159,6 +150,7 @@ static pk_status cv_create_on(const pk_backend_ops *backend, const void *kops, v
     if (!note[0] && !rq->named && rq->why[0]) pk_strlcpy(note, rq->why, sizeof note);
     d.variant = v;
     d.threads = threads;
+    d.tuning = tuning;
     PK_TRY(((const pk_cv_ops *)kops)->create(state, device, &d, impl));
     pk_strlcpy(rq->out->variant, v, sizeof rq->out->variant);
     pk_strlcpy(rq->out->note, note, sizeof rq->out->note);
@@ -234,7 +226,7 @@ static pk_status cv_dispatch(pk_context *ctx, const pk_conv2d_params *p, const c
     memset(&out, 0, sizeof out);
     PK_TRY(cv_validate(p, &rq.d));
     PK_TRY(cv_check_psf(p, psf));
-    PK_TRY(cv_resolve_method(p, &rq));
+    PK_TRY(cv_resolve_method(p, &ctx->tuning, &rq));
     rq.d.psf = psf;
     rq.named = variant && *variant;
     rq.out = &out;

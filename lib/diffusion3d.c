@@ -66,11 +66,13 @@ pk_status pk_diffusion3d_reference(const pk_diffusion3d_params *p, float *f)
 /* ---- the kernel class the dispatcher uses ---------------------------------------------- */
 static pk_status d3_create_on(const pk_backend_ops *backend, const void *kops, void *state,
                               int device, const void *desc,
-                              const char *variant, int threads, void **impl)
+                              const char *variant, int threads,
+                              const pk_tuning *tuning, void **impl)
 {
     pk_d3_desc d = *(const pk_d3_desc *)desc;
     d.variant = variant;
     d.threads = threads;
+    d.tuning = tuning;
     return ((const pk_d3_ops *)kops)->create(state, device, &d, impl);
 }
 

@@ -215,8 +215,7 @@ static pk_status create_on(pk_context *ctx, const pk_kernel_class *kc, const can
     }
     if (ops->device_check) PK_TRY(ops->device_check(ctx->slot[cd->backend].state, dev));
     PK_TRY(kc->create(ops, kc->on[cd->backend], ctx->slot[cd->backend].state, dev, desc,
-                      c->variant, ctx->opt.threads,
-                      &c->impl));
+                      c->variant, ctx->opt.threads, &ctx->tuning, &c->impl));
     c->backend = cd->backend;
     c->device = dev;
     c->ops = ops;

@@ -98,11 +98,13 @@ pk_status pk_dslash_reference(const pk_dslash_params *p, const double *u, const 
 /* ---- the kernel class the dispatcher uses ----------------------------------------------- */
 static pk_status ds_create_on(const pk_backend_ops *backend, const void *kops, void *state,
                               int device, const void *desc,
-                              const char *variant, int threads, void **impl)
+                              const char *variant, int threads,
+                              const pk_tuning *tuning, void **impl)
 {
     pk_ds_desc d = *(const pk_ds_desc *)desc;
     d.variant = variant;
     d.threads = threads;
+    d.tuning = tuning;
     return ((const pk_ds_ops *)kops)->create(state, device, &d, impl);
 }
 

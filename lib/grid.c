@@ -252,11 +252,12 @@ pk_status pk_grid_reference_f64(const pk_grid_params *p, const int32_t *support,
 /* ---- the kernel class the dispatcher uses ----------------------------------------------- */
 static pk_status gr_create_on(const pk_backend_ops *backend, const void *kops, void *state,
                               int device, const void *desc, const char *variant, int threads,
-                              void **impl)
+                              const pk_tuning *tuning, void **impl)
 {
     pk_gr_desc d = *(const pk_gr_desc *)desc;
     d.variant = variant;
     d.threads = threads;
+    d.tuning = tuning;
     return ((const pk_gr_ops *)kops)->create(state, device, &d, impl);
 }
 

@@ -94,13 +94,59 @@ const char *pk_getenv(const char *name);
  *  several threads at once) and the creation of device contexts.  Never held across a
  *  kernel run; not recursive. */
 void pk_driver_lock(void);
+void pk_driver_unlock(void);
+
+/* ---- tuning parameters (lib/tuning.c: the one table; lib/portkern.h, pk_param_*) ------- */
+/* Ids index the table; a backend reads one through its desc's `tuning` at plan creation. */
+typedef enum pk_param_id {
+    PK_PARAM_CONV2D_FFT_TAPS,
+    PK_PARAM_CONV2D_CL_SCHEME,
+    PK_PARAM_DIFFUSION3D_CL_SCHEME,
+    PK_PARAM_DSLASH_ISA,
+    PK_PARAM_GRID_CUDA_BLOCKS,
+    PK_PARAM_LAPLACE2D_ISA,
+    PK_PARAM_LAPLACE2D_STREAM,
+    PK_PARAM_LAPLACE2D_CL_SCHEME,
+    PK_PARAM_MAGICFILTER3D_ISA,
+    PK_PARAM_MAGICFILTER3D_CL_SCHEME,
+    PK_PARAM_SU3_ISA,
+    PK_PARAM_SU3_STREAM,
+    PK_PARAM_COUNT
+} pk_param_id;
+
+/* A context's values.  value[] is parsed: an integer, the index of a choice (0 is "auto"
+ * where a parameter has it), or an integer pair. */
+#define PK_PARAM_TEXT 40
+typedef struct pk_tuning {
+    unsigned char source[PK_PARAM_COUNT]; /* pk_param_source */
+    unsigned char bad[PK_PARAM_COUNT];    /* an environment value that does not parse */
+    int value[PK_PARAM_COUNT][2];
+    char text[PK_PARAM_COUNT][PK_PARAM_TEXT];     /* as given (env or caller) */
+    char env_text[PK_PARAM_COUNT][PK_PARAM_TEXT]; /* the environment's, for a reset */
+    const char *env_name[PK_PARAM_COUNT];         /* the variable env_text came from */
+} pk_tuning;
+
+/** Defaults, then (read_env) the environment: the context's creation. */
+void pk_tuning_init(pk_tuning *t, int read_env);
+/** The value of parameter id into v[0] (v[1]: a pair's second); t NULL: the default.  A bad
+ *  environment value is PK_EINVAL naming the variable, what it accepts and what it held. */
+pk_status pk_param_get(const pk_tuning *t, pk_param_id id, int *v);
+/** 1 when the value is not the default (someone chose it): reasons say so. */
+int pk_param_chosen(const pk_tuning *t, pk_param_id id);
+/** pk_context_set_param's part: parameter `name` to value (NULL: back to the environment's
+ *  value, if it was read, or the default); PK_EINVAL naming it, what it accepts and value. */
+pk_status pk_tuning_set(pk_tuning *t, const char *name, const char *value);
+/** pk_context_get_param's part: the text and source of `name` (a bad environment value as
+ *  given, with PK_EINVAL). */
+pk_status pk_tuning_text(const pk_tuning *t, const char *name, char *buf, size_t len,
+                         pk_param_source *source);
+
 /** SIMD levels of the hand-vectorised host kernels. */
 enum { PK_SIMD_GENERIC = 0, PK_SIMD_AVX2 = 1, PK_SIMD_AVX512 = 2 };
 /** The level a kernel runs at: `cpu_level` (the CPU's best), lowered (never raised) by the
- *  environment variable `env` ("avx512" or "avx512f", "avx2", "generic").  Any other value
- *  is PK_EINVAL naming the variable, and *level is cpu_level. */
-pk_status pk_simd_level(const char *env, int cpu_level, int *level);
-void pk_driver_unlock(void);
+ *  ISA parameter id ("auto", "avx512" or "avx512f", "avx2", "generic").  A bad environment
+ *  value is PK_EINVAL naming the variable, and *level is cpu_level. */
+pk_status pk_simd_level(const pk_tuning *t, pk_param_id id, int cpu_level, int *level);
 /** Test hook: the local / shared memory a device kernel may assume, `bytes` capped by
  *  PORTKERN_TEST_LOCAL_MEM_BYTES when that is a positive integer (tests run the tile choices
  *  of a 48 KiB NVIDIA device on PoCL's 4 MiB). */
@@ -128,6 +174,7 @@ typedef struct pk_d3_desc {
     int count;           /* steps of the call (the cost model's measure; plans ignore it) */
     const char *variant; /* resolved: one of the backend's names */
     int threads;         /* host threads (0: default) */
+    const pk_tuning *tuning; /* the context's parameters (NULL: defaults); create only */
 } pk_d3_desc;
 
 enum { PK_D3_CC, PK_D3_CW, PK_D3_CE, PK_D3_CS, PK_D3_CN, PK_D3_CB, PK_D3_CT };
@@ -168,6 +215,7 @@ typedef struct pk_cv_desc {
     const float *psf;    /* valid during create only: backends copy what they keep */
     const char *variant; /* resolved: one of the backend's names */
     int threads;         /* host threads (0: default) */
+    const pk_tuning *tuning; /* the context's parameters (NULL: defaults); create only */
 } pk_cv_desc;
 
 /** Device backends index windows (tile origin + PSF extent + tile size) and PSF taps in
@@ -187,6 +235,7 @@ typedef struct pk_mf_pass {
     long ndat;       /* lines (product of the other two extents at this stage) */
     int off;         /* periodic: -8 (MF) or -7 (MFT); grow: -15; shrink: 0 */
     int bc;          /* PK_MF_* */
+    int isa;         /* host simd pass: PK_SIMD_* (fixed at plan creation) */
 } pk_mf_pass;
 
 typedef struct pk_mf_desc {
@@ -199,6 +248,7 @@ typedef struct pk_mf_desc {
     size_t work_count[2];  /* elements after pass 1 and after pass 2 */
     const char *variant;   /* resolved: one of the backend's names */
     int threads;           /* host threads (0: default) */
+    const pk_tuning *tuning; /* the context's parameters (NULL: defaults); create only */
 } pk_mf_desc;
 
 /** Fill d from validated parameters (sizes, taps, the three passes). */
@@ -227,6 +277,7 @@ typedef struct pk_gr_desc {
     int max_support;
     const char *variant;
     int threads;
+    const pk_tuning *tuning; /* the context's parameters (NULL: defaults); create only */
 } pk_gr_desc;
 
 /* What one run reports back. */
@@ -302,6 +353,7 @@ typedef struct pk_lp_desc {
     int count;           /* steps of the call (the cost model's measure; plans ignore it) */
     const char *variant; /* resolved: one of the backend's names */
     int threads;         /* host threads (0: default) */
+    const pk_tuning *tuning; /* the context's parameters (NULL: defaults); create only */
 } pk_lp_desc;
 
 /* su3: u, psi and chi arrive and leave in desc->layout (lib/su3.c converts on the host).
@@ -316,6 +368,7 @@ typedef struct pk_s3_desc {
     size_t spinor_doubles; /* doubles of psi (and of chi) in the layout */
     const char *variant;
     int threads;
+    const pk_tuning *tuning; /* the context's parameters (NULL: defaults); create only */
 } pk_s3_desc;
 
 /* dslash: u arrives as [4][t][z][y][x][3][3] complex (recon12: [4][t][z][y][x][2][3], the
@@ -329,6 +382,7 @@ typedef struct pk_ds_desc {
     size_t spinor_doubles; /* volume * 24 */
     const char *variant;
     int threads;
+    const pk_tuning *tuning; /* the context's parameters (NULL: defaults); create only */
 } pk_ds_desc;
 
 /* ---- kernels on backends ----------------------------------------------------------------
@@ -572,6 +626,7 @@ struct pk_context {
     pk_cost_ceiling cost_host[2]; /* lib/cost.c: OpenMP [0], serial [1] */
     pk_scratch scratch[PK_SCRATCH_SLOTS]; /* the one-shot calls' layout staging */
     pk_cost_ceiling cost_dev[PK_BACKEND_COUNT][PK_COST_DEVICES];
+    pk_tuning tuning;            /* lib/tuning.c; the descs point at it */
 };
 
 /** After a one-shot call that staged in ctx->scratch: the arrays stay for the next call,
@@ -591,9 +646,11 @@ typedef struct pk_kernel_class {
     const char *name; /* "diffusion3d" */
     /* each backend's ops table of the kernel (PK_KERNEL_ON), its variants first */
     const void *on[PK_BACKEND_COUNT];
-    /* create the backend's plan for desc with the resolved variant and host threads */
+    /* create the backend's plan for desc with the resolved variant, host threads and the
+     * context's tuning parameters (into the kernel's desc) */
     pk_status (*create)(const pk_backend_ops *backend, const void *kops, void *state, int device,
-                        const void *desc, const char *variant, int threads, void **impl);
+                        const void *desc, const char *variant, int threads,
+                        const pk_tuning *tuning, void **impl);
     void (*destroy)(const void *kops, void *impl);
     /* bytes of host or device memory a plan for desc holds (its arrays), for the context's
      * plan cache ceiling and as the size measure of wisdom */

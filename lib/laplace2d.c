@@ -198,11 +198,13 @@ pk_status pk_laplace2d_reference(const pk_laplace2d_params *p, float *phi)
 /* ---- the kernel class the dispatcher uses ----------------------------------------------- */
 static pk_status lp_create_on(const pk_backend_ops *backend, const void *kops, void *state,
                               int device, const void *desc,
-                              const char *variant, int threads, void **impl)
+                              const char *variant, int threads,
+                              const pk_tuning *tuning, void **impl)
 {
     pk_lp_desc d = *(const pk_lp_desc *)desc;
     d.variant = variant;
     d.threads = threads;
+    d.tuning = tuning;
     return ((const pk_lp_ops *)kops)->create(state, device, &d, impl);
 }
 

@@ -93,8 +93,5 @@ pk_status pk_serial_lp_create(void *state, int device, const pk_lp_desc *desc, v
 pk_status pk_serial_lp_run(void *impl, int count, double *kernel_seconds);
 pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void **impl);
 pk_status pk_omp_lp_run(void *impl, int count, double *kernel_seconds);
-/** The ISA omp-simd uses on this CPU for a row kernel ("avx512f", "avx2", "generic"): the
- *  best the CPU has, lowered by PORTKERN_LP_ISA=avx512|avx2|generic (read at plan creation). */
-const char *pk_lp_simd_isa(void);
 
 #endif

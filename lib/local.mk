@@ -6,6 +6,7 @@ libportkern_la_SOURCES += \
 	lib/util.c \
 	lib/cpu.c \
 	lib/context.c \
+	lib/tuning.c \
 	lib/backend_serial.c \
 	lib/dispatch.c \
 	lib/cost.c \

@@ -92,11 +92,13 @@ pk_status pk_magicfilter3d_reference(const pk_magicfilter3d_params *p, const dou
 /* ---- the kernel class the dispatcher uses ----------------------------------------------- */
 static pk_status mf_create_on(const pk_backend_ops *backend, const void *kops, void *state,
                               int device, const void *desc,
-                              const char *variant, int threads, void **impl)
+                              const char *variant, int threads,
+                              const pk_tuning *tuning, void **impl)
 {
     pk_mf_desc d = *(const pk_mf_desc *)desc;
     d.variant = variant;
     d.threads = threads;
+    d.tuning = tuning;
     return ((const pk_mf_ops *)kops)->create(state, device, &d, impl);
 }
 

@@ -45,10 +45,9 @@ void pk_mf_pass_unrolled(const pk_mf_pass *p, const double *g, const double *src
                          long d0, long d1);
 void pk_mf_pass_simd(const pk_mf_pass *p, const double *g, const double *src, double *dst,
                      long d0, long d1);
-/** The ISA the simd pass uses on this CPU ("avx512f", "avx2", "generic"). */
-const char *pk_mf_simd_isa(void);
-/** PK_EINVAL when PORTKERN_MF_ISA names no ISA (plans of the simd passes check it). */
-pk_status pk_mf_simd_check(void);
+/** A plan of the simd pass: its passes' ISA, the CPU's best lowered by magicfilter3d.isa
+ *  (PK_EINVAL naming the variable when the environment's value names no ISA). */
+pk_status pk_mf_simd_plan(pk_mf_host_plan *h);
 
 /* Backend entry points. */
 pk_status pk_serial_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl);

@@ -56,9 +56,13 @@ void pk_mf_pass_serial(const pk_mf_pass *p, const double *g, const double *src, 
 pk_status pk_serial_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl)
 {
     pk_mf_host_plan *h;
-    if (desc->variant && !strcmp(desc->variant, "simd")) PK_TRY(pk_mf_simd_check());
     PK_TRY(pk_mf_host_create(desc, &h));
     const char *v = h->variant;
+    pk_status s = !strcmp(v, "simd") ? pk_mf_simd_plan(h) : PK_OK;
+    if (s != PK_OK) {
+        pk_mf_host_destroy(h);
+        return s;
+    }
     h->pass = !strcmp(v, "simd")       ? pk_mf_pass_simd
               : !strcmp(v, "unrolled") ? pk_mf_pass_unrolled
               : !strcmp(v, "serial")   ? pk_mf_pass_serial

@@ -26,8 +26,8 @@
  *   (no read-for-ownership, no cache-set thrashing at the transposed stride: 1.2-1.9x
  *   faster from 80^3 to 256^3, even at 64^3) and prefetch the next group's input lines
  *   (1.3-1.5x single-thread at 128x126x130 and 256^3).  Portable C (W = 4)
- *   elsewhere.  pk_mf_pass_simd dispatches per call on pk_mf_simd_isa(): the best the CPU
- *   has, lowered by PORTKERN_MF_ISA=avx512|avx2|generic.
+ *   elsewhere.  pk_mf_pass_simd runs the pass's ISA, fixed at plan creation: the best the
+ *   CPU has, lowered by magicfilter3d.isa = avx512|avx2|generic (pk_mf_simd_plan).
  *
  * Default ISA, measured on the 2-core Zen 4 KVM (GCC 12 -O3; GFlop/s = 96 n1 n2 n3 / s of
  * the periodic 3-D op, best of many runs on a busy shared host; FMA peak 58.7 per core):
@@ -460,25 +460,13 @@ static int mf_cpu_isa(void)
 }
 
 /* The widest (AVX-512 measured fastest on Zen 4 too: file header), lowered by
- * PORTKERN_MF_ISA; an unknown value runs the widest here, and plan creation reports it
- * (pk_mf_simd_check). */
-static int mf_isa(void)
+ * magicfilter3d.isa; MF_ISA_* are PK_SIMD_*. */
+pk_status pk_mf_simd_plan(pk_mf_host_plan *h)
 {
     int isa;
-    (void)pk_simd_level("PORTKERN_MF_ISA", mf_cpu_isa(), &isa);
-    return isa;
-}
-
-pk_status pk_mf_simd_check(void)
-{
-    int isa;
-    return pk_simd_level("PORTKERN_MF_ISA", mf_cpu_isa(), &isa);
-}
-
-const char *pk_mf_simd_isa(void)
-{
-    static const char *const name[] = {"generic", "avx2", "avx512f"};
-    return name[mf_isa()];
+    PK_TRY(pk_simd_level(h->d.tuning, PK_PARAM_MAGICFILTER3D_ISA, mf_cpu_isa(), &isa));
+    for (int a = 0; a < 3; ++a) h->d.pass[a].isa = isa;
+    return PK_OK;
 }
 
 void pk_mf_pass_simd(const pk_mf_pass *p, const double *g, const double *src, double *dst,
@@ -486,7 +474,7 @@ void pk_mf_pass_simd(const pk_mf_pass *p, const double *g, const double *src, do
 {
     const mf_isa_impl *k = &mf_generic;
 #ifdef MF_X86
-    const int isa = mf_isa();
+    const int isa = p->isa;
     if (isa == MF_ISA_AVX512)
         k = &mf_avx512;
     else if (isa == MF_ISA_AVX2)

@@ -155,6 +155,42 @@ PK_API void pk_context_release_cache(pk_context *ctx);
  *  dropped now, least recently used first. */
 PK_API pk_status pk_context_set_cache_limit(pk_context *ctx, size_t bytes);
 
+/* Tuning parameters: the knobs a kernel's backends read when they make a plan (a code path,
+ * a threshold, a launch shape), each named "<kernel>.<param>" ("conv2d.fft_taps",
+ * "dslash.isa"; pk_param_count / pk_param_info list them).  Every one has a default, and an
+ * environment variable PORTKERN_<KERNEL>_<PARAM> (some keep an older name as an alias),
+ * read once when the context is created and never under PK_OPT_IGNORE_ENV.  A value the
+ * caller sets beats the environment's.  A bad environment value is reported, naming the
+ * variable, by the first plan that reads the parameter. */
+typedef enum pk_param_source {
+    PK_PARAM_DEFAULT = 0, /* the library's default */
+    PK_PARAM_ENV = 1,     /* the environment variable, read at context creation */
+    PK_PARAM_CALLER = 2   /* pk_context_set_param */
+} pk_param_source;
+
+typedef struct pk_param_desc {
+    const char *name;      /* "conv2d.fft_taps" */
+    const char *env;       /* "PORTKERN_CONV2D_FFT_TAPS" */
+    const char *env_alias; /* an older variable read too ("PORTKERN_CL_CV_SCHEME"), or NULL */
+    const char *values;    /* what it accepts ("auto, vec or scalar", "an integer in [1, ...]") */
+    const char *def;       /* the default ("auto", "324") */
+    const char *doc;       /* one line */
+} pk_param_desc;
+
+/** Number of tuning parameters. */
+PK_API int pk_param_count(void);
+/** Parameter `index` (0 <= index < pk_param_count()); its strings are static. */
+PK_API pk_status pk_param_info(int index, pk_param_desc *desc);
+/** Set a parameter of the context by name; value NULL goes back to the environment's value
+ *  (if it was read) or the default.  An unknown name or a value it does not accept:
+ *  PK_EINVAL naming the parameter, what it accepts and what was given.  Plans kept by the
+ *  context's one-shot calls are released; plans the caller made keep their settings. */
+PK_API pk_status pk_context_set_param(pk_context *ctx, const char *name, const char *value);
+/** The parameter's value as text (at most len-1 bytes, terminated) and where it came from
+ *  (source may be NULL).  A bad environment value is returned as given, with PK_EINVAL. */
+PK_API pk_status pk_context_get_param(pk_context *ctx, const char *name, char *buf, size_t len,
+                                      pk_param_source *source);
+
 /** 1 when the backend can run in this context, 0 when not; *why (may be NULL) receives
  *  the reason it cannot ("no OpenCL platform (clGetPlatformIDs: -1001)"), or "" when it can.
  *  The string lives as long as the context. */

@@ -306,11 +306,13 @@ static pk_status s3_stage(const pk_s3_desc *d, const double *u, const double *ps
 /* ---- the kernel class the dispatcher uses ----------------------------------------------- */
 static pk_status s3_create_on(const pk_backend_ops *backend, const void *kops, void *state,
                               int device, const void *desc,
-                              const char *variant, int threads, void **impl)
+                              const char *variant, int threads,
+                              const pk_tuning *tuning, void **impl)
 {
     pk_s3_desc d = *(const pk_s3_desc *)desc;
     d.variant = variant;
     d.threads = threads;
+    d.tuning = tuning;
     return ((const pk_s3_ops *)kops)->create(state, device, &d, impl);
 }
 

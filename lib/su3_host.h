@@ -92,7 +92,5 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
 pk_status pk_omp_s3_upload(void *impl, const double *u, const double *psi, double *seconds);
 pk_status pk_omp_s3_download(void *impl, double *chi, double *seconds);
 pk_status pk_omp_s3_run(void *impl, double *kernel_seconds);
-/** The ISA the omp-simd kernels use on this CPU ("avx512f", "avx2", "generic"). */
-const char *pk_s3_simd_isa(void);
 
 #endif

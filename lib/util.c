@@ -148,25 +148,6 @@ const char *pk_getenv(const char *name)
     return (v && *v) ? v : NULL;
 }
 
-pk_status pk_simd_level(const char *env, int cpu_level, int *level)
-{
-    const char *e = pk_getenv(env);
-    int want = cpu_level;
-    *level = cpu_level;
-    if (e) {
-        if (!strcmp(e, "avx512") || !strcmp(e, "avx512f"))
-            want = PK_SIMD_AVX512;
-        else if (!strcmp(e, "avx2"))
-            want = PK_SIMD_AVX2;
-        else if (!strcmp(e, "generic"))
-            want = PK_SIMD_GENERIC;
-        else
-            return pk_fail(PK_EINVAL, "%s: expected avx512, avx2 or generic, got '%s'", env, e);
-    }
-    *level = want < cpu_level ? want : cpu_level;
-    return PK_OK;
-}
-
 uint64_t pk_test_local_mem_cap(uint64_t bytes)
 {
     const char *v = pk_getenv("PORTKERN_TEST_LOCAL_MEM_BYTES");

@@ -86,8 +86,11 @@ static int ds_cpu_isa(void)
     return DS_ISA_GENERIC;
 }
 
-/* The CPU's best, lowered by PORTKERN_DS_ISA (an unknown value is an error). */
-static pk_status ds_isa(int *isa) { return pk_simd_level("PORTKERN_DS_ISA", ds_cpu_isa(), isa); }
+/* The CPU's best, lowered by dslash.isa (a bad environment value is an error). */
+static pk_status ds_isa(const pk_ds_desc *d, int *isa)
+{
+    return pk_simd_level(d->tuning, PK_PARAM_DSLASH_ISA, ds_cpu_isa(), isa);
+}
 
 /* The kernel of `lanes` lanes (lanes <= the ISA's width, so its target is available). */
 static pk_ds_vnode_fn ds_vnode_kernel(int lanes)
@@ -247,7 +250,7 @@ pk_status pk_omp_ds_create(void *state, int device, const pk_ds_desc *desc, void
     int isa = DS_ISA_GENERIC;
     if (vnode) {
         static const int width[] = {2, 4, 8}; /* per DS_ISA_* */
-        PK_TRY(ds_isa(&isa));
+        PK_TRY(ds_isa(desc, &isa));
         ds_vnode_geometry(desc, width[isa], &g);
     }
     pk_ds_host_plan *h;

@@ -20,9 +20,9 @@
  * target is not read again in the sweep, so write-allocate would add half the ideal traffic
  * (12 B/site instead of 8).
  *
- * PORTKERN_LP_ISA=avx512|avx2|generic lowers the ISA of omp-simd and omp-tb, and
- * PORTKERN_LP_STREAM=1|0 forces streaming stores on or off (both read at plan creation; the
- * tests run every path, streaming included, on small fields). */
+ * laplace2d.isa=avx512|avx2|generic lowers the ISA of omp-simd and omp-tb, and
+ * laplace2d.stream=1|0 forces streaming stores on or off (tuning parameters, read at plan
+ * creation; the tests run every path, streaming included, on small fields). */
 #include "laplace2d_host.h"
 
 #include <math.h>
@@ -302,19 +302,6 @@ static int lp_cpu_isa(void)
     return LP_ISA_GENERIC;
 }
 
-/* The CPU's best, lowered (never raised) by PORTKERN_LP_ISA. */
-static int lp_isa(void)
-{
-    int isa;
-    (void)pk_simd_level("PORTKERN_LP_ISA", lp_cpu_isa(), &isa); /* plan creation checks it */
-    return isa;
-}
-
-const char *pk_lp_simd_isa(void)
-{
-    static const char *const name[3] = {"generic", "avx2", "avx512f"};
-    return name[lp_isa()];
-}
 
 /* The hand-vectorised row for the plan's layout and lane count, or the portable one. */
 static lp_row_fn lp_simd_row(const pk_lp_desc *d, int isa)
@@ -455,8 +442,9 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
     long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (llc <= 0) llc = 32L << 20;
     h->stream = 2.0 * (double)h->n * sizeof(float) > (double)llc && desc->l >= 64;
-    const char *force = pk_getenv("PORTKERN_LP_STREAM"); /* tests: 1 or 0 whatever the size */
-    if (force) h->stream = strcmp(force, "0") != 0;
+    int force[2]; /* laplace2d.stream: auto, 0, 1 whatever the size (never a bad value) */
+    (void)pk_param_get(desc->tuning, PK_PARAM_LAPLACE2D_STREAM, force);
+    if (force[0]) h->stream = force[0] == 2;
     size_t total;
     if (pk_mul3_size(h->scratch_per_thread, (size_t)h->nt, sizeof(float), &total) != 0 ||
         !(h->scratch = pk_alloc_aligned(total))) {
@@ -467,7 +455,7 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
     /* The ISA of the hand-vectorised rows, fixed for the plan's life. */
     h->isa = LP_ISA_GENERIC;
     if (h->kind != LP_OMP_AUTO) {
-        pk_status s = pk_simd_level("PORTKERN_LP_ISA", lp_cpu_isa(), &h->isa);
+        pk_status s = pk_simd_level(desc->tuning, PK_PARAM_LAPLACE2D_ISA, lp_cpu_isa(), &h->isa);
         if (s != PK_OK) {
             pk_lp_host_destroy(h);
             return s;

@@ -14,8 +14,12 @@
 pk_status pk_omp_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl)
 {
     pk_mf_host_plan *h;
-    PK_TRY(pk_mf_simd_check());
     PK_TRY(pk_mf_host_create(desc, &h));
+    pk_status s = pk_mf_simd_plan(h);
+    if (s != PK_OK) {
+        pk_mf_host_destroy(h);
+        return s;
+    }
     h->pass = pk_mf_pass_simd;
 #ifdef PK_HAVE_OPENMP
     h->nt = desc->threads > 0 ? desc->threads : omp_get_max_threads();

@@ -28,7 +28,7 @@
  * saves the read-for-ownership of every chi line (192 of the 720 bytes an ordinary store
  * moves per site) and keeps u and psi's lines in the caches.  They pay off only when the
  * arrays do not fit in the last-level cache: default on when u + psi + chi exceed
- * S3_STREAM_MIN; PORTKERN_S3_STREAM=0|1 forces it.  AoS chi (192 B per site) and the vfo /
+ * S3_STREAM_MIN; su3.stream=0|1 forces it.  AoS chi (192 B per site) and the vfo /
  * hvfo rows are 64-byte aligned (pk_alloc_aligned, the layouts' padding), as the stores
  * need. */
 #include "su3_host.h"
@@ -307,20 +307,11 @@ static int s3_cpu_isa(void)
     return S3_ISA_GENERIC;
 }
 
-/* The CPU's best, lowered by PORTKERN_S3_ISA (an unknown value: the CPU's best here; plan
- * creation reports it, s3_isa_check). */
-static int s3_isa(void)
+/* The CPU's best, lowered by su3.isa (a bad environment value is an error). */
+static pk_status s3_isa_check(const pk_s3_desc *d, int *isa)
 {
-    int isa;
-    (void)pk_simd_level("PORTKERN_S3_ISA", s3_cpu_isa(), &isa);
-    return isa;
+    return pk_simd_level(d->tuning, PK_PARAM_SU3_ISA, s3_cpu_isa(), isa);
 }
-
-static pk_status s3_isa_check(int *isa) { return pk_simd_level("PORTKERN_S3_ISA", s3_cpu_isa(), isa); }
-
-static const char *const s3_isa_names[] = {"generic", "avx2", "avx512f"};
-
-const char *pk_s3_simd_isa(void) { return s3_isa_names[s3_isa()]; }
 
 /* The hand-vectorised kernel of the plan's layout on its ISA; the plain loop where the ISA
  * has none (generic, or hvfo with nw not a multiple of the vector width). */
@@ -401,7 +392,7 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
     h->simd = strcmp(h->variant, "omp-simd") == 0;
     int isa = S3_ISA_GENERIC;
     if (h->simd) {
-        pk_status s = s3_isa_check(&isa);
+        pk_status s = s3_isa_check(desc, &isa);
         if (s != PK_OK) {
             pk_s3_host_destroy(h);
             return s;
@@ -409,9 +400,10 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
     }
     h->isa = isa;
     const size_t bytes = (desc->u_doubles + 2 * desc->spinor_doubles) * sizeof(double);
-    const char *e = pk_getenv("PORTKERN_S3_STREAM");
+    int stream[2]; /* su3.stream: auto, 0, 1 (never a bad value: see lib/tuning.c) */
+    (void)pk_param_get(desc->tuning, PK_PARAM_SU3_STREAM, stream);
     h->stream = h->simd && h->isa != S3_ISA_GENERIC &&
-                (e ? strcmp(e, "0") != 0 : bytes >= S3_STREAM_MIN);
+                (stream[0] ? stream[0] == 2 : bytes >= S3_STREAM_MIN);
     double *const dst[3] = {h->u, h->psi, h->chi};
     const double *const src[3] = {NULL, NULL, NULL};
     s3_copy_all(h, dst, src); /* first touch */

@@ -12,7 +12,7 @@
  *    in place (out == image) right too; afterwards plan_run and plan_download without an
  *    upload are PK_ESTATE, and upload, run, download work again; NULL arguments PK_ENULL.
  * 3. FFT variants against a direct variant, and on signed data norm-wise.
- * 4. The method: DIRECT, FFT and AUTO (its threshold moved with PORTKERN_CONV2D_FFT_TAPS)
+ * 4. The method: DIRECT, FFT and AUTO (its threshold moved with conv2d.fft_taps)
  *    map to the backend's variants, or say why not.
  *
  * Why the element-wise tolerance holds, and where.  Values are O(1) and positive: images
@@ -375,8 +375,8 @@ static void cv_check_method(const char *first, const char *fft)
         {PK_CONV2D_DIRECT, 9, NULL, 0, "DIRECT"},
         {PK_CONV2D_FFT, 3, NULL, 1, "FFT"},
         {PK_CONV2D_AUTO, 3, NULL, 0, "AUTO, 9 taps"},
-        {PK_CONV2D_AUTO, 7, "50", 0, "AUTO, 49 taps < PORTKERN_CONV2D_FFT_TAPS=50"},
-        {PK_CONV2D_AUTO, 8, "50", 1, "AUTO, 64 taps >= PORTKERN_CONV2D_FFT_TAPS=50"},
+        {PK_CONV2D_AUTO, 7, "50", 0, "AUTO, 49 taps < conv2d.fft_taps=50"},
+        {PK_CONV2D_AUTO, 8, "50", 1, "AUTO, 64 taps >= conv2d.fft_taps=50"},
     };
     const int h = 23, w = 41;
     size_t n = (size_t)h * w;
@@ -387,10 +387,10 @@ static void cv_check_method(const char *first, const char *fft)
         cv_params(&p, h, w, m[i].k, m[i].k, m[i].method);
         cv_psf(psf, m[i].k, m[i].k, 9);
         pk_conv2d_reference(&p, image, psf, ref);
-        if (m[i].env) setenv("PORTKERN_CONV2D_FFT_TAPS", m[i].env, 1);
+        if (m[i].env) pk_context_set_param(cv_ctx, "conv2d.fft_taps", m[i].env);
         pk_run_info info;
         int s = pk_conv2d(cv_ctx, &p, NULL, image, psf, out, &info);
-        unsetenv("PORTKERN_CONV2D_FFT_TAPS");
+        pk_context_set_param(cv_ctx, "conv2d.fft_taps", NULL);
         const char *want = m[i].want_fft && fft ? fft : first;
         int eq = s == PK_OK && pk_diff_f32(out, ref, n, CV_RTOL, CV_ZERO, PK_DIFF_ELEMENTWISE,
                                            NULL) == PK_OK;
@@ -406,11 +406,18 @@ static void cv_check_method(const char *first, const char *fft)
     ok(s == PK_OK && strcmp(info.variant, first) == 0, "a named variant (%s) overrides method FFT",
        first);
     cv_params(&p, h, w, 3, 3, PK_CONV2D_AUTO);
+    /* a bad value in the environment: read by a new context, reported by the call */
     setenv("PORTKERN_CONV2D_FFT_TAPS", "many", 1);
-    s = pk_conv2d(cv_ctx, &p, NULL, image, psf, out, NULL);
+    pk_context *env_ctx = NULL;
+    pk_context_options eo;
+    pk_context_options_init(&eo);
+    eo.backend = cv_backend;
+    s = pk_context_create(&env_ctx, &eo);
     unsetenv("PORTKERN_CONV2D_FFT_TAPS");
+    if (s == PK_OK) s = pk_conv2d(env_ctx, &p, NULL, image, psf, out, NULL);
     ok(s == PK_EINVAL && strstr(pk_last_error(), "PORTKERN_CONV2D_FFT_TAPS"),
        "PORTKERN_CONV2D_FFT_TAPS=many is rejected (%s)", pk_last_error());
+    pk_context_destroy(env_ctx);
     free(image);
     free(psf);
     free(ref);

@@ -35,7 +35,7 @@
  *    threads give the one-thread bits.
  * 4. Bad input (serial suite): NULL arguments, extents <= 0, sizes whose bytes overflow,
  *    kappa <= 0, NaN or Inf, recon12 not 0/1, unknown variants, the reference in place.
- * omp-vnode also runs under PORTKERN_DS_ISA = avx512, avx2, generic and unset (the lanes it
+ * omp-vnode also runs under dslash.isa = avx512, avx2, generic and auto (the lanes it
  * chose must match the rule under generic: 2 lanes along the first of t, z, y, x with an
  * even extent, else 1), and both OpenMP variants on 3 threads.  A suite SKIPs as a whole when
  * its backend is unavailable, has no dslash variant, or its device lacks double precision.
@@ -779,16 +779,10 @@ static void ds_expect_generic_lanes(const int *L, char *buf, size_t len)
 static void ds_check_env(const char *variant)
 {
     static const char *const isa[] = {"avx512", "avx2", "generic"};
-    const char *env = getenv("PORTKERN_DS_ISA");
-    char saved[64] = "";
-    if (env) snprintf(saved, sizeof saved, "%s", env);
     for (int k = 0; k <= 3; ++k) {
         char label[64];
-        if (k < 3)
-            setenv("PORTKERN_DS_ISA", isa[k], 1);
-        else
-            unsetenv("PORTKERN_DS_ISA");
-        snprintf(label, sizeof label, " under PORTKERN_DS_ISA=%s", k < 3 ? isa[k] : "(unset)");
+        pk_context_set_param(ds_ctx, "dslash.isa", k < 3 ? isa[k] : NULL);
+        snprintf(label, sizeof label, " under dslash.isa=%s", k < 3 ? isa[k] : "(default)");
         for (size_t i = 0; i < sizeof ds_env_sizes / sizeof ds_env_sizes[0]; ++i)
             for (int r = 0; r <= 1; ++r) ds_check_size(ds_ctx, variant, ds_env_sizes[i], r, label);
         if (k == 2) { /* generic: the lane rule is known whatever the CPU */
@@ -807,16 +801,26 @@ static void ds_check_env(const char *variant)
             }
         }
     }
+    /* a bad value in the (older) variable: read by a new context, reported at plan creation */
+    const char *env = getenv("PORTKERN_DS_ISA");
+    char saved[64] = "";
+    if (env) snprintf(saved, sizeof saved, "%s", env);
     setenv("PORTKERN_DS_ISA", "sse9", 1);
-    pk_dslash_params p = ds_params(2, 2, 2, 2, 0.125, 0);
-    pk_dslash_plan *plan = NULL;
-    ds_expect(pk_dslash_plan_create(&plan, ds_ctx, &p, variant, NULL), PK_EINVAL,
-              "PORTKERN_DS_ISA", "PORTKERN_DS_ISA=sse9");
-    pk_dslash_plan_destroy(plan);
+    pk_context *ctx = NULL;
+    pk_context_options o;
+    pk_context_options_init(&o);
+    o.backend = ds_backend;
+    pk_status cs = pk_context_create(&ctx, &o);
     if (env)
         setenv("PORTKERN_DS_ISA", saved, 1);
     else
         unsetenv("PORTKERN_DS_ISA");
+    pk_dslash_params p = ds_params(2, 2, 2, 2, 0.125, 0);
+    pk_dslash_plan *plan = NULL;
+    ds_expect(cs != PK_OK ? cs : pk_dslash_plan_create(&plan, ctx, &p, variant, NULL), PK_EINVAL,
+              "PORTKERN_DS_ISA", "PORTKERN_DS_ISA=sse9");
+    pk_dslash_plan_destroy(plan);
+    pk_context_destroy(ctx);
 }
 
 static void ds_check_threads(const char *variant)

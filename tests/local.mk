@@ -77,7 +77,8 @@ PK_TEST_PROGS = \
 	tests/test_threads \
 	tests/test_badinput \
 	tests/test_plan_cache \
-	tests/test_wisdom
+	tests/test_wisdom \
+	tests/test_params
 check_PROGRAMS += $(PK_TEST_PROGS)
 TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
 	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh \
@@ -120,7 +121,7 @@ PK_EMU_TESTS = \
 	tests/test_cuda_transfer_emu
 EXTRA_DIST += tests/cuda_emu_common.h
 if PK_HAVE_CXX17
-# Without -DPK_BUILDING_LIBRARY: lib/error.c and lib/util.c, which the emulated host code
+# Without -DPK_BUILDING_LIBRARY: lib/error.c, lib/util.c and lib/tuning.c, which the emulated host code
 # calls, are compiled in here with hidden visibility (the library's own copies are hidden
 # too), so the test's copies never interpose on the library's.
 PK_EMU_CPPFLAGS = -I$(top_srcdir)/lib -I$(top_srcdir)/cuda -I$(top_builddir)
@@ -129,7 +130,7 @@ PK_EMU_CXXFLAGS = -std=gnu++17 -ffp-contract=off -pthread -Wall -Wextra -Wno-unu
 PK_EMU_CFLAGS = $(AM_CFLAGS) -pthread -Wno-unused-function
 check_LTLIBRARIES = tests/libcudaemu.la
 tests_libcudaemu_la_SOURCES = cuda/emulate.h cuda/emulate.cc tests/cuda_emu_runtime.cc \
-	lib/error.c lib/util.c
+	lib/error.c lib/util.c lib/tuning.c
 tests_libcudaemu_la_CPPFLAGS = $(PK_EMU_CPPFLAGS)
 tests_libcudaemu_la_CXXFLAGS = $(PK_EMU_CXXFLAGS)
 tests_libcudaemu_la_CFLAGS = $(PK_EMU_CFLAGS)

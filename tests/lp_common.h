@@ -24,11 +24,11 @@
  *    index, round trips, one thread and threaded (pk_laplace2d on 1, 2, 3 threads: the
  *    one-thread bits), and bad input everywhere (NULL, sizes, overflow, sigma, layout,
  *    l % nw != 0 with a clear PK_ESIZE, unknown variants and layout names, overlap).
- * omp-simd and omp-tb also run under PORTKERN_LP_ISA = avx512, avx2, generic and unset, each
- * with and without PORTKERN_LP_STREAM=1 (streaming stores, which the OpenMP backend uses on
+ * omp-simd and omp-tb also run under laplace2d.isa = avx512, avx2, generic and auto, each
+ * with and without laplace2d.stream=1 (streaming stores, which the OpenMP backend uses on
  * its own only for fields beyond the last-level cache), omp with and without streaming, the
  * OpenMP variants on 3 and 7 threads (more threads than rows), opencl under
- * PORTKERN_CL_LP_SCHEME = vec, item and unset.
+ * laplace2d.cl_scheme = vec, item and auto.
  *
  * Error analysis (float, u = 2^-24; a = (float)sigma, inv = fl(1/(1+4a)); portkern.h).
  * One iteration is y = (c + a ((e + w) + (n + s))) inv; the longest path of a value through
@@ -761,30 +761,23 @@ static const lp_shape lp_env_shapes[] = {
     {PK_LAP_HVFO, 5, {5, 15}, 2},
 };
 
-/* The variant under each value of an environment variable that selects its code path (read
- * at plan creation), and with it unset; the caller's setting is restored. */
+/* The variant under each value of a tuning parameter that selects its code path (read at
+ * plan creation), and at its default. */
 static void lp_check_env(const char *variant, const char *name, const char *const *values,
                          int nvalues)
 {
-    const char *env = getenv(name);
-    char saved[64] = "";
-    if (env) snprintf(saved, sizeof saved, "%s", env);
+    char stream[16] = "";
+    pk_param_source src = PK_PARAM_DEFAULT;
+    if (strcmp(name, "laplace2d.stream"))
+        pk_context_get_param(lp_ctx, "laplace2d.stream", stream, sizeof stream, &src);
     for (int k = 0; k <= nvalues; ++k) {
-        if (k < nvalues)
-            setenv(name, values[k], 1);
-        else
-            unsetenv(name);
+        pk_context_set_param(lp_ctx, name, k < nvalues ? values[k] : NULL);
         char label[96];
-        const char *stream = strcmp(name, "PORTKERN_LP_STREAM") ? getenv("PORTKERN_LP_STREAM") : NULL;
-        snprintf(label, sizeof label, " under %s=%s%s%s", name, k < nvalues ? values[k] : "(unset)",
-                 stream ? ", PORTKERN_LP_STREAM=" : "", stream ? stream : "");
+        snprintf(label, sizeof label, " under %s=%s%s%s", name, k < nvalues ? values[k] : "(default)",
+                 src ? ", laplace2d.stream=" : "", src ? stream : "");
         for (size_t i = 0; i < sizeof lp_env_shapes / sizeof lp_env_shapes[0]; ++i)
             lp_check_shape(lp_ctx, variant, &lp_env_shapes[i], label);
     }
-    if (env)
-        setenv(name, saved, 1);
-    else
-        unsetenv(name);
 }
 
 static void lp_check_threads(const char *variant)
@@ -866,18 +859,18 @@ static int lp_run_suite(pk_backend_id backend)
         lp_check_execute(v, PK_LAP_HVFO, 0, 64);
         if (strcmp(v, "omp-simd") == 0 || strcmp(v, "omp-tb") == 0) {
             static const char *const isa[] = {"avx512", "avx2", "generic"};
-            lp_check_env(v, "PORTKERN_LP_ISA", isa, 3);
+            lp_check_env(v, "laplace2d.isa", isa, 3);
             /* streaming stores (on their own only beyond the LLC) on every ISA path */
-            setenv("PORTKERN_LP_STREAM", "1", 1);
-            lp_check_env(v, "PORTKERN_LP_ISA", isa, 3);
-            unsetenv("PORTKERN_LP_STREAM");
+            pk_context_set_param(lp_ctx, "laplace2d.stream", "1");
+            lp_check_env(v, "laplace2d.isa", isa, 3);
+            pk_context_set_param(lp_ctx, "laplace2d.stream", NULL);
         } else if (strcmp(v, "omp") == 0) {
             static const char *const on[] = {"1"};
-            lp_check_env(v, "PORTKERN_LP_STREAM", on, 1);
+            lp_check_env(v, "laplace2d.stream", on, 1);
         }
         if (strcmp(v, "opencl") == 0) {
             static const char *const scheme[] = {"vec", "item"};
-            lp_check_env(v, "PORTKERN_CL_LP_SCHEME", scheme, 2);
+            lp_check_env(v, "laplace2d.cl_scheme", scheme, 2);
         }
         if (backend == PK_BACKEND_OPENMP) lp_check_threads(v);
     }

@@ -33,8 +33,8 @@
  * 4. Bad input (serial suite): NULL arguments, sizes <= 0, sizes whose bytes overflow,
  *    transpose / bc out of range, unknown variants, the reference with y overlapping x.
  * The simd (serial suite) and omp (openmp suite) variants are also run under
- * PORTKERN_MF_ISA = avx512, avx2, generic and unset, opencl under PORTKERN_CL_MF_SCHEME =
- * tile (the GPU design), vec (the CPU one) and unset, so that PoCL runs both kernels; omp
+ * magicfilter3d.isa = avx512, avx2, generic and auto, opencl under magicfilter3d.cl_scheme =
+ * tile (the GPU design), vec (the CPU one) and auto, so that PoCL runs both kernels; omp
  * with 3 and 7 threads.  A suite SKIPs as a whole when its backend is unavailable, has no
  * magicfilter3d variant yet, or its device lacks double precision (PK_EUNSUPPORTED).
  *
@@ -928,34 +928,23 @@ static void mf_check_errors(void)
 static const int mf_isa_sizes[][3] = {{1, 1, 1}, {7, 5, 3},   {9, 17, 33}, {33, 9, 18},
                                       {17, 16, 20}, {2, 1, 37}, {16, 32, 3}};
 
-/* The variant under each value of an environment variable that selects its code path
- * (PORTKERN_MF_ISA for simd / omp, read at every call; PORTKERN_CL_MF_SCHEME for opencl,
- * read at plan creation), and with it unset; the caller's setting is restored. */
+/* The variant under each value of a tuning parameter that selects its code path
+ * (magicfilter3d.isa for simd / omp, magicfilter3d.cl_scheme for opencl, read at plan
+ * creation), and at its default. */
 static void mf_check_env(const char *variant, const char *name, const char *const *values,
                          int nvalues)
 {
-    const char *env = getenv(name);
-    char saved[64] = "";
-    if (env) snprintf(saved, sizeof saved, "%s", env);
     pk_device_info di;
     memset(&di, 0, sizeof di);
     pk_device_get_info(mf_ctx, mf_backend, 0, &di);
-    tap_diag("%s on '%s' (SIMD level %s); %s was %s", variant, di.name, di.simd[0] ? di.simd : "-",
-             name, env ? env : "unset");
+    tap_diag("%s on '%s' (SIMD level %s)", variant, di.name, di.simd[0] ? di.simd : "-");
     for (int k = 0; k <= nvalues; ++k) {
-        if (k < nvalues)
-            setenv(name, values[k], 1);
-        else
-            unsetenv(name);
+        pk_context_set_param(mf_ctx, name, k < nvalues ? values[k] : NULL);
         char label[96];
-        snprintf(label, sizeof label, " under %s=%s", name, k < nvalues ? values[k] : "(unset)");
+        snprintf(label, sizeof label, " under %s=%s", name, k < nvalues ? values[k] : "(default)");
         for (size_t i = 0; i < sizeof mf_isa_sizes / sizeof mf_isa_sizes[0]; ++i)
             mf_check_size_all(mf_ctx, variant, mf_isa_sizes[i], label);
     }
-    if (env)
-        setenv(name, saved, 1);
-    else
-        unsetenv(name);
 }
 
 /* OpenMP with more threads than lines on small grids, and an odd count. */
@@ -1065,11 +1054,11 @@ static int mf_run_suite(pk_backend_id backend)
         mf_check_execute(v);
         if (strcmp(v, "simd") == 0 || strcmp(v, "omp") == 0) {
             static const char *const isa[] = {"avx512", "avx2", "generic"};
-            mf_check_env(v, "PORTKERN_MF_ISA", isa, 3);
+            mf_check_env(v, "magicfilter3d.isa", isa, 3);
         }
         if (strcmp(v, "opencl") == 0) {
             static const char *const scheme[] = {"tile", "vec"};
-            mf_check_env(v, "PORTKERN_CL_MF_SCHEME", scheme, 2);
+            mf_check_env(v, "magicfilter3d.cl_scheme", scheme, 2);
         }
         if (backend == PK_BACKEND_OPENMP) mf_check_threads(v);
     }

@@ -26,7 +26,7 @@
  *    conversion's round trip and zero padding; threaded, for nv = 1, 7, 1001, 100003,
  *    the one-thread bits on 1, 2 and 3 threads); bad input (NULL, nv = 0, sizes whose bytes
  *    overflow, unknown layouts, nw out of range, unknown variants, the reference in place).
- * 5. omp-simd under PORTKERN_S3_ISA = avx512, avx2, generic and PORTKERN_S3_STREAM = 0, 1
+ * 5. omp-simd under su3.isa = avx512, avx2, generic and su3.stream = 0, 1
  *    (every hand-vectorised kernel and both store kinds run here); OpenMP on 3 and 7
  *    threads (more threads than work on the small sizes).
  * A suite SKIPs as a whole when its backend is unavailable, has no su3 variant, or its
@@ -708,21 +708,16 @@ static void s3_check_errors(void)
 }
 
 /* ---- 5. environment settings and thread counts ------------------------------------------ */
+/* The variant under each value of a tuning parameter, then back at its default. */
 static void s3_check_env(const char *variant, const char *name, const char *const *values, int nv)
 {
-    const char *env = getenv(name);
-    char saved[64] = "";
-    if (env) snprintf(saved, sizeof saved, "%s", env);
     for (int k = 0; k < nv; ++k) {
-        setenv(name, values[k], 1);
+        pk_context_set_param(s3_ctx, name, values[k]);
         char label[96];
         snprintf(label, sizeof label, " under %s=%s", name, values[k]);
         s3_check_all_layouts(s3_ctx, variant, label);
     }
-    if (env)
-        setenv(name, saved, 1);
-    else
-        unsetenv(name);
+    pk_context_set_param(s3_ctx, name, NULL);
 }
 
 static void s3_check_threads(const char *variant)
@@ -805,8 +800,8 @@ static int s3_run_suite(pk_backend_id backend)
         if (strcmp(v, "omp-simd") == 0) {
             static const char *const isa[] = {"avx512", "avx2", "generic"};
             static const char *const stream[] = {"0", "1"};
-            s3_check_env(v, "PORTKERN_S3_ISA", isa, 3);
-            s3_check_env(v, "PORTKERN_S3_STREAM", stream, 2);
+            s3_check_env(v, "su3.isa", isa, 3);
+            s3_check_env(v, "su3.stream", stream, 2);
         }
         if (backend == PK_BACKEND_OPENMP) s3_check_threads(v);
     }

@@ -163,7 +163,8 @@ static void backends_and_contexts(void)
 }
 
 /* The ISA switches of the hand-vectorised OpenMP kernels: a value naming no ISA is an error
- * at plan creation for every one of them (PORTKERN_MF_ISA, S3_ISA and LP_ISA were ignored). */
+ * at plan creation for every one of them (PORTKERN_MF_ISA, S3_ISA and LP_ISA were ignored).
+ * The environment is read when a context is made: one context per variable. */
 static void simd_switches(void)
 {
     pk_context_options o;
@@ -181,17 +182,18 @@ static void simd_switches(void)
         static const char *const var[4] = {"PORTKERN_MF_ISA", "PORTKERN_S3_ISA",
                                            "PORTKERN_LP_ISA", "PORTKERN_DS_ISA"};
         setenv(var[k], "bogus", 1);
-        pk_status s;
-        if (k == 0) {
+        pk_context_destroy(ctx);
+        pk_status s = pk_context_create(&ctx, &o);
+        if (s == PK_OK && k == 0) {
             pk_magicfilter3d_params p = {16, 16, 16, 0, PK_MF_PERIODIC};
             s = pk_magicfilter3d(ctx, &p, NULL, x, y, NULL);
-        } else if (k == 1) {
+        } else if (s == PK_OK && k == 1) {
             pk_su3_params p = {256, PK_SU3_AOS, 0};
             s = pk_su3(ctx, &p, "omp-simd", u, psi, chi, NULL);
-        } else if (k == 2) {
+        } else if (s == PK_OK && k == 2) {
             pk_laplace2d_params p = {64, 1, 0.1, PK_LAP_LEXI, 0};
             s = pk_laplace2d(ctx, &p, "omp-simd", phi, NULL);
-        } else {
+        } else if (s == PK_OK) {
             pk_dslash_params p = {4, 4, 4, 4, 0.1, 0};
             s = pk_dslash(ctx, &p, "omp-vnode", u, psi, chi, NULL);
         }
@@ -318,13 +320,18 @@ static void conv2d(void)
                     pk_conv2d_variants(PK_BACKEND_AUTO)[0] == '\0',
                 "pk_conv2d_variants(99 / auto) is \"\" (never NULL)");
 
-    setenv("PORTKERN_CONV2D_FFT_TAPS", "many", 1);
-    expect(pk_conv2d(ctx, &cp, NULL, img, psf, out, NULL), PK_EINVAL, "PORTKERN_CONV2D_FFT_TAPS",
-           "conv2d auto with PORTKERN_CONV2D_FFT_TAPS='many'");
-    setenv("PORTKERN_CONV2D_FFT_TAPS", "0", 1);
-    expect(pk_conv2d(ctx, &cp, NULL, img, psf, out, NULL), PK_EINVAL, "PORTKERN_CONV2D_FFT_TAPS",
-           "conv2d auto with PORTKERN_CONV2D_FFT_TAPS='0'");
-    unsetenv("PORTKERN_CONV2D_FFT_TAPS");
+    static const char *const taps[2] = {"many", "0"};
+    for (int i = 0; i < 2; ++i) { /* read when a context is made */
+        char what[96];
+        pk_context *ectx = NULL;
+        setenv("PORTKERN_CONV2D_FFT_TAPS", taps[i], 1);
+        pk_status s = pk_context_create(&ectx, NULL);
+        unsetenv("PORTKERN_CONV2D_FFT_TAPS");
+        snprintf(what, sizeof what, "conv2d auto with PORTKERN_CONV2D_FFT_TAPS='%s'", taps[i]);
+        expect(s != PK_OK ? s : pk_conv2d(ectx, &cp, NULL, img, psf, out, NULL), PK_EINVAL,
+               "PORTKERN_CONV2D_FFT_TAPS", what);
+        pk_context_destroy(ectx);
+    }
 
     pk_conv2d_plan *plan = (pk_conv2d_plan *)&cp;
     expect(pk_conv2d_plan_create(&plan, NULL, &cp, NULL, psf, NULL), PK_ENULL, "ctx",

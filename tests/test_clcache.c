@@ -251,6 +251,7 @@ int main(void)
     unsetenv("PORTKERN_DEVICE");
     unsetenv("PORTKERN_CACHE");
     unsetenv("PORTKERN_CL_D3_SCHEME");
+    unsetenv("PORTKERN_DIFFUSION3D_CL_SCHEME");
     unsetenv("PORTKERN_TEST_CL_BREAK_BUILD");
     setenv("PORTKERN_CACHE_DIR", dir, 1);
 

@@ -22,7 +22,7 @@ else
     have_py=no
 fi
 
-echo "1..76"
+echo "1..91"
 n=0
 fails=0
 
@@ -260,6 +260,39 @@ result $? "--method direct runs omp, verified"
 expect 2 "run conv2d --in with --kh that contradicts psf.npy: exit 2" \
     "$PK" run conv2d --in "$T/cv" --kh 5
 expect 2 "run conv2d --method bogus: exit 2" "$PK" run conv2d --method bogus --h 4 --w 4
+
+# ---- tuning parameters: --param NAME=VALUE (run, bench), portkern-probe --params -------------
+expect 0 "run conv2d --param conv2d.fft_taps=4" \
+    "$PK" run conv2d --backend serial --h 9 --w 11 --kh 3 --kw 3 --param conv2d.fft_taps=4
+grep -q '9 taps >= 4 (conv2d.fft_taps): fft' "$T/out"
+result $? "--param conv2d.fft_taps=4: auto's method is the FFT, and the reason says so"
+expect 0 "--param beats the environment" \
+    env PORTKERN_CONV2D_FFT_TAPS=1000 "$PK" run conv2d --backend serial --h 9 --w 11 --kh 3 --kw 3 --param conv2d.fft_taps=4 \
+    --param dslash.isa=generic
+grep -q '9 taps >= 4 (conv2d.fft_taps): fft' "$T/out"
+result $? "--param conv2d.fft_taps=4 beats PORTKERN_CONV2D_FFT_TAPS=1000 (repeatable --param)"
+expect 2 "run --param conv2d.fft_taps=0: exit 2" \
+    "$PK" run conv2d --h 9 --w 11 --param conv2d.fft_taps=0
+grep -q "conv2d.fft_taps: expected an integer in \[1, 2147483647\], got '0'" "$T/err"
+result $? "--param with a bad value names the parameter, what it accepts and the value"
+expect 2 "run --param conv2d.nope=1: exit 2" "$PK" run conv2d --h 9 --w 11 --param conv2d.nope=1
+grep -q "unknown tuning parameter 'conv2d.nope'" "$T/err"
+result $? "--param with an unknown name says so"
+expect 2 "run --param without '=': exit 2" "$PK" run conv2d --h 9 --w 11 --param conv2d.fft_taps
+expect 0 "bench --param" "$PK" bench --kernels conv2d --size small --backends serial --reps 1 \
+    --param conv2d.fft_taps=4
+expect 2 "bench --param bad value: exit 2" "$PK" bench --kernels conv2d --backends serial \
+    --param su3.isa=sse9
+expect 0 "portkern-probe --params" \
+    env PORTKERN_SU3_ISA=avx2 PORTKERN_CL_MF_SCHEME=bogus "$PROBE" --params
+[ "$(grep -c '^[a-z0-9]*\.[a-z_]* = ' "$T/out")" -eq 12 ] &&
+    grep -q '^su3.isa = avx2 (env)$' "$T/out" && grep -q '^conv2d.fft_taps = 324 (default)$' "$T/out" &&
+    grep -q '^magicfilter3d.cl_scheme = bogus (env): INVALID: PORTKERN_CL_MF_SCHEME' "$T/out"
+result $? "probe --params lists the 12 parameters with value and source (env, default, invalid)"
+expect 0 "portkern-probe --params --json" "$PROBE" --params --json
+json_valid "$T/out" && grep -q '"name": "grid.cuda_blocks"' "$T/out" &&
+    grep -q '"source": "default"' "$T/out"
+result $? "probe --params --json is valid JSON with every parameter"
 mkdir -p "$T/cv-wrong"
 cp "$T/cv/image.npy" "$T/cv-wrong/image.npy"
 cp "$T/f64.npy" "$T/cv-wrong/psf.npy"

@@ -12,7 +12,7 @@
  *    kernels the exact footprint counts (coverage);
  *  - tile heights 16, 32 and 64 (the tile kernel's three instantiations) x central radius
  *    -1, 0 and 1 x tile factor, and one block per tile (plain write-back) against 4 and 32
- *    (atomic write-back; PORTKERN_CUDA_GR_BLOCKS);
+ *    (atomic write-back; the tuning parameter grid.cuda_blocks);
  *  - a device so small for the run (PORTKERN_TEST_GR_DEVICE_BYTES) that the visibilities
  *    go in batches and the sub-grid in bands;
  *  - the sum rule, mirror symmetry, linearity and the single tie visibility (gr_common.h);
@@ -23,6 +23,8 @@
 #include "gr_common.h"
 
 static int gre_stages_ok = 1; /* every run reported its 7 stages */
+/* The tuning parameters the descs carry (grid.cuda_blocks), as lib/grid.c passes a context's. */
+static pk_context *gre_ctx;
 
 /* The desc lib/grid.c gives a backend for a compact set: the plane offsets of the compact
  * stack (*off, to free) and the largest support. */
@@ -45,6 +47,7 @@ static pk_gr_desc gre_desc(const char *variant, const pk_grid_params *p, const g
     d.kernels = s->kern;
     d.plane_offset = *off;
     d.variant = variant;
+    d.tuning = &gre_ctx->tuning;
     return d;
 }
 
@@ -86,6 +89,13 @@ static void gre_with_env(const char *name, const char *value, const char *varian
                          const gr_set *s, const gr_oracle *o, const pk_grid_params *p_over,
                          const char *label)
 {
+    if (!strchr(name, '_')) { /* a tuning parameter */
+        pk_context_set_param(gre_ctx, name, value);
+        gr_check_run(NULL, variant, s, o, p_over, label);
+        gr_check_coverage(NULL, variant, s, o, p_over, label);
+        pk_context_set_param(gre_ctx, name, NULL);
+        return;
+    }
     const char *old = getenv(name);
     char *keep = old ? strdup(old) : NULL;
     setenv(name, value, 1);
@@ -176,7 +186,14 @@ int main(void)
 
     /* Every set on each variant.  Fewer blocks per tile than grid.cu's 4 (outer) and 32
      * (central) keep the emulated runs short; the defaults run below. */
-    setenv("PORTKERN_CUDA_GR_BLOCKS", "2,3", 1);
+    pk_context_options co;
+    pk_context_options_init(&co);
+    co.flags = PK_OPT_IGNORE_ENV;
+    if (pk_context_create(&gre_ctx, &co) != PK_OK) {
+        printf("Bail out! pk_context_create: %s\n", pk_last_error());
+        return 1;
+    }
+    pk_context_set_param(gre_ctx, "grid.cuda_blocks", "2,3");
     static const char *const variants[3] = {"cuda-tiled", "cuda-atomic", "hybrid"};
     for (int v = 0; v < 3; ++v)
         for (int i = 0; i < GR_NSETS; ++i) {
@@ -212,14 +229,14 @@ int main(void)
     gr_check_single("cuda-atomic", &sets[GR_TIES]);
     gre_check_plan("cuda-tiled", &sets[GR_CENTRAL], &orc[GR_CENTRAL]);
     gre_check_plan("hybrid", &sets[GR_UNIFORM], &orc[GR_UNIFORM]);
-    unsetenv("PORTKERN_CUDA_GR_BLOCKS");
+    pk_context_set_param(gre_ctx, "grid.cuda_blocks", NULL);
     gr_check_run(NULL, "cuda-tiled", &sets[GR_UNIFORM], &orc[GR_UNIFORM], NULL,
                  " [4 and 32 blocks per tile]");
     gr_check_coverage(NULL, "cuda-tiled", &sets[GR_CENTRAL], &orc[GR_CENTRAL], NULL,
                       " [4 and 32 blocks per tile]");
     gr_check_run(NULL, "hybrid", &sets[GR_CENTRAL], &orc[GR_CENTRAL], NULL,
                  " [4 and 32 blocks per tile]");
-    gre_with_env("PORTKERN_CUDA_GR_BLOCKS", "1,1", "cuda-tiled", &sets[GR_UNIFORM],
+    gre_with_env("grid.cuda_blocks", "1,1", "cuda-tiled", &sets[GR_UNIFORM],
                  &orc[GR_UNIFORM], NULL, " [1 block per tile]");
     /* room for a few tile rows of the bounding box: batches of visibilities, bands */
     pk_grid_params half = sets[GR_UNIFORM].p;
@@ -243,5 +260,6 @@ int main(void)
         gr_oracle_free(&orc[i]);
         gr_set_free(&sets[i]);
     }
+    pk_context_destroy(gre_ctx);
     return emu_end();
 }

@@ -142,6 +142,14 @@ int cli_parse(const char *prog, int argc, char **argv, const cli_opt *opts, char
                 if (cli_to_double(val, o->min, o->max, (double *)o->dest, why, sizeof why))
                     return opt_error(prog, "option --%s: %s", o->name, why);
                 break;
+            case CLI_LIST: {
+                cli_list *l = o->dest;
+                if (l->n >= CLI_LIST_MAX)
+                    return opt_error(prog, "option --%s: at most %d given", o->name,
+                                     CLI_LIST_MAX);
+                l->v[l->n++] = val;
+                break;
+            }
             default:
                 *(const char **)o->dest = val;
                 break;
@@ -151,6 +159,37 @@ int cli_parse(const char *prog, int argc, char **argv, const cli_opt *opts, char
             *o->seen = 1;
     }
     return 0;
+}
+
+int cli_params_set(const char *prog, pk_context *ctx, const cli_list *params)
+{
+    pk_context *own = NULL;
+    int rc = 0;
+    if (!params || params->n == 0) return 0;
+    if (!ctx) {
+        pk_context_options o;
+        pk_context_options_init(&o);
+        o.flags = PK_OPT_IGNORE_ENV;
+        pk_status s = pk_context_create(&own, &o);
+        if (s != PK_OK) return cli_lib_error(prog, s);
+        ctx = own;
+    }
+    for (int i = 0; i < params->n && !rc; ++i) {
+        const char *eq = strchr(params->v[i], '=');
+        char name[128];
+        if (!eq || eq == params->v[i] || (size_t)(eq - params->v[i]) >= sizeof name) {
+            rc = cli_usage_error(prog, "option --param: '%s' is not NAME=VALUE "
+                                 "(portkern-probe --params lists the names)", params->v[i]);
+            break;
+        }
+        memcpy(name, params->v[i], (size_t)(eq - params->v[i]));
+        name[eq - params->v[i]] = '\0';
+        pk_status s = pk_context_set_param(ctx, name, eq + 1);
+        if (s != PK_OK)
+            rc = cli_usage_error(prog, "option --param: %s", pk_last_error());
+    }
+    pk_context_destroy(own);
+    return rc;
 }
 
 /* ---- messages ------------------------------------------------------------------------ */

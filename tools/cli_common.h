@@ -14,12 +14,20 @@
 #define CLI_EXIT_USAGE 2 /* bad input: options, files, names that do not exist here */
 
 /* ---- options ------------------------------------------------------------------------- */
-typedef enum cli_type { CLI_FLAG, CLI_INT, CLI_DOUBLE, CLI_STRING } cli_type;
+typedef enum cli_type { CLI_FLAG, CLI_INT, CLI_DOUBLE, CLI_STRING, CLI_LIST } cli_type;
+
+/* The values of a repeatable option, in command-line order. */
+#define CLI_LIST_MAX 32
+typedef struct cli_list {
+    const char *v[CLI_LIST_MAX];
+    int n;
+} cli_list;
 
 typedef struct cli_opt {
     const char *name;  /* long name without "--"; NULL ends a table */
     cli_type type;
-    void *dest;        /* FLAG, INT: int *; DOUBLE: double *; STRING: const char ** */
+    void *dest;        /* FLAG, INT: int *; DOUBLE: double *; STRING: const char **;
+                          LIST (repeatable): cli_list * */
     int *seen;         /* may be NULL; set to 1 when the option is given */
     double min, max;   /* INT and DOUBLE: accepted closed range */
 } cli_opt;
@@ -42,6 +50,11 @@ int cli_parse(const char *prog, int argc, char **argv, const cli_opt *opts, char
 /** Strict conversion: the whole string, no blanks, an integer in [min, max] (options of type
  *  CLI_DOUBLE: a finite double).  Returns 0, or -1 with a reason in why[len]. */
 int cli_to_int(const char *s, double min, double max, int *out, char *why, size_t len);
+
+/** --param NAME=VALUE options (tuning parameters, lib/portkern.h): set each on ctx, or with
+ *  ctx NULL only check them (on a context of their own).  0, or the exit code after a
+ *  message naming the option. */
+int cli_params_set(const char *prog, pk_context *ctx, const cli_list *params);
 
 /* ---- messages ------------------------------------------------------------------------ */
 /** "PROG: message" on stderr; returns CLI_EXIT_USAGE. */

@@ -696,6 +696,9 @@ static void run_usage(const cli_kernel *k, FILE *f)
     help_line(f, "--verify", text);
     fprintf(f,
         "  --rtol R        rtol of --verify (default %g)\n"
+        "  --param NAME=VALUE  set a tuning parameter (repeatable; 'portkern-probe --params'\n"
+        "                  lists them, their values and where each came from); beats its\n"
+        "                  environment variable\n"
         "\n"
         "Prints one JSON line (one cold call: plan, transfers and kernel; 'portkern bench'\n"
         "times resident plan runs): kernel, backend, device, device_index, variant, seconds\n"
@@ -829,6 +832,7 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
     pk_context *ctx = NULL;
     pk_run_info info;
     cli_verdict v;
+    cli_list params = {{NULL}, 0};
     void *args = st.c.args, *data = st.data;
 
     if (n < 0) return cmd_end(&st, CLI_EXIT_FAIL, lock);
@@ -840,12 +844,14 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
     n = cli_opt_add(st.opts, n, "in", CLI_STRING, &in, NULL, 0, 0);
     n = cli_opt_add(st.opts, n, "out", CLI_STRING, &out, NULL, 0, 0);
     n = cli_opt_add(st.opts, n, "verify", CLI_FLAG, &verify, NULL, 0, 0);
+    n = cli_opt_add(st.opts, n, "param", CLI_LIST, &params, NULL, 0, 0);
     cli_opt_add(st.opts, n, "rtol", CLI_DOUBLE, &rtol, NULL, 0, DBL_MAX);
     if ((rc = cmd_parse(&st, argc, argv)) == CLI_HELP) run_usage(k, stdout);
     if (rc) return cmd_end(&st, rc == CLI_HELP ? CLI_EXIT_OK : rc, lock);
     if (backend && pk_backend_from_name(backend, &copt.backend) != PK_OK)
         return cmd_end(&st, cli_usage_error(prog, "option --backend: unknown backend '%s' (auto, "
                                             "serial, openmp, opencl, cuda)", backend), lock);
+    if ((rc = cli_params_set(prog, NULL, &params))) return cmd_end(&st, rc, lock);
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
         return cmd_end(&st, CLI_EXIT_OK, lock);
     if (in && (lock = lock_dir(prog, in, 0)) == -2) return cmd_end(&st, CLI_EXIT_USAGE, lock);
@@ -861,6 +867,10 @@ int cli_run(const cli_kernel *k, int argc, char **argv)
 
     if ((rc = alloc_arrays(&st.c, data, CLI_A_OUT))) return cmd_end(&st, rc, lock);
     pk_status s = pk_context_create(&ctx, &copt);
+    if (s == PK_OK && cli_params_set(prog, ctx, &params)) { /* checked above: not reached */
+        pk_context_destroy(ctx);
+        return cmd_end(&st, CLI_EXIT_USAGE, lock);
+    }
     if (s == PK_OK) s = k->call(CLI_ONESHOT, NULL, ctx, variant, args, data, 0, &info);
     pk_context_destroy(ctx);
     if (s != PK_OK) return cmd_end(&st, cli_lib_error(MAIN_PROG, s), lock);
@@ -984,7 +994,8 @@ static double roof_bw(pk_context *ctx, pk_backend_id be, int device)
 
 /* Open the backends: the number of variants that will run. */
 static int bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, int threads,
-                      const char *(*variants)(pk_backend_id), const char *kernel)
+                      const cli_list *params, const char *(*variants)(pk_backend_id),
+                      const char *kernel)
 {
     int total = 0;
     memset(set, 0, sizeof *set);
@@ -996,6 +1007,7 @@ static int bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb,
         copt.backend = be;
         copt.threads = threads;
         pk_status s = pk_context_create(&set->ctx[be], &copt);
+        if (s == PK_OK && cli_params_set("portkern bench", set->ctx[be], params)) s = PK_EINVAL;
         if (s != PK_OK) {
             snprintf(set->skip[be], sizeof set->skip[be], "%s: %s", pk_strerror(s), pk_last_error());
             continue;
@@ -1103,6 +1115,7 @@ static void bench_calls(const cli_bench_result *res, cli_bench_row *r)
     o.device = r->device;
     o.threads = res->req->threads;
     pk_status s = w ? pk_context_create(&ctx, &o) : PK_ENOMEM;
+    if (s == PK_OK && cli_params_set("portkern bench", ctx, res->req->params)) s = PK_EINVAL;
     for (int i = 0; s == PK_OK && i < n; ++i) {
         pk_run_info info;
         s = k->call(CLI_ONESHOT, NULL, ctx, r->variant, res->args[r->c],
@@ -1290,7 +1303,7 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
     if (!res) goto nomem;
     res->k = k;
     res->req = req;
-    total = bench_open(&res->set, backends, nb, req->threads, k->variants, k->name);
+    total = bench_open(&res->set, backends, nb, req->threads, req->params, k->variants, k->name);
     for (int i = 0; i < nb; ++i) { /* unavailable backends: one row each */
         const pk_backend_id be = backends[i];
         if (res->set.nvars[be] > 0) continue;

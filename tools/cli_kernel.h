@@ -152,6 +152,8 @@ typedef struct cli_bench_req {
     int reps, threads;
     int psf_sweep;    /* conv2d's --psf-sweep */
     int calls;        /* --calls N: one-shot calls per row besides the plan (0: none) */
+    const cli_list *params; /* --param NAME=VALUE: tuning parameters of every context (NULL:
+                               none); checked before the bench starts */
 } cli_bench_req;
 
 enum { CLI_ROW_OK, CLI_ROW_SKIPPED, CLI_ROW_FAILED };

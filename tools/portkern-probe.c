@@ -13,7 +13,7 @@ static const char *const prog = "portkern-probe";
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: portkern-probe [--json] [--no-bandwidth] [--bytes N]\n"
+            "Usage: portkern-probe [--json] [--no-bandwidth] [--bytes N] [--params]\n"
             "List every backend (serial, openmp, opencl, cuda), whether it is usable and if\n"
             "not why, every device, the measured memory bandwidth of each device and the FMA\n"
             "peak of the host backends: with the bandwidth, the roof of a kernel.\n"
@@ -21,6 +21,9 @@ static void usage(FILE *f)
             "  --json          one JSON document on stdout instead of text\n"
             "  --no-bandwidth  skip the measurements, bandwidth and FMA peak (fast)\n"
             "  --bytes N       bytes per array of the copy kernel (default: the library's)\n"
+            "  --params        list the tuning parameters instead (probes nothing): name,\n"
+            "                  value, source (default, env or caller), environment variable,\n"
+            "                  accepted values, default and what it does\n"
             "  --version       print the library version\n"
             "  --help          this text\n"
             "\n"
@@ -155,11 +158,74 @@ static void print_device_json(cli_json *j, const probe_dev *d, int bandwidth)
     cj_close(j);
 }
 
+/* --params: every tuning parameter as a context made here sees it (the environment read). */
+static int list_params(int json)
+{
+    static const char *const source_name[] = {"default", "env", "caller"};
+    pk_context *ctx = NULL;
+    pk_status s = pk_context_create(&ctx, NULL);
+    cli_json j;
+    if (s != PK_OK) {
+        cli_lib_error(prog, s);
+        return CLI_EXIT_FAIL;
+    }
+    if (json) {
+        cj_init(&j, stdout, 1);
+        cj_open(&j, NULL, '{');
+        cj_str(&j, "portkern_version", pk_version());
+        cj_open(&j, "params", '[');
+    } else {
+        printf("portkern %s tuning parameters (set: --param NAME=VALUE, pk_context_set_param, "
+               "or the variable)\n", pk_version());
+    }
+    for (int i = 0; i < pk_param_count(); ++i) {
+        pk_param_desc d;
+        pk_param_source src = PK_PARAM_DEFAULT;
+        char value[64];
+        if (pk_param_info(i, &d) != PK_OK) continue;
+        const pk_status vs = pk_context_get_param(ctx, d.name, value, sizeof value, &src);
+        const char *problem = vs != PK_OK ? pk_last_error() : "";
+        if (json) {
+            cj_open(&j, NULL, '{');
+            cj_str(&j, "name", d.name);
+            cj_str(&j, "value", value);
+            cj_str(&j, "source", source_name[src]);
+            cj_str(&j, "env", d.env);
+            if (d.env_alias)
+                cj_str(&j, "env_alias", d.env_alias);
+            else
+                cj_null(&j, "env_alias");
+            cj_str(&j, "values", d.values);
+            cj_str(&j, "default", d.def);
+            cj_str(&j, "doc", d.doc);
+            if (vs != PK_OK)
+                cj_str(&j, "error", problem);
+            else
+                cj_null(&j, "error");
+            cj_close(&j);
+        } else {
+            char env[160];
+            snprintf(env, sizeof env, "%s%s%s%s", d.env, d.env_alias ? " (older name: " : "",
+                     d.env_alias ? d.env_alias : "", d.env_alias ? ")" : "");
+            printf("\n%s = %s (%s)%s%s\n  %s\n  values: %s; default %s\n  environment: %s\n",
+                   d.name, value, source_name[src], vs != PK_OK ? ": INVALID: " : "", problem,
+                   d.doc, d.values, d.def, env);
+        }
+    }
+    if (json) {
+        cj_close(&j);
+        cj_close(&j);
+    }
+    pk_context_destroy(ctx);
+    return CLI_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
-    int json = 0, no_bw = 0, version = 0, bytes_arg = 0, seen_bytes = 0, npos, rc;
+    int json = 0, no_bw = 0, version = 0, bytes_arg = 0, seen_bytes = 0, params = 0, npos, rc;
     const cli_opt opts[] = {
         {"json", CLI_FLAG, &json, NULL, 0, 0},
+        {"params", CLI_FLAG, &params, NULL, 0, 0},
         {"no-bandwidth", CLI_FLAG, &no_bw, NULL, 0, 0},
         {"bytes", CLI_INT, &bytes_arg, &seen_bytes, 1, 2147483647.0},
         {"version", CLI_FLAG, &version, NULL, 0, 0},
@@ -183,6 +249,7 @@ int main(int argc, char **argv)
         printf("portkern-probe %s\n", pk_version());
         return CLI_EXIT_OK;
     }
+    if (params) return list_params(json);
 
     /* Probe everything the machine has; PORTKERN_BACKEND only picks a default. */
     pk_context_options_init(&copt);

@@ -151,6 +151,7 @@ static void bench_usage(FILE *f)
     fprintf(f,
         "Usage: portkern bench [--kernels K,...] [--backends B,...] [--size S] [--reps N]\n"
         "                      [--threads N] [--calls N] [--json FILE] [--psf-sweep]\n"
+        "                      [--param NAME=VALUE]...\n"
         "Run every kernel x available backend x variant (x the kernel's cases: su3's layouts,\n"
         "magicfilter3d's two grids, ...) as a plan with its data resident on the device: one\n"
         "untimed warm-up run (program builds), N timed runs, download, verify against the\n"
@@ -174,6 +175,9 @@ static void bench_usage(FILE *f)
         "                    file renamed at the end)\n"
         "  --psf-sweep       conv2d: also time direct against FFT for PSFs of 3 x 3 to\n"
         "                    63 x 63 on every backend with an FFT variant: the crossover\n"
+        "  --param NAME=VALUE  a tuning parameter of every context (repeatable;\n"
+        "                    'portkern-probe --params' lists them); beats its environment\n"
+        "                    variable\n"
         "\n"
         "JSON rows (one schema for every kernel): kernel, backend, status, device, variant,\n"
         "case, kernel_seconds (min), kernel_seconds_median, kernel_seconds_max, ms, setup_,\n"
@@ -221,7 +225,8 @@ static int cmd_bench(int argc, char **argv, int tuning)
     const char *kernels = kernel_list(), *backends = "serial,openmp,opencl,cuda";
     const char *json = NULL, *wisdom = NULL;
     double budget = 600;
-    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0};
+    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0, NULL};
+    cli_list params = {{NULL}, 0};
     const cli_kernel *want[16];
     cli_opt opts[10];
     char *pos[1], items[16][32];
@@ -241,6 +246,8 @@ static int cmd_bench(int argc, char **argv, int tuning)
     } else {
         cli_opt_add(opts, 6, "psf-sweep", CLI_FLAG, &req.psf_sweep, NULL, 0, 0);
         cli_opt_add(opts, 7, "calls", CLI_INT, &req.calls, NULL, 0, 1000);
+        cli_opt_add(opts, 8, "param", CLI_LIST, &params, NULL, 0, 0);
+        req.params = &params;
     }
     rc = cli_parse(prog, argc, argv, opts, pos, 0, &npos);
     if (rc == CLI_HELP) {
@@ -277,6 +284,7 @@ static int cmd_bench(int argc, char **argv, int tuning)
     if (cli_size_index(req.size) < 0)
         return cli_usage_error(prog, "option --size: unknown size '%s' (small, paper, large)",
                                req.size);
+    if ((rc = cli_params_set(prog, NULL, &params))) return rc;
     if (cli_parse_only) /* fuzz/fuzz_cli.c: arguments checked, nothing read, run or written */
         return CLI_EXIT_OK;
     /* Open the JSON file first: a bad path fails before minutes of benchmarking. */

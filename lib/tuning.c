@@ -1,0 +1,264 @@
+/* tuning.c - the tuning parameters: one table (name, values, default, doc, variable), their
+ * parsing, the environment at context creation, pk_param_count / pk_param_info.  A backend
+ * reads a value through its desc's `tuning` (pk_param_get); lib/context.c sets one.  Nothing
+ * here needs a context: the CUDA emulation tests compile this file in. */
+#include "internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { T_INT, T_CHOICE, T_PAIR };
+
+typedef struct param_def {
+    const char *name, *env_alias;
+    int type;
+    int lo, hi;           /* T_INT, T_PAIR: the range of each integer */
+    const char *choices;  /* T_CHOICE: comma-separated, '|' before an alias ("avx512|avx512f") */
+    const char *values;   /* what it accepts, in words (messages, pk_param_info) */
+    const char *def;
+    int env_lenient;      /* the variable's older reading: anything but the first non-auto
+                             choice means the second ("0": off, any other value: on) */
+    const char *doc;
+} param_def;
+
+#define ISA_CHOICES "auto,generic,avx2,avx512|avx512f"
+#define ISA_VALUES "auto, avx512 (or avx512f), avx2 or generic"
+
+/* In pk_param_id order. */
+static const param_def defs[PK_PARAM_COUNT] = {
+    /* 324: where the FFT variant overtook the best direct one on the 813 x 5271 frame
+     * (docs/PERFORMANCE.md, `portkern bench --kernels conv2d --size paper --psf-sweep`) */
+    [PK_PARAM_CONV2D_FFT_TAPS] = {"conv2d.fft_taps", NULL, T_INT, 1, INT_MAX, NULL,
+        "an integer in [1, 2147483647]", "324", 0,
+        "method auto runs the FFT from this many PSF taps (kh * kw) on"},
+    [PK_PARAM_CONV2D_CL_SCHEME] = {"conv2d.cl_scheme", "PORTKERN_CL_CV_SCHEME", T_CHOICE, 0, 0,
+        "auto,vec,scalar", "auto, vec or scalar", "auto", 0,
+        "OpenCL direct kernel: 16-wide rows (vec) or one pixel per item; auto: vec on CPUs"},
+    [PK_PARAM_DIFFUSION3D_CL_SCHEME] = {"diffusion3d.cl_scheme", "PORTKERN_CL_D3_SCHEME",
+        T_CHOICE, 0, 0, "auto,xvec,zmarch", "auto, xvec or zmarch", "auto", 0,
+        "OpenCL kernel: x-vectorised (xvec) or marching in z (zmarch); auto: zmarch on GPUs"},
+    [PK_PARAM_DSLASH_ISA] = {"dslash.isa", "PORTKERN_DS_ISA", T_CHOICE, 0, 0, ISA_CHOICES,
+        ISA_VALUES, "auto", 0, "OpenMP omp-vnode: lower the SIMD level (auto: the CPU's best)"},
+    [PK_PARAM_GRID_CUDA_BLOCKS] = {"grid.cuda_blocks", "PORTKERN_CUDA_GR_BLOCKS", T_PAIR, 1, 1024,
+        NULL, "auto or 'outer,central' block counts in [1, 1024]", "auto", 0,
+        "CUDA cuda-tiled: blocks per outer tile and per central-box tile (auto: scaled by SMs)"},
+    [PK_PARAM_LAPLACE2D_ISA] = {"laplace2d.isa", "PORTKERN_LP_ISA", T_CHOICE, 0, 0, ISA_CHOICES,
+        ISA_VALUES, "auto", 0, "OpenMP omp-simd / omp-tb: lower the SIMD level (auto: the CPU's best)"},
+    [PK_PARAM_LAPLACE2D_STREAM] = {"laplace2d.stream", "PORTKERN_LP_STREAM", T_CHOICE, 0, 0,
+        "auto,0,1", "auto, 0 or 1", "auto", 1,
+        "OpenMP: streaming stores off (0) or on (1); auto: on when two fields exceed the LLC"},
+    [PK_PARAM_LAPLACE2D_CL_SCHEME] = {"laplace2d.cl_scheme", "PORTKERN_CL_LP_SCHEME", T_CHOICE, 0,
+        0, "auto,vec,item", "auto, vec or item", "auto", 0,
+        "OpenCL kernel: vector rows (vec) or one site per item; auto: vec on CPUs"},
+    [PK_PARAM_MAGICFILTER3D_ISA] = {"magicfilter3d.isa", "PORTKERN_MF_ISA", T_CHOICE, 0, 0,
+        ISA_CHOICES, ISA_VALUES, "auto", 0,
+        "serial simd / OpenMP omp: lower the SIMD level (auto: the CPU's best)"},
+    [PK_PARAM_MAGICFILTER3D_CL_SCHEME] = {"magicfilter3d.cl_scheme", "PORTKERN_CL_MF_SCHEME",
+        T_CHOICE, 0, 0, "auto,vec,tile", "auto, vec or tile", "auto", 0,
+        "OpenCL pass: vector lines (vec) or local-memory tiles; auto: vec on CPUs"},
+    [PK_PARAM_SU3_ISA] = {"su3.isa", "PORTKERN_S3_ISA", T_CHOICE, 0, 0, ISA_CHOICES, ISA_VALUES,
+        "auto", 0, "OpenMP omp-simd: lower the SIMD level (auto: the CPU's best)"},
+    [PK_PARAM_SU3_STREAM] = {"su3.stream", "PORTKERN_S3_STREAM", T_CHOICE, 0, 0, "auto,0,1",
+        "auto, 0 or 1", "auto", 1,
+        "OpenMP omp-simd: streaming stores off (0) or on (1); auto: on for large arrays"},
+};
+
+/* "conv2d.fft_taps" -> "PORTKERN_CONV2D_FFT_TAPS", once per process. */
+static char env_names[PK_PARAM_COUNT][64];
+static pthread_once_t env_names_once = PTHREAD_ONCE_INIT;
+static void env_names_make(void)
+{
+    for (int i = 0; i < PK_PARAM_COUNT; ++i) {
+        char buf[64] = "PORTKERN_";
+        size_t n = strlen(buf);
+        for (const char *c = defs[i].name; *c && n + 1 < sizeof buf; ++c)
+            buf[n++] = *c == '.' ? '_' : (char)toupper((unsigned char)*c);
+        buf[n] = '\0';
+        memcpy(env_names[i], buf, sizeof buf);
+    }
+}
+static void env_names_fill(void) { pthread_once(&env_names_once, env_names_make); }
+
+/* The index of `s` among a choice list ("a,b|b2,c"), or -1. */
+static int choice_index(const char *choices, const char *s)
+{
+    int idx = 0;
+    size_t n = strlen(s);
+    for (const char *p = choices; *p; ++idx) {
+        size_t len = strcspn(p, ",");
+        for (const char *q = p; q < p + len;) { /* the name and its aliases */
+            size_t alen = strcspn(q, "|,");
+            if (alen == n && strncmp(q, s, n) == 0) return idx;
+            q += alen + (q[alen] == '|');
+        }
+        p += len + (p[len] == ',');
+    }
+    return -1;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out, const char **end)
+{
+    char *e;
+    errno = 0;
+    long x = strtol(s, &e, 10);
+    if (e == s || errno != 0 || x < lo || x > hi || isspace((unsigned char)*s)) return -1;
+    *out = (int)x;
+    *end = e;
+    return 0;
+}
+
+/* Text into v; -1 when the parameter does not accept it. */
+static int parse_value(const param_def *d, const char *s, int *v)
+{
+    const char *end;
+    v[0] = v[1] = 0;
+    switch (d->type) {
+    case T_INT: return parse_int(s, d->lo, d->hi, &v[0], &end) == 0 && !*end ? 0 : -1;
+    case T_CHOICE: return (v[0] = choice_index(d->choices, s)) < 0 ? -1 : 0;
+    default: /* T_PAIR: 0,0 is auto */
+        if (!strcmp(s, "auto")) return 0;
+        return parse_int(s, d->lo, d->hi, &v[0], &end) == 0 && *end == ',' &&
+                       parse_int(end + 1, d->lo, d->hi, &v[1], &end) == 0 && !*end
+                   ? 0
+                   : -1;
+    }
+}
+
+static void set_default(pk_tuning *t, int i)
+{
+    t->source[i] = PK_PARAM_DEFAULT;
+    t->bad[i] = 0;
+    t->text[i][0] = '\0';
+    (void)parse_value(&defs[i], defs[i].def, t->value[i]);
+}
+
+/* The environment's value of parameter i (env_text, from env_name), as pk_tuning_init found
+ * it. */
+static void apply_env(pk_tuning *t, int i)
+{
+    const param_def *d = &defs[i];
+    const char *v = t->env_text[i];
+    t->source[i] = PK_PARAM_ENV;
+    pk_strlcpy(t->text[i], v, sizeof t->text[i]);
+    t->bad[i] = parse_value(d, v, t->value[i]) != 0;
+    if (t->bad[i] && d->env_lenient) { /* as it always read: "0" off, anything else on */
+        t->value[i][0] = strcmp(v, "0") == 0 ? 1 : 2;
+        t->bad[i] = 0;
+    }
+}
+
+void pk_tuning_init(pk_tuning *t, int read_env)
+{
+    memset(t, 0, sizeof *t);
+    env_names_fill();
+    for (int i = 0; i < PK_PARAM_COUNT; ++i) {
+        set_default(t, i);
+        if (!read_env) continue;
+        const char *var = env_names[i], *v = pk_getenv(var);
+        if (!v && defs[i].env_alias && (v = pk_getenv(defs[i].env_alias))) var = defs[i].env_alias;
+        if (!v) continue;
+        pk_strlcpy(t->env_text[i], v, sizeof t->env_text[i]);
+        if (strlen(v) >= PK_PARAM_TEXT) t->env_text[i][PK_PARAM_TEXT - 2] = '~'; /* too long: bad */
+        t->env_name[i] = var;
+        apply_env(t, i);
+    }
+}
+
+pk_status pk_param_get(const pk_tuning *t, pk_param_id id, int *v)
+{
+    const param_def *d = &defs[id];
+    if (!t) {
+        (void)parse_value(d, d->def, v);
+        return PK_OK;
+    }
+    if (t->bad[id])
+        return pk_fail(PK_EINVAL, "%s (tuning parameter %s): expected %s, got '%s'",
+                       t->env_name[id], d->name, d->values, t->text[id]);
+    v[0] = t->value[id][0];
+    v[1] = t->value[id][1];
+    return PK_OK;
+}
+
+int pk_param_chosen(const pk_tuning *t, pk_param_id id)
+{
+    return t && t->source[id] != PK_PARAM_DEFAULT;
+}
+
+pk_status pk_simd_level(const pk_tuning *t, pk_param_id id, int cpu_level, int *level)
+{
+    int v[2] = {0, 0};
+    *level = cpu_level;
+    PK_TRY(pk_param_get(t, id, v));
+    /* choice 0 is auto; 1.. are PK_SIMD_GENERIC.. */
+    if (v[0] > 0 && v[0] - 1 < cpu_level) *level = v[0] - 1;
+    return PK_OK;
+}
+
+/* ---- the list, and values by name ---------------------------------------------------- */
+int pk_param_count(void) { return PK_PARAM_COUNT; }
+
+pk_status pk_param_info(int index, pk_param_desc *desc)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(desc);
+    PK_CHECK(index >= 0 && index < PK_PARAM_COUNT, PK_EINVAL,
+             "index: must be in [0, %d), got %d", PK_PARAM_COUNT, index);
+    env_names_fill();
+    const param_def *d = &defs[index];
+    desc->name = d->name;
+    desc->env = env_names[index];
+    desc->env_alias = d->env_alias;
+    desc->values = d->values;
+    desc->def = d->def;
+    desc->doc = d->doc;
+    return PK_OK;
+}
+
+/* The id of a name, or PK_EINVAL listing the names. */
+static pk_status find_param(const char *name, int *id)
+{
+    for (int i = 0; i < PK_PARAM_COUNT; ++i)
+        if (!strcmp(name, defs[i].name)) {
+            *id = i;
+            return PK_OK;
+        }
+    char list[1024] = "";
+    for (int i = 0; i < PK_PARAM_COUNT; ++i)
+        pk_append_note(list, sizeof list, "%s", defs[i].name);
+    return pk_fail(PK_EINVAL, "unknown tuning parameter '%s' (known: %s)", name, list);
+}
+
+pk_status pk_tuning_set(pk_tuning *t, const char *name, const char *value)
+{
+    int i = 0;
+    PK_TRY(find_param(name, &i));
+    if (!value) {
+        set_default(t, i);
+        if (t->env_text[i][0]) apply_env(t, i);
+        return PK_OK;
+    }
+    int v[2] = {0, 0};
+    PK_CHECK(strlen(value) < PK_PARAM_TEXT && parse_value(&defs[i], value, v) == 0, PK_EINVAL,
+             "%s: expected %s, got '%s'", name, defs[i].values, value);
+    t->source[i] = PK_PARAM_CALLER;
+    t->bad[i] = 0;
+    t->value[i][0] = v[0];
+    t->value[i][1] = v[1];
+    pk_strlcpy(t->text[i], value, sizeof t->text[i]);
+    return PK_OK;
+}
+
+pk_status pk_tuning_text(const pk_tuning *t, const char *name, char *buf, size_t len,
+                         pk_param_source *source)
+{
+    int i = 0;
+    PK_TRY(find_param(name, &i));
+    pk_strlcpy(buf, t->source[i] == PK_PARAM_DEFAULT ? defs[i].def : t->text[i], len);
+    if (source) *source = (pk_param_source)t->source[i];
+    int v[2];
+    return pk_param_get(t, (pk_param_id)i, v);
+}
