@@ -476,6 +476,18 @@ static int load_arrays(cli_call *c, const char *dir, void *data)
 
 /* calloc the arrays of a role: 0, the usage error of a size past size_t, or 1 when the
  * memory is not there. */
+/* An array the library will write is touched here, by all threads, before the call: a
+ * never-touched array costs page faults inside the call (a GPU's download into one ran at
+ * 1.1 GB/s on the H100 machine, 10.6 GB/s through the staging ring, against 46 touched), and
+ * the threads' first touch spreads its pages over the NUMA nodes that will use them. */
+static void prefault(void *p, size_t bytes)
+{
+    const long page = 4096;
+    const long pages = (long)((bytes + (size_t)page - 1) / (size_t)page);
+#pragma omp parallel for schedule(static) if (bytes >= ((size_t)1 << 20))
+    for (long i = 0; i < pages; ++i) ((volatile char *)p)[i * page] = 0;
+}
+
 static int alloc_arrays(const cli_call *c, void *data, unsigned role)
 {
     for (const cli_array *a = c->k->arrays; a && a->file; ++a) {
@@ -497,6 +509,7 @@ static int alloc_arrays(const cli_call *c, void *data, unsigned role)
                     cli_dtype_name(a->dtype), shape);
             return CLI_EXIT_FAIL;
         }
+        if (a->role & CLI_A_OUT) prefault(*array_ptr(data, a), n); /* calloc's zeros stay */
     }
     return 0;
 }
