@@ -8,14 +8,15 @@
  * A run:
  *  1. Geometry, bounding box, skipped count and norm.  opencl-atomic: on the device
  *     (pk_gr_bbox, per visibility batch); the norm is summed by pk_gr_atomic as it grids.
- *     opencl-tiled: on the host, with pk_gr_locate_inline itself (the reference's float geometry
- *     by construction), because the host also does the bucket sort: count, prefix sum and
+ *     opencl-tiled: on the host, with pk_gr_locate_inline (the reference's float geometry by
+ *     construction), because the host also does the bucket sort: count, prefix sum and
  *     scatter of the visibilities into every tile their footprint meets (the NAG report's
  *     sort; on the GPU it is three kernels).  Both on the context's host threads, each a
  *     contiguous share of the visibilities: located records and buckets come out as the
  *     serial pass makes them (record order inside a bucket: the same grid bits for any
- *     thread count), the norm is summed per block of GR_LOCATE_BLOCK visibilities and the
- *     blocks in order (the same bits for any thread count).  The norm comes from a table made at plan creation:
+ *     thread count); the norm is summed per block of GR_LOCATE_BLOCK visibilities and the
+ *     blocks in order (the same bits for any thread count).  It comes from a table made at
+ *     plan creation:
  *     S[w][|off_v|][|off_u|] = sum over the footprint of Re K (a visibility's norm is
  *     weight * S), so no kernel sample is read for it at run time; planes x (os/2 + 1)^2
  *     entries, built by row sums in planes x (os/2 + 1) x m x (2s + 1) operations.  Past 2^22
@@ -697,7 +698,8 @@ static void gr_sort_parts(void *arg, size_t lo, size_t hi)
             for (size_t r = r0; r < r1; ++r) {
                 GR_FOR_TILES(j->geo[r]) {
                     const int x0 = o + tc * ts, x1 = x0 + ts - 1;
-                    const int w_ = (gu + s_ < x1 ? gu + s_ : x1) - (gu - s_ > x0 ? gu - s_ : x0) + 1;
+                    const int w_ =
+                        (gu + s_ < x1 ? gu + s_ : x1) - (gu - s_ > x0 ? gu - s_ : x0) + 1;
                     const size_t tile = (size_t)(tr - j->tr0) * j->ntc + (size_t)(tc - j->tc0);
                     ++cnt[tile];
                     work[tile] += (double)h_ * w_;
@@ -714,6 +716,7 @@ static void gr_sort_parts(void *arg, size_t lo, size_t hi)
         }
     }
 }
+#undef GR_FOR_TILES
 
 /* Buckets of records [0, nrec) for the band rows [bv0, bv1] (tile rows): bucket[] and the
  * ordered work list. */
