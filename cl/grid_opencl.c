@@ -8,11 +8,15 @@
  * A run:
  *  1. Geometry, bounding box, skipped count and norm.  opencl-atomic: on the device
  *     (pk_gr_bbox, per visibility batch); the norm is summed by pk_gr_atomic as it grids.
- *     opencl-tiled: on the host, with pk_gr_locate itself (the reference's float geometry by
+ *     opencl-tiled: on the host, with pk_gr_locate_inline (the reference's float geometry by
  *     construction), because the host also does the bucket sort: count, prefix sum and
  *     scatter of the visibilities into every tile their footprint meets (the NAG report's
- *     sort; on the GPU it is three kernels, here the host's serial pass, a fraction of the
- *     time of the reference loop).  The norm comes from a table made at plan creation:
+ *     sort; on the GPU it is three kernels).  Both on the context's host threads, each a
+ *     contiguous share of the visibilities: located records and buckets come out as the
+ *     serial pass makes them (record order inside a bucket: the same grid bits for any
+ *     thread count); the norm is summed per block of GR_LOCATE_BLOCK visibilities and the
+ *     blocks in order (the same bits for any thread count).  It comes from a table made at
+ *     plan creation:
  *     S[w][|off_v|][|off_u|] = sum over the footprint of Re K (a visibility's norm is
  *     weight * S), so no kernel sample is read for it at run time; planes x (os/2 + 1)^2
  *     entries, built by row sums in planes x (os/2 + 1) x m x (2s + 1) operations.  Past 2^22
@@ -55,6 +59,7 @@
 #define GR_MAX_SPLIT 64      /* slices of one heavy tile */
 #define GR_TABLE_ENTRIES (1u << 22)
 #define GR_TABLE_OPS (1.0 * (1u << 28))
+#define GR_LOCATE_BLOCK 1024 /* visibilities per block of opencl-tiled's norm sum */
 
 typedef struct gr_buf {
     cl_mem m;
@@ -73,6 +78,7 @@ typedef struct pk_cl_gr {
     float *kernels;        /* compact stack, kept only when there is no norm table */
     double *norm_table;    /* [planes][os/2 + 1][os/2 + 1] or NULL */
     int max_support, ts, wg_tile, wg, groups, fp64, compute_units;
+    int threads;           /* host threads of opencl-tiled's host pass (0: OpenMP's default) */
     cl_ulong max_alloc, budget;
     size_t stack_bytes;
     /* run-time device buffers, kept between runs (grown on demand) */
@@ -347,6 +353,7 @@ pk_status pk_cl_gr_create(void *state, int device, const pk_gr_desc *desc, void 
     h->p = desc->p;
     h->ts = ts;
     h->max_support = desc->max_support;
+    h->threads = desc->threads;
     /* test hook: the compensated float norm of devices without doubles, on any device */
     const char *no_fp64 = pk_getenv("PORTKERN_TEST_CL_GR_NO_FP64");
     h->fp64 = dev->fp64 && !(no_fp64 && strcmp(no_fp64, "0") != 0);
@@ -654,6 +661,63 @@ static int tile_origin(int g, int ts)
     return ((g / 2 - ts / 2) % ts + ts) % ts - ts;
 }
 
+/* The tiles of the band rows [bv0, bv1] a record's footprint meets, as a loop header: tr, tc
+ * (tile row and column) and h_, w_ (the footprint's rows and columns inside the tile). */
+#define GR_FOR_TILES(rec)                                                                      \
+    const int s_ = h->support[(rec).s[2] >> 1], gu = (rec).s[0], gv = (rec).s[1];             \
+    const int rlo = gv - s_ > bv0 ? gv - s_ : bv0, rhi = gv + s_ < bv1 ? gv + s_ : bv1;       \
+    if (rlo > rhi) continue;                                                                  \
+    for (int tr = (rlo - o) / ts; tr <= (rhi - o) / ts; ++tr)                                 \
+        for (int tc = (gu - s_ - o) / ts, y0 = o + tr * ts,                                   \
+                 h_ = (rhi < y0 + ts - 1 ? rhi : y0 + ts - 1) - (rlo > y0 ? rlo : y0) + 1;    \
+             tc <= (gu + s_ - o) / ts; ++tc)
+
+/* One share of the bucket sort: records [nrec p / P, nrec (p + 1) / P) of part p count into
+ * cnt[p][tile] and work[p][tile] (count), then scatter from the offsets cnt[p][] became
+ * (scatter).  Part p's entries of a tile follow parts 0..p-1's: the serial order. */
+typedef struct gr_sort_job {
+    const pk_cl_gr *h;
+    const cl_int4 *geo;
+    size_t nrec, ntiles, ntc, parts;
+    int o, bv0, bv1, tr0, tc0;
+    size_t *cnt;
+    double *work;
+    uint32_t *bucket; /* NULL: count */
+} gr_sort_job;
+
+static void gr_sort_parts(void *arg, size_t lo, size_t hi)
+{
+    const gr_sort_job *j = arg;
+    const pk_cl_gr *h = j->h;
+    const int ts = h->ts, o = j->o, bv0 = j->bv0, bv1 = j->bv1;
+    for (size_t p = lo; p < hi; ++p) {
+        size_t *cnt = j->cnt + p * j->ntiles;
+        const size_t r0 = j->nrec * p / j->parts, r1 = j->nrec * (p + 1) / j->parts;
+        if (!j->bucket) {
+            double *work = j->work + p * j->ntiles;
+            for (size_t r = r0; r < r1; ++r) {
+                GR_FOR_TILES(j->geo[r]) {
+                    const int x0 = o + tc * ts, x1 = x0 + ts - 1;
+                    const int w_ =
+                        (gu + s_ < x1 ? gu + s_ : x1) - (gu - s_ > x0 ? gu - s_ : x0) + 1;
+                    const size_t tile = (size_t)(tr - j->tr0) * j->ntc + (size_t)(tc - j->tc0);
+                    ++cnt[tile];
+                    work[tile] += (double)h_ * w_;
+                }
+            }
+        } else {
+            for (size_t r = r0; r < r1; ++r) {
+                GR_FOR_TILES(j->geo[r]) {
+                    (void)h_;
+                    j->bucket[cnt[(size_t)(tr - j->tr0) * j->ntc + (size_t)(tc - j->tc0)]++] =
+                        (uint32_t)r;
+                }
+            }
+        }
+    }
+}
+#undef GR_FOR_TILES
+
 /* Buckets of records [0, nrec) for the band rows [bv0, bv1] (tile rows): bucket[] and the
  * ordered work list. */
 static pk_status build_buckets(const pk_cl_gr *h, const cl_int4 *geo, size_t nrec,
@@ -664,35 +728,40 @@ static pk_status build_buckets(const pk_cl_gr *h, const cl_int4 *geo, size_t nre
     const int tc0 = (box->u0 - o) / ts, tc1 = (box->u1 - o) / ts;
     const int tr0 = (bv0 - o) / ts, tr1 = (bv1 - o) / ts;
     const size_t ntc = (size_t)(tc1 - tc0 + 1), ntiles = ntc * (size_t)(tr1 - tr0 + 1);
+    /* one part per thread, but per-part tables of no more entries than records (small
+       tiles on a big grid): the scratch stays within the records' own size */
+    const int nt = pk_host_threads(h->threads);
+    size_t parts = nrec / ntiles;
+    if (parts > (size_t)nt) parts = (size_t)nt;
+    if (parts < 1) parts = 1;
     size_t *start = calloc(ntiles + 1, sizeof *start);
-    double *work = calloc(ntiles, sizeof *work);
+    double *work = malloc(ntiles * sizeof *work);
+    size_t *cnt = calloc(parts * ntiles, sizeof *cnt);
+    double *pwork = calloc(parts * ntiles, sizeof *pwork);
     uint32_t *bucket = NULL;
     gr_work *list = NULL;
     pk_status s = PK_OK;
-    if (!start || !work) goto nomem;
-    /* count (into start[t + 1]) and work */
-    for (size_t r = 0; r < nrec; ++r) {
-        const int s_ = h->support[geo[r].s[2] >> 1], gu = geo[r].s[0], gv = geo[r].s[1];
-        const int rlo = gv - s_ > bv0 ? gv - s_ : bv0, rhi = gv + s_ < bv1 ? gv + s_ : bv1;
-        if (rlo > rhi) continue;
-        for (int tr = (rlo - o) / ts; tr <= (rhi - o) / ts; ++tr) {
-            const int y0 = o + tr * ts, y1 = y0 + ts - 1;
-            const int h_ = (rhi < y1 ? rhi : y1) - (rlo > y0 ? rlo : y0) + 1;
-            for (int tc = (gu - s_ - o) / ts; tc <= (gu + s_ - o) / ts; ++tc) {
-                const int x0 = o + tc * ts, x1 = x0 + ts - 1;
-                const int w_ = (gu + s_ < x1 ? gu + s_ : x1) - (gu - s_ > x0 ? gu - s_ : x0) + 1;
-                const size_t tile = (size_t)(tr - tr0) * ntc + (size_t)(tc - tc0);
-                ++start[tile + 1];
-                work[tile] += (double)h_ * w_;
-            }
-        }
-    }
+    if (!start || !work || !cnt || !pwork) goto nomem;
+    gr_sort_job job = {h, geo, nrec, ntiles, ntc, parts, o, bv0, bv1, tr0, tc0, cnt, pwork,
+                       NULL};
+    pk_parallel_range(parts, 1, nrec * sizeof *geo + parts * ntiles * 16, h->threads,
+                      gr_sort_parts, &job);
+    /* totals (work: sums of integers, exact in any order), prefix sum, per-part offsets */
     double total = 0;
     size_t busy = 0;
     for (size_t tile = 0; tile < ntiles; ++tile) {
-        total += work[tile];
-        busy += start[tile + 1] > 0;
-        start[tile + 1] += start[tile];
+        size_t at = start[tile];
+        double wsum = 0;
+        for (size_t p = 0; p < parts; ++p) {
+            const size_t c = cnt[p * ntiles + tile];
+            cnt[p * ntiles + tile] = at;
+            at += c;
+            wsum += pwork[p * ntiles + tile];
+        }
+        start[tile + 1] = at;
+        work[tile] = wsum;
+        total += wsum;
+        busy += at > start[tile];
     }
     const size_t copies = start[ntiles];
     if (copies > (size_t)INT_MAX) {
@@ -701,17 +770,9 @@ static pk_status build_buckets(const pk_cl_gr *h, const cl_int4 *geo, size_t nre
     }
     bucket = malloc((copies ? copies : 1) * sizeof *bucket);
     if (!bucket) goto nomem;
-    /* scatter, in record order (start[] advances to the ends, then is restored) */
-    for (size_t r = 0; r < nrec; ++r) {
-        const int s_ = h->support[geo[r].s[2] >> 1], gu = geo[r].s[0], gv = geo[r].s[1];
-        const int rlo = gv - s_ > bv0 ? gv - s_ : bv0, rhi = gv + s_ < bv1 ? gv + s_ : bv1;
-        if (rlo > rhi) continue;
-        for (int tr = (rlo - o) / ts; tr <= (rhi - o) / ts; ++tr)
-            for (int tc = (gu - s_ - o) / ts; tc <= (gu + s_ - o) / ts; ++tc)
-                bucket[start[(size_t)(tr - tr0) * ntc + (size_t)(tc - tc0)]++] = (uint32_t)r;
-    }
-    for (size_t tile = ntiles; tile > 0; --tile) start[tile] = start[tile - 1];
-    start[0] = 0;
+    job.bucket = bucket;
+    pk_parallel_range(parts, 1, nrec * sizeof *geo + copies * sizeof *bucket, h->threads,
+                      gr_sort_parts, &job);
     /* work list: heavy tiles split into slices of their visibility list */
     const double target = total / (4.0 * h->compute_units);
     size_t cap = busy, nw = 0;
@@ -760,16 +821,84 @@ nomem:
 out:
     free(start);
     free(work);
+    free(cnt);
+    free(pwork);
     free(bucket);
     free(list);
     return s;
+}
+
+/* Located records of visibilities [lo, hi), block by block: block b's go to the front of its
+ * own slots [b GR_LOCATE_BLOCK, ...) (moved up by run_tiled), its box and sums to blk[b]. */
+typedef struct gr_block {
+    gr_box box;
+    size_t nrec;
+    double norm, updates; /* updates: sums of integers, exact */
+} gr_block;
+
+typedef struct gr_locate_job {
+    const pk_cl_gr *h;
+    const pk_gr_desc *desc;
+    const pk_grid_data *d;
+    cl_int4 *geo;
+    cl_float2 *val;
+    gr_block *blk;
+} gr_locate_job;
+
+static void gr_locate_range(void *arg, size_t lo, size_t hi)
+{
+    const gr_locate_job *j = arg;
+    const pk_cl_gr *h = j->h;
+    const pk_grid_data *d = j->d;
+    /* locals the record stores cannot alias: no reloads in the loop */
+    const pk_gr_desc desc = *j->desc;
+    const int32_t *const support = h->support;
+    const double *const table = h->norm_table;
+    cl_int4 *restrict geo = j->geo;
+    cl_float2 *restrict val = j->val;
+    const int os = h->p.oversample, A = os / 2 + 1;
+    for (size_t b0 = lo; b0 < hi; b0 += GR_LOCATE_BLOCK) {
+        const size_t b1 = hi - b0 < GR_LOCATE_BLOCK ? hi : b0 + GR_LOCATE_BLOCK;
+        gr_box box = {INT_MAX, INT_MIN, INT_MAX, INT_MIN};
+        size_t nrec = b0;
+        double norm = 0, updates = 0;
+        for (size_t i = b0; i < b1; ++i) {
+            const float vre = d->vis[2 * i], vim = d->vis[2 * i + 1], wt = d->weight[i];
+            int w, gu, gv, ou, ov;
+            if (pk_gr_locate_inline(&desc, d->uu[i], d->vv[i], d->ww[i], vre, vim, wt, &w,
+                                    &gu, &gv, &ou, &ov))
+                continue;
+            const int sw = support[w];
+            if (gu - sw < box.u0) box.u0 = gu - sw;
+            if (gu + sw > box.u1) box.u1 = gu + sw;
+            if (gv - sw < box.v0) box.v0 = gv - sw;
+            if (gv + sw > box.v1) box.v1 = gv + sw;
+            const double sum = table ? table[((size_t)w * A + abs(ov)) * A + abs(ou)]
+                                     : gr_norm_direct(h, w, ou, ov);
+            norm += sum * wt;
+            updates += (double)(2 * sw + 1) * (2 * sw + 1);
+            cl_int4 *r = &geo[nrec];
+            r->s[0] = gu;
+            r->s[1] = gv;
+            r->s[2] = 2 * w + (d->ww[i] > 0);
+            r->s[3] = (ou + os / 2) | (ov + os / 2) << 16;
+            val[nrec].s[0] = vre * wt;
+            val[nrec].s[1] = vim * wt;
+            ++nrec;
+        }
+        gr_block *k = &j->blk[b0 / GR_LOCATE_BLOCK];
+        k->box = box;
+        k->nrec = nrec - b0;
+        k->norm = norm;
+        k->updates = updates;
+    }
 }
 
 static pk_status run_tiled(pk_cl_gr *h, const pk_grid_data *d, float *grid, pk_gr_result *res,
                            gr_times *t)
 {
     const size_t n = d->num_vis;
-    const int os = h->p.oversample, A = os / 2 + 1, ts = h->ts;
+    const int os = h->p.oversample, ts = h->ts;
     pk_gr_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.p = h->p;
@@ -782,42 +911,40 @@ static pk_status run_tiled(pk_cl_gr *h, const pk_grid_data *d, float *grid, pk_g
     uint32_t *bucket = NULL;
     gr_work *list = NULL;
     cl_int4 *wk = NULL;
+    gr_block *blk = NULL;
     pk_status s = PK_OK;
     if (!geo || !val) {
         s = pk_fail(PK_ENOMEM, "grid: out of host memory for %zu located visibilities", n);
         goto done;
     }
+    /* blocks on the context's threads, then their records moved up over skipped ones and
+       their sums combined in block order */
+    const size_t nblk = (n + GR_LOCATE_BLOCK - 1) / GR_LOCATE_BLOCK;
+    blk = malloc(nblk * sizeof *blk);
+    if (!blk) {
+        s = pk_fail(PK_ENOMEM, "grid: out of host memory for %zu located visibilities", n);
+        goto done;
+    }
+    gr_locate_job job = {h, &desc, d, geo, val, blk};
+    pk_parallel_range(n, GR_LOCATE_BLOCK, n * 48, h->threads, gr_locate_range, &job);
     gr_box box = {INT_MAX, INT_MIN, INT_MAX, INT_MIN};
     size_t nrec = 0;
-    int64_t skipped = 0;
     double norm = 0, updates = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const float vre = d->vis[2 * i], vim = d->vis[2 * i + 1], wt = d->weight[i];
-        int w, gu, gv, ou, ov;
-        if (pk_gr_locate(&desc, d->uu[i], d->vv[i], d->ww[i], vre, vim, wt, &w, &gu, &gv, &ou,
-                         &ov)) {
-            ++skipped;
-            continue;
+    for (size_t b = 0; b < nblk; ++b) {
+        const gr_block *k = &blk[b];
+        if (nrec != b * GR_LOCATE_BLOCK && k->nrec > 0) {
+            memmove(geo + nrec, geo + b * GR_LOCATE_BLOCK, k->nrec * sizeof *geo);
+            memmove(val + nrec, val + b * GR_LOCATE_BLOCK, k->nrec * sizeof *val);
         }
-        const int sw = h->support[w];
-        if (gu - sw < box.u0) box.u0 = gu - sw;
-        if (gu + sw > box.u1) box.u1 = gu + sw;
-        if (gv - sw < box.v0) box.v0 = gv - sw;
-        if (gv + sw > box.v1) box.v1 = gv + sw;
-        const double sum = h->norm_table
-                               ? h->norm_table[((size_t)w * A + abs(ov)) * A + abs(ou)]
-                               : gr_norm_direct(h, w, ou, ov);
-        norm += sum * wt;
-        updates += (double)(2 * sw + 1) * (2 * sw + 1);
-        cl_int4 *r = &geo[nrec];
-        r->s[0] = gu;
-        r->s[1] = gv;
-        r->s[2] = 2 * w + (d->ww[i] > 0);
-        r->s[3] = (ou + os / 2) | (ov + os / 2) << 16;
-        val[nrec].s[0] = vre * wt;
-        val[nrec].s[1] = vim * wt;
-        ++nrec;
+        nrec += k->nrec;
+        if (k->box.u0 < box.u0) box.u0 = k->box.u0;
+        if (k->box.u1 > box.u1) box.u1 = k->box.u1;
+        if (k->box.v0 < box.v0) box.v0 = k->box.v0;
+        if (k->box.v1 > box.v1) box.v1 = k->box.v1;
+        norm += k->norm;
+        updates += k->updates;
     }
+    const int64_t skipped = (int64_t)(n - nrec);
     t->locate += pk_now() - t0;
     res->num_skipped = skipped;
     res->norm = norm;
@@ -914,6 +1041,7 @@ static pk_status run_tiled(pk_cl_gr *h, const pk_grid_data *d, float *grid, pk_g
 done:
     free(geo);
     free(val);
+    free(blk);
     free(bucket);
     free(list);
     free(wk);

@@ -83,6 +83,9 @@ void pk_scratch_free(pk_scratch *s);
  *  whole grains (a vector block, a cache line of every row) never write the same line. */
 typedef void (*pk_range_fn)(void *arg, size_t lo, size_t hi);
 void pk_parallel_range(size_t n, size_t grain, size_t bytes, int nt, pk_range_fn fn, void *arg);
+/** The team pk_parallel_range(..., nt, ...) starts: nt, OpenMP's default for 0, 1 without
+ *  OpenMP (to size per-thread scratch). */
+int pk_host_threads(int nt);
 /** Copy at most len-1 bytes and terminate. */
 void pk_strlcpy(char *dst, const char *src, size_t len);
 /** Append to a bounded string, separated by "; " when it is not empty. */

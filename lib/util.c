@@ -87,6 +87,16 @@ void pk_parallel_range(size_t n, size_t grain, size_t bytes, int nt, pk_range_fn
     fn(arg, 0, n);
 }
 
+int pk_host_threads(int nt)
+{
+#ifdef _OPENMP
+    return nt > 0 ? nt : omp_get_max_threads();
+#else
+    (void)nt;
+    return 1;
+#endif
+}
+
 typedef struct pk_copy_job {
     char *dst;
     const char *src;

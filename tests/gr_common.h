@@ -39,6 +39,7 @@
  *     COMPACT layouts (a FULL stack whose unreadable samples are NaN,
  *     pk_grid_compact_kernels round trip);
  *     OpenMP with 1 and 3 threads; omp-tiled and serial deterministic (same bits twice);
+ *     opencl-tiled's host pass on 1 and 3 threads: the same bits (tiles not split);
  *     serial bit-identical to pk_grid_reference.
  *  5. Bad input through every public function.
  *
@@ -1159,21 +1160,21 @@ static void gr_check_layouts(const char *variant, const gr_set *s, const gr_orac
     free(back);
 }
 
-/* Two runs give the same bits (serial; omp-tiled: static splits, ordered buckets); serial
- * also the bits of pk_grid_reference. */
-static void gr_check_bits(pk_context *ctx, const char *variant, const gr_set *s,
-                          const char *label)
+/* Two runs give the same bits (serial; omp-tiled: static splits, ordered buckets), the second
+ * on ctx2 when not NULL (other host threads); serial also the bits of pk_grid_reference. */
+static void gr_check_bits(pk_context *ctx, pk_context *ctx2, const char *variant,
+                          const gr_set *s, const pk_grid_params *p_over, const char *label)
 {
     float *g1 = gr_grid_new(s), *g2 = gr_grid_new(s);
     double n1, n2;
     int64_t k1, k2;
-    pk_status st = gr_exec(ctx, variant, s, NULL, g1, &n1, &k1, NULL);
+    pk_status st = gr_exec(ctx, variant, s, p_over, g1, &n1, &k1, NULL);
     if (!strcmp(variant, "serial")) {
         pk_grid_data d = gr_data(s);
         n2 = 0;
         if (st == PK_OK) st = pk_grid_reference(&s->p, s->support, s->kern, &d, g2, &n2, &k2);
     } else if (st == PK_OK) {
-        st = gr_exec(ctx, variant, s, NULL, g2, &n2, &k2, NULL);
+        st = gr_exec(ctx2 ? ctx2 : ctx, variant, s, p_over, g2, &n2, &k2, NULL);
     }
     ok(st == PK_OK && !memcmp(g1, g2, 2 * gr_cells(s) * sizeof(float)) && n1 == n2 && k1 == k2,
        "%s %s%s: bit-identical to %s", variant, s->name, label,
@@ -1421,6 +1422,28 @@ static void gr_make_sets(gr_set sets[GR_NSETS], gr_oracle orc[GR_NSETS])
     for (int i = 0; i < GR_NSETS; ++i) gr_oracle_make(&orc[i], &sets[i]);
 }
 
+/* opencl-tiled's host pass (locate, bucket sort) on 3 threads, threaded at every size
+ * (PORTKERN_TEST_PARALLEL_BYTES=0), gives the one-thread bits: buckets keep the record order.
+ * No split tiles (central_radius -1): their atomic flushes are unordered. */
+static void gr_check_host_threads(const char *variant, const gr_set *sets)
+{
+    pk_context *c1 = gr_context(gr_backend, 1), *c3 = gr_context(gr_backend, 3);
+    pk_grid_params po = sets[GR_CENTRAL].p;
+    po.central_radius = -1;
+    setenv("PORTKERN_TEST_PARALLEL_BYTES", "0", 1);
+    for (int ts = 0; ts <= 7; ts += 7) {
+        char label[64];
+        po.tile_size = ts;
+        snprintf(label, sizeof label, " [1 vs 3 host threads, tile %d, no split]", ts);
+        gr_check_bits(c1, c3, variant, &sets[GR_CENTRAL], &po, label);
+        gr_check_bits(c1, c3, variant, &sets[GR_UNIFORM], &po, label);
+        gr_check_bits(c1, c3, variant, &sets[GR_NONFINITE], &po, label);
+    }
+    unsetenv("PORTKERN_TEST_PARALLEL_BYTES");
+    pk_context_destroy(c1);
+    pk_context_destroy(c3);
+}
+
 static int gr_run_suite(pk_backend_id backend)
 {
     gr_backend = backend;
@@ -1481,15 +1504,17 @@ static int gr_run_suite(pk_backend_id backend)
         gr_check_additivity(variant, &sets[GR_NONFINITE]);
         gr_check_single(variant, &sets[GR_TIES]);
         gr_check_params(gr_ctx, variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL], "");
-        if (backend == PK_BACKEND_OPENCL && !strcmp(variant, "opencl-tiled"))
+        if (backend == PK_BACKEND_OPENCL && !strcmp(variant, "opencl-tiled")) {
             gr_check_small_local_mem(variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL]);
+            gr_check_host_threads(variant, sets);
+        }
         gr_check_plan(variant, &sets[GR_UNIFORM], &orc[GR_UNIFORM], &second, &o2);
         gr_check_execute(variant, &sets[GR_UNIFORM], &orc[GR_UNIFORM], &second, &o2);
         gr_check_info(variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL]);
         gr_check_layouts(variant, &sets[GR_UNIFORM], &orc[GR_UNIFORM]);
         if (!strcmp(variant, "serial") || !strcmp(variant, "omp-tiled")) {
-            gr_check_bits(gr_ctx, variant, &sets[GR_CENTRAL], "");
-            gr_check_bits(gr_ctx, variant, &sets[GR_UNIFORM], "");
+            gr_check_bits(gr_ctx, NULL, variant, &sets[GR_CENTRAL], NULL, "");
+            gr_check_bits(gr_ctx, NULL, variant, &sets[GR_UNIFORM], NULL, "");
         }
         if (backend == PK_BACKEND_OPENMP) {
             static const int nts[2] = {1, 3};
@@ -1510,7 +1535,7 @@ static int gr_run_suite(pk_backend_id backend)
                 gr_check_coverage(ctx, variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL], &po, label);
                 if (!strcmp(variant, "omp-tiled")) {
                     snprintf(label, sizeof label, " [%d threads]", nts[t]);
-                    gr_check_bits(ctx, variant, &sets[GR_CENTRAL], label);
+                    gr_check_bits(ctx, NULL, variant, &sets[GR_CENTRAL], NULL, label);
                 }
                 pk_context_destroy(ctx);
             }
