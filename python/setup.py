@@ -112,6 +112,8 @@ if re.search(r"\bpk_wisdom_load\s*\(", text):
     macros.append(("PKPY_HAVE_WISDOM", "1"))
 if re.search(r"\bpk_grid_generate\s*\(", text):
     macros.append(("PKPY_HAVE_GEN", "1"))
+if re.search(r"\bpk_context_set_param\s*\(", text):
+    macros.append(("PKPY_HAVE_PARAMS", "1"))
 
 ext = Extension(
     "portkern._core",

@@ -21,14 +21,15 @@ from . import _errors
 from ._errors import *  # noqa: F401,F403  (Error and its subclasses)
 from ._errors import Error
 from . import _core
+from .gen import _needs
 from ._core import (RunInfo, Plan, Diffusion3DPlan, Conv2DPlan, MagicFilter3DPlan,  # noqa: F401
                     Laplace2DPlan, SU3Plan, DslashPlan, GridPlan)
 
 __all__ = ["Context", "RunInfo", "Plan", "Diffusion3DPlan", "Conv2DPlan", "MagicFilter3DPlan",
            "Laplace2DPlan", "SU3Plan", "DslashPlan", "GridPlan", "Backend", "Device",
            "DiffReport", "probe", "diff", "variants", "empty", "zeros", "magicfilter_taps",
-           "magicfilter3d_shapes", "compact_kernels", "version", "__version__", "gen",
-           "Error", "BACKENDS", "KERNELS"] + [c.__name__ for c in _errors.BY_NAME.values()]
+           "magicfilter3d_shapes", "compact_kernels", "params", "Param", "version", "__version__",
+           "gen", "Error", "BACKENDS", "KERNELS"] + [c.__name__ for c in _errors.BY_NAME.values()]
 
 __version__ = "0.1.0"
 #: Version of the libportkern actually loaded (pk_version()).
@@ -44,15 +45,27 @@ Backend.__doc__ = "A backend in a context: name, available (bool), reason (why n
 Device = namedtuple("Device", "backend index type name vendor driver platform simd compute_units "
                     "threads_per_core global_mem_bytes fp64 compute_capability local_mem_bytes")
 Device.__doc__ = "A device (pk_device_info)."
+Param = namedtuple("Param", "name env env_alias values default doc")
+Param.__doc__ = ("A tuning parameter (pk_param_desc): name (\"conv2d.fft_taps\"), env (its "
+                 "variable, \"PORTKERN_CONV2D_FFT_TAPS\"), env_alias (an older variable read too, "
+                 "or None), values (what it accepts, in words), default (as text), doc.")
 
 
 class Context(_core.Context):
-    """Context(backend="auto", device=None, threads=None, *, ignore_env=False)
+    """Context(backend="auto", device=None, threads=None, *, ignore_env=False, params=None)
 
     A libportkern context (pk_context_create).  backend: "auto" (the fastest usable, or
     PORTKERN_BACKEND), "serial", "openmp", "opencl" or "cuda"; device: an index within the
     backend (None: its default); threads: OpenMP threads (None: OpenMP's default);
-    ignore_env: do not read PORTKERN_BACKEND / PORTKERN_DEVICE / PORTKERN_THREADS.
+    ignore_env: do not read PORTKERN_BACKEND / PORTKERN_DEVICE / PORTKERN_THREADS (nor the
+    tuning parameters' variables); params: {name: value} of tuning parameters to set
+    (set_param's values; an unknown name or a value it does not accept raises
+    InvalidArgumentError and no context is made).
+
+    Tuning parameters (portkern.params()): set_param(name, value) sets one (a str or an
+    int; None goes back to the environment's value or the default) and releases the plans
+    the one-shot calls keep; get_param(name) -> (value as text, source), source "default",
+    "env" or "caller".
 
     A forced backend that cannot run makes every kernel call raise NoBackendError with the
     reason (backends() lists them).  Use it in a with block or call close(), which also
@@ -115,6 +128,13 @@ def variants(kernel, backend):
     """Variant names of `kernel` on `backend` built into the library (the first is the
     backend's default); [] when the backend has none (or was not built)."""
     return _core.variants(kernel, backend)
+
+
+def params():
+    """[Param(name, env, env_alias, values, default, doc)]: every tuning parameter of the
+    library (pk_param_info), in its table's order; Context.set_param / get_param use the
+    names."""
+    return [Param(*t) for t in _needs("param_list", "params")()]
 
 
 def probe(ignore_env=False):

@@ -51,6 +51,9 @@
 #ifndef PKPY_HAVE_GEN
 #define PKPY_HAVE_GEN 0 /* pk_grid_generate, pk_conv2d_generate (newer libraries) */
 #endif
+#ifndef PKPY_HAVE_PARAMS
+#define PKPY_HAVE_PARAMS 0 /* pk_param_*, pk_context_set_param / get_param (newer libraries) */
+#endif
 
 #define PKPY_CLOSED 1000 /* not a pk_status: the context or plan was closed */
 #define PKPY_ALIGN 64    /* outputs this layer allocates start on a cache line */
@@ -60,26 +63,24 @@ static PyObject *g_make_error; /* portkern._errors.make(status, name, text, deta
 /* ---------------------------------------------------------------------------------------- */
 /* Errors                                                                                   */
 
-/* Raise the portkern.Error subclass of `status`, with pk_last_error()'s detail (read on this
- * thread right after the failing call: the detail is thread-local). */
-static PyObject *raise_status(int status, const char *where)
+/* Raise the portkern.Error subclass of `status` with the given detail. */
+static PyObject *raise_detail(int status, const char *detail, const char *where)
 {
-    const char *name, *text, *detail;
-    if (status == PKPY_CLOSED) {
-        status = PK_ESTATE;
-        name = pk_status_name(status);
-        text = pk_strerror(status);
-        detail = "the context or plan is closed";
-    } else {
-        name = pk_status_name(status);
-        text = pk_strerror(status);
-        detail = pk_last_error();
-    }
-    PyObject *exc = PyObject_CallFunction(g_make_error, "isssz", status, name, text, detail, where);
+    PyObject *exc = PyObject_CallFunction(g_make_error, "isssz", status, pk_status_name(status),
+                                          pk_strerror(status), detail, where);
     if (!exc) return NULL;
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
     Py_DECREF(exc);
     return NULL;
+}
+
+/* Raise the portkern.Error subclass of `status`, with pk_last_error()'s detail (read on this
+ * thread right after the failing call: the detail is thread-local). */
+static PyObject *raise_status(int status, const char *where)
+{
+    if (status == PKPY_CLOSED)
+        return raise_detail(PK_ESTATE, "the context or plan is closed", where);
+    return raise_detail(status, pk_last_error(), where);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -532,19 +533,96 @@ static PyTypeObject ContextType, PlanType;
 
 static void plan_destroy_handle(int kind, void *h); /* with the plan kinds, below */
 
+/* ---- Tuning parameters (lib/portkern.h: pk_param_*, pk_context_set_param) ---------------- */
+#if PKPY_HAVE_PARAMS
+/* pk_param_source's names, as portkern-probe --params prints them. */
+static const char *const param_sources[] = {"default", "env", "caller"};
+
+/* Set parameter `nameo` of the context: value None goes back to the environment's value or
+ * the default, a str is given as is, an int as its decimal digits. */
+static int ctx_apply_param(ContextObject *self, PyObject *nameo, PyObject *value, const char *where)
+{
+    if (!PyUnicode_Check(nameo)) {
+        PyErr_Format(PyExc_TypeError, "%s: a parameter name must be a str, got %s", where,
+                     Py_TYPE(nameo)->tp_name);
+        return -1;
+    }
+    const char *name = PyUnicode_AsUTF8(nameo);
+    if (!name) return -1;
+    PyObject *text = NULL;
+    if (PyUnicode_Check(value)) {
+        Py_INCREF(value);
+        text = value;
+    } else if (value != Py_None && !PyBool_Check(value) && PyIndex_Check(value)) {
+        PyObject *i = PyNumber_Index(value);
+        text = i ? PyObject_Str(i) : NULL;
+        Py_XDECREF(i);
+        if (!text) return -1;
+    } else if (value != Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a str, an int or None, got %s", where, name,
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    const char *v = text ? PyUnicode_AsUTF8(text) : NULL;
+    if (text && !v) {
+        Py_DECREF(text);
+        return -1;
+    }
+    pk_status st;
+    LOCKED(self, self->ctx, st, pk_context_set_param(self->ctx, name, v));
+    Py_XDECREF(text);
+    if (st != PK_OK) {
+        raise_status(st, where);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *ctx_set_param(ContextObject *self, PyObject *args)
+{
+    PyObject *name, *value;
+    if (!PyArg_ParseTuple(args, "OO:set_param", &name, &value)) return NULL;
+    if (ctx_apply_param(self, name, value, "Context.set_param")) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* get_param(name) -> (value as text, "default" | "env" | "caller"). */
+static PyObject *ctx_get_param(ContextObject *self, PyObject *args)
+{
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s:get_param", &name)) return NULL;
+    char buf[128] = "";
+    pk_param_source src = PK_PARAM_DEFAULT;
+    pk_status st;
+    LOCKED(self, self->ctx, st, pk_context_get_param(self->ctx, name, buf, sizeof buf, &src));
+    if (st != PK_OK) return raise_status(st, "Context.get_param");
+    return Py_BuildValue("(ss)", buf,
+                         (int)src >= 0 && (int)src < 3 ? param_sources[src] : "unknown");
+}
+#endif
+
+
 static int ctx_init(ContextObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwl[] = {"backend", "device", "threads", "ignore_env", NULL};
+    static char *kwl[] = {"backend", "device", "threads", "ignore_env", "params", NULL};
     const char *backend = "auto";
-    PyObject *devo = Py_None, *thro = Py_None;
+    PyObject *devo = Py_None, *thro = Py_None, *paramso = Py_None;
     int ignore_env = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|sOO$p:Context", kwl, &backend, &devo, &thro,
-                                     &ignore_env))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|sOO$pO:Context", kwl, &backend, &devo, &thro,
+                                     &ignore_env, &paramso))
         return -1;
     if (self->ctx) {
         PyErr_SetString(PyExc_RuntimeError, "Context.__init__ called twice");
         return -1;
     }
+#if !PKPY_HAVE_PARAMS
+    if (paramso != Py_None) {
+        raise_detail(PK_EUNSUPPORTED,
+                     "the libportkern this package was built against has no pk_context_set_param",
+                     "Context");
+        return -1;
+    }
+#endif
     pk_context_options_init(&self->opt);
     pk_backend_id id;
     if (pk_backend_from_name(backend, &id) != PK_OK) {
@@ -580,15 +658,37 @@ static int ctx_init(ContextObject *self, PyObject *args, PyObject *kw)
             return -1;
         }
     }
+    PyObject *items = NULL; /* params: the (name, value) pairs, set once the context is made */
+    if (paramso != Py_None) {
+        if (!PyDict_Check(paramso)) {
+            PyErr_Format(PyExc_TypeError, "Context: params must be a dict {name: value}, got %s",
+                         Py_TYPE(paramso)->tp_name);
+            return -1;
+        }
+        if (!(items = PyDict_Items(paramso))) return -1;
+    }
     pk_status st;
     pk_context *c = NULL;
     Py_BEGIN_ALLOW_THREADS st = pk_context_create(&c, &self->opt);
     Py_END_ALLOW_THREADS
     if (st != PK_OK) {
+        Py_XDECREF(items);
         raise_status(st, "Context");
         return -1;
     }
     self->ctx = c;
+#if PKPY_HAVE_PARAMS
+    for (Py_ssize_t i = 0; items && i < PyList_GET_SIZE(items); ++i) {
+        PyObject *kv = PyList_GET_ITEM(items, i);
+        if (ctx_apply_param(self, PyTuple_GET_ITEM(kv, 0), PyTuple_GET_ITEM(kv, 1), "Context") == 0)
+            continue;
+        Py_DECREF(items); /* a context whose parameters are not those asked for is not made */
+        pk_context_destroy(self->ctx);
+        self->ctx = NULL;
+        return -1;
+    }
+#endif
+    Py_XDECREF(items);
     return 0;
 }
 
@@ -2146,6 +2246,15 @@ static PyMethodDef ctx_methods[] = {
      "set_cache_limit(nbytes): the ceiling of what the plans kept by one-shot calls may hold "
      "(0: keep none); plans beyond it are dropped now."},
 #endif
+#if PKPY_HAVE_PARAMS
+    {"set_param", (PyCFunction)ctx_set_param, METH_VARARGS,
+     "set_param(name, value): set a tuning parameter (portkern.params()) of this context; value "
+     "a str or an int, None: back to the environment's value or the default.  The plans the "
+     "one-shot calls keep are released; plans made before keep their settings."},
+    {"get_param", (PyCFunction)ctx_get_param, METH_VARARGS,
+     "get_param(name) -> (value, source): the value as text and where it came from, "
+     "'default', 'env' or 'caller'."},
+#endif
 #if PKPY_HAVE_WISDOM
     {"wisdom_load", (PyCFunction)ctx_wisdom_load, METH_VARARGS,
      "wisdom_load(path=None): add the entries of a wisdom file (None: PORTKERN_WISDOM, else "
@@ -2205,7 +2314,8 @@ static PyTypeObject ContextType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "portkern._core.Context",
     .tp_basicsize = sizeof(ContextObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Context(backend='auto', device=None, threads=None, *, ignore_env=False)",
+    .tp_doc = "Context(backend='auto', device=None, threads=None, *, ignore_env=False, "
+              "params=None)",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)ctx_init,
     .tp_dealloc = (destructor)ctx_dealloc,
@@ -2587,6 +2697,28 @@ static PyObject *m_conv2d_generate(PyObject *m, PyObject *args)
 }
 #endif
 
+#if PKPY_HAVE_PARAMS
+/* param_list() -> [(name, env, env_alias or None, values, default, doc)], pk_param_info's. */
+static PyObject *m_param_list(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < pk_param_count(); ++i) {
+        pk_param_desc d;
+        pk_status st = pk_param_info(i, &d);
+        if (st != PK_OK) {
+            Py_DECREF(list);
+            return raise_status(st, "params");
+        }
+        PyObject *t = Py_BuildValue("(sszsss)", d.name, d.env, d.env_alias, d.values, d.def, d.doc);
+        if (!t || PyList_Append(list, t) != 0) Py_CLEAR(list);
+        Py_XDECREF(t);
+    }
+    return list;
+}
+#endif
+
 
 static PyMethodDef module_methods[] = {
     {"version", m_version, METH_NOARGS, "pk_version(): the loaded library's version."},
@@ -2600,6 +2732,9 @@ static PyMethodDef module_methods[] = {
 #if PKPY_HAVE_GEN
     {"grid_generate", m_grid_generate, METH_VARARGS, NULL},
     {"conv2d_generate", m_conv2d_generate, METH_VARARGS, NULL},
+#endif
+#if PKPY_HAVE_PARAMS
+    {"param_list", m_param_list, METH_NOARGS, NULL},
 #endif
     {"diff", m_diff, METH_VARARGS, NULL},
     {"status_names", m_status_names, METH_NOARGS, NULL},
