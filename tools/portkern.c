@@ -225,7 +225,7 @@ static int cmd_bench(int argc, char **argv, int tuning)
     const char *kernels = kernel_list(), *backends = "serial,openmp,opencl,cuda";
     const char *json = NULL, *wisdom = NULL;
     double budget = 600;
-    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0, NULL};
+    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0, tuning, NULL};
     cli_list params = {{NULL}, 0};
     const cli_kernel *want[16];
     cli_opt opts[10];
