@@ -1083,9 +1083,16 @@ pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void
             free(ts);
             return s;
         }
-        if (i > 0) ts[n++] = info.kernel_s;
-        if (i == 1 || (i > 1 && info.kernel_s < best->kernel_s)) *best = info;
-        if (short_ && i == 1 && cut > 0 && info.kernel_s > cut) break; /* cannot win */
+        /* a long warm-up far beyond the cut (builds and first touches cost less) stands for
+         * the timing: it only overstates a time that cannot win.  Short ones are timed: a
+         * cold first run of a millisecond says little, and costs little */
+        const int hopeless = short_ && i == 0 && cut > 0 && info.kernel_s > 4 * cut &&
+                             info.kernel_s > 0.5;
+        if (i > 0 || hopeless) ts[n++] = info.kernel_s;
+        if (i == 1 || hopeless || (i > 1 && info.kernel_s < best->kernel_s)) *best = info;
+        if (hopeless) break;
+        /* cannot win; a run under 0.1 s costs little and is noisy on a busy machine */
+        if (short_ && i == 1 && cut > 0 && info.kernel_s > cut && info.kernel_s > 0.1) break;
         if (short_ && runs_agree(ts, n)) break;
     }
     qsort(ts, (size_t)n, sizeof *ts, cmp_double);
@@ -1327,28 +1334,33 @@ typedef struct tune_dim {
     const char *variants;
     const char *values;
     const char *auto_cpu;
+    int downward; /* values from the fastest path down (SIMD levels): once one loses to the
+                     best so far, the lower ones are not tried */
 } tune_dim;
 
 static const tune_dim tune_space[] = {
-    {"conv2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec scalar", "vec"},
-    {"conv2d.fft_taps", PK_BACKEND_AUTO, NULL, NULL, NULL}, /* the crossover at the case's PSF */
-    {"diffusion3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "xvec zmarch", "xvec"},
-    {"dslash.isa", PK_BACKEND_OPENMP, "omp-vnode", "avx512 avx2 generic", NULL},
-    {"grid.cuda_blocks", PK_BACKEND_CUDA, "cuda-tiled", "2,16 4,32 8,64 16,128", NULL},
-    {"laplace2d.isa", PK_BACKEND_OPENMP, "omp-simd,omp-tb", "avx512 avx2 generic", NULL},
-    {"laplace2d.stream", PK_BACKEND_OPENMP, NULL, "0 1", NULL},
-    {"laplace2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec item", "vec"},
-    {"magicfilter3d.isa", PK_BACKEND_SERIAL, "simd", "avx512 avx2 generic", NULL},
-    {"magicfilter3d.isa", PK_BACKEND_OPENMP, "omp", "avx512 avx2 generic", NULL},
-    {"magicfilter3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec tile", "vec"},
-    {"su3.isa", PK_BACKEND_OPENMP, "omp-simd", "avx512 avx2 generic", NULL},
-    {"su3.stream", PK_BACKEND_OPENMP, "omp-simd", "0 1", NULL},
+    {"conv2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec scalar", "vec", 0},
+    {"conv2d.fft_taps", PK_BACKEND_AUTO, NULL, NULL, NULL, 0}, /* the crossover at the case's PSF */
+    {"diffusion3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "xvec zmarch", "xvec", 0},
+    {"dslash.isa", PK_BACKEND_OPENMP, "omp-vnode", "avx512 avx2 generic", NULL, 1},
+    {"grid.cuda_blocks", PK_BACKEND_CUDA, "cuda-tiled", "2,16 4,32 8,64 16,128", NULL, 0},
+    {"laplace2d.isa", PK_BACKEND_OPENMP, "omp-simd,omp-tb", "avx512 avx2 generic", NULL, 1},
+    {"laplace2d.stream", PK_BACKEND_OPENMP, NULL, "0 1", NULL, 0},
+    {"laplace2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec item", "vec", 0},
+    {"magicfilter3d.isa", PK_BACKEND_SERIAL, "simd", "avx512 avx2 generic", NULL, 1},
+    {"magicfilter3d.isa", PK_BACKEND_OPENMP, "omp", "avx512 avx2 generic", NULL, 1},
+    {"magicfilter3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec tile", "vec", 0},
+    {"su3.isa", PK_BACKEND_OPENMP, "omp-simd", "avx512 avx2 generic", NULL, 1},
+    {"su3.stream", PK_BACKEND_OPENMP, "omp-simd", "0 1", NULL, 0},
 };
 #define N_TUNE_DIMS ((int)(sizeof tune_space / sizeof tune_space[0]))
 
 /* A variant, a second one within this factor of the backend's fastest, is searched too;
- * a timing whose first run is beyond CUT x the case's best so far stops there. */
+ * a backend whose fastest is beyond TUNE_BACKEND x the case's best on any backend is not
+ * searched (its entry applies only where the faster backend is missing); a timing whose
+ * first run is beyond CUT x the case's best so far stops there. */
 #define TUNE_SECOND 1.25
+#define TUNE_BACKEND 1.5
 #define TUNE_CUT 1.5
 
 static int list_has(const char *list, const char *word)
@@ -1417,9 +1429,13 @@ static double case_best(const cli_bench_result *res, pk_backend_id be, int c)
     return best;
 }
 
-static double tune_cut(const cli_bench_result *res, pk_backend_id be, int c)
+/* The cut of a row of case c: TUNE_CUT x the case's best on any backend so far (0: none).
+ * A slower backend's rows are then timed roughly, which only its entry (used where the
+ * faster backend is missing) and the runners-up ratios see. */
+static double tune_cut(const cli_bench_result *res, int c)
 {
-    const double best = case_best(res, be, c);
+    double best = INFINITY;
+    for (int b = 1; b < PK_BACKEND_COUNT; ++b) best = fmin(best, case_best(res, (pk_backend_id)b, c));
     return res->req->tune && isfinite(best) ? TUNE_CUT * best : 0;
 }
 
@@ -1443,6 +1459,8 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
         }
         if (top[1] >= 0 && res->rows[top[1]].t_min > TUNE_SECOND * res->rows[top[0]].t_min)
             top[1] = -1;
+        const double all = tune_cut(res, c) / TUNE_CUT; /* the case's best on any backend */
+        if (top[0] >= 0 && res->rows[top[0]].t_min > TUNE_BACKEND * all) continue;
         for (int t = 0; t < 2 && top[t] >= 0; ++t) {
             char variant[32], cur[160] = "", adopt[160];
             snprintf(variant, sizeof variant, "%s", res->rows[top[t]].variant);
@@ -1460,7 +1478,7 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
                     snprintf(value, sizeof value, "%.*s", (int)len, p);
                     p += len + (p[len] == ' ');
                     if (!tune_worth(ctx, be, device, dim, value)) continue;
-                    const double cut = tune_cut(res, be, c);
+                    const double cut = tune_cut(res, c);
                     cli_bench_row *r = add_row(res, be);
                     if (!r) return -1;
                     snprintf(r->variant, sizeof r->variant, "%s", variant);
@@ -1479,6 +1497,8 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
                     if (row_good(r) && tune_score(r) < best) {
                         best = tune_score(r);
                         snprintf(adopt, sizeof adopt, "%s", r->tuning);
+                    } else if (dim->downward) {
+                        break;
                     }
                 }
                 snprintf(cur, sizeof cur, "%s", adopt);
@@ -1523,14 +1543,18 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                 if (k->case_name) k->case_name(res->args[c], r->case_name, sizeof r->case_name);
                 cli_progress("%s [%d] %s %s %s ...", k->name, ++done, pk_backend_name(be), var,
                              r->case_name);
-                bench_one(res, res->set.ctx[be], r, tune_cut(res, be, c));
+                bench_one(res, res->set.ctx[be], r, tune_cut(res, c));
             }
-        if (req->tune && res->set.nvars[be] > 0 && tune_search(res, be, &done) != 0) goto nomem;
     }
+    /* tune: every backend's defaults first, so that the search knows which can win */
+    for (int i = 0; req->tune && total > 0 && i < nb; ++i)
+        if (res->set.nvars[backends[i]] > 0 && tune_search(res, backends[i], &done) != 0)
+            goto nomem;
     if (req->tune && !k->runs_add_up)
         printf("best of up to %d timed plan runs (min, median, max; fewer once two agree within "
-               "2%%, or one beyond %.1fx the best so far) after 1 warm-up, data resident on the "
-               "device\n", req->reps, TUNE_CUT);
+               "2%%, or one of 0.1 s beyond %.1fx the best so far; none when the warm-up took 4x that "
+               "and 0.5 s) "
+               "after 1 warm-up, data resident on the device\n", req->reps, TUNE_CUT);
     else
         printf("best of %d timed plan runs (min, median, max) after 1 warm-up, data resident on "
                "the device; 'portkern run' times one cold call instead\n", req->reps);

@@ -212,8 +212,9 @@ double cli_row_gflops(const cli_bench_row *r);
  * min/median/max of kernel_s, *best the info of the fastest run.  On failure *stage (may be
  * NULL) names the run that failed ("warm-up run" or "timed run").  short_ (tune, for kernels
  * whose runs do not add up) ends the timing early: after the first timed run when it took
- * more than cut seconds (cut > 0: a variant that cannot win), or once two timed runs agree
- * within 2%; *runs (may be NULL) gets the number of timed runs made. */
+ * more than cut seconds and 0.1 s (cut > 0: a variant that cannot win), after the warm-up
+ * when it took 4 x cut and 0.5 s, or once two timed runs agree within 2%; *runs (may be
+ * NULL) gets the number of timed runs made. */
 pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void *data, int reps,
                          int short_, double cut, double t[3], pk_run_info *best,
                          const char **stage, int *runs);
