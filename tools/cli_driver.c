@@ -1546,6 +1546,7 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                 bench_one(res, res->set.ctx[be], r, tune_cut(res, c));
             }
     }
+    res->ndefault = res->nrows;
     /* tune: every backend's defaults first, so that the search knows which can win */
     for (int i = 0; req->tune && total > 0 && i < nb; ++i)
         if (res->set.nvars[backends[i]] > 0 && tune_search(res, backends[i], &done) != 0)
@@ -1559,7 +1560,12 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
         printf("best of %d timed plan runs (min, median, max) after 1 warm-up, data resident on "
                "the device; 'portkern run' times one cold call instead\n", req->reps);
     print_rows(res);
-    if (res->ndata && k->report) k->report(res);
+    if (res->ndata && k->report) { /* the kernel's tables are of the variants at defaults */
+        const int all = res->nrows;
+        res->nrows = res->ndefault ? res->ndefault : all;
+        k->report(res);
+        res->nrows = all;
+    }
     if (res->failed) rc = CLI_EXIT_FAIL;
     for (int i = 0; i < res->nrows; ++i)
         if (res->rows[i].status == CLI_ROW_FAILED ||
@@ -1802,7 +1808,10 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
         for (int i = 0; i < nk; ++i) /* the kernel's own object */
             if (res[i] && res[i]->ndata && res[i]->k->bench_json) {
                 cj_open(&j, res[i]->k->name, '{');
+                const int all = res[i]->nrows;
+                res[i]->nrows = res[i]->ndefault ? res[i]->ndefault : all;
                 res[i]->k->bench_json(&j, res[i]);
+                res[i]->nrows = all;
                 cj_close(&j);
             }
         cj_close(&j);

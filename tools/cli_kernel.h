@@ -196,6 +196,8 @@ typedef struct cli_bench_result {
     const cli_bench_req *req;
     cli_bench_row *rows;
     int nrows, cap;
+    int ndefault;                 /* tune: the rows before its search (the variants at the
+                                     defaults), which the kernel's report and object see */
     cli_bench_set set;            /* the contexts, one per backend */
     int ncases, ndata;
     void *args[CLI_CASES];        /* per case */
