@@ -108,12 +108,12 @@ typedef struct cv_request {
 } cv_request;
 
 /* p->method into rq->use_fft and rq->why; auto's threshold is conv2d.fft_taps. */
-static pk_status cv_resolve_method(const pk_conv2d_params *p, const pk_tuning *t, cv_request *rq)
+static pk_status cv_resolve_method(int kh, int kw, int method, const pk_tuning *t, cv_request *rq)
 {
-    const double taps = (double)p->kh * (double)p->kw;
-    rq->use_fft = p->method == PK_CONV2D_FFT;
-    if (p->method == PK_CONV2D_FFT) snprintf(rq->why, sizeof rq->why, "method fft");
-    if (p->method != PK_CONV2D_AUTO) return PK_OK;
+    const double taps = (double)kh * (double)kw;
+    rq->use_fft = method == PK_CONV2D_FFT;
+    if (method == PK_CONV2D_FFT) snprintf(rq->why, sizeof rq->why, "method fft");
+    if (method != PK_CONV2D_AUTO) return PK_OK;
     int v[2];
     PK_TRY(pk_param_get(t, PK_PARAM_CONV2D_FFT_TAPS, v));
     const double threshold = (double)v[0];
@@ -133,7 +133,10 @@ static pk_status cv_create_on(const pk_backend_ops *backend, const void *kops, v
                               const char *variant, int threads,
                               const pk_tuning *tuning, void **impl)
 {
-    const cv_request *rq = desc;
+    /* the method again with the plan's values: a wisdom entry's conv2d.fft_taps may move it */
+    cv_request again = *(const cv_request *)desc;
+    const cv_request *rq = &again;
+    PK_TRY(cv_resolve_method(again.d.kh, again.d.kw, again.d.method, tuning, &again));
     pk_cv_desc d = rq->d;
     char fft[32], note[160] = "";
     const char *v = variant;
@@ -226,7 +229,7 @@ static pk_status cv_dispatch(pk_context *ctx, const pk_conv2d_params *p, const c
     memset(&out, 0, sizeof out);
     PK_TRY(cv_validate(p, &rq.d));
     PK_TRY(cv_check_psf(p, psf));
-    PK_TRY(cv_resolve_method(p, &ctx->tuning, &rq));
+    PK_TRY(cv_resolve_method(p->kh, p->kw, p->method, &ctx->tuning, &rq));
     rq.d.psf = psf;
     rq.named = variant && *variant;
     rq.out = &out;

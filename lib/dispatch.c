@@ -18,15 +18,16 @@ typedef struct candidate {
     pk_device_type type; /* 0: any */
     int device;          /* >= 0: this device (wisdom's); -1: the caller's or the fastest */
     const char *variant; /* wisdom's variant; NULL: the call's */
+    const pk_tuning *tuning; /* wisdom's parameters over the context's; NULL: the context's */
 } candidate;
 
 /* Without wisdom: CUDA GPU, OpenCL GPU, OpenMP, OpenCL CPU, serial. */
 static const candidate auto_order[] = {
-    {PK_BACKEND_CUDA, 0, -1, NULL},
-    {PK_BACKEND_OPENCL, PK_DEVICE_GPU, -1, NULL},
-    {PK_BACKEND_OPENMP, 0, -1, NULL},
-    {PK_BACKEND_OPENCL, PK_DEVICE_CPU, -1, NULL},
-    {PK_BACKEND_SERIAL, 0, -1, NULL},
+    {PK_BACKEND_CUDA, 0, -1, NULL, NULL},
+    {PK_BACKEND_OPENCL, PK_DEVICE_GPU, -1, NULL, NULL},
+    {PK_BACKEND_OPENMP, 0, -1, NULL, NULL},
+    {PK_BACKEND_OPENCL, PK_DEVICE_CPU, -1, NULL, NULL},
+    {PK_BACKEND_SERIAL, 0, -1, NULL, NULL},
 };
 #define N_AUTO ((int)(sizeof auto_order / sizeof auto_order[0]))
 
@@ -126,19 +127,20 @@ static pk_status candidates(pk_context *ctx, const pk_kernel_class *kc, const ch
     *ncand = 0;
     *strict = 0;
     if (forced != PK_BACKEND_AUTO && !from_env) {
-        cand[(*ncand)++] = (candidate){forced, 0, -1, NULL};
+        cand[(*ncand)++] = (candidate){forced, 0, -1, NULL, NULL};
         *strict = 1;
     } else if (owner != PK_BACKEND_AUTO) { /* the variant names its backend; prefer a GPU */
         if (owner == PK_BACKEND_OPENCL)
-            cand[(*ncand)++] = (candidate){owner, PK_DEVICE_GPU, -1, NULL};
-        cand[(*ncand)++] = (candidate){owner, 0, -1, NULL};
+            cand[(*ncand)++] = (candidate){owner, PK_DEVICE_GPU, -1, NULL, NULL};
+        cand[(*ncand)++] = (candidate){owner, 0, -1, NULL, NULL};
         if (from_env && forced != owner)
             pk_append_note(note, note_len, "variant %s overrides PORTKERN_BACKEND=%s", variant,
                            pk_backend_name(forced));
     } else {
-        if (from_env) cand[(*ncand)++] = (candidate){forced, 0, -1, NULL};
+        if (from_env) cand[(*ncand)++] = (candidate){forced, 0, -1, NULL, NULL};
         if (wisdom)
-            cand[(*ncand)++] = (candidate){wisdom->backend, 0, wisdom->device, wisdom->variant};
+            cand[(*ncand)++] = (candidate){wisdom->backend, 0, wisdom->device, wisdom->variant,
+                                           wisdom->tuned ? &wisdom->tuning : NULL};
         const int first = *ncand;
         for (int i = 0; i < N_AUTO; ++i) cand[(*ncand)++] = auto_order[i];
         if (!from_env && !wisdom)
@@ -215,7 +217,8 @@ static pk_status create_on(pk_context *ctx, const pk_kernel_class *kc, const can
     }
     if (ops->device_check) PK_TRY(ops->device_check(ctx->slot[cd->backend].state, dev));
     PK_TRY(kc->create(ops, kc->on[cd->backend], ctx->slot[cd->backend].state, dev, desc,
-                      c->variant, ctx->opt.threads, &ctx->tuning, &c->impl));
+                      c->variant, ctx->opt.threads, cd->tuning ? cd->tuning : &ctx->tuning,
+                      &c->impl));
     c->backend = cd->backend;
     c->device = dev;
     c->ops = ops;

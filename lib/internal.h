@@ -144,6 +144,14 @@ pk_status pk_tuning_set(pk_tuning *t, const char *name, const char *value);
 pk_status pk_tuning_text(const pk_tuning *t, const char *name, char *buf, size_t len,
                          pk_param_source *source);
 
+/** A wisdom entry's tuning text ("k.p=v;k.p=v", parameters of `kernel` only) onto t, a copy
+ *  of the context's values: a parameter the caller or the environment set keeps its value
+ *  (listed in kept), the others take the text's (listed in applied, ", "-separated).  An
+ *  unknown name, one of another kernel or a value it does not accept: PK_EINVAL saying which
+ *  (t is then half done: throw it away). */
+pk_status pk_tuning_overlay(pk_tuning *t, const char *kernel, const char *text, char *applied,
+                            size_t applied_len, char *kept, size_t kept_len);
+
 /** SIMD levels of the hand-vectorised host kernels. */
 enum { PK_SIMD_GENERIC = 0, PK_SIMD_AVX2 = 1, PK_SIMD_AVX512 = 2 };
 /** The level a kernel runs at: `cpu_level` (the CPU's best), lowered (never raised) by the
@@ -709,7 +717,10 @@ typedef struct pk_wisdom_pick {
     pk_backend_id backend;
     int device;
     char variant[32];
-    char says[256]; /* "wisdom: omp-tiled on <device>, tuned <date>" */
+    char says[400]; /* "wisdom: omp-tiled on <device>, tuned <date>, size paper, tuning
+                       from wisdom: su3.isa=avx2" */
+    int tuned;         /* the entry's tuning changed a value: the plan takes `tuning` */
+    pk_tuning tuning;  /* the context's values with the entry's over the defaults */
 } pk_wisdom_pick;
 /** Wisdom for a call of kc whose plan holds `size` bytes (lib/portkern.h, "Wisdom"): loads
  *  the default file on the context's first use.  1 and *pick when an entry applies; 0 when

@@ -269,7 +269,9 @@ typedef struct pk_run_info {
  *    (seconds).  Beyond a factor of 8 no wisdom applies.
  * If the entry's plan fails, the normal auto order follows (fell_back 1, reason says why).
  * The run info's reason names the source: "openmp: chosen (wisdom: omp-tiled on <device>,
- * tuned <date>)"; else it says why none applied: "wisdom: none for diffusion3d at this size
+ * tuned <date>)", and the entry's tuning parameters it applied ("tuning from wisdom:
+ * magicfilter3d.isa=avx2") or kept ("kept the caller's su3.stream"); else it says why none
+ * applied: "wisdom: none for diffusion3d at this size
  * (ignored: 1 of another library version)", "wisdom: file ignored: <path>: <why>".
  * conv2d's key holds the PSF size, so an entry measured with one PSF is never taken for
  * another (the direct/FFT crossover moves with it).
@@ -313,6 +315,12 @@ typedef struct pk_wisdom_entry {
     double seconds;         /* the winner's time (>= 0, finite) */
     char runners_up[256];   /* the others as text, e.g. "omp-tiled 1.07x, omp 2.90x" */
     char date[32];          /* when it was measured, ISO 8601 UTC ("2026-01-31T12:00:00Z") */
+    char tuning[256];       /* the winner's tuning parameters, "name=value;name=value" of this
+                               kernel's parameters ("magicfilter3d.isa=avx2"; "": defaults); a
+                               call following the entry runs with them, except those the
+                               caller or the environment set.  An unknown name or a value the
+                               parameter does not accept makes the entry ignored (the reason
+                               says so).  Added last, optional in the file: older files load */
 } pk_wisdom_entry;
 /* Every text field is NUL-terminated, without control characters; kernel, device_name,
  * version, size_class, variant and date must not be empty. */

@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -261,4 +262,42 @@ pk_status pk_tuning_text(const pk_tuning *t, const char *name, char *buf, size_t
     if (source) *source = (pk_param_source)t->source[i];
     int v[2];
     return pk_param_get(t, (pk_param_id)i, v);
+}
+
+/* ", "-separated: the reason's own notes are separated by "; " */
+static void list_add(char *dst, size_t len, const char *s)
+{
+    const size_t used = strlen(dst);
+    if (used + 1 < len) snprintf(dst + used, len - used, "%s%s", used ? ", " : "", s);
+}
+
+pk_status pk_tuning_overlay(pk_tuning *t, const char *kernel, const char *text, char *applied,
+                            size_t applied_len, char *kept, size_t kept_len)
+{
+    const size_t klen = strlen(kernel);
+    applied[0] = kept[0] = '\0';
+    for (const char *p = text; *p;) {
+        const size_t len = strcspn(p, ";");
+        char item[2 * PK_PARAM_TEXT + 64];
+        PK_CHECK(len < sizeof item, PK_EINVAL, "tuning '%.40s...': too long", p);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        p += len + (p[len] == ';');
+        char *eq = strchr(item, '=');
+        PK_CHECK(eq != NULL, PK_EINVAL, "tuning '%s': expected NAME=VALUE", item);
+        *eq = '\0';
+        /* an entry of one kernel names that kernel's parameters only */
+        PK_CHECK(!strncmp(item, kernel, klen) && item[klen] == '.', PK_EINVAL,
+                 "tuning '%s': not a parameter of %s", item, kernel);
+        int i = 0;
+        PK_TRY(find_param(item, &i));
+        if (t->source[i] != PK_PARAM_DEFAULT) { /* the caller's or the environment's beats it */
+            list_add(kept, kept_len, item);
+            continue;
+        }
+        PK_TRY(pk_tuning_set(t, item, eq + 1));
+        *eq = '=';
+        list_add(applied, applied_len, item);
+    }
+    return PK_OK;
 }

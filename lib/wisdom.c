@@ -48,6 +48,7 @@ const char *pk_wisdom_entry_problem(const pk_wisdom_entry *e)
         {"params", e->params, sizeof e->params, 0},
         {"runners_up", e->runners_up, sizeof e->runners_up, 0},
         {"date", e->date, sizeof e->date, 1},
+        {"tuning", e->tuning, sizeof e->tuning, 0},
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; ++i) {
         const char *p = text_problem(texts[i].s, texts[i].cap, texts[i].required);
@@ -351,6 +352,7 @@ static const field fields[] = {
     {"seconds", F_DOUBLE, offsetof(pk_wisdom_entry, seconds), 0, 1},
     TEXT(runners_up, 0),
     TEXT(date, 1),
+    TEXT(tuning, 0), /* last and optional: files of before it load, older readers skip it */
 };
 #undef TEXT
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))

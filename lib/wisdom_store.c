@@ -427,8 +427,10 @@ int pk_wisdom_choose(pk_context *ctx, const pk_kernel_class *kc, double size, co
     if (ctx->wisdom_off && ctx->wisdom.n == 0) return 0;
     const pk_wisdom_entry *best = NULL, *far = NULL;
     double best_d = 0, far_d = 0;
-    int best_dev = -1, n_version = 0, n_device = 0, n_variant = 0, n_key = 0;
+    int best_dev = -1, n_version = 0, n_device = 0, n_variant = 0, n_key = 0, n_tuning = 0;
     const char *other_version = "";
+    char bad_tuning[128] = "", applied[160], kept[160], saved[1024];
+    pk_strlcpy(saved, pk_last_error(), sizeof saved); /* a bad entry's error is not the call's */
     const double limit = log(WISDOM_SIZE_FACTOR) * (1 + 1e-12);
     const int sized = size > 0 && isfinite(size);
     for (int i = 0; sized && i < ctx->wisdom.n; ++i) {
@@ -451,6 +453,12 @@ int pk_wisdom_choose(pk_context *ctx, const pk_kernel_class *kc, double size, co
             ++n_variant;
             continue;
         }
+        pick->tuning = ctx->tuning;
+        if (pk_tuning_overlay(&pick->tuning, kc->name, e->tuning, applied, sizeof applied, kept,
+                              sizeof kept) != PK_OK) {
+            if (!n_tuning++) pk_strlcpy(bad_tuning, pk_last_error(), sizeof bad_tuning);
+            continue;
+        }
         const double d = fabs(log(e->size_bytes / size));
         if (d > limit) {
             if (!far || d < far_d) far = e, far_d = d;
@@ -463,19 +471,30 @@ int pk_wisdom_choose(pk_context *ctx, const pk_kernel_class *kc, double size, co
             best_dev = dev;
         }
     }
+    pk_fail(PK_OK, "%s", saved);
     if (best) {
         pick->backend = best->backend;
         pick->device = best_dev;
         pk_strlcpy(pick->variant, best->variant, sizeof pick->variant);
-        snprintf(pick->says, sizeof pick->says, "wisdom: %s on %.100s, tuned %s, size %.40s",
-                 best->variant, best->device_name, best->date, best->size_class);
+        pick->tuning = ctx->tuning; /* checked above: cannot fail */
+        (void)pk_tuning_overlay(&pick->tuning, kc->name, best->tuning, applied, sizeof applied,
+                                kept, sizeof kept);
+        pick->tuned = applied[0] != '\0';
+        int n = snprintf(pick->says, sizeof pick->says, "wisdom: %s on %.100s, tuned %s, size %.40s",
+                         best->variant, best->device_name, best->date, best->size_class);
+        if (applied[0] && n > 0 && (size_t)n < sizeof pick->says)
+            n += snprintf(pick->says + n, sizeof pick->says - (size_t)n,
+                          ", tuning from wisdom: %s", applied);
+        if (kept[0] && n > 0 && (size_t)n < sizeof pick->says)
+            snprintf(pick->says + n, sizeof pick->says - (size_t)n,
+                     ", tuning kept (set by the caller or the environment): %s", kept);
         return 1;
     }
     if (ctx->wisdom_note[0]) {
         pk_append_note(note, note_len, "wisdom: file ignored: %s", ctx->wisdom_note);
         return 0;
     }
-    char why[192] = "";
+    char why[256] = "";
     size_t w = 0;
     /* ", " between the parts: "; " separates the reason's own notes */
     if (n_version)
@@ -487,6 +506,9 @@ int pk_wisdom_choose(pk_context *ctx, const pk_kernel_class *kc, double size, co
     if (n_variant)
         w += (size_t)snprintf(why + w, sizeof why - w, "%s%d of variants unknown here",
                               w ? ", " : "", n_variant);
+    if (n_tuning && w < sizeof why)
+        w += (size_t)snprintf(why + w, sizeof why - w, "%s%d of bad tuning (%.120s)",
+                              w ? ", " : "", n_tuning, bad_tuning);
     if (n_key && w < sizeof why)
         snprintf(why + w, sizeof why - w, "%s%d of other shapes than '%.40s'", w ? ", " : "",
                  n_key, key);

@@ -253,6 +253,95 @@ static void picks(int have_omp)
     pk_context_destroy(ctx);
 }
 
+/* ---- an entry's tuning parameters ------------------------------------------------------- */
+/* magicfilter3d on ctx with the entry's tuning text; 1 when it ran right (reason in info). */
+static int mf_tuned(pk_context *ctx, const char *tuning, pk_run_info *info)
+{
+    pk_magicfilter3d_params p = {12, 10, 9, 0, PK_MF_PERIODIC};
+    size_t in[3], out[3];
+    pk_magicfilter3d_shapes(&p, in, out);
+    const size_t n = in[0] * in[1] * in[2];
+    double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *r = malloc(n * sizeof *r);
+    for (size_t i = 0; i < n; ++i) x[i] = (double)((i * 37u) % 101u) / 101.0 - 0.5;
+    pk_status st = pk_magicfilter3d(ctx, &p, NULL, x, y, info); /* its size and key */
+    pk_wisdom_entry e = entry(ctx, PK_BACKEND_SERIAL, "magicfilter3d", "simd", "12x10x9",
+                              info->plan_bytes, 1e-4);
+    snprintf(e.params, sizeof e.params, "%s", info->wisdom_key);
+    snprintf(e.tuning, sizeof e.tuning, "%s", tuning);
+    add(ctx, &e);
+    if (st == PK_OK) st = pk_magicfilter3d(ctx, &p, NULL, x, y, info);
+    pk_magicfilter3d_reference(&p, x, r);
+    double err = 0;
+    for (size_t i = 0; i < n; ++i) err = fmax(err, fabs(y[i] - r[i]));
+    free(x);
+    free(y);
+    free(r);
+    return st == PK_OK && err < 1e-12;
+}
+
+static void tuned(int have_omp)
+{
+    pk_run_info info;
+    pk_context *ctx = context(PK_OPT_IGNORE_ENV, PK_BACKEND_AUTO);
+    int good = mf_tuned(ctx, "magicfilter3d.isa=generic", &info);
+    ok(good && !strcmp(info.variant, "simd") &&
+           strstr(info.reason, "tuning from wisdom: magicfilter3d.isa=generic"),
+       "an entry's tuning applies: the reason names it (%s)", info.reason);
+    pk_context_destroy(ctx);
+
+    ctx = context(PK_OPT_IGNORE_ENV, PK_BACKEND_AUTO);
+    pk_status s = pk_context_set_param(ctx, "magicfilter3d.isa", "avx2");
+    good = mf_tuned(ctx, "magicfilter3d.isa=generic", &info);
+    ok(s == PK_OK && good && !strcmp(info.variant, "simd") && !strstr(info.reason, "from wisdom") &&
+           strstr(info.reason, "tuning kept (set by the caller or the environment): "
+                               "magicfilter3d.isa"),
+       "the caller's value beats the entry's (%s)", info.reason);
+    pk_context_destroy(ctx);
+
+    static const struct {
+        const char *tuning, *want;
+    } bad[] = {
+        {"magicfilter3d.isa=sse9", "got 'sse9'"},
+        {"magicfilter3d.nope=1", "unknown tuning parameter 'magicfilter3d.nope'"},
+        {"su3.isa=avx2", "not a parameter of magicfilter3d"},
+        {"magicfilter3d.isa", "expected NAME=VALUE"},
+        {"magicfilter3d.isa=generic;;", "expected NAME=VALUE"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        ctx = context(PK_OPT_IGNORE_ENV, PK_BACKEND_AUTO);
+        good = mf_tuned(ctx, bad[k].tuning, &info);
+        ok(good && !strstr(info.reason, "chosen (wisdom") &&
+               strstr(info.reason, "ignored: 1 of bad tuning") && strstr(info.reason, bad[k].want),
+           "tuning '%s': the entry is ignored with the reason (%s)", bad[k].tuning, info.reason);
+        pk_context_destroy(ctx);
+    }
+
+    /* conv2d.fft_taps from wisdom: the method's threshold moves, the FFT runs at 5 x 5 */
+    if (have_omp) {
+        ctx = context(PK_OPT_IGNORE_ENV, PK_BACKEND_AUTO);
+        pk_conv2d_params p = {32, 32, 5, 5, PK_CONV2D_AUTO};
+        float *img = calloc(32 * 32, sizeof *img), *psf = calloc(25, sizeof *psf),
+              *o = calloc(32 * 32, sizeof *o);
+        psf[12] = 1;
+        img[100] = 1;
+        pk_status st = pk_conv2d(ctx, &p, NULL, img, psf, o, &info);
+        pk_wisdom_entry e = entry(ctx, PK_BACKEND_OPENMP, "conv2d", "omp", "32x32/5x5",
+                                  info.plan_bytes, 1e-4);
+        snprintf(e.params, sizeof e.params, "%s", info.wisdom_key);
+        snprintf(e.tuning, sizeof e.tuning, "conv2d.fft_taps=4");
+        add(ctx, &e);
+        if (st == PK_OK) st = pk_conv2d(ctx, &p, NULL, img, psf, o, &info);
+        ok(st == PK_OK && !strcmp(info.variant, "fft") && fabs(o[100] - 1) < 1e-5 &&
+               strstr(info.reason, "tuning from wisdom: conv2d.fft_taps=4"),
+           "conv2d.fft_taps=4 from wisdom: the FFT runs at 25 taps (%s: %s)", info.variant,
+           info.reason);
+        free(img);
+        free(psf);
+        free(o);
+        pk_context_destroy(ctx);
+    }
+}
+
 /* ---- an entry whose plan fails: the auto order follows ----------------------------------- */
 static void falls_back(void)
 {
@@ -426,8 +515,10 @@ static void corrupt(void)
         pk_status s = pk_wisdom_load(ctx, path);
         ok(s == PK_OK && pk_wisdom_count(ctx) == 1 && pk_wisdom_get(ctx, 0, &e) == PK_OK &&
                e.backend == PK_BACKEND_SERIAL && e.size_bytes == 134217728.0 &&
-               e.seconds == 0.25 && !strcmp(e.runners_up, "omp 0.50x") && !pk_wisdom_note(ctx)[0],
-           "the hand-written valid file loads (%s)", pk_last_error());
+               e.seconds == 0.25 && !strcmp(e.runners_up, "omp 0.50x") && !e.tuning[0] &&
+               !pk_wisdom_note(ctx)[0],
+           "the hand-written valid file (of before the tuning field) loads, tuning '' (%s)",
+           pk_last_error());
         pk_context_destroy(ctx);
     }
     /* every truncation of the valid file, from 0 bytes to one short of the closing brace */
@@ -594,6 +685,7 @@ static void files(int have_omp)
     snprintf(e[0].params, sizeof e[0].params, "tile=\"32\" \\ path/x");
     e[1] = entry(ctx, PK_BACKEND_SERIAL, "laplace2d", "serial", "2048x2048", 3.3554432e7, 1e-300);
     snprintf(e[1].runners_up, sizeof e[1].runners_up, "caf\xc3\xa9 \xe2\x82\xac 1.07x");
+    snprintf(e[1].tuning, sizeof e[1].tuning, "laplace2d.isa=avx2;laplace2d.stream=0");
     e[2] = entry(ctx, PK_BACKEND_SERIAL, "su3", "serial", "large", 1e-3, 0);
     e[2].device = 3;
     snprintf(e[2].device_name, sizeof e[2].device_name, "Elsewhere GPU \"X\"");
@@ -857,6 +949,7 @@ int main(void)
     picks(have_omp);
     falls_back();
     stale_and_sizes(have_omp);
+    tuned(have_omp);
     corrupt();
     files(have_omp);
     api(have_omp);

@@ -14,7 +14,7 @@ static inline int pk_test_wisdom_equal(const pk_wisdom_entry *a, const pk_wisdom
            !strcmp(a->size_class, b->size_class) && a->size_bytes == b->size_bytes &&
            !strcmp(a->variant, b->variant) && !strcmp(a->params, b->params) &&
            a->seconds == b->seconds && !strcmp(a->runners_up, b->runners_up) &&
-           !strcmp(a->date, b->date);
+           !strcmp(a->date, b->date) && !strcmp(a->tuning, b->tuning);
 }
 
 #endif

@@ -176,7 +176,7 @@ static pk_status cv_sweep_one(const cv_args *frame, const float *image, pk_conte
     a.kh = a.kw = k;
     pk_status s = cv_call(CLI_PLAN_CREATE, &plan, ctx, variant, &a, &d, 0, &info);
     if (s == PK_OK) s = cv_call(CLI_PLAN_UPLOAD, &plan, NULL, NULL, &a, &d, 0, NULL);
-    if (s == PK_OK) s = cli_bench_time(&cli_kernel_conv2d, plan, &a, &d, reps, ts, &info, NULL);
+    if (s == PK_OK) s = cli_bench_time(&cli_kernel_conv2d, plan, &a, &d, reps, 0, 0, ts, &info, NULL, NULL);
     if (s == PK_OK) s = cv_call(CLI_PLAN_DOWNLOAD, &plan, NULL, NULL, &a, &d, 0, NULL);
     if (plan) cv_call(CLI_PLAN_DESTROY, &plan, NULL, NULL, &a, &d, 0, NULL);
     *t = s == PK_OK ? ts[0] : 0;

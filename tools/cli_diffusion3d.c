@@ -211,4 +211,5 @@ const cli_kernel cli_kernel_diffusion3d = {
     .bytes_model = "8 B per point and step (ideal: 1 read + 1 write)",
     .describe = d3_describe,
     .report = d3_report,
+    .runs_add_up = 1, /* steps in place: bench's reference is of all its runs */
 };

@@ -1069,12 +1069,26 @@ static void row_fail(cli_bench_row *r, const char *what, pk_status s)
     snprintf(r->reason, sizeof r->reason, "%s: %s: %s", what, pk_strerror(s), pk_last_error());
 }
 
+/* The two fastest of n timings within 2% of each other. */
+static int runs_agree(const double *ts, int n)
+{
+    double a = INFINITY, b = INFINITY;
+    for (int i = 0; i < n; ++i)
+        if (ts[i] < a)
+            b = a, a = ts[i];
+        else if (ts[i] < b)
+            b = ts[i];
+    return n >= 2 && b <= 1.02 * a;
+}
+
 pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void *data, int reps,
-                         double t[3], pk_run_info *best, const char **stage)
+                         int short_, double cut, double t[3], pk_run_info *best,
+                         const char **stage, int *runs)
 {
     double *ts = malloc((size_t)reps * sizeof *ts);
     pk_run_info info;
     pk_status s = PK_OK;
+    int n = 0;
     if (!ts) return PK_ENOMEM;
     for (int i = 0; i <= reps; ++i) { /* i = 0: the untimed warm-up (program builds) */
         if ((s = k->call(CLI_PLAN_RUN, &plan, NULL, NULL, args, data, 0, &info)) != PK_OK) {
@@ -1082,13 +1096,23 @@ pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void
             free(ts);
             return s;
         }
-        if (i > 0) ts[i - 1] = info.kernel_s;
-        if (i == 1 || (i > 1 && info.kernel_s < best->kernel_s)) *best = info;
+        /* a long warm-up far beyond the cut (builds and first touches cost less) stands for
+         * the timing: it only overstates a time that cannot win.  Short ones are timed: a
+         * cold first run of a millisecond says little, and costs little */
+        const int hopeless = short_ && i == 0 && cut > 0 && info.kernel_s > 4 * cut &&
+                             info.kernel_s > 0.5;
+        if (i > 0 || hopeless) ts[n++] = info.kernel_s;
+        if (i == 1 || hopeless || (i > 1 && info.kernel_s < best->kernel_s)) *best = info;
+        if (hopeless) break;
+        /* cannot win; a run under 0.1 s costs little and is noisy on a busy machine */
+        if (short_ && i == 1 && cut > 0 && info.kernel_s > cut && info.kernel_s > 0.1) break;
+        if (short_ && runs_agree(ts, n)) break;
     }
-    qsort(ts, (size_t)reps, sizeof *ts, cmp_double);
+    qsort(ts, (size_t)n, sizeof *ts, cmp_double);
     t[0] = ts[0];
-    t[1] = reps % 2 ? ts[reps / 2] : 0.5 * (ts[reps / 2 - 1] + ts[reps / 2]);
-    t[2] = ts[reps - 1];
+    t[1] = n % 2 ? ts[n / 2] : 0.5 * (ts[n / 2 - 1] + ts[n / 2]);
+    t[2] = ts[n - 1];
+    if (runs) *runs = n;
     free(ts);
     return PK_OK;
 }
@@ -1148,7 +1172,9 @@ static void bench_calls(const cli_bench_result *res, cli_bench_row *r)
     free(w);
 }
 
-static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
+/* One row: plan, upload, timed runs, download, verdict.  cut > 0 (tune): the timing may stop
+ * after one timed run beyond cut seconds (cli_bench_time). */
+static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r, double cut)
 {
     const cli_kernel *k = res->k;
     const void *args = res->args[r->c];
@@ -1169,7 +1195,8 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r)
         goto done;
     }
     r->upload_s = cli_now_s() - t0;
-    if ((s = cli_bench_time(k, plan, args, data, res->req->reps, t, &r->info, &stage)) != PK_OK) {
+    if ((s = cli_bench_time(k, plan, args, data, res->req->reps, res->req->tune && !k->runs_add_up,
+                            cut, t, &r->info, &stage, NULL)) != PK_OK) {
         row_fail(r, stage, s);
         goto done;
     }
@@ -1267,8 +1294,8 @@ static void print_rows(const cli_bench_result *res)
             printf("%5.2fx", gbs * 1e9 / r->bw);
         else
             printf("%6s", "-");
-        printf(" %9.2e %s\n", r->v.norm ? r->v.rep.norm_rel_err : r->v.rep.max_rel_err,
-               r->verified ? "yes" : "NO");
+        printf(" %9.2e %s%s%s\n", r->v.norm ? r->v.rep.norm_rel_err : r->v.rep.max_rel_err,
+               r->verified ? "yes" : "NO", r->tuning[0] ? "  " : "", r->tuning);
     }
     if (res->req->calls > 0) { /* what a user's call costs against the plan's run */
         printf("one call against the plan (--calls %d: the first in a fresh context, the median "
@@ -1291,8 +1318,8 @@ static void print_rows(const cli_bench_result *res)
         if (r->status == CLI_ROW_SKIPPED)
             printf("%s %s skipped: %s\n", k->name, pk_backend_name(r->backend), r->reason);
         else if (r->status == CLI_ROW_FAILED)
-            printf("%s %s %s %s error: %s\n", k->name, pk_backend_name(r->backend), r->variant,
-                   r->case_name, r->reason);
+            printf("%s %s %s %s%s%s error: %s\n", k->name, pk_backend_name(r->backend),
+                   r->variant, r->case_name, r->tuning[0] ? " " : "", r->tuning, r->reason);
         else if (!r->verified && r->v.norm)
             printf("%s %s %s %s NOT verified: norm rel err %.3g beyond rtol %g%s%s\n", k->name,
                    pk_backend_name(r->backend), r->variant, r->case_name, r->v.rep.norm_rel_err,
@@ -1303,6 +1330,195 @@ static void print_rows(const cli_bench_result *res)
                    r->v.rep.num_failed, r->v.rtol, r->v.rep.max_rel_err, r->v.note[0] ? ", " : "",
                    r->v.note);
     }
+}
+
+static int row_good(const cli_bench_row *r) { return r->status == CLI_ROW_OK && r->verified; }
+
+/* ---- tune's space: the tuning parameters worth trying, per backend and variant ------------ */
+/* Each row: a tuning parameter (lib/tuning.c; its kernel is the name's prefix), the backend
+ * and the variants whose plans read it (NULL: all of the backend's), and the values tune
+ * tries besides the default, ' '-separated.  auto_cpu: the value the default takes on a CPU
+ * device, not measured twice there; an ISA parameter skips the levels at or above the
+ * device's (its default is the device's best).  values NULL: not searched but derived from
+ * the measurements (tune_derive). */
+typedef struct tune_dim {
+    const char *param;
+    pk_backend_id backend; /* PK_BACKEND_AUTO: every backend (a derived one) */
+    const char *variants;
+    const char *values;
+    const char *auto_cpu;
+    int downward; /* values from the fastest path down (SIMD levels): once one loses to the
+                     best so far, the lower ones are not tried */
+} tune_dim;
+
+static const tune_dim tune_space[] = {
+    {"conv2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec scalar", "vec", 0},
+    {"conv2d.fft_taps", PK_BACKEND_AUTO, NULL, NULL, NULL, 0}, /* the crossover at the case's PSF */
+    {"diffusion3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "xvec zmarch", "xvec", 0},
+    {"dslash.isa", PK_BACKEND_OPENMP, "omp-vnode", "avx512 avx2 generic", NULL, 1},
+    {"grid.cuda_blocks", PK_BACKEND_CUDA, "cuda-tiled", "2,16 4,32 8,64 16,128", NULL, 0},
+    {"laplace2d.isa", PK_BACKEND_OPENMP, "omp-simd,omp-tb", "avx512 avx2 generic", NULL, 1},
+    {"laplace2d.stream", PK_BACKEND_OPENMP, NULL, "0 1", NULL, 0},
+    {"laplace2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec item", "vec", 0},
+    {"magicfilter3d.isa", PK_BACKEND_SERIAL, "simd", "avx512 avx2 generic", NULL, 1},
+    {"magicfilter3d.isa", PK_BACKEND_OPENMP, "omp", "avx512 avx2 generic", NULL, 1},
+    {"magicfilter3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec tile", "vec", 0},
+    {"su3.isa", PK_BACKEND_OPENMP, "omp-simd", "avx512 avx2 generic", NULL, 1},
+    {"su3.stream", PK_BACKEND_OPENMP, "omp-simd", "0 1", NULL, 0},
+};
+#define N_TUNE_DIMS ((int)(sizeof tune_space / sizeof tune_space[0]))
+
+/* A variant, a second one within this factor of the backend's fastest, is searched too;
+ * a backend whose fastest is beyond TUNE_BACKEND x the case's best on any backend is not
+ * searched (its entry applies only where the faster backend is missing); a timing whose
+ * first run is beyond CUT x the case's best so far stops there. */
+#define TUNE_SECOND 1.25
+#define TUNE_BACKEND 1.5
+#define TUNE_CUT 1.5
+
+static int list_has(const char *list, const char *word)
+{
+    const size_t n = strlen(word);
+    for (const char *p = list; *p;) {
+        const size_t len = strcspn(p, ",");
+        if (len == n && !strncmp(p, word, n)) return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+static int kernel_param(const cli_kernel *k, const char *param)
+{
+    const size_t n = strlen(k->name);
+    return !strncmp(param, k->name, n) && param[n] == '.';
+}
+
+static int isa_level(const char *s)
+{
+    return !strncmp(s, "avx512", 6) ? 2 : !strcmp(s, "avx2") ? 1 : 0;
+}
+
+/* 0 when the value would run what the default already ran on this device. */
+static int tune_worth(pk_context *ctx, pk_backend_id be, int device, const tune_dim *dim,
+                      const char *value)
+{
+    pk_device_info di;
+    const size_t n = strlen(dim->param);
+    if (pk_device_get_info(ctx, be, device, &di) != PK_OK) return 1;
+    if (dim->auto_cpu && di.type == PK_DEVICE_CPU && !strcmp(value, dim->auto_cpu)) return 0;
+    if (n > 4 && !strcmp(dim->param + n - 4, ".isa")) return isa_level(value) < isa_level(di.simd);
+    return 1;
+}
+
+/* Set the parameters of a tuning text ("a=b;c=d") on ctx, or (set 0) back to their defaults. */
+static pk_status tuning_apply(pk_context *ctx, const char *text, int set)
+{
+    pk_status s = PK_OK;
+    for (const char *p = text; *p && s == PK_OK;) {
+        char item[160];
+        const size_t len = strcspn(p, ";");
+        snprintf(item, sizeof item, "%.*s", (int)len, p);
+        p += len + (p[len] == ';');
+        char *eq = strchr(item, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        s = pk_context_set_param(ctx, item, set ? eq + 1 : NULL);
+    }
+    return s;
+}
+
+/* The fastest verified time of a backend's rows of case c (INFINITY: none). */
+/* What tune ranks a row by: a row with tuning parameters must beat the defaults by 2% (one
+ * run's noise on a busy machine), so that noise does not fill the wisdom with values. */
+static double tune_score(const cli_bench_row *r) { return r->tuning[0] ? 1.02 * r->t_min : r->t_min; }
+
+static double case_best(const cli_bench_result *res, pk_backend_id be, int c)
+{
+    double best = INFINITY;
+    for (int i = 0; i < res->nrows; ++i)
+        if (res->rows[i].backend == be && res->rows[i].c == c && row_good(&res->rows[i]) &&
+            res->rows[i].t_min < best)
+            best = res->rows[i].t_min;
+    return best;
+}
+
+/* The cut of a row of case c: TUNE_CUT x the case's best on any backend so far (0: none).
+ * A slower backend's rows are then timed roughly, which only its entry (used where the
+ * faster backend is missing) and the runners-up ratios see. */
+static double tune_cut(const cli_bench_result *res, int c)
+{
+    double best = INFINITY;
+    for (int b = 1; b < PK_BACKEND_COUNT; ++b) best = fmin(best, case_best(res, (pk_backend_id)b, c));
+    return res->req->tune && isfinite(best) ? TUNE_CUT * best : 0;
+}
+
+/* tune's search on one backend, after its variants ran at the defaults: for each case, the
+ * fastest variant (and the second when within TUNE_SECOND of it), then each parameter of the
+ * space that its plans read in turn, over its values, keeping the fastest so far (coordinate
+ * descent: linear in the values, not their product).  -1: out of memory. */
+static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
+{
+    const cli_kernel *k = res->k;
+    pk_context *ctx = res->set.ctx[be];
+    for (int c = 0; c < res->ncases; ++c) {
+        int top[2] = {-1, -1};
+        for (int i = 0; i < res->nrows; ++i) {
+            const cli_bench_row *r = &res->rows[i];
+            if (r->backend != be || r->c != c || r->tuning[0] || !row_good(r)) continue;
+            if (top[0] < 0 || r->t_min < res->rows[top[0]].t_min)
+                top[1] = top[0], top[0] = i;
+            else if (top[1] < 0 || r->t_min < res->rows[top[1]].t_min)
+                top[1] = i;
+        }
+        if (top[1] >= 0 && res->rows[top[1]].t_min > TUNE_SECOND * res->rows[top[0]].t_min)
+            top[1] = -1;
+        const double all = tune_cut(res, c) / TUNE_CUT; /* the case's best on any backend */
+        if (top[0] >= 0 && res->rows[top[0]].t_min > TUNE_BACKEND * all) continue;
+        for (int t = 0; t < 2 && top[t] >= 0; ++t) {
+            char variant[32], cur[160] = "", adopt[160];
+            snprintf(variant, sizeof variant, "%s", res->rows[top[t]].variant);
+            const int device = res->rows[top[t]].device;
+            double best = tune_score(&res->rows[top[t]]);
+            for (int d = 0; d < N_TUNE_DIMS; ++d) {
+                const tune_dim *dim = &tune_space[d];
+                if (!dim->values || dim->backend != be || !kernel_param(k, dim->param) ||
+                    (dim->variants && !list_has(dim->variants, variant)))
+                    continue;
+                snprintf(adopt, sizeof adopt, "%s", cur);
+                for (const char *p = dim->values; *p;) {
+                    char value[40];
+                    const size_t len = strcspn(p, " ");
+                    snprintf(value, sizeof value, "%.*s", (int)len, p);
+                    p += len + (p[len] == ' ');
+                    if (!tune_worth(ctx, be, device, dim, value)) continue;
+                    const double cut = tune_cut(res, c);
+                    cli_bench_row *r = add_row(res, be);
+                    if (!r) return -1;
+                    snprintf(r->variant, sizeof r->variant, "%s", variant);
+                    snprintf(r->tuning, sizeof r->tuning, "%s%s%s=%s", cur, cur[0] ? ";" : "",
+                             dim->param, value);
+                    r->c = c;
+                    if (k->case_name) k->case_name(res->args[c], r->case_name, sizeof r->case_name);
+                    cli_progress("%s [%d] %s %s %s %s ...", k->name, ++*done, pk_backend_name(be),
+                                 variant, r->case_name, r->tuning);
+                    pk_status s = tuning_apply(ctx, r->tuning, 1);
+                    if (s == PK_OK)
+                        bench_one(res, ctx, r, cut);
+                    else
+                        row_fail(r, "tuning parameter", s);
+                    tuning_apply(ctx, r->tuning, 0);
+                    if (row_good(r) && tune_score(r) < best) {
+                        best = tune_score(r);
+                        snprintf(adopt, sizeof adopt, "%s", r->tuning);
+                    } else if (dim->downward) {
+                        break;
+                    }
+                }
+                snprintf(cur, sizeof cur, "%s", adopt);
+            }
+        }
+    }
+    return 0;
 }
 
 /* One kernel's part of bench: rows printed, kept in *out for the JSON (NULL when out of
@@ -1340,13 +1556,29 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                 if (k->case_name) k->case_name(res->args[c], r->case_name, sizeof r->case_name);
                 cli_progress("%s [%d] %s %s %s ...", k->name, ++done, pk_backend_name(be), var,
                              r->case_name);
-                bench_one(res, res->set.ctx[be], r);
+                bench_one(res, res->set.ctx[be], r, tune_cut(res, c));
             }
     }
-    printf("best of %d timed plan runs (min, median, max) after 1 warm-up, data resident on the "
-           "device; 'portkern run' times one cold call instead\n", req->reps);
+    res->ndefault = res->nrows;
+    /* tune: every backend's defaults first, so that the search knows which can win */
+    for (int i = 0; req->tune && total > 0 && i < nb; ++i)
+        if (res->set.nvars[backends[i]] > 0 && tune_search(res, backends[i], &done) != 0)
+            goto nomem;
+    if (req->tune && !k->runs_add_up)
+        printf("best of up to %d timed plan runs (min, median, max; fewer once two agree within "
+               "2%%, or one of 0.1 s beyond %.1fx the best so far; none when the warm-up took 4x that "
+               "and 0.5 s) "
+               "after 1 warm-up, data resident on the device\n", req->reps, TUNE_CUT);
+    else
+        printf("best of %d timed plan runs (min, median, max) after 1 warm-up, data resident on "
+               "the device; 'portkern run' times one cold call instead\n", req->reps);
     print_rows(res);
-    if (res->ndata && k->report) k->report(res);
+    if (res->ndata && k->report) { /* the kernel's tables are of the variants at defaults */
+        const int all = res->nrows;
+        res->nrows = res->ndefault ? res->ndefault : all;
+        k->report(res);
+        res->nrows = all;
+    }
     if (res->failed) rc = CLI_EXIT_FAIL;
     for (int i = 0; i < res->nrows; ++i)
         if (res->rows[i].status == CLI_ROW_FAILED ||
@@ -1374,6 +1606,7 @@ static void bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_str(j, "device", r->device >= 0 ? r->info.device_name : "");
         cj_str(j, "variant", r->variant[0] ? r->variant : NULL);
         cj_str(j, "case", r->case_name[0] ? r->case_name : NULL);
+        cj_str(j, "tuning", r->tuning[0] ? r->tuning : NULL);
         cj_num(j, "kernel_seconds", ok ? r->t_min : NAN);
         cj_num(j, "kernel_seconds_median", ok ? r->t_median : NAN);
         cj_num(j, "kernel_seconds_max", ok ? r->t_max : NAN);
@@ -1419,17 +1652,50 @@ static int same_group(const cli_bench_row *a, const cli_bench_row *b)
     return a->backend == b->backend && a->device == b->device && a->c == b->c;
 }
 
-static int row_good(const cli_bench_row *r) { return r->status == CLI_ROW_OK && r->verified; }
 
-/* One wisdom entry per (backend, device, case): the winner, its time, the others' ratios. */
-static void tune_record(const cli_bench_result *res, cli_tune *tune)
+/* The derived parameters of the space for the winner r (";name=value" each, appended to
+ * tuning).  conv2d.fft_taps: the rows measured direct against FFT at the case's PSF, so the
+ * threshold moves to that side of the PSF's taps only when the default would put auto's
+ * method (which overrides an entry's direct variant from the threshold on) on the other. */
+static void tune_derive(const cli_bench_result *res, const cli_bench_row *r, char *tuning,
+                        size_t len)
+{
+    for (int d = 0; d < N_TUNE_DIMS; ++d) {
+        const tune_dim *dim = &tune_space[d];
+        int kh, kw, threshold = 0;
+        if (dim->values || !kernel_param(res->k, dim->param) ||
+            strcmp(dim->param, "conv2d.fft_taps") ||
+            sscanf(r->info.wisdom_key, "psf=%dx%d", &kh, &kw) != 2)
+            continue;
+        for (int i = 0; i < pk_param_count(); ++i) { /* the default: what a call will use */
+            pk_param_desc pd;
+            if (pk_param_info(i, &pd) == PK_OK && !strcmp(pd.name, dim->param))
+                threshold = atoi(pd.def);
+        }
+        if (threshold < 1) continue;
+        const size_t vl = strlen(r->variant);
+        const int fft = !strcmp(r->variant, "fft") || (vl > 4 && !strcmp(r->variant + vl - 4, "-fft"));
+        const long long taps = (long long)kh * kw;
+        const size_t used = strlen(tuning);
+        if (taps >= INT_MAX) continue;
+        if (fft && taps < threshold)
+            snprintf(tuning + used, len - used, "%s%s=%lld", used ? ";" : "", dim->param, taps);
+        else if (!fft && taps >= threshold)
+            snprintf(tuning + used, len - used, "%s%s=%lld", used ? ";" : "", dim->param, taps + 1);
+    }
+}
+
+/* One wisdom entry per (backend, device, case): the winner with its tuning parameters, its
+ * time, the others' ratios. */
+static void tune_record(cli_bench_result *res, cli_tune *tune)
 {
     for (int i = 0; i < res->nrows; ++i) {
-        const cli_bench_row *r = &res->rows[i];
+        cli_bench_row *r = &res->rows[i];
         int best = row_good(r);
         for (int k = 0; best && k < res->nrows; ++k)
             if (k != i && same_group(&res->rows[k], r) && row_good(&res->rows[k]) &&
-                (res->rows[k].t_min < r->t_min || (res->rows[k].t_min == r->t_min && k < i)))
+                (tune_score(&res->rows[k]) < tune_score(r) ||
+                 (tune_score(&res->rows[k]) == tune_score(r) && k < i)))
                 best = 0;
         if (!best) continue;
         pk_wisdom_entry e;
@@ -1444,14 +1710,19 @@ static void tune_record(const cli_bench_result *res, cli_tune *tune)
         e.size_bytes = r->info.plan_bytes;
         snprintf(e.params, sizeof e.params, "%s", r->info.wisdom_key); /* the call's shape */
         snprintf(e.variant, sizeof e.variant, "%s", r->variant);
+        snprintf(e.tuning, sizeof e.tuning, "%s", r->tuning);
+        tune_derive(res, r, e.tuning, sizeof e.tuning);
         e.seconds = r->t_min;
         size_t used = 0;
         for (int k = 0; k < res->nrows && used < sizeof e.runners_up; ++k) {
             const cli_bench_row *q = &res->rows[k];
             if (k == i || !same_group(q, r) || !row_good(q)) continue;
-            used += (size_t)snprintf(e.runners_up + used, sizeof e.runners_up - used, "%s%s %.2fx",
-                                     used ? ", " : "", q->variant, q->t_min / r->t_min);
+            used += (size_t)snprintf(e.runners_up + used, sizeof e.runners_up - used,
+                                     "%s%s%s%s%s %.2fx", used ? ", " : "", q->variant,
+                                     q->tuning[0] ? " (" : "", q->tuning, q->tuning[0] ? ")" : "",
+                                     q->t_min / r->t_min);
         }
+        r->winner = 1;
         if (pk_wisdom_add(tune->store, &e) == PK_OK)
             ++tune->added;
         else
@@ -1491,10 +1762,14 @@ static void tune_check(const cli_bench_result *res, cli_tune *tune)
             k->call(CLI_PLAN_DESTROY, &plan, NULL, NULL, res->args[c],
                     res->data[res->data_of[c]], 0, NULL);
         pk_context_destroy(ctx);
-        for (int i = 0; s == PK_OK && i < res->nrows; ++i)
-            if (res->rows[i].c == c && res->rows[i].backend == info.backend &&
-                res->rows[i].device == info.device && !strcmp(res->rows[i].variant, info.variant))
-                chosen = &res->rows[i];
+        /* the entry's row (its tuning) when auto took its variant, else that variant's
+         * row at the defaults */
+        for (int i = 0; s == PK_OK && i < res->nrows; ++i) {
+            const cli_bench_row *q = &res->rows[i];
+            if (q->c == c && q->backend == info.backend && q->device == info.device &&
+                !strcmp(q->variant, info.variant) && (q->winner || (!q->tuning[0] && !chosen)))
+                chosen = q;
+        }
         printf("auto %s%s%s: ", k->name, best->case_name[0] ? " " : "", best->case_name);
         if (s != PK_OK)
             printf("no plan (%s: %s)\n", pk_strerror(s), pk_last_error());
@@ -1502,9 +1777,11 @@ static void tune_check(const cli_bench_result *res, cli_tune *tune)
             printf("%s %s, not measured here; best %s %s %.3f ms\n", pk_backend_name(info.backend),
                    info.variant, pk_backend_name(best->backend), best->variant, 1e3 * best->t_min);
         else
-            printf("%s %s %.3f ms = %.2fx the best (%s %s)\n", pk_backend_name(info.backend),
-                   info.variant, 1e3 * chosen->t_min, chosen->t_min / best->t_min,
-                   pk_backend_name(best->backend), best->variant);
+            printf("%s %s%s%s%s %.3f ms = %.2fx the best (%s %s%s%s%s)\n",
+                   pk_backend_name(info.backend), info.variant, chosen->tuning[0] ? " (" : "",
+                   chosen->tuning, chosen->tuning[0] ? ")" : "", 1e3 * chosen->t_min,
+                   chosen->t_min / best->t_min, pk_backend_name(best->backend), best->variant,
+                   best->tuning[0] ? " (" : "", best->tuning, best->tuning[0] ? ")" : "");
     }
 }
 
@@ -1544,7 +1821,10 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
         for (int i = 0; i < nk; ++i) /* the kernel's own object */
             if (res[i] && res[i]->ndata && res[i]->k->bench_json) {
                 cj_open(&j, res[i]->k->name, '{');
+                const int all = res[i]->nrows;
+                res[i]->nrows = res[i]->ndefault ? res[i]->ndefault : all;
                 res[i]->k->bench_json(&j, res[i]);
+                res[i]->nrows = all;
                 cj_close(&j);
             }
         cj_close(&j);

@@ -152,6 +152,8 @@ typedef struct cli_bench_req {
     int reps, threads;
     int psf_sweep;    /* conv2d's --psf-sweep */
     int calls;        /* --calls N: one-shot calls per row besides the plan (0: none) */
+    int tune;         /* portkern tune: the tuning parameters searched too, timing cut short
+                         (cli_bench_time's cut and agreement) where the runs allow it */
     const cli_list *params; /* --param NAME=VALUE: tuning parameters of every context (NULL:
                                none); checked before the bench starts */
 } cli_bench_req;
@@ -175,6 +177,8 @@ typedef struct cli_bench_row {
     int verified;
     cli_verdict v;
     char *json;       /* the members of the kernel's run_json object for this row */
+    char tuning[160]; /* tune: the parameters set for this row, "name=value;..." ("": none) */
+    int winner;       /* tune: the fastest of its backend, device and case (its wisdom entry) */
 } cli_bench_row;
 
 /* The backends a benchmark runs: one context per backend (forced), its variants, or why it
@@ -192,6 +196,8 @@ typedef struct cli_bench_result {
     const cli_bench_req *req;
     cli_bench_row *rows;
     int nrows, cap;
+    int ndefault;                 /* tune: the rows before its search (the variants at the
+                                     defaults), which the kernel's report and object see */
     cli_bench_set set;            /* the contexts, one per backend */
     int ncases, ndata;
     void *args[CLI_CASES];        /* per case */
@@ -206,9 +212,14 @@ double cli_row_gbs(const cli_bench_row *r);
 double cli_row_gflops(const cli_bench_row *r);
 /* The kernel's plan on (args, data): one warm-up run, then reps timed runs; t[3] gets
  * min/median/max of kernel_s, *best the info of the fastest run.  On failure *stage (may be
- * NULL) names the run that failed ("warm-up run" or "timed run"). */
+ * NULL) names the run that failed ("warm-up run" or "timed run").  short_ (tune, for kernels
+ * whose runs do not add up) ends the timing early: after the first timed run when it took
+ * more than cut seconds and 0.1 s (cut > 0: a variant that cannot win), after the warm-up
+ * when it took 4 x cut and 0.5 s, or once two timed runs agree within 2%; *runs (may be
+ * NULL) gets the number of timed runs made. */
 pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void *data, int reps,
-                         double t[3], pk_run_info *best, const char **stage);
+                         int short_, double cut, double t[3], pk_run_info *best,
+                         const char **stage, int *runs);
 
 /* What the driver asks of a kernel's library calls (its `call` hook). */
 typedef enum cli_op {
@@ -271,6 +282,8 @@ struct cli_kernel {
     int (*bench_case)(int size, int c, void *args);
     void (*case_name)(const void *args, char *buf, size_t len); /* optional */
     int (*case_runs)(const void *args, const char *variant); /* optional: 0 leaves a row out */
+    int runs_add_up; /* each run steps the data in place (the reference is of reps + 1 runs):
+                        bench always makes all reps timed runs */
     void (*describe)(const cli_bench_result *r); /* the lines above the table */
     void (*report)(cli_bench_result *r);         /* optional: after the table */
     void (*bench_json)(cli_json *j, const cli_bench_result *r); /* optional: its object */

@@ -287,4 +287,5 @@ const cli_kernel cli_kernel_laplace2d = {
     .case_name = lp_case_name,
     .describe = lp_describe,
     .report = lp_report,
+    .runs_add_up = 1, /* iterates in place: bench's reference is of all its runs */
 };

@@ -197,16 +197,28 @@ static void tune_usage(FILE *f)
         "as wisdom, which the library's auto choice then follows (lib/portkern.h, \"Wisdom\").\n"
         "Each kernel runs as 'portkern bench' runs it: every available backend x variant x the\n"
         "kernel's cases at --size, plans on resident data, verified against the serial\n"
-        "reference; for each (backend, device, case) the fastest verified variant becomes one\n"
-        "entry (its time, the others as ratios, the device's identity, the library version,\n"
-        "the date).  Strategy: exhaustive over the variants (the tuning parameters inside a\n"
-        "variant keep their defaults).  Afterwards, for each case, auto's choice with the\n"
-        "new wisdom is printed against the best measured.\n"
+        "reference; for each (backend, device, case) the fastest verified variant and its\n"
+        "tuning parameters become one entry (its time, the others as ratios, the device's\n"
+        "identity, the library version, the date); auto then runs that variant with those\n"
+        "values, unless the caller or the environment set one.\n"
+        "Strategy, per backend, device and case: every variant at the default parameters\n"
+        "(exhaustive); then for the fastest variant, and the second when within 1.25x of it,\n"
+        "each tuning parameter its plans read in turn over its values, keeping the fastest so\n"
+        "far (coordinate descent: linear in the values, not their product); a non-default\n"
+        "value must win by 2%%.  The space (tools/cli_driver.c, tune_space): the OpenCL\n"
+        "schemes, the ISA levels below the CPU's best, the streaming stores, CUDA grid block\n"
+        "counts; conv2d.fft_taps is derived from the direct/FFT winner at the case's PSF.\n"
+        "Every row is verified like bench's.  Where runs do not add up (all but diffusion3d\n"
+        "and laplace2d), the timing stops once two runs agree within 2%%, or after one run\n"
+        "of over 0.1 s beyond 1.5x the case's best so far on any backend (none when the\n"
+        "warm-up took 4x that and over 0.5 s); OpenMP runs first, as the yardstick.  A\n"
+        "backend beyond 1.5x the case's best is not searched.  Afterwards, for each case,\n"
+        "auto's choice with the new wisdom is printed against the best measured.\n"
         "\n"
         "  --kernels K,...   default: all (%s)\n"
         "  --backends B,...  default: serial,openmp,opencl,cuda\n"
         "  --size S          small, paper (default) or large\n"
-        "  --reps N          timed runs per variant (default 3)\n"
+        "  --reps N          timed runs per row, at most (default 3)\n"
         "  --threads N       OpenMP threads (0: OpenMP's default)\n"
         "  --budget SECONDS  no kernel is started after this many seconds (default 600); those\n"
         "                    left out are listed\n"
@@ -225,7 +237,7 @@ static int cmd_bench(int argc, char **argv, int tuning)
     const char *kernels = kernel_list(), *backends = "serial,openmp,opencl,cuda";
     const char *json = NULL, *wisdom = NULL;
     double budget = 600;
-    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0, NULL};
+    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0, tuning, NULL};
     cli_list params = {{NULL}, 0};
     const cli_kernel *want[16];
     cli_opt opts[10];
@@ -281,6 +293,12 @@ static int cmd_bench(int argc, char **argv, int tuning)
         while (k < nb && list[k] != be) ++k;
         if (k == nb) list[nb++] = be; /* a backend named twice runs once */
     }
+    /* tune: OpenMP first, the yardstick whose times let the others' hopeless rows stop early */
+    for (int i = 1; tuning && i < nb; ++i)
+        if (list[i] == PK_BACKEND_OPENMP) {
+            memmove(list + 1, list, (size_t)i * sizeof *list);
+            list[0] = PK_BACKEND_OPENMP;
+        }
     if (cli_size_index(req.size) < 0)
         return cli_usage_error(prog, "option --size: unknown size '%s' (small, paper, large)",
                                req.size);

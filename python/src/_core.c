@@ -927,12 +927,12 @@ static PyObject *ctx_wisdom(ContextObject *self, PyObject *unused)
         pk_wisdom_entry e;
         if (pk_wisdom_get(self->ctx, i, &e) != PK_OK) continue;
         PyObject *d = Py_BuildValue(
-            "{s:s,s:s,s:i,s:s,s:s,s:i,s:s,s:s,s:d,s:s,s:s,s:d,s:s,s:s}", "kernel", e.kernel,
+            "{s:s,s:s,s:i,s:s,s:s,s:i,s:s,s:s,s:d,s:s,s:s,s:d,s:s,s:s,s:s}", "kernel", e.kernel,
             "backend", pk_backend_name(e.backend), "device", e.device, "device_name",
             e.device_name, "driver", e.driver, "compute_units", e.compute_units, "version",
             e.version, "size_class", e.size_class, "size_bytes", e.size_bytes, "variant",
             e.variant, "params", e.params, "seconds", e.seconds, "runners_up", e.runners_up,
-            "date", e.date);
+            "date", e.date, "tuning", e.tuning);
         if (!d || PyList_Append(list, d) != 0) Py_CLEAR(list);
         Py_XDECREF(d);
     }
