@@ -69,9 +69,20 @@ if grep -q avx2 /proc/cpuinfo 2>/dev/null; then
     PORTKERN_MAGICFILTER3D_ISA=generic "$PK" tune --kernels magicfilter3d --backends openmp --threads 1 \
         --size small --reps 5 --wisdom "$W2" >"$T/out" 2>"$T/err"
     rc=$?
-    [ $rc -eq 0 ] && grep -q '"tuning": "magicfilter3d.isa=avx2"' "$W2" &&
-        grep -q "magicfilter3d.isa=avx2" "$T/out"
-    result $? "tune with a generic default: the entries carry magicfilter3d.isa=avx2 (exit $rc)"
+    # whether avx2 wins by the 2% tune asks is a measurement (under a sanitizer or a loaded
+    # machine it may not): the tune must succeed and try the value; the entries the later
+    # checks follow are then given the value by hand, so they test the apply path alone
+    [ $rc -eq 0 ] && grep -q "magicfilter3d.isa=avx2" "$T/out" &&
+        python3 - "$W2" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = [x for x in d["entries"] if x["kernel"] == "magicfilter3d"]
+assert e and all(x.get("tuning", "") in ("", "magicfilter3d.isa=avx2") for x in e), e
+for x in e:
+    x["tuning"] = "magicfilter3d.isa=avx2"
+json.dump(d, open(sys.argv[1], "w"), indent=2)
+PYEOF
+    result $? "tune with a generic default tries magicfilter3d.isa=avx2 and its entries are valid (exit $rc)"
     PORTKERN_WISDOM=$W2 "$PK" run magicfilter3d --preset small >"$T/out" 2>"$T/err"
     grep -q '"reason": "[^"]*wisdom: omp on [^"]*tuning from wisdom: magicfilter3d.isa=avx2' "$T/out"
     result $? "run magicfilter3d (auto) follows the entry with its tuning, the reason says so"
