@@ -363,21 +363,31 @@ pk_status pk_s3_host_alloc(const pk_s3_desc *desc, pk_s3_host_plan **plan)
     h->d = *desc;
     pk_strlcpy(h->variant, desc->variant ? desc->variant : "", sizeof h->variant);
     h->d.variant = h->variant;
-    h->u = pk_alloc_aligned(desc->u_doubles * sizeof(double));
-    h->psi = pk_alloc_aligned(desc->spinor_doubles * sizeof(double));
-    h->chi = pk_alloc_aligned(desc->spinor_doubles * sizeof(double));
-    if (!h->u || !h->psi || !h->chi) {
-        pk_s3_host_destroy(h);
-        return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu + 2 x %zu doubles (u, psi, chi)",
-                       desc->u_doubles, desc->spinor_doubles);
-    }
     *plan = h;
     return PK_OK;
+}
+
+pk_status pk_s3_host_arrays(pk_s3_host_plan *h, int *fresh)
+{
+    *fresh = !h->u;
+    if (h->u) return PK_OK;
+    h->u = pk_alloc_aligned(h->d.u_doubles * sizeof(double));
+    h->psi = pk_alloc_aligned(h->d.spinor_doubles * sizeof(double));
+    h->chi = pk_alloc_aligned(h->d.spinor_doubles * sizeof(double));
+    if (h->u && h->psi && h->chi) return PK_OK;
+    pk_free_aligned(h->u);
+    pk_free_aligned(h->psi);
+    pk_free_aligned(h->chi);
+    h->u = h->psi = h->chi = NULL;
+    return pk_fail(PK_ENOMEM, "su3: cannot allocate %zu + 2 x %zu doubles (u, psi, chi)",
+                   h->d.u_doubles, h->d.spinor_doubles);
 }
 
 pk_status pk_s3_host_upload(void *impl, const double *u, const double *psi, double *seconds)
 {
     pk_s3_host_plan *h = impl;
+    int fresh;
+    PK_TRY(pk_s3_host_arrays(h, &fresh));
     const double t0 = pk_now();
     memcpy(h->u, u, h->d.u_doubles * sizeof(double));
     memcpy(h->psi, psi, h->d.spinor_doubles * sizeof(double));
@@ -401,8 +411,9 @@ pk_status pk_s3_host_execute(void *impl, const double *u, const double *psi, dou
     const uintptr_t u0 = (uintptr_t)u, p0 = (uintptr_t)psi, c0 = (uintptr_t)chi;
     const size_t ub = h->d.u_doubles * sizeof(double), sb = h->d.spinor_doubles * sizeof(double);
     const int apart = (c0 + sb <= u0 || u0 + ub <= c0) && (c0 + sb <= p0 || p0 + sb <= c0);
+    const uintptr_t align = s3_aos_spinor(h->d.layout) ? sizeof(double) : 64;
     *kernel_seconds = 0;
-    if (!apart || u0 % 64 != 0 || p0 % 64 != 0 || c0 % 64 != 0) {
+    if (!apart || u0 % align != 0 || p0 % align != 0 || c0 % align != 0) {
         double up = 0, down = 0;
         PK_TRY(h->ops->upload(h, u, psi, &up));
         PK_TRY(h->ops->run(h, kernel_seconds));

@@ -75,12 +75,17 @@ typedef struct pk_s3_host_plan {
 } pk_s3_host_plan;
 
 /** Allocate the three arrays (nothing touched: the backend places the pages). */
+/* The plan without its arrays: they are made by the first upload (pk_s3_host_arrays), so a
+ * plan that only executes on the caller's arrays allocates and touches nothing. */
 pk_status pk_s3_host_alloc(const pk_s3_desc *desc, pk_s3_host_plan **plan);
+/** u, psi and chi of the plan, allocated if they are not yet (*fresh: just now, untouched). */
+pk_status pk_s3_host_arrays(pk_s3_host_plan *h, int *fresh);
 pk_status pk_s3_host_upload(void *impl, const double *u, const double *psi, double *seconds);
 pk_status pk_s3_host_download(void *impl, double *chi, double *seconds);
 /** The host backends' execute: the kernel reads the caller's u and psi and writes its chi
- *  (swapped in for the plan's arrays), nothing copied.  Arrays that are not 64-byte aligned
- *  (the vector kernels), or a chi over u or psi, go through the plan's arrays instead. */
+ *  (swapped in for the plan's arrays), nothing copied.  Arrays not aligned as the layout's
+ *  vector kernels need (8 bytes for the AoS-spinor layouts, 64 for vfo and hvfo), or a chi
+ *  over u or psi, go through the plan's arrays instead. */
 pk_status pk_s3_host_execute(void *impl, const double *u, const double *psi, double *chi,
                              double *kernel_seconds, double *transfer_seconds);
 void pk_s3_host_destroy(void *impl);

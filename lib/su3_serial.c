@@ -112,9 +112,6 @@ pk_status pk_serial_s3_create(void *state, int device, const pk_s3_desc *desc, v
 {
     pk_s3_host_plan *h;
     PK_TRY(pk_s3_host_alloc(desc, &h));
-    memset(h->u, 0, desc->u_doubles * sizeof(double));
-    memset(h->psi, 0, desc->spinor_doubles * sizeof(double));
-    memset(h->chi, 0, desc->spinor_doubles * sizeof(double));
     h->nt = 1;
     h->ops = &pk_serial_s3_ops;
     *impl = h;

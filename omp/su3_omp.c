@@ -6,8 +6,10 @@
  *   omp       the plain C loops of lib/su3_serial.c, vectorised by the compiler.
  * Both split the padded sites between the threads in one contiguous static range each
  * (pk_s3_share: whole hvfo blocks, whole 64-byte lines of every vfo row), the same ranges
- * in every run; the plan's arrays are first touched (zeroed), uploaded and downloaded by the
- * threads that later compute on them, so their pages sit on those threads' NUMA nodes.
+ * in every run; the plan's arrays, made by its first upload (a plan that only executes on
+ * the caller's arrays never makes them), are first touched by that upload, and uploaded and
+ * downloaded, by the threads that later compute on them, so their pages sit on those
+ * threads' NUMA nodes.
  *
  * The hand-vectorised kernels (per site s, chi[c][k] = sum_c' u[c][c'] psi[c'][k]):
  *  - aos, short, padded, recon12: one site at a time.  The 4 spins of psi[c'] are 4 complex
@@ -28,9 +30,11 @@
  * saves the read-for-ownership of every chi line (192 of the 720 bytes an ordinary store
  * moves per site) and keeps u and psi's lines in the caches.  They pay off only when the
  * arrays do not fit in the last-level cache: default on when u + psi + chi exceed
- * S3_STREAM_MIN; su3.stream=0|1 forces it.  AoS chi (192 B per site) and the vfo /
- * hvfo rows are 64-byte aligned (pk_alloc_aligned, the layouts' padding), as the stores
- * need. */
+ * S3_STREAM_MIN; su3.stream=0|1 forces it.  The vfo / hvfo rows are 64-byte aligned
+ * (pk_alloc_aligned, the layouts' padding), as their loads and stores need.  The AoS-spinor
+ * kernels load and store unaligned, so plan_execute runs them on a caller's arrays at any
+ * multiple of 8 bytes (malloc's 16, numpy's); their chi is streamed only when it starts on
+ * a 64-byte line. */
 #include "su3_host.h"
 
 #include <stdint.h>
@@ -75,7 +79,7 @@ S3_T512 static inline void s3_put512(double *p, __m512d v, int stream)
     if (stream)
         _mm512_stream_pd(p, v);
     else
-        _mm512_store_pd(p, v);
+        _mm512_storeu_pd(p, v);
 }
 
 /* The link of site s in an AoS-like layout as 18 doubles: in place, or rebuilt into m. */
@@ -99,7 +103,7 @@ S3_T512 static void s3_aos512(const pk_s3_desc *d, const double *u, const double
         double *X = chi + 24 * s;
         __m512d p[3], q[3];
         for (int cp = 0; cp < 3; ++cp) {
-            p[cp] = _mm512_load_pd(P + 8 * cp); /* psi[c'][0..3]: re, im interleaved */
+            p[cp] = _mm512_loadu_pd(P + 8 * cp); /* psi[c'][0..3]: re, im interleaved */
             const __m512d sw = _mm512_permute_pd(p[cp], 0x55);   /* (im, re) */
             q[cp] = _mm512_mask_sub_pd(sw, 0x55, zero, sw);      /* (-im, re) */
         }
@@ -193,7 +197,7 @@ S3_T256 static inline void s3_put256(double *p, __m256d v, int stream)
     if (stream)
         _mm256_stream_pd(p, v);
     else
-        _mm256_store_pd(p, v);
+        _mm256_storeu_pd(p, v);
 }
 
 /* (-im, re) of each complex number of v. */
@@ -212,7 +216,7 @@ S3_T256 static void s3_aos256(const pk_s3_desc *d, const double *u, const double
         double *X = chi + 24 * s;
         __m256d p[6], q[6]; /* psi[c'][0..1], psi[c'][2..3] */
         for (int v = 0; v < 6; ++v) {
-            p[v] = _mm256_load_pd(P + 4 * v);
+            p[v] = _mm256_loadu_pd(P + 4 * v);
             q[v] = s3_swapneg256(p[v]);
         }
         for (int c = 0; c < 3; ++c) {
@@ -404,9 +408,6 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
     (void)pk_param_get(desc->tuning, PK_PARAM_SU3_STREAM, stream);
     h->stream = h->simd && h->isa != S3_ISA_GENERIC &&
                 (stream[0] ? stream[0] == 2 : bytes >= S3_STREAM_MIN);
-    double *const dst[3] = {h->u, h->psi, h->chi};
-    const double *const src[3] = {NULL, NULL, NULL};
-    s3_copy_all(h, dst, src); /* first touch */
     h->ops = &pk_openmp_s3_ops;
     *impl = h;
     return PK_OK;
@@ -415,8 +416,11 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
 pk_status pk_omp_s3_upload(void *impl, const double *u, const double *psi, double *seconds)
 {
     pk_s3_host_plan *h = impl;
+    int fresh;
+    PK_TRY(pk_s3_host_arrays(h, &fresh));
     const double t0 = pk_now();
-    double *const dst[3] = {h->u, h->psi, NULL};
+    /* the copies are the first touch of u and psi; chi is zeroed by the same threads */
+    double *const dst[3] = {h->u, h->psi, fresh ? h->chi : NULL};
     const double *const src[3] = {u, psi, NULL};
     s3_copy_all(h, dst, src);
     *seconds = pk_now() - t0;
@@ -439,7 +443,9 @@ pk_status pk_omp_s3_run(void *impl, double *kernel_seconds)
     pk_s3_host_plan *h = impl;
     const pk_s3_desc *d = &h->d;
     const s3_range_fn fn = h->simd ? s3_simd_kernel(d, h->isa) : s3_plain;
-    const int stream = h->stream && fn != s3_plain;
+    /* a caller's AoS chi (plan_execute) may sit at any multiple of 8 bytes: streaming stores
+     * need 64 (every site's 192 B then start on a line) */
+    const int stream = h->stream && fn != s3_plain && (uintptr_t)h->chi % 64 == 0;
     const int nt = s3_nthreads(h);
     const double t0 = pk_now();
 #ifdef PK_HAVE_OPENMP
