@@ -247,9 +247,6 @@ pk_status pk_ds_host_create(const pk_ds_desc *desc, size_t u_len, size_t spinor_
         return pk_fail(PK_ENOMEM, "dslash: cannot allocate %zu + 2 x %zu doubles for the "
                                   "links and spinors", u_len, spinor_len);
     }
-    memset(h->u, 0, u_len * sizeof(double));
-    memset(h->psi, 0, spinor_len * sizeof(double));
-    memset(h->chi, 0, spinor_len * sizeof(double));
     *plan = h;
     return PK_OK;
 }
@@ -257,6 +254,8 @@ pk_status pk_ds_host_create(const pk_ds_desc *desc, size_t u_len, size_t spinor_
 pk_status pk_ds_host_upload(void *impl, const double *u, const double *psi, double *seconds)
 {
     pk_ds_host_plan *h = impl;
+    if (!h->touched && h->first_touch) h->first_touch(h);
+    h->touched = 1;
     const double t0 = pk_now();
     if (h->pack) {
         h->pack(h, u, psi);

@@ -58,14 +58,19 @@ struct pk_ds_host_plan {
     /* Backend layout (NULL: lexicographic, plain copies). */
     void (*pack)(pk_ds_host_plan *h, const double *u, const double *psi);
     void (*unpack)(const pk_ds_host_plan *h, double *chi);
+    /* The first upload's first touch of the fields (NULL: the copies touch them): OpenMP
+     * zeroes them with the kernel's split of rows. */
+    void (*first_touch)(pk_ds_host_plan *h);
+    int touched;
     /* omp-vnode */
     pk_ds_vnode vn;
     pk_ds_vnode_fn vnode_rows;
     char note[128]; /* appended to the run info's reason ("8 lanes along t, avx512f") */
 };
 
-/** Allocate a host plan holding u_len + 2 spinor_len doubles (zeroed: a run before the
- *  first upload sees zeros). */
+/** Allocate a host plan holding u_len + 2 spinor_len doubles, untouched until its first
+ *  upload (a plan that only executes on the caller's arrays never pays their page faults;
+ *  a run before any upload is refused by lib/dslash.c's plan state). */
 pk_status pk_ds_host_create(const pk_ds_desc *desc, size_t u_len, size_t spinor_len,
                             pk_ds_host_plan **plan);
 pk_status pk_ds_host_upload(void *impl, const double *u, const double *psi, double *seconds);

@@ -225,8 +225,8 @@ static void ds_vnode_unpack(const pk_ds_host_plan *h, double *chi)
 }
 
 /* ---- plans -------------------------------------------------------------------------------- */
-/* Zero the fields again with the kernel's split of rows, so that each thread's pages are
- * first touched by that thread (NUMA placement). */
+/* Zero the fields with the kernel's split of rows at the first upload, so that each
+ * thread's pages are first touched by that thread (NUMA placement). */
 static void ds_first_touch(pk_ds_host_plan *h)
 {
     const size_t rows = ds_rows(h), per_row_s = h->spinor_len / rows;
@@ -272,7 +272,7 @@ pk_status pk_omp_ds_create(void *state, int device, const pk_ds_desc *desc, void
                                   "of it"
                                 : "");
     }
-    ds_first_touch(h);
+    h->first_touch = ds_first_touch;
     *impl = h;
     return PK_OK;
 }
