@@ -90,6 +90,19 @@ int pk_host_threads(int nt);
 void pk_strlcpy(char *dst, const char *src, size_t len);
 /** Append to a bounded string, separated by "; " when it is not empty. */
 void pk_append_note(char *dst, size_t len, const char *fmt, ...) PK_PRINTF(3, 4);
+/* Writing a file whole or not at all (lib/npy.c): pk_file_begin creates a temporary beside
+ * path (refusing a path that exists and is no regular file); the caller writes through
+ * t->fd, or closes nothing and reopens t->tmp by name; pk_file_commit(t, ok, errno of the
+ * failure) fsyncs and closes the descriptor, then renames the temporary into place when ok,
+ * else removes it: path is then the old file or the whole new one. */
+typedef struct pk_file_tmp {
+    const char *path, *shown; /* shown: path fit for a message */
+    char *tmp;
+    int fd;
+    char shown_buf[256];
+} pk_file_tmp;
+pk_status pk_file_begin(const char *path, pk_file_tmp *t);
+pk_status pk_file_commit(pk_file_tmp *t, int ok, int err);
 /** Environment variable, or NULL when unset or empty. */
 const char *pk_getenv(const char *name);
 /** One process-wide lock around what the drivers do not make thread-safe on first use:

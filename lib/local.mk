@@ -35,6 +35,7 @@ libportkern_la_SOURCES += \
 	lib/dslash_serial.c \
 	lib/differ.c \
 	lib/npy.c \
+	lib/fits.c \
 	lib/ref/diffusion3d_ref.c \
 	lib/ref/conv2d_ref.c \
 	lib/ref/magicfilter3d_ref.c \
@@ -53,3 +54,6 @@ libportkern_la_SOURCES += \
 # PK_HAVE_FFTW3; empty flags without it, and pk_grid_generate says PK_EUNSUPPORTED).
 AM_CPPFLAGS += $(FFTW3_CFLAGS)
 libportkern_la_LIBADD += $(FFTW3_LIBS)
+# FITS images (pk_fits_write_image): cfitsio when configure found it (PK_HAVE_CFITSIO).
+AM_CPPFLAGS += $(CFITSIO_CFLAGS)
+libportkern_la_LIBADD += $(CFITSIO_LIBS)

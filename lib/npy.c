@@ -585,6 +585,68 @@ pk_status pk_npy_fwrite(FILE *f, pk_dtype dtype, int ndim, const size_t *shape, 
     return PK_OK;
 }
 
+pk_status pk_file_begin(const char *path, pk_file_tmp *t)
+{
+    memset(t, 0, sizeof *t);
+    t->fd = -1;
+    t->path = path;
+    t->shown = shown_path(path, t->shown_buf, sizeof t->shown_buf);
+    /* Renaming over a device or a FIFO (/dev/null) would replace it with a plain file. */
+    struct stat st;
+    PK_CHECK(stat(path, &st) != 0 || S_ISREG(st.st_mode), PK_EIO,
+             "%s: exists and is not a regular file", t->shown);
+    /* O_EXCL with a counter keeps concurrent writers (threads, processes) off each other's
+     * temporaries. */
+    size_t tlen = strlen(path) + 48;
+    PK_CHECK((t->tmp = malloc(tlen)) != NULL, PK_ENOMEM, "cannot allocate a temporary file name");
+    for (unsigned k = 0; k < 1000 && t->fd < 0; ++k) {
+        snprintf(t->tmp, tlen, "%s.%ld-%u.tmp", path, (long)getpid(), k);
+        t->fd = open(t->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (t->fd < 0 && errno != EEXIST) break;
+    }
+    if (t->fd < 0) {
+        int err = errno;
+        char shown_tmp[256];
+        pk_status s = pk_fail(PK_EIO, "%s: cannot create temporary file '%s': %s", t->shown,
+                              shown_path(t->tmp, shown_tmp, sizeof shown_tmp), strerror(err));
+        free(t->tmp);
+        t->tmp = NULL;
+        return s;
+    }
+    return PK_OK;
+}
+
+pk_status pk_file_commit(pk_file_tmp *t, int ok, int err)
+{
+    char shown_tmp[256];
+    pk_status s = PK_OK;
+    if (t->fd >= 0) {
+        /* fsync before the rename, so that a delayed write error is seen before the old file
+         * is replaced */
+        if (ok && fsync(t->fd) != 0) {
+            ok = 0;
+            err = errno;
+        }
+        if (close(t->fd) != 0 && ok) {
+            ok = 0;
+            err = errno;
+        }
+        t->fd = -1;
+    }
+    if (!ok) {
+        unlink(t->tmp);
+        s = pk_fail(PK_EIO, "%s: write failed: %s", t->shown, strerror(err));
+    } else if (rename(t->tmp, t->path) != 0) {
+        err = errno;
+        s = pk_fail(PK_EIO, "%s: cannot rename '%s' into place: %s", t->shown,
+                    shown_path(t->tmp, shown_tmp, sizeof shown_tmp), strerror(err));
+        unlink(t->tmp);
+    }
+    free(t->tmp);
+    t->tmp = NULL;
+    return s;
+}
+
 pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t *shape,
                        const void *data)
 {
@@ -594,59 +656,21 @@ pk_status pk_npy_write(const char *path, pk_dtype dtype, int ndim, const size_t 
     const dtype_info *t;
     size_t bytes = 0;
     PK_TRY(npy_write_check(dtype, ndim, shape, data, &t, &bytes));
-
-    /* Renaming over a device or a FIFO (/dev/null) would replace it with a plain file. */
-    struct stat st;
-    char shown[256], shown_tmp[256];
-    const char *msg_path = shown_path(path, shown, sizeof shown);
-    PK_CHECK(stat(path, &st) != 0 || S_ISREG(st.st_mode), PK_EIO,
-             "%s: exists and is not a regular file", msg_path);
-
-    /* Write a temporary file beside the target and rename it into place, so the target is
-     * either the old file or the complete new one.  O_EXCL with a counter keeps concurrent
-     * writers (threads, processes) off each other's temporaries. */
-    size_t tlen = strlen(path) + 48;
-    char *tmp = malloc(tlen);
-    PK_CHECK(tmp != NULL, PK_ENOMEM, "cannot allocate a temporary file name");
-    int fd = -1;
-    for (unsigned k = 0; k < 1000 && fd < 0; ++k) {
-        snprintf(tmp, tlen, "%s.%ld-%u.tmp", path, (long)getpid(), k);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        int err = errno;
-        pk_status s = pk_fail(PK_EIO, "%s: cannot create temporary file '%s': %s", msg_path,
-                              shown_path(tmp, shown_tmp, sizeof shown_tmp), strerror(err));
-        free(tmp);
-        return s;
-    }
-    FILE *f = fdopen(fd, "wb");
+    /* A temporary file beside the target renamed into place: the target is either the old
+     * file or the complete new one. */
+    pk_file_tmp ft;
+    PK_TRY(pk_file_begin(path, &ft));
+    const int fd2 = dup(ft.fd); /* the stream closes its own descriptor; commit fsyncs ours */
+    FILE *f = fd2 >= 0 ? fdopen(fd2, "wb") : NULL;
     int ok = f != NULL && npy_emit(f, t, ndim, shape, data, bytes);
-    /* fsync before the rename, so that a delayed write error is seen before the old file
-     * is replaced */
-    ok = ok && fsync(fd) == 0;
     int err = errno;
     if (f != NULL) {
         if (fclose(f) != 0 && ok) {
             ok = 0;
             err = errno;
         }
-    } else {
-        close(fd);
+    } else if (fd2 >= 0) {
+        close(fd2);
     }
-    if (!ok) {
-        unlink(tmp);
-        free(tmp);
-        return pk_fail(PK_EIO, "%s: write failed: %s", msg_path, strerror(err));
-    }
-    pk_status s = PK_OK;
-    if (rename(tmp, path) != 0) {
-        err = errno;
-        s = pk_fail(PK_EIO, "%s: cannot rename '%s' into place: %s", msg_path,
-                    shown_path(tmp, shown_tmp, sizeof shown_tmp), strerror(err));
-        unlink(tmp);
-    }
-    free(tmp);
-    return s;
+    return pk_file_commit(&ft, ok, err);
 }

@@ -902,6 +902,32 @@ PK_API pk_status pk_npy_fwrite(FILE *f, pk_dtype dtype, int ndim, const size_t *
 PK_API void pk_array_free(pk_array *a);
 
 /* ---------------------------------------------------------------------------------------- */
+/* FITS images (lib/fits.c; needs cfitsio at build time, else PK_EUNSUPPORTED).            */
+/* The world coordinates of a 2-D sky image (docs/KERNELS.md 7): SIN projection about the
+ * phase centre, a degenerate frequency axis.  Pixel (x, y) of the C array image[y][x] is
+ * FITS pixel (x + 1, y + 1); viewers draw row y = 0 at the bottom. */
+typedef struct pk_fits_image_info {
+    double ra_deg, dec_deg;  /* the phase centre (ICRS), dec in [-90, 90] */
+    double crpix[2];         /* FITS (1-based) pixel of the phase centre; 0: n / 2 + 1 */
+    double cdelt_deg[2];     /* pixel size along x and y in degrees, non-zero (x: negative
+                                when RA grows to the left, as radio images are drawn) */
+    double freq_hz;          /* observing frequency, > 0 */
+    double bandwidth_hz;     /* >= 0 (0: written as 1 Hz) */
+    const char *bunit;       /* brightness unit (pk_fits_image_info_init: "JY/BEAM") */
+    const char *object, *telescope; /* optional (NULL: not written) */
+} pk_fits_image_info;
+
+/** Zeroes *w and sets bunit to "JY/BEAM". */
+PK_API void pk_fits_image_info_init(pk_fits_image_info *w);
+/** Write image (float32 [ny][nx], x fastest) as a FITS primary image with the WCS of w: a
+ *  temporary file beside path, renamed into place when complete (path is then either the
+ *  old file or the whole new one).  PK_EINVAL for a bad extent or WCS value (non-finite,
+ *  zero cell, frequency <= 0, a header string that is not printable ASCII or longer than
+ *  68 characters), PK_EIO when the file cannot be written, PK_EUNSUPPORTED without cfitsio. */
+PK_API pk_status pk_fits_write_image(const char *path, const float *image, size_t nx, size_t ny,
+                                     const pk_fits_image_info *w);
+
+/* ---------------------------------------------------------------------------------------- */
 /* grid data sets (docs/KERNELS.md 1.7; what `portkern gen grid` writes).  Here, after
  * pk_array, which holds their arrays.
  *

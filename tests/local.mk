@@ -39,6 +39,7 @@ endif
 PK_TEST_PROGS = \
 	tests/test_errors \
 	tests/test_npy \
+	tests/test_fits \
 	tests/test_differ \
 	tests/test_probe \
 	tests/test_peak \
@@ -94,6 +95,9 @@ EXTRA_DIST += tests/wisdom_equal.h tests/tap.h tests/tap.sh tests/d3_common.h te
 # test_plan_cache counts the library's large allocations by defining posix_memalign: the
 # executable must export it for libportkern's calls to bind to it.
 tests_test_plan_cache_LDFLAGS = $(AM_LDFLAGS) -rdynamic
+
+# test_fits reads the files back with cfitsio itself.
+tests_test_fits_LDADD = libportkern.la $(CFITSIO_LIBS)
 
 # grid (gr): test_gr_gen tests the generator's hidden pieces (pk_gg_*), so it compiles
 # lib/gen/grid_gen.c in (its copy stays its own: the library's is hidden), and the public
