@@ -27,9 +27,10 @@ pk_status pk_mf_host_create(const pk_mf_desc *desc, pk_mf_host_plan **plan);
 pk_status pk_mf_host_upload(void *impl, const double *x, double *seconds);
 pk_status pk_mf_host_download(void *impl, double *y, double *seconds);
 /** The host backends' execute: the first pass reads the caller's x and the last writes the
- *  caller's y (which also serves as w1 where the plan's y does), nothing copied.  x and y
- *  that overlap, or are not 64-byte aligned (the vector passes), go through the plan's
- *  buffers instead. */
+ *  caller's y (which also serves as w1 where the plan's y does), nothing copied, at any
+ *  double's address (malloc's and numpy's 16 bytes too: the vector passes load the input
+ *  by scalar broadcasts and stream only whole 64-byte lines of a row).  x and y that
+ *  overlap go through the plan's buffers instead. */
 pk_status pk_mf_host_execute(void *impl, const double *x, double *y, double *kernel_seconds,
                              double *transfer_seconds);
 void pk_mf_host_destroy(void *impl);
