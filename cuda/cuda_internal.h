@@ -69,6 +69,13 @@ pk_status pk_cuda_fail(int err, const char *what_fmt, ...) PK_PRINTF(2, 3);
  *  ring's one-time setup). */
 pk_status pk_cuda_transfer(pk_cuda_xfer *x, void *dst, const void *src, size_t bytes,
                            int to_device, const char *what, double *seconds);
+/** The same between the contiguous device array dev (rows x width bytes) and rows of the
+ *  host array host, width bytes each, host_pitch >= width apart (a box of a larger grid);
+ *  through the ring as one stream of rows x width bytes (the host threads gather or scatter
+ *  the rows of each chunk), else by cudaMemcpy2D. */
+pk_status pk_cuda_transfer_2d(pk_cuda_xfer *x, void *dev, const void *host, size_t host_pitch,
+                              size_t width, size_t rows, int to_device, const char *what,
+                              double *seconds);
 /** Where the caller's array [p, p + bytes) lies for a plan on x->device (PK_MEM_*,
  *  lib/internal.h): its first and last byte by cudaPointerGetAttributes. */
 int pk_cuda_memory(const pk_cuda_xfer *x, const void *p, size_t bytes);

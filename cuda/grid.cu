@@ -4,9 +4,11 @@
  * __syncthreads a barrier, the runtime calls on host memory), never on a GPU.
  *
  * A run (the NAG report's GPU pipeline, sections 3.1-3.6):
- *  1. Visibilities go up once, in chunks of GR_CHUNK on a copy stream; each chunk's locate
- *     kernel (one thread per visibility: the reference's float geometry, bit for bit) runs on
- *     the compute stream as soon as it is in, overlapping the next chunk's copy.  It writes
+ *  1. Visibilities go up once, in chunks of GR_CHUNK through the context's pinned staging
+ *     ring (pk_cuda_transfer: the host copies into pinned chunks overlap the DMA; pageable
+ *     arrays through the driver would crawl at a fraction of the link); each chunk's locate
+ *     kernel (one thread per visibility: the reference's float geometry, bit for bit) is
+ *     queued on the compute stream once the chunk is in, and runs while the next chunk goes.  It writes
  *     a 24-byte record per visibility (cell, plane, conjugation, kernel offsets, vis * weight)
  *     and reduces per block the bounding box, the skipped count, the grid-point updates and
  *     the norm.  The norm of a visibility is weight * S[w][|off_v|][|off_u|], S the footprint
@@ -17,7 +19,8 @@
  *     its rows when it does not fit (below).  If the caller's box is all zeros (checked on the
  *     host while the device sorts; the scan stops at the first non-zero) it is cleared on the
  *     device, else uploaded; the kernels add into it and it is copied back over the caller's
- *     cells (cudaMemcpy2D): the caller's grid accumulates with no host pass over it.
+ *     cells (pk_cuda_transfer_2d: the box's rows gathered into and scattered out of the
+ *     ring's chunks): the caller's grid accumulates with no other host pass over it.
  *  3. Tiles of 32 columns x 16 NW rows (NW warps per block, 2 by default: 32 x 32 tiles, the
  *     NAG optimum on the P100; p.tile_size 16, 32 or 64 picks the height) on a lattice that
  *     puts the grid centre in the middle of a tile.  Bucket sort on the device: a count kernel
@@ -430,7 +433,6 @@ gr_atomic_kernel(gr_geom q, gr_band b, const int *support, const unsigned *roff,
 #define GR_EV_FORK (2 * GR_EVENTS)
 #define GR_EV_JOIN (2 * GR_EVENTS + 1)
 #define GR_EV_GRID (2 * GR_EVENTS + 2)
-#define GR_EV_FREE (2 * GR_EVENTS + 3)
 #define GR_EV_ALL (2 * GR_EVENTS + 4)
 
 enum { ST_LOCATE, ST_COUNT, ST_SORT, ST_OUTER, ST_CENTRAL, ST_ATOMIC, ST_TRANSFER, ST_N };
@@ -788,26 +790,27 @@ static pk_status gr_upload_locate(gr_plan *h, const pk_grid_data *d, size_t firs
     for (int c0 = 0; c0 < cnt; c0 += GR_CHUNK) {
         const int c = cnt - c0 < GR_CHUNK ? cnt - c0 : GR_CHUNK;
         const size_t i0 = first + (size_t)c0;
-        int slot;
-        PK_TRY(ev_begin(h, ST_TRANSFER, h->s_copy, &slot));
-        GR_CUDA(cudaMemcpyAsync(uu + c0, d->uu + i0, (size_t)c * 4, cudaMemcpyHostToDevice,
-                                h->s_copy),
-                "cudaMemcpyAsync(grid uu, %d visibilities)", c);
-        GR_CUDA(cudaMemcpyAsync(vv + c0, d->vv + i0, (size_t)c * 4, cudaMemcpyHostToDevice,
-                                h->s_copy),
-                "cudaMemcpyAsync(grid vv)");
-        GR_CUDA(cudaMemcpyAsync(ww + c0, d->ww + i0, (size_t)c * 4, cudaMemcpyHostToDevice,
-                                h->s_copy),
-                "cudaMemcpyAsync(grid ww)");
-        GR_CUDA(cudaMemcpyAsync(vis + c0, d->vis + 2 * i0, (size_t)c * 8, cudaMemcpyHostToDevice,
-                                h->s_copy),
-                "cudaMemcpyAsync(grid vis)");
-        GR_CUDA(cudaMemcpyAsync(wt + c0, d->weight + i0, (size_t)c * 4, cudaMemcpyHostToDevice,
-                                h->s_copy),
-                "cudaMemcpyAsync(grid weight)");
-        PK_TRY(ev_end(h, slot, h->s_copy));
-        GR_CUDA(cudaStreamWaitEvent(h->s_comp, h->ev[2 * slot + 1], 0),
-                "cudaStreamWaitEvent(grid upload)");
+        /* Through the context's pinned ring (pageable arrays: the driver's own staging runs
+         * at a fraction of the link), blocking: the chunk is on the device when these return,
+         * while the device still locates the chunk before (queued on s_comp).  The caller
+         * has s_comp idle before a batch's first chunk (gr_run), so no kernel still reads
+         * the records these overwrite. */
+        struct {
+            void *dev;
+            const void *host;
+            size_t bytes;
+            const char *name;
+        } col[5] = {{uu + c0, d->uu + i0, (size_t)c * 4, "grid uu"},
+                    {vv + c0, d->vv + i0, (size_t)c * 4, "grid vv"},
+                    {ww + c0, d->ww + i0, (size_t)c * 4, "grid ww"},
+                    {vis + c0, d->vis + 2 * i0, (size_t)c * 8, "grid vis"},
+                    {wt + c0, d->weight + i0, (size_t)c * 4, "grid weight"}};
+        for (int a = 0; a < 5; ++a) {
+            double t = 0;
+            PK_TRY(pk_cuda_transfer(&h->xf, col[a].dev, col[a].host, col[a].bytes, 1, col[a].name,
+                                    &t));
+            h->stage_s[ST_TRANSFER] += t;
+        }
         int k;
         PK_TRY(ev_begin(h, ST_LOCATE, h->s_comp, &k));
         GR_CUDA(gr_launch(gr_locate_kernel, dim3((unsigned)((c + GR_LOCATE_THREADS - 1) /
@@ -843,19 +846,21 @@ static pk_status gr_prepare_band(gr_plan *h, const gr_band *b, const gr_box *box
 {
     const int g = h->p.grid_size, pitch = box->u1 - box->u0 + 1, rows = b->v1 - b->v0 + 1;
     float2 *sub = (float2 *)h->buf[B_SUB].p;
-    int slot;
-    PK_TRY(ev_begin(h, ST_TRANSFER, h->s_copy, &slot));
     if (region_is_zero(grid, g, box, b->v0, b->v1)) {
+        int slot;
+        PK_TRY(ev_begin(h, ST_TRANSFER, h->s_copy, &slot));
         GR_CUDA(cudaMemsetAsync(sub, 0, (size_t)rows * pitch * 8, h->s_copy),
                 "cudaMemsetAsync(grid sub-grid)");
+        PK_TRY(ev_end(h, slot, h->s_copy));
     } else {
-        GR_CUDA(cudaMemcpy2DAsync(sub, (size_t)pitch * 8,
-                                  grid + 2 * ((size_t)b->v0 * g + (size_t)box->u0),
-                                  (size_t)g * 8, (size_t)pitch * 8, (size_t)rows,
-                                  cudaMemcpyHostToDevice, h->s_copy),
-                "cudaMemcpy2DAsync(grid rows %d..%d to device)", b->v0, b->v1);
+        /* the box's rows gathered through the ring (blocking, while the device sorts) */
+        char what[64];
+        snprintf(what, sizeof what, "grid rows %d..%d to device", b->v0, b->v1);
+        double t = 0;
+        PK_TRY(pk_cuda_transfer_2d(&h->xf, sub, grid + 2 * ((size_t)b->v0 * g + (size_t)box->u0),
+                                   (size_t)g * 8, (size_t)pitch * 8, (size_t)rows, 1, what, &t));
+        h->stage_s[ST_TRANSFER] += t;
     }
-    PK_TRY(ev_end(h, slot, h->s_copy));
     GR_CUDA(cudaEventRecord(h->ev[GR_EV_GRID], h->s_copy), "cudaEventRecord(grid ready)");
     GR_CUDA(cudaStreamWaitEvent(h->s_comp, h->ev[GR_EV_GRID], 0), "cudaStreamWaitEvent(grid)");
     return PK_OK;
@@ -1025,10 +1030,8 @@ static pk_status gr_run(gr_plan *h, const pk_grid_data *d, float *grid, pk_gr_re
     for (size_t bt = 0; bt < nbatch; ++bt) {
         const size_t first = bt * batch;
         const int cnt = (int)(n - first < batch ? n - first : batch);
-        if (bt > 0) { /* the copies must not overwrite what the last locate still reads */
-            GR_CUDA(cudaEventRecord(h->ev[GR_EV_FREE], h->s_comp), "cudaEventRecord");
-            GR_CUDA(cudaStreamWaitEvent(h->s_copy, h->ev[GR_EV_FREE], 0), "cudaStreamWaitEvent");
-        }
+        if (bt > 0) /* the (blocking) copies must not overwrite what the last locate reads */
+            GR_CUDA(cudaStreamSynchronize(h->s_comp), "cudaStreamSynchronize(grid batch)");
         PK_TRY(gr_upload_locate(h, d, first, cnt, 1));
     }
     unsigned long long *hist = (unsigned long long *)malloc((size_t)h->hist_len * 8);
@@ -1113,15 +1116,17 @@ static pk_status gr_run(gr_plan *h, const pk_grid_data *d, float *grid, pk_gr_re
             if (nbatch > 1)
                 GR_CUDA(cudaStreamSynchronize(h->s_comp), "cudaStreamSynchronize(grid batch)");
         }
-        int slot;
-        res->grid_touched = 1;
-        PK_TRY(ev_begin(h, ST_TRANSFER, h->s_comp, &slot));
-        GR_CUDA(cudaMemcpy2DAsync(grid + 2 * ((size_t)v0 * g + (size_t)box.u0), (size_t)g * 8, sub,
-                                  (size_t)pitch * 8, (size_t)pitch * 8, (size_t)sub_rows,
-                                  cudaMemcpyDeviceToHost, h->s_comp),
-                "cudaMemcpy2DAsync(grid rows %d..%d from device)", v0, v1);
-        PK_TRY(ev_end(h, slot, h->s_comp));
+        /* the kernels done, the band scattered back over the caller's rows through the ring */
         GR_CUDA(cudaStreamSynchronize(h->s_comp), "cudaStreamSynchronize(grid band)");
+        GR_CUDA(cudaStreamSynchronize(h->s_aux), "cudaStreamSynchronize(grid band)");
+        res->grid_touched = 1;
+        char what[64];
+        snprintf(what, sizeof what, "grid rows %d..%d from device", v0, v1);
+        double t = 0;
+        PK_TRY(pk_cuda_transfer_2d(&h->xf, sub, grid + 2 * ((size_t)v0 * g + (size_t)box.u0),
+                                   (size_t)g * 8, (size_t)pitch * 8, (size_t)sub_rows, 0, what,
+                                   &t));
+        h->stage_s[ST_TRANSFER] += t;
         v0 = v1 + 1;
     }
     return PK_OK;

@@ -161,12 +161,59 @@ static cudaError_t pk_ring_dma(pk_cuda_ring *r, int k, void *dst, const void *sr
     return e != cudaSuccess ? e : cudaEventRecord(r->done[k], r->stream);
 }
 
-/* The copy through ring r (ready, locked, its device current).  Host to device: chunk i goes
+/* The host side of a ring copy: rows of `width` bytes, `pitch` apart (pitch == width: one
+ * contiguous array), seen as one stream of rows x width bytes, the device side's order. */
+typedef struct pk_host_rows {
+    char *p;
+    size_t width, pitch;
+} pk_host_rows;
+
+typedef struct pk_rows_job {
+    const pk_host_rows *h;
+    char *buf;       /* the slot */
+    size_t off, n;   /* the stream's bytes [off, off + n) */
+    int pack;        /* 1: host -> slot, 0: slot -> host */
+} pk_rows_job;
+
+static void pk_rows_copy(void *arg, size_t r0, size_t r1)
+{
+    const pk_rows_job *j = (const pk_rows_job *)arg;
+    const size_t w = j->h->width, first = j->off / w;
+    for (size_t r = first + r0; r < first + r1; ++r) {
+        const size_t a = r * w > j->off ? r * w : j->off;
+        const size_t b = (r + 1) * w < j->off + j->n ? (r + 1) * w : j->off + j->n;
+        char *host = j->h->p + r * j->h->pitch + (a - r * w), *slot = j->buf + (a - j->off);
+        if (j->pack)
+            memcpy(slot, host, b - a);
+        else
+            memcpy(host, slot, b - a);
+    }
+}
+
+/* Bytes [off, off + n) of the host rows to (pack) or from the slot, by up to nt threads. */
+static void pk_ring_host(const pk_host_rows *h, char *slot, size_t off, size_t n, int pack,
+                         int nt)
+{
+    if (h->pitch == h->width) {
+        if (pack)
+            pk_copy_threads(slot, h->p + off, n, nt);
+        else
+            pk_copy_threads(h->p + off, slot, n, nt);
+        return;
+    }
+    pk_rows_job j = {h, slot, off, n, pack};
+    const size_t rows = (off + n - 1) / h->width - off / h->width + 1;
+    pk_parallel_range(rows, 1, n, nt, pk_rows_copy, &j);
+}
+
+/* The copy through ring r (ready, locked, its device current) between the contiguous device
+ * array dev and the host rows h (bytes = rows x width).  Host to device: chunk i goes
  * through slot i % N once the slot's previous DMA is done, copied in by several threads
  * while the DMA of chunk i - 1 runs.  Device to host: the first N chunks' DMAs are queued at
  * once; each slot is copied out as its DMA ends, and the chunk N further on queued into it. */
-static pk_status pk_ring_copy(const pk_cuda_state *s, pk_cuda_ring *r, char *dst,
-                              const char *src, size_t bytes, int to_device, const char *what)
+static pk_status pk_ring_copy(const pk_cuda_state *s, pk_cuda_ring *r, char *dev,
+                              const pk_host_rows *h, size_t bytes, int to_device,
+                              const char *what)
 {
     const size_t C = s->ring_chunk, chunks = (bytes + C - 1) / C;
     const int N = PK_RING_CHUNKS, nt = s->copy_threads;
@@ -186,15 +233,15 @@ static pk_status pk_ring_copy(const pk_cuda_state *s, pk_cuda_ring *r, char *dst
             at = i;
             step = "cudaEventSynchronize";
             if ((e = cudaEventSynchronize(r->done[k])) != cudaSuccess) break;
-            pk_copy_threads(r->slot[k], src + i * C, n, nt);
+            pk_ring_host(h, r->slot[k], i * C, n, 1, nt);
             step = "cudaMemcpyAsync";
-            e = pk_ring_dma(r, k, dst + i * C, r->slot[k], n, cudaMemcpyHostToDevice);
+            e = pk_ring_dma(r, k, dev + i * C, r->slot[k], n, cudaMemcpyHostToDevice);
         }
     } else {
         for (size_t j = 0; e == cudaSuccess && j < chunks && j < (size_t)N; ++j) {
             at = j;
             step = "cudaMemcpyAsync";
-            e = pk_ring_dma(r, (int)j, r->slot[j], src + j * C, j + 1 < chunks ? C : bytes - j * C,
+            e = pk_ring_dma(r, (int)j, r->slot[j], dev + j * C, j + 1 < chunks ? C : bytes - j * C,
                             cudaMemcpyDeviceToHost);
         }
         for (size_t i = 0; e == cudaSuccess && i < chunks; ++i) {
@@ -202,12 +249,12 @@ static pk_status pk_ring_copy(const pk_cuda_state *s, pk_cuda_ring *r, char *dst
             at = i;
             step = "cudaEventSynchronize";
             if ((e = cudaEventSynchronize(r->done[k])) != cudaSuccess) break;
-            pk_copy_threads(dst + i * C, r->slot[k], i + 1 < chunks ? C : bytes - i * C, nt);
+            pk_ring_host(h, r->slot[k], i * C, i + 1 < chunks ? C : bytes - i * C, 0, nt);
             const size_t j = i + N;
             if (j < chunks) {
                 at = j;
                 step = "cudaMemcpyAsync";
-                e = pk_ring_dma(r, k, r->slot[k], src + j * C, j + 1 < chunks ? C : bytes - j * C,
+                e = pk_ring_dma(r, k, r->slot[k], dev + j * C, j + 1 < chunks ? C : bytes - j * C,
                                 cudaMemcpyDeviceToHost);
             }
         }
@@ -284,17 +331,19 @@ extern "C" pk_status pk_cuda_direct(pk_cuda_xfer *x, const pk_cuda_arg *a, int n
     return PK_OK;
 }
 
-extern "C" pk_status pk_cuda_transfer(pk_cuda_xfer *x, void *dst, const void *src, size_t bytes,
-                                      int to_device, const char *what, double *seconds)
+/* pk_cuda_transfer and pk_cuda_transfer_2d: dev (contiguous) <-> host rows. */
+static pk_status pk_transfer_rows(pk_cuda_xfer *x, char *dev, const pk_host_rows *h, size_t rows,
+                                  int to_device, const char *what, double *seconds)
 {
     cudaError_t e;
     const int device = x->device;
     pk_cuda_state *s = x->s;
+    const size_t bytes = rows * h->width;
     if (seconds) *seconds = 0;
     if ((e = cudaSetDevice(device)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaSetDevice(%d)", device);
     if (bytes == 0) return PK_OK;
-    unsigned path = pk_host_kind(to_device ? src : dst);
+    unsigned path = pk_host_kind(h->p);
     pk_cuda_ring *r = NULL;
     if (path == 0) {
         path = PK_CUDA_PATH_PAGEABLE;
@@ -314,22 +363,46 @@ extern "C" pk_status pk_cuda_transfer(pk_cuda_xfer *x, void *dst, const void *sr
     const double t0 = pk_now();
     pk_status st = PK_OK;
     if (r) {
-        st = pk_ring_copy(s, r, (char *)dst, (const char *)src, bytes, to_device, what);
+        st = pk_ring_copy(s, r, dev, h, bytes, to_device, what);
         pthread_mutex_unlock(&r->lock);
     } else {
         const cudaMemcpyKind kind = path == PK_CUDA_PATH_DEVICE ? cudaMemcpyDefault
                                     : to_device                 ? cudaMemcpyHostToDevice
                                                                 : cudaMemcpyDeviceToHost;
-        if ((e = cudaMemcpy(dst, src, bytes, kind)) != cudaSuccess)
-            return pk_cuda_fail(e, "cudaMemcpy(%s, %zu bytes)", what, bytes);
-        /* From pageable memory a host-to-device cudaMemcpy may return before the DMA ends:
-         * wait, so the time is the transfer's (device-to-pageable copies return when the data
-         * is in). */
-        if (to_device && (e = cudaStreamSynchronize(0)) != cudaSuccess)
+        if (h->pitch == h->width)
+            e = to_device ? cudaMemcpy(dev, h->p, bytes, kind) : cudaMemcpy(h->p, dev, bytes, kind);
+        else if (to_device)
+            e = cudaMemcpy2DAsync(dev, h->width, h->p, h->pitch, h->width, rows, kind, 0);
+        else
+            e = cudaMemcpy2DAsync(h->p, h->pitch, dev, h->width, h->width, rows, kind, 0);
+        if (e != cudaSuccess) return pk_cuda_fail(e, "cudaMemcpy(%s, %zu bytes)", what, bytes);
+        /* From pageable memory a host-to-device cudaMemcpy may return before the DMA ends,
+         * and the 2-D copies are asynchronous: wait, so the data is there and the time is the
+         * transfer's. */
+        if ((to_device || h->pitch != h->width) && (e = cudaStreamSynchronize(0)) != cudaSuccess)
             return pk_cuda_fail(e, "cudaStreamSynchronize(%s)", what);
     }
     if (st == PK_OK && seconds) *seconds = pk_now() - t0;
     return st;
+}
+
+extern "C" pk_status pk_cuda_transfer(pk_cuda_xfer *x, void *dst, const void *src, size_t bytes,
+                                      int to_device, const char *what, double *seconds)
+{
+    const pk_host_rows h = {(char *)(to_device ? src : dst), bytes, bytes};
+    return pk_transfer_rows(x, (char *)(to_device ? dst : src), &h, 1, to_device, what, seconds);
+}
+
+extern "C" pk_status pk_cuda_transfer_2d(pk_cuda_xfer *x, void *dev, const void *host,
+                                         size_t host_pitch, size_t width, size_t rows,
+                                         int to_device, const char *what, double *seconds)
+{
+    const pk_host_rows h = {(char *)host, width, host_pitch};
+    if (width == 0 || rows == 0) {
+        if (seconds) *seconds = 0;
+        return PK_OK;
+    }
+    return pk_transfer_rows(x, (char *)dev, &h, rows, to_device, what, seconds);
 }
 
 extern "C" void pk_cuda_transfer_note(const pk_cuda_xfer *x, char *dst, size_t len)

@@ -5,6 +5,9 @@
  *    3.5 chunks and 10 chunks + 7 bytes (the ring; every slot reused, a last partial
  *    chunk) each way, each direction checked on its own against a plain cudaMemcpy, with a
  *    guard after the host array; the path each took;
+ *  - 2-D copies (pk_cuda_transfer_2d: the grid's box of rows): rows across chunk boundaries,
+ *    rows longer than a chunk, contiguous rows, below the ring; the gaps between host rows
+ *    never written;
  *  - the ring after earlier work on the legacy stream (a cudaMemset still queued);
  *  - pinned arrays (cudaHostAlloc) and device arrays as the "host" side: one direct copy;
  *  - cudaHostAlloc failing at each of the ring's chunks in turn: the copy falls back to the
@@ -98,6 +101,57 @@ void check_round_trip(pk_cuda_state *s, size_t n, const char *label)
     ok(why.empty(), "%s (%zu bytes, %zu chunks): host -> device -> host equal, path %s%s%s",
        label, n, (n + C - 1) / C, paths_text(want).c_str(), why.empty() ? "" : "; ",
        why.c_str());
+    emu_next_case();
+}
+
+/* pk_cuda_transfer_2d: rows of `width` bytes, `pitch` apart on the host, contiguous on the
+ * device, each way against the bytes themselves; the host's gaps between rows (and after the
+ * last) never written by a download. */
+void check_2d(pk_cuda_state *s, size_t width, size_t rows, size_t pitch, const char *label)
+{
+    const size_t n = width * rows, span = pitch * rows + GUARD;
+    const unsigned want = n == 0 ? 0u : n < C ? (unsigned)PK_CUDA_PATH_PAGEABLE
+                                              : (unsigned)PK_CUDA_PATH_RING;
+    std::vector<unsigned char> host(span), dense(n + 1), back(n + 1), down(span);
+    fill(host, (unsigned)(width * 31 + rows));
+    fill(dense, (unsigned)(pitch * 17 + rows));
+    void *dev = nullptr;
+    std::string why;
+    pk_cuda_xfer x = {s, 0, 0};
+    pk_status st = PK_OK;
+    if (cudaMalloc(&dev, n + 1) != cudaSuccess) why = "cudaMalloc failed";
+    if (why.empty() &&
+        (st = pk_cuda_transfer_2d(&x, dev, host.data(), pitch, width, rows, 1, "test 2d up", NULL)))
+        why = std::string("upload: ") + emu_why(st);
+    const unsigned up_paths = x.paths;
+    if (why.empty() && n && cudaMemcpy(back.data(), dev, n, cudaMemcpyDeviceToHost) != cudaSuccess)
+        why = "cudaMemcpy back failed";
+    for (size_t r = 0; why.empty() && r < rows; ++r)
+        if (first_diff(back.data() + r * width, host.data() + r * pitch, width) < width)
+            why = "upload: row " + std::to_string(r) + " differs";
+    x.paths = 0;
+    memset(down.data(), 0xa5, down.size());
+    if (why.empty() && n && cudaMemcpy(dev, dense.data(), n, cudaMemcpyHostToDevice) != cudaSuccess)
+        why = "cudaMemcpy there failed";
+    if (why.empty() &&
+        (st = pk_cuda_transfer_2d(&x, dev, down.data(), pitch, width, rows, 0, "test 2d down", NULL)))
+        why = std::string("download: ") + emu_why(st);
+    const unsigned down_paths = x.paths;
+    size_t gaps = 0;
+    for (size_t r = 0; why.empty() && r < rows; ++r) {
+        if (first_diff(down.data() + r * pitch, dense.data() + r * width, width) < width)
+            why = "download: row " + std::to_string(r) + " differs";
+        for (size_t i = r * pitch + width; i < (r + 1) * pitch; ++i) gaps += down[i] != 0xa5;
+    }
+    for (size_t i = rows * pitch; i < span; ++i) gaps += down[i] != 0xa5;
+    if (why.empty() && gaps) why = std::to_string(gaps) + " bytes between or after the rows written";
+    if (why.empty() && (up_paths != want || down_paths != want))
+        why = "paths " + paths_text(up_paths) + " / " + paths_text(down_paths) + ", expected " +
+              paths_text(want);
+    cudaFree(dev);
+    ok(why.empty(), "2-D %s (%zu rows of %zu bytes, pitch %zu: %zu chunks): host rows -> device -> "
+       "host rows equal, gaps untouched, path %s%s%s", label, rows, width, pitch, (n + C - 1) / C,
+       paths_text(want).c_str(), why.empty() ? "" : "; ", why.c_str());
     emu_next_case();
 }
 
@@ -389,6 +443,11 @@ int main(void)
     check_round_trip(s, C + 1, "chunk + 1");
     check_round_trip(s, 7 * C / 2, "3.5 chunks");
     check_round_trip(s, 10 * C + 7, "10 chunks + 7");
+    check_2d(s, 100, 3, 132, "small, below the ring");
+    check_2d(s, 1000, 37, 1544, "rows across chunk boundaries");
+    check_2d(s, 3 * C + 8, 5, 4 * C, "rows longer than a chunk");
+    check_2d(s, 512, 64, 512, "pitch = width (contiguous)");
+    check_2d(s, 0, 5, 64, "zero width");
     check_order(s);
     check_direct(s, 0);
     check_direct(s, 1);
