@@ -118,6 +118,8 @@ typedef enum pk_param_id {
     PK_PARAM_CONV2D_FFT_TAPS,
     PK_PARAM_CONV2D_CL_SCHEME,
     PK_PARAM_DIFFUSION3D_CL_SCHEME,
+    PK_PARAM_DIFFUSION3D_TB_DEPTH,
+    PK_PARAM_DIFFUSION3D_TB_ROWS,
     PK_PARAM_DSLASH_ISA,
     PK_PARAM_GRID_CUDA_BLOCKS,
     PK_PARAM_LAPLACE2D_ISA,
@@ -219,6 +221,7 @@ typedef struct pk_d3_host_plan {
     int *cpu_of_slot;     /* OpenMP phalanx: CPU of each team slot (-1: unpinned) */
     int nt;               /* OpenMP: team size fixed at creation */
     float *scratch;       /* OpenMP temporal blocking: per-thread ring buffers */
+    int tb_depth, tb_rows; /* OpenMP omp-tb: steps per pass, rows per block (tuning) */
     pk_status (*run)(void *impl, int count, double *seconds); /* the backend's steps */
 } pk_d3_host_plan;
 pk_status pk_d3_host_create(const pk_d3_desc *desc, pk_d3_host_plan **plan);

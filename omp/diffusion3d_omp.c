@@ -258,13 +258,15 @@ static int *phalanx_cpu_map(int nt, int *threads_per_core)
 }
 
 /* ---- omp-tb: temporal blocking --------------------------------------------------------- */
-/* D3_TB_DEPTH steps per pass over memory (2.5D wavefront): a thread takes a block of y rows
- * and marches along z; step k of the block lives in a ring of three planes (rows widened by
- * the halo the later steps need, recomputed rather than exchanged), step k at plane z is
+/* T steps per pass over memory (2.5D wavefront): a thread takes a block of Y rows and
+ * marches along z; step k of the block lives in a ring of three planes (rows widened by the
+ * halo the later steps need, recomputed rather than exchanged), step k at plane z is
  * computed as soon as step k-1 has planes z-1..z+1.  Only the input is read and only the
- * last step is written: 8 bytes per point per D3_TB_DEPTH steps. */
-#define D3_TB_DEPTH 4
-#define D3_TB_YBLOCK 64
+ * last step is written: 8 bytes per point per T steps.  T and Y are the tuning parameters
+ * diffusion3d.tb_depth (default 4, at most D3_TB_MAX_DEPTH) and diffusion3d.tb_rows (64),
+ * read at plan creation; every point's arithmetic is the same for any T and Y, so the
+ * result is too, bit for bit. */
+#define D3_TB_MAX_DEPTH 16
 
 typedef struct tb_ring {
     float *plane[3];
@@ -280,10 +282,10 @@ static inline const float *tb_row(const pk_d3_desc *d, const float *in, const tb
     return r->plane[z % 3] + (size_t)(y - r->ylo) * (size_t)d->nx;
 }
 
-static void tb_block(const pk_d3_desc *d, const float *in, float *out, tb_ring *ring, float *buf,
-                     int stream, int y0, int y1)
+static void tb_block(const pk_d3_desc *d, int T, const float *in, float *out, tb_ring *ring,
+                     float *buf, int stream, int y0, int y1)
 {
-    const int T = D3_TB_DEPTH, ny = d->ny, nz = d->nz, nx = d->nx;
+    const int ny = d->ny, nz = d->nz, nx = d->nx;
     const size_t plane = (size_t)nx * (size_t)ny;
     for (int k = 1; k < T; ++k) {
         ring[k].ylo = y0 - (T - k) > 0 ? y0 - (T - k) : 0;
@@ -323,18 +325,18 @@ static void tb_block(const pk_d3_desc *d, const float *in, float *out, tb_ring *
 }
 
 /* Per-thread scratch of the temporal blocking: rings of steps 1..T-1 and one stream row. */
-static size_t tb_scratch_floats(const pk_d3_desc *d)
+static size_t tb_scratch_floats(const pk_d3_desc *d, int T, int Y)
 {
-    const size_t ring_rows = (size_t)D3_TB_YBLOCK + 2 * (D3_TB_DEPTH - 1);
-    return ((size_t)(D3_TB_DEPTH - 1) * 3 * ring_rows + 1) * (size_t)d->nx + 16;
+    const size_t ring_rows = (size_t)Y + 2 * (size_t)(T - 1);
+    return ((size_t)(T - 1) * 3 * ring_rows + 1) * (size_t)d->nx + 16;
 }
 
 static void steps_tb(pk_d3_host_plan *h, int count)
 {
     const pk_d3_desc *d = &h->d;
-    const int T = D3_TB_DEPTH, nyb = (d->ny + D3_TB_YBLOCK - 1) / D3_TB_YBLOCK;
+    const int T = h->tb_depth, Y = h->tb_rows, nyb = (d->ny + Y - 1) / Y;
     const int passes = count / T, rest = count % T, nt = h->nt;
-    const size_t ring_rows = (size_t)D3_TB_YBLOCK + 2 * (T - 1), per = tb_scratch_floats(d);
+    const size_t ring_rows = (size_t)Y + 2 * (size_t)(T - 1), per = tb_scratch_floats(d, T, Y);
     float *f1 = h->cur, *f2 = h->cur == h->f1 ? h->f2 : h->f1;
 #pragma omp parallel num_threads(nt)
     {
@@ -343,7 +345,7 @@ static void steps_tb(pk_d3_host_plan *h, int count)
 #else
         float *work = h->scratch;
 #endif
-        tb_ring ring[D3_TB_DEPTH];
+        tb_ring ring[D3_TB_MAX_DEPTH];
         for (int k = 1; k < T; ++k)
             for (int i = 0; i < 3; ++i)
                 ring[k].plane[i] = work + ((size_t)(k - 1) * 3 + i) * ring_rows * (size_t)d->nx;
@@ -353,9 +355,9 @@ static void steps_tb(pk_d3_host_plan *h, int count)
             float *dst = (p & 1) ? f1 : f2;
 #pragma omp for schedule(dynamic, 1)
             for (int yb = 0; yb < nyb; ++yb) {
-                const int y0 = yb * D3_TB_YBLOCK;
-                const int y1 = y0 + D3_TB_YBLOCK < d->ny ? y0 + D3_TB_YBLOCK : d->ny;
-                tb_block(d, src, dst, ring, buf, h->stream, y0, y1);
+                const int y0 = yb * Y;
+                const int y1 = y0 + Y < d->ny ? y0 + Y : d->ny;
+                tb_block(d, T, src, dst, ring, buf, h->stream, y0, y1);
             }
             stream_fence(h->stream); /* before the implicit barrier of the omp for ends */
         }
@@ -384,7 +386,12 @@ pk_status pk_omp_d3_create(void *state, int device, const pk_d3_desc *desc, void
     h->stream = 2.0 * (double)h->n * sizeof(float) > (double)llc && desc->nx >= 16;
     h->nt = nt;
     if (d3_variant_id(h->variant) == 3) {
-        size_t per = tb_scratch_floats(desc), total;
+        int v[2];
+        (void)pk_param_get(desc->tuning, PK_PARAM_DIFFUSION3D_TB_DEPTH, v);
+        h->tb_depth = v[0];
+        (void)pk_param_get(desc->tuning, PK_PARAM_DIFFUSION3D_TB_ROWS, v);
+        h->tb_rows = v[0];
+        size_t per = tb_scratch_floats(desc, h->tb_depth, h->tb_rows), total;
         if (pk_mul3_size(per, (size_t)nt, sizeof(float), &total) != 0 ||
             !(h->scratch = pk_alloc_aligned(total))) {
             pk_d3_host_destroy(h);

@@ -205,6 +205,52 @@ static void d3_check_analytic(const char *variant, int nx, int count)
     free(exact);
 }
 
+/* omp-tb under other diffusion3d.tb_depth / tb_rows (the tuning parameters): every point's
+ * arithmetic is the same whatever the blocking, so each result equals the default's bit for
+ * bit, and the reference within the tolerance; depths that do not divide the count leave
+ * single sweeps for the rest, blocks of 1 row and more rows than the field included. */
+static void d3_check_tb_params(void)
+{
+    const int nx = 37, ny = 29, nz = 23, count = 11;
+    static const char *const depth[] = {"1", "2", "3", "5", "16"};
+    static const char *const rows[] = {"1", "7", "64", "4096"};
+    const size_t n = (size_t)nx * ny * nz;
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, nx, ny, nz, count);
+    float *f0 = d3_alloc(n), *def = d3_alloc(n), *f = d3_alloc(n), *ref = d3_alloc(n);
+    d3_fill(f0, nx, ny, nz, 4242);
+    memcpy(def, f0, n * sizeof(float));
+    memcpy(ref, f0, n * sizeof(float));
+    pk_diffusion3d_reference(&p, ref);
+    int s = pk_diffusion3d(d3_ctx, &p, "omp-tb", def, NULL);
+    char why[600] = "";
+    int good = s == PK_OK, tried = 0;
+    if (s != PK_OK) snprintf(why, sizeof why, "; default: %s", pk_last_error());
+    for (size_t a = 0; a < sizeof depth / sizeof depth[0] && good; ++a)
+        for (size_t b = 0; b < sizeof rows / sizeof rows[0] && good; ++b) {
+            pk_context_set_param(d3_ctx, "diffusion3d.tb_depth", depth[a]);
+            pk_context_set_param(d3_ctx, "diffusion3d.tb_rows", rows[b]);
+            memcpy(f, f0, n * sizeof(float));
+            s = pk_diffusion3d(d3_ctx, &p, "omp-tb", f, NULL);
+            ++tried;
+            if (s != PK_OK || memcmp(f, def, n * sizeof(float)) != 0 ||
+                pk_diff_f32(f, ref, n, D3_RTOL, D3_ZERO, PK_DIFF_ELEMENTWISE, NULL) != PK_OK) {
+                good = 0;
+                snprintf(why, sizeof why, "; depth %s, rows %s: %s", depth[a], rows[b],
+                         s ? pk_last_error() : "differs from the default's bits");
+            }
+        }
+    pk_context_set_param(d3_ctx, "diffusion3d.tb_depth", NULL);
+    pk_context_set_param(d3_ctx, "diffusion3d.tb_rows", NULL);
+    ok(good, "omp-tb %dx%dx%d x %d steps under tb_depth 1, 2, 3, 5, 16 x tb_rows 1, 7, 64, 4096 "
+       "(%d runs): the default's bits, the reference within rtol%s", nx, ny, nz, count, tried,
+       why);
+    free(f0);
+    free(def);
+    free(f);
+    free(ref);
+}
+
 /* Run the whole suite on one backend; SKIP with the reason when it cannot run here. */
 static int d3_run_suite(pk_backend_id backend)
 {
@@ -237,6 +283,7 @@ static int d3_run_suite(pk_backend_id backend)
         d3_check_plan(v);
         d3_check_execute(v);
         d3_check_analytic(v, 32, 1024);
+        if (!strcmp(v, "omp-tb")) d3_check_tb_params();
     }
     pk_context_destroy(d3_ctx);
     return tap_done();

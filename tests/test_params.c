@@ -27,7 +27,8 @@ static const struct {
     const char *name, *value;
 } other[] = {
     {"conv2d.fft_taps", "7"},          {"conv2d.cl_scheme", "scalar"},
-    {"diffusion3d.cl_scheme", "xvec"}, {"dslash.isa", "generic"},
+    {"diffusion3d.cl_scheme", "xvec"}, {"diffusion3d.tb_depth", "3"},
+    {"diffusion3d.tb_rows", "17"},     {"dslash.isa", "generic"},
     {"grid.cuda_blocks", "5,6"},       {"laplace2d.isa", "avx2"},
     {"laplace2d.stream", "0"},         {"laplace2d.cl_scheme", "item"},
     {"magicfilter3d.isa", "generic"},  {"magicfilter3d.cl_scheme", "tile"},

@@ -1355,6 +1355,8 @@ static const tune_dim tune_space[] = {
     {"conv2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec scalar", "vec", 0},
     {"conv2d.fft_taps", PK_BACKEND_AUTO, NULL, NULL, NULL, 0}, /* the crossover at the case's PSF */
     {"diffusion3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "xvec zmarch", "xvec", 0},
+    {"diffusion3d.tb_depth", PK_BACKEND_OPENMP, "omp-tb", "2 3 6 8", NULL, 0},
+    {"diffusion3d.tb_rows", PK_BACKEND_OPENMP, "omp-tb", "16 32 128", NULL, 0},
     {"dslash.isa", PK_BACKEND_OPENMP, "omp-vnode", "avx512 avx2 generic", NULL, 1},
     {"grid.cuda_blocks", PK_BACKEND_CUDA, "cuda-tiled", "2,16 4,32 8,64 16,128", NULL, 0},
     {"laplace2d.isa", PK_BACKEND_OPENMP, "omp-simd,omp-tb", "avx512 avx2 generic", NULL, 1},
