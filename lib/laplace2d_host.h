@@ -72,6 +72,7 @@ typedef struct pk_lp_host_plan {
     int stream;        /* OpenMP: streaming stores (the two fields exceed the last-level cache) */
     float *scratch;    /* OpenMP temporal blocking: per-thread ring rows */
     size_t scratch_per_thread; /* floats */
+    int tb_depth;              /* OpenMP omp-tb: iterations per pass (laplace2d.tb_depth) */
     pk_status (*run)(void *impl, int count, double *kernel_seconds); /* the backend's sweeps */
 } pk_lp_host_plan;
 

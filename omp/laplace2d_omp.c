@@ -7,13 +7,13 @@
  *   omp       the portable row (pk_lp_row, laplace2d_host.h) left to the compiler's
  *             auto-vectoriser (an AVX2 clone picked at load time): the paper's auto-vectorised
  *             Laplacian.
- *   omp-tb    temporal blocking on the omp-simd rows: LP_TB_DEPTH iterations per pass over
- *             memory.  Each thread owns a band of rows and marches down it; iteration k of
+ *   omp-tb    temporal blocking on the omp-simd rows: laplace2d.tb_depth iterations per pass
+ *             over memory (a tuning parameter, default 4, at most LP_TB_MAX_DEPTH).  Each thread owns a band of rows and marches down it; iteration k of
  *             row r is computed as soon as iteration k-1 has rows r-1..r+1, kept in a ring of
  *             three rows per intermediate iteration (L2-resident), the halo rows above and
  *             below the band recomputed rather than exchanged.  Same layout, same row kernel,
  *             same iterations: the result is bit for bit that of omp-simd; a remainder of
- *             count % LP_TB_DEPTH iterations runs as plain sweeps.
+ *             count % depth iterations runs as plain sweeps.
  * Every variant runs all iterations of a call in one parallel region, threads sweeping the
  * static row partition they first touched (pk_lp_rows_of), a barrier per iteration (per pass
  * for omp-tb).  Fields beyond the last-level cache are written with streaming stores: the
@@ -44,7 +44,7 @@
 #define LP_T256 __attribute__((target("avx2,fma")))
 #endif
 
-#define LP_TB_DEPTH 4 /* iterations per pass of omp-tb */
+#define LP_TB_MAX_DEPTH 16 /* iterations per pass of omp-tb: laplace2d.tb_depth's range */
 
 enum { LP_OMP_SIMD = 0, LP_OMP_AUTO = 1, LP_OMP_TB = 2 };
 enum { LP_ISA_GENERIC = 0, LP_ISA_AVX2 = 1, LP_ISA_AVX512 = 2 };
@@ -348,14 +348,14 @@ static void sweep_rows(const lp_omp *o, const float *src, float *dst, int y0, in
 
 static inline int mod3(int r) { return ((r % 3) + 3) % 3; }
 
-/* One pass of omp-tb over rows [y0, y1): LP_TB_DEPTH iterations src -> dst.  ring[k]
+/* One pass of omp-tb over rows [y0, y1): T iterations src -> dst.  ring[k]
  * (k = 1 .. T-1) holds three rows of iteration k, row r in slot r mod 3; iteration 0 is src
  * (row r mod l).  At step zz iteration k computes row zz - (k - 1): its rows r-1, r, r+1 of
  * iteration k-1 were computed at steps zz-2, zz-1 and, earlier in this step, zz. */
-static void tb_band(const lp_omp *o, const float *src, float *dst, float *const *ring,
+static void tb_band(const lp_omp *o, int T, const float *src, float *dst, float *const *ring,
                     size_t stride, int y0, int y1, float *buf)
 {
-    const int T = LP_TB_DEPTH, l = o->k.l;
+    const int l = o->k.l;
     for (int zz = y0 - (T - 1); zz < y1 + (T - 1); ++zz) {
         for (int k = 1; k <= T; ++k) {
             const int r = zz - (k - 1);
@@ -379,15 +379,15 @@ static void tb_band(const lp_omp *o, const float *src, float *dst, float *const 
 /* Per-thread scratch: one stream row, and for omp-tb (T-1) rings of three rows. */
 static size_t lp_row_stride(int l) { return ((size_t)l + 15) / 16 * 16; }
 
-static size_t lp_scratch_floats(int l, int kind)
+static size_t lp_scratch_floats(int l, int kind, int T)
 {
-    const size_t rows = 1 + (kind == LP_OMP_TB ? 3 * (LP_TB_DEPTH - 1) : 0);
+    const size_t rows = 1 + (kind == LP_OMP_TB ? 3 * (size_t)(T - 1) : 0);
     return rows * lp_row_stride(l);
 }
 
 static void lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count)
 {
-    const int tb = h->kind == LP_OMP_TB, T = LP_TB_DEPTH;
+    const int tb = h->kind == LP_OMP_TB, T = h->tb_depth;
     const int passes = tb ? count / T : 0, sweeps = tb ? count % T : count;
     const size_t stride = lp_row_stride(h->d.l);
     float *f[2] = {h->cur, h->cur == h->f1 ? h->f2 : h->f1};
@@ -401,12 +401,12 @@ static void lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count)
         int y0, y1;
         pk_lp_rows_of(h->d.l, t, nt, &y0, &y1);
         float *work = h->scratch + (size_t)t * h->scratch_per_thread;
-        float *ring[LP_TB_DEPTH];
+        float *ring[LP_TB_MAX_DEPTH];
         for (int k = 1; k < T; ++k) ring[k] = work + (size_t)(1 + 3 * (k - 1)) * stride;
         ring[0] = NULL;
         int cur = 0;
         for (int p = 0; p < passes; ++p, cur ^= 1) {
-            if (y1 > y0) tb_band(o, f[cur], f[cur ^ 1], ring, stride, y0, y1, work);
+            if (y1 > y0) tb_band(o, T, f[cur], f[cur ^ 1], ring, stride, y0, y1, work);
             stream_fence(h->stream);
 #pragma omp barrier
         }
@@ -437,7 +437,10 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
     pk_lp_host_plan *h;
     PK_TRY(pk_lp_host_create(desc, nt, &h));
     h->kind = lp_kind_of(h->variant);
-    h->scratch_per_thread = lp_scratch_floats(desc->l, h->kind);
+    int depth[2];
+    (void)pk_param_get(desc->tuning, PK_PARAM_LAPLACE2D_TB_DEPTH, depth);
+    h->tb_depth = depth[0];
+    h->scratch_per_thread = lp_scratch_floats(desc->l, h->kind, h->tb_depth);
     /* Stream only when the pair of fields cannot stay in the last-level cache. */
     long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (llc <= 0) llc = 32L << 20;
@@ -448,9 +451,10 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
     size_t total;
     if (pk_mul3_size(h->scratch_per_thread, (size_t)h->nt, sizeof(float), &total) != 0 ||
         !(h->scratch = pk_alloc_aligned(total))) {
+        const size_t per = h->scratch_per_thread;
         pk_lp_host_destroy(h);
         return pk_fail(PK_ENOMEM, "laplace2d %s: cannot allocate %d x %zu floats of row buffers",
-                       desc->variant, nt, lp_scratch_floats(desc->l, LP_OMP_TB));
+                       desc->variant, nt, per);
     }
     /* The ISA of the hand-vectorised rows, fixed for the plan's life. */
     h->isa = LP_ISA_GENERIC;

@@ -27,7 +27,8 @@
  * omp-simd and omp-tb also run under laplace2d.isa = avx512, avx2, generic and auto, each
  * with and without laplace2d.stream=1 (streaming stores, which the OpenMP backend uses on
  * its own only for fields beyond the last-level cache), omp with and without streaming, the
- * OpenMP variants on 3 and 7 threads (more threads than rows), opencl under
+ * OpenMP variants on 3 and 7 threads (more threads than rows), omp-tb under
+ * laplace2d.tb_depth = 1, 2, 3, 5, 16 (depths that divide the counts and not), opencl under
  * laplace2d.cl_scheme = vec, item and auto.
  *
  * Error analysis (float, u = 2^-24; a = (float)sigma, inv = fl(1/(1+4a)); portkern.h).
@@ -865,6 +866,10 @@ static int lp_run_suite(pk_backend_id backend)
             pk_context_set_param(lp_ctx, "laplace2d.stream", "1");
             lp_check_env(v, "laplace2d.isa", isa, 3);
             pk_context_set_param(lp_ctx, "laplace2d.stream", NULL);
+            if (strcmp(v, "omp-tb") == 0) { /* depths dividing the counts or not, 1 and 16 */
+                static const char *const depth[] = {"1", "2", "3", "5", "16"};
+                lp_check_env(v, "laplace2d.tb_depth", depth, 5);
+            }
         } else if (strcmp(v, "omp") == 0) {
             static const char *const on[] = {"1"};
             lp_check_env(v, "laplace2d.stream", on, 1);

@@ -31,6 +31,7 @@ static const struct {
     {"diffusion3d.tb_rows", "17"},     {"dslash.isa", "generic"},
     {"grid.cuda_blocks", "5,6"},       {"laplace2d.isa", "avx2"},
     {"laplace2d.stream", "0"},         {"laplace2d.cl_scheme", "item"},
+    {"laplace2d.tb_depth", "5"},
     {"magicfilter3d.isa", "generic"},  {"magicfilter3d.cl_scheme", "tile"},
     {"su3.isa", "avx2"},               {"su3.stream", "1"},
 };

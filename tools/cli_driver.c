@@ -1362,6 +1362,7 @@ static const tune_dim tune_space[] = {
     {"laplace2d.isa", PK_BACKEND_OPENMP, "omp-simd,omp-tb", "avx512 avx2 generic", NULL, 1},
     {"laplace2d.stream", PK_BACKEND_OPENMP, NULL, "0 1", NULL, 0},
     {"laplace2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec item", "vec", 0},
+    {"laplace2d.tb_depth", PK_BACKEND_OPENMP, "omp-tb", "2 3 6 8", NULL, 0},
     {"magicfilter3d.isa", PK_BACKEND_SERIAL, "simd", "avx512 avx2 generic", NULL, 1},
     {"magicfilter3d.isa", PK_BACKEND_OPENMP, "omp", "avx512 avx2 generic", NULL, 1},
     {"magicfilter3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec tile", "vec", 0},
