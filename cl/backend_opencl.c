@@ -15,6 +15,7 @@
 #include "cl/bandwidth_cl.h" /* generated in the build tree */
 
 #include <CL/cl_ext.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,8 @@ static void cache_configure(pk_cl_state *st)
     st->cache_on = n > 0 && (size_t)n < sizeof st->cache_dir;
 }
 
+static void census_write(pk_cl_state *st);
+
 static pk_status ocl_init(const pk_context_options *opt, void **state, char *why, size_t len)
 {
     cl_uint np = 0;
@@ -290,6 +293,7 @@ static pk_status ocl_init(const pk_context_options *opt, void **state, char *why
         goto out;
     }
     cache_configure(st);
+    census_write(st);
     const char *brk = pk_getenv("PORTKERN_TEST_CL_BREAK_BUILD");
     st->break_build = brk && strcmp(brk, "0") != 0;
     *state = st;
@@ -736,6 +740,132 @@ static pk_status ocl_link_bandwidth(void *state, int device, size_t bytes, doubl
     return s;
 }
 
+/* ---- the device census: "no OpenCL GPU here" without starting a platform --------------
+ * Starting the OpenCL platforms costs 20-100 ms (PoCL loads LLVM), and auto starts them on a
+ * CPU-only machine only to learn that there is no GPU to try before OpenMP.  Every init that
+ * finds devices writes how many GPUs it saw to <cache>/opencl-census, under a key of what
+ * decides the device list without starting anything: the ICD vendor files (names, sizes,
+ * modification times, contents), the variables the ICD loader and the usual drivers read,
+ * and the library version.  ocl_census answers from that file while the key matches; any
+ * change, or no file, means "not known" and the platforms are started as before. */
+#define PK_CL_CENSUS_FILE "opencl-census"
+
+static uint64_t census_mix(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; ++i) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t census_file(uint64_t h, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return census_mix(h, "-", 1);
+    const long long v[4] = {(long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
+                            (long long)sb.st_mtim.tv_nsec, (long long)sb.st_ino};
+    h = census_mix(census_mix(h, path, strlen(path) + 1), v, sizeof v);
+    char buf[4096];
+    FILE *f = S_ISREG(sb.st_mode) ? fopen(path, "rb") : NULL;
+    if (f) {
+        const size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        h = census_mix(h, buf, n);
+    }
+    return h;
+}
+
+static int census_icd(const struct dirent *e)
+{
+    const size_t n = strlen(e->d_name);
+    return n > 4 && !strcmp(e->d_name + n - 4, ".icd");
+}
+
+static uint64_t census_key(void)
+{
+    static const char *const vars[] = {"OCL_ICD_VENDORS", "OCL_ICD_FILENAMES",
+                                       "OPENCL_VENDOR_PATH", "POCL_DEVICES", "CUDA_VISIBLE_DEVICES",
+                                       "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                                       "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK"};
+    uint64_t h = census_mix(1469598103934665603ull, pk_version(), strlen(pk_version()) + 1);
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i) {
+        const char *v = getenv(vars[i]);
+        h = census_mix(h, vars[i], strlen(vars[i]) + 1);
+        h = v ? census_mix(h, v, strlen(v) + 1) : census_mix(h, "", 1);
+    }
+    const char *vendors = getenv("OCL_ICD_VENDORS");
+    struct stat sb;
+    const char *dir = vendors && stat(vendors, &sb) == 0 && S_ISDIR(sb.st_mode) ? vendors
+                      : vendors && *vendors                                    ? NULL
+                                                                               : "/etc/OpenCL/vendors";
+    if (!dir) return census_file(h, vendors); /* a single .icd file */
+    struct dirent **list = NULL;
+    const int n = scandir(dir, &list, census_icd, alphasort);
+    for (int i = 0; i < n; ++i) {
+        char path[2048];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, list[i]->d_name) < sizeof path)
+            h = census_file(h, path);
+        free(list[i]);
+    }
+    free(list);
+    return census_mix(h, &n, sizeof n);
+}
+
+static int census_path(char *path, size_t len)
+{
+    pk_cl_state probe;
+    memset(&probe, 0, sizeof probe);
+    cache_configure(&probe);
+    return probe.cache_on && cache_dir_private(&probe) &&
+           (size_t)snprintf(path, len, "%s/" PK_CL_CENSUS_FILE, probe.cache_dir) < len;
+}
+
+static void census_write(pk_cl_state *st)
+{
+    if (!st->cache_on || mkdir_p(st->cache_dir) != 0 || !cache_dir_private(st)) return;
+    char path[1100], line[96];
+    int gpus = 0;
+    for (int i = 0; i < st->ndev; ++i) gpus += st->dev[i].type == PK_DEVICE_GPU;
+    if ((size_t)snprintf(path, sizeof path, "%s/" PK_CL_CENSUS_FILE, st->cache_dir) >= sizeof path)
+        return;
+    const int n = snprintf(line, sizeof line, "portkern-opencl-census 1 %016llx %d\n",
+                           (unsigned long long)census_key(), gpus);
+    char old[96] = "";
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(old, sizeof old, f)) old[0] = '\0';
+        fclose(f);
+    }
+    if (!strcmp(old, line)) return; /* already says so: no write per context */
+    pk_file_tmp t;
+    if (pk_file_begin(path, &t) != PK_OK) {
+        pk_clear_error();
+        return;
+    }
+    const int ok = write(t.fd, line, (size_t)n) == n;
+    if (pk_file_commit(&t, ok, EIO) != PK_OK) pk_clear_error();
+}
+
+/* 0 when the census knows there is no device of `type` (the key still matches), else -1. */
+static int ocl_census(pk_device_type type, char *why, size_t len)
+{
+    char path[1100], line[96] = "", key[20];
+    unsigned long long k = 0;
+    int version = 0, gpus = -1;
+    if (type != PK_DEVICE_GPU || !census_path(path, sizeof path)) return -1;
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    const int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!got || sscanf(line, "portkern-opencl-census %d %19s %d", &version, key, &gpus) != 3 ||
+        version != 1 || gpus != 0 || sscanf(key, "%llx", &k) != 1 || k != census_key())
+        return -1;
+    snprintf(why, len, "device census");
+    return 0;
+}
+
 const pk_backend_ops pk_backend_opencl = {
     .id = PK_BACKEND_OPENCL,
     .name = "opencl",
@@ -745,6 +875,7 @@ const pk_backend_ops pk_backend_opencl = {
     .device_info = ocl_device_info,
     .bandwidth = ocl_bandwidth,
     .link_bandwidth = ocl_link_bandwidth,
+    .census = ocl_census,
 };
 
 cl_mem pk_cl_device_buffer(const pk_cl_device *dev, cl_mem_flags flags, size_t bytes,

@@ -43,6 +43,20 @@ const char *pk_kernel_variants(const pk_kernel_class *kc, pk_backend_id backend)
 
 static pk_status pick_device(pk_context *ctx, const candidate *cd, int strict, int *device);
 
+/* A candidate for a device type that the backend, not started in this context yet, knows it
+ * has none of from an earlier start (its census): PK_ENODEVICE saying so, without starting
+ * it.  Contexts that ignore the environment never consult the record. */
+static pk_status census_check(pk_context *ctx, const candidate *cd)
+{
+    const pk_backend_ops *ops = pk_backend_ops_get(cd->backend);
+    char why[1200];
+    if (!cd->type || cd->device >= 0 || ctx->slot[cd->backend].probed || !ops || !ops->census ||
+        (ctx->opt.flags & PK_OPT_IGNORE_ENV) || ops->census(cd->type, why, sizeof why) != 0)
+        return PK_OK;
+    return pk_fail(PK_ENODEVICE, "%s: no %s device (%s)", ops->name,
+                   cd->type == PK_DEVICE_GPU ? "GPU" : "CPU", why);
+}
+
 /* The device a candidate of the auto order would run on when it is a device across a link
  * (CUDA, OpenCL on a GPU), else -1.  Test hook: PORTKERN_TEST_COST_DEVICE=opencl makes OpenCL's
  * GPU turn take any OpenCL device (PoCL's CPU) so that the model runs without a GPU. */
@@ -52,6 +66,10 @@ static int link_device(pk_context *ctx, candidate *cd)
         const char *hook = pk_getenv("PORTKERN_TEST_COST_DEVICE");
         if (hook && !strcmp(hook, "opencl")) cd->type = 0;
     } else if (cd->backend != PK_BACKEND_CUDA) {
+        return -1;
+    }
+    if (census_check(ctx, cd) != PK_OK) {
+        pk_clear_error();
         return -1;
     }
     if (!pk_backend_available(ctx, cd->backend, NULL)) return -1;
@@ -187,6 +205,7 @@ static pk_status create_on(pk_context *ctx, const pk_kernel_class *kc, const can
                            int strict, const void *desc, const char *variant, pk_choice *c)
 {
     const char *why;
+    PK_TRY(census_check(ctx, cd));
     PK_CHECK(pk_backend_available(ctx, cd->backend, &why), PK_ENOBACKEND, "%s: %s",
              pk_backend_name(cd->backend), why);
     const pk_backend_ops *ops = pk_backend_ops_get(cd->backend);

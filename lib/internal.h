@@ -571,6 +571,12 @@ struct pk_backend_ops {
      * device or managed memory of the plan's device is PK_MEM_DEVICE, device memory of
      * another device (or an array that does not end where it starts) PK_MEM_OTHER. */
     int (*memory)(void *impl, const void *p, size_t bytes);
+
+    /* Optional (NULL: not known): without starting the backend, 0 when a record of an earlier
+     * start that still applies says it has no device of `type` (why says which record),
+     * else -1.  OpenCL: the device census (cl/backend_opencl.c), so that auto passes over
+     * OpenCL's GPU turn on a CPU-only machine without starting the platforms. */
+    int (*census)(pk_device_type type, char *why, size_t len);
 };
 enum { PK_MEM_HOST = 0, PK_MEM_DEVICE = 1, PK_MEM_OTHER = 2 };
 

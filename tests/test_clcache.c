@@ -8,6 +8,9 @@
  * (PORTKERN_TEST_CL_BREAK_BUILD=1) fails with PK_EBUILD and the build log when opencl is
  * forced, and falls back to another backend when it is not; and the GPU kernel scheme,
  * forced on whatever device is here (PORTKERN_CL_D3_SCHEME=zmarch), matches the reference.
+ * The device census: starting OpenCL writes it; with no GPU in it, auto passes over OpenCL's
+ * GPU turn without starting the platforms, unless the context ignores the environment, the
+ * key changed (a driver's variable) or the file is damaged, and then it is written anew.
  */
 #define _XOPEN_SOURCE 700
 #include "portkern.h"
@@ -228,6 +231,83 @@ static void foreign_key(unsigned char *buf, size_t *len)
     if (*len > 24) buf[20] ^= 0x01;
 }
 
+/* ---- the device census (auto passes over OpenCL's GPU turn without starting it) ---------- */
+/* The census line in dir ("" when none): its GPU count, or -1. */
+static int census_gpus(const char *dir)
+{
+    char path[800], line[128] = "", key[32];
+    int version = 0, gpus = -1;
+    snprintf(path, sizeof path, "%s/opencl-census", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    if (!fgets(line, sizeof line, f)) line[0] = '\0';
+    fclose(f);
+    if (sscanf(line, "portkern-opencl-census %d %31s %d", &version, key, &gpus) != 3) return -1;
+    return gpus;
+}
+
+static int census_said(const pk_run_info *info)
+{
+    return strstr(info->reason, "opencl gpu: skipped (no GPU device (device census))") != NULL;
+}
+
+static void check_census(void)
+{
+    char dir[700], path[800];
+    snprintf(dir, sizeof dir, "%s/census", root);
+    snprintf(path, sizeof path, "%s/opencl-census", dir);
+    setenv("PORTKERN_CACHE_DIR", dir, 1);
+    pk_context *c = NULL;
+    if (pk_context_create(&c, NULL) == PK_OK) (void)pk_backend_available(c, PK_BACKEND_OPENCL, NULL);
+    pk_context_destroy(c);
+    const int gpus = census_gpus(dir);
+    ok(gpus >= 0, "starting OpenCL writes the device census %s (%d GPUs)", path, gpus);
+    if (gpus != 0) {
+        tap_skip("this machine has an OpenCL GPU (or no census): auto starts OpenCL for it", "%s",
+                 "the census's skips");
+        unsetenv("PORTKERN_CACHE_DIR");
+        return;
+    }
+    pk_run_info info;
+    run_checked(PK_BACKEND_AUTO, NULL, "auto with the census", &info);
+    ok(census_said(&info), "auto passes over OpenCL's GPU turn by the census, without starting "
+       "it (%s)", info.reason);
+    /* a context that ignores the environment never reads it */
+    {
+        pk_context_options o;
+        pk_context_options_init(&o);
+        o.flags = PK_OPT_IGNORE_ENV;
+        float *f = xmalloc_f(npts);
+        memcpy(f, field0, npts * sizeof(float));
+        memset(&info, 0, sizeof info);
+        pk_status st = pk_context_create(&c, &o);
+        if (st == PK_OK) st = pk_diffusion3d(c, &params, NULL, f, &info);
+        ok(st == PK_OK && !census_said(&info) && strstr(info.reason, "opencl gpu: skipped"),
+           "PK_OPT_IGNORE_ENV: the census is not read, OpenCL is started (%s)", info.reason);
+        pk_context_destroy(c);
+        free(f);
+    }
+    /* what decides the device list changed (a driver's variable): started again, the census
+     * rewritten for the new key and used by the next context */
+    setenv("GPU_DEVICE_ORDINAL", "0", 1);
+    run_checked(PK_BACKEND_AUTO, NULL, "auto after GPU_DEVICE_ORDINAL changed", &info);
+    const int stale = census_said(&info);
+    run_checked(PK_BACKEND_AUTO, NULL, "auto, the next context", &info);
+    ok(!stale && census_said(&info), "a changed key: OpenCL started again and the census "
+       "rewritten, the next context passes over it (%s)", info.reason);
+    unsetenv("GPU_DEVICE_ORDINAL");
+    /* a damaged census is not believed */
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("portkern-opencl-census 1 zzzz 0\n", f);
+        fclose(f);
+    }
+    run_checked(PK_BACKEND_AUTO, NULL, "auto with a damaged census", &info);
+    ok(!census_said(&info) && census_gpus(dir) == 0,
+       "a damaged census: OpenCL started, the census written anew (%s)", info.reason);
+    unsetenv("PORTKERN_CACHE_DIR");
+}
+
 int main(void)
 {
     /* Absolute: XDG_CACHE_HOME is ignored when relative, as the XDG spec says. */
@@ -365,6 +445,8 @@ int main(void)
         run_checked(PK_BACKEND_OPENCL, "opencl", what, NULL);
     }
     unsetenv("PORTKERN_CL_D3_SCHEME");
+    unsetenv("PORTKERN_CACHE_DIR");
+    check_census();
 
     free(field0);
     free(expected);
