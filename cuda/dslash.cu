@@ -11,8 +11,15 @@
  *    1320 flops for ~2.9 KB per site (no reuse; ~1.1 KB with perfect cache reuse) dslash is
  *    memory-bound on every GPU, so the layout decides: fields are stored component-major
  *    ("structure of arrays" of double2: psi[12][V], u[4][rows x 3][V], chi[12][V]), so a
- *    warp's 32 loads of one component are 512 contiguous bytes (QUDA's FloatN ordering);
- *    the host reorders on upload and back on download.
+ *    warp's 32 loads of one component are 512 contiguous bytes (QUDA's FloatN ordering).
+ *    The reorders run on the device (pk_ds_kernel_pack_psi, _pack_u, _unpack_chi; the index
+ *    functions of lib/lattice_index.h): upload sends the caller's site-major u (one
+ *    direction at a time) and psi up as they are, through pk_cuda_transfer's staging ring,
+ *    into a device staging array of one spinor field and reorders from there (one host
+ *    copy into the ring, none on the host before); download reorders chi into it and sends
+ *    it down.  plan_execute on device arrays (pk_cuda_ds_execute_canonical) reorders from
+ *    the caller's arrays directly (recon12: rows 0 and 1 of the full links) and chi back
+ *    into the caller's: nothing crosses the link.
  *  - Half-spinor loads.  In the DeGrand-Rossi basis no projector 1 +- gamma_mu is
  *    diagonal, so every neighbour's four spins would be loaded.  The plan stores psi in the
  *    basis psi' = S psi, S = [[1, 1], [1, -1]] (2x2 spin blocks), where gamma_t' =
@@ -45,8 +52,8 @@
 #include "lattice_index.h"
 
 /* ---- device code --------------------------------------------------------------------------
- * Self-contained between these markers (no library calls; host-side layout conversions
- * included), so that it can be run on the host to check it. */
+ * Self-contained between these markers (no library calls; the layout conversions included),
+ * so that it can be run on the host to check it. */
 /* PK_DS_KERNEL_BEGIN */
 #define PK_DS_THREADS 128
 #define PK_DS_MIN_BLOCKS 4 /* resident blocks per SM asked of ptxas: <= 128 registers */

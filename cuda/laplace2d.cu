@@ -20,6 +20,10 @@
  *    memory traffic).
  *  - Iterations are launched back to back on one stream, swapping buffers; nothing is copied
  *    to the host between iterations and the only synchronisation is at the end of a run.
+ *  - A caller's lexi field in device memory (plan_execute on an hvfo plan:
+ *    pk_cuda_lp_execute_canonical) is reordered into the plan's buffer and back on the device
+ *    (pk_lp_kernel_reorder, lib/lattice_index.h's pk_lp_hvfo_col: the host reorder's bits);
+ *    nothing crosses the link.
  */
 #include "cuda_internal.h"
 

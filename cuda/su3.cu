@@ -23,6 +23,14 @@
  *    paper's layouts improve on.
  *  - Indices are 64-bit (arrays of any size); the grid is one-dimensional with 256 threads
  *    per block, up to INT_MAX blocks.
+ *  - Device arrays in the public layout (plan_execute with u, psi and chi all on the plan's
+ *    device: pk_cuda_s3_execute_canonical): the layout conversion runs on the device, one
+ *    thread per element (pk_s3_kernel_pack / _unpack, lib/lattice_index.h's pk_s3_index, the
+ *    rule of lib/su3.c's host conversion: the same bits), into and out of the plan's own u,
+ *    psi and chi, so a caller keeping its fields on the GPU pays no transfer and no host
+ *    pass.  Reads of the AoS side are coalesced, the vfo/hvfo side is scattered in 8-byte
+ *    pieces: a conversion costs about one more pass over the arrays than the kernel
+ *    (unmeasured).
  */
 #include "cuda_internal.h"
 
