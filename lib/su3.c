@@ -662,7 +662,8 @@ static int s3_on_device(const pk_su3_plan *plan, const double *u, const double *
 {
     const pk_s3_desc *d = &plan->d;
     if (d->layout == PK_SU3_AOS || !s3_ops(&plan->c)->execute_canonical) return 0;
-    const size_t ub = d->nv * PK_S3_U_AOS * sizeof(double), sb = d->nv * PK_S3_SPINOR * sizeof(double);
+    const size_t ub = d->nv * PK_S3_U_AOS * sizeof(double);
+    const size_t sb = d->nv * PK_S3_SPINOR * sizeof(double);
     return pk_choice_memory(&plan->c, u, ub) == PK_MEM_DEVICE &&
            pk_choice_memory(&plan->c, psi, sb) == PK_MEM_DEVICE &&
            pk_choice_memory(&plan->c, chi, sb) == PK_MEM_DEVICE;
