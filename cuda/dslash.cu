@@ -45,7 +45,6 @@
 #endif
 
 #include <limits.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,54 +258,56 @@ pk_ds_kernel(const double2 *__restrict__ u, const double2 *__restrict__ psi,
 
 /* The layout conversions on the device, where lib/lattice_index.h puts each complex number
  * (pk_ds_cm_index, pk_ds_link_index, pk_ds_site_link_index), grid-stride loops on at most
- * PK_DS_CONV_BLOCKS blocks.  The caller's site-major arrays (plan_execute on device
- * arrays) or the upload's staging copy of them are read; consecutive threads write
- * consecutive complex numbers of a component-major row (pack) or of the site-major chi
- * (unpack).  No arithmetic but psi's basis change, one IEEE add or subtract per real. */
+ * PK_DS_CONV_BLOCKS blocks, one thread per double (real or imaginary part r): any 8-byte
+ * aligned array.  The caller's site-major arrays (plan_execute on device arrays) or the
+ * upload's staging copy of them are read; consecutive threads write consecutive doubles of
+ * a component-major row (pack) or of the site-major chi (unpack).  No arithmetic but psi's
+ * basis change, one IEEE add or subtract per double (the host's was the same). */
 #define PK_DS_CONV_BLOCKS 65536
 
 /* psi [V][4][3] -> psi' [12][V]: component (k, c) = spins (k, c) + (k + 2, c), component
  * (k + 2, c) = their difference (k = 0, 1). */
 __global__ void __launch_bounds__(PK_DS_THREADS)
-pk_ds_kernel_pack_psi(const double2 *__restrict__ src, double2 *__restrict__ dst,
-                      long long vol)
+pk_ds_kernel_pack_psi(const double *__restrict__ src, double *__restrict__ dst, long long vol)
 {
-    const long long total = 6 * vol, step = (long long)gridDim.x * PK_DS_THREADS;
+    const long long total = 12 * vol, step = (long long)gridDim.x * PK_DS_THREADS;
     for (long long t = (long long)blockIdx.x * PK_DS_THREADS + threadIdx.x; t < total;
          t += step) {
-        const long long j = t / vol, x = t - j * vol; /* j = 3 k + c */
-        const double2 a = PK_DS_LDG(src + 12 * x + j), b = PK_DS_LDG(src + 12 * x + j + 6);
-        dst[pk_ds_cm_index((size_t)vol, (int)j, (size_t)x)] = pk_ds_add(a, b);
-        dst[pk_ds_cm_index((size_t)vol, (int)j + 6, (size_t)x)] = pk_ds_sub(a, b);
+        const long long q = t >> 1, j = q / vol, x = q - j * vol; /* j = 3 k + c */
+        const int r = (int)(t & 1);
+        const double a = PK_DS_LDG(src + 2 * (12 * x + j) + r);
+        const double b = PK_DS_LDG(src + 2 * (12 * x + j + 6) + r);
+        dst[2 * pk_ds_cm_index((size_t)vol, (int)j, (size_t)x) + r] = a + b;
+        dst[2 * pk_ds_cm_index((size_t)vol, (int)j + 6, (size_t)x) + r] = a - b;
     }
 }
 
 /* Links mu0 .. mu0 + nmu - 1: src [nmu][V][ns] (its first link's direction at src) ->
  * dst [4][n][V], the first n <= ns elements of each link (recon12 from full links: 6 of 9). */
 __global__ void __launch_bounds__(PK_DS_THREADS)
-pk_ds_kernel_pack_u(const double2 *__restrict__ src, double2 *__restrict__ dst, long long vol,
+pk_ds_kernel_pack_u(const double *__restrict__ src, double *__restrict__ dst, long long vol,
                     int ns, int n, int mu0, int nmu)
 {
-    const long long total = (long long)nmu * n * vol, step = (long long)gridDim.x * PK_DS_THREADS;
+    const long long total = 2LL * nmu * n * vol, step = (long long)gridDim.x * PK_DS_THREADS;
     for (long long t = (long long)blockIdx.x * PK_DS_THREADS + threadIdx.x; t < total;
          t += step) {
-        const long long r = t / vol, x = t - r * vol;
-        const int mu = (int)(r / n), e = (int)(r - (long long)mu * n);
-        dst[pk_ds_link_index((size_t)vol, n, mu0 + mu, e, (size_t)x)] =
-            PK_DS_LDG(src + pk_ds_site_link_index((size_t)vol, ns, mu, e, (size_t)x));
+        const long long q = t >> 1, w = q / vol, x = q - w * vol;
+        const int r = (int)(t & 1), mu = (int)(w / n), e = (int)(w - (long long)mu * n);
+        dst[2 * pk_ds_link_index((size_t)vol, n, mu0 + mu, e, (size_t)x) + r] =
+            PK_DS_LDG(src + 2 * pk_ds_site_link_index((size_t)vol, ns, mu, e, (size_t)x) + r);
     }
 }
 
 /* chi [12][V] -> [V][4][3]. */
 __global__ void __launch_bounds__(PK_DS_THREADS)
-pk_ds_kernel_unpack_chi(const double2 *__restrict__ src, double2 *__restrict__ dst,
-                        long long vol)
+pk_ds_kernel_unpack_chi(const double *__restrict__ src, double *__restrict__ dst, long long vol)
 {
-    const long long total = 12 * vol, step = (long long)gridDim.x * PK_DS_THREADS;
+    const long long total = 24 * vol, step = (long long)gridDim.x * PK_DS_THREADS;
     for (long long t = (long long)blockIdx.x * PK_DS_THREADS + threadIdx.x; t < total;
          t += step) {
-        const long long x = t / 12;
-        dst[t] = PK_DS_LDG(src + pk_ds_cm_index((size_t)vol, (int)(t - 12 * x), (size_t)x));
+        const long long q = t >> 1, x = q / 12;
+        dst[t] = PK_DS_LDG(src + 2 * pk_ds_cm_index((size_t)vol, (int)(q - 12 * x), (size_t)x) +
+                           (t & 1));
     }
 }
 /* PK_DS_KERNEL_END */
@@ -407,23 +408,24 @@ fail:
 
 /* One conversion kernel (kind 0: psi, 1: u links mu0 .. mu0 + nmu - 1 from ns elements a
  * link, 2: chi back), waited for. */
-static pk_status pk_ds_convert(pk_cuda_ds *p, int kind, const double2 *src, double2 *dst,
-                               int ns, int mu0, int nmu)
+static pk_status pk_ds_convert(pk_cuda_ds *p, int kind, const void *src, void *dst, int ns,
+                               int mu0, int nmu)
 {
     cudaError_t e;
     const int n = p->recon12 ? 6 : 9;
-    const long long total = kind == 0 ? 6 * p->vol : kind == 1 ? (long long)nmu * n * p->vol
-                                                               : 12 * p->vol;
+    const double *s = (const double *)src;
+    double *d = (double *)dst;
+    const long long total = kind == 0 ? 12 * p->vol : kind == 1 ? 2LL * nmu * n * p->vol
+                                                                : 24 * p->vol;
     const long long need = (total + PK_DS_THREADS - 1) / PK_DS_THREADS;
     const unsigned g = (unsigned)(need < PK_DS_CONV_BLOCKS ? need : PK_DS_CONV_BLOCKS);
     (void)cudaGetLastError(); /* a stale error of an earlier call is not this launch's */
     if (kind == 0)
-        pk_cuda_launch(pk_ds_kernel_pack_psi, g, PK_DS_THREADS, 0, 0, src, dst, p->vol);
+        pk_cuda_launch(pk_ds_kernel_pack_psi, g, PK_DS_THREADS, 0, 0, s, d, p->vol);
     else if (kind == 1)
-        pk_cuda_launch(pk_ds_kernel_pack_u, g, PK_DS_THREADS, 0, 0, src, dst, p->vol, ns, n, mu0,
-                       nmu);
+        pk_cuda_launch(pk_ds_kernel_pack_u, g, PK_DS_THREADS, 0, 0, s, d, p->vol, ns, n, mu0, nmu);
     else
-        pk_cuda_launch(pk_ds_kernel_unpack_chi, g, PK_DS_THREADS, 0, 0, src, dst, p->vol);
+        pk_cuda_launch(pk_ds_kernel_unpack_chi, g, PK_DS_THREADS, 0, 0, s, d, p->vol);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return pk_cuda_fail(e, "dslash layout conversion launch (%u blocks x %d threads)", g,
                             PK_DS_THREADS);
@@ -516,21 +518,19 @@ extern "C" pk_status pk_cuda_ds_execute_canonical(void *impl, const double *u, c
     cudaError_t e;
     *kernel_seconds = *layout_seconds = 0;
     for (int i = 0; i < 3; ++i)
-        PK_CHECK(pk_cuda_memory(&p->xf, arg[i].p, arg[i].bytes) == PK_MEM_DEVICE &&
-                     (uintptr_t)arg[i].p % 16 == 0,
-                 PK_EINVAL,
-                 "dslash %s: not 16-byte aligned device memory of device %d (%zu bytes): the "
-                 "device reorders only when u, psi and chi all are",
+        PK_CHECK(pk_cuda_memory(&p->xf, arg[i].p, arg[i].bytes) == PK_MEM_DEVICE, PK_EINVAL,
+                 "dslash %s: not device memory of device %d (%zu bytes): the device reorders "
+                 "only when u, psi and chi all are",
                  arg[i].name, p->xf.device, arg[i].bytes);
     if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
         return pk_cuda_fail(e, "cudaSetDevice(%d)", p->xf.device);
     double t0 = pk_now();
-    PK_TRY(pk_ds_convert(p, 1, (const double2 *)u, p->u, 9, 0, 4));
-    PK_TRY(pk_ds_convert(p, 0, (const double2 *)psi, p->psi, 0, 0, 0));
+    PK_TRY(pk_ds_convert(p, 1, u, p->u, 9, 0, 4));
+    PK_TRY(pk_ds_convert(p, 0, psi, p->psi, 0, 0, 0));
     *layout_seconds = pk_now() - t0;
     PK_TRY(pk_cuda_ds_run(p, kernel_seconds));
     t0 = pk_now();
-    PK_TRY(pk_ds_convert(p, 2, p->chi, (double2 *)chi, 0, 0, 0));
+    PK_TRY(pk_ds_convert(p, 2, p->chi, chi, 0, 0, 0));
     *layout_seconds += pk_now() - t0;
     p->xf.paths |= PK_CUDA_PATH_NONE;
     return PK_OK;

@@ -150,8 +150,9 @@ static size_t dse_ndiff; /* doubles of chi that differ from the host path's */
 
 /* plan_execute on device arrays in the public layout (execute_canonical, what lib/dslash.c
  * calls when u, psi and chi all are device memory of the plan's device): u full links even
- * for recon12.  chi apart, over psi (in place) and over the start of u: the host path's bits
- * every time; nothing copied; u and psi unchanged; a host psi PK_EINVAL. */
+ * for recon12.  chi apart, over psi (in place), over the start of u, and psi and chi one
+ * double off 16-byte alignment: the host path's bits every time; nothing copied; u and psi
+ * unchanged; a host psi PK_EINVAL. */
 static void dse_check_canonical(const int *L, int recon12)
 {
     pk_dslash_params p = ds_params(L[0], L[1], L[2], L[3], 0.125, recon12);
@@ -170,14 +171,22 @@ static void dse_check_canonical(const int *L, int recon12)
     double *du = pk_emu_device_array(u, ub), *dp = pk_emu_device_array(psi, sb);
     double *dc = pk_emu_device_array(nan, sb), *dio = pk_emu_device_array(psi, sb);
     double *du2 = pk_emu_device_array(u, ub);
+    /* psi and chi one double off 16-byte alignment */
+    double *shifted = ds_alloc(ns + 1);
+    shifted[0] = 0;
+    memcpy(shifted + 1, psi, sb);
+    double *dpo = pk_emu_device_array(shifted, sb + sizeof(double));
+    double *dco = pk_emu_device_array(NULL, sb + sizeof(double));
     void *impl = NULL;
     double ks = -1, ls = -1;
     if (s == PK_OK) s = pk_cuda_ds_create(emu_state(), 0, &d, &impl);
-    if (s == PK_OK && !(du && dp && dc && dio && du2)) s = pk_fail(PK_EDEVMEM, "test arrays");
-    const double *us[3] = {du, du, du2}, *ps[3] = {dp, dio, dp};
-    double *cs[3] = {dc, dio, du2};
-    static const char *const what[3] = {"chi apart", "chi over psi", "chi over u"};
-    for (int c = 0; c < 3 && s == PK_OK; ++c) {
+    if (s == PK_OK && !(du && dp && dc && dio && du2 && dpo && dco))
+        s = pk_fail(PK_EDEVMEM, "test arrays");
+    const double *us[4] = {du, du, du2, du}, *ps[4] = {dp, dio, dp, dpo ? dpo + 1 : NULL};
+    double *cs[4] = {dc, dio, du2, dco ? dco + 1 : NULL};
+    static const char *const what[4] = {"chi apart", "chi over psi", "chi over u",
+                                        "psi and chi 8 bytes off"};
+    for (int c = 0; c < 4 && s == PK_OK; ++c) {
         s = pk_cuda_ds_execute_canonical(impl, us[c], ps[c], cs[c], &ks, &ls);
         s = emu_zero_copy(impl, s, 0.0);
         if (s == PK_OK && (ks < 0 || ls < 0))
@@ -204,7 +213,8 @@ static void dse_check_canonical(const int *L, int recon12)
     }
     ok(s == PK_OK && e <= tol,
        "cuda%s %dx%dx%dx%d, plan_execute on device arrays (reordered on the device): the host "
-       "path's bits (rel err %.2e <= %.2e) with chi apart, over psi and over u; no transfer, "
+       "path's bits (rel err %.2e <= %.2e) with chi apart, over psi, over u, and psi and chi "
+       "off 16-byte alignment; no transfer, "
        "inputs unchanged, a host psi PK_EINVAL (%s)",
        recon12 ? " recon12" : "", L[0], L[1], L[2], L[3], e, tol, emu_why(s));
     pk_cuda_ds_destroy(impl);
@@ -213,6 +223,8 @@ static void dse_check_canonical(const int *L, int recon12)
     pk_emu_device_free(dc);
     pk_emu_device_free(dio);
     pk_emu_device_free(du2);
+    pk_emu_device_free(dpo);
+    pk_emu_device_free(dco);
     emu_next_case();
     free(u);
     free(psi);
@@ -220,6 +232,7 @@ static void dse_check_canonical(const int *L, int recon12)
     free(host);
     free(back);
     free(nan);
+    free(shifted);
 }
 
 static pk_status dse_create(const void *arg, void **impl)
