@@ -35,6 +35,8 @@
  *    threads give the one-thread bits.
  * 4. Bad input (serial suite): NULL arguments, extents <= 0, sizes whose bytes overflow,
  *    kappa <= 0, NaN or Inf, recon12 not 0/1, unknown variants, the reference in place.
+ * 5. CUDA suite only: plan_execute on cudaMalloc'd u, psi and chi (cuda_devmem.h), full links
+ *    and recon12 (ds_check_device_arrays; reordered on the device).
  * omp-vnode also runs under dslash.isa = avx512, avx2, generic and auto (the lanes it
  * chose must match the rule under generic: 2 lanes along the first of t, z, y, x with an
  * even extent, else 1), and both OpenMP variants on 3 threads.  A suite SKIPs as a whole when

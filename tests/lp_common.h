@@ -24,6 +24,8 @@
  *    index, round trips, one thread and threaded (pk_laplace2d on 1, 2, 3 threads: the
  *    one-thread bits), and bad input everywhere (NULL, sizes, overflow, sigma, layout,
  *    l % nw != 0 with a clear PK_ESIZE, unknown variants and layout names, overlap).
+ * 5. CUDA suite only: plan_execute on a cudaMalloc'd lexi field (cuda_devmem.h), lexi and
+ *    hvfo (lp_check_device_arrays; hvfo reordered on the device).
  * omp-simd and omp-tb also run under laplace2d.isa = avx512, avx2, generic and auto, each
  * with and without laplace2d.stream=1 (streaming stores, which the OpenMP backend uses on
  * its own only for fields beyond the last-level cache), omp with and without streaming, the

@@ -30,6 +30,9 @@
  * 5. omp-simd under su3.isa = avx512, avx2, generic and su3.stream = 0, 1
  *    (every hand-vectorised kernel and both store kinds run here); OpenMP on 3 and 7
  *    threads (more threads than work on the small sizes).
+ * 6. CUDA suite only: plan_execute on cudaMalloc'd AoS arrays (cuda_devmem.h), every layout
+ *    (s3_check_device_arrays; converted on the device but aos).  The emulated test
+ *    (test_s3_cuda_emu.c) checks the conversions of su3.cu themselves.
  * A suite SKIPs as a whole when its backend is unavailable, has no su3 variant, or its
  * device lacks double precision (PK_EUNSUPPORTED).
  *
