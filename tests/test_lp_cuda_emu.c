@@ -10,6 +10,7 @@
  */
 #include "cuda_emu_common.h"
 #include "laplace2d_host.h"
+#include "lattice_index.h"
 #include "lp_common.h"
 
 static pk_lp_desc lpe_desc(const pk_laplace2d_params *p)
@@ -205,6 +206,37 @@ static void lpe_check_plan(void)
     free(b);
 }
 
+/* lib/lattice_index.h's pk_lp_hvfo_col is the host reorder's rule too: for every hvfo shape
+ * of lp_common.h, pk_laplace2d_to_hvfo puts lexi float (y, x) at y l + pk_lp_hvfo_col(l, nw,
+ * x). */
+static void lpe_check_index(void)
+{
+    size_t bad = 0, checked = 0;
+    for (int i = 0; i < LP_NSHAPES; ++i) {
+        const lp_shape *sh = &lp_shapes[i];
+        if (sh->layout != PK_LAP_HVFO) continue;
+        for (int j = 0; j < sh->nl; ++j) {
+            const int l = sh->l[j], nw = sh->nw ? sh->nw : PK_LAP_DEFAULT_NW;
+            const size_t n = (size_t)l * l;
+            float *x = lp_alloc(n), *h = lp_alloc(n);
+            for (size_t k = 0; k < n; ++k) x[k] = (float)k;
+            if (pk_laplace2d_to_hvfo(l, nw, x, h) != PK_OK) {
+                printf("Bail out! pk_laplace2d_to_hvfo(%d, %d) failed\n", l, nw);
+                exit(1);
+            }
+            for (size_t k = 0; k < n; ++k, ++checked) {
+                const size_t y = k / (size_t)l;
+                bad += h[y * (size_t)l + (size_t)pk_lp_hvfo_col(l, nw, (int)(k % (size_t)l))] !=
+                       x[k];
+            }
+            free(x);
+            free(h);
+        }
+    }
+    ok(bad == 0, "pk_lp_hvfo_col (the device reorder's rule) is where pk_laplace2d_to_hvfo "
+       "puts each float: %zu of %zu wrong", bad, checked);
+}
+
 static pk_status lpe_create(const void *arg, void **impl)
 {
     return pk_cuda_lp_create(emu_state(), 0, (const pk_lp_desc *)arg, impl);
@@ -223,6 +255,7 @@ int main(void)
     static const lp_shape dev[] = {{PK_LAP_LEXI, 0, {37, 64}, 2}, {PK_LAP_HVFO, 8, {40}, 1}};
     lpe_devptr = 1;
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; ++i) lpe_check_shape(&dev[i]);
+    lpe_check_index();
     /* execute_canonical on every shape: lexi runs on the field itself, hvfo reorders on the
      * device */
     lpe_devptr = 2;

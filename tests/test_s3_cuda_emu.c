@@ -11,6 +11,7 @@
  * (padded u at nv = 4099); a line checks that they did.
  */
 #include "cuda_emu_common.h"
+#include "lattice_index.h"
 #include "s3_common.h"
 
 #include <float.h>
@@ -248,6 +249,61 @@ static void s3e_check_canonical(int layout, int nw)
        why);
 }
 
+/* lib/lattice_index.h's pk_s3_index is the rule of the host conversion too: for every
+ * layout and size, pk_su3_pack puts AoS double k of site s of u and psi where pk_s3_index
+ * says, and every other double of the layout arrays (padding sites, padded's entries 18 ..
+ * 23) is 0; the doubles it drops (short, recon12) are the last ones of each link. */
+static void s3e_check_index(void)
+{
+    size_t bad = 0, checked = 0;
+    char why[300] = "";
+    for (size_t c = 0; c < S3_NCASES; ++c)
+        for (size_t i = 0; i < S3_NSIZES; ++i) {
+            const size_t nv = s3_sizes[i];
+            pk_su3_params p = {nv, s3_cases[c][0], s3_cases[c][1]};
+            const pk_s3_desc d = s3e_desc(&p);
+            const int mu = pk_s3_u_per_site(p.layout);
+            double *u = s3_alloc(18 * nv), *psi = s3_alloc(24 * nv);
+            double *ul = s3_alloc(d.u_doubles), *pl = s3_alloc(d.spinor_doubles);
+            for (size_t k = 0; k < 18 * nv; ++k) u[k] = 1.0 + (double)k;
+            for (size_t k = 0; k < 24 * nv; ++k) psi[k] = -1.0 - (double)k;
+            char *seen_u = calloc(d.u_doubles, 1), *seen_p = calloc(d.spinor_doubles, 1);
+            if (pk_su3_pack(&p, u, psi, ul, pl) != PK_OK || !seen_u || !seen_p) {
+                printf("Bail out! pk_su3_pack failed\n");
+                exit(1);
+            }
+            for (size_t s = 0; s < d.nsites; ++s) {
+                for (int k = 0; k < mu; ++k) {
+                    const size_t at = pk_s3_index(p.layout, mu, d.nsites, d.nw, s, k);
+                    const double want = s < nv && k < 18 ? u[18 * s + (size_t)k] : 0.0;
+                    bad += at >= d.u_doubles || ul[at] != want;
+                    if (at < d.u_doubles) seen_u[at] = 1;
+                    ++checked;
+                }
+                for (int k = 0; k < 24; ++k) {
+                    const size_t at = pk_s3_index(p.layout, 24, d.nsites, d.nw, s, k);
+                    const double want = s < nv ? psi[24 * s + (size_t)k] : 0.0;
+                    bad += at >= d.spinor_doubles || pl[at] != want;
+                    if (at < d.spinor_doubles) seen_p[at] = 1;
+                    ++checked;
+                }
+            }
+            for (size_t k = 0; k < d.u_doubles; ++k) bad += !seen_u[k];
+            for (size_t k = 0; k < d.spinor_doubles; ++k) bad += !seen_p[k];
+            if (bad && !why[0])
+                snprintf(why, sizeof why, "; first in layout %d nw %d nv %zu", p.layout, p.nw, nv);
+            free(seen_u);
+            free(seen_p);
+            free(u);
+            free(psi);
+            free(ul);
+            free(pl);
+        }
+    ok(bad == 0, "pk_s3_index (the device conversions' rule) is where pk_su3_pack puts each "
+       "double, zeros elsewhere, every layout array covered: %zu of %zu wrong%s", bad, checked,
+       why);
+}
+
 static pk_status s3e_create(const void *arg, void **impl)
 {
     return pk_cuda_s3_create(emu_state(), 0, (const pk_s3_desc *)arg, impl);
@@ -269,6 +325,7 @@ int main(void)
     s3e_check_layout(PK_SU3_AOS, 0);
     s3e_check_layout(PK_SU3_VFO, 0);
     s3e_devptr = 0;
+    s3e_check_index();
     for (size_t c = 0; c < S3_NCASES; ++c) s3e_check_canonical(s3_cases[c][0], s3_cases[c][1]);
     pk_su3_params p = {100, PK_SU3_AOS, 0};
     const pk_s3_desc d = s3e_desc(&p);
