@@ -157,6 +157,10 @@ pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_seconds);
 pk_status pk_cuda_lp_download(void *impl, float *phi, double *seconds);
 pk_status pk_cuda_lp_execute(void *impl, float *phi, int count, double *kernel_seconds,
                              double *transfer_seconds);
+/* The execute_canonical ops (lib/internal.h): plan_execute on the caller's device arrays in
+ * the public layout, the layout conversions on the device. */
+pk_status pk_cuda_lp_execute_canonical(void *impl, float *phi, int count, double *kernel_seconds,
+                                       double *layout_seconds);
 void pk_cuda_lp_destroy(void *impl);
 pk_status pk_cuda_s3_create(void *state, int device, const pk_s3_desc *desc, void **impl);
 pk_status pk_cuda_s3_upload(void *impl, const double *u, const double *psi, double *seconds);
@@ -164,11 +168,17 @@ pk_status pk_cuda_s3_run(void *impl, double *kernel_seconds);
 pk_status pk_cuda_s3_download(void *impl, double *chi, double *seconds);
 pk_status pk_cuda_s3_execute(void *impl, const double *u, const double *psi, double *chi,
                              double *kernel_seconds, double *transfer_seconds);
+pk_status pk_cuda_s3_execute_canonical(void *impl, const double *u, const double *psi,
+                                       double *chi, double *kernel_seconds,
+                                       double *layout_seconds);
 void pk_cuda_s3_destroy(void *impl);
 pk_status pk_cuda_ds_create(void *state, int device, const pk_ds_desc *desc, void **impl);
 pk_status pk_cuda_ds_upload(void *impl, const double *u, const double *psi, double *seconds);
 pk_status pk_cuda_ds_run(void *impl, double *kernel_seconds);
 pk_status pk_cuda_ds_download(void *impl, double *chi, double *seconds);
+pk_status pk_cuda_ds_execute_canonical(void *impl, const double *u, const double *psi,
+                                       double *chi, double *kernel_seconds,
+                                       double *layout_seconds);
 void pk_cuda_ds_destroy(void *impl);
 
 #ifdef __cplusplus

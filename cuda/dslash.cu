@@ -11,8 +11,15 @@
  *    1320 flops for ~2.9 KB per site (no reuse; ~1.1 KB with perfect cache reuse) dslash is
  *    memory-bound on every GPU, so the layout decides: fields are stored component-major
  *    ("structure of arrays" of double2: psi[12][V], u[4][rows x 3][V], chi[12][V]), so a
- *    warp's 32 loads of one component are 512 contiguous bytes (QUDA's FloatN ordering);
- *    the host reorders on upload and back on download.
+ *    warp's 32 loads of one component are 512 contiguous bytes (QUDA's FloatN ordering).
+ *    The reorders run on the device (pk_ds_kernel_pack_psi, _pack_u, _unpack_chi; the index
+ *    functions of lib/lattice_index.h): upload sends the caller's site-major u (one
+ *    direction at a time) and psi up as they are, through pk_cuda_transfer's staging ring,
+ *    into a device staging array of one spinor field and reorders from there (one host
+ *    copy into the ring, none on the host before); download reorders chi into it and sends
+ *    it down.  plan_execute on device arrays (pk_cuda_ds_execute_canonical) reorders from
+ *    the caller's arrays directly (recon12: rows 0 and 1 of the full links) and chi back
+ *    into the caller's: nothing crosses the link.
  *  - Half-spinor loads.  In the DeGrand-Rossi basis no projector 1 +- gamma_mu is
  *    diagonal, so every neighbour's four spins would be loaded.  The plan stores psi in the
  *    basis psi' = S psi, S = [[1, 1], [1, -1]] (2x2 spin blocks), where gamma_t' =
@@ -41,9 +48,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lattice_index.h"
+
 /* ---- device code --------------------------------------------------------------------------
- * Self-contained between these markers (no library calls; host-side layout conversions
- * included), so that it can be run on the host to check it. */
+ * Self-contained between these markers (no library calls; the layout conversions included),
+ * so that it can be run on the host to check it. */
 /* PK_DS_KERNEL_BEGIN */
 #define PK_DS_THREADS 128
 #define PK_DS_MIN_BLOCKS 4 /* resident blocks per SM asked of ptxas: <= 128 registers */
@@ -247,97 +256,71 @@ pk_ds_kernel(const double2 *__restrict__ u, const double2 *__restrict__ psi,
     if (site < vol) pk_ds_site<R12>(u, psi, chi, X, Y, Z, T, vol, diag, site);
 }
 
+/* The layout conversions on the device, where lib/lattice_index.h puts each complex number
+ * (pk_ds_cm_index, pk_ds_link_index, pk_ds_site_link_index), grid-stride loops on at most
+ * PK_DS_CONV_BLOCKS blocks, one thread per double (real or imaginary part r): any 8-byte
+ * aligned array.  The caller's site-major arrays (plan_execute on device arrays) or the
+ * upload's staging copy of them are read; consecutive threads write consecutive doubles of
+ * a component-major row (pack) or of the site-major chi (unpack).  No arithmetic but psi's
+ * basis change, one IEEE add or subtract per double (the host's was the same). */
+#define PK_DS_CONV_BLOCKS 65536
+
+/* psi [V][4][3] -> psi' [12][V]: component (k, c) = spins (k, c) + (k + 2, c), component
+ * (k + 2, c) = their difference (k = 0, 1). */
+__global__ void __launch_bounds__(PK_DS_THREADS)
+pk_ds_kernel_pack_psi(const double *__restrict__ src, double *__restrict__ dst, long long vol)
+{
+    const long long total = 12 * vol, step = (long long)gridDim.x * PK_DS_THREADS;
+    for (long long t = (long long)blockIdx.x * PK_DS_THREADS + threadIdx.x; t < total;
+         t += step) {
+        const long long q = t >> 1, j = q / vol, x = q - j * vol; /* j = 3 k + c */
+        const int r = (int)(t & 1);
+        const double a = PK_DS_LDG(src + 2 * (12 * x + j) + r);
+        const double b = PK_DS_LDG(src + 2 * (12 * x + j + 6) + r);
+        dst[2 * pk_ds_cm_index((size_t)vol, (int)j, (size_t)x) + r] = a + b;
+        dst[2 * pk_ds_cm_index((size_t)vol, (int)j + 6, (size_t)x) + r] = a - b;
+    }
+}
+
+/* Links mu0 .. mu0 + nmu - 1: src [nmu][V][ns] (its first link's direction at src) ->
+ * dst [4][n][V], the first n <= ns elements of each link (recon12 from full links: 6 of 9). */
+__global__ void __launch_bounds__(PK_DS_THREADS)
+pk_ds_kernel_pack_u(const double *__restrict__ src, double *__restrict__ dst, long long vol,
+                    int ns, int n, int mu0, int nmu)
+{
+    const long long total = 2LL * nmu * n * vol, step = (long long)gridDim.x * PK_DS_THREADS;
+    for (long long t = (long long)blockIdx.x * PK_DS_THREADS + threadIdx.x; t < total;
+         t += step) {
+        const long long q = t >> 1, w = q / vol, x = q - w * vol;
+        const int r = (int)(t & 1), mu = (int)(w / n), e = (int)(w - (long long)mu * n);
+        dst[2 * pk_ds_link_index((size_t)vol, n, mu0 + mu, e, (size_t)x) + r] =
+            PK_DS_LDG(src + 2 * pk_ds_site_link_index((size_t)vol, ns, mu, e, (size_t)x) + r);
+    }
+}
+
+/* chi [12][V] -> [V][4][3]. */
+__global__ void __launch_bounds__(PK_DS_THREADS)
+pk_ds_kernel_unpack_chi(const double *__restrict__ src, double *__restrict__ dst, long long vol)
+{
+    const long long total = 24 * vol, step = (long long)gridDim.x * PK_DS_THREADS;
+    for (long long t = (long long)blockIdx.x * PK_DS_THREADS + threadIdx.x; t < total;
+         t += step) {
+        const long long q = t >> 1, x = q / 12;
+        dst[t] = PK_DS_LDG(src + 2 * pk_ds_cm_index((size_t)vol, (int)(q - 12 * x), (size_t)x) +
+                           (t & 1));
+    }
+}
 /* PK_DS_KERNEL_END */
-
-/* Host-side layout conversions (upload / download), complex numbers as double pairs, on the
- * plan's host threads (pk_parallel_range: shares of whole 64-byte lines of every row).  Each
- * pass takes a tile of 16 sites: the AoS side (16 x 192 B) stays in L1 while every row gets
- * 256 contiguous bytes, instead of one scalar per row per site. */
-#define PK_DS_TILE 16
-
-typedef struct pk_ds_conv {
-    const double *src;
-    double *dst;
-    long long vol;
-    int n; /* complex per link: 9, or 6 (recon12) */
-} pk_ds_conv;
-
-/* psi [V][4][3] -> psi' [12][V]: spins (0, 1) + (2, 3) and (0, 1) - (2, 3). */
-static void pk_ds_pack_psi_sites(void *arg, size_t x0, size_t x1)
-{
-    const pk_ds_conv *c = (const pk_ds_conv *)arg;
-    const size_t vol = (size_t)c->vol;
-    for (size_t t0 = x0; t0 < x1; t0 += PK_DS_TILE) {
-        const size_t t1 = x1 - t0 < PK_DS_TILE ? x1 : t0 + PK_DS_TILE;
-        for (int k = 0; k < 2; ++k)
-            for (int col = 0; col < 3; ++col) {
-                double *up = c->dst + 2 * (3 * k + col) * vol;
-                double *lo = c->dst + 2 * (3 * (k + 2) + col) * vol;
-                for (size_t x = t0; x < t1; ++x)
-                    for (int r = 0; r < 2; ++r) {
-                        const double a = c->src[24 * x + 6 * k + 2 * col + r];
-                        const double b = c->src[24 * x + 6 * (k + 2) + 2 * col + r];
-                        up[2 * x + r] = a + b;
-                        lo[2 * x + r] = a - b;
-                    }
-            }
-    }
-}
-
-/* u [4][V][n] -> [4][n][V]. */
-static void pk_ds_pack_u_sites(void *arg, size_t x0, size_t x1)
-{
-    const pk_ds_conv *c = (const pk_ds_conv *)arg;
-    const size_t vol = (size_t)c->vol, n = (size_t)c->n;
-    for (size_t t0 = x0; t0 < x1; t0 += PK_DS_TILE) {
-        const size_t t1 = x1 - t0 < PK_DS_TILE ? x1 : t0 + PK_DS_TILE;
-        for (size_t mu = 0; mu < 4; ++mu)
-            for (size_t e = 0; e < n; ++e) {
-                double *row = c->dst + 2 * (mu * n + e) * vol;
-                const double *in = c->src + 2 * (mu * vol * n + e);
-                for (size_t x = t0; x < t1; ++x) {
-                    row[2 * x] = in[2 * n * x];
-                    row[2 * x + 1] = in[2 * n * x + 1];
-                }
-            }
-    }
-}
-
-/* chi [12][V] -> [V][4][3] */
-static void pk_ds_unpack_chi_sites(void *arg, size_t x0, size_t x1)
-{
-    const pk_ds_conv *c = (const pk_ds_conv *)arg;
-    const size_t vol = (size_t)c->vol;
-    for (size_t t0 = x0; t0 < x1; t0 += PK_DS_TILE) {
-        const size_t t1 = x1 - t0 < PK_DS_TILE ? x1 : t0 + PK_DS_TILE;
-        for (size_t k = 0; k < 12; ++k) {
-            const double *row = c->src + 2 * k * vol;
-            for (size_t x = t0; x < t1; ++x) {
-                c->dst[24 * x + 2 * k] = row[2 * x];
-                c->dst[24 * x + 2 * k + 1] = row[2 * x + 1];
-            }
-        }
-    }
-}
-
-/* One conversion of `bytes` (one way) on `threads` (0: OpenMP's default). */
-static void pk_ds_convert(pk_range_fn fn, const double *src, double *dst, long long vol, int n,
-                          size_t bytes, int threads)
-{
-    pk_ds_conv c = {src, dst, vol, n};
-    pk_parallel_range((size_t)vol, 4, 2 * bytes, threads, fn, &c);
-}
 
 /* ---- host side ---------------------------------------------------------------------------- */
 typedef struct pk_cuda_ds {
     pk_cuda_xfer xf; /* first (backend_cuda.c reads it): state, device, transfer paths */
     int recon12;
-    int threads; /* host threads of the layout conversions (0: OpenMP's default) */
     int dims[4];
     long long vol;
     double diag;
     double2 *u, *psi, *chi; /* device, component-major */
-    double *stage;          /* host staging for the layout conversions */
+    double2 *stage;         /* device, s_bytes: upload's site-major copies, download's chi */
     size_t u_bytes, s_bytes;
     unsigned blocks;
     cudaEvent_t ev[2];
@@ -355,8 +338,8 @@ extern "C" void pk_cuda_ds_destroy(void *impl)
     if (p->u) cudaFree(p->u);
     if (p->psi) cudaFree(p->psi);
     if (p->chi) cudaFree(p->chi);
+    if (p->stage) cudaFree(p->stage);
     (void)cudaGetLastError();
-    free(p->stage);
     free(p);
 }
 
@@ -390,23 +373,16 @@ extern "C" pk_status pk_cuda_ds_create(void *state, int device, const pk_ds_desc
     p->xf.s = (pk_cuda_state *)state;
     p->xf.device = device;
     p->recon12 = desc->recon12;
-    p->threads = desc->threads;
     memcpy(p->dims, desc->dims, sizeof p->dims);
     p->vol = (long long)desc->volume;
     p->diag = 1.0 / (2.0 * desc->kappa);
     p->u_bytes = desc->u_doubles * sizeof(double);
     p->s_bytes = desc->spinor_doubles * sizeof(double);
     p->blocks = (unsigned)blocks;
-    p->stage = (double *)malloc(p->u_bytes > p->s_bytes ? p->u_bytes : p->s_bytes);
-    if (p->stage == NULL) {
-        st = pk_fail(PK_ENOMEM, "dslash: out of host memory for the CUDA staging buffer (%zu "
-                                "bytes)",
-                     p->u_bytes > p->s_bytes ? p->u_bytes : p->s_bytes);
-        goto fail;
-    }
     if ((st = pk_ds_alloc(&p->u, p->u_bytes, "u", device)) != PK_OK ||
         (st = pk_ds_alloc(&p->psi, p->s_bytes, "psi", device)) != PK_OK ||
-        (st = pk_ds_alloc(&p->chi, p->s_bytes, "chi", device)) != PK_OK)
+        (st = pk_ds_alloc(&p->chi, p->s_bytes, "chi", device)) != PK_OK ||
+        (st = pk_ds_alloc(&p->stage, p->s_bytes, "staging", device)) != PK_OK)
         goto fail;
     /* A run or a download before the first upload sees zeros, not stale device memory. */
     if ((e = cudaMemset(p->u, 0, p->u_bytes)) != cudaSuccess ||
@@ -430,31 +406,54 @@ fail:
     return st;
 }
 
-/* The reorderings between the caller's site-major arrays and the plan's component-major ones
- * run on the host: a device pointer is refused, not read by the CPU. */
-static pk_status pk_ds_host_arrays(pk_cuda_ds *p, const void *a, size_t bytes, const char *name)
+/* One conversion kernel (kind 0: psi, 1: u links mu0 .. mu0 + nmu - 1 from ns elements a
+ * link, 2: chi back), waited for. */
+static pk_status pk_ds_convert(pk_cuda_ds *p, int kind, const void *src, void *dst, int ns,
+                               int mu0, int nmu)
 {
-    PK_CHECK(pk_cuda_memory(&p->xf, a, bytes) == PK_MEM_HOST, PK_EINVAL,
-             "dslash %s: device memory, but the cuda plan reorders u, psi and chi on the host "
-             "(site-major <-> component-major): pass host memory",
-             name);
+    cudaError_t e;
+    const int n = p->recon12 ? 6 : 9;
+    const double *s = (const double *)src;
+    double *d = (double *)dst;
+    const long long total = kind == 0 ? 12 * p->vol : kind == 1 ? 2LL * nmu * n * p->vol
+                                                                : 24 * p->vol;
+    const long long need = (total + PK_DS_THREADS - 1) / PK_DS_THREADS;
+    const unsigned g = (unsigned)(need < PK_DS_CONV_BLOCKS ? need : PK_DS_CONV_BLOCKS);
+    (void)cudaGetLastError(); /* a stale error of an earlier call is not this launch's */
+    if (kind == 0)
+        pk_cuda_launch(pk_ds_kernel_pack_psi, g, PK_DS_THREADS, 0, 0, s, d, p->vol);
+    else if (kind == 1)
+        pk_cuda_launch(pk_ds_kernel_pack_u, g, PK_DS_THREADS, 0, 0, s, d, p->vol, ns, n, mu0, nmu);
+    else
+        pk_cuda_launch(pk_ds_kernel_unpack_chi, g, PK_DS_THREADS, 0, 0, s, d, p->vol);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+        return pk_cuda_fail(e, "dslash layout conversion launch (%u blocks x %d threads)", g,
+                            PK_DS_THREADS);
+    /* waited for: the staging array it reads or writes is reused by the next copy */
+    if ((e = cudaStreamSynchronize(0)) != cudaSuccess)
+        return pk_cuda_fail(e, "dslash layout conversion (cudaStreamSynchronize)");
     return PK_OK;
 }
 
+/* u (as the desc says: two rows when recon12) and psi, site-major, host memory or not: each
+ * goes up as it is through pk_cuda_transfer (the staging ring for pageable memory) into the
+ * device staging array - u one direction at a time (V n complex <= psi's 12 V) - and is
+ * reordered from there into the plan's component-major arrays on the device. */
 extern "C" pk_status pk_cuda_ds_upload(void *impl, const double *u, const double *psi,
                                        double *seconds)
 {
     pk_cuda_ds *p = (pk_cuda_ds *)impl;
-    double s1 = 0, s2 = 0;
-    PK_TRY(pk_ds_host_arrays(p, u, p->u_bytes, "u"));
-    PK_TRY(pk_ds_host_arrays(p, psi, p->s_bytes, "psi"));
+    const int n = p->recon12 ? 6 : 9;
+    const size_t link_bytes = (size_t)p->vol * n * sizeof(double2);
+    double s;
     const double t0 = pk_now();
-    pk_ds_convert(pk_ds_pack_u_sites, u, p->stage, p->vol, p->recon12 ? 6 : 9, p->u_bytes,
-                  p->threads);
-    PK_TRY(pk_cuda_transfer(&p->xf, p->u, p->stage, p->u_bytes, 1, "dslash upload of u", &s1));
-    pk_ds_convert(pk_ds_pack_psi_sites, psi, p->stage, p->vol, 0, p->s_bytes, p->threads);
-    PK_TRY(pk_cuda_transfer(&p->xf, p->psi, p->stage, p->s_bytes, 1, "dslash upload of psi",
-                            &s2));
+    for (int mu = 0; mu < 4; ++mu) {
+        PK_TRY(pk_cuda_transfer(&p->xf, p->stage, (const char *)u + mu * link_bytes, link_bytes,
+                                1, "dslash upload of u", &s));
+        PK_TRY(pk_ds_convert(p, 1, p->stage, p->u, n, mu, 1));
+    }
+    PK_TRY(pk_cuda_transfer(&p->xf, p->stage, psi, p->s_bytes, 1, "dslash upload of psi", &s));
+    PK_TRY(pk_ds_convert(p, 0, p->stage, p->psi, 0, 0, 0));
     if (seconds) *seconds = pk_now() - t0; /* the reorderings included */
     return PK_OK;
 }
@@ -489,18 +488,55 @@ extern "C" pk_status pk_cuda_ds_run(void *impl, double *kernel_seconds)
     return PK_OK;
 }
 
+/* chi reordered into the device staging array, which goes down as it is. */
 extern "C" pk_status pk_cuda_ds_download(void *impl, double *chi, double *seconds)
 {
     pk_cuda_ds *p = (pk_cuda_ds *)impl;
-    PK_TRY(pk_ds_host_arrays(p, chi, p->s_bytes, "chi"));
+    cudaError_t e;
     const double t0 = pk_now();
-    PK_TRY(pk_cuda_transfer(&p->xf, p->stage, p->chi, p->s_bytes, 0, "dslash download of chi",
+    if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->xf.device);
+    PK_TRY(pk_ds_convert(p, 2, p->chi, p->stage, 0, 0, 0));
+    PK_TRY(pk_cuda_transfer(&p->xf, chi, p->stage, p->s_bytes, 0, "dslash download of chi",
                             NULL));
-    pk_ds_convert(pk_ds_unpack_chi_sites, p->stage, chi, p->vol, 0, p->s_bytes, p->threads);
     if (seconds) *seconds = pk_now() - t0;
+    return PK_OK;
+}
+
+/* chi = M psi on the caller's site-major arrays, all three device memory of the plan's
+ * device, u full links (recon12: the device keeps rows 0 and 1): reordered into the plan's
+ * arrays on the device, the kernel, chi reordered back; chi may overlap u or psi (they are
+ * read into the plan's arrays first).  Nothing crosses the link. */
+extern "C" pk_status pk_cuda_ds_execute_canonical(void *impl, const double *u, const double *psi,
+                                                  double *chi, double *kernel_seconds,
+                                                  double *layout_seconds)
+{
+    pk_cuda_ds *p = (pk_cuda_ds *)impl;
+    const size_t ub = (size_t)p->vol * 4 * 18 * sizeof(double);
+    const pk_cuda_arg arg[3] = {{u, ub, "u", 0}, {psi, p->s_bytes, "psi", 0},
+                                {chi, p->s_bytes, "chi", 1}};
+    cudaError_t e;
+    *kernel_seconds = *layout_seconds = 0;
+    for (int i = 0; i < 3; ++i)
+        PK_CHECK(pk_cuda_memory(&p->xf, arg[i].p, arg[i].bytes) == PK_MEM_DEVICE, PK_EINVAL,
+                 "dslash %s: not device memory of device %d (%zu bytes): the device reorders "
+                 "only when u, psi and chi all are",
+                 arg[i].name, p->xf.device, arg[i].bytes);
+    if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->xf.device);
+    double t0 = pk_now();
+    PK_TRY(pk_ds_convert(p, 1, u, p->u, 9, 0, 4));
+    PK_TRY(pk_ds_convert(p, 0, psi, p->psi, 0, 0, 0));
+    *layout_seconds = pk_now() - t0;
+    PK_TRY(pk_cuda_ds_run(p, kernel_seconds));
+    t0 = pk_now();
+    PK_TRY(pk_ds_convert(p, 2, p->chi, chi, 0, 0, 0));
+    *layout_seconds += pk_now() - t0;
+    p->xf.paths |= PK_CUDA_PATH_NONE;
     return PK_OK;
 }
 
 /* The dslash kernel family on this backend (lib/internal.h, pk_ds_ops). */
 extern "C" const pk_ds_ops pk_cuda_ds_ops = {"cuda", pk_cuda_ds_create, pk_cuda_ds_upload, pk_cuda_ds_run, pk_cuda_ds_download, pk_cuda_ds_destroy,
-                                             NULL /* execute: upload, run, download */};
+                                             NULL /* execute: upload, run, download */,
+                                             pk_cuda_ds_execute_canonical};

@@ -20,6 +20,10 @@
  *    memory traffic).
  *  - Iterations are launched back to back on one stream, swapping buffers; nothing is copied
  *    to the host between iterations and the only synchronisation is at the end of a run.
+ *  - A caller's lexi field in device memory (plan_execute on an hvfo plan:
+ *    pk_cuda_lp_execute_canonical) is reordered into the plan's buffer and back on the device
+ *    (pk_lp_kernel_reorder, lib/lattice_index.h's pk_lp_hvfo_col: the host reorder's bits);
+ *    nothing crosses the link.
  */
 #include "cuda_internal.h"
 
@@ -30,6 +34,8 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#include "lattice_index.h"
 
 /* ---- device code --------------------------------------------------------------------------
  * Self-contained between these markers (no library calls), so that it can be emulated on the
@@ -63,6 +69,27 @@ pk_lp_kernel(const float *__restrict__ f, float *__restrict__ g, int l, int nw, 
         n = c;
         c = s;
         row += ls;
+    }
+}
+
+/* The lexi <-> hvfo reorder on the device (plan_execute on the caller's lexi field in device
+ * memory): float t = y l + x of the lexi field is float y l + pk_lp_hvfo_col(l, nw, x) of
+ * the hvfo one (lib/lattice_index.h, the host reorder's rule: the same bits); consecutive
+ * threads read (to_hvfo) or write consecutive lexi floats.  Grid-stride over the l^2 floats,
+ * at most PK_LP_CONV_BLOCKS blocks. */
+#define PK_LP_CONV_BLOCKS 65536
+__global__ void __launch_bounds__(PK_LP_TX)
+pk_lp_kernel_reorder(const float *__restrict__ src, float *__restrict__ dst, int l, int nw,
+                     int to_hvfo)
+{
+    const long long total = (long long)l * l, step = (long long)gridDim.x * PK_LP_TX;
+    for (long long t = (long long)blockIdx.x * PK_LP_TX + threadIdx.x; t < total; t += step) {
+        const long long y = t / l;
+        const long long h = y * l + pk_lp_hvfo_col(l, nw, (int)(t - y * l));
+        if (to_hvfo)
+            dst[h] = __ldg(src + t);
+        else
+            dst[t] = __ldg(src + h);
     }
 }
 /* PK_LP_KERNEL_END */
@@ -247,5 +274,51 @@ extern "C" pk_status pk_cuda_lp_execute(void *impl, float *phi, int count, doubl
     return PK_OK;
 }
 
+/* One reorder on the device, waited for; *seconds += its time. */
+static pk_status pk_lp_reorder(pk_cuda_lp *p, const float *src, float *dst, int to_hvfo,
+                               double *seconds)
+{
+    cudaError_t e;
+    const long long need = ((long long)p->l * p->l + PK_LP_TX - 1) / PK_LP_TX;
+    const dim3 g((unsigned)(need < PK_LP_CONV_BLOCKS ? need : PK_LP_CONV_BLOCKS)), b(PK_LP_TX);
+    const double t0 = pk_now();
+    (void)cudaGetLastError(); /* a stale error of an earlier call is not this launch's */
+    pk_cuda_launch(pk_lp_kernel_reorder, g, b, 0, 0, src, dst, p->l, p->nw, to_hvfo);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+        return pk_cuda_fail(e, "laplace2d reorder launch (%u blocks x %d threads)", g.x,
+                            PK_LP_TX);
+    if ((e = cudaStreamSynchronize(0)) != cudaSuccess)
+        return pk_cuda_fail(e, "laplace2d reorder (cudaStreamSynchronize)");
+    *seconds += pk_now() - t0;
+    return PK_OK;
+}
+
+/* count iterations on the caller's lexi field phi, device memory of the plan's device, in
+ * place: reordered into the plan's first buffer on the device, iterated between its two
+ * buffers, the result reordered back into phi (lexi: the iterations run on phi itself, as
+ * execute's direct path).  Nothing crosses the link; the resident field is overwritten. */
+extern "C" pk_status pk_cuda_lp_execute_canonical(void *impl, float *phi, int count,
+                                                  double *kernel_seconds, double *layout_seconds)
+{
+    pk_cuda_lp *p = (pk_cuda_lp *)impl;
+    cudaError_t e;
+    *kernel_seconds = *layout_seconds = 0;
+    PK_CHECK(pk_cuda_memory(&p->xf, phi, p->bytes) == PK_MEM_DEVICE, PK_EINVAL,
+             "laplace2d phi: not device memory of device %d (%zu bytes)", p->xf.device,
+             p->bytes);
+    if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->xf.device);
+    if (p->nw == 1) { /* lexi is hvfo with one lane: no reorder */
+        PK_TRY(pk_lp_steps(p, phi, p->buf[p->cur ^ 1], count, 1, kernel_seconds));
+    } else {
+        PK_TRY(pk_lp_reorder(p, phi, p->buf[0], 1, layout_seconds));
+        p->cur = 0;
+        PK_TRY(pk_cuda_lp_run(p, count, kernel_seconds));
+        PK_TRY(pk_lp_reorder(p, p->buf[p->cur], phi, 0, layout_seconds));
+    }
+    p->xf.paths |= PK_CUDA_PATH_NONE;
+    return PK_OK;
+}
+
 /* The laplace2d kernel family on this backend (lib/internal.h, pk_lp_ops). */
-extern "C" const pk_lp_ops pk_cuda_lp_ops = {"cuda", pk_cuda_lp_create, pk_cuda_lp_upload, pk_cuda_lp_run, pk_cuda_lp_download, pk_cuda_lp_destroy, pk_cuda_lp_execute};
+extern "C" const pk_lp_ops pk_cuda_lp_ops = {"cuda", pk_cuda_lp_create, pk_cuda_lp_upload, pk_cuda_lp_run, pk_cuda_lp_download, pk_cuda_lp_destroy, pk_cuda_lp_execute, pk_cuda_lp_execute_canonical};

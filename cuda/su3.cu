@@ -23,6 +23,14 @@
  *    paper's layouts improve on.
  *  - Indices are 64-bit (arrays of any size); the grid is one-dimensional with 256 threads
  *    per block, up to INT_MAX blocks.
+ *  - Device arrays in the public layout (plan_execute with u, psi and chi all on the plan's
+ *    device: pk_cuda_s3_execute_canonical): the layout conversion runs on the device, one
+ *    thread per element (pk_s3_kernel_pack / _unpack, lib/lattice_index.h's pk_s3_index, the
+ *    rule of lib/su3.c's host conversion: the same bits), into and out of the plan's own u,
+ *    psi and chi, so a caller keeping its fields on the GPU pays no transfer and no host
+ *    pass.  Reads of the AoS side are coalesced, the vfo/hvfo side is scattered in 8-byte
+ *    pieces: a conversion costs about one more pass over the arrays than the kernel
+ *    (unmeasured).
  */
 #include "cuda_internal.h"
 
@@ -30,7 +38,10 @@
 #include <cuda_runtime.h>
 #endif
 
+#include "lattice_index.h"
+
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,13 +192,48 @@ pk_s3_kernel_hvfo(const double *__restrict__ u, const double *__restrict__ psi,
     const long long s = (long long)blockIdx.x * PK_S3_THREADS + threadIdx.x;
     if (s < n) s3_site_hvfo(u, psi, chi, s, nw);
 }
+/* The layout conversion on the device (plan_execute on the caller's device arrays in the
+ * public AoS layout), where lib/lattice_index.h's pk_s3_index puts each double, so it gives
+ * pk_su3_pack's bits.  pack: element t of the layout array's total = nsites m doubles (site
+ * s = t / m, double k = t % m) gets AoS double k of site s, or 0 for the padding (s >= nv,
+ * or k >= n: padded's 6 after 18); consecutive threads read consecutive AoS doubles.
+ * unpack: AoS double t of the nv n gets its layout element.  Grid-stride loops: any size
+ * on a grid of at most PK_S3_CONV_BLOCKS blocks. */
+#define PK_S3_CONV_BLOCKS 65536
+__global__ void __launch_bounds__(PK_S3_THREADS)
+pk_s3_kernel_pack(const double *__restrict__ aos, double *__restrict__ lay, long long total,
+                  long long nv, int n, int m, int layout, long long nsites, int nw)
+{
+    const long long step = (long long)gridDim.x * PK_S3_THREADS;
+    for (long long t = (long long)blockIdx.x * PK_S3_THREADS + threadIdx.x; t < total;
+         t += step) {
+        const long long s = t / m;
+        const int k = (int)(t - s * m);
+        lay[pk_s3_index(layout, m, (size_t)nsites, nw, (size_t)s, k)] =
+            s < nv && k < n ? S3_LD(aos + s * n + k) : 0.0;
+    }
+}
+
+__global__ void __launch_bounds__(PK_S3_THREADS)
+pk_s3_kernel_unpack(const double *__restrict__ lay, double *__restrict__ aos, long long total,
+                    int n, int layout, long long nsites, int nw)
+{
+    const long long step = (long long)gridDim.x * PK_S3_THREADS;
+    for (long long t = (long long)blockIdx.x * PK_S3_THREADS + threadIdx.x; t < total;
+         t += step) {
+        const long long s = t / n;
+        const int k = (int)(t - s * n);
+        aos[t] = S3_LD(lay + pk_s3_index(layout, n, (size_t)nsites, nw, (size_t)s, k));
+    }
+}
 /* PK_S3_KERNEL_END */
 
 /* ---- host side ---------------------------------------------------------------------------- */
 typedef struct pk_cuda_s3 {
     pk_cuda_xfer xf; /* first (backend_cuda.c reads it): state, device, transfer paths */
     int layout, nw;
-    long long n; /* padded sites */
+    long long n;  /* padded sites */
+    long long nv; /* sites */
     int blocks;
     double *u, *psi, *chi;
     size_t u_bytes, s_bytes;
@@ -241,6 +287,7 @@ extern "C" pk_status pk_cuda_s3_create(void *state, int device, const pk_s3_desc
     p->layout = desc->layout;
     p->nw = desc->nw;
     p->n = (long long)desc->nsites;
+    p->nv = (long long)desc->nv;
     p->blocks = (int)blocks;
     p->u_bytes = desc->u_doubles * sizeof(double);
     p->s_bytes = desc->spinor_doubles * sizeof(double);
@@ -365,5 +412,80 @@ extern "C" pk_status pk_cuda_s3_execute(void *impl, const double *u, const doubl
     return PK_OK;
 }
 
+/* One layout conversion on the device (pack: AoS src, n doubles per site, into the layout
+ * array dst; else the layout array src back into AoS dst), waited for; *seconds += its time. */
+static pk_status pk_s3_convert(pk_cuda_s3 *p, const double *src, double *dst, int n, int pack,
+                               double *seconds)
+{
+    cudaError_t e;
+    const int m = n == 24 ? 24 : pk_s3_u_per_site(p->layout);
+    const long long total = pack ? p->n * m : p->nv * n;
+    const long long need = (total + PK_S3_THREADS - 1) / PK_S3_THREADS;
+    const dim3 g((unsigned)(need < PK_S3_CONV_BLOCKS ? need : PK_S3_CONV_BLOCKS)),
+        b(PK_S3_THREADS);
+    const double t0 = pk_now();
+    (void)cudaGetLastError(); /* a stale error of an earlier call is not this launch's */
+    if (pack)
+        pk_cuda_launch(pk_s3_kernel_pack, g, b, 0, 0, src, dst, total, p->nv, n, m, p->layout,
+                       p->n, p->nw);
+    else
+        pk_cuda_launch(pk_s3_kernel_unpack, g, b, 0, 0, src, dst, total, n, p->layout, p->n,
+                       p->nw);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+        return pk_cuda_fail(e, "su3 layout conversion launch (%u blocks x %d threads)", g.x,
+                            PK_S3_THREADS);
+    if ((e = cudaStreamSynchronize(0)) != cudaSuccess)
+        return pk_cuda_fail(e, "su3 layout conversion (cudaStreamSynchronize)");
+    *seconds += pk_now() - t0;
+    return PK_OK;
+}
+
+static int pk_s3_apart(const void *a, size_t ab, const void *b, size_t bb)
+{
+    const char *x = (const char *)a, *y = (const char *)b;
+    return x + ab <= y || y + bb <= x;
+}
+
+/* chi = u psi on the caller's arrays in the public layout (AoS: u 18 nv, psi and chi 24 nv
+ * doubles), all three device memory of the plan's device: u converted into the plan's u on
+ * the device, psi into the plan's psi (vfo, hvfo), the kernel, chi converted back from the
+ * plan's chi (vfo, hvfo).  The AoS spinors of aos, short, padded and recon12 are the
+ * kernel's own: used in place when 16-byte aligned and chi does not overlap them, else they
+ * go through the plan's arrays too (one conversion kernel each, a copy), so chi over psi or
+ * u works.  Nothing crosses the link (the transfer note says "device pointers, none"). */
+extern "C" pk_status pk_cuda_s3_execute_canonical(void *impl, const double *u, const double *psi,
+                                                  double *chi, double *kernel_seconds,
+                                                  double *layout_seconds)
+{
+    pk_cuda_s3 *p = (pk_cuda_s3 *)impl;
+    const size_t ub = (size_t)p->nv * 18 * sizeof(double), sb = (size_t)p->nv * 24 * sizeof(double);
+    const pk_cuda_arg arg[3] = {{u, ub, "u", 0}, {psi, sb, "psi", 0}, {chi, sb, "chi", 1}};
+    cudaError_t e;
+    *kernel_seconds = *layout_seconds = 0;
+    for (int i = 0; i < 3; ++i)
+        PK_CHECK(pk_cuda_memory(&p->xf, arg[i].p, arg[i].bytes) == PK_MEM_DEVICE, PK_EINVAL,
+                 "su3 %s: not device memory of device %d (%zu bytes): the device converts the "
+                 "layout only when u, psi and chi all are",
+                 arg[i].name, p->xf.device, arg[i].bytes);
+    if ((e = cudaSetDevice(p->xf.device)) != cudaSuccess)
+        return pk_cuda_fail(e, "cudaSetDevice(%d)", p->xf.device);
+    const int soa = p->layout == PK_SU3_VFO || p->layout == PK_SU3_HVFO;
+    const int chi_own = !soa && (uintptr_t)chi % 16 == 0; /* the kernel writes chi itself */
+    const double *uk = u, *pk = psi;
+    double *xk = chi_own ? chi : p->chi;
+    if (p->layout != PK_SU3_AOS || (uintptr_t)u % 16 || (chi_own && !pk_s3_apart(chi, sb, u, ub))) {
+        PK_TRY(pk_s3_convert(p, u, p->u, 18, 1, layout_seconds));
+        uk = p->u;
+    }
+    if (soa || (uintptr_t)psi % 16 || (chi_own && !pk_s3_apart(chi, sb, psi, sb))) {
+        PK_TRY(pk_s3_convert(p, psi, p->psi, 24, 1, layout_seconds));
+        pk = p->psi;
+    }
+    PK_TRY(pk_s3_multiply(p, uk, pk, xk, kernel_seconds));
+    if (xk != chi) PK_TRY(pk_s3_convert(p, p->chi, chi, 24, 0, layout_seconds));
+    p->xf.paths |= PK_CUDA_PATH_NONE;
+    return PK_OK;
+}
+
 /* The su3 kernel family on this backend (lib/internal.h, pk_s3_ops). */
-extern "C" const pk_s3_ops pk_cuda_s3_ops = {"cuda", pk_cuda_s3_create, pk_cuda_s3_upload, pk_cuda_s3_run, pk_cuda_s3_download, pk_cuda_s3_destroy, pk_cuda_s3_execute};
+extern "C" const pk_s3_ops pk_cuda_s3_ops = {"cuda", pk_cuda_s3_create, pk_cuda_s3_upload, pk_cuda_s3_run, pk_cuda_s3_download, pk_cuda_s3_destroy, pk_cuda_s3_execute, pk_cuda_s3_execute_canonical};

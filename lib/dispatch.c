@@ -356,8 +356,8 @@ pk_status pk_choice_host_only(const pk_choice *c, const void *const *p, const si
 {
     for (int i = 0; i < n; ++i)
         PK_CHECK(pk_choice_memory(c, p[i], bytes[i]) == PK_MEM_HOST, PK_EINVAL,
-                 "%s: device memory, but %s: pass host memory (device pointers are taken "
-                 "only where the device reads the caller's layout)",
+                 "%s: device memory, but %s: pass host memory (or, to plan_execute, every "
+                 "array of the call in device memory of the plan's device)",
                  names[i], step);
     return PK_OK;
 }

@@ -199,9 +199,10 @@ static double *ds_compress12(const pk_ds_desc *d, const double *u, pk_scratch *s
     return u12;
 }
 
-/* The backend's upload of the links as the desc says (compressed when recon12). */
-/* Every backend reorders or compresses dslash's arrays on the host (CUDA: site-major <->
- * component-major): device memory is refused, never read by the CPU.  NULL: not in the call. */
+/* Upload and download (and plan_execute unless all three arrays are on the plan's device)
+ * take host memory: recon12's links are compressed on the host, and a backend without
+ * execute_canonical reorders on the host.  Device memory is refused, never read by the CPU.
+ * NULL: not in the call. */
 static pk_status ds_host_arrays(const pk_choice *c, const pk_ds_desc *d, const double *u,
                                 const double *psi, const double *chi)
 {
@@ -209,11 +210,24 @@ static pk_status ds_host_arrays(const pk_choice *c, const pk_ds_desc *d, const d
     const size_t b[3] = {4 * d->volume * 18 * sizeof(double),
                          d->spinor_doubles * sizeof(double), d->spinor_doubles * sizeof(double)};
     const char *const names[3] = {"u", "psi", "chi"};
+    const char *step = ds_ops(c)->execute_canonical
+                           ? "plan_upload and plan_download take host memory (plan_execute "
+                             "takes u, psi and chi all in device memory of the plan's device)"
+                           : "the plan reorders it on the host";
     for (int i = 0; i < 3; ++i)
-        if (p[i])
-            PK_TRY(pk_choice_host_only(c, &p[i], &b[i], &names[i], 1,
-                                       "the plan reorders it on the host"));
+        if (p[i]) PK_TRY(pk_choice_host_only(c, &p[i], &b[i], &names[i], 1, step));
     return PK_OK;
+}
+
+/* Whether u (full links), psi and chi all are device memory of the plan's device and its
+ * backend reorders on the device (execute_canonical). */
+static int ds_on_device(const pk_choice *c, const pk_ds_desc *d, const double *u,
+                        const double *psi, const double *chi)
+{
+    const size_t ub = 4 * d->volume * 18 * sizeof(double), sb = d->spinor_doubles * sizeof(double);
+    return ds_ops(c)->execute_canonical && pk_choice_memory(c, u, ub) == PK_MEM_DEVICE &&
+           pk_choice_memory(c, psi, sb) == PK_MEM_DEVICE &&
+           pk_choice_memory(c, chi, sb) == PK_MEM_DEVICE;
 }
 
 static pk_status ds_upload(const pk_choice *c, const pk_ds_desc *d, const double *u,
@@ -463,7 +477,11 @@ pk_status pk_dslash_plan_execute(pk_dslash_plan *plan, const double *u, const do
     const double t0 = pk_now();
     ds_oneshot o = {&plan->d, u, psi, chi, &plan->u12, 0, 0, 0, 0};
     plan->state = DS_EMPTY; /* the resident u, psi and chi are undefined from here on */
-    PK_TRY(ds_oneshot_work(&plan->c, &o));
+    if (ds_on_device(&plan->c, &plan->d, u, psi, chi)) /* reordered on the device, no copy */
+        PK_TRY(ds_ops(&plan->c)->execute_canonical(plan->c.impl, u, psi, chi, &o.kern,
+                                                    &o.layout));
+    else
+        PK_TRY(ds_oneshot_work(&plan->c, &o));
     pk_choice_run_info(&plan->c, info, o.kern, plan->flops, plan->bytes, t0);
     if (info) {
         info->transfer_s = o.up + o.down;

@@ -483,6 +483,12 @@ typedef struct pk_lp_ops {
      * plan's layout) in place, without copies where the backend works in host memory */
     pk_status (*execute)(void *impl, float *phi, int count, double *kernel_seconds,
                          double *transfer_seconds);
+    /* optional (NULL: lib/laplace2d.c reorders on the host): count iterations on the
+     * caller's field in the public layout (lexi) in place, device memory of the plan's
+     * device: the backend reorders it into the plan's layout and back on the device, in the
+     * plan's own buffers; nothing crosses the link.  *layout_seconds: the reorders. */
+    pk_status (*execute_canonical)(void *impl, float *phi, int count, double *kernel_seconds,
+                                   double *layout_seconds);
 } pk_lp_ops;
 
 /* su3: the plan holds u, psi and chi (in desc->layout) on the device. */
@@ -497,6 +503,13 @@ typedef struct pk_s3_ops {
      * plan's layout), without copies where the backend works in host memory */
     pk_status (*execute)(void *impl, const double *u, const double *psi, double *chi,
                          double *kernel_seconds, double *transfer_seconds);
+    /* optional (NULL: lib/su3.c converts on the host): chi = u psi on the caller's arrays in
+     * the public layout (AoS: u 18 nv, psi and chi 24 nv doubles), all three device memory
+     * of the plan's device: the backend converts them into the plan's layout (its own
+     * arrays) and chi back on the device; nothing crosses the link.  chi may overlap psi
+     * or u.  *layout_seconds: the conversions. */
+    pk_status (*execute_canonical)(void *impl, const double *u, const double *psi, double *chi,
+                                   double *kernel_seconds, double *layout_seconds);
 } pk_s3_ops;
 
 /* dslash: the plan holds u, psi and chi on the device. */
@@ -512,6 +525,13 @@ typedef struct pk_ds_ops {
      * memory on the desc's layout */
     pk_status (*execute)(void *impl, const double *u, const double *psi, double *chi,
                          double *kernel_seconds, double *transfer_seconds);
+    /* optional (NULL: lib/dslash.c's host path): chi = M psi on the caller's arrays in the
+     * public layout (u always full links [4][V][3][3], also for recon12), all three device
+     * memory of the plan's device: the backend reorders (and for recon12 drops row 2) on
+     * the device into its own arrays and chi back; nothing crosses the link.  chi may
+     * overlap psi or u.  *layout_seconds: the reorders. */
+    pk_status (*execute_canonical)(void *impl, const double *u, const double *psi, double *chi,
+                                   double *kernel_seconds, double *layout_seconds);
 } pk_ds_ops;
 
 /* Every backend's table of a kernel family K (d3, cv, ...), by backend id; a backend not built

@@ -95,6 +95,8 @@ typedef struct lp_reorder_job {
     float *dst;
 } lp_reorder_job;
 
+/* (lexi column x lies at pk_lp_hvfo_col(l, nw, x) in hvfo, lib/lattice_index.h: the rule
+ * the CUDA plan's device reorder calls per float; these loops walk it lane by lane.) */
 static void lp_reorder_rows(void *arg, size_t y0, size_t y1)
 {
     const lp_reorder_job *j = arg;
@@ -470,7 +472,9 @@ pk_status pk_laplace2d_plan_create(pk_laplace2d_plan **plan, pk_context *ctx,
     return PK_OK;
 }
 
-/* hvfo plans reorder phi on the host: device memory is refused, never read by the CPU. */
+/* hvfo plans reorder phi on the host in upload and download (and in plan_execute on a
+ * backend without execute_canonical): device memory is refused there, never read by the
+ * CPU. */
 static pk_status lp_host_field(const pk_laplace2d_plan *plan, const float *phi)
 {
     if (!plan->buf) return PK_OK;
@@ -478,7 +482,11 @@ static pk_status lp_host_field(const pk_laplace2d_plan *plan, const float *phi)
     const size_t bytes = plan->n * sizeof(float);
     static const char *const name = "phi";
     return pk_choice_host_only(&plan->c, &p, &bytes, &name, 1,
-                               "the host reorders it from lexi to layout hvfo");
+                               lp_ops(&plan->c)->execute_canonical
+                                   ? "the host reorders it from lexi to layout hvfo in "
+                                     "plan_upload and plan_download (plan_execute reorders "
+                                     "device memory of the plan's device on the device)"
+                                   : "the host reorders it from lexi to layout hvfo");
 }
 
 pk_status pk_laplace2d_plan_upload(pk_laplace2d_plan *plan, const float *phi)
@@ -517,6 +525,21 @@ pk_status pk_laplace2d_plan_execute(pk_laplace2d_plan *plan, float *phi, int cou
     PK_CHECK_NULL(plan);
     PK_CHECK_NULL(phi);
     PK_CHECK(count >= 0, PK_ESIZE, "count: must be >= 0, got %d", count);
+    if (plan->buf && lp_ops(&plan->c)->execute_canonical &&
+        pk_choice_memory(&plan->c, phi, plan->n * sizeof(float)) == PK_MEM_DEVICE) {
+        /* hvfo on the caller's device field: reordered on the device, nothing copied */
+        const double t0 = pk_now();
+        double kern = 0, lay = 0, flops, bytes;
+        plan->uploaded = 0; /* the resident field is undefined now */
+        PK_TRY(lp_ops(&plan->c)->execute_canonical(plan->c.impl, phi, count, &kern, &lay));
+        lp_counts(plan->n, count, &flops, &bytes);
+        pk_choice_run_info(&plan->c, info, kern, flops, bytes, t0);
+        if (info) {
+            info->transfer_s = 0;
+            info->layout_s = lay;
+        }
+        return PK_OK;
+    }
     PK_TRY(lp_host_field(plan, phi));
     const double t0 = pk_now();
     double layout_s = 0, tl = pk_now();

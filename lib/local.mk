@@ -29,6 +29,7 @@ libportkern_la_SOURCES += \
 	lib/laplace2d_serial.c \
 	lib/su3.c \
 	lib/su3_host.h \
+	lib/lattice_index.h \
 	lib/su3_serial.c \
 	lib/dslash.c \
 	lib/dslash_host.h \

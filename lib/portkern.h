@@ -705,6 +705,10 @@ PK_API pk_status pk_laplace2d_plan_download(pk_laplace2d_plan *plan, float *phi)
  *  the plan its context keeps: on serial and OpenMP the sweeps run on the field itself (phi
  *  for lexi, the plan's reordered copy for hvfo) when it is 64-byte aligned, nothing copied
  *  in or out but an odd pass's result; on OpenCL and CUDA it is uploaded and downloaded.
+ *  On CUDA, phi in device memory of the plan's device (cudaMalloc, CuPy, PyTorch) stays
+ *  there: lexi iterates on it, hvfo is reordered into the plan's device buffer and back on
+ *  the device (info->layout_s; transfer_s 0, the reason says "transfer: device pointers,
+ *  none").  plan_upload and plan_download of an hvfo plan take host memory only (PK_EINVAL).
  *  Afterwards the plan holds no resident field: plan_upload before plan_run again. */
 PK_API pk_status pk_laplace2d_plan_execute(pk_laplace2d_plan *plan, float *phi, int count,
                                            pk_run_info *info);
@@ -783,7 +787,13 @@ PK_API pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi);
  *  touches must be 64-byte aligned (the vector kernels) and chi apart from u and psi;
  *  otherwise they go through the plan's arrays (copied in and out, counted as transfer).
  *  chi may overlap u or psi, as in pk_su3.  On OpenCL and CUDA they are uploaded and
- *  downloaded.  Afterwards the plan holds no resident u and psi: plan_upload again. */
+ *  downloaded.  On CUDA, u, psi and chi all in device memory of the plan's device
+ *  (cudaMalloc, CuPy, PyTorch) stay there: every layout is converted from AoS and chi back
+ *  on the device, into and out of the plan's own device arrays (info->layout_s; transfer_s
+ *  0, the reason says "transfer: device pointers, none"); chi may overlap psi or u.  A mix
+ *  of host and device arrays, or another device's memory, is PK_EINVAL in the layouts but
+ *  aos; so are device arrays in their plan_upload and plan_download (converted on the host).
+ *  Afterwards the plan holds no resident u and psi: plan_upload again. */
 PK_API pk_status pk_su3_plan_execute(pk_su3_plan *plan, const double *u, const double *psi,
                                      double *chi, pk_run_info *info);
 PK_API void pk_su3_plan_destroy(pk_su3_plan *plan);
@@ -834,7 +844,13 @@ PK_API pk_status pk_dslash_plan_download(pk_dslash_plan *plan, double *chi);
  *  no alignment needed); recon12's two-row links are made on the host first, as in
  *  pk_dslash (info->layout_s).  omp-vnode runs on its own lane layout, into which psi and u
  *  are converted and chi back (its upload and download: counted as transfer), as are the
- *  uploads and downloads of OpenCL and CUDA.  chi may overlap u or psi, as in pk_dslash:
+ *  uploads and downloads of OpenCL and CUDA (CUDA's go up and down as they are, through
+ *  the staging ring, and are reordered on the device).  On CUDA, u, psi and chi all in
+ *  device memory of the plan's device (cudaMalloc, CuPy, PyTorch) stay there: reordered
+ *  (recon12: rows 0 and 1 kept) into the plan's device arrays and chi back on the device
+ *  (info->layout_s; transfer_s 0, the reason says "transfer: device pointers, none"); a
+ *  mix of host and device arrays, another device's memory, or device arrays in
+ *  plan_upload / plan_download: PK_EINVAL.  chi may overlap u or psi, as in pk_dslash:
  *  then the fields go through the plan's arrays.  Afterwards the plan holds no resident
  *  fields: plan_upload before plan_run again. */
 PK_API pk_status pk_dslash_plan_execute(pk_dslash_plan *plan, const double *u, const double *psi,

@@ -13,6 +13,7 @@
  * 576, recon12 480, vfo and hvfo 528 plus their padding sites).  The flops of rebuilding
  * u22 (short) or row 2 (recon12) are not counted. */
 #include "su3_host.h"
+#include "lattice_index.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,17 +53,7 @@ pk_status pk_su3_layout_from_name(const char *name, int *layout)
                               "recon12)", name);
 }
 
-/* ---- validation and the layout's arithmetic --------------------------------------------- */
-static int s3_u_per_site(int layout)
-{
-    switch (layout) {
-    case PK_SU3_SHORT: return PK_S3_U_SHORT;
-    case PK_SU3_PADDED: return PK_S3_U_PADDED;
-    case PK_SU3_RECON12: return PK_S3_U_RECON12;
-    default: return PK_S3_U_AOS; /* aos, vfo, hvfo */
-    }
-}
-
+/* ---- validation and the layout's arithmetic (u's doubles per site: pk_s3_u_per_site) ---- */
 static int s3_aos_spinor(int layout) { return layout != PK_SU3_VFO && layout != PK_SU3_HVFO; }
 
 pk_status pk_s3_desc_init(pk_s3_desc *d, const pk_su3_params *p)
@@ -77,7 +68,7 @@ pk_status pk_s3_desc_init(pk_s3_desc *d, const pk_su3_params *p)
              PK_EOVERFLOW, "nv: %zu sites overflow the arrays' bytes", p->nv);
     const size_t g = p->layout == PK_SU3_VFO ? PK_S3_VFO_ALIGN : (size_t)d->nw;
     d->nsites = (p->nv + g - 1) / g * g;
-    d->u_doubles = d->nsites * (size_t)s3_u_per_site(p->layout);
+    d->u_doubles = d->nsites * (size_t)pk_s3_u_per_site(p->layout);
     d->spinor_doubles = d->nsites * PK_S3_SPINOR;
     return PK_OK;
 }
@@ -107,7 +98,7 @@ pk_status pk_su3_layout_sizes(const pk_su3_params *p, size_t *u_doubles, size_t 
 
 void pk_s3_span_of(const pk_s3_desc *d, int field, size_t s0, size_t s1, pk_s3_span *sp)
 {
-    const size_t per = field == 0 ? (size_t)s3_u_per_site(d->layout) : PK_S3_SPINOR;
+    const size_t per = field == 0 ? (size_t)pk_s3_u_per_site(d->layout) : PK_S3_SPINOR;
     if (d->layout == PK_SU3_VFO) { /* one row per complex element, 2 doubles per site */
         sp->rows = per / 2;
         sp->stride = 2 * d->nsites;
@@ -136,7 +127,9 @@ void pk_s3_share(const pk_s3_desc *d, int t, int nt, size_t *s0, size_t *s1)
 
 /* ---- the layout conversion -------------------------------------------------------------- */
 /* AoS (n doubles per site: u 18, spinors 24) to the layout or back, over the sites [s0, s1):
- * a permutation, so any split among threads gives the same bits.  Every loop writes one
+ * a permutation, so any split among threads gives the same bits.  Where each double goes is
+ * pk_s3_index (lib/lattice_index.h), which the CUDA plan's device conversions call per
+ * element; these loops walk the same offsets incrementally.  Every loop writes one
  * sequential stream and reads what it gathers from a few KiB that stay in L1 (an hvfo
  * block, a tile of vfo sites), which the prefetchers stream in order. */
 typedef struct s3_conv {
@@ -216,7 +209,7 @@ static void s3_conv_sites(void *arg, size_t s0, size_t s1)
  * line (but at an AoS share's ends). */
 static void s3_convert(const pk_s3_desc *d, const double *src, double *dst, int n, int pack)
 {
-    const int m = n == PK_S3_SPINOR ? PK_S3_SPINOR : s3_u_per_site(d->layout);
+    const int m = n == PK_S3_SPINOR ? PK_S3_SPINOR : pk_s3_u_per_site(d->layout);
     const int sites_layout = d->layout == PK_SU3_VFO || d->layout == PK_SU3_HVFO;
     s3_conv c = {d, src, dst, n, m, pack};
     /* packing writes the padding sites too; unpacking reads only the nv real ones */
@@ -586,7 +579,8 @@ pk_status pk_su3_plan_create(pk_su3_plan **plan, pk_context *ctx, const pk_su3_p
 }
 
 /* The caller's arrays the host converts (u unless the layout is aos; psi and chi in vfo and
- * hvfo; NULL: not in the call): device memory is refused, never read by the CPU. */
+ * hvfo; NULL: not in the call): device memory is refused, never read by the CPU (plan_execute
+ * with all three on the plan's device goes to the backend's execute_canonical first). */
 static pk_status s3_host_arrays(const pk_su3_plan *plan, const double *u, const double *psi,
                                 const double *chi)
 {
@@ -601,9 +595,13 @@ static pk_status s3_host_arrays(const pk_su3_plan *plan, const double *u, const 
         p[n] = psi, b[n] = d->nv * 24 * sizeof(double), names[n++] = "psi";
     if (chi && !s3_aos_spinor(d->layout))
         p[n] = chi, b[n] = d->nv * 24 * sizeof(double), names[n++] = "chi";
-    char step[96];
-    snprintf(step, sizeof step, "the host converts it between AoS and layout %s",
-             s3_layout_names[d->layout]);
+    char step[160];
+    snprintf(step, sizeof step, "the host converts it between AoS and layout %s%s",
+             s3_layout_names[d->layout],
+             s3_ops(&plan->c)->execute_canonical
+                 ? " (plan_execute converts on the device when u, psi and chi all are device "
+                   "memory of the plan's device)"
+                 : "");
     return pk_choice_host_only(&plan->c, p, b, names, n, step);
 }
 
@@ -657,6 +655,20 @@ pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi)
     return PK_OK;
 }
 
+/* Whether u, psi and chi (AoS) all are device memory of the plan's device and its backend
+ * converts layouts on the device (execute_canonical); aos keeps the direct execute. */
+static int s3_on_device(const pk_su3_plan *plan, const double *u, const double *psi,
+                        const double *chi)
+{
+    const pk_s3_desc *d = &plan->d;
+    if (d->layout == PK_SU3_AOS || !s3_ops(&plan->c)->execute_canonical) return 0;
+    const size_t ub = d->nv * PK_S3_U_AOS * sizeof(double);
+    const size_t sb = d->nv * PK_S3_SPINOR * sizeof(double);
+    return pk_choice_memory(&plan->c, u, ub) == PK_MEM_DEVICE &&
+           pk_choice_memory(&plan->c, psi, sb) == PK_MEM_DEVICE &&
+           pk_choice_memory(&plan->c, chi, sb) == PK_MEM_DEVICE;
+}
+
 pk_status pk_su3_plan_execute(pk_su3_plan *plan, const double *u, const double *psi, double *chi,
                               pk_run_info *info)
 {
@@ -666,6 +678,18 @@ pk_status pk_su3_plan_execute(pk_su3_plan *plan, const double *u, const double *
     PK_CHECK_NULL(u);
     PK_CHECK_NULL(psi);
     PK_CHECK_NULL(chi);
+    if (s3_on_device(plan, u, psi, chi)) { /* converted on the device, nothing copied */
+        const double t0 = pk_now();
+        double kern = 0, lay = 0;
+        plan->uploaded = plan->ran = 0; /* the plan's arrays hold the conversions now */
+        PK_TRY(s3_ops(&plan->c)->execute_canonical(plan->c.impl, u, psi, chi, &kern, &lay));
+        pk_choice_run_info(&plan->c, info, kern, plan->flops, plan->bytes, t0);
+        if (info) {
+            info->transfer_s = 0;
+            info->layout_s = lay;
+        }
+        return PK_OK;
+    }
     PK_TRY(s3_host_arrays(plan, u, psi, chi));
     const double t0 = pk_now();
     s3_call k;

@@ -55,7 +55,9 @@ _PKEOF
     [AC_MSG_ERROR([--with-cuda given but nvcc could not build a CUDA object])])
 ])
 AS_IF([test "x$have_cuda" = xyes],
-  [AC_DEFINE([PK_HAVE_CUDA], [1], [Define when the CUDA backend is built])],
+  [AC_DEFINE([PK_HAVE_CUDA], [1], [Define when the CUDA backend is built])
+   AC_DEFINE_UNQUOTED([PK_CUDA_LIBDIR], ["$pk_libdir"],
+     [The CUDA toolkit's library directory (the CUDA test suites load libcudart.so from it)])],
   [NVCC=])
 AC_SUBST([CUDA_ARCH_FLAGS])
 AC_SUBST([CUDA_LIBS])

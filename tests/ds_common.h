@@ -35,6 +35,8 @@
  *    threads give the one-thread bits.
  * 4. Bad input (serial suite): NULL arguments, extents <= 0, sizes whose bytes overflow,
  *    kappa <= 0, NaN or Inf, recon12 not 0/1, unknown variants, the reference in place.
+ * 5. CUDA suite only: plan_execute on cudaMalloc'd u, psi and chi (cuda_devmem.h), full links
+ *    and recon12 (ds_check_device_arrays; reordered on the device).
  * omp-vnode also runs under dslash.isa = avx512, avx2, generic and auto (the lanes it
  * chose must match the rule under generic: 2 lanes along the first of t, z, y, x with an
  * even extent, else 1), and both OpenMP variants on 3 threads.  A suite SKIPs as a whole when
@@ -68,6 +70,7 @@
  * Measured errors are ~1e-16 (printed); a wrong sign, gamma or neighbour gives O(1). */
 #ifndef PK_TEST_DS_COMMON_H
 #define PK_TEST_DS_COMMON_H
+#include "cuda_devmem.h"
 #include "portkern.h"
 #include "tap.h"
 
@@ -877,6 +880,85 @@ static void ds_check_threaded_layout(const char *variant)
 }
 
 /* ---- the suite -------------------------------------------------------------------------- */
+/* CUDA: plan_execute on u (full links), psi and chi in device memory (cuda_devmem.h),
+ * reordered on the device (lib/dslash.c -> the backend's execute_canonical), full links and
+ * recon12: the bits of plan_execute on the host arrays, transfer_s 0 and the reason's
+ * "device pointers, none", u and psi unchanged, chi over psi the same bits; a device psi
+ * with host u and chi, and plan_upload of device arrays: PK_EINVAL. */
+static void ds_check_device_arrays(const char *variant)
+{
+    const char *why = devmem_open();
+    if (why) {
+        tap_skip(why, "dslash %s: plan_execute on device arrays", variant);
+        return;
+    }
+    for (int r = 0; r <= 1; ++r) {
+        pk_dslash_params p = ds_params(4, 3, 5, 6, 0.13, r);
+        const size_t vol = 4 * 3 * 5 * 6, ns = 24 * vol, nu = 4 * 18 * vol;
+        const size_t sb = ns * sizeof(double), ub = nu * sizeof(double);
+        double *u, *psi, *host = ds_alloc(ns), *back = ds_alloc(nu);
+        ds_fields(&p, 91 + (unsigned)r, &u, &psi);
+        char err[600] = "";
+        pk_dslash_plan *plan = NULL;
+        int s = pk_dslash_plan_create(&plan, ds_ctx, &p, variant, NULL);
+        if (s != PK_OK) snprintf(err, sizeof err, "plan_create: %s", pk_last_error());
+        if (s == PK_OK && (s = pk_dslash_plan_execute(plan, u, psi, host, NULL)) != PK_OK)
+            snprintf(err, sizeof err, "host arrays: %s", pk_last_error());
+        double *du = devmem_alloc(u, ub), *dp = devmem_alloc(psi, sb);
+        double *dc = devmem_alloc(NULL, sb), *dio = devmem_alloc(psi, sb);
+        if (s == PK_OK && !(du && dp && dc && dio)) {
+            s = PK_EDEVMEM;
+            snprintf(err, sizeof err, "cudaMalloc of the test arrays failed");
+        }
+        for (int io = 0; io < 2 && s == PK_OK; ++io) { /* chi apart, chi over psi */
+            pk_run_info info;
+            double *chi = io ? dio : dc;
+            memset(&info, 0, sizeof info);
+            s = pk_dslash_plan_execute(plan, du, io ? dio : dp, chi, &info);
+            if (s != PK_OK) {
+                snprintf(err, sizeof err, "%s: %s", io ? "chi over psi" : "chi apart",
+                         pk_last_error());
+            } else if (devmem_read(back, chi, sb) || memcmp(back, host, sb)) {
+                s = PK_EINTERNAL;
+                snprintf(err, sizeof err, "%s: chi differs from the host arrays' bits",
+                         io ? "chi over psi" : "chi apart");
+            } else if (info.transfer_s != 0 || !strstr(info.reason, "device pointers, none")) {
+                s = PK_EINTERNAL;
+                snprintf(err, sizeof err, "transfer_s %g, reason \"%s\"", info.transfer_s,
+                         info.reason);
+            }
+        }
+        if (s == PK_OK && (devmem_read(back, du, ub) || memcmp(back, u, ub) ||
+                           devmem_read(back, dp, sb) || memcmp(back, psi, sb))) {
+            s = PK_EINTERNAL;
+            snprintf(err, sizeof err, "u or psi changed");
+        }
+        if (s == PK_OK) {
+            const int m1 = pk_dslash_plan_execute(plan, u, dp, back, NULL);
+            const int m2 = pk_dslash_plan_upload(plan, du, dp);
+            if (m1 != PK_EINVAL || m2 != PK_EINVAL) {
+                s = PK_EINTERNAL;
+                snprintf(err, sizeof err, "device psi with host u and chi: %s; plan_upload of "
+                         "device arrays: %s (%s)", pk_status_name(m1), pk_status_name(m2),
+                         pk_last_error());
+            }
+        }
+        ok(s == PK_OK, "%s%s 4x3x5x6 plan_execute on device arrays (reordered on the device): "
+           "the host arrays' bits, transfer_s 0, \"device pointers, none\", inputs unchanged, "
+           "chi over psi the same bits; a mix and plan_upload of them PK_EINVAL%s%s", variant,
+           r ? " recon12" : "", err[0] ? ": " : "", err);
+        pk_dslash_plan_destroy(plan);
+        devmem_free(du);
+        devmem_free(dp);
+        devmem_free(dc);
+        devmem_free(dio);
+        free(u);
+        free(psi);
+        free(host);
+        free(back);
+    }
+}
+
 static pk_context *ds_context(pk_backend_id backend)
 {
     pk_context_options opt;
@@ -934,6 +1016,7 @@ static int ds_run_suite(pk_backend_id backend)
         ds_check_plan(v);
         ds_check_execute(v, 0);
         ds_check_execute(v, 1);
+        if (backend == PK_BACKEND_CUDA) ds_check_device_arrays(v);
         if (strcmp(v, "omp-vnode") == 0) ds_check_env(v);
         if (backend == PK_BACKEND_OPENMP) ds_check_threads(v);
         if (backend == PK_BACKEND_SERIAL || backend == PK_BACKEND_OPENMP)

@@ -123,7 +123,7 @@ PK_EMU_TESTS = \
 	tests/test_s3_cuda_emu \
 	tests/test_ds_cuda_emu \
 	tests/test_cuda_transfer_emu
-EXTRA_DIST += tests/cuda_emu_common.h
+EXTRA_DIST += tests/cuda_emu_common.h tests/cuda_devmem.h
 if PK_HAVE_CXX17
 # Without -DPK_BUILDING_LIBRARY: lib/error.c, lib/util.c and lib/tuning.c, which the emulated host code
 # calls, are compiled in here with hidden visibility (the library's own copies are hidden

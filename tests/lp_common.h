@@ -24,6 +24,8 @@
  *    index, round trips, one thread and threaded (pk_laplace2d on 1, 2, 3 threads: the
  *    one-thread bits), and bad input everywhere (NULL, sizes, overflow, sigma, layout,
  *    l % nw != 0 with a clear PK_ESIZE, unknown variants and layout names, overlap).
+ * 5. CUDA suite only: plan_execute on a cudaMalloc'd lexi field (cuda_devmem.h), lexi and
+ *    hvfo (lp_check_device_arrays; hvfo reordered on the device).
  * omp-simd and omp-tb also run under laplace2d.isa = avx512, avx2, generic and auto, each
  * with and without laplace2d.stream=1 (streaming stores, which the OpenMP backend uses on
  * its own only for fields beyond the last-level cache), omp with and without streaming, the
@@ -58,6 +60,7 @@
  */
 #ifndef PK_TEST_LP_COMMON_H
 #define PK_TEST_LP_COMMON_H
+#include "cuda_devmem.h"
 #include "portkern.h"
 #include "tap.h"
 
@@ -820,6 +823,84 @@ static pk_context *lp_context(pk_backend_id backend)
 }
 
 /* Run the whole suite on one backend; SKIP with the reason when it cannot run here. */
+/* CUDA: plan_execute on a lexi field in device memory (cuda_devmem.h), lexi (iterated on it)
+ * and hvfo (reordered on the device: lib/laplace2d.c -> the backend's execute_canonical),
+ * counts 0, 1 and 4: the bits of plan_execute on a host copy, transfer_s 0 and the reason's
+ * "device pointers, none"; then hvfo plan_upload of the device field: PK_EINVAL (the host
+ * reorders there). */
+static void lp_check_device_arrays(const char *variant)
+{
+    const char *why = devmem_open();
+    if (why) {
+        tap_skip(why, "laplace2d %s: plan_execute on device arrays", variant);
+        return;
+    }
+    static const int shapes[][3] = {{PK_LAP_LEXI, 0, 48}, {PK_LAP_HVFO, 0, 64},
+                                    {PK_LAP_HVFO, 3, 15}, {PK_LAP_HVFO, 8, 200}};
+    static const int counts[] = {0, 1, 4};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; ++k) {
+        char err[600] = "", lay[32];
+        int good = 1;
+        pk_laplace2d_params p = lp_params(shapes[k][2], 0, shapes[k][0], shapes[k][1]);
+        const size_t n = (size_t)p.l * p.l, bytes = n * sizeof(float);
+        float *x = lp_alloc(n), *host = lp_alloc(n), *back = lp_alloc(n);
+        lp_fill(x, n, 17 + (unsigned)k, -1.0f, 1.0f);
+        pk_laplace2d_plan *plan = NULL;
+        float *dev = devmem_alloc(NULL, bytes);
+        int s = dev ? PK_OK : PK_EDEVMEM;
+        if (s != PK_OK) snprintf(err, sizeof err, "cudaMalloc of the test field failed");
+        if (s == PK_OK && (s = pk_laplace2d_plan_create(&plan, lp_ctx, &p, variant, NULL)))
+            snprintf(err, sizeof err, "plan_create: %s", pk_last_error());
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0] && s == PK_OK; ++c) {
+            pk_run_info info;
+            memcpy(host, x, bytes);
+            if ((s = pk_laplace2d_plan_execute(plan, host, counts[c], NULL)) != PK_OK) {
+                snprintf(err, sizeof err, "host field: %s", pk_last_error());
+                break;
+            }
+            memset(&info, 0, sizeof info);
+            devmem_free(dev); /* a fresh device copy of x for each count */
+            if (!(dev = devmem_alloc(x, bytes))) {
+                s = PK_EDEVMEM;
+                snprintf(err, sizeof err, "cudaMalloc of the test field failed");
+                break;
+            }
+            s = pk_laplace2d_plan_execute(plan, dev, counts[c], &info);
+            if (s != PK_OK) {
+                snprintf(err, sizeof err, "count %d: %s", counts[c], pk_last_error());
+            } else if (devmem_read(back, dev, bytes) || memcmp(back, host, bytes)) {
+                s = PK_EINTERNAL;
+                snprintf(err, sizeof err, "count %d: the field differs from the host copy's bits",
+                         counts[c]);
+            } else if (info.transfer_s != 0 || !strstr(info.reason, "device pointers, none")) {
+                s = PK_EINTERNAL;
+                snprintf(err, sizeof err, "count %d: transfer_s %g, reason \"%s\"", counts[c],
+                         info.transfer_s, info.reason);
+            }
+        }
+        if (s == PK_OK && p.layout == PK_LAP_HVFO) {
+            const int u = pk_laplace2d_plan_upload(plan, dev);
+            if (u != PK_EINVAL || !strstr(pk_last_error(), "phi: device memory")) {
+                s = PK_EINTERNAL;
+                snprintf(err, sizeof err, "plan_upload of the device field: %s (%s)",
+                         pk_status_name(u), pk_last_error());
+            }
+        }
+        good = s == PK_OK;
+        ok(good, "%s %s l=%d plan_execute on a device lexi field (%s): the host copy's bits for "
+           "counts 0, 1, 4, transfer_s 0, \"device pointers, none\"%s%s%s", variant,
+           lp_layout_label(&p, lay, sizeof lay), p.l,
+           p.layout == PK_LAP_HVFO ? "reordered on the device" : "iterated on it",
+           p.layout == PK_LAP_HVFO ? "; plan_upload of it PK_EINVAL" : "", err[0] ? ": " : "",
+           err);
+        pk_laplace2d_plan_destroy(plan);
+        devmem_free(dev);
+        free(x);
+        free(host);
+        free(back);
+    }
+}
+
 static int lp_run_suite(pk_backend_id backend)
 {
     lp_ctx = lp_context(backend);
@@ -859,6 +940,7 @@ static int lp_run_suite(pk_backend_id backend)
         lp_check_plan(v, PK_LAP_HVFO, 3, 15);
         lp_check_execute(v, PK_LAP_LEXI, 0, 48);
         lp_check_execute(v, PK_LAP_HVFO, 0, 64);
+        if (backend == PK_BACKEND_CUDA) lp_check_device_arrays(v);
         if (strcmp(v, "omp-simd") == 0 || strcmp(v, "omp-tb") == 0) {
             static const char *const isa[] = {"avx512", "avx2", "generic"};
             lp_check_env(v, "laplace2d.isa", isa, 3);

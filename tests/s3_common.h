@@ -30,6 +30,9 @@
  * 5. omp-simd under su3.isa = avx512, avx2, generic and su3.stream = 0, 1
  *    (every hand-vectorised kernel and both store kinds run here); OpenMP on 3 and 7
  *    threads (more threads than work on the small sizes).
+ * 6. CUDA suite only: plan_execute on cudaMalloc'd AoS arrays (cuda_devmem.h), every layout
+ *    (s3_check_device_arrays; converted on the device but aos).  The emulated test
+ *    (test_s3_cuda_emu.c) checks the conversions of su3.cu themselves.
  * A suite SKIPs as a whole when its backend is unavailable, has no su3 variant, or its
  * device lacks double precision (PK_EUNSUPPORTED).
  *
@@ -56,6 +59,7 @@
  */
 #ifndef PK_TEST_S3_COMMON_H
 #define PK_TEST_S3_COMMON_H
+#include "cuda_devmem.h"
 #include "portkern.h"
 #include "tap.h"
 
@@ -743,6 +747,101 @@ static void s3_check_threads(const char *variant)
 }
 
 /* ---- the suite -------------------------------------------------------------------------- */
+/* ---- CUDA: plan_execute on device arrays (cuda_devmem.h) -------------------------------
+ * u, psi and a NaN-filled chi in device memory (AoS, as the caller keeps them): every
+ * layout but aos is converted on the device (lib/su3.c -> the backend's execute_canonical),
+ * aos runs on the arrays themselves.  chi has the bits of plan_execute on host arrays,
+ * transfer_s is 0 and the reason says "device pointers, none", u and psi are unchanged; chi
+ * over psi gives the same bits (aos: PK_EINVAL, the kernel would write its own input); a
+ * device u with host psi and chi is PK_EINVAL where u is converted (not aos). */
+static void s3_check_device_arrays(const char *variant)
+{
+    const char *why = devmem_open();
+    if (why) {
+        tap_skip(why, "su3 %s: plan_execute on device arrays", variant);
+        return;
+    }
+    static const size_t sizes[] = {33, 1001};
+    for (size_t c = 0; c < S3_NCASES; ++c) {
+        const int layout = s3_cases[c][0], nw = s3_cases[c][1];
+        char name[48], err[1200] = "";
+        int good = 1;
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && good; ++i) {
+            const size_t nv = sizes[i], ub = 18 * nv * sizeof(double), sb = 24 * nv * sizeof(double);
+            s3_data d = s3_make(nv, 41 + nv);
+            pk_su3_params p = {nv, layout, nw};
+            double *host = s3_alloc(24 * nv), *back = s3_alloc(24 * nv), *nan = s3_alloc(24 * nv);
+            for (size_t k = 0; k < 24 * nv; ++k) nan[k] = NAN;
+            pk_run_info info;
+            int s = s3_exec(s3_ctx, variant, 2, &p, &d, host, &info);
+            if (s != PK_OK) snprintf(err, sizeof err, "host arrays: %s", s3_err);
+            double *du = devmem_alloc(d.u, ub), *dp = devmem_alloc(d.psi, sb);
+            double *dc = devmem_alloc(nan, sb), *dio = devmem_alloc(d.psi, sb);
+            pk_su3_plan *plan = NULL;
+            if (s == PK_OK && !(du && dp && dc && dio)) {
+                s = PK_EDEVMEM;
+                snprintf(err, sizeof err, "cudaMalloc of the test arrays failed");
+            }
+            if (s == PK_OK && (s = pk_su3_plan_create(&plan, s3_ctx, &p, variant, NULL)) != PK_OK)
+                snprintf(err, sizeof err, "plan_create: %s", pk_last_error());
+            for (int io = 0; io < 2 && s == PK_OK; ++io) { /* chi apart, chi over psi */
+                double *chi = io ? dio : dc;
+                memset(&info, 0, sizeof info);
+                s = pk_su3_plan_execute(plan, du, io ? dio : dp, chi, &info);
+                if (io && layout == PK_SU3_AOS) {
+                    if (s != PK_EINVAL)
+                        snprintf(err, sizeof err, "aos, chi over psi: %s, not PK_EINVAL",
+                                 pk_status_name(s));
+                    s = s == PK_EINVAL ? PK_OK : PK_EINTERNAL;
+                    break;
+                }
+                if (s != PK_OK) {
+                    snprintf(err, sizeof err, "%s: %s", io ? "chi over psi" : "chi apart",
+                             pk_last_error());
+                } else if (devmem_read(back, chi, sb) || memcmp(back, host, sb)) {
+                    s = PK_EINTERNAL;
+                    snprintf(err, sizeof err, "%s: chi differs from the host arrays' bits",
+                             io ? "chi over psi" : "chi apart");
+                } else if (info.transfer_s != 0 || !strstr(info.reason, "device pointers, none")) {
+                    s = PK_EINTERNAL;
+                    snprintf(err, sizeof err, "transfer_s %g, reason \"%s\"", info.transfer_s,
+                             info.reason);
+                }
+            }
+            if (s == PK_OK && (devmem_read(back, du, ub) || memcmp(back, d.u, ub) ||
+                               devmem_read(back, dp, sb) || memcmp(back, d.psi, sb))) {
+                s = PK_EINTERNAL;
+                snprintf(err, sizeof err, "u or psi changed");
+            }
+            if (s == PK_OK && layout != PK_SU3_AOS) { /* a mix: the host would convert u */
+                const int m = pk_su3_plan_execute(plan, du, d.psi, back, NULL);
+                if (m != PK_EINVAL || !strstr(pk_last_error(), "u: device memory")) {
+                    s = PK_EINTERNAL;
+                    snprintf(err, sizeof err, "device u, host psi and chi: %s (%s)",
+                             pk_status_name(m), pk_last_error());
+                }
+            }
+            good = s == PK_OK;
+            pk_su3_plan_destroy(plan);
+            devmem_free(du);
+            devmem_free(dp);
+            devmem_free(dc);
+            devmem_free(dio);
+            free(host);
+            free(back);
+            free(nan);
+            s3_free(&d);
+        }
+        ok(good, "%s %s plan_execute on device arrays (AoS; %s): the host arrays' bits, "
+           "transfer_s 0, \"device pointers, none\", inputs unchanged, chi over psi %s%s (nv "
+           "33, 1001)%s%s", variant, s3_case_name(layout, nw, name, sizeof name),
+           layout == PK_SU3_AOS ? "the kernel on them" : "converted on the device",
+           layout == PK_SU3_AOS ? "PK_EINVAL" : "the same bits",
+           layout == PK_SU3_AOS ? "" : ", a device u with host psi and chi PK_EINVAL",
+           err[0] ? ": " : "", err);
+    }
+}
+
 static int s3_run_suite(pk_backend_id backend)
 {
     pk_context_options opt;
@@ -805,6 +904,7 @@ static int s3_run_suite(pk_backend_id backend)
             s3_check_env(v, "su3.stream", stream, 2);
         }
         if (backend == PK_BACKEND_OPENMP) s3_check_threads(v);
+        if (backend == PK_BACKEND_CUDA) s3_check_device_arrays(v);
     }
 
     /* No variant named: the backend's first. */

@@ -10,6 +10,7 @@
  */
 #include "cuda_emu_common.h"
 #include "laplace2d_host.h"
+#include "lattice_index.h"
 #include "lp_common.h"
 
 static pk_lp_desc lpe_desc(const pk_laplace2d_params *p)
@@ -24,13 +25,64 @@ static pk_lp_desc lpe_desc(const pk_laplace2d_params *p)
     return d;
 }
 
-static int lpe_devptr; /* lpe_exec: the execute op on a device copy of the field instead */
+/* lpe_exec: 1: the execute op on a device copy of the field (in the layout) instead; 2:
+ * the execute_canonical op (plan_execute on a device array in lexi: reordered on the
+ * device), checked against the host path's bits */
+static int lpe_devptr;
+static size_t lpe_ndiff; /* mode 2: floats that differ from the host path's */
 
 /* phi (lexicographic) after p->count iterations in `runs` plan runs; the result comes back
  * into a NaN-filled buffer with a guard zone (PK_EINTERNAL when it is written or a NaN is
  * left). */
+static pk_status lpe_exec(const pk_laplace2d_params *p, float *phi, int runs);
+
+/* Mode 2: phi (lexi) in a device array, execute_canonical in place; the result must have
+ * the host path's bits (reorder on the host, upload, run, download, reorder back), nothing
+ * copied (the note "device pointers, none", transfer 0 by construction) and the
+ * kernel's and reorders' seconds >= 0. */
+static pk_status lpe_canonical(const pk_laplace2d_params *p, float *phi)
+{
+    const pk_lp_desc d = lpe_desc(p);
+    const size_t n = (size_t)p->l * p->l;
+    float *host = lp_alloc(n), *back = lp_alloc(n);
+    memcpy(host, phi, n * sizeof(float));
+    lpe_devptr = 0;
+    pk_status s = lpe_exec(p, host, 1);
+    lpe_devptr = 2;
+    float *dev = pk_emu_device_array(phi, n * sizeof(float));
+    void *impl = NULL;
+    double ks = -1, ls = -1;
+    if (s == PK_OK) s = pk_cuda_lp_create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK && !dev) s = pk_fail(PK_EDEVMEM, "test device array");
+    if (s == PK_OK) s = pk_cuda_lp_execute_canonical(impl, dev, p->count, &ks, &ls);
+    s = emu_zero_copy(impl, s, 0.0);
+    if (s == PK_OK && (ks < 0 || ls < 0))
+        s = pk_fail(PK_EINTERNAL, "kernel %g s, reorders %g s", ks, ls);
+    if (s == PK_OK && pk_emu_device_read(back, dev, n * sizeof(float)))
+        s = pk_fail(PK_EDEVICE, "reading the device array back");
+    size_t diff = 0;
+    for (size_t i = 0; s == PK_OK && i < n; ++i)
+        diff += memcmp(&back[i], &host[i], sizeof(float)) != 0;
+    lpe_ndiff += diff;
+    if (s == PK_OK && diff)
+        s = pk_fail(PK_EINTERNAL, "%zu of %zu floats differ from the host path's", diff, n);
+    if (s == PK_OK) { /* a host field: refused, the plan fine after */
+        const pk_status so = pk_cuda_lp_execute_canonical(impl, host, p->count, &ks, &ls);
+        if (so != PK_EINVAL || !strstr(pk_last_error(), "not device memory"))
+            s = pk_fail(PK_EINTERNAL, "a host field: %s (%s), not PK_EINVAL",
+                        pk_status_name(so), pk_last_error());
+    }
+    if (s == PK_OK) memcpy(phi, back, n * sizeof(float));
+    pk_cuda_lp_destroy(impl);
+    pk_emu_device_free(dev);
+    free(host);
+    free(back);
+    return s;
+}
+
 static pk_status lpe_exec(const pk_laplace2d_params *p, float *phi, int runs)
 {
+    if (lpe_devptr == 2) return lpe_canonical(p, phi);
     const pk_lp_desc d = lpe_desc(p);
     const size_t n = (size_t)p->l * p->l;
     float *lay = lp_alloc(n), *buf = lp_alloc(n + LP_GUARD);
@@ -120,7 +172,11 @@ static void lpe_check_shape(const lp_shape *sh)
     ok(good, "cuda %s%s, l = %s, count 0/1/3/10: equals the reference within 2 k gamma_5 nu^k "
        "max|phi| (max abs err %.2e%s)",
        lp_layout_label(&p, lay, sizeof lay),
-       lpe_devptr ? ", execute on a device array (no transfer)" : "", ls, maxerr, why);
+       lpe_devptr == 2   ? ", plan_execute on a device array in lexi (reordered on the device; "
+                           "the host path's bits, no transfer, a host field PK_EINVAL)"
+       : lpe_devptr == 1 ? ", execute on a device array (no transfer)"
+                         : "",
+       ls, maxerr, why);
 }
 
 static void lpe_check_plan(void)
@@ -150,6 +206,37 @@ static void lpe_check_plan(void)
     free(b);
 }
 
+/* lib/lattice_index.h's pk_lp_hvfo_col is the host reorder's rule too: for every hvfo shape
+ * of lp_common.h, pk_laplace2d_to_hvfo puts lexi float (y, x) at y l + pk_lp_hvfo_col(l, nw,
+ * x). */
+static void lpe_check_index(void)
+{
+    size_t bad = 0, checked = 0;
+    for (int i = 0; i < LP_NSHAPES; ++i) {
+        const lp_shape *sh = &lp_shapes[i];
+        if (sh->layout != PK_LAP_HVFO) continue;
+        for (int j = 0; j < sh->nl; ++j) {
+            const int l = sh->l[j], nw = sh->nw ? sh->nw : PK_LAP_DEFAULT_NW;
+            const size_t n = (size_t)l * l;
+            float *x = lp_alloc(n), *h = lp_alloc(n);
+            for (size_t k = 0; k < n; ++k) x[k] = (float)k;
+            if (pk_laplace2d_to_hvfo(l, nw, x, h) != PK_OK) {
+                printf("Bail out! pk_laplace2d_to_hvfo(%d, %d) failed\n", l, nw);
+                exit(1);
+            }
+            for (size_t k = 0; k < n; ++k, ++checked) {
+                const size_t y = k / (size_t)l;
+                bad += h[y * (size_t)l + (size_t)pk_lp_hvfo_col(l, nw, (int)(k % (size_t)l))] !=
+                       x[k];
+            }
+            free(x);
+            free(h);
+        }
+    }
+    ok(bad == 0, "pk_lp_hvfo_col (the device reorder's rule) is where pk_laplace2d_to_hvfo "
+       "puts each float: %zu of %zu wrong", bad, checked);
+}
+
 static pk_status lpe_create(const void *arg, void **impl)
 {
     return pk_cuda_lp_create(emu_state(), 0, (const pk_lp_desc *)arg, impl);
@@ -168,7 +255,14 @@ int main(void)
     static const lp_shape dev[] = {{PK_LAP_LEXI, 0, {37, 64}, 2}, {PK_LAP_HVFO, 8, {40}, 1}};
     lpe_devptr = 1;
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; ++i) lpe_check_shape(&dev[i]);
+    lpe_check_index();
+    /* execute_canonical on every shape: lexi runs on the field itself, hvfo reorders on the
+     * device */
+    lpe_devptr = 2;
+    for (int i = 0; i < LP_NSHAPES; ++i) lpe_check_shape(&lp_shapes[i]);
     lpe_devptr = 0;
+    ok(lpe_ndiff == 0, "plan_execute on device arrays: %zu floats differ from the host path's",
+       lpe_ndiff);
     pk_laplace2d_params p = lp_params(24, 1, PK_LAP_LEXI, 0);
     const pk_lp_desc d = lpe_desc(&p);
     emu_check_alloc_failures("laplace2d plan creation", lpe_create, pk_cuda_lp_destroy, &d);
