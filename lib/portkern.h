@@ -671,7 +671,10 @@ PK_API pk_status pk_grid_expand_kernels(const pk_grid_params *p, const int32_t *
  * (the kernel's Fourier transform at image pixel p, the average over the gridder's
  * oversampled offsets; kappa is the mean footprint sum).  Plane 0 is refused (PK_EINVAL,
  * naming the sample) when its imaginary part or its departure from separability exceeds
- * PK_IMAGE_SEPARABLE_TOL of its peak, when K0[0][0] <= 0, or when c falls to
+ * PK_IMAGE_SEPARABLE_TOL of its peak (1e-3: the level below which OSKAR's support rule
+ * drops kernel samples, so smaller defects are within the kernel's own truncation error;
+ * the generator's plane 0 is real to 1.1e-4 of its peak: its screen's unpaired edge sample),
+ * when K0[0][0] <= 0, or when c falls to
  * PK_IMAGE_MIN_CORRECTION or below anywhere in the image (the correction would amplify
  * errors more than 1000 times: the image is too large for the kernel's taper).
  *
@@ -692,7 +695,7 @@ PK_API pk_status pk_grid_expand_kernels(const pk_grid_params *p, const int32_t *
  * the host (the run info's reason says so).  Run info: the grid step's backend, device and
  * variant; stages "grid", "fft", "correct" (image) or "correct", "fft", "degrid" (degrid);
  * flops 8 per grid update plus 5 g^2 log2(g^2) for the FFT. */
-#define PK_IMAGE_SEPARABLE_TOL 1e-4
+#define PK_IMAGE_SEPARABLE_TOL 1e-3
 #define PK_IMAGE_MIN_CORRECTION 1e-3
 
 typedef struct pk_image_params {
