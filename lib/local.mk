@@ -4,6 +4,7 @@ libportkern_la_SOURCES += \
 	lib/internal.h \
 	lib/error.c \
 	lib/util.c \
+	lib/fftw_planner.c \
 	lib/cpu.c \
 	lib/context.c \
 	lib/tuning.c \
