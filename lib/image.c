@@ -133,9 +133,6 @@ pk_status pk_image_correction(const pk_image_params *p, const int32_t *support,
 }
 
 /* ---- degrid: the kernel class the dispatcher uses ----------------------------------------- */
-#ifdef PK_HAVE_OPENCL
-const pk_dg_ops pk_opencl_dg_ops = {.variants = NULL}; /* not yet: the next step */
-#endif
 #ifdef PK_HAVE_CUDA
 const pk_dg_ops pk_cuda_dg_ops = {.variants = NULL}; /* not yet: the next step */
 #endif
@@ -288,11 +285,14 @@ static pk_status im_host_init(im_host *h, const pk_image_params *p, const int32_
 /* What the FFT says in the run info's reason. */
 static void im_host_note(const im_host *h, pk_backend_id backend, char *reason, size_t len)
 {
-    if (backend == PK_BACKEND_OPENCL || backend == PK_BACKEND_CUDA)
+    if ((backend == PK_BACKEND_OPENCL || backend == PK_BACKEND_CUDA) && h->sign == FFTW_BACKWARD)
         pk_append_note(reason, len,
-                       "grid %s the device, FFT on the host (FFTW single precision, %d "
-                       "threads; an on-device FFT is not done yet)",
-                       h->sign == FFTW_BACKWARD ? "made on and downloaded from" : "uploaded to",
+                       "grid made on the device and downloaded, FFT on the host (FFTW single "
+                       "precision, %d threads; an on-device FFT is not done yet)", h->nt);
+    else if (backend == PK_BACKEND_OPENCL || backend == PK_BACKEND_CUDA)
+        pk_append_note(reason, len,
+                       "FFT on the host (FFTW single precision, %d threads; an on-device FFT is "
+                       "not done yet), the transformed grid's box uploaded for the gather",
                        h->nt);
     else
         pk_append_note(reason, len, "FFT on the host (FFTW single precision, %d threads)",
