@@ -690,11 +690,14 @@ PK_API pk_status pk_grid_expand_kernels(const pk_grid_params *p, const int32_t *
  *     sum_i weight[i] Re(conj(degrid(X)[i]) v[i]) = (norm / kappa) sum_{y,x} X[y][x] image(v)[y][x]
  *
  * Plans: the grid plan (kernel stack reordered for its variant), the correction, the FFTW
- * plans and the g x g complex64 grid buffer are made once; each execute runs on the
- * caller's arrays.  On OpenCL the grid is made on the device and downloaded, the FFT runs on
- * the host (the run info's reason says so).  Run info: the grid step's backend, device and
- * variant; stages "grid", "fft", "correct" (image) or "correct", "fft", "degrid" (degrid);
- * flops 8 per grid update plus 5 g^2 log2(g^2) for the FFT. */
+ * plans (1-D: the 2-D transform runs as a pass over rows and one over columns, each pruned
+ * to what is non-zero or needed, threaded by the library) and the g x g complex64 grid
+ * buffer are made once; each execute runs on the caller's arrays.  On OpenCL the grid is
+ * made on the device and downloaded (degrid: the box of the transformed grid uploaded), the
+ * FFT runs on the host (the run info's reason says so).  Run info: the grid step's backend,
+ * device and variant; stages "zero", "grid", "fft rows", "fft cols+crop" (image) or
+ * "place+fft cols", "fft rows", "degrid" (degrid); flops 8 per grid update plus the full
+ * transform's 5 g^2 log2(g^2) (a model: the pruned passes do less). */
 #define PK_IMAGE_SEPARABLE_TOL 1e-3
 #define PK_IMAGE_MIN_CORRECTION 1e-3
 
