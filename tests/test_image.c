@@ -387,7 +387,7 @@ static void test_pipeline(const im_case *c, const char *name)
     const int n = c->ip.image_size;
     const size_t nn = (size_t)n * n;
     const double bound = bound_image(c, &o);
-    float *img = malloc(nn * sizeof(float));
+    float *img = malloc(nn * sizeof(float)), *ser = NULL;
     double *diff = malloc(nn * sizeof(double));
     for (size_t b = 0; b < sizeof backends / sizeof backends[0]; ++b) {
         pk_context *ctx = ctx_for(backends[b]);
@@ -410,6 +410,15 @@ static void test_pipeline(const im_case *c, const char *name)
                 ok(0, "%s: pk_image %s: %s", name, v, pk_last_error());
                 continue;
             }
+            if (!ser) { /* the serial variant comes first: (c) against it at twice the bound */
+                ser = malloc(nn * sizeof(float));
+                memcpy(ser, img, nn * sizeof(float));
+            } else {
+                for (size_t i = 0; i < nn; ++i) diff[i] = (double)img[i] - ser[i];
+                const double e = l2(diff, nn);
+                ok(e <= 2 * bound, "%s: image %s/%s vs serial/serial: ||diff|| %.3e <= twice the "
+                   "bound %.3e", name, pk_backend_name(backends[b]), v, e, 2 * bound);
+            }
             for (size_t i = 0; i < nn; ++i) diff[i] = img[i] - o.img[i];
             const double e = l2(diff, nn);
             ok(e <= bound && fabs(norm - o.norm) <= 1e-9 * fabs(o.norm),
@@ -426,6 +435,7 @@ static void test_pipeline(const im_case *c, const char *name)
         pk_context_destroy(ctx);
     }
     free(img);
+    free(ser);
     free(diff);
     free(o.img);
     free(o.a);
@@ -661,7 +671,7 @@ static void test_adjoint(im_case *c, const char *name)
              g * (eta * (1 + gam(5)) + gam(5)) * placed_l2 * o.a_l2, gam(2.0 * o.nmax + 8) * ha1,
              placed_l2 * eta * g * o.grid_l2, gam(6) * o.norm / c->kappa * xi, o.nmax, o.lmax);
     free(h);
-    float *img = malloc(nn * sizeof(float)), *vis = malloc(2 * c->n * sizeof(float));
+    float *img = malloc(nn * sizeof(float)), *vis = malloc(2 * c->n * sizeof(float)), *dser = NULL;
     double *diff = malloc(2 * c->n * sizeof *diff);
     /* the exact images' inner product, for the scale of the report */
     double rhs_exact = 0;
@@ -691,6 +701,15 @@ static void test_adjoint(im_case *c, const char *name)
                 if (s != PK_OK) {
                     ok(0, "%s: pk_degrid %s: %s", name, v, pk_last_error());
                     continue;
+                }
+                if (!dser) { /* serial first: (c) against it at twice the bound */
+                    dser = malloc(2 * c->n * sizeof(float));
+                    memcpy(dser, vis, 2 * c->n * sizeof(float));
+                } else {
+                    for (size_t i = 0; i < 2 * c->n; ++i) diff[i] = (double)vis[i] - dser[i];
+                    const double e = l2(diff, 2 * c->n);
+                    ok(e <= 2 * eb_dg, "%s: degrid %s vs serial: ||diff|| %.3e <= twice the bound "
+                       "%.3e", name, v, e, 2 * eb_dg);
                 }
                 for (size_t i = 0; i < 2 * c->n; ++i) diff[i] = vis[i] - dref[i];
                 const double e = l2(diff, 2 * c->n);
@@ -731,6 +750,7 @@ static void test_adjoint(im_case *c, const char *name)
     free(x);
     free(img);
     free(vis);
+    free(dser);
     free(diff);
     free(dref);
     free(o.img);

@@ -36,33 +36,37 @@ int64_t pk_dg_ref_run(const pk_grid_params *p, const int32_t *support, const siz
         const int s = support[w], m = os / 2 + s * os + 1;
         const float conj = d->ww[i] > 0 ? -1.0f : 1.0f;
         const float *plane = kernels + 2 * plane_offset[w];
-        float re = 0, im = 0;
-        double re64 = 0, im64 = 0;
-        for (int j = -s; j <= s; ++j) {
-            const float *krow = plane + 2 * (size_t)abs(ov + j * os) * (size_t)m;
-            const size_t row = (size_t)(gv + j) * g;
-            for (int k = -s; k <= s; ++k) {
-                const float *c = krow + 2 * abs(ou + k * os);
-                const float cre = c[0], cim = c[1] * conj;
-                const size_t cell = 2 * (row + (size_t)(gu + k));
-                /* conj(c) * grid = (cre gre + cim gim) + i (cre gim - cim gre) */
-                if (grid) {
-                    const float gre = grid[cell], gim = grid[cell + 1];
+        if (grid) { /* float: the backends' oracle */
+            float re = 0, im = 0;
+            for (int j = -s; j <= s; ++j) {
+                const float *krow = plane + 2 * (size_t)abs(ov + j * os) * (size_t)m;
+                const float *grow = grid + 2 * ((size_t)(gv + j) * g + (size_t)gu);
+                for (int k = -s; k <= s; ++k) {
+                    const float *c = krow + 2 * abs(ou + k * os);
+                    const float cre = c[0], cim = c[1] * conj;
+                    const float gre = grow[2 * k], gim = grow[2 * k + 1];
+                    /* conj(c) * grid = (cre gre + cim gim) + i (cre gim - cim gre) */
                     re += cre * gre + cim * gim;
                     im += cre * gim - cim * gre;
-                } else {
-                    const double gre = grid64[cell], gim = grid64[cell + 1];
-                    re64 += (double)cre * gre + (double)cim * gim;
-                    im64 += (double)cre * gim - (double)cim * gre;
                 }
             }
-        }
-        if (vis) {
             vis[2 * i] = re;
             vis[2 * i + 1] = im;
-        } else {
-            vis64[2 * i] = re64;
-            vis64[2 * i + 1] = im64;
+        } else { /* double: the tests' adjoint of pk_grid_reference_f64 */
+            double re = 0, im = 0;
+            for (int j = -s; j <= s; ++j) {
+                const float *krow = plane + 2 * (size_t)abs(ov + j * os) * (size_t)m;
+                const double *grow = grid64 + 2 * ((size_t)(gv + j) * g + (size_t)gu);
+                for (int k = -s; k <= s; ++k) {
+                    const float *c = krow + 2 * abs(ou + k * os);
+                    const double cre = c[0], cim = (double)c[1] * conj;
+                    const double gre = grow[2 * k], gim = grow[2 * k + 1];
+                    re += cre * gre + cim * gim;
+                    im += cre * gim - cim * gre;
+                }
+            }
+            vis64[2 * i] = re;
+            vis64[2 * i + 1] = im;
         }
         upd += (double)(2 * s + 1) * (2 * s + 1);
     }
