@@ -9,7 +9,7 @@ static pk_status dg_serial_run(void *impl, const float *grid, const pk_grid_data
     const pk_gr_host_stack *h = impl;
     const double t0 = pk_now();
     r->num_skipped = pk_dg_ref_run(&h->p, h->support, h->plane_offset, h->kernels, d, grid, NULL,
-                                   vis, NULL, 0, d->num_vis, &r->updates);
+                                   vis, NULL, NULL, 0, d->num_vis, &r->updates);
     r->kernel_s = pk_now() - t0;
     return PK_OK;
 }

@@ -35,14 +35,15 @@ typedef struct pk_gr_host_stack {
     int threads;        /* the desc's (0: OpenMP's default) */
 } pk_gr_host_stack;
 
-/* degrid (docs/KERNELS.md 7.3): vis[i] = sum conj(c_jk) grid[gv + j][gu + k] for i in
- * [lo, hi), from the float grid in float arithmetic (vis) or from the complex128 grid64 in
- * double (vis64); weight may be NULL in d.  Returns the skipped count of the range; adds the
- * range's updates to *updates (may be NULL). */
+/* degrid (docs/KERNELS.md 7.3): vis[i] = sum conj(c_jk) grid[gv + j][gu + k] for i =
+ * order[t] (order NULL: i = t), t in [lo, hi), from the float grid in float arithmetic (vis)
+ * or from the complex128 grid64 in double (vis64); weight may be NULL in d.  Returns the
+ * skipped count of the range; adds the range's updates to *updates (may be NULL).  Each
+ * visibility's sum is formed the same way whatever the order. */
 int64_t pk_dg_ref_run(const pk_grid_params *p, const int32_t *support, const size_t *plane_offset,
                       const float *kernels, const pk_grid_data *d, const float *grid,
-                      const double *grid64, float *vis, double *vis64, size_t lo, size_t hi,
-                      double *updates);
+                      const double *grid64, float *vis, double *vis64, const size_t *order,
+                      size_t lo, size_t hi, double *updates);
 
 /* Backend entry points. */
 pk_status pk_serial_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl);

@@ -192,7 +192,7 @@ static pk_status dg_reference(const pk_grid_params *p, const int32_t *support,
     pk_gr_stack st;
     PK_TRY(pk_gr_stack_init(&st, p, support, kernels));
     const int64_t sk = pk_dg_ref_run(&st.d.p, st.d.support, st.d.plane_offset, st.d.kernels, d,
-                                     grid, grid64, vis, vis64, 0, d->num_vis, NULL);
+                                     grid, grid64, vis, vis64, NULL, 0, d->num_vis, NULL);
     pk_gr_stack_free(&st);
     if (num_skipped) *num_skipped = sk;
     return PK_OK;

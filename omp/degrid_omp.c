@@ -1,17 +1,36 @@
-/* degrid_omp.c - degrid on the OpenMP backend (docs/KERNELS.md 7.3).
- *   omp  visibilities in parallel: contiguous shares of the list (pk_parallel_range), each
- *        thread running the reference loop (lib/ref/degrid_ref.c) on its share.  A gather:
- *        every visibility reads its footprint of the grid and writes only itself, so no
- *        atomics and no private grids, and every visibility's sum is formed exactly as the
- *        serial reference forms it (the same function, the same order): the result is the
- *        serial variant's bit for bit, whatever the thread count. */
+/* degrid_omp.c - degrid on the OpenMP backend (docs/KERNELS.md 7.3).  Both variants are gathers:
+ * every visibility reads its footprint of the grid and writes only itself, so no atomics and
+ * no private grids, and every visibility's sum is formed exactly as the serial reference
+ * forms it (the same function, lib/ref/degrid_ref.c, the same order of its terms): the result
+ * is the serial variant's bit for bit, whatever the thread count.
+ *   omp-tiled  (the default) the gridder's tiling turned into an order: the visibilities are
+ *              bucket-sorted by the 64 x 64-cell tile of their centre cell (a stable counting
+ *              sort, tiles in row order), and the threads take contiguous shares of that
+ *              order, so a thread's consecutive visibilities read neighbouring grid cells
+ *              (the tile and its halo stay in cache) instead of the list's order (shuffled in
+ *              the generated sets: a random footprint per visibility).
+ *   omp        the list in its own order, in contiguous shares (pk_parallel_range).
+ * The sort's order (a size_t per visibility) and the tile counters are kept in the plan
+ * between runs (grown on demand). */
 #include "grid_host.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DG_TILE 64
+
+typedef struct dg_omp_plan {
+    pk_gr_host_stack *st; /* the serial plan's copy of the stack */
+    int tiled;
+    pk_scratch order, key, count;
+} dg_omp_plan;
 
 typedef struct dg_job {
     const pk_gr_host_stack *h;
     const float *grid;
     const pk_grid_data *d;
     float *vis;
+    const size_t *order;
     int64_t skipped;
     double updates;
 } dg_job;
@@ -21,27 +40,103 @@ static void dg_range(void *arg, size_t lo, size_t hi)
     dg_job *j = arg;
     double upd = 0;
     const int64_t sk = pk_dg_ref_run(&j->h->p, j->h->support, j->h->plane_offset, j->h->kernels,
-                                     j->d, j->grid, NULL, j->vis, NULL, lo, hi, &upd);
+                                     j->d, j->grid, NULL, j->vis, NULL, j->order, lo, hi, &upd);
 #pragma omp atomic
     j->skipped += sk;
 #pragma omp atomic
     j->updates += upd;
 }
 
+static void dg_omp_destroy(void *impl)
+{
+    dg_omp_plan *h = impl;
+    if (!h) return;
+    pk_serial_gr_destroy(h->st);
+    pk_scratch_free(&h->order);
+    pk_scratch_free(&h->key);
+    pk_scratch_free(&h->count);
+    free(h);
+}
+
+static pk_status dg_omp_create(void *state, int device, const pk_gr_desc *desc, void **impl)
+{
+    dg_omp_plan *h = calloc(1, sizeof *h);
+    PK_CHECK(h != NULL, PK_ENOMEM, "degrid: out of host memory");
+    h->tiled = !desc->variant || !desc->variant[0] || strcmp(desc->variant, "omp-tiled") == 0;
+    void *st = NULL;
+    pk_status s = pk_serial_gr_create(state, device, desc, &st);
+    if (s != PK_OK) {
+        free(h);
+        return s;
+    }
+    h->st = st;
+    *impl = h;
+    return PK_OK;
+}
+
+typedef struct dg_key_job {
+    const pk_gr_host_stack *h;
+    const pk_grid_data *d;
+    uint32_t *key;
+    int tiles_u;
+    uint32_t skip_key;
+} dg_key_job;
+
+/* The tile of each visibility's centre cell (the gridder's geometry); skipped ones last. */
+static void dg_keys(void *arg, size_t lo, size_t hi)
+{
+    const dg_key_job *j = arg;
+    pk_gr_desc desc = {0};
+    desc.p = j->h->p;
+    desc.support = j->h->support;
+    for (size_t i = lo; i < hi; ++i) {
+        const float wt = j->d->weight ? j->d->weight[i] : 1.0f;
+        int w, gu, gv, ou, ov;
+        j->key[i] = pk_gr_locate_inline(&desc, j->d->uu[i], j->d->vv[i], j->d->ww[i], 0.0f, 0.0f,
+                                        wt, &w, &gu, &gv, &ou, &ov)
+                        ? j->skip_key
+                        : (uint32_t)(gv / DG_TILE) * (uint32_t)j->tiles_u + (uint32_t)(gu / DG_TILE);
+    }
+}
+
 static pk_status dg_omp_run(void *impl, const float *grid, const pk_grid_data *d, float *vis,
                             pk_dg_result *r)
 {
-    const pk_gr_host_stack *h = impl;
+    dg_omp_plan *p = impl;
+    const pk_gr_host_stack *h = p->st;
     const double t0 = pk_now();
+    const size_t n = d->num_vis;
     int smax = 0;
     for (int w = 0; w < h->p.num_w_planes; ++w)
         if (h->support[w] > smax) smax = h->support[w];
-    /* what the loop reads and writes: the footprints of the grid and kernel, uvw, vis */
+    /* what the gather reads and writes: the footprints of the grid and kernel, uvw, vis */
     const double foot = (double)(2 * smax + 1) * (2 * smax + 1);
-    const double bytes = (double)d->num_vis * (28.0 + 16.0 * foot);
-    dg_job j = {h, grid, d, vis, 0, 0.0};
-    pk_parallel_range(d->num_vis, 64, bytes > 1e18 ? (size_t)-1 : (size_t)bytes, h->threads,
-                      dg_range, &j);
+    const double bytes = (double)n * (28.0 + 16.0 * foot);
+    const size_t pbytes = bytes > 1e18 ? (size_t)-1 : (size_t)bytes;
+    dg_job j = {h, grid, d, vis, NULL, 0, 0.0};
+    if (p->tiled && n > 0) {
+        const int g = h->p.grid_size, tu = (g + DG_TILE - 1) / DG_TILE;
+        const size_t nkeys = (size_t)tu * (size_t)tu + 1;
+        size_t *order = pk_scratch_get(&p->order, n * sizeof(size_t));
+        uint32_t *key = pk_scratch_get(&p->key, n * sizeof(uint32_t));
+        size_t *count = pk_scratch_get(&p->count, nkeys * sizeof(size_t));
+        PK_CHECK(order && key && count, PK_ENOMEM,
+                 "degrid omp-tiled: cannot allocate the order of %zu visibilities", n);
+        dg_key_job kj = {h, d, key, tu, (uint32_t)(nkeys - 1)};
+        pk_parallel_range(n, 256, n * 24, h->threads, dg_keys, &kj);
+        /* stable counting sort by tile */
+        memset(count, 0, nkeys * sizeof(size_t));
+        for (size_t i = 0; i < n; ++i) ++count[key[i]];
+        size_t sum = 0;
+        for (size_t k = 0; k < nkeys; ++k) {
+            const size_t c = count[k];
+            count[k] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; ++i) order[count[key[i]]++] = i;
+        j.order = order;
+    }
+    pk_parallel_range(n, 64, pbytes, h->threads, dg_range, &j);
     r->num_skipped = j.skipped;
     r->updates = j.updates;
     r->kernel_s = pk_now() - t0;
@@ -50,8 +145,8 @@ static pk_status dg_omp_run(void *impl, const float *grid, const pk_grid_data *d
 
 /* The degrid kernel family on this backend (lib/internal.h, pk_dg_ops). */
 const pk_dg_ops pk_openmp_dg_ops = {
-    .variants = "omp",
-    .create = pk_serial_gr_create,
+    .variants = "omp-tiled,omp",
+    .create = dg_omp_create,
     .run = dg_omp_run,
-    .destroy = pk_serial_gr_destroy,
+    .destroy = dg_omp_destroy,
 };

@@ -1024,7 +1024,7 @@ static void test_bad(const im_case *c)
     BAD(PK_ENOVARIANT, "unknown grid variant",
         pk_image(ctx, &c->ip, "no-such", c->k.support, c->k.compact, &c->d, img, NULL, NULL, NULL));
     BAD(PK_ENOVARIANT, "unknown degrid variant",
-        pk_degrid(ctx, &c->ip, "omp-tiled", c->k.support, c->k.compact, img, &c->d, img, NULL, NULL));
+        pk_degrid(ctx, &c->ip, "no-such", c->k.support, c->k.compact, img, &c->d, img, NULL, NULL));
     /* plans: execute twice gives the same image; an empty list gives zeros */
     pk_image_plan *plan = NULL;
     s = pk_image_plan_create(&plan, ctx, &c->ip, NULL, c->k.support, c->k.compact, NULL);

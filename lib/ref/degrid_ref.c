@@ -13,8 +13,8 @@
 
 int64_t pk_dg_ref_run(const pk_grid_params *p, const int32_t *support, const size_t *plane_offset,
                       const float *kernels, const pk_grid_data *d, const float *grid,
-                      const double *grid64, float *vis, double *vis64, size_t lo, size_t hi,
-                      double *updates)
+                      const double *grid64, float *vis, double *vis64, const size_t *order,
+                      size_t lo, size_t hi, double *updates)
 {
     pk_gr_desc desc = {0};
     desc.p = *p;
@@ -23,7 +23,8 @@ int64_t pk_dg_ref_run(const pk_grid_params *p, const int32_t *support, const siz
     const int os = p->oversample;
     int64_t skipped = 0;
     double upd = 0;
-    for (size_t i = lo; i < hi; ++i) {
+    for (size_t t = lo; t < hi; ++t) {
+        const size_t i = order ? order[t] : t;
         const float wt = d->weight ? d->weight[i] : 1.0f;
         int w, gu, gv, ou, ov;
         if (pk_gr_locate_inline(&desc, d->uu[i], d->vv[i], d->ww[i], 0.0f, 0.0f, wt, &w, &gu, &gv,
