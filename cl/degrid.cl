@@ -4,8 +4,10 @@
  * The host (cl/degrid_opencl.c) locates every visibility with the gridder's float geometry
  * (pk_gr_locate_inline, the reference's by construction) and uploads one int4 record each:
  * (gu - box_u0, gv - box_v0, plane, offsets and conjugation packed: (ou + os/2) | (ov +
- * os/2) << 15 | conj << 30), or plane -1 for a skipped visibility (its vis is 0).  Only the
- * bounding box of the footprints lives on the device: pitch complex64 per row.
+ * os/2) << 15 | conj << 30), or plane -1 for a skipped visibility (its vis is 0), in the
+ * tile order (pk_dg_tile_order: neighbouring work-items read neighbouring cells), with the
+ * visibility's index in idx.  Only the bounding box of the footprints lives on the device:
+ * pitch complex64 per row.
  *
  * Each work-item sums conj(c_jk) grid[gv + j][gu + k] over its footprint in the reference's
  * order (j outer, k inner), in float, without contraction into FMAs: the same operations
@@ -13,13 +15,15 @@
  * compiler contracted the reference's products. */
 #pragma OPENCL FP_CONTRACT OFF
 
-__kernel void pk_dg_gather(__global const int4 *rec, __global const float2 *box, int pitch,
-                           __global const float2 *kern, __global const ulong *poff,
-                           __global const int *support, int os, __global float2 *vis, int n)
+__kernel void pk_dg_gather(__global const int4 *rec, __global const uint *idx,
+                           __global const float2 *box, int pitch, __global const float2 *kern,
+                           __global const ulong *poff, __global const int *support, int os,
+                           __global float2 *vis, int n)
 {
-    const int i = (int)get_global_id(0);
-    if (i >= n) return;
-    const int4 r = rec[i];
+    const int t = (int)get_global_id(0);
+    if (t >= n) return;
+    const int4 r = rec[t];
+    const uint i = idx[t];
     if (r.z < 0) {
         vis[i] = (float2)(0.0f, 0.0f);
         return;

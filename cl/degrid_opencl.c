@@ -4,8 +4,9 @@
  * Plan: the compact kernel stack, the plane offsets and the supports on the device, the
  * gather kernel.  A run: the host locates the visibilities (pk_gr_locate_inline: the
  * gridder's geometry and skips, bit for bit) into int4 records and the bounding box of their
- * footprints; the box of the caller's grid is uploaded (clEnqueueWriteBufferRect), the
- * records, the gather, the visibilities read back.  Buffers are kept between runs and grown
+ * footprints, and orders them by tile (pk_dg_tile_order, as omp-tiled); the box of the
+ * caller's grid is uploaded (clEnqueueWriteBufferRect), the records in that order with their
+ * indices, the gather, the visibilities read back.  Buffers are kept between runs and grown
  * on demand.  A box or a list that does not fit one allocation of the device is PK_EDEVMEM
  * (no banding yet, unlike grid's OpenCL plan). */
 #include "opencl_internal.h"
@@ -33,7 +34,9 @@ typedef struct pk_cl_dg {
     int32_t *support;
     cl_ulong max_alloc;
     size_t wg;
-    dg_buf box, rec, vis;
+    int threads;           /* host threads of the tile order */
+    pk_scratch order, key, count;
+    dg_buf box, rec, idx, vis;
     char device_name[128];
 } pk_cl_dg;
 
@@ -69,6 +72,10 @@ static void dg_destroy(void *impl)
     if (!h) return;
     dg_buf_release(&h->box);
     dg_buf_release(&h->rec);
+    dg_buf_release(&h->idx);
+    pk_scratch_free(&h->order);
+    pk_scratch_free(&h->key);
+    pk_scratch_free(&h->count);
     dg_buf_release(&h->vis);
     if (h->k) clReleaseKernel(h->k);
     if (h->d_kern) clReleaseMemObject(h->d_kern);
@@ -106,6 +113,7 @@ static pk_status dg_create(void *state, int device, const pk_gr_desc *desc, void
     PK_CHECK(h != NULL, PK_ENOMEM, "degrid: out of host memory for an OpenCL plan");
     pk_status s = PK_OK;
     h->d = *desc;
+    h->threads = desc->threads;
     h->max_alloc = dev->max_alloc;
     pk_strlcpy(h->device_name, dev->name, sizeof h->device_name);
     clRetainContext(dev->context);
@@ -206,10 +214,25 @@ static pk_status dg_run(void *impl, const float *grid, const pk_grid_data *d, fl
             rec[i].s[0] -= u0;
             rec[i].s[1] -= v0;
         }
+    /* the tile order: records permuted, their indices beside them */
+    const size_t *order = NULL;
+    pk_status s = pk_dg_tile_order(&h->d.p, h->support, d, h->threads, &h->order, &h->key,
+                                   &h->count, &order);
+    cl_int4 *srec = s == PK_OK ? malloc(n * sizeof *srec) : NULL;
+    cl_uint *sidx = srec ? malloc(n * sizeof *sidx) : NULL;
+    if (s == PK_OK && !sidx) s = pk_fail(PK_ENOMEM, "degrid: out of host memory for %zu records", n);
+    if (s == PK_OK)
+        for (size_t t = 0; t < n; ++t) {
+            srec[t] = rec[order[t]];
+            sidx[t] = (cl_uint)order[t];
+        }
+    free(rec);
+    rec = srec;
     const double t1 = pk_now();
     const size_t cols = (size_t)(u1 - u0 + 1), rows = (size_t)(v1 - v0 + 1);
-    pk_status s = dg_buf_ensure(h, &h->box, cols * rows * 8, "grid box");
+    if (s == PK_OK) s = dg_buf_ensure(h, &h->box, cols * rows * 8, "grid box");
     if (s == PK_OK) s = dg_buf_ensure(h, &h->rec, n * sizeof *rec, "records");
+    if (s == PK_OK) s = dg_buf_ensure(h, &h->idx, n * sizeof *sidx, "record indices");
     if (s == PK_OK) s = dg_buf_ensure(h, &h->vis, n * 8, "visibilities");
     cl_int err = CL_SUCCESS;
     if (s == PK_OK) {
@@ -224,20 +247,24 @@ static pk_status dg_run(void *impl, const float *grid, const pk_grid_data *d, fl
     if (s == PK_OK) {
         err = clEnqueueWriteBuffer(h->queue, h->rec.m, CL_TRUE, 0, n * sizeof *rec, rec, 0, NULL,
                                    NULL);
+        if (err == CL_SUCCESS)
+            err = clEnqueueWriteBuffer(h->queue, h->idx.m, CL_TRUE, 0, n * sizeof *sidx, sidx, 0,
+                                       NULL, NULL);
         if (err != CL_SUCCESS)
             s = pk_cl_fail(err, "clEnqueueWriteBuffer", "degrid records to '%s'",
                            h->device_name);
     }
     free(rec);
+    free(sidx);
     const double t2 = pk_now();
     if (s == PK_OK) {
         const cl_int pitch = (cl_int)cols, cos_ = os, cn = (cl_int)n;
-        const void *vals[9] = {&h->rec.m, &h->box.m, &pitch, &h->d_kern, &h->d_poff,
-                               &h->d_support, &cos_, &h->vis.m, &cn};
-        const size_t sizes[9] = {sizeof(cl_mem), sizeof(cl_mem), sizeof pitch, sizeof(cl_mem),
-                                 sizeof(cl_mem), sizeof(cl_mem), sizeof cos_, sizeof(cl_mem),
-                                 sizeof cn};
-        for (cl_uint a = 0; a < 9 && err == CL_SUCCESS; ++a)
+        const void *vals[10] = {&h->rec.m, &h->idx.m, &h->box.m, &pitch, &h->d_kern,
+                                &h->d_poff, &h->d_support, &cos_, &h->vis.m, &cn};
+        const size_t sizes[10] = {sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), sizeof pitch,
+                                  sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), sizeof cos_,
+                                  sizeof(cl_mem), sizeof cn};
+        for (cl_uint a = 0; a < 10 && err == CL_SUCCESS; ++a)
             err = clSetKernelArg(h->k, a, sizes[a], vals[a]);
         const size_t global = (n + h->wg - 1) / h->wg * h->wg;
         if (err == CL_SUCCESS)

@@ -45,6 +45,15 @@ int64_t pk_dg_ref_run(const pk_grid_params *p, const int32_t *support, const siz
                       const double *grid64, float *vis, double *vis64, const size_t *order,
                       size_t lo, size_t hi, double *updates);
 
+/* The tile order of a list: visibilities bucket-sorted (stable counting sort) by the
+ * PK_DG_TILE x PK_DG_TILE-cell tile of their centre cell, tiles in row order, skipped ones
+ * last; the keys on `threads` host threads.  *order_out points into order_s (kept by the
+ * caller's plan, as key_s and count_s). */
+#define PK_DG_TILE 64
+pk_status pk_dg_tile_order(const pk_grid_params *p, const int32_t *support, const pk_grid_data *d,
+                           int threads, pk_scratch *order_s, pk_scratch *key_s,
+                           pk_scratch *count_s, const size_t **order_out);
+
 /* Backend entry points. */
 pk_status pk_serial_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl);
 pk_status pk_serial_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr_result *res);

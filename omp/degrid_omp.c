@@ -6,7 +6,8 @@
  *   omp-tiled  (the default) the gridder's tiling turned into an order: the visibilities are
  *              bucket-sorted by the 64 x 64-cell tile of their centre cell (a stable counting
  *              sort, tiles in row order), and the threads take contiguous shares of that
- *              order, so a thread's consecutive visibilities read neighbouring grid cells
+ *              order (pk_dg_tile_order, lib/ref/degrid_ref.c), so a thread's consecutive
+ *              visibilities read neighbouring grid cells
  *              (the tile and its halo stay in cache) instead of the list's order (shuffled in
  *              the generated sets: a random footprint per visibility).
  *   omp        the list in its own order, in contiguous shares (pk_parallel_range).
@@ -16,8 +17,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-#define DG_TILE 64
 
 typedef struct dg_omp_plan {
     pk_gr_host_stack *st; /* the serial plan's copy of the stack */
@@ -74,31 +73,6 @@ static pk_status dg_omp_create(void *state, int device, const pk_gr_desc *desc, 
     return PK_OK;
 }
 
-typedef struct dg_key_job {
-    const pk_gr_host_stack *h;
-    const pk_grid_data *d;
-    uint32_t *key;
-    int tiles_u;
-    uint32_t skip_key;
-} dg_key_job;
-
-/* The tile of each visibility's centre cell (the gridder's geometry); skipped ones last. */
-static void dg_keys(void *arg, size_t lo, size_t hi)
-{
-    const dg_key_job *j = arg;
-    pk_gr_desc desc = {0};
-    desc.p = j->h->p;
-    desc.support = j->h->support;
-    for (size_t i = lo; i < hi; ++i) {
-        const float wt = j->d->weight ? j->d->weight[i] : 1.0f;
-        int w, gu, gv, ou, ov;
-        j->key[i] = pk_gr_locate_inline(&desc, j->d->uu[i], j->d->vv[i], j->d->ww[i], 0.0f, 0.0f,
-                                        wt, &w, &gu, &gv, &ou, &ov)
-                        ? j->skip_key
-                        : (uint32_t)(gv / DG_TILE) * (uint32_t)j->tiles_u + (uint32_t)(gu / DG_TILE);
-    }
-}
-
 static pk_status dg_omp_run(void *impl, const float *grid, const pk_grid_data *d, float *vis,
                             pk_dg_result *r)
 {
@@ -114,28 +88,9 @@ static pk_status dg_omp_run(void *impl, const float *grid, const pk_grid_data *d
     const double bytes = (double)n * (28.0 + 16.0 * foot);
     const size_t pbytes = bytes > 1e18 ? (size_t)-1 : (size_t)bytes;
     dg_job j = {h, grid, d, vis, NULL, 0, 0.0};
-    if (p->tiled && n > 0) {
-        const int g = h->p.grid_size, tu = (g + DG_TILE - 1) / DG_TILE;
-        const size_t nkeys = (size_t)tu * (size_t)tu + 1;
-        size_t *order = pk_scratch_get(&p->order, n * sizeof(size_t));
-        uint32_t *key = pk_scratch_get(&p->key, n * sizeof(uint32_t));
-        size_t *count = pk_scratch_get(&p->count, nkeys * sizeof(size_t));
-        PK_CHECK(order && key && count, PK_ENOMEM,
-                 "degrid omp-tiled: cannot allocate the order of %zu visibilities", n);
-        dg_key_job kj = {h, d, key, tu, (uint32_t)(nkeys - 1)};
-        pk_parallel_range(n, 256, n * 24, h->threads, dg_keys, &kj);
-        /* stable counting sort by tile */
-        memset(count, 0, nkeys * sizeof(size_t));
-        for (size_t i = 0; i < n; ++i) ++count[key[i]];
-        size_t sum = 0;
-        for (size_t k = 0; k < nkeys; ++k) {
-            const size_t c = count[k];
-            count[k] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < n; ++i) order[count[key[i]]++] = i;
-        j.order = order;
-    }
+    if (p->tiled && n > 0)
+        PK_TRY(pk_dg_tile_order(&h->p, h->support, d, h->threads, &p->order, &p->key, &p->count,
+                                &j.order));
     pk_parallel_range(n, 64, pbytes, h->threads, dg_range, &j);
     r->num_skipped = j.skipped;
     r->updates = j.updates;

@@ -10,6 +10,7 @@
 #include "grid_host.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 int64_t pk_dg_ref_run(const pk_grid_params *p, const int32_t *support, const size_t *plane_offset,
                       const float *kernels, const pk_grid_data *d, const float *grid,
@@ -73,4 +74,63 @@ int64_t pk_dg_ref_run(const pk_grid_params *p, const int32_t *support, const siz
     }
     if (updates) *updates += upd;
     return skipped;
+}
+
+/* ---- the tile order (omp-tiled and opencl) ------------------------------------------------ */
+typedef struct dg_key_job {
+    pk_gr_desc desc;
+    const pk_grid_data *d;
+    uint32_t *key;
+    int tiles_u;
+    uint32_t skip_key;
+} dg_key_job;
+
+/* The tile of each visibility's centre cell (the gridder's geometry); skipped ones last. */
+static void dg_keys(void *arg, size_t lo, size_t hi)
+{
+    const dg_key_job *j = arg;
+    for (size_t i = lo; i < hi; ++i) {
+        const float wt = j->d->weight ? j->d->weight[i] : 1.0f;
+        int w, gu, gv, ou, ov;
+        j->key[i] = pk_gr_locate_inline(&j->desc, j->d->uu[i], j->d->vv[i], j->d->ww[i], 0.0f,
+                                        0.0f, wt, &w, &gu, &gv, &ou, &ov)
+                        ? j->skip_key
+                        : (uint32_t)(gv / PK_DG_TILE) * (uint32_t)j->tiles_u +
+                              (uint32_t)(gu / PK_DG_TILE);
+    }
+}
+
+pk_status pk_dg_tile_order(const pk_grid_params *p, const int32_t *support, const pk_grid_data *d,
+                           int threads, pk_scratch *order_s, pk_scratch *key_s,
+                           pk_scratch *count_s, const size_t **order_out)
+{
+    const size_t n = d->num_vis;
+    const int tu = (p->grid_size + PK_DG_TILE - 1) / PK_DG_TILE;
+    const size_t nkeys = (size_t)tu * (size_t)tu + 1;
+    size_t *order = pk_scratch_get(order_s, (n ? n : 1) * sizeof(size_t));
+    uint32_t *key = pk_scratch_get(key_s, (n ? n : 1) * sizeof(uint32_t));
+    size_t *count = pk_scratch_get(count_s, nkeys * sizeof(size_t));
+    PK_CHECK(order && key && count, PK_ENOMEM,
+             "degrid: cannot allocate the tile order of %zu visibilities", n);
+    dg_key_job kj;
+    memset(&kj, 0, sizeof kj);
+    kj.desc.p = *p;
+    kj.desc.support = support;
+    kj.d = d;
+    kj.key = key;
+    kj.tiles_u = tu;
+    kj.skip_key = (uint32_t)(nkeys - 1);
+    pk_parallel_range(n, 256, n * 24, threads, dg_keys, &kj);
+    /* stable counting sort by tile */
+    memset(count, 0, nkeys * sizeof(size_t));
+    for (size_t i = 0; i < n; ++i) ++count[key[i]];
+    size_t sum = 0;
+    for (size_t k = 0; k < nkeys; ++k) {
+        const size_t c = count[k];
+        count[k] = sum;
+        sum += c;
+    }
+    for (size_t i = 0; i < n; ++i) order[count[key[i]]++] = i;
+    *order_out = order;
+    return PK_OK;
 }
