@@ -1204,6 +1204,16 @@ int main(void)
         printf("Bail out! pk_image_correction: %s\n", pk_last_error());
         return 1;
     }
+    /* e: the image as large as the grid (no crop; the taper's edge: c down to psi(1)/psi(0)) */
+    im_case e;
+    memset(&e, 0, sizeof e);
+    const int ke = case_kernels(&e, cell, 64, 64, 4, 4 * 32, 1, 0);
+    ok(ke, "case e: g 64, N 64 (no crop), os 4: %s", ke ? "correction ok" : pk_last_error());
+    if (ke) {
+        case_data(&e, 1000, 0.6, 0, src, 3);
+        test_pipeline(&e, "e");
+    }
+    case_free(&e);
     case_data(&a, 3000, 0.6, 1, src, 3);
     case_data(&b, 3000, 0.6, 0, src, 3);
     case_data(&d, 4000, 0.6, 0, src, 3);
