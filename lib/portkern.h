@@ -719,7 +719,9 @@ PK_API pk_status pk_image_correction(const pk_image_params *p, const int32_t *su
 /** The dirty image of d (d->vis and weights as pk_grid takes them) into image float32
  *  [N][N] (overwritten).  variant: a grid variant (pk_grid_variants) or NULL / "" for the
  *  backend's choice.  *norm (may be NULL) receives the gridder's norm of this call (set, not
- *  accumulated), *num_skipped (may be NULL) the visibilities the gridder skipped. */
+ *  accumulated), *num_skipped (may be NULL) the visibilities the gridder skipped.  The
+ *  one-shot calls make and destroy a plan each time (not kept in the context, as grid's:
+ *  the key would be the kernel stack): repeated images or predictions take the plans. */
 PK_API pk_status pk_image(pk_context *ctx, const pk_image_params *p, const char *variant,
                           const int32_t *support, const float *kernels, const pk_grid_data *d,
                           float *image, double *norm, int64_t *num_skipped, pk_run_info *info);
