@@ -107,7 +107,8 @@ tests_test_gr_gen_LDADD = libportkern.la $(FFTW3_LIBS)
 # grid_gen.c, as test_gr_gen) and a double FFT of its own for the oracle.
 tests_test_image_SOURCES = tests/test_image.c lib/gen/grid_gen.c lib/gen/grid_gen.h
 tests_test_image_CPPFLAGS = $(AM_CPPFLAGS)
-tests_test_image_LDADD = libportkern.la $(FFTW3_LIBS)
+tests_test_image_CFLAGS = $(AM_CFLAGS) -pthread
+tests_test_image_LDADD = libportkern.la $(FFTW3_LIBS) -lpthread
 # Every other test program is one .c file linking the library (Makefile.am's LDADD).
 tests_test_threads_CFLAGS = $(AM_CFLAGS) -pthread
 tests_test_threads_LDADD = libportkern.la -lpthread
