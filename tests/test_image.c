@@ -18,7 +18,10 @@
  *     a predicted point source against the analytic visibilities;
  *  6. bad input: image larger than the grid, an odd image, an inconsistent cell size, an
  *     image beyond the horizon, a complex or non-separable plane 0, a taper too narrow,
- *     NULL arrays; and PK_EUNSUPPORTED without FFTW.
+ *     NULL arrays, unknown variants; and PK_EUNSUPPORTED without FFTW;
+ *  7. visibilities the gridder skips predict 0 and are counted on every degrid variant;
+ *     plans executed twice give the same bits; an empty list images to zeros; two contexts
+ *     on two threads at once give the single-threaded bits; the image as large as the grid.
  * Bounds are computed per case from the data (u = 2^-24, gamma_n = n u / (1 - n u)); the
  * measured errors are printed beside them. */
 #ifdef HAVE_CONFIG_H
