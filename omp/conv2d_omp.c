@@ -142,7 +142,7 @@ static int smooth7(long long n)
 }
 
 /* The planner is not thread-safe (only fftwf_execute is): plans are made and destroyed under
- * the library's planner lock (pk_fftwf_planner, lib/util.c). */
+ * the library's planner lock (pk_fftwf_planner, lib/fftw_planner.c). */
 static void fft_destroy_plans(void *p)
 {
     cv_fft *f = p;
