@@ -131,7 +131,7 @@ static pk_status gr_validate_kernels(const pk_grid_params *p, const int32_t *sup
     return PK_OK;
 }
 
-static pk_status gr_validate_data(const pk_grid_data *d)
+pk_status pk_gr_validate_data(const pk_grid_data *d)
 {
     PK_CHECK_NULL(d);
     PK_CHECK(d->num_vis <= SIZE_MAX / 16, PK_EOVERFLOW, "num_vis: %zu overflows size_t bytes",
@@ -222,7 +222,7 @@ static pk_status gr_reference(const pk_grid_params *p, const int32_t *support,
     size_t *off = malloc(((size_t)p->num_w_planes + 1) * sizeof *off);
     if (!off) return pk_fail(PK_ENOMEM, "grid: out of host memory");
     pk_status s = gr_validate_support(p, support, off, NULL, NULL);
-    if (s == PK_OK) s = gr_validate_data(d);
+    if (s == PK_OK) s = pk_gr_validate_data(d);
     if (s == PK_OK && (!kernels || !norm || !num_skipped || (!grid && !grid64)))
         s = pk_fail(PK_ENULL, "kernels, grid, norm and num_skipped: must not be NULL");
     if (s == PK_OK) s = gr_validate_kernels(p, support, off, kernels);
@@ -294,21 +294,17 @@ static const pk_gr_ops *gr_ops(const pk_choice *c) { return c->kops; }
 
 const char *pk_grid_variants(pk_backend_id backend) { return pk_kernel_variants(&gr_class, backend); }
 
-/* The stack as backends see it: compact (converted here from FULL), with plane offsets. */
-typedef struct gr_stack {
-    pk_gr_desc d;
-    size_t *plane_offset;
-    float *compact_own; /* NULL when the caller's stack is compact already */
-} gr_stack;
+/* The stack as backends see it (pk_gr_stack, grid_host.h). */
+typedef pk_gr_stack gr_stack;
 
-static void gr_stack_free(gr_stack *st)
+void pk_gr_stack_free(gr_stack *st)
 {
     free(st->plane_offset);
     pk_free_aligned(st->compact_own);
 }
 
-static pk_status gr_stack_init(gr_stack *st, const pk_grid_params *p, const int32_t *support,
-                               const float *kernels)
+pk_status pk_gr_stack_init(gr_stack *st, const pk_grid_params *p, const int32_t *support,
+                          const float *kernels)
 {
     memset(st, 0, sizeof *st);
     PK_TRY(gr_validate_params(p));
@@ -319,7 +315,7 @@ static pk_status gr_stack_init(gr_stack *st, const pk_grid_params *p, const int3
     pk_status s = gr_validate_support(p, support, st->plane_offset, &smax, NULL);
     if (s == PK_OK) s = gr_validate_kernels(p, support, st->plane_offset, kernels);
     if (s != PK_OK) {
-        gr_stack_free(st);
+        pk_gr_stack_free(st);
         return s;
     }
     const float *compact = kernels;
@@ -327,7 +323,7 @@ static pk_status gr_stack_init(gr_stack *st, const pk_grid_params *p, const int3
         const size_t n = st->plane_offset[p->num_w_planes];
         st->compact_own = pk_alloc_aligned(2 * n * sizeof(float) + 64);
         if (!st->compact_own) {
-            gr_stack_free(st);
+            pk_gr_stack_free(st);
             return pk_fail(PK_ENOMEM, "grid: cannot allocate the compact kernel stack (%zu "
                            "samples)", n);
         }
@@ -384,12 +380,12 @@ pk_status pk_grid(pk_context *ctx, const pk_grid_params *p, const char *variant,
     const double t0 = pk_now();
     pk_run_info_begin(info);
     PK_CHECK_NULL(ctx);
-    PK_TRY(gr_validate_data(d));
+    PK_TRY(pk_gr_validate_data(d));
     PK_CHECK_NULL(grid);
     PK_CHECK_NULL(norm);
     PK_CHECK_NULL(num_skipped);
     gr_stack st;
-    PK_TRY(gr_stack_init(&st, p, support, kernels));
+    PK_TRY(pk_gr_stack_init(&st, p, support, kernels));
     gr_oneshot o;
     memset(&o, 0, sizeof o);
     o.data = d;
@@ -398,7 +394,7 @@ pk_status pk_grid(pk_context *ctx, const pk_grid_params *p, const char *variant,
     /* not cached: the key would be the whole kernel stack, compared on every call */
     pk_status s = pk_dispatch_oneshot(ctx, &gr_class, variant, &st.d, NULL, 0, gr_oneshot_work,
                                       &o, NULL, &c);
-    gr_stack_free(&st);
+    pk_gr_stack_free(&st);
     if (s != PK_OK) return s;
     *norm += o.r.norm;
     *num_skipped = o.r.num_skipped;
@@ -417,15 +413,15 @@ pk_status pk_grid_plan_create(pk_grid_plan **plan, pk_context *ctx, const pk_gri
     *plan = NULL;
     PK_CHECK_NULL(ctx);
     gr_stack st;
-    PK_TRY(gr_stack_init(&st, p, support, kernels));
+    PK_TRY(pk_gr_stack_init(&st, p, support, kernels));
     pk_grid_plan *pl = calloc(1, sizeof *pl);
     if (!pl) {
-        gr_stack_free(&st);
+        pk_gr_stack_free(&st);
         return pk_fail(PK_ENOMEM, "grid: out of host memory");
     }
     pl->p = *p;
     pk_status s = pk_dispatch(ctx, &gr_class, variant, &st.d, NULL, NULL, &pl->c);
-    gr_stack_free(&st);
+    pk_gr_stack_free(&st);
     if (s != PK_OK) {
         free(pl);
         return s;
@@ -443,7 +439,7 @@ pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, float *gri
     const double t0 = pk_now();
     pk_run_info_begin(info);
     PK_CHECK_NULL(plan);
-    PK_TRY(gr_validate_data(d));
+    PK_TRY(pk_gr_validate_data(d));
     PK_CHECK_NULL(grid);
     PK_CHECK_NULL(norm);
     PK_CHECK_NULL(num_skipped);

@@ -11,6 +11,49 @@ void pk_gr_ref_run(const pk_grid_params *p, const int32_t *support, const size_t
                    const float *kernels, const pk_grid_data *d, float *grid, double *grid64,
                    double *norm, int64_t *num_skipped, double *updates);
 
+/* The stack as backends see it: compact (converted from FULL by pk_gr_stack_init, which
+ * validates p, support and the readable samples first), with plane offsets.  lib/grid.c and
+ * lib/image.c (degrid) hand st->d to their backends' create. */
+typedef struct pk_gr_stack {
+    pk_gr_desc d;
+    size_t *plane_offset;
+    float *compact_own; /* NULL when the caller's stack is compact already */
+} pk_gr_stack;
+pk_status pk_gr_stack_init(pk_gr_stack *st, const pk_grid_params *p, const int32_t *support,
+                           const float *kernels);
+void pk_gr_stack_free(pk_gr_stack *st);
+/** d: NULL pointers, num_vis overflow (pk_grid's checks of a visibility list). */
+pk_status pk_gr_validate_data(const pk_grid_data *d);
+
+/* A host plan's own copy of the compact stack (the serial grid plan; the serial and OpenMP
+ * degrid plans). */
+typedef struct pk_gr_host_stack {
+    pk_grid_params p;   /* kernel_layout COMPACT */
+    int32_t *support;
+    size_t *plane_offset;
+    float *kernels;
+    int threads;        /* the desc's (0: OpenMP's default) */
+} pk_gr_host_stack;
+
+/* degrid (docs/KERNELS.md 7.3): vis[i] = sum conj(c_jk) grid[gv + j][gu + k] for i =
+ * order[t] (order NULL: i = t), t in [lo, hi), from the float grid in float arithmetic (vis)
+ * or from the complex128 grid64 in double (vis64); weight may be NULL in d.  Returns the
+ * skipped count of the range; adds the range's updates to *updates (may be NULL).  Each
+ * visibility's sum is formed the same way whatever the order. */
+int64_t pk_dg_ref_run(const pk_grid_params *p, const int32_t *support, const size_t *plane_offset,
+                      const float *kernels, const pk_grid_data *d, const float *grid,
+                      const double *grid64, float *vis, double *vis64, const size_t *order,
+                      size_t lo, size_t hi, double *updates);
+
+/* The tile order of a list: visibilities bucket-sorted (stable counting sort) by the
+ * PK_DG_TILE x PK_DG_TILE-cell tile of their centre cell, tiles in row order, skipped ones
+ * last; the keys on `threads` host threads.  *order_out points into order_s (kept by the
+ * caller's plan, as key_s and count_s). */
+#define PK_DG_TILE 64
+pk_status pk_dg_tile_order(const pk_grid_params *p, const int32_t *support, const pk_grid_data *d,
+                           int threads, pk_scratch *order_s, pk_scratch *key_s,
+                           pk_scratch *count_s, const size_t **order_out);
+
 /* Backend entry points. */
 pk_status pk_serial_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl);
 pk_status pk_serial_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr_result *res);

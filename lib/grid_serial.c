@@ -6,12 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct gr_serial_plan {
-    pk_grid_params p;   /* kernel_layout COMPACT */
-    int32_t *support;
-    size_t *plane_offset;
-    float *kernels;
-} gr_serial_plan;
+typedef pk_gr_host_stack gr_serial_plan;
 
 void pk_serial_gr_destroy(void *impl)
 {
@@ -43,6 +38,7 @@ pk_status pk_serial_gr_create(void *state, int device, const pk_gr_desc *desc, v
     memcpy(h->support, desc->support, (size_t)np * sizeof *h->support);
     memcpy(h->plane_offset, desc->plane_offset, ((size_t)np + 1) * sizeof *h->plane_offset);
     memcpy(h->kernels, desc->kernels, 2 * n * sizeof(float));
+    h->threads = desc->threads;
     *impl = h;
     return PK_OK;
 }

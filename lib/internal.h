@@ -86,6 +86,9 @@ void pk_parallel_range(size_t n, size_t grain, size_t bytes, int nt, pk_range_fn
 /** The team pk_parallel_range(..., nt, ...) starts: nt, OpenMP's default for 0, 1 without
  *  OpenMP (to size per-thread scratch). */
 int pk_host_threads(int nt);
+/** Run fn(arg) under the library's one FFTW planner lock, with FFTW's threads set to nt
+ *  (PK_HAVE_FFTW builds only): every fftwf plan is made and destroyed inside it. */
+void pk_fftwf_planner(int nt, void (*fn)(void *arg), void *arg);
 /** Copy at most len-1 bytes and terminate. */
 void pk_strlcpy(char *dst, const char *src, size_t len);
 /** Append to a bounded string, separated by "; " when it is not empty. */
@@ -471,6 +474,22 @@ typedef struct pk_gr_ops {
     void (*destroy)(void *impl);
 } pk_gr_ops;
 
+/* degrid (docs/KERNELS.md 7.3): the plan holds the kernel stack (desc: grid's, compact);
+ * each run reads the caller's host grid complex64 [g][g] and writes vis complex64
+ * [data->num_vis] (every entry: 0 for a skipped visibility; data->weight may be NULL). */
+typedef struct pk_dg_result {
+    int64_t num_skipped;
+    double updates;       /* sum of (2s+1)^2 over the degridded visibilities */
+    double kernel_s, transfer_s;
+} pk_dg_result;
+typedef struct pk_dg_ops {
+    const char *variants;
+    pk_status (*create)(void *state, int device, const pk_gr_desc *desc, void **impl);
+    pk_status (*run)(void *impl, const float *grid, const pk_grid_data *data, float *vis,
+                     pk_dg_result *res);
+    void (*destroy)(void *impl);
+} pk_dg_ops;
+
 /* laplace2d: the plan holds the field (in desc->layout) on the device. */
 typedef struct pk_lp_ops {
     const char *variants;
@@ -556,6 +575,7 @@ PK_DECLARE_KERNEL_OPS(d3);
 PK_DECLARE_KERNEL_OPS(cv);
 PK_DECLARE_KERNEL_OPS(mf);
 PK_DECLARE_KERNEL_OPS(gr);
+PK_DECLARE_KERNEL_OPS(dg);
 PK_DECLARE_KERNEL_OPS(lp);
 PK_DECLARE_KERNEL_OPS(s3);
 PK_DECLARE_KERNEL_OPS(ds);

@@ -4,6 +4,7 @@ libportkern_la_SOURCES += \
 	lib/internal.h \
 	lib/error.c \
 	lib/util.c \
+	lib/fftw_planner.c \
 	lib/cpu.c \
 	lib/context.c \
 	lib/tuning.c \
@@ -24,6 +25,8 @@ libportkern_la_SOURCES += \
 	lib/grid.c \
 	lib/grid_host.h \
 	lib/grid_serial.c \
+	lib/image.c \
+	lib/degrid_serial.c \
 	lib/laplace2d.c \
 	lib/laplace2d_host.h \
 	lib/laplace2d_serial.c \
@@ -41,6 +44,7 @@ libportkern_la_SOURCES += \
 	lib/ref/conv2d_ref.c \
 	lib/ref/magicfilter3d_ref.c \
 	lib/ref/grid_ref.c \
+	lib/ref/degrid_ref.c \
 	lib/ref/laplace2d_ref.c \
 	lib/ref/su3_ref.c \
 	lib/ref/dslash_ref.c \

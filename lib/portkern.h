@@ -639,6 +639,137 @@ PK_API pk_status pk_grid_expand_kernels(const pk_grid_params *p, const int32_t *
                                         const float *compact, float *full);
 
 /* ---------------------------------------------------------------------------------------- */
+/* image and degrid: the dirty image of a visibility list and its exact adjoint, the model   */
+/* prediction (docs/KERNELS.md section 7).  Built on grid (any grid variant and backend) and */
+/* a host FFT (FFTW single precision, threaded); without FFTW at configure time every call   */
+/* below except pk_image_params_init is PK_EUNSUPPORTED and says so.                         */
+/*
+ * Pixels and orientation.  The image is float32 [N][N], N = image_size, row y, column x;
+ * pixel (y, x) lies at px = x - N/2, py = y - N/2 from the phase centre (pixel [N/2][N/2]),
+ * at direction cosines
+ *     l = -px * cell,   m = +py * cell        (cell = grid.cell_size_rad)
+ * i.e. +l (east, with the gridder's negated u) towards smaller x, as sky images show right
+ * ascension, and +m (north) towards larger y.  A source of the generator's convention
+ * V = S exp(-2 pi i (u l + v m - w (n - 1))) appears at x = N/2 - l / cell, y = N/2 + m / cell.
+ *
+ * Dirty image (pk_image): the grid G of the visibilities (pk_grid's semantics exactly, all
+ * of them, accumulated into a zeroed grid; norm the gridder's norm), then
+ *     F(px, py) = sum_{a, b} G[b][a] exp(+2 pi i ((a - g/2) px + (b - g/2) py) / g)
+ *     image[y][x] = Re F(px, py) / (norm * c(px) * c(py))
+ * (g = grid_size): the inverse FFT of the grid with its centre cell at the origin, cropped to
+ * the central N x N pixels, divided by the grid correction c and normalised by the sum of
+ * weights the gridder reports (norm: sum over gridded visibilities of weight * the sum of
+ * their kernel footprint, 1 per visibility for kernels that sum to 1).  With this
+ * normalisation a source of flux S at the phase centre images to exactly S; elsewhere to S
+ * within the error bound of docs/KERNELS.md 7.4.  An empty list (norm 0) images to zeros.
+ *
+ * Grid correction c (docs/KERNELS.md 7.2), from the kernel stack itself, not from a taper
+ * formula: plane 0 (w = 0), which must be real and separable, K0[y][x] = a(y) a(x); its row 0
+ * read at every sample the gridder can read, j in [-(M - 1), M - 1], M = os/2 + s0 os + 1:
+ *     S(p) = sum_j t_j K0[0][|j|] cos(2 pi j p / (os g)),  t_j = 1/2 at |j| = M - 1, else 1
+ *     c(p) = S(p) / S(0),    kappa = S(0)^2 / (os^2 K0[0][0])
+ * (the kernel's Fourier transform at image pixel p, the average over the gridder's
+ * oversampled offsets; kappa is the mean footprint sum).  Plane 0 is refused (PK_EINVAL,
+ * naming the sample) when its imaginary part or its departure from separability exceeds
+ * PK_IMAGE_SEPARABLE_TOL of its peak (1e-3: the level below which OSKAR's support rule
+ * drops kernel samples, so smaller defects are within the kernel's own truncation error;
+ * the generator's plane 0 is real to 1.1e-4 of its peak: its screen's unpaired edge sample),
+ * when K0[0][0] <= 0, or when c falls to
+ * PK_IMAGE_MIN_CORRECTION or below anywhere in the image (the correction would amplify
+ * errors more than 1000 times: the image is too large for the kernel's taper).
+ *
+ * Degridding (pk_degrid), the exact adjoint: for a model image X float32 [N][N]
+ *     H[b][a] = sum_{y, x} X[y][x] / (kappa c(px) c(py)) exp(-2 pi i ((a - g/2) px + (b - g/2) py) / g)
+ *     vis[i]  = sum_{j, k in [-s, s]} conj(c_jk) H[gv + j][gu + k]
+ * with gu, gv, s and the coefficients c_jk (conjugated when ww > 0) exactly as the gridder
+ * computes them for visibility i (pk_grid_locate); a visibility the gridder would skip gets
+ * 0 and is counted.  A point source of flux S in the model predicts vis ~ S exp(-2 pi i (u l
+ * + v m - w (n - 1))), the generator's convention.  Weights are not applied (a prediction),
+ * but a visibility whose weight is not finite is skipped, as the gridder skips it.  Adjoint
+ * relation (real inner products; tested on every backend to 1e-5 relative):
+ *     sum_i weight[i] Re(conj(degrid(X)[i]) v[i]) = (norm / kappa) sum_{y,x} X[y][x] image(v)[y][x]
+ *
+ * Plans: the grid plan (kernel stack reordered for its variant), the correction, the FFTW
+ * plans (1-D: the 2-D transform runs as a pass over rows and one over columns, each pruned
+ * to what is non-zero or needed, threaded by the library) and the g x g complex64 grid
+ * buffer are made once; each execute runs on the caller's arrays.  On OpenCL the grid is
+ * made on the device and downloaded (degrid: the box of the transformed grid uploaded), the
+ * FFT runs on the host (the run info's reason says so).  Run info: the grid step's backend,
+ * device and variant; stages "zero", "grid", "fft rows", "fft cols+crop" (image) or
+ * "place+fft cols", "fft rows", "degrid" (degrid); flops 8 per grid update plus the full
+ * transform's 5 g^2 log2(g^2) (a model: the pruned passes do less). */
+#define PK_IMAGE_SEPARABLE_TOL 1e-3
+#define PK_IMAGE_MIN_CORRECTION 1e-3
+
+typedef struct pk_image_params {
+    pk_grid_params grid;   /* the gridder's parameters (grid_size g, cell, oversample, w) */
+    int image_size;        /* N: even, 2 <= N <= grid_size; N * cell / 2 < 1 */
+    double image_cell_rad; /* pixel size: 0 (default) or grid.cell_size_rad itself (to 1e-9
+                              relative); the FFT fixes it, any other value is PK_EINVAL */
+} pk_image_params;
+
+/** pk_grid_params_init on grid, zeros elsewhere. */
+PK_API void pk_image_params_init(pk_image_params *p);
+/** The grid correction of docs/KERNELS.md 7.2 for the stack (support, kernels as pk_grid
+ *  takes them): corr[x] = c(x - N/2) for x in [0, N) (may be NULL), *kappa (may be NULL).
+ *  Errors as above when plane 0 cannot be corrected. */
+PK_API pk_status pk_image_correction(const pk_image_params *p, const int32_t *support,
+                                     const float *kernels, double *corr, double *kappa);
+
+/** The dirty image of d (d->vis and weights as pk_grid takes them) into image float32
+ *  [N][N] (overwritten).  variant: a grid variant (pk_grid_variants) or NULL / "" for the
+ *  backend's choice.  *norm (may be NULL) receives the gridder's norm of this call (set, not
+ *  accumulated), *num_skipped (may be NULL) the visibilities the gridder skipped.  The
+ *  one-shot calls make and destroy a plan each time (not kept in the context, as grid's:
+ *  the key would be the kernel stack): repeated images or predictions take the plans. */
+PK_API pk_status pk_image(pk_context *ctx, const pk_image_params *p, const char *variant,
+                          const int32_t *support, const float *kernels, const pk_grid_data *d,
+                          float *image, double *norm, int64_t *num_skipped, pk_run_info *info);
+typedef struct pk_image_plan pk_image_plan;
+PK_API pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx,
+                                      const pk_image_params *p, const char *variant,
+                                      const int32_t *support, const float *kernels,
+                                      pk_run_info *info);
+/** One dirty image of a new visibility list with the plan (as pk_image). */
+PK_API pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, float *image,
+                                       double *norm, int64_t *num_skipped, pk_run_info *info);
+PK_API void pk_image_plan_destroy(pk_image_plan *plan);
+
+/** Model visibilities of the model image float32 [N][N] at d's uu, vv, ww (d->weight may be
+ *  NULL: all 1; d->vis is not read) into vis complex64 [d->num_vis] (overwritten).  variant:
+ *  a degrid variant (pk_degrid_variants) or NULL / "".  *num_skipped (may be NULL): the
+ *  visibilities left 0. */
+PK_API pk_status pk_degrid(pk_context *ctx, const pk_image_params *p, const char *variant,
+                           const int32_t *support, const float *kernels, const float *model,
+                           const pk_grid_data *d, float *vis, int64_t *num_skipped,
+                           pk_run_info *info);
+/** Comma-separated degrid variants of a backend ("serial"; OpenMP "omp-tiled": visibilities
+ *  in parallel in the order of their 64 x 64-cell tile, a gather without atomics, and "omp":
+ *  the same in the list's order; OpenCL "opencl": a work-item per visibility, the box of the
+ *  transformed grid uploaded; "" where the backend has none yet: CUDA). */
+PK_API const char *pk_degrid_variants(pk_backend_id backend);
+typedef struct pk_degrid_plan pk_degrid_plan;
+PK_API pk_status pk_degrid_plan_create(pk_degrid_plan **plan, pk_context *ctx,
+                                       const pk_image_params *p, const char *variant,
+                                       const int32_t *support, const float *kernels,
+                                       pk_run_info *info);
+PK_API pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model,
+                                        const pk_grid_data *d, float *vis, int64_t *num_skipped,
+                                        pk_run_info *info);
+PK_API void pk_degrid_plan_destroy(pk_degrid_plan *plan);
+/** Serial references of degridding from a grid: vis[i] = sum conj(c_jk) grid[gv+j][gu+k]
+ *  (the second line above) from a complex64 grid in float arithmetic in the loop's order
+ *  (the backends' oracle), or from a complex128 grid in double (the tests' adjoint of
+ *  pk_grid_reference_f64).  p is the gridder's; d->weight may be NULL; vis overwritten. */
+PK_API pk_status pk_degrid_reference(const pk_grid_params *p, const int32_t *support,
+                                     const float *kernels, const float *grid,
+                                     const pk_grid_data *d, float *vis, int64_t *num_skipped);
+PK_API pk_status pk_degrid_reference_f64(const pk_grid_params *p, const int32_t *support,
+                                         const float *kernels, const double *grid,
+                                         const pk_grid_data *d, double *vis,
+                                         int64_t *num_skipped);
+
+/* ---------------------------------------------------------------------------------------- */
 /* Lattice QCD (docs/KERNELS.md section 4): laplace2d, su3, dslash.                           */
 /* Complex numbers are interleaved (re, im) doubles (complex128), as NumPy stores them.      */
 

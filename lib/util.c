@@ -189,3 +189,4 @@ void pk_run_info_begin(pk_run_info *info)
 {
     if (info) memset(info, 0, sizeof *info);
 }
+

@@ -141,35 +141,35 @@ static int smooth7(long long n)
     return n == 1;
 }
 
-/* The planner is not thread-safe (only fftwf_execute is), and the thread count is global
- * planner state: every planner call happens in this one critical section. */
+/* The planner is not thread-safe (only fftwf_execute is): plans are made and destroyed under
+ * the library's planner lock (pk_fftwf_planner, lib/fftw_planner.c). */
+static void fft_destroy_plans(void *p)
+{
+    cv_fft *f = p;
+    if (f->fwd) fftwf_destroy_plan(f->fwd);
+    if (f->inv) fftwf_destroy_plan(f->inv);
+}
+
 static void fft_free(void *p)
 {
     cv_fft *f = p;
     if (!f) return;
-#pragma omp critical(pk_fftw_planner)
-    {
-        if (f->fwd) fftwf_destroy_plan(f->fwd);
-        if (f->inv) fftwf_destroy_plan(f->inv);
-    }
+    pk_fftwf_planner(1, fft_destroy_plans, f);
     fftwf_free(f->real);
     fftwf_free(f->spec);
     fftwf_free(f->kern);
     free(f);
 }
 
-static void fft_plan(cv_fft *f, int nt)
+static void fft_make_plans(void *p)
 {
-#pragma omp critical(pk_fftw_planner)
-    {
-        static int threads_ready;
-        if (!threads_ready) threads_ready = fftwf_init_threads() ? 1 : -1;
-        if (threads_ready > 0) fftwf_plan_with_nthreads(nt);
-        f->fwd = fftwf_plan_dft_r2c_2d(f->ph, f->pw, f->real, f->spec, FFTW_ESTIMATE);
-        f->inv = fftwf_plan_dft_c2r_2d(f->ph, f->pw, f->spec, f->real,
-                                       FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
-    }
+    cv_fft *f = p;
+    f->fwd = fftwf_plan_dft_r2c_2d(f->ph, f->pw, f->real, f->spec, FFTW_ESTIMATE);
+    f->inv = fftwf_plan_dft_c2r_2d(f->ph, f->pw, f->spec, f->real,
+                                   FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
 }
+
+static void fft_plan(cv_fft *f, int nt) { pk_fftwf_planner(nt, fft_make_plans, f); }
 
 /* Extent of one dimension: n itself when 7-smooth (exact torus), else the next 7-smooth
  * size >= n + kf - 1 (kf = min(k, n): a longer PSF is folded first); 0 when too large. */

@@ -6,6 +6,7 @@ libportkern_la_SOURCES += \
 	omp/conv2d_omp.c \
 	omp/magicfilter3d_omp.c \
 	omp/grid_omp.c \
+	omp/degrid_omp.c \
 	omp/laplace2d_omp.c \
 	omp/su3_omp.c \
 	omp/dslash_omp.c

@@ -61,6 +61,7 @@ PK_TEST_PROGS = \
 	tests/test_gr_opencl \
 	tests/test_gr_cuda \
 	tests/test_gr_gen \
+	tests/test_image \
 	tests/test_lp_serial \
 	tests/test_lp_openmp \
 	tests/test_lp_opencl \
@@ -106,6 +107,12 @@ tests_test_gr_gen_SOURCES = tests/test_gr_gen.c lib/gen/grid_gen.c lib/gen/grid_
 # Own CPPFLAGS: its objects must not be the library's libtool ones.
 tests_test_gr_gen_CPPFLAGS = $(AM_CPPFLAGS)
 tests_test_gr_gen_LDADD = libportkern.la $(FFTW3_LIBS)
+# image and degrid (docs/KERNELS.md 7): the generator's kernels of any size (its own copy of
+# grid_gen.c, as test_gr_gen) and a double FFT of its own for the oracle.
+tests_test_image_SOURCES = tests/test_image.c lib/gen/grid_gen.c lib/gen/grid_gen.h
+tests_test_image_CPPFLAGS = $(AM_CPPFLAGS)
+tests_test_image_CFLAGS = $(AM_CFLAGS) -pthread
+tests_test_image_LDADD = libportkern.la $(FFTW3_LIBS) -lpthread
 # Every other test program is one .c file linking the library (Makefile.am's LDADD).
 tests_test_threads_CFLAGS = $(AM_CFLAGS) -pthread
 tests_test_threads_LDADD = libportkern.la -lpthread

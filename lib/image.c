@@ -1,0 +1,742 @@
+/* image.c - the dirty image and its adjoint, degridding (docs/KERNELS.md section 7): validation,
+ * the grid correction from plane 0 of the kernel stack, the plans (a grid plan or a degrid
+ * backend plan, the correction, one FFTW plan and the g x g grid buffer, made once), the
+ * fused crop / correction / normalisation pass and its adjoint, the degrid kernel class.
+ *
+ * The FFT is FFTW single precision, in place, complex to complex, threaded (fftw3f_omp or
+ * fftw3f_threads), planned with FFTW_ESTIMATE under the library's planner lock
+ * (pk_fftwf_planner).  No fftshift copies: the grid's centre cell g/2 is the origin of u, so
+ *     sum_a G[a] e^{+2 pi i (a - g/2) p / g} = (-1)^p (FFT G)[p mod g]      (g even)
+ * and the shift is a sign (-1)^(px + py) on the pixels read (and, for degridding, on the
+ * pixels written before the forward transform), folded into the correction factors. */
+#include "grid_host.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef PK_HAVE_FFTW
+#include <fftw3.h>
+#endif
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+#define IM_NO_FFTW                                                                             \
+    "this portkern was configured without FFTW single precision (fftw3f with fftw3f_omp or "   \
+    "fftw3f_threads, and OpenMP): install libfftw3-dev and re-run configure"
+
+void pk_image_params_init(pk_image_params *p)
+{
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    pk_grid_params_init(&p->grid);
+}
+
+/* ---- validation --------------------------------------------------------------------------- */
+static pk_status im_validate(const pk_image_params *p, const int32_t *support)
+{
+    PK_CHECK_NULL(p);
+    size_t count;
+    PK_TRY(pk_grid_kernel_count(&p->grid, support, &count)); /* grid params and supports */
+    const int g = p->grid.grid_size, n = p->image_size;
+    const double cell = p->grid.cell_size_rad;
+    PK_CHECK(n >= 2 && n % 2 == 0, PK_ESIZE, "image_size: must be even and >= 2, got %d", n);
+    PK_CHECK(n <= g, PK_ESIZE,
+             "image_size %d: larger than the grid (grid_size %d): the image is the central "
+             "crop of the grid's inverse FFT", n, g);
+    PK_CHECK(isfinite(p->image_cell_rad) &&
+                 (p->image_cell_rad == 0 || fabs(p->image_cell_rad - cell) <= 1e-9 * cell),
+             PK_EINVAL,
+             "image_cell_rad %g: inconsistent with grid.cell_size_rad %g (the FFT of %d cells "
+             "of 1 / (%d cell) wavelengths has pixels of exactly cell_size_rad; 0 takes it)",
+             p->image_cell_rad, cell, g, g);
+    PK_CHECK(n * cell / 2 < 1, PK_EINVAL,
+             "image_size * cell_size_rad / 2 = %g: the image reaches beyond the horizon "
+             "(direction cosines must stay below 1)", n * cell / 2);
+    return PK_OK;
+}
+
+/* The correction of docs/KERNELS.md 7.2 from plane 0 (the first m x m samples of either
+ * layout: plane 0 starts at 0, rows `stride` apart).  corr[x] = c(x - N/2), x in [0, N). */
+static pk_status im_correction(const pk_image_params *p, const int32_t *support,
+                               const float *kernels, double *corr, double *kappa)
+{
+    PK_CHECK_NULL(kernels);
+    const int os = p->grid.oversample, s0 = support[0], m = os / 2 + s0 * os + 1;
+    const size_t stride =
+        p->grid.kernel_layout == PK_GRID_KERNELS_FULL ? (size_t)p->grid.conv_size_half : (size_t)m;
+#define K0(y, x, c) ((double)kernels[2 * ((size_t)(y) * stride + (size_t)(x)) + (c)])
+    double peak = 0;
+    for (int y = 0; y < m; ++y)
+        for (int x = 0; x < m; ++x) {
+            PK_CHECK(isfinite(K0(y, x, 0)) && isfinite(K0(y, x, 1)), PK_ENONFINITE,
+                     "kernels: plane 0 sample [%d][%d] is not finite", y, x);
+            const double a = hypot(K0(y, x, 0), K0(y, x, 1));
+            if (a > peak) peak = a;
+        }
+    const double k00 = K0(0, 0, 0);
+    PK_CHECK(k00 > 0, PK_EINVAL,
+             "kernels: plane 0's centre sample is %g: the grid correction needs a real, "
+             "separable plane 0 a(y) a(x) with a(0)^2 = K0[0][0] > 0", k00);
+    const double tol = PK_IMAGE_SEPARABLE_TOL * peak;
+    for (int y = 0; y < m; ++y)
+        for (int x = 0; x < m; ++x) {
+            PK_CHECK(fabs(K0(y, x, 1)) <= tol, PK_EINVAL,
+                     "kernels: plane 0 sample [%d][%d] has imaginary part %g (%.3g of the "
+                     "peak, tolerance %g): plane 0 must be real to be corrected", y, x,
+                     K0(y, x, 1), fabs(K0(y, x, 1)) / peak, PK_IMAGE_SEPARABLE_TOL);
+            const double dev = K0(y, x, 0) - K0(y, 0, 0) * K0(0, x, 0) / k00;
+            PK_CHECK(fabs(dev) <= tol, PK_EINVAL,
+                     "kernels: plane 0 is not separable: sample [%d][%d] departs from "
+                     "K0[%d][0] K0[0][%d] / K0[0][0] by %.3g of the peak (tolerance %g)", y, x,
+                     y, x, fabs(dev) / peak, PK_IMAGE_SEPARABLE_TOL);
+        }
+    /* S(q) = sum_j t_j K0[0][|j|] cos(2 pi j q / (os g)), j in [-(m-1), m-1], t = 1/2 at the
+     * ends (they are read only by the half-cell offsets +-os/2) */
+    const int n = p->image_size;
+    const double g = p->grid.grid_size;
+    double s_zero = 0;
+    for (int j = -(m - 1); j <= m - 1; ++j)
+        s_zero += (abs(j) == m - 1 && m > 1 ? 0.5 : 1.0) * K0(0, abs(j), 0);
+    PK_CHECK(s_zero > 0, PK_EINVAL,
+             "kernels: plane 0's row 0 sums to %g: its transform must be > 0 at the centre",
+             s_zero);
+    for (int q = 0; q <= n / 2; ++q) {
+        double s = K0(0, 0, 0);
+        for (int j = 1; j < m; ++j)
+            s += 2.0 * (j == m - 1 ? 0.5 : 1.0) * K0(0, j, 0) *
+                 cos(2.0 * M_PI * j * (double)q / (os * g));
+        const double c = s / s_zero;
+        PK_CHECK(c > PK_IMAGE_MIN_CORRECTION, PK_EINVAL,
+                 "image_size %d: the grid correction falls to %.3g at %d pixels from the centre "
+                 "(at most %g allowed: the kernel's taper is too narrow for this image; use a "
+                 "smaller image or a larger grid)", n, c, q, PK_IMAGE_MIN_CORRECTION);
+        if (corr) {
+            if (q < n / 2) corr[n / 2 + q] = c;
+            corr[n / 2 - q] = c;
+        }
+    }
+    if (kappa) *kappa = s_zero * s_zero / ((double)os * os * k00);
+#undef K0
+    return PK_OK;
+}
+
+pk_status pk_image_correction(const pk_image_params *p, const int32_t *support,
+                              const float *kernels, double *corr, double *kappa)
+{
+    pk_clear_error();
+    PK_TRY(im_validate(p, support));
+    return im_correction(p, support, kernels, corr, kappa);
+}
+
+/* ---- degrid: the kernel class the dispatcher uses ----------------------------------------- */
+#ifdef PK_HAVE_CUDA
+const pk_dg_ops pk_cuda_dg_ops = {.variants = NULL}; /* not yet: the next step */
+#endif
+
+static pk_status dg_create_on(const pk_backend_ops *backend, const void *kops, void *state,
+                              int device, const void *desc, const char *variant, int threads,
+                              const pk_tuning *tuning, void **impl)
+{
+    (void)backend;
+    pk_gr_desc d = *(const pk_gr_desc *)desc;
+    d.variant = variant;
+    d.threads = threads;
+    d.tuning = tuning;
+    return ((const pk_dg_ops *)kops)->create(state, device, &d, impl);
+}
+
+static void dg_destroy_on(const void *kops, void *impl) { ((const pk_dg_ops *)kops)->destroy(impl); }
+
+static double dg_plan_bytes(const void *desc)
+{
+    const pk_gr_desc *d = desc;
+    return 8.0 * (double)d->plane_offset[d->p.num_w_planes];
+}
+
+static const pk_kernel_class dg_class = {
+    .name = "degrid",
+    .on = PK_KERNEL_ON(dg),
+    .create = dg_create_on,
+    .destroy = dg_destroy_on,
+    .plan_bytes = dg_plan_bytes,
+};
+
+const char *pk_degrid_variants(pk_backend_id backend)
+{
+    return pk_kernel_variants(&dg_class, backend);
+}
+
+/* A list to degrid: uu, vv, ww needed; vis is not read, weight may be NULL. */
+static pk_status dg_validate_data(const pk_grid_data *d)
+{
+    PK_CHECK_NULL(d);
+    PK_CHECK(d->num_vis <= SIZE_MAX / 16, PK_EOVERFLOW, "num_vis: %zu overflows size_t bytes",
+             d->num_vis);
+    if (d->num_vis == 0) return PK_OK;
+    PK_CHECK(d->uu && d->vv && d->ww, PK_ENULL,
+             "data: uu, vv and ww must not be NULL (num_vis = %zu)", d->num_vis);
+    return PK_OK;
+}
+
+static pk_status dg_reference(const pk_grid_params *p, const int32_t *support,
+                              const float *kernels, const float *grid, const double *grid64,
+                              const pk_grid_data *d, float *vis, double *vis64,
+                              int64_t *num_skipped)
+{
+    PK_TRY(dg_validate_data(d));
+    PK_CHECK(vis || vis64, PK_ENULL, "vis: must not be NULL");
+    pk_gr_stack st;
+    PK_TRY(pk_gr_stack_init(&st, p, support, kernels));
+    const int64_t sk = pk_dg_ref_run(&st.d.p, st.d.support, st.d.plane_offset, st.d.kernels, d,
+                                     grid, grid64, vis, vis64, NULL, 0, d->num_vis, NULL);
+    pk_gr_stack_free(&st);
+    if (num_skipped) *num_skipped = sk;
+    return PK_OK;
+}
+
+pk_status pk_degrid_reference(const pk_grid_params *p, const int32_t *support,
+                              const float *kernels, const float *grid, const pk_grid_data *d,
+                              float *vis, int64_t *num_skipped)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(grid);
+    return dg_reference(p, support, kernels, grid, NULL, d, vis, NULL, num_skipped);
+}
+
+pk_status pk_degrid_reference_f64(const pk_grid_params *p, const int32_t *support,
+                                  const float *kernels, const double *grid,
+                                  const pk_grid_data *d, double *vis, int64_t *num_skipped)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(grid);
+    return dg_reference(p, support, kernels, NULL, grid, d, NULL, vis, num_skipped);
+}
+
+/* ---- the host FFT part both plans share ---------------------------------------------------- */
+/* The 2-D transform as two passes of 1-D FFTW transforms that skip what is known to be zero
+ * or not needed, threaded over rows and over batches of columns (docs/KERNELS.md 7.6):
+ *  image:  rows of the grid that hold a non-zero cell (the visibilities' band; the rest stay
+ *          zero), then only the N columns of the crop, each batch of IM_BATCH columns copied
+ *          into a contiguous per-thread buffer, transformed there, and its N crop rows
+ *          written to the image with the shift's sign, the correction and 1 / norm (the crop
+ *          pass fused into the column pass);
+ *  degrid: the adjoint order: the N model columns placed (sign, correction, 1 / kappa) into
+ *          the buffer, transformed and scattered into the grid's columns, then every row,
+ *          the other columns zeroed first.
+ * Measured on the 2-core host (el82-70 at scale 0.1, g 18000, N 15000, loaded machine): the
+ * 2-D FFTW plan on 2 fftw3f_omp threads 12.8-16.7 s per transform, these passes about 4.5 s
+ * (4096^2: 1.7 s against 0.35 s): the strided column access of the 2-D plan is what costs. */
+#ifdef PK_HAVE_FFTW
+#define IM_BATCH 8 /* columns per batch (measured 8: 3.9 s, 16: 4.9 s, 32: 7.6 s at g 18000) */
+
+typedef struct im_host {
+    pk_image_params p;
+    int nt;             /* host threads of the passes */
+    float *scorr;       /* [N]: (-1)^(x - N/2) / c(x - N/2): the shift's sign and the correction */
+    double kappa;
+    int sign;           /* FFTW_BACKWARD (image) or FFTW_FORWARD (degrid) */
+    fftwf_complex *buf; /* g x g: the grid */
+    fftwf_complex *cols; /* IM_BATCH x g: the column plan's array (each thread of a pass
+                            allocates its own: FFTW's aligned malloc, as the plan's) */
+    fftwf_plan row, col; /* one row in place; IM_BATCH contiguous columns in place */
+} im_host;
+
+static void im_make_plans(void *arg)
+{
+    im_host *h = arg;
+    int g = h->p.grid.grid_size;
+    /* rows start 8 g bytes apart: aligned as the buffer when g is a multiple of 8 */
+    const unsigned flags = FFTW_ESTIMATE | (g % 8 ? FFTW_UNALIGNED : 0);
+    h->row = fftwf_plan_many_dft(1, &g, 1, h->buf, NULL, 1, g, h->buf, NULL, 1, g, h->sign, flags);
+    h->col = fftwf_plan_many_dft(1, &g, IM_BATCH, h->cols, NULL, 1, g, h->cols, NULL, 1, g,
+                                 h->sign, flags);
+}
+
+static void im_destroy_plans(void *arg)
+{
+    im_host *h = arg;
+    if (h->row) fftwf_destroy_plan(h->row);
+    if (h->col) fftwf_destroy_plan(h->col);
+    h->row = h->col = NULL;
+}
+
+static void im_host_free(im_host *h)
+{
+    if (h->row || h->col) pk_fftwf_planner(1, im_destroy_plans, h);
+    fftwf_free(h->buf);
+    fftwf_free(h->cols);
+    free(h->scorr);
+    h->buf = h->cols = NULL;
+    h->scorr = NULL;
+}
+
+static pk_status im_host_init(im_host *h, const pk_image_params *p, const int32_t *support,
+                              const float *kernels, int sign, int nt)
+{
+    memset(h, 0, sizeof *h);
+    h->p = *p;
+    h->sign = sign;
+    h->nt = nt;
+    const int n = p->image_size, g = p->grid.grid_size;
+    double *corr = malloc((size_t)n * sizeof *corr);
+    h->scorr = malloc((size_t)n * sizeof *h->scorr);
+    if (!corr || !h->scorr) {
+        free(corr);
+        return pk_fail(PK_ENOMEM, "image: out of host memory");
+    }
+    pk_status s = im_correction(p, support, kernels, corr, &h->kappa);
+    if (s == PK_OK)
+        for (int x = 0; x < n; ++x)
+            h->scorr[x] = (float)((((x - n / 2) & 1) ? -1.0 : 1.0) / corr[x]);
+    free(corr);
+    if (s != PK_OK) return s;
+    size_t bytes, cbytes;
+    PK_CHECK(pk_mul3_size((size_t)g, (size_t)g, sizeof(fftwf_complex), &bytes) == 0 &&
+                 pk_mul3_size((size_t)g, IM_BATCH, sizeof(fftwf_complex), &cbytes) == 0,
+             PK_EOVERFLOW, "grid_size %d: the grid's bytes overflow size_t", g);
+    h->buf = fftwf_malloc(bytes);
+    h->cols = fftwf_malloc(cbytes);
+    PK_CHECK(h->buf && h->cols, PK_ENOMEM,
+             "image: cannot allocate the %d x %d grid (%zu bytes) and %d column buffers", g, g,
+             bytes, nt);
+    pk_fftwf_planner(1, im_make_plans, h);
+    PK_CHECK(h->row && h->col, PK_EINTERNAL, "image: FFTW could not plan %d-point transforms", g);
+    return PK_OK;
+}
+
+/* What the FFT says in the run info's reason. */
+static void im_host_note(const im_host *h, pk_backend_id backend, char *reason, size_t len)
+{
+    if ((backend == PK_BACKEND_OPENCL || backend == PK_BACKEND_CUDA) && h->sign == FFTW_BACKWARD)
+        pk_append_note(reason, len,
+                       "grid made on the device and downloaded, FFT on the host (FFTW single "
+                       "precision, %d threads; an on-device FFT is not done yet)", h->nt);
+    else if (backend == PK_BACKEND_OPENCL || backend == PK_BACKEND_CUDA)
+        pk_append_note(reason, len,
+                       "FFT on the host (FFTW single precision, %d threads; an on-device FFT is "
+                       "not done yet), the transformed grid's box uploaded for the gather",
+                       h->nt);
+    else
+        pk_append_note(reason, len, "FFT on the host (FFTW single precision, %d threads)",
+                       h->nt);
+}
+
+static double im_fft_flops(int g) { return 5.0 * (double)g * g * log2((double)g * g); }
+
+typedef struct im_rows {
+    const im_host *h;
+    const float *in;  /* model (degrid) */
+    float *out;       /* image (image) */
+    float scale;      /* 1 / norm (image), 1 / kappa (degrid) */
+    int nomem;        /* a thread could not allocate its column buffer */
+} im_rows;
+
+/* A pass's column buffer (IM_BATCH x g), or NULL (r->nomem set).  The library's 64-byte
+ * aligned allocation (FFTW's malloc is not documented thread-safe): the alignment FFTW saw
+ * when it planned on h->cols. */
+static fftwf_complex *im_colbuf(im_rows *r)
+{
+    fftwf_complex *cb = pk_alloc_aligned((size_t)r->h->p.grid.grid_size * IM_BATCH * sizeof *cb);
+    if (!cb) {
+#pragma omp atomic write
+        r->nomem = 1;
+    }
+    return cb;
+}
+
+static void im_zero_rows(void *arg, size_t lo, size_t hi)
+{
+    const im_rows *r = arg;
+    const size_t g = (size_t)r->h->p.grid.grid_size;
+    memset(r->h->buf + lo * g, 0, (hi - lo) * g * sizeof(fftwf_complex));
+}
+
+/* image's row pass: rows with a non-zero cell */
+static void im_image_rows(void *arg, size_t lo, size_t hi)
+{
+    const im_rows *r = arg;
+    const size_t g = (size_t)r->h->p.grid.grid_size;
+    for (size_t y = lo; y < hi; ++y) {
+        fftwf_complex *row = r->h->buf + y * g;
+        const float *f = (const float *)row;
+        size_t i = 0;
+        while (i < 2 * g && f[i] == 0.0f) ++i;
+        if (i < 2 * g) fftwf_execute_dft(r->h->row, row, row);
+    }
+}
+
+/* Grid column of crop column x (px = x - N/2 at index px mod g). */
+static size_t im_col(int x, int n, int g) { return (size_t)(x < n / 2 ? x - n / 2 + g : x - n / 2); }
+
+/* image's column pass over crop columns [lo, hi), fused with the crop:
+ * image[y][x] = Re F[py mod g][px mod g] (-1)^(px + py) / (c(px) c(py)) / norm */
+static void im_image_cols(void *arg, size_t lo, size_t hi)
+{
+    im_rows *r = arg;
+    const im_host *h = r->h;
+    const int n = h->p.image_size, g = h->p.grid.grid_size, h2 = n / 2;
+    const size_t gs = (size_t)g;
+    fftwf_complex *cb = im_colbuf(r);
+    if (!cb) return;
+    const float *sc = h->scorr;
+    for (size_t x0 = lo; x0 < hi; x0 += IM_BATCH) {
+        const int bw = hi - x0 < IM_BATCH ? (int)(hi - x0) : IM_BATCH;
+        size_t col[IM_BATCH];
+        for (int b = 0; b < bw; ++b) col[b] = im_col((int)x0 + b, n, g);
+        if (bw < IM_BATCH) /* the batch's unused columns: zeros, not stale values */
+            memset(cb + (size_t)bw * gs, 0, (size_t)(IM_BATCH - bw) * gs * sizeof(fftwf_complex));
+        for (size_t y = 0; y < gs; ++y) {
+            const fftwf_complex *src = h->buf + y * gs;
+            for (int b = 0; b < bw; ++b) {
+                cb[(size_t)b * gs + y][0] = src[col[b]][0];
+                cb[(size_t)b * gs + y][1] = src[col[b]][1];
+            }
+        }
+        fftwf_execute_dft(h->col, cb, cb);
+        for (int y = 0; y < n; ++y) {
+            const size_t yy = (size_t)(y < h2 ? y - h2 + g : y - h2);
+            const float fy = sc[y] * r->scale;
+            float *out = r->out + (size_t)y * n + x0;
+            for (int b = 0; b < bw; ++b) out[b] = cb[(size_t)b * gs + yy][0] * (fy * sc[x0 + b]);
+        }
+    }
+    pk_free_aligned(cb);
+}
+
+/* degrid's column pass over model columns [lo, hi): placed with (-1)^(px + py) / (kappa c c),
+ * transformed, scattered into the grid's columns (every row) */
+static void im_degrid_cols(void *arg, size_t lo, size_t hi)
+{
+    im_rows *r = arg;
+    const im_host *h = r->h;
+    const int n = h->p.image_size, g = h->p.grid.grid_size, h2 = n / 2;
+    const size_t gs = (size_t)g;
+    fftwf_complex *cb = im_colbuf(r);
+    if (!cb) return;
+    const float *sc = h->scorr;
+    for (size_t x0 = lo; x0 < hi; x0 += IM_BATCH) {
+        const int bw = hi - x0 < IM_BATCH ? (int)(hi - x0) : IM_BATCH;
+        memset(cb, 0, IM_BATCH * gs * sizeof(fftwf_complex));
+        for (int y = 0; y < n; ++y) {
+            const size_t yy = (size_t)(y < h2 ? y - h2 + g : y - h2);
+            const float fy = sc[y] * r->scale;
+            const float *in = r->in + (size_t)y * n + x0;
+            for (int b = 0; b < bw; ++b) cb[(size_t)b * gs + yy][0] = in[b] * (fy * sc[x0 + b]);
+        }
+        fftwf_execute_dft(h->col, cb, cb);
+        size_t col[IM_BATCH];
+        for (int b = 0; b < bw; ++b) col[b] = im_col((int)x0 + b, n, g);
+        for (size_t y = 0; y < gs; ++y) {
+            fftwf_complex *dst = h->buf + y * gs;
+            for (int b = 0; b < bw; ++b) {
+                dst[col[b]][0] = cb[(size_t)b * gs + y][0];
+                dst[col[b]][1] = cb[(size_t)b * gs + y][1];
+            }
+        }
+    }
+    pk_free_aligned(cb);
+}
+
+/* degrid's row pass: the columns outside the model's zeroed, every row transformed */
+static void im_degrid_rows(void *arg, size_t lo, size_t hi)
+{
+    const im_rows *r = arg;
+    const int n = r->h->p.image_size, g = r->h->p.grid.grid_size;
+    for (size_t y = lo; y < hi; ++y) {
+        fftwf_complex *row = r->h->buf + y * (size_t)g;
+        if (g > n) memset(row + n / 2, 0, (size_t)(g - n) * sizeof(fftwf_complex));
+        fftwf_execute_dft(r->h->row, row, row);
+    }
+}
+
+static int im_threads_for(pk_context *ctx, pk_backend_id backend)
+{
+    return backend == PK_BACKEND_SERIAL ? 1 : pk_host_threads(ctx->opt.threads);
+}
+
+static void im_stage(pk_run_info *info, const char *name, double s)
+{
+    if (!info || info->num_stages >= 8) return;
+    pk_strlcpy(info->stage_name[info->num_stages], name, sizeof info->stage_name[0]);
+    info->stage_s[info->num_stages++] = s;
+}
+#endif /* PK_HAVE_FFTW */
+
+/* ---- pk_image ------------------------------------------------------------------------------ */
+struct pk_image_plan {
+#ifdef PK_HAVE_FFTW
+    im_host h;
+#endif
+    pk_grid_plan *gp;
+    pk_run_info created; /* the grid plan's choice, for the run infos */
+};
+
+void pk_image_plan_destroy(pk_image_plan *plan)
+{
+    if (!plan) return;
+    pk_grid_plan_destroy(plan->gp);
+#ifdef PK_HAVE_FFTW
+    im_host_free(&plan->h);
+#endif
+    free(plan);
+}
+
+pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx, const pk_image_params *p,
+                               const char *variant, const int32_t *support, const float *kernels,
+                               pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    *plan = NULL;
+    PK_CHECK_NULL(ctx);
+#ifndef PK_HAVE_FFTW
+    (void)p;
+    (void)variant;
+    (void)support;
+    (void)kernels;
+    return pk_fail(PK_EUNSUPPORTED, "pk_image: %s", IM_NO_FFTW);
+#else
+    const double t0 = pk_now();
+    PK_TRY(im_validate(p, support));
+    PK_TRY(im_correction(p, support, kernels, NULL, NULL)); /* refused before any plan */
+    pk_image_plan *pl = calloc(1, sizeof *pl);
+    if (!pl) return pk_fail(PK_ENOMEM, "image: out of host memory");
+    pk_status s = pk_grid_plan_create(&pl->gp, ctx, &p->grid, variant, support, kernels,
+                                      &pl->created);
+    if (s == PK_OK)
+        s = im_host_init(&pl->h, p, support, kernels, FFTW_BACKWARD,
+                         im_threads_for(ctx, pl->created.backend));
+    if (s != PK_OK) {
+        pk_image_plan_destroy(pl);
+        return s;
+    }
+    im_host_note(&pl->h, pl->created.backend, pl->created.reason, sizeof pl->created.reason);
+    if (info) {
+        *info = pl->created;
+        info->setup_s = pk_now() - t0;
+        info->wall_s = info->setup_s;
+        info->plan_bytes = 8.0 * (double)p->grid.grid_size * p->grid.grid_size;
+    }
+    *plan = pl;
+    return PK_OK;
+#endif
+}
+
+pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, float *image,
+                                double *norm, int64_t *num_skipped, pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_TRY(pk_gr_validate_data(d));
+    PK_CHECK_NULL(image);
+#ifndef PK_HAVE_FFTW
+    (void)norm;
+    (void)num_skipped;
+    return pk_fail(PK_EUNSUPPORTED, "pk_image: %s", IM_NO_FFTW);
+#else
+    im_host *h = &plan->h;
+    const int g = h->p.grid.grid_size, n = h->p.image_size;
+    const double gg = (double)g * g;
+    const double t0 = pk_now();
+    im_rows r = {h, NULL, image, 0.0f, 0};
+    pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_zero_rows, &r);
+    const double t1 = pk_now();
+    double nrm = 0;
+    int64_t sk = 0;
+    pk_run_info gi;
+    PK_TRY(pk_grid_plan_execute(plan->gp, d, (float *)h->buf, &nrm, &sk, &gi));
+    const double t2 = pk_now();
+    pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_image_rows, &r);
+    const double t3 = pk_now();
+    r.scale = nrm != 0 ? (float)(1.0 / nrm) : 0.0f;
+    pk_parallel_range((size_t)n, IM_BATCH, (size_t)(gg * 8), h->nt, im_image_cols, &r);
+    const double t4 = pk_now();
+    PK_CHECK(!r.nomem, PK_ENOMEM, "image: cannot allocate a column buffer (%d x %d complex)",
+             IM_BATCH, g);
+    if (norm) *norm = nrm;
+    if (num_skipped) *num_skipped = sk;
+    if (info) {
+        *info = plan->created;
+        info->setup_s = 0;
+        info->kernel_s = gi.kernel_s + (t1 - t0) + (t4 - t2);
+        info->transfer_s = gi.transfer_s;
+        info->flops = gi.flops + im_fft_flops(g);
+        /* the gridder's model, plus the FFT (the grid read and written once per axis), the
+         * zeroing and the crop */
+        info->bytes = gi.bytes + 8.0 * gg * 5.0 + 12.0 * (double)n * n;
+        info->num_stages = 0;
+        im_stage(info, "zero", t1 - t0);
+        im_stage(info, "grid", t2 - t1);
+        im_stage(info, "fft rows", t3 - t2);
+        im_stage(info, "fft cols+crop", t4 - t3);
+        info->wall_s = pk_now() - t0;
+    }
+    return PK_OK;
+#endif
+}
+
+pk_status pk_image(pk_context *ctx, const pk_image_params *p, const char *variant,
+                   const int32_t *support, const float *kernels, const pk_grid_data *d,
+                   float *image, double *norm, int64_t *num_skipped, pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_TRY(pk_gr_validate_data(d));
+    PK_CHECK_NULL(image);
+    pk_image_plan *plan;
+    pk_run_info ci;
+    PK_TRY(pk_image_plan_create(&plan, ctx, p, variant, support, kernels, &ci));
+    pk_status s = pk_image_plan_execute(plan, d, image, norm, num_skipped, info);
+    pk_image_plan_destroy(plan);
+    if (s == PK_OK && info) {
+        info->setup_s = ci.setup_s;
+        info->plan_bytes = ci.plan_bytes;
+        info->wall_s = pk_now() - t0;
+    }
+    return s;
+}
+
+/* ---- pk_degrid ----------------------------------------------------------------------------- */
+struct pk_degrid_plan {
+#ifdef PK_HAVE_FFTW
+    im_host h;
+#endif
+    pk_choice c;
+    int have_choice;
+};
+
+void pk_degrid_plan_destroy(pk_degrid_plan *plan)
+{
+    if (!plan) return;
+    if (plan->have_choice && plan->c.impl) ((const pk_dg_ops *)plan->c.kops)->destroy(plan->c.impl);
+#ifdef PK_HAVE_FFTW
+    im_host_free(&plan->h);
+#endif
+    free(plan);
+}
+
+pk_status pk_degrid_plan_create(pk_degrid_plan **plan, pk_context *ctx, const pk_image_params *p,
+                                const char *variant, const int32_t *support,
+                                const float *kernels, pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    *plan = NULL;
+    PK_CHECK_NULL(ctx);
+#ifndef PK_HAVE_FFTW
+    (void)p;
+    (void)variant;
+    (void)support;
+    (void)kernels;
+    return pk_fail(PK_EUNSUPPORTED, "pk_degrid: %s", IM_NO_FFTW);
+#else
+    const double t0 = pk_now();
+    PK_TRY(im_validate(p, support));
+    PK_TRY(im_correction(p, support, kernels, NULL, NULL));
+    pk_gr_stack st;
+    PK_TRY(pk_gr_stack_init(&st, &p->grid, support, kernels));
+    pk_degrid_plan *pl = calloc(1, sizeof *pl);
+    if (!pl) {
+        pk_gr_stack_free(&st);
+        return pk_fail(PK_ENOMEM, "degrid: out of host memory");
+    }
+    pk_status s = pk_dispatch(ctx, &dg_class, variant, &st.d, NULL, NULL, &pl->c);
+    pk_gr_stack_free(&st);
+    if (s == PK_OK) {
+        pl->have_choice = 1;
+        s = im_host_init(&pl->h, p, support, kernels, FFTW_FORWARD,
+                         im_threads_for(ctx, pl->c.backend));
+    }
+    if (s != PK_OK) {
+        pk_degrid_plan_destroy(pl);
+        return s;
+    }
+    im_host_note(&pl->h, pl->c.backend, pl->c.reason, sizeof pl->c.reason);
+    pl->c.setup_s = pk_now() - t0;
+    pl->c.plan_bytes = 8.0 * (double)p->grid.grid_size * p->grid.grid_size;
+    if (info) {
+        pk_choice_info(&pl->c, info);
+        info->wall_s = info->setup_s;
+    }
+    *plan = pl;
+    return PK_OK;
+#endif
+}
+
+pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model, const pk_grid_data *d,
+                                 float *vis, int64_t *num_skipped, pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(model);
+    PK_TRY(dg_validate_data(d));
+    PK_CHECK(vis || d->num_vis == 0, PK_ENULL, "vis: must not be NULL");
+#ifndef PK_HAVE_FFTW
+    (void)num_skipped;
+    return pk_fail(PK_EUNSUPPORTED, "pk_degrid: %s", IM_NO_FFTW);
+#else
+    im_host *h = &plan->h;
+    const int g = h->p.grid.grid_size;
+    const double gg = (double)g * g;
+    const double t0 = pk_now();
+    im_rows r = {h, model, NULL, (float)(1.0 / h->kappa), 0};
+    pk_parallel_range((size_t)h->p.image_size, IM_BATCH, (size_t)(gg * 8), h->nt, im_degrid_cols,
+                      &r);
+    const double t1 = pk_now();
+    PK_CHECK(!r.nomem, PK_ENOMEM, "degrid: cannot allocate a column buffer (%d x %d complex)",
+             IM_BATCH, g);
+    pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_degrid_rows, &r);
+    const double t2 = pk_now();
+    pk_dg_result res;
+    memset(&res, 0, sizeof res);
+    PK_TRY(((const pk_dg_ops *)plan->c.kops)->run(plan->c.impl, (const float *)h->buf, d, vis,
+                                                  &res));
+    const double t3 = pk_now();
+    if (num_skipped) *num_skipped = res.num_skipped;
+    if (info) {
+        pk_choice_info(&plan->c, info);
+        info->setup_s = 0;
+        info->kernel_s = res.kernel_s + (t2 - t0);
+        info->transfer_s = res.transfer_s;
+        info->flops = 8.0 * res.updates + im_fft_flops(g);
+        info->bytes = 24.0 * res.updates + 8.0 * gg * 5.0;
+        im_stage(info, "place+fft cols", t1 - t0);
+        im_stage(info, "fft rows", t2 - t1);
+        im_stage(info, "degrid", t3 - t2);
+        info->wall_s = pk_now() - t0;
+    }
+    return PK_OK;
+#endif
+}
+
+pk_status pk_degrid(pk_context *ctx, const pk_image_params *p, const char *variant,
+                    const int32_t *support, const float *kernels, const float *model,
+                    const pk_grid_data *d, float *vis, int64_t *num_skipped, pk_run_info *info)
+{
+    pk_clear_error();
+    const double t0 = pk_now();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(model);
+    PK_TRY(dg_validate_data(d));
+    PK_CHECK(vis || d->num_vis == 0, PK_ENULL, "vis: must not be NULL");
+    pk_degrid_plan *plan;
+    pk_run_info ci;
+    PK_TRY(pk_degrid_plan_create(&plan, ctx, p, variant, support, kernels, &ci));
+    pk_status s = pk_degrid_plan_execute(plan, model, d, vis, num_skipped, info);
+    pk_degrid_plan_destroy(plan);
+    if (s == PK_OK && info) {
+        info->setup_s = ci.setup_s;
+        info->plan_bytes = ci.plan_bytes;
+        info->wall_s = pk_now() - t0;
+    }
+    return s;
+}

@@ -1,0 +1,1312 @@
+/* test_image.c - the dirty image and degridding (docs/KERNELS.md section 7) on every backend
+ * this build has, against oracles of the test's own:
+ *
+ *  1. the grid correction against the generator's taper (an independent description of the
+ *     same function: c(p) ~ psi(p / (g/2)) / psi(0)), and its refusals;
+ *  2. (a) accuracy against a double pipeline written here (pk_grid_reference_f64, an FFTW
+ *     double transform with explicit shift copies, the crop and correction in double), at the
+ *     float rounding bound of 7.5; and against a direct DFT (the dirty image of the
+ *     measurement equation) at the kernel bound of 7.4: tight for visibilities at cell
+ *     centres (one offset class: I = I_dft (1 + eps) pixel by pixel), the triangle
+ *     inequality over visibilities for random positions;
+ *  3. (b) the adjoint relation <degrid X, W v> = (norm / kappa) <X, image v> on every grid
+ *     variant and every degrid variant, at the bound of 7.5 (the two sides' rounding);
+ *  4. (c) every backend's image and prediction against the double pipeline at the 7.5 bound
+ *     (so two backends agree to twice it);
+ *  5. (d) the three point sources of the generated `small` set (w-projection, 32 planes) at
+ *     their pixels (the local maximum) with their DFT flux, within the per-visibility bound;
+ *     a predicted point source against the analytic visibilities;
+ *  6. bad input: image larger than the grid, an odd image, an inconsistent cell size, an
+ *     image beyond the horizon, a complex or non-separable plane 0, a taper too narrow,
+ *     NULL arrays, unknown variants; and PK_EUNSUPPORTED without FFTW;
+ *  7. visibilities the gridder skips predict 0 and are counted on every degrid variant;
+ *     plans executed twice give the same bits; an empty list images to zeros; two contexts
+ *     on two threads at once give the single-threaded bits; the image as large as the grid.
+ * Bounds are computed per case from the data (u = 2^-24, gamma_n = n u / (1 - n u)); the
+ * measured errors are printed beside them. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/grid_gen.h"
+#include "portkern.h"
+#include "tap.h"
+
+#ifdef PK_HAVE_FFTW3
+#include <fftw3.h>
+#endif
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+#if defined(PK_HAVE_FFTW) && defined(PK_HAVE_FFTW3)
+#define U32 0x1.0p-24
+static double gam(double n) { return n * U32 / (1 - n * U32); }
+/* Higham, Accuracy and Stability, Theorem 24.2: a radix-2 FFT of n points (here n = g^2: the
+ * 2-D transform is log2 g stages per axis) with twiddles exact to u is within
+ * log2(n) eta / (1 - log2(n) eta), eta = u + gamma_4 (sqrt 2 + u), of the exact transform,
+ * norm-wise.  The tests use powers of two. */
+static double fft_eta(int g)
+{
+    const double l = log2((double)g * g), eta = U32 + gam(4) * (sqrt(2.0) + U32);
+    return l * eta / (1 - l * eta);
+}
+
+/* ---- data ---------------------------------------------------------------------------------- */
+static uint64_t rng_state = 88172645463325252ull;
+static double urand(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * 0x1.0p-53;
+}
+static double nrand(void)
+{
+    double a = urand(), b = urand();
+    if (a < 1e-300) a = 1e-300;
+    return sqrt(-2 * log(a)) * cos(2 * M_PI * b);
+}
+
+typedef struct im_case {
+    pk_image_params ip;
+    pk_gg_kernels k;
+    size_t n;
+    float *uu, *vv, *ww, *vis, *wt;
+    pk_grid_data d;
+    double *corr, kappa; /* the library's correction */
+} im_case;
+
+static void case_free(im_case *c)
+{
+    pk_gg_kernels_free(&c->k);
+    free(c->uu);
+    free(c->vv);
+    free(c->ww);
+    free(c->vis);
+    free(c->wt);
+    free(c->corr);
+    memset(c, 0, sizeof *c);
+}
+
+/* Kernels by the generator's recipe (1.7) for a g grid of an n-pixel image. */
+static int case_kernels(im_case *c, double cell, int n, int g, int os, int conv, int planes,
+                        double max_w)
+{
+    char why[256];
+    pk_gg_kernel_params kp = {cell, n, g, os, conv, planes, max_w};
+    if (pk_gg_kernels_make(&kp, &c->k, why, sizeof why) != PK_OK) {
+        printf("Bail out! kernels: %s\n", why);
+        exit(1);
+    }
+    pk_image_params_init(&c->ip);
+    c->ip.grid.grid_size = g;
+    c->ip.grid.oversample = os;
+    c->ip.grid.cell_size_rad = cell;
+    c->ip.grid.w_scale = c->k.w_scale;
+    c->ip.grid.num_w_planes = planes;
+    c->ip.grid.kernel_layout = PK_GRID_KERNELS_COMPACT;
+    c->ip.image_size = n;
+    c->corr = malloc((size_t)n * sizeof *c->corr);
+    return pk_image_correction(&c->ip, c->k.support, c->k.compact, c->corr, &c->kappa) == PK_OK;
+}
+
+/* nv visibilities: |u|, |v| within frac of the grid's half width; oncell: at cell centres
+ * exactly (g cell a power of two); sources (l, m, S) with w = 0. */
+static void case_data(im_case *c, size_t nv, double frac, int oncell, const double (*src)[3],
+                      int nsrc)
+{
+    const int g = c->ip.grid.grid_size;
+    const double cell = c->ip.grid.cell_size_rad, uvcell = 1.0 / (g * cell);
+    const float scale = (float)(g * cell);
+    c->n = nv;
+    c->uu = malloc(nv * sizeof(float));
+    c->vv = malloc(nv * sizeof(float));
+    c->ww = calloc(nv, sizeof(float));
+    c->vis = malloc(2 * nv * sizeof(float));
+    c->wt = malloc(nv * sizeof(float));
+    for (size_t i = 0; i < nv; ++i) {
+        double u, v;
+        do {
+            u = (2 * urand() - 1) * frac * g / 2;
+            v = (2 * urand() - 1) * frac * g / 2;
+        } while (u * u + v * v > (frac * g / 2) * (frac * g / 2));
+        if (oncell) {
+            c->uu[i] = (float)(round(u) / scale);
+            c->vv[i] = (float)(round(v) / scale);
+        } else {
+            c->uu[i] = (float)(u * uvcell);
+            c->vv[i] = (float)(v * uvcell);
+        }
+        c->wt[i] = (float)(0.5 + urand());
+        double re = 0, im = 0;
+        for (int s = 0; s < nsrc; ++s) {
+            const double ph = -2 * M_PI * ((double)c->uu[i] * src[s][0] + (double)c->vv[i] * src[s][1]);
+            re += src[s][2] * cos(ph);
+            im += src[s][2] * sin(ph);
+        }
+        c->vis[2 * i] = (float)re;
+        c->vis[2 * i + 1] = (float)im;
+    }
+    c->d.num_vis = nv;
+    c->d.uu = c->uu;
+    c->d.vv = c->vv;
+    c->d.ww = c->ww;
+    c->d.vis = c->vis;
+    c->d.weight = c->wt;
+}
+
+/* ---- the double pipeline and the bound's ingredients (7.5) ---------------------------------- */
+typedef struct im_oracle {
+    double *img;        /* [n][n] */
+    double *a;          /* [g][g]: A per cell (sum |vis weight|_1 |c|_1) */
+    double norm, wsum;  /* gridder's norm (double reference), sum of gridded weights */
+    double grid_l2;     /* ||grid||_2 */
+    double a_l2;        /* ||A||_2, A per cell: sum |vis weight|_1 |c|_1 */
+    double colmax;      /* max over cells of sum_i |c_ic|_1 */
+    double rowmax;      /* max over planes and offsets of the footprint's sum |c|_1 */
+    int nmax, lmax;     /* most footprints on a cell; largest (2s+1)^2 */
+    double cinv;        /* max 1 / c over the image */
+    double img_l2;
+} im_oracle;
+
+#ifdef PK_HAVE_FFTW3
+/* F[k] = sum_a z[a] e^{sign 2 pi i (a - g/2) (k - g/2) / g}: both orders centred (index g/2 the
+ * origin), by explicit shift copies around an FFTW double transform. */
+static void fft_centred(fftw_complex *z, int g, int sign)
+{
+    fftw_complex *t = fftw_malloc(sizeof(fftw_complex) * (size_t)g * g);
+    /* move index a (origin g/2) to a - g/2 mod g */
+    for (int b = 0; b < g; ++b)
+        for (int a = 0; a < g; ++a) {
+            const size_t to = (size_t)((b + g / 2) % g) * g + (size_t)((a + g / 2) % g);
+            t[to][0] = z[(size_t)b * g + a][0];
+            t[to][1] = z[(size_t)b * g + a][1];
+        }
+    fftw_plan p = fftw_plan_dft_2d(g, g, t, t, sign, FFTW_ESTIMATE);
+    fftw_execute(p);
+    fftw_destroy_plan(p);
+    /* and the output back to the centred order: frequency k at index k + g/2 mod g */
+    for (int b = 0; b < g; ++b)
+        for (int a = 0; a < g; ++a) {
+            const size_t from = (size_t)((b + g / 2) % g) * g + (size_t)((a + g / 2) % g);
+            z[(size_t)b * g + a][0] = t[from][0];
+            z[(size_t)b * g + a][1] = t[from][1];
+        }
+    fftw_free(t);
+}
+#endif
+
+/* Abs-value stacks and lists for A, the cell counts and the column sums. */
+static void oracle_make(const im_case *c, im_oracle *o)
+{
+    memset(o, 0, sizeof *o);
+    const int g = c->ip.grid.grid_size, n = c->ip.image_size, os = c->ip.grid.oversample;
+    const size_t cells = (size_t)g * g, nk = c->k.plane_offset[c->ip.grid.num_w_planes];
+    const pk_grid_params *p = &c->ip.grid;
+    double *grid = calloc(2 * cells, sizeof *grid);
+    int64_t sk;
+    pk_grid_reference_f64(p, c->k.support, c->k.compact, &c->d, grid, &o->norm, &sk);
+    for (size_t i = 0; i < 2 * cells; ++i) o->grid_l2 += grid[i] * grid[i];
+    o->grid_l2 = sqrt(o->grid_l2);
+    for (size_t i = 0; i < c->n; ++i) {
+        int u, v;
+        if (pk_grid_locate(p, c->k.support, &c->d, i, &u, &v) >= 0) o->wsum += c->wt[i];
+    }
+    /* |K|_1 and 1 stacks, |vis weight|_1 and unit lists */
+    float *kabs = malloc(2 * nk * sizeof(float)), *kone = malloc(2 * nk * sizeof(float));
+    for (size_t i = 0; i < nk; ++i) {
+        kabs[2 * i] = fabsf(c->k.compact[2 * i]) + fabsf(c->k.compact[2 * i + 1]);
+        kone[2 * i] = 1;
+        kabs[2 * i + 1] = kone[2 * i + 1] = 0;
+    }
+    float *vabs = malloc(2 * c->n * sizeof(float)), *vone = malloc(2 * c->n * sizeof(float));
+    float *wone = malloc(c->n * sizeof(float)), *wabs = malloc(c->n * sizeof(float));
+    for (size_t i = 0; i < c->n; ++i) {
+        vabs[2 * i] = fabsf(c->vis[2 * i]) + fabsf(c->vis[2 * i + 1]);
+        vone[2 * i] = 1;
+        vabs[2 * i + 1] = vone[2 * i + 1] = 0;
+        wone[i] = 1;
+        wabs[i] = fabsf(c->wt[i]);
+    }
+    pk_grid_data da = c->d;
+    da.vis = vabs;
+    da.weight = wabs;
+    double *ga = calloc(2 * cells, sizeof *ga), nrm = 0;
+    pk_grid_reference_f64(p, c->k.support, kabs, &da, ga, &nrm, &sk);
+    o->a = malloc(cells * sizeof *o->a);
+    for (size_t i = 0; i < cells; ++i) {
+        o->a[i] = ga[2 * i];
+        o->a_l2 += ga[2 * i] * ga[2 * i];
+    }
+    o->a_l2 = sqrt(o->a_l2);
+    da.vis = vone;
+    da.weight = wone;
+    memset(ga, 0, 2 * cells * sizeof *ga);
+    pk_grid_reference_f64(p, c->k.support, kabs, &da, ga, &nrm, &sk);
+    for (size_t i = 0; i < cells; ++i) o->colmax = fmax(o->colmax, ga[2 * i]);
+    memset(ga, 0, 2 * cells * sizeof *ga);
+    pk_grid_reference_f64(p, c->k.support, kone, &da, ga, &nrm, &sk);
+    for (size_t i = 0; i < cells; ++i) {
+        const int cnt = (int)lround(ga[2 * i] / 1.0);
+        if (cnt > 0) {
+            /* ga counts footprints times (2s+1)^0: each footprint adds 1 per cell */
+            if (cnt > o->nmax) o->nmax = cnt;
+        }
+    }
+    for (int w = 0; w < p->num_w_planes; ++w) {
+        const int s = c->k.support[w], m = os / 2 + s * os + 1;
+        if ((2 * s + 1) * (2 * s + 1) > o->lmax) o->lmax = (2 * s + 1) * (2 * s + 1);
+        const float *pl = kabs + 2 * c->k.plane_offset[w];
+        for (int ov = -os / 2; ov <= os / 2; ++ov)
+            for (int ou = -os / 2; ou <= os / 2; ++ou) {
+                double sum = 0;
+                for (int j = -s; j <= s; ++j)
+                    for (int k = -s; k <= s; ++k)
+                        sum += pl[2 * ((size_t)abs(ov + j * os) * m + (size_t)abs(ou + k * os))];
+                o->rowmax = fmax(o->rowmax, sum);
+            }
+    }
+    for (int x = 0; x < n; ++x) o->cinv = fmax(o->cinv, 1.0 / c->corr[x]);
+#ifdef PK_HAVE_FFTW3
+    fft_centred((fftw_complex *)grid, g, FFTW_BACKWARD);
+    o->img = malloc((size_t)n * n * sizeof *o->img);
+    for (int y = 0; y < n; ++y)
+        for (int x = 0; x < n; ++x) {
+            const int py = y - n / 2 + g / 2, px = x - n / 2 + g / 2; /* index of pixel 0 is g/2 */
+            const double v = grid[2 * ((size_t)py * g + px)];
+            o->img[(size_t)y * n + x] = o->norm != 0 ? v / (o->norm * c->corr[x] * c->corr[y]) : 0;
+            o->img_l2 += o->img[(size_t)y * n + x] * o->img[(size_t)y * n + x];
+        }
+    o->img_l2 = sqrt(o->img_l2);
+#endif
+    free(grid);
+    free(ga);
+    free(kabs);
+    free(kone);
+    free(vabs);
+    free(vone);
+    free(wone);
+    free(wabs);
+}
+
+/* 7.5: ||image - exact||_2 <= (cinv^2 / norm) g (gamma_{2 nmax + 8} ||A|| + eta (||grid|| +
+ * gamma ||A||)) + gamma_6 ||image||. */
+static double bound_image(const im_case *c, const im_oracle *o)
+{
+    const int g = c->ip.grid.grid_size;
+    const double dg = gam(2.0 * o->nmax + 8) * o->a_l2;
+    return o->cinv * o->cinv / o->norm * g * (dg + fft_eta(g) * (o->grid_l2 + dg)) +
+           gam(6) * o->img_l2 * (1 + 1e-6);
+}
+
+static double l2(const double *a, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; ++i) s += a[i] * a[i];
+    return sqrt(s);
+}
+
+/* The model placed and transformed in double, then pk_degrid_reference_f64 (7.3). */
+static void degrid_oracle(const im_case *c, const float *model, double *vis, double *placed_l2,
+                          double **grid_out)
+{
+    const int g = c->ip.grid.grid_size, n = c->ip.image_size;
+    double *h = calloc(2 * (size_t)g * g, sizeof *h);
+    double pl = 0;
+    for (int y = 0; y < n; ++y)
+        for (int x = 0; x < n; ++x) {
+            const double v = model[(size_t)y * n + x] / (c->kappa * c->corr[x] * c->corr[y]);
+            h[2 * ((size_t)(y - n / 2 + g / 2) * g + (size_t)(x - n / 2 + g / 2))] = v;
+            pl += v * v;
+        }
+    *placed_l2 = sqrt(pl);
+#ifdef PK_HAVE_FFTW3
+    fft_centred((fftw_complex *)h, g, FFTW_FORWARD);
+#endif
+    int64_t sk;
+    pk_degrid_reference_f64(&c->ip.grid, c->k.support, c->k.compact, h, &c->d, vis, &sk);
+    if (grid_out)
+        *grid_out = h;
+    else
+        free(h);
+}
+
+/* 7.5: ||vis - exact||_2 <= sqrt(colmax rowmax) g ||placed|| (gamma_5 + eta + sqrt2 gamma_{2L+2}) */
+static double bound_degrid(const im_case *c, const im_oracle *o, double placed_l2)
+{
+    const int g = c->ip.grid.grid_size;
+    return sqrt(o->colmax * o->rowmax) * g * placed_l2 *
+           (gam(5) + fft_eta(g) * (1 + gam(5)) + sqrt(2.0) * gam(2.0 * o->lmax + 2)) * (1 + 1e-6);
+}
+
+/* ---- contexts and variants -------------------------------------------------------------------- */
+static pk_context *ctx_for(pk_backend_id b)
+{
+    pk_context_options opt;
+    pk_context *ctx = NULL;
+    pk_context_options_init(&opt);
+    opt.backend = b;
+    opt.flags = PK_OPT_IGNORE_ENV;
+    if (pk_context_create(&ctx, &opt) != PK_OK) {
+        printf("Bail out! pk_context_create: %s\n", pk_last_error());
+        exit(1);
+    }
+    return ctx;
+}
+
+static const pk_backend_id backends[] = {PK_BACKEND_SERIAL, PK_BACKEND_OPENMP, PK_BACKEND_OPENCL,
+                                         PK_BACKEND_CUDA};
+
+/* ---- 1. correction ---------------------------------------------------------------------------- */
+static void test_correction(const im_case *c)
+{
+    const int n = c->ip.image_size, g = c->ip.grid.grid_size;
+    double worst = 0;
+    for (int x = 0; x < n; ++x) {
+        const double t = pk_gg_spheroidal(fabs((x - n / 2) / (g / 2.0))) / pk_gg_spheroidal(0);
+        worst = fmax(worst, fabs(c->corr[x] - t));
+    }
+    /* the kernel is the taper's transform truncated at 1e-3 of its peak and sampled: its
+     * transform back is the taper to about that level (measured 2e-4 .. 2e-3) */
+    ok(worst < 1e-2, "correction of g %d, N %d, os %d from plane 0 ~ the generator's taper "
+       "psi(p / (g/2)) / psi(0): max diff %.2e (< 1e-2); kappa %.6f", g, n,
+       c->ip.grid.oversample, worst, c->kappa);
+    ok(c->corr[n / 2] == 1.0 && c->corr[n / 2 - 3] == c->corr[n / 2 + 3],
+       "correction: c(0) = 1, symmetric");
+}
+
+/* ---- 2a. accuracy against the double pipeline, every grid variant of every backend ------ */
+static void test_pipeline(const im_case *c, const char *name)
+{
+    im_oracle o;
+    oracle_make(c, &o);
+    const int n = c->ip.image_size;
+    const size_t nn = (size_t)n * n;
+    const double bound = bound_image(c, &o);
+    float *img = malloc(nn * sizeof(float)), *ser = NULL;
+    double *diff = malloc(nn * sizeof(double));
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; ++b) {
+        pk_context *ctx = ctx_for(backends[b]);
+        const char *why = NULL;
+        if (!pk_backend_available(ctx, backends[b], &why)) {
+            tap_skip(why, "%s: image on %s", name, pk_backend_name(backends[b]));
+            pk_context_destroy(ctx);
+            continue;
+        }
+        char variants[256];
+        snprintf(variants, sizeof variants, "%s", pk_grid_variants(backends[b]));
+        char *save = NULL;
+        for (char *v = strtok_r(variants, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
+            double norm = 0;
+            int64_t sk = -1;
+            pk_run_info info;
+            const pk_status s = pk_image(ctx, &c->ip, v, c->k.support, c->k.compact, &c->d, img,
+                                         &norm, &sk, &info);
+            if (s != PK_OK) {
+                ok(0, "%s: pk_image %s: %s", name, v, pk_last_error());
+                continue;
+            }
+            if (!ser) { /* the serial variant comes first: (c) against it at twice the bound */
+                ser = malloc(nn * sizeof(float));
+                memcpy(ser, img, nn * sizeof(float));
+            } else {
+                for (size_t i = 0; i < nn; ++i) diff[i] = (double)img[i] - ser[i];
+                const double e = l2(diff, nn);
+                ok(e <= 2 * bound, "%s: image %s/%s vs serial/serial: ||diff|| %.3e <= twice the "
+                   "bound %.3e", name, pk_backend_name(backends[b]), v, e, 2 * bound);
+            }
+            for (size_t i = 0; i < nn; ++i) diff[i] = img[i] - o.img[i];
+            const double e = l2(diff, nn);
+            ok(e <= bound && fabs(norm - o.norm) <= 1e-9 * fabs(o.norm),
+               "%s: image %s/%s vs double pipeline: ||diff|| %.3e <= bound %.3e (%.2e of "
+               "||image||); norm rel %.1e", name, pk_backend_name(backends[b]), v, e, bound,
+               e / o.img_l2, fabs(norm - o.norm) / o.norm);
+            if (strcmp(v, "serial") == 0 || strcmp(v, "omp-tiled") == 0 ||
+                strcmp(v, "opencl-tiled") == 0)
+                tap_diag("  %s: stages %s %.4f %s %.4f %s %.4f %s %.4f s; reason: %s", v,
+                         info.stage_name[0], info.stage_s[0], info.stage_name[1],
+                         info.stage_s[1], info.stage_name[2], info.stage_s[2],
+                         info.stage_name[3], info.stage_s[3], info.reason);
+        }
+        pk_context_destroy(ctx);
+    }
+    free(img);
+    free(ser);
+    free(diff);
+    free(o.img);
+    free(o.a);
+}
+
+/* ---- 2b. against the direct DFT ------------------------------------------------------------ */
+/* I_dft(y, x) = sum_i w_i Re(V_i e^{+2 pi i (u l + v m)}) / sum w_i, l = -px cell, m = py cell;
+ * over the visibilities the gridder keeps. */
+static void dft_image(const im_case *c, double *out, double *outj)
+{
+    const int n = c->ip.image_size;
+    const double cell = c->ip.grid.cell_size_rad;
+    double *er = malloc(2 * (size_t)n * sizeof *er), *ec = malloc(2 * (size_t)n * sizeof *ec);
+    double wsum = 0;
+    memset(out, 0, (size_t)n * n * sizeof *out);
+    memset(outj, 0, (size_t)n * n * sizeof *outj);
+    for (size_t i = 0; i < c->n; ++i) {
+        int gu, gv;
+        if (pk_grid_locate(&c->ip.grid, c->k.support, &c->d, i, &gu, &gv) < 0) continue;
+        wsum += c->wt[i];
+        for (int x = 0; x < n; ++x) { /* e^{2 pi i u l}, l = -(x - n/2) cell */
+            const double ph = 2 * M_PI * c->uu[i] * (-(x - n / 2) * cell);
+            ec[2 * x] = cos(ph);
+            ec[2 * x + 1] = sin(ph);
+        }
+        for (int y = 0; y < n; ++y) {
+            const double ph = 2 * M_PI * c->vv[i] * ((y - n / 2) * cell);
+            /* w V e^{i ph_y} */
+            const double a = c->wt[i] * c->vis[2 * i], b = c->wt[i] * c->vis[2 * i + 1];
+            er[2 * y] = a * cos(ph) - b * sin(ph);
+            er[2 * y + 1] = a * sin(ph) + b * cos(ph);
+        }
+        for (int y = 0; y < n; ++y) {
+            double *row = out + (size_t)y * n, *rowj = outj + (size_t)y * n;
+            const double pr = er[2 * y], pi = er[2 * y + 1];
+            for (int x = 0; x < n; ++x) {
+                row[x] += pr * ec[2 * x] - pi * ec[2 * x + 1];
+                rowj[x] += pr * ec[2 * x + 1] + pi * ec[2 * x];
+            }
+        }
+    }
+    for (size_t i = 0; i < (size_t)n * n; ++i) {
+        out[i] /= wsum;
+        outj[i] /= wsum;
+    }
+    free(er);
+    free(ec);
+}
+
+/* The response of plane 0 for the gridder's offsets (ou, ov) at pixel (px, py), exactly from
+ * the complex samples (no separability assumed):
+ *   R_o(p) = sum_{j,k} K0[|ov + j os|][|ou + k os|] e^{2 pi i (k px + j py) / g}
+ * through the row sums T[iy][ou][x] = sum_k K0[iy][|ou + k os|] e^{2 pi i k px / g}. */
+typedef struct im_resp {
+    int n, g, os, s, m;
+    double *t;   /* complex [m][os + 1][n] */
+    double *ey;  /* complex [n][2s + 1]: e^{2 pi i j py / g} */
+} im_resp;
+
+static void resp_make(const im_case *c, im_resp *r)
+{
+    r->n = c->ip.image_size;
+    r->g = c->ip.grid.grid_size;
+    r->os = c->ip.grid.oversample;
+    r->s = c->k.support[0];
+    r->m = r->os / 2 + r->s * r->os + 1;
+    const int n = r->n, os = r->os, s = r->s, m = r->m, L = 2 * s + 1;
+    r->t = malloc(2 * (size_t)m * (os + 1) * n * sizeof *r->t);
+    r->ey = malloc(2 * (size_t)n * L * sizeof *r->ey);
+    for (int iy = 0; iy < m; ++iy)
+        for (int ou = -os / 2; ou <= os / 2; ++ou)
+            for (int x = 0; x < n; ++x) {
+                double re = 0, im = 0;
+                for (int k = -s; k <= s; ++k) {
+                    const float *kv = c->k.compact + 2 * ((size_t)iy * m + (size_t)abs(ou + k * os));
+                    const double ph = 2 * M_PI * (double)k * (x - n / 2) / r->g;
+                    re += kv[0] * cos(ph) - kv[1] * sin(ph);
+                    im += kv[0] * sin(ph) + kv[1] * cos(ph);
+                }
+                double *t = r->t + 2 * (((size_t)iy * (os + 1) + (size_t)(ou + os / 2)) * n + x);
+                t[0] = re;
+                t[1] = im;
+            }
+    for (int y = 0; y < n; ++y)
+        for (int j = -s; j <= s; ++j) {
+            const double ph = 2 * M_PI * (double)j * (y - n / 2) / r->g;
+            r->ey[2 * ((size_t)y * L + j + s)] = cos(ph);
+            r->ey[2 * ((size_t)y * L + j + s) + 1] = sin(ph);
+        }
+}
+
+static void resp_free(im_resp *r)
+{
+    free(r->t);
+    free(r->ey);
+}
+
+/* R for offsets ou, ov in [-os/2, os/2] at pixel (x, y) */
+static void resp_at(const im_resp *r, int ou, int ov, int x, int y, double *re, double *im)
+{
+    const int L = 2 * r->s + 1;
+    double a = 0, b = 0;
+    for (int j = -r->s; j <= r->s; ++j) {
+        const double *t = r->t + 2 * (((size_t)abs(ov + j * r->os) * (r->os + 1) +
+                                       (size_t)(ou + r->os / 2)) * r->n + x);
+        const double *e = r->ey + 2 * ((size_t)y * L + j + r->s);
+        a += t[0] * e[0] - t[1] * e[1];
+        b += t[0] * e[1] + t[1] * e[0];
+    }
+    *re = a;
+    *im = b;
+}
+
+/* The worst over the offsets of |rho R_o(p) e^{2 pi i o.p / (os g)} / (c c) - base| plus
+ * rho |R_o| / (c c) |e^{i phi} - 1|, |phi| <= pi (|px| + |py|) / (os g): the nearest-offset
+ * position error (7.4). */
+static double resp_worst(const im_resp *r, const double *corr, double rho, double base_re,
+                         double base_im, int x, int y)
+{
+    const int os = r->os, n = r->n, px = x - n / 2, py = y - n / 2;
+    const double cc = corr[x] * corr[y];
+    const double phmax = fmin(M_PI, M_PI * (abs(px) + abs(py)) / ((double)os * r->g));
+    double worst = 0;
+    for (int ov = -os / 2; ov <= os / 2; ++ov)
+        for (int ou = -os / 2; ou <= os / 2; ++ou) {
+            double rr, ri;
+            resp_at(r, ou, ov, x, y, &rr, &ri);
+            const double ph = 2 * M_PI * (ou * (double)px + ov * (double)py) / ((double)os * r->g);
+            const double zr = rr * cos(ph) - ri * sin(ph), zi = rr * sin(ph) + ri * cos(ph);
+            const double d = hypot(rho * zr / cc - base_re, rho * zi / cc - base_im) +
+                             rho * hypot(zr, zi) / cc * 2 * sin(phmax / 2);
+            worst = fmax(worst, d);
+        }
+    return worst;
+}
+
+static void test_dft(const im_case *c, const char *name, int oncell)
+{
+    im_oracle o;
+    oracle_make(c, &o);
+    const int n = c->ip.image_size;
+    const size_t nn = (size_t)n * n;
+    double *dft = malloc(nn * sizeof *dft), *dftj = malloc(nn * sizeof *dftj);
+    dft_image(c, dft, dftj);
+    im_resp r;
+    resp_make(c, &r);
+    const double rho = o.wsum / o.norm;
+    /* eps_o(p) = rho R_o(p) e^{2 pi i (q - p).x / g} / (c c) - 1, split as in 7.4: offset 0's
+     * part eps0 (common to every visibility: at cell centres the only one), and the rest,
+     * bounded with the nearest-offset phase */
+    double eps0 = 0, eps0i = 0, eta_l2 = 0;
+    for (int y = 0; y < n; ++y)
+        for (int x = 0; x < n; ++x) {
+            double r0, i0;
+            resp_at(&r, 0, 0, x, y, &r0, &i0);
+            const double cc = c->corr[x] * c->corr[y];
+            eps0 = fmax(eps0, fabs(rho * r0 / cc - 1));
+            eps0i = fmax(eps0i, fabs(rho * i0 / cc));
+            if (!oncell) {
+                const double w = resp_worst(&r, c->corr, rho, rho * r0 / cc, rho * i0 / cc, x, y);
+                eta_l2 += w * w;
+            }
+        }
+    eta_l2 = sqrt(eta_l2);
+    resp_free(&r);
+    double sum_wv = 0;
+    for (size_t i = 0; i < c->n; ++i) {
+        int gu, gv;
+        if (pk_grid_locate(&c->ip.grid, c->k.support, &c->d, i, &gu, &gv) < 0) continue;
+        sum_wv += c->wt[i] * hypot(c->vis[2 * i], c->vis[2 * i + 1]);
+    }
+    const double dft_l2 = l2(dft, nn);
+    const double fl = bound_image(c, &o) / dft_l2;
+    /* Re(z (a + ib)) = a Re z - b Im z: ||e|| <= max|a| ||I|| + max|b| ||J|| + the rest */
+    const double bound = eps0 + eps0i * l2(dftj, nn) / dft_l2 + (sum_wv / o.wsum) * eta_l2 / dft_l2 + fl;
+    pk_context *ctx = ctx_for(PK_BACKEND_AUTO);
+    float *img = malloc(nn * sizeof(float));
+    double *diff = malloc(nn * sizeof *diff);
+    const pk_status s = pk_image(ctx, &c->ip, NULL, c->k.support, c->k.compact, &c->d, img, NULL,
+                                 NULL, NULL);
+    for (size_t i = 0; i < nn; ++i) diff[i] = img[i] - dft[i];
+    const double e = l2(diff, nn) / dft_l2;
+    ok(s == PK_OK && e <= bound,
+       "%s: image vs direct DFT (%zu vis, %s): relative L2 %.3e <= bound %.3e (offset 0's "
+       "truncation and aliasing %.2e, other offsets %.2e, float %.1e)", name, c->n,
+       oncell ? "at cell centres" : "random positions", e, bound, eps0,
+       (sum_wv / o.wsum) * eta_l2 / dft_l2, fl);
+    pk_context_destroy(ctx);
+    free(img);
+    free(diff);
+    free(dft);
+    free(dftj);
+    free(o.img);
+    free(o.a);
+}
+
+/* ---- 3, 4. adjointness and degrid accuracy on every backend ---------------------------------- */
+static void test_adjoint(im_case *c, const char *name)
+{
+    const int n = c->ip.image_size;
+    const size_t nn = (size_t)n * n;
+    /* random model X and random visibilities v (weights as the case's) */
+    float *x = malloc(nn * sizeof(float));
+    for (size_t i = 0; i < nn; ++i) x[i] = (float)nrand();
+    for (size_t i = 0; i < 2 * c->n; ++i) c->vis[i] = (float)nrand();
+    im_oracle o;
+    oracle_make(c, &o);
+    double *dref = malloc(2 * c->n * sizeof *dref), placed_l2, *h = NULL;
+    degrid_oracle(c, x, dref, &placed_l2, &h);
+    const double eb_dg = bound_degrid(c, &o, placed_l2);
+    /* 7.5, the relation's own bound: with H = the exact transformed model (the oracle's),
+     *   lhs: sum_i w_i |v_i| |dD_i| <= sqrt2 gamma_{2L+2} sum_c |H_c| A_c + ||dH|| ||A||,
+     *        ||dH|| <= g (eta + gamma_5) ||placed||  (A: the list's abs-grid, |c|_1)
+     *   rhs: (norm/kappa) |<X, dI>| <= gamma_{2 nmax + 8} sum_c |H_c|_1 A_c (the grid's
+     *        rounding seen through <H, dgrid>) + ||placed|| eta g ||grid|| (the FFT) +
+     *        gamma_6 (norm/kappa) sum |X| |I| (the crop) */
+    const int g = c->ip.grid.grid_size;
+    double ha = 0, ha1 = 0, xi = 0;
+    for (size_t i = 0; i < (size_t)g * g; ++i) {
+        ha += hypot(h[2 * i], h[2 * i + 1]) * o.a[i];
+        ha1 += (fabs(h[2 * i]) + fabs(h[2 * i + 1])) * o.a[i];
+    }
+    for (size_t i = 0; i < nn; ++i) xi += fabs(x[i] * o.img[i]);
+    const double eta = fft_eta(g);
+    const double tol = (sqrt(2.0) * gam(2.0 * o.lmax + 2) * ha +
+                        g * (eta * (1 + gam(5)) + gam(5)) * placed_l2 * o.a_l2 +
+                        gam(2.0 * o.nmax + 8) * ha1 +
+                        placed_l2 * eta * g * (o.grid_l2 + gam(2.0 * o.nmax + 8) * o.a_l2) +
+                        gam(6) * o.norm / c->kappa * xi) * (1 + 1e-6);
+    tap_diag("%s: relation bound terms: degrid sums %.2e, degrid FFT %.2e, grid sums %.2e, "
+             "image FFT %.2e, crop %.2e (nmax %d, Lmax %d)", name,
+             sqrt(2.0) * gam(2.0 * o.lmax + 2) * ha,
+             g * (eta * (1 + gam(5)) + gam(5)) * placed_l2 * o.a_l2, gam(2.0 * o.nmax + 8) * ha1,
+             placed_l2 * eta * g * o.grid_l2, gam(6) * o.norm / c->kappa * xi, o.nmax, o.lmax);
+    free(h);
+    float *img = malloc(nn * sizeof(float)), *vis = malloc(2 * c->n * sizeof(float)), *dser = NULL;
+    double *diff = malloc(2 * c->n * sizeof *diff);
+    /* the exact images' inner product, for the scale of the report */
+    double rhs_exact = 0;
+    for (size_t i = 0; i < nn; ++i) rhs_exact += x[i] * o.img[i];
+    rhs_exact *= o.norm / c->kappa;
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; ++b) {
+        pk_context *ctx = ctx_for(backends[b]);
+        const char *why = NULL;
+        if (!pk_backend_available(ctx, backends[b], &why)) {
+            tap_skip(why, "%s: adjointness on %s", name, pk_backend_name(backends[b]));
+            pk_context_destroy(ctx);
+            continue;
+        }
+        const char *dvars = pk_degrid_variants(backends[b]);
+        if (!dvars || !dvars[0]) {
+            tap_skip("no degrid variant on this backend yet (CUDA: docs/KERNELS.md 7.6)",
+                     "%s: degrid on %s", name, pk_backend_name(backends[b]));
+        } else {
+            char dv[128];
+            snprintf(dv, sizeof dv, "%s", dvars);
+            char *save = NULL;
+            for (char *v = strtok_r(dv, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
+                int64_t sk = -1;
+                pk_run_info info;
+                pk_status s = pk_degrid(ctx, &c->ip, v, c->k.support, c->k.compact, x, &c->d,
+                                        vis, &sk, &info);
+                if (s != PK_OK) {
+                    ok(0, "%s: pk_degrid %s: %s", name, v, pk_last_error());
+                    continue;
+                }
+                if (!dser) { /* serial first: (c) against it at twice the bound */
+                    dser = malloc(2 * c->n * sizeof(float));
+                    memcpy(dser, vis, 2 * c->n * sizeof(float));
+                } else {
+                    for (size_t i = 0; i < 2 * c->n; ++i) diff[i] = (double)vis[i] - dser[i];
+                    const double e = l2(diff, 2 * c->n);
+                    ok(e <= 2 * eb_dg, "%s: degrid %s vs serial: ||diff|| %.3e <= twice the bound "
+                       "%.3e", name, v, e, 2 * eb_dg);
+                }
+                for (size_t i = 0; i < 2 * c->n; ++i) diff[i] = vis[i] - dref[i];
+                const double e = l2(diff, 2 * c->n);
+                ok(e <= eb_dg, "%s: degrid %s/%s vs double pipeline: ||diff|| %.3e <= bound %.3e "
+                   "(%.2e of ||vis||)", name, pk_backend_name(backends[b]), v, e, eb_dg,
+                   e / l2(dref, 2 * c->n));
+                tap_diag("  %s: stages %s %.4f %s %.4f %s %.4f s; reason: %s", v,
+                         info.stage_name[0], info.stage_s[0], info.stage_name[1], info.stage_s[1],
+                         info.stage_name[2], info.stage_s[2], info.reason);
+                /* the adjoint relation against every grid variant of the backend */
+                char gv[256];
+                snprintf(gv, sizeof gv, "%s", pk_grid_variants(backends[b]));
+                char *save2 = NULL;
+                for (char *gv_name = strtok_r(gv, ",", &save2); gv_name;
+                     gv_name = strtok_r(NULL, ",", &save2)) {
+                    double norm = 0;
+                    if (pk_image(ctx, &c->ip, gv_name, c->k.support, c->k.compact, &c->d, img, &norm,
+                                 NULL, NULL) != PK_OK) {
+                        ok(0, "%s: pk_image %s: %s", name, gv_name, pk_last_error());
+                        continue;
+                    }
+                    double lhs = 0, rhs = 0;
+                    for (size_t i = 0; i < c->n; ++i)
+                        lhs += c->wt[i] * ((double)vis[2 * i] * c->vis[2 * i] +
+                                           (double)vis[2 * i + 1] * c->vis[2 * i + 1]);
+                    for (size_t i = 0; i < nn; ++i) rhs += (double)x[i] * img[i];
+                    rhs *= norm / c->kappa;
+                    ok(fabs(lhs - rhs) <= tol,
+                       "%s: <degrid_%s X, W v> = (norm/kappa) <X, image_%s v>: %.9e vs %.9e, "
+                       "diff %.2e <= bound %.2e (%.1e and %.1e of the value)",
+                       name, v, gv_name, lhs, rhs, fabs(lhs - rhs), tol,
+                       fabs(lhs - rhs) / fabs(rhs_exact), tol / fabs(rhs_exact));
+                }
+            }
+        }
+        pk_context_destroy(ctx);
+    }
+    free(x);
+    free(img);
+    free(vis);
+    free(dser);
+    free(diff);
+    free(dref);
+    free(o.img);
+    free(o.a);
+}
+
+/* ---- 5. the generated set's point sources ------------------------------------------------ */
+/* Visibility i's gridded contribution to pixel (px, py) of the image (before Re), from the
+ * gridder's geometry (docs/KERNELS.md 1.2, restated here) and its taps, in double; 0 when
+ * the gridder skips it. */
+static int gridded_at(const im_case *c, size_t i, int px, int py, double sc, double *re,
+                      double *im)
+{
+    const pk_grid_params *p = &c->ip.grid;
+    const int g = p->grid_size, os = p->oversample;
+    const float scale = (float)(g * p->cell_size_rad);
+    const float uu = c->uu[i], vv = c->vv[i], ww = c->ww[i];
+    const float pu = -uu * scale, pv = vv * scale, ru = roundf(pu), rv = roundf(pv);
+    const float wf = roundf(sqrtf(fabsf(ww * (float)p->w_scale)));
+    const int w = wf < p->num_w_planes - 1 ? (int)wf : p->num_w_planes - 1;
+    const int sw = c->k.support[w], gu = (int)ru + g / 2, gv = (int)rv + g / 2;
+    if (gu - sw < 0 || gu + sw >= g || gv - sw < 0 || gv + sw >= g) return 0;
+    const int ou = (int)roundf((ru - pu) * os), ov = (int)roundf((rv - pv) * os);
+    const int mw = os / 2 + sw * os + 1;
+    const double cj = ww > 0 ? -1 : 1;
+    double rr = 0, ri = 0;
+    for (int j = -sw; j <= sw; ++j)
+        for (int k = -sw; k <= sw; ++k) {
+            const float *cf = c->k.compact + 2 * (c->k.plane_offset[w] +
+                                                  (size_t)abs(ov + j * os) * mw +
+                                                  (size_t)abs(ou + k * os));
+            const double ph =
+                2 * M_PI * ((double)(gu + k - g / 2) * px + (double)(gv + j - g / 2) * py) / g;
+            const double cr = cf[0], ci = cf[1] * cj;
+            rr += cr * cos(ph) - ci * sin(ph);
+            ri += cr * sin(ph) + ci * cos(ph);
+        }
+    const double a = (double)(c->vis[2 * i] * c->wt[i]), b = (double)(c->vis[2 * i + 1] * c->wt[i]);
+    *re = (a * rr - b * ri) / sc;
+    *im = (a * ri + b * rr) / sc;
+    return 1;
+}
+
+static void test_sources(void)
+{
+    pk_grid_gen_options go;
+    pk_grid_gen_options_init(&go);
+    go.dataset = "small";
+    go.scale = 0.2; /* 10000 visibilities */
+    pk_grid_dataset ds;
+    if (pk_grid_generate(&go, &ds) != PK_OK) {
+        ok(0, "pk_grid_generate(small): %s", pk_last_error());
+        pk_grid_dataset_free(&ds);
+        return;
+    }
+    /* a case viewing the data set's arrays */
+    im_case c;
+    memset(&c, 0, sizeof c);
+    pk_image_params_init(&c.ip);
+    c.ip.grid = ds.params;
+    c.ip.image_size = ds.image_size;
+    const int n = c.ip.image_size, g = c.ip.grid.grid_size, os = c.ip.grid.oversample;
+    const int np = c.ip.grid.num_w_planes;
+    const double cell = c.ip.grid.cell_size_rad;
+    c.k.support = ds.support.data;
+    c.k.compact = ds.kernels.data;
+    c.k.plane_offset = malloc(((size_t)np + 1) * sizeof(size_t));
+    c.k.plane_offset[0] = 0;
+    for (int w = 0; w < np; ++w) {
+        const size_t m = (size_t)(os / 2 + c.k.support[w] * os + 1);
+        c.k.plane_offset[w + 1] = c.k.plane_offset[w] + m * m;
+    }
+    c.n = ds.data.num_vis;
+    c.uu = (float *)ds.data.uu;
+    c.vv = (float *)ds.data.vv;
+    c.ww = (float *)ds.data.ww;
+    c.vis = (float *)ds.data.vis;
+    c.wt = (float *)ds.data.weight;
+    c.d = ds.data;
+    c.corr = malloc((size_t)n * sizeof *c.corr);
+    pk_image_correction(&c.ip, c.k.support, c.k.compact, c.corr, &c.kappa);
+    im_oracle o;
+    oracle_make(&c, &o);
+    const double fl = bound_image(&c, &o);
+    pk_context *ctx = ctx_for(PK_BACKEND_AUTO);
+    float *img = malloc((size_t)n * n * sizeof(float));
+    double norm = 0;
+    int64_t sk = 0;
+    pk_status s = pk_image(ctx, &c.ip, NULL, c.k.support, c.k.compact, &c.d, img, &norm, &sk,
+                           NULL);
+    ok(s == PK_OK, "small set (%zu vis, %d planes, grid %d, image %d): pk_image: %s", c.n, np, g,
+       n, s == PK_OK ? "ok" : pk_last_error());
+    /* the generator's sources (lib/gen/grid_gen.c): (l, m) / l_max, flux */
+    static const double src[3][3] = {{0.10, 0.05, 1.0}, {-0.45, 0.30, 0.5}, {0.55, -0.50, 0.7}};
+    const double l_max = sin(cell) * n / 2;
+    for (int k = 0; k < 3 && s == PK_OK; ++k) {
+        const double l = src[k][0] * l_max, m = src[k][1] * l_max;
+        const int ex = (int)lround(n / 2 - l / cell), ey = (int)lround(n / 2 + m / cell);
+        int bx = ex, by = ey;
+        for (int y = ey - 5; y <= ey + 5; ++y)
+            for (int x = ex - 5; x <= ex + 5; ++x)
+                if (img[(size_t)y * n + x] > img[(size_t)by * n + bx]) {
+                    bx = x;
+                    by = y;
+                }
+        ok(bx == ex && by == ey, "source %d (l %.4f, m %.4f, S %.1f): local maximum at pixel "
+           "(y %d, x %d), expected (y %d, x %d)", k, l, m, src[k][2], by, bx, ey, ex);
+        /* flux: the DFT at the pixel (true w), and per visibility the exact difference between
+         * its gridded contribution (its w-plane's taps) and its DFT contribution: their sum
+         * bounds |image - DFT| there (7.4, the triangle inequality), plus the float bound of
+         * 7.5 (||.||_2 bounds any pixel) */
+        const int px = ex - n / 2, py = ey - n / 2;
+        const double pl = -px * cell, pm = py * cell, pn1 = sqrt(1 - pl * pl - pm * pm) - 1;
+        const double sc = norm * c.corr[ex] * c.corr[ey];
+        double wsum = 0, dft = 0, bound = 0;
+        for (size_t i = 0; i < c.n; ++i) {
+            double re, im;
+            if (gridded_at(&c, i, px, py, sc, &re, &im)) wsum += c.wt[i];
+        }
+        for (size_t i = 0; i < c.n; ++i) {
+            double re, im;
+            if (!gridded_at(&c, i, px, py, sc, &re, &im)) continue;
+            const double ph = 2 * M_PI * (c.uu[i] * pl + c.vv[i] * pm - c.ww[i] * pn1);
+            const double dre = c.wt[i] * (c.vis[2 * i] * cos(ph) - c.vis[2 * i + 1] * sin(ph)) / wsum;
+            const double dim = c.wt[i] * (c.vis[2 * i] * sin(ph) + c.vis[2 * i + 1] * cos(ph)) / wsum;
+            dft += dre;
+            bound += hypot(re - dre, im - dim);
+        }
+        const double got = img[(size_t)ey * n + ex];
+        ok(fabs(got - dft) <= bound * (1 + 1e-9) + fl,
+           "source %d: flux at its pixel %.5f, DFT %.5f (S %.1f with the others' sidelobes): "
+           "|diff| %.2e <= per-visibility bound %.2e + float %.1e", k, got, dft, src[k][2],
+           fabs(got - dft), bound, fl);
+    }
+    free(c.k.plane_offset);
+    free(c.corr);
+    free(o.img);
+    free(o.a);
+    free(img);
+    pk_context_destroy(ctx);
+    pk_grid_dataset_free(&ds);
+}
+
+/* A point source in a model predicts the analytic visibilities S e^{-2 pi i (u l + v m)}
+ * (w = 0) within S B(p), B the worst over the gridder's offsets of |R_o(p) e^{i phi_o} /
+ * (kappa c c) - 1| plus the nearest-offset phase (7.4), plus the float bound of 7.5. */
+static void test_predict(im_case *c, const char *name)
+{
+    const int n = c->ip.image_size;
+    const double cell = c->ip.grid.cell_size_rad, S = 2.5;
+    const int x0 = n / 2 - n / 5, y0 = n / 2 + n / 7; /* px < 0: l > 0 */
+    const int px = x0 - n / 2, py = y0 - n / 2;
+    float *model = calloc((size_t)n * n, sizeof(float));
+    model[(size_t)y0 * n + x0] = (float)S;
+    im_resp r;
+    resp_make(c, &r);
+    /* |R_o e^{..} / (kappa c c) - 1| + the phase term: rho = 1 / kappa, base 1 */
+    const double b = resp_worst(&r, c->corr, 1.0 / c->kappa, 1.0, 0.0, x0, y0);
+    resp_free(&r);
+    im_oracle o;
+    oracle_make(c, &o);
+    double *dref = malloc(2 * c->n * sizeof *dref), placed_l2;
+    degrid_oracle(c, model, dref, &placed_l2, NULL);
+    const double fl = bound_degrid(c, &o, placed_l2); /* bounds any one visibility too */
+    pk_context *ctx = ctx_for(PK_BACKEND_AUTO);
+    float *vis = malloc(2 * c->n * sizeof(float));
+    int64_t sk = -1;
+    const pk_status s = pk_degrid(ctx, &c->ip, NULL, c->k.support, c->k.compact, model, &c->d,
+                                  vis, &sk, NULL);
+    const double l = -px * cell, m = py * cell;
+    double worst = 0;
+    size_t zeros = 0;
+    for (size_t i = 0; i < c->n; ++i) {
+        int gu, gv;
+        if (pk_grid_locate(&c->ip.grid, c->k.support, &c->d, i, &gu, &gv) < 0) {
+            zeros += vis[2 * i] == 0 && vis[2 * i + 1] == 0;
+            continue;
+        }
+        const double ph = -2 * M_PI * (c->uu[i] * l + c->vv[i] * m);
+        worst = fmax(worst, hypot(vis[2 * i] - S * cos(ph), vis[2 * i + 1] - S * sin(ph)));
+    }
+    ok(s == PK_OK && worst <= S * b + fl && zeros == (size_t)sk,
+       "%s: predicted point source S %.1f at (y %d, x %d): max |vis - S e^{-2 pi i (ul + vm)}| "
+       "%.3e <= S B %.3e + float %.1e; %lld skipped, all 0", name, S, y0, x0, worst, S * b, fl,
+       (long long)sk);
+    pk_context_destroy(ctx);
+    free(model);
+    free(dref);
+    free(vis);
+    free(o.img);
+    free(o.a);
+}
+
+/* Visibilities the gridder skips (off the grid, a NaN weight, a NaN w) predict 0 on every
+ * degrid variant and are counted; the image counts them too and stays finite. */
+static void test_skips(im_case *c)
+{
+    const float u0 = c->uu[0], w1 = c->wt[1], ww2 = c->ww[2];
+    c->uu[0] = 1e9f;
+    c->wt[1] = NAN;
+    c->ww[2] = NAN;
+    const int n = c->ip.image_size;
+    float *model = malloc((size_t)n * n * sizeof(float)), *vis = malloc(2 * c->n * sizeof(float));
+    float *ser = NULL;
+    for (int i = 0; i < n * n; ++i) model[i] = (float)nrand();
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; ++b) {
+        pk_context *ctx = ctx_for(backends[b]);
+        const char *dv = pk_degrid_variants(backends[b]);
+        if (!pk_backend_available(ctx, backends[b], NULL) || !dv || !dv[0]) {
+            pk_context_destroy(ctx);
+            continue;
+        }
+        char list[128];
+        snprintf(list, sizeof list, "%s", dv);
+        char *save = NULL;
+        for (char *v = strtok_r(list, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
+            int64_t sk = -1;
+            for (size_t i = 0; i < 2 * c->n; ++i) vis[i] = 7.0f; /* every entry is written */
+            const pk_status s = pk_degrid(ctx, &c->ip, v, c->k.support, c->k.compact, model,
+                                          &c->d, vis, &sk, NULL);
+            int same = 1;
+            if (!ser) {
+                ser = malloc(2 * c->n * sizeof(float));
+                memcpy(ser, vis, 2 * c->n * sizeof(float));
+            } else if (backends[b] == PK_BACKEND_OPENMP) {
+                /* the same compiled loop as serial's: the same bits (a device may contract
+                 * or round otherwise: the adjoint test bounds it against serial) */
+                same = memcmp(ser, vis, 2 * c->n * sizeof(float)) == 0;
+            }
+            ok(s == PK_OK && sk == 3 && vis[0] == 0 && vis[1] == 0 && vis[2] == 0 &&
+                   vis[3] == 0 && vis[4] == 0 && vis[5] == 0 && isfinite(vis[6]) && same,
+               "skips: degrid %s: %lld skipped (3), their vis 0%s", v, (long long)sk,
+               backends[b] == PK_BACKEND_OPENMP ? (same ? ", the rest serial's bits"
+                                                        : ", the rest NOT serial's bits")
+                                                : "");
+        }
+        pk_context_destroy(ctx);
+    }
+    pk_context *ctx = ctx_for(PK_BACKEND_AUTO);
+    int64_t sk = -1;
+    const pk_status s = pk_image(ctx, &c->ip, NULL, c->k.support, c->k.compact, &c->d, model,
+                                 NULL, &sk, NULL);
+    int fin = 1;
+    for (int i = 0; i < n * n; ++i) fin &= isfinite(model[i]) != 0;
+    ok(s == PK_OK && sk == 3 && fin, "skips: image counts %lld skipped (3), all pixels finite",
+       (long long)sk);
+    pk_context_destroy(ctx);
+    c->uu[0] = u0;
+    c->wt[1] = w1;
+    c->ww[2] = ww2;
+    free(model);
+    free(vis);
+    free(ser);
+}
+
+/* Distinct contexts on distinct threads at once (lib/portkern.h): each thread images and
+ * predicts with its own plans (the FFTW planner lock, per-call column buffers); the results
+ * equal the single-threaded ones bit for bit (the same plans, the same order of operations). */
+typedef struct im_thread_job {
+    const im_case *c;
+    const float *model;
+    float *img, *vis;
+    pk_status s;
+} im_thread_job;
+
+static void *im_thread_main(void *arg)
+{
+    im_thread_job *j = arg;
+    pk_context *ctx = NULL;
+    pk_context_options opt;
+    pk_context_options_init(&opt);
+    opt.backend = PK_BACKEND_OPENMP;
+    opt.threads = 2;
+    opt.flags = PK_OPT_IGNORE_ENV;
+    j->s = pk_context_create(&ctx, &opt);
+    for (int r = 0; r < 3 && j->s == PK_OK; ++r) {
+        j->s = pk_image(ctx, &j->c->ip, NULL, j->c->k.support, j->c->k.compact, &j->c->d, j->img,
+                        NULL, NULL, NULL);
+        if (j->s == PK_OK)
+            j->s = pk_degrid(ctx, &j->c->ip, NULL, j->c->k.support, j->c->k.compact, j->model,
+                             &j->c->d, j->vis, NULL, NULL);
+    }
+    pk_context_destroy(ctx);
+    return NULL;
+}
+
+static void test_threads(const im_case *c)
+{
+    const int n = c->ip.image_size;
+    const size_t nn = (size_t)n * n;
+    float *model = malloc(nn * sizeof(float));
+    for (size_t i = 0; i < nn; ++i) model[i] = (float)nrand();
+    im_thread_job jobs[3];
+    for (int t = 0; t < 3; ++t) {
+        jobs[t].c = c;
+        jobs[t].model = model;
+        jobs[t].img = malloc(nn * sizeof(float));
+        jobs[t].vis = malloc(2 * c->n * sizeof(float));
+        jobs[t].s = PK_EINTERNAL;
+    }
+    im_thread_main(&jobs[0]); /* the single-threaded result */
+    pthread_t th[2];
+    int started = 0;
+    for (int t = 1; t < 3; ++t)
+        started += pthread_create(&th[t - 1], NULL, im_thread_main, &jobs[t]) == 0;
+    for (int t = 0; t < started; ++t) pthread_join(th[t], NULL);
+    int same = started == 2;
+    for (int t = 1; t < 3 && same; ++t)
+        same = jobs[t].s == PK_OK && memcmp(jobs[t].img, jobs[0].img, nn * sizeof(float)) == 0 &&
+               memcmp(jobs[t].vis, jobs[0].vis, 2 * c->n * sizeof(float)) == 0;
+    ok(jobs[0].s == PK_OK && same,
+       "threads: two contexts imaging and predicting at once give the single-threaded bits");
+    for (int t = 0; t < 3; ++t) {
+        free(jobs[t].img);
+        free(jobs[t].vis);
+    }
+    free(model);
+}
+
+/* ---- 6. bad input ---------------------------------------------------------------------------- */
+static void test_bad(const im_case *c)
+{
+    pk_context *ctx = ctx_for(PK_BACKEND_AUTO);
+    const int n = c->ip.image_size, g = c->ip.grid.grid_size;
+    float *img = malloc((size_t)g * g * sizeof(float));
+    pk_image_params p = c->ip;
+    pk_status s;
+#define BAD(expect, what, call)                                                                \
+    do {                                                                                       \
+        s = (call);                                                                            \
+        ok(s == (expect), "bad input: %s -> %s (%s)", what, pk_status_name(s), pk_last_error()); \
+    } while (0)
+    p.image_size = g + 2;
+    BAD(PK_ESIZE, "image larger than the grid",
+        pk_image(ctx, &p, NULL, c->k.support, c->k.compact, &c->d, img, NULL, NULL, NULL));
+    BAD(PK_ESIZE, "degrid: model larger than the grid",
+        pk_degrid(ctx, &p, NULL, c->k.support, c->k.compact, img, &c->d, img, NULL, NULL));
+    p.image_size = n - 1;
+    BAD(PK_ESIZE, "odd image size",
+        pk_image(ctx, &p, NULL, c->k.support, c->k.compact, &c->d, img, NULL, NULL, NULL));
+    p = c->ip;
+    p.image_cell_rad = c->ip.grid.cell_size_rad * 1.01;
+    BAD(PK_EINVAL, "image cell inconsistent with the grid's",
+        pk_image(ctx, &p, NULL, c->k.support, c->k.compact, &c->d, img, NULL, NULL, NULL));
+    BAD(PK_EINVAL, "degrid: image cell inconsistent",
+        pk_degrid(ctx, &p, NULL, c->k.support, c->k.compact, img, &c->d, img, NULL, NULL));
+    p.image_cell_rad = c->ip.grid.cell_size_rad * (1 + 1e-12);
+    BAD(PK_OK, "image cell equal to the grid's within 1e-9",
+        pk_image(ctx, &p, NULL, c->k.support, c->k.compact, &c->d, img, NULL, NULL, NULL));
+    p = c->ip;
+    p.grid.cell_size_rad = 3.0 / n;
+    BAD(PK_EINVAL, "image beyond the horizon (N cell / 2 >= 1)",
+        pk_image(ctx, &p, NULL, c->k.support, c->k.compact, &c->d, img, NULL, NULL, NULL));
+    p = c->ip;
+    p.grid.oversample = 3;
+    BAD(PK_EINVAL, "odd oversample (the gridder's check)",
+        pk_image(ctx, &p, NULL, c->k.support, c->k.compact, &c->d, img, NULL, NULL, NULL));
+    /* plane 0 broken: complex, not separable, centre not positive, NaN */
+    const size_t nk = c->k.plane_offset[c->ip.grid.num_w_planes];
+    float *k = malloc(2 * nk * sizeof(float));
+    const int os = c->ip.grid.oversample, m = os / 2 + c->k.support[0] * os + 1;
+    memcpy(k, c->k.compact, 2 * nk * sizeof(float));
+    k[2 * (1 * m + 2) + 1] = 0.01f * k[0];
+    BAD(PK_EINVAL, "plane 0 complex", pk_image(ctx, &c->ip, NULL, c->k.support, k, &c->d, img,
+                                             NULL, NULL, NULL));
+    memcpy(k, c->k.compact, 2 * nk * sizeof(float));
+    k[2 * (2 * m + 3)] += 0.01f * k[0];
+    BAD(PK_EINVAL, "plane 0 not separable",
+        pk_degrid(ctx, &c->ip, NULL, c->k.support, k, img, &c->d, img, NULL, NULL));
+    memcpy(k, c->k.compact, 2 * nk * sizeof(float));
+    for (size_t i = 0; i < 2 * (size_t)m * m; ++i) k[i] = -k[i];
+    BAD(PK_EINVAL, "plane 0 centre negative",
+        pk_image_correction(&c->ip, c->k.support, k, NULL, NULL));
+    memcpy(k, c->k.compact, 2 * nk * sizeof(float));
+    k[4] = NAN;
+    BAD(PK_ENONFINITE, "plane 0 NaN", pk_image(ctx, &c->ip, NULL, c->k.support, k, &c->d, img,
+                                             NULL, NULL, NULL));
+    /* a taper too narrow: a box kernel of one cell (support 0: its transform is flat, fine)
+     * vs a kernel wide in uv (narrow taper): plane 0 = exp(-(j / os)^2 / 0.02) */
+    memcpy(k, c->k.compact, 2 * nk * sizeof(float));
+    for (int y = 0; y < m; ++y)
+        for (int x = 0; x < m; ++x) {
+            const double fy = exp(-(double)y * y / ((double)os * os) * 0.05);
+            const double fx = exp(-(double)x * x / ((double)os * os) * 0.05);
+            k[2 * (y * m + x)] = (float)(fy * fx);
+            k[2 * (y * m + x) + 1] = 0;
+        }
+    BAD(PK_EINVAL, "kernel whose taper falls below 1e-3 inside the image",
+        pk_image(ctx, &c->ip, NULL, c->k.support, k, &c->d, img, NULL, NULL, NULL));
+    free(k);
+    BAD(PK_ENULL, "NULL image",
+        pk_image(ctx, &c->ip, NULL, c->k.support, c->k.compact, &c->d, NULL, NULL, NULL, NULL));
+    BAD(PK_ENULL, "NULL model",
+        pk_degrid(ctx, &c->ip, NULL, c->k.support, c->k.compact, NULL, &c->d, img, NULL, NULL));
+    BAD(PK_ENULL, "NULL params",
+        pk_image(ctx, NULL, NULL, c->k.support, c->k.compact, &c->d, img, NULL, NULL, NULL));
+    BAD(PK_ENOVARIANT, "unknown grid variant",
+        pk_image(ctx, &c->ip, "no-such", c->k.support, c->k.compact, &c->d, img, NULL, NULL, NULL));
+    BAD(PK_ENOVARIANT, "unknown degrid variant",
+        pk_degrid(ctx, &c->ip, "no-such", c->k.support, c->k.compact, img, &c->d, img, NULL, NULL));
+    /* plans: execute twice gives the same image; an empty list gives zeros */
+    pk_image_plan *plan = NULL;
+    s = pk_image_plan_create(&plan, ctx, &c->ip, NULL, c->k.support, c->k.compact, NULL);
+    float *a = malloc((size_t)n * n * sizeof(float)), *b = malloc((size_t)n * n * sizeof(float));
+    double na = 0, nb = 0;
+    if (s == PK_OK) s = pk_image_plan_execute(plan, &c->d, a, &na, NULL, NULL);
+    if (s == PK_OK) s = pk_image_plan_execute(plan, &c->d, b, &nb, NULL, NULL);
+    ok(s == PK_OK && memcmp(a, b, (size_t)n * n * sizeof(float)) == 0 && na == nb,
+       "image plan: two executes give the same bits (the grid is zeroed per execute)");
+    pk_grid_data empty = c->d;
+    empty.num_vis = 0;
+    s = plan ? pk_image_plan_execute(plan, &empty, a, &na, NULL, NULL) : PK_ENULL;
+    int zero = 1;
+    for (size_t i = 0; i < (size_t)n * n; ++i) zero &= a[i] == 0;
+    ok(s == PK_OK && zero && na == 0, "image plan: an empty list images to zeros, norm 0");
+    pk_image_plan_destroy(plan);
+    pk_image_plan_destroy(NULL);
+    pk_degrid_plan_destroy(NULL);
+    free(a);
+    free(b);
+    free(img);
+    pk_context_destroy(ctx);
+#undef BAD
+}
+
+#endif /* PK_HAVE_FFTW && PK_HAVE_FFTW3 */
+
+/* A separable Gaussian plane (sigma 1 cell, os 4, support 3) made here: no generator. */
+static void gauss_stack(pk_image_params *ip, int32_t *support, float *k)
+{
+    pk_image_params_init(ip);
+    ip->grid.grid_size = 128;
+    ip->grid.oversample = 4;
+    ip->grid.cell_size_rad = 1e-3;
+    ip->grid.num_w_planes = 1;
+    ip->grid.kernel_layout = PK_GRID_KERNELS_COMPACT;
+    ip->image_size = 64;
+    support[0] = 3;
+    const int m = 4 / 2 + 3 * 4 + 1;
+    for (int y = 0; y < m; ++y)
+        for (int x = 0; x < m; ++x) {
+            k[2 * (y * m + x)] = (float)(exp(-0.5 * (y / 4.0) * (y / 4.0)) *
+                                         exp(-0.5 * (x / 4.0) * (x / 4.0)));
+            k[2 * (y * m + x) + 1] = 0;
+        }
+}
+
+/* Without FFTW single precision: every image and degrid call is PK_EUNSUPPORTED and says so;
+ * the correction and the degrid references still work. */
+static void test_no_fftw(void)
+{
+    pk_image_params ip;
+    int32_t support[1];
+    float k[2 * 15 * 15];
+    gauss_stack(&ip, support, k);
+    float uu[3] = {10, -20, 5}, vv[3] = {3, 4, -30}, ww[3] = {0, 0, 0}, wt[3] = {1, 1, 1};
+    float vis[6] = {1, 0, 1, 0, 1, 0}, out[6];
+    pk_grid_data d = {3, uu, vv, ww, vis, wt};
+    double corr[64], kappa = 0;
+    pk_status s = pk_image_correction(&ip, support, k, corr, &kappa);
+    ok(s == PK_OK && corr[32] == 1.0 && kappa > 0, "no FFTW: pk_image_correction works (%s)",
+       pk_status_name(s));
+    float *img = calloc(64 * 64, sizeof(float));
+    float *grid = calloc(2 * 128 * 128, sizeof(float));
+    pk_context *ctx = NULL;
+    pk_context_options opt;
+    pk_context_options_init(&opt);
+    opt.flags = PK_OPT_IGNORE_ENV;
+    pk_context_create(&ctx, &opt);
+    s = pk_image(ctx, &ip, NULL, support, k, &d, img, NULL, NULL, NULL);
+    ok(s == PK_EUNSUPPORTED && strstr(pk_last_error(), "FFTW"),
+       "no FFTW: pk_image -> %s (%s)", pk_status_name(s), pk_last_error());
+    s = pk_degrid(ctx, &ip, NULL, support, k, img, &d, out, NULL, NULL);
+    ok(s == PK_EUNSUPPORTED && strstr(pk_last_error(), "FFTW"),
+       "no FFTW: pk_degrid -> %s (%s)", pk_status_name(s), pk_last_error());
+    pk_image_plan *plan = NULL;
+    s = pk_image_plan_create(&plan, ctx, &ip, NULL, support, k, NULL);
+    ok(s == PK_EUNSUPPORTED && plan == NULL, "no FFTW: pk_image_plan_create -> %s",
+       pk_status_name(s));
+    int64_t sk = -1;
+    s = pk_degrid_reference(&ip.grid, support, k, grid, &d, out, &sk);
+    ok(s == PK_OK && sk == 0 && out[0] == 0, "no FFTW: pk_degrid_reference works (%s)",
+       pk_status_name(s));
+    pk_context_destroy(ctx);
+    free(img);
+    free(grid);
+}
+
+int main(void)
+{
+#if !defined(PK_HAVE_FFTW)
+    test_no_fftw();
+    return tap_done();
+#elif !defined(PK_HAVE_FFTW3)
+    (void)test_no_fftw;
+    tap_skip_all("no FFTW (double) at configure time: the test's oracles and kernels need it");
+#else
+    (void)test_no_fftw;
+    /* every host pass threaded at these small sizes too (the library's test hook; read at
+     * each call, set before any thread starts) */
+    setenv("PORTKERN_TEST_PARALLEL_BYTES", "0", 1);
+    /* cell 2^-10 rad: g cell is a power of two, so cell-centre positions are exact in float */
+    const double cell = 0x1.0p-10;
+    static const double src[3][3] = {{0.0, 0.0, 1.0}, {-20 * 0x1.0p-10, 9 * 0x1.0p-10, 0.6},
+                                     {13.3 * 0x1.0p-10, -17.6 * 0x1.0p-10, 0.8}};
+    im_case a, b, d;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    memset(&d, 0, sizeof d);
+    /* a: g 128, N 64, os 4; b: g 256, N 128, os 4; d: g 512, N 256, os 16 */
+    int ka = case_kernels(&a, cell, 64, 128, 4, 4 * 32, 1, 0);
+    ok(ka, "case a: g 128, N 64, os 4, support %d", a.k.support[0]);
+    int kb = case_kernels(&b, cell, 128, 256, 4, 4 * 32, 1, 0);
+    ok(kb, "case b: g 256, N 128, os 4, support %d", b.k.support[0]);
+    int kd = case_kernels(&d, cell, 256, 512, 16, 16 * 32, 1, 0);
+    ok(kd, "case d: g 512, N 256, os 16, support %d", d.k.support[0]);
+    if (!ka || !kb || !kd) {
+        printf("Bail out! pk_image_correction: %s\n", pk_last_error());
+        return 1;
+    }
+    /* e: the image as large as the grid (no crop; the taper's edge: c down to psi(1)/psi(0)) */
+    im_case e;
+    memset(&e, 0, sizeof e);
+    const int ke = case_kernels(&e, cell, 64, 64, 4, 4 * 32, 1, 0);
+    ok(ke, "case e: g 64, N 64 (no crop), os 4: %s", ke ? "correction ok" : pk_last_error());
+    if (ke) {
+        case_data(&e, 1000, 0.6, 0, src, 3);
+        test_pipeline(&e, "e");
+    }
+    case_free(&e);
+    case_data(&a, 3000, 0.6, 1, src, 3);
+    case_data(&b, 3000, 0.6, 0, src, 3);
+    case_data(&d, 4000, 0.6, 0, src, 3);
+    test_correction(&a);
+    test_correction(&d);
+    test_pipeline(&a, "a");
+    test_pipeline(&b, "b");
+    test_pipeline(&d, "d");
+    test_dft(&a, "a", 1);
+    test_dft(&b, "b", 0);
+    test_dft(&d, "d", 0);
+    test_predict(&a, "a");
+    test_predict(&d, "d");
+    test_sources();
+    test_bad(&a);
+    test_skips(&b);
+    test_threads(&d);
+    test_adjoint(&a, "a");
+    test_adjoint(&b, "b");
+    case_free(&a);
+    case_free(&b);
+    case_free(&d);
+    return tap_done();
+#endif
+}
