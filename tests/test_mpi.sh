@@ -1,0 +1,52 @@
+#!/bin/sh
+# test_mpi.sh - libportkern-mpi's distributed plans under mpirun with 1, 2, 3 and 4 ranks
+# (--oversubscribe: more ranks than cores), each launch under `timeout` so that a rank stuck
+# in a collective fails the test instead of hanging make check.  tests/test_mpi (C) does the
+# work and prints PASS/FAIL/SKIP lines (rank 0, the verdict of all ranks); here they become
+# TAP, with one more point per launch for its exit status.
+# Skips, saying why, when the build has no MPI (configure --without-mpi, or none found) or
+# there is no launcher (MPIRUN, set by configure, else mpirun on PATH).
+. "${top_srcdir:-.}/tests/tap.sh"
+n=0 fails=0
+bin=./tests/test_mpi
+if [ ! -x "$bin" ]; then
+    echo "1..0 # SKIP built without MPI (configure found none, or --without-mpi): no libportkern-mpi"
+    exit 0
+fi
+run=${MPIRUN:-}
+[ -n "$run" ] || run=$(command -v mpirun || command -v mpiexec || true)
+if [ -z "$run" ] || ! command -v "$run" >/dev/null 2>&1; then
+    echo "1..0 # SKIP no MPI launcher (mpirun / mpiexec) found"
+    exit 0
+fi
+# Open MPI refuses to run as root unless told; CI runs as root in a container.
+if [ "$(id -u)" -eq 0 ]; then
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+fi
+# Open MPI's --oversubscribe; other launchers (MPICH's hydra) oversubscribe by default.
+over=
+"$run" --version 2>&1 | grep -q "Open MPI\|OpenRTE" && over=--oversubscribe
+# A launch takes ~1 s here; 240 s is far beyond any honest run and still ends a hang.
+limit=${PK_MPI_TEST_TIMEOUT:-240}
+out=tests/test_mpi.out
+for np in 1 2 3 4; do
+    rm -f "$out.$np"
+    timeout -k 10 "$limit" "$run" $over -np "$np" "$bin" > "$out.$np" 2> "$out.$np.err"
+    rc=$?
+    while IFS= read -r line; do
+        case "$line" in
+            PASS:*) result 0 "${line#PASS: }";;
+            FAIL:*) result 1 "${line#FAIL: }";;
+            SKIP:*) skip "${line#SKIP: }" "see the line";;
+        esac
+    done < "$out.$np"
+    case $rc in
+        0) result 0 "mpirun -np $np: every rank exited 0";;
+        124|137) result 1 "mpirun -np $np: killed after ${limit} s (a hang)";;
+        *) result 1 "mpirun -np $np: exit status $rc";;
+    esac
+    [ "$rc" -eq 0 ] || sed 's/^/# /' "$out.$np.err" | tail -n 20
+done
+echo "1..$n"
+[ "$fails" -eq 0 ]
