@@ -112,7 +112,14 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_create(pk_mpi_diffusion3d_plan **pl
     if (st != PK_OK)
         goto fail;
     int R = pl->s.nranks;
-    pl->depth = o.depth ? o.depth : 2;
+    /* the default depth: 8 (two passes of the OpenMP omp-tb variant's 4-step temporal
+     * blocking, which auto picks on CPUs, landing in place: docs/SCALING.md), but at most a
+     * quarter of the thinnest slab, so that the halo planes stepped twice stay few */
+    int thinnest = p->nz;
+    for (int r = 0; r < R; r++)
+        if (pl->s.i1[r] - pl->s.i0[r] < thinnest)
+            thinnest = pl->s.i1[r] - pl->s.i0[r];
+    pl->depth = o.depth ? o.depth : thinnest / 4 < 1 ? 1 : thinnest / 4 > 8 ? 8 : thinnest / 4;
     pl->L = pl->s.i1[pl->s.rank] - pl->s.i0[pl->s.rank];
     pl->plane = (size_t)p->nx * (size_t)p->ny;
     int *lo = malloc(2 * (size_t)R * sizeof *lo);
@@ -298,8 +305,11 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_run(pk_mpi_diffusion3d_plan *pl, in
         st = PK_ESTATE;
     }
     st = pkm_agree(pl->comm, st, NULL, &info->agree_s);
+    /* one rank has no halos: all the steps in one local call (the local variant's own
+     * temporal blocking then spans them all) */
+    int chunk = pl->s.nranks == 1 ? count : pl->depth;
     for (int done = 0; st == PK_OK && done < count;) {
-        int c = count - done < pl->depth ? count - done : pl->depth;
+        int c = count - done < chunk ? count - done : chunk;
         pk_status lst = pl->overlap ? chunk_overlap(pl, c, info, &info->local)
                                     : chunk_plain(pl, c, info, &info->local);
         st = pkm_agree(pl->comm, lst, NULL, &info->agree_s);

@@ -11,7 +11,8 @@
  *
  * Conventions (besides lib/portkern.h's)
  *  - Every call here is collective over the plan's communicator: every rank makes it, in the
- *    same order.
+ *    same order; except pk_mpi_block, pk_mpi_options_init, pk_mpi_last_error and
+ *    pk_mpi_diffusion3d_plan_upload / _download (copies on this rank only).
  *  - Errors are agreed: before any collective work (and after each local kernel call) the
  *    ranks combine their status with MPI_Allreduce, so a bad argument or a failure on one
  *    rank makes the call return the same failing status on every rank, never a hang.  The
@@ -55,7 +56,8 @@ typedef struct pk_mpi_options {
                             default): the block rule */
     int depth;           /* diffusion3d: steps between halo exchanges, the halo depth in
                             planes (temporal blocking of the exchange), 1 .. 64; 0 (the
-                            default): 2 (docs/SCALING.md: why) */
+                            default): 8, at most a quarter of the thinnest slab, at least 1
+                            (docs/SCALING.md: measured) */
     int overlap;         /* diffusion3d: 1 runs each rank's interior while the halos travel
                             (the boundary planes after, on copies); 0 exchanges first, then
                             runs the slab with its halos; -1 (the default): 0
@@ -93,7 +95,8 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_create(pk_mpi_diffusion3d_plan **pl
                                                     pk_context *ctx,
                                                     const pk_diffusion3d_params *p,
                                                     const pk_mpi_options *opt, pk_mpi_info *info);
-/** Copy this rank's slab in / out of the plan (host memory). */
+/** Copy this rank's slab in / out of the plan (host memory; local, not collective).
+ *  download is PK_ESTATE before an upload and after a failed run. */
 PK_MPI_API pk_status pk_mpi_diffusion3d_plan_upload(pk_mpi_diffusion3d_plan *plan, const float *f);
 PK_MPI_API pk_status pk_mpi_diffusion3d_plan_download(pk_mpi_diffusion3d_plan *plan, float *f);
 /** count more steps on the uploaded field, exchanging halos every `depth` steps. */

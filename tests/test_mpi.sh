@@ -24,6 +24,17 @@ if [ "$(id -u)" -eq 0 ]; then
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 fi
+# Containers often forbid the cross-memory attach (ptrace) that Open MPI's shared-memory
+# transport uses for large messages ("Read -1, expected ..., errno = 1"): copy in and out
+# through the shared segment instead, which works everywhere (the caller's setting wins).
+: "${OMPI_MCA_btl_vader_single_copy_mechanism:=none}"
+export OMPI_MCA_btl_vader_single_copy_mechanism
+# --enable-sanitizers (tests/local.mk sets LSAN_OPTIONS): what Open MPI keeps from MPI_Init
+# is suppressed by function (tests/lsan.supp), which needs whole stacks.
+if [ -n "${LSAN_OPTIONS:-}" ]; then
+    LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0"
+    export LSAN_OPTIONS
+fi
 # Open MPI's --oversubscribe; other launchers (MPICH's hydra) oversubscribe by default.
 over=
 "$run" --version 2>&1 | grep -q "Open MPI\|OpenRTE" && over=--oversubscribe
