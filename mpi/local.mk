@@ -2,7 +2,7 @@
 # found MPI (--with-mpi, default check); libportkern itself never links MPI.  The library uses
 # libportkern's public API only (lib/portkern.h), like any other program.
 EXTRA_DIST += portkern-mpi.pc.in mpi/portkern_mpi.h mpi/mpi_internal.h mpi/mpi_common.c \
-	mpi/mpi_halo.c mpi/mpi_diffusion3d.c mpi/mpi_conv2d.c mpi/mpi_su3.c mpi/bench_mpi.c \
+	mpi/mpi_halo.c mpi/mpi_diffusion3d.c mpi/mpi_conv2d.c mpi/mpi_su3.c mpi/bench_mpi.c mpi/bench_scaling.sh \
 	tests/test_mpi.c
 if HAVE_MPI
 lib_LTLIBRARIES += libportkern-mpi.la
