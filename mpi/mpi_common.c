@@ -225,3 +225,14 @@ pk_status pkm_context(pk_context *ctx, pk_context **out, int *owned) {
     *owned = 1;
     return PK_OK;
 }
+
+int pkm_depth(const pkm_slabs *s, int requested) {
+    if (requested > 0)
+        return requested;
+    int thinnest = s->n;
+    for (int r = 0; r < s->nranks; r++)
+        if (s->i1[r] - s->i0[r] < thinnest)
+            thinnest = s->i1[r] - s->i0[r];
+    int d = thinnest / 4;
+    return d < 1 ? 1 : d > 8 ? 8 : d;
+}

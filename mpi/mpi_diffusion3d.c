@@ -112,14 +112,10 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_create(pk_mpi_diffusion3d_plan **pl
     if (st != PK_OK)
         goto fail;
     int R = pl->s.nranks;
-    /* the default depth: 8 (two passes of the OpenMP omp-tb variant's 4-step temporal
-     * blocking, which auto picks on CPUs, landing in place: docs/SCALING.md), but at most a
-     * quarter of the thinnest slab, so that the halo planes stepped twice stay few */
-    int thinnest = p->nz;
-    for (int r = 0; r < R; r++)
-        if (pl->s.i1[r] - pl->s.i0[r] < thinnest)
-            thinnest = pl->s.i1[r] - pl->s.i0[r];
-    pl->depth = o.depth ? o.depth : thinnest / 4 < 1 ? 1 : thinnest / 4 > 8 ? 8 : thinnest / 4;
+    /* the default depth: 8 (two passes of the omp-tb variant auto picks on CPUs, landing in
+     * place: docs/SCALING.md), at most a quarter of the thinnest slab, so that the halo
+     * planes stepped twice stay few */
+    pl->depth = pkm_depth(&pl->s, o.depth);
     pl->L = pl->s.i1[pl->s.rank] - pl->s.i0[pl->s.rank];
     pl->plane = (size_t)p->nx * (size_t)p->ny;
     int *lo = malloc(2 * (size_t)R * sizeof *lo);

@@ -82,6 +82,11 @@ pk_status pkm_halo_finish(pkm_halo *h);
 /* Fill the common fields of an info. */
 void pkm_info_begin(pk_mpi_info *info, const pkm_slabs *s, int lo, int hi);
 
+/* The halo depth of the stencils (diffusion3d, laplace2d): the caller's, else 8 (two passes of
+ * the OpenMP temporal blocking, 4 steps each, landing in place), at most a quarter of the
+ * thinnest slab, at least 1: the same on every rank (it depends on the gathered slabs). */
+int pkm_depth(const pkm_slabs *s, int requested);
+
 /* The caller's context, or a new one with the defaults (*owned = 1). */
 pk_status pkm_context(pk_context *ctx, pk_context **out, int *owned);
 

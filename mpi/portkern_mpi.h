@@ -12,13 +12,13 @@
  * Conventions (besides lib/portkern.h's)
  *  - Every call here is collective over the plan's communicator: every rank makes it, in the
  *    same order; except pk_mpi_block, pk_mpi_options_init, pk_mpi_last_error and
- *    pk_mpi_diffusion3d_plan_upload / _download (copies on this rank only).
+ *    the plans' upload / download (copies on this rank only).
  *  - Errors are agreed: before any collective work (and after each local kernel call) the
  *    ranks combine their status with MPI_Allreduce, so a bad argument or a failure on one
  *    rank makes the call return the same failing status on every rank, never a hang.  The
  *    status returned is the most negative one, pk_mpi_last_error() gives the detail of the
  *    lowest rank that had it, prefixed "rank R: ".
- *  - The split axis (diffusion3d: z, conv2d: image rows, su3: sites) is divided in slabs
+ *  - The split axis (diffusion3d: z, laplace2d and conv2d: rows, su3: sites) is divided in slabs
  *    [i0, i1), one per rank in rank order, covering [0, n) without gaps or overlaps, each
  *    non-empty.  A caller may give its own slab (pk_mpi_options.i0, i1); else the block rule
  *    pk_mpi_block applies.  More ranks than planes (or rows, or sites) is an error on every
@@ -54,8 +54,9 @@ PK_MPI_API const char *pk_mpi_last_error(void);
 typedef struct pk_mpi_options {
     int i0, i1;          /* this rank's slab [i0, i1) of the split axis; both -1 (the
                             default): the block rule */
-    int depth;           /* diffusion3d: steps between halo exchanges, the halo depth in
-                            planes (temporal blocking of the exchange), 1 .. 64; 0 (the
+    int depth;           /* diffusion3d, laplace2d: steps between halo exchanges, the halo
+                            depth in planes or rows (temporal blocking of the exchange),
+                            1 .. 64; 0 (the
                             default): 8, at most a quarter of the thinnest slab, at least 1
                             (docs/SCALING.md: measured) */
     int overlap;         /* diffusion3d: 1 runs each rank's interior while the halos travel
@@ -106,6 +107,26 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_run(pk_mpi_diffusion3d_plan *plan, 
 PK_MPI_API pk_status pk_mpi_diffusion3d_plan_execute(pk_mpi_diffusion3d_plan *plan, float *f,
                                                      int count, pk_mpi_info *info);
 PK_MPI_API void pk_mpi_diffusion3d_plan_destroy(pk_mpi_diffusion3d_plan *plan);
+
+/* ---- laplace2d: row slabs, periodic, halo rows every `depth` iterations -------------------
+ * p holds the global lattice (l, sigma, layout, nw; count is execute's), the same on every
+ * rank; each rank's phi is float32 [i1 - i0][l] (lexicographic), rows i0 .. i1 - 1; rank 0 and
+ * rank N-1 are neighbours.  The core kernel is square (l x l, periodic), so a rank steps its
+ * slab in square tiles of side i1 - i0 with depth halo rows and columns around each
+ * (mpi/mpi_laplace2d.c); p->layout is the local plans' layout (hvfo tiles are padded to a
+ * multiple of the lanes).  Bitwise the single-process result for every serial and OpenMP
+ * variant (tests/test_mpi.c checks each).  upload / download are local, as diffusion3d's. */
+typedef struct pk_mpi_laplace2d_plan pk_mpi_laplace2d_plan;
+PK_MPI_API pk_status pk_mpi_laplace2d_plan_create(pk_mpi_laplace2d_plan **plan, MPI_Comm comm,
+                                                  pk_context *ctx, const pk_laplace2d_params *p,
+                                                  const pk_mpi_options *opt, pk_mpi_info *info);
+PK_MPI_API pk_status pk_mpi_laplace2d_plan_upload(pk_mpi_laplace2d_plan *plan, const float *phi);
+PK_MPI_API pk_status pk_mpi_laplace2d_plan_download(pk_mpi_laplace2d_plan *plan, float *phi);
+PK_MPI_API pk_status pk_mpi_laplace2d_plan_run(pk_mpi_laplace2d_plan *plan, int count,
+                                               pk_mpi_info *info);
+PK_MPI_API pk_status pk_mpi_laplace2d_plan_execute(pk_mpi_laplace2d_plan *plan, float *phi,
+                                                   int count, pk_mpi_info *info);
+PK_MPI_API void pk_mpi_laplace2d_plan_destroy(pk_mpi_laplace2d_plan *plan);
 
 /* ---- conv2d: row slabs, periodic halo rows ------------------------------------------------
  * p holds the global frame (h, w, kh, kw, method) and psf float32 [kh][kw] the PSF, the same

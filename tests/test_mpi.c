@@ -144,6 +144,60 @@ static void d3_case(pk_context *ctx, const char *variant, int nx, int ny, int nz
     free(full);
 }
 
+/* ---- laplace2d -------------------------------------------------------------------------- */
+static void lp_case(pk_context *ctx, const char *variant, int layout, int l, int count, int depth,
+                    int custom) {
+    pk_laplace2d_params p = {l, count, 0.3, layout, 0};
+    size_t n = (size_t)l * l;
+    float *full = NULL;
+    if (posix_memalign((void **)&full, 64, n * sizeof *full)) /* aligned: run in place */
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    for (size_t i = 0; i < n; i++)
+        full[i] = val(i + 77);
+    pk_mpi_options o;
+    pk_mpi_options_init(&o);
+    o.variant = variant;
+    o.depth = depth;
+    if (custom) { /* one row on every rank but the last */
+        o.i0 = rank;
+        o.i1 = rank == nranks - 1 ? l : rank + 1;
+    }
+    pk_mpi_laplace2d_plan *pl = NULL;
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    pk_status st = pk_mpi_laplace2d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, &info);
+    int ok = st == PK_OK;
+    if (!ok)
+        fprintf(stderr, "rank %d: laplace2d create: %s\n", rank, pk_mpi_last_error());
+    if (ok) {
+        int L = info.i1 - info.i0;
+        float *slab = malloc((size_t)L * l * sizeof *slab);
+        memcpy(slab, full + (size_t)info.i0 * l, (size_t)L * l * sizeof *slab);
+        ok = pk_mpi_laplace2d_plan_execute(pl, slab, count, &info) == PK_OK;
+        if (!ok)
+            fprintf(stderr, "rank %d: laplace2d execute: %s\n", rank, pk_mpi_last_error());
+        if (ok && pk_laplace2d(ctx, &p, variant, full, NULL) != PK_OK) {
+            fprintf(stderr, "rank %d: pk_laplace2d: %s\n", rank, pk_last_error());
+            ok = 0;
+        }
+        if (ok && memcmp(slab, full + (size_t)info.i0 * l, (size_t)L * l * sizeof *slab)) {
+            size_t k = 0;
+            while (slab[k] == full[(size_t)info.i0 * l + k])
+                k++;
+            fprintf(stderr, "rank %d: laplace2d %s: row %zu column %zu differs (%.9g vs %.9g)\n",
+                    rank, variant, info.i0 + k / l, k % l, slab[k], full[(size_t)info.i0 * l + k]);
+            ok = 0;
+        }
+        free(slab);
+    }
+    check(ok, "laplace2d %s %s l %d count %d depth %d%s: slabs bitwise equal to one process "
+              "(ran: %s, depth %d)",
+          variant, pk_laplace2d_layout_name(layout), l, count, depth,
+          custom ? " slabs 1,1,..,rest" : " block rule", ok ? info.local.variant : "-", info.depth);
+    pk_mpi_laplace2d_plan_destroy(pl);
+    free(full);
+}
+
 /* ---- conv2d ----------------------------------------------------------------------------- */
 static void cv_case(pk_context *ctx, const char *variant, int h, int w, int kh, int kw, int custom) {
     pk_conv2d_params p = {h, w, kh, kw, PK_CONV2D_AUTO};
@@ -351,6 +405,16 @@ static void failures_cases(pk_context *ctx) {
     agreed_failure(st, "more ranks than", "conv2d with h = ranks - 1");
     pk_mpi_conv2d_plan_destroy(cpl);
 
+    /* laplace2d: another sigma on the last rank (one rank: a sigma of 0, refused locally) */
+    pk_laplace2d_params lpp = {32, 1, 0.3, PK_LAP_LEXI, 0};
+    if (rank == nranks - 1)
+        lpp.sigma = nranks > 1 ? 0.25 : 0.0;
+    pk_mpi_laplace2d_plan *lpl = NULL;
+    st = pk_mpi_laplace2d_plan_create(&lpl, MPI_COMM_WORLD, ctx, &lpp, NULL, NULL);
+    agreed_failure(st, NULL, nranks > 1 ? "laplace2d with another sigma on the last rank"
+                                        : "laplace2d with sigma 0");
+    pk_mpi_laplace2d_plan_destroy(lpl);
+
     /* su3: a layout that differs on rank 0 */
     pk_su3_params sp = {64, PK_SU3_AOS, 0};
     if (rank == 0 && nranks > 1)
@@ -382,6 +446,14 @@ int main(int argc, char **argv) {
     d3_case(ctx, "serial", 9, 5, 31, 5, 3, 1, 0);
     d3_case(ctx, "serial", 6, 6, nranks, 4, 2, 0, 0); /* one plane per rank */
 
+    int nl = variants_of(ctx, pk_laplace2d_variants, names, 16);
+    for (int v = 0; v < nl; v++) {
+        lp_case(ctx, names[v], PK_LAP_LEXI, 37, 7, 2, 0);
+        lp_case(ctx, names[v], PK_LAP_LEXI, 37, 9, 3, 1); /* halos from beyond the neighbours */
+        lp_case(ctx, names[v], PK_LAP_HVFO, 48, 7, 0, 0); /* tiles padded to 16 lanes */
+        lp_case(ctx, names[v], PK_LAP_LEXI, 64, 12, 0, 0);
+    }
+
     int nc = variants_of(ctx, pk_conv2d_variants, names, 16);
     for (int v = 0; v < nc; v++) {
         cv_case(ctx, names[v], 29, 17, 5, 3, 0);
@@ -394,7 +466,7 @@ int main(int argc, char **argv) {
         s3_case(ctx, names[v], PK_SU3_AOS, 1001);
         s3_case(ctx, names[v], PK_SU3_HVFO, 1001);
     }
-    if (nv == 0 || nc == 0 || ns == 0)
+    if (nv == 0 || nl == 0 || nc == 0 || ns == 0)
         skip("no serial or OpenMP backend", "some kernel has no variant here");
 
     failures_cases(ctx);
