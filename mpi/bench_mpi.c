@@ -1,11 +1,12 @@
 /* bench_mpi.c - libportkern-mpi's benchmark (docs/SCALING.md): a ping-pong of the transport
- * and the distributed diffusion3d, in one run.
+ * and the distributed diffusion3d (or laplace2d), in one run.
  *   mpirun -np R mpi/bench_mpi [--n 256] [--count 20] [--depth D] [--overlap 0|1]
  *                              [--threads T] [--variant V] [--reps 3] [--no-pingpong]
+ *                              [--kernel diffusion3d|laplace2d]   (laplace2d: n x n, 7 flops)
  * Rank 0 prints one JSON line: the ping-pong between ranks 0 and 1 (half the round trip and
- * the bandwidth per message size), then the diffusion3d run: the best of --reps timed
+ * the bandwidth per message size), then the kernel's run: the best of --reps timed
  * plan_run calls of --count steps (after one untimed warm-up run), its GFlop/s by the
- * library's model (13 flops per point per step), and per rank the compute, communication and
+ * library's model (13 flops per point per step, laplace2d 7), and per rank the compute, communication and
  * agreement seconds and the halo bytes sent in that best run. */
 #include "portkern_mpi.h"
 
@@ -53,7 +54,7 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    int n = 256, count = 20, threads = 0, reps = 3, do_pp = 1;
+    int n = 256, count = 20, threads = 0, reps = 3, do_pp = 1, lap = 0;
     pk_mpi_options o;
     pk_mpi_options_init(&o);
     for (int i = 1; i < argc; i++) {
@@ -81,6 +82,8 @@ int main(int argc, char **argv) {
             o.variant = v;
         else if (!strcmp(a, "--reps"))
             reps = atoi(v);
+        else if (!strcmp(a, "--kernel"))
+            lap = !strcmp(v, "laplace2d");
         else {
             if (rank == 0)
                 fprintf(stderr, "bench_mpi: unknown option %s\n", a);
@@ -101,10 +104,13 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 3);
     pk_diffusion3d_params p;
     pk_diffusion3d_params_default(&p, n, n, n, count);
+    pk_laplace2d_params lp = {n, count, 0.1, PK_LAP_LEXI, 0};
     pk_mpi_diffusion3d_plan *pl = NULL;
+    pk_mpi_laplace2d_plan *lpl = NULL;
     pk_mpi_info info;
     memset(&info, 0, sizeof info);
-    pk_status st = pk_mpi_diffusion3d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, &info);
+    pk_status st = lap ? pk_mpi_laplace2d_plan_create(&lpl, MPI_COMM_WORLD, ctx, &lp, &o, &info)
+                       : pk_mpi_diffusion3d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, &info);
     if (st != PK_OK) {
         if (rank == 0)
             fprintf(stderr, "bench_mpi: %s\n", pk_mpi_last_error());
@@ -112,18 +118,27 @@ int main(int argc, char **argv) {
         return 1;
     }
     int L = info.i1 - info.i0;
-    size_t plane = (size_t)n * n;
+    size_t plane = lap ? (size_t)n : (size_t)n * n; /* floats per split row or plane */
     float *full = malloc(plane * n * sizeof *full);
-    pk_diffusion3d_field(n, n, n, 0.0, full);
-    pk_mpi_diffusion3d_plan_upload(pl, full + (size_t)info.i0 * plane);
-    pk_mpi_diffusion3d_plan_run(pl, count, &info); /* warm-up: pages, plans, threads */
+    if (lap)
+        for (size_t i = 0; i < plane * n; i++)
+            full[i] = 1.0f + 0.5f * (float)((i * 2654435761u) % 1000) / 1000.0f;
+    else
+        pk_diffusion3d_field(n, n, n, 0.0, full);
+    const float *mine0 = full + (size_t)info.i0 * plane;
+#define UPLOAD() (lap ? pk_mpi_laplace2d_plan_upload(lpl, mine0) \
+                      : pk_mpi_diffusion3d_plan_upload(pl, mine0))
+#define RUN(i) (lap ? pk_mpi_laplace2d_plan_run(lpl, count, i) \
+                    : pk_mpi_diffusion3d_plan_run(pl, count, i))
+    UPLOAD();
+    RUN(&info); /* warm-up: pages, plans, threads */
     double best = 1e30;
     pk_mpi_info bi = info;
     for (int r = 0; r < reps; r++) {
-        pk_mpi_diffusion3d_plan_upload(pl, full + (size_t)info.i0 * plane);
+        UPLOAD();
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        st = pk_mpi_diffusion3d_plan_run(pl, count, &info);
+        st = RUN(&info);
         MPI_Barrier(MPI_COMM_WORLD);
         double t = MPI_Wtime() - t0, tmax = 0;
         MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -140,11 +155,12 @@ int main(int argc, char **argv) {
     MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         double pts = (double)plane * n * count;
-        printf("\"diffusion3d\": {\"n\": %d, \"count\": %d, \"threads\": %d, \"depth\": %d, "
+        printf("\"%s\": {\"n\": %d, \"count\": %d, \"threads\": %d, \"depth\": %d, "
                "\"overlap\": %d, \"variant\": \"%s\", \"backend\": \"%s\", \"seconds\": %.6f, "
                "\"gflops\": %.3f, \"per_rank\": [",
-               n, count, threads, bi.depth, bi.overlap, bi.local.variant,
-               pk_backend_name(bi.local.backend), best, 13.0 * pts / best / 1e9);
+               lap ? "laplace2d" : "diffusion3d", n, count, threads, bi.depth, bi.overlap,
+               bi.local.variant, pk_backend_name(bi.local.backend), best,
+               (lap ? 7.0 : 13.0) * pts / best / 1e9);
         for (int r = 0; r < nranks; r++)
             printf("%s{\"rank\": %d, \"planes\": %.0f, \"compute_s\": %.6f, \"comm_s\": %.6f, "
                    "\"agree_s\": %.6f, \"halo_bytes\": %.0f, \"messages\": %.0f}",
@@ -155,6 +171,7 @@ int main(int argc, char **argv) {
     free(all);
     free(full);
     pk_mpi_diffusion3d_plan_destroy(pl);
+    pk_mpi_laplace2d_plan_destroy(lpl);
     pk_context_destroy(ctx);
     MPI_Finalize();
     return st == PK_OK ? 0 : 1;
