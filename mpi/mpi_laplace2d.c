@@ -15,7 +15,8 @@
  * as an inner one is the variant's business: the tests say (tests/test_mpi.c) - bitwise for
  * every serial and OpenMP variant here.  One rank runs the l x l field directly.
  * Costs: each tile steps (L + 2d)^2 values for L^2 kept ((1 + 2d/L)^2: 1.03 at L = 1024,
- * d = 8), and per chunk the tiles are copied in and out. */
+ * d = 8), and per chunk the tiles are copied in and out (two copies of the slab; the new slab
+ * is written beside the old one and the two swap). */
 #include "mpi_internal.h"
 
 #include <stdlib.h>
@@ -30,7 +31,8 @@ struct pk_mpi_laplace2d_plan {
     pk_laplace2d_params p;
     int l, L, d, m, ntiles, single, uploaded;
     float *ext;  /* (d + L + d) x l, 64-byte aligned (one rank: the l x l field) */
-    float *next; /* L x l: the tiles' results, before they replace the slab */
+    float *next; /* the same shape: the tiles write the new slab into its rows d .. d + L - 1,
+                    then it becomes ext (swapped, not copied) */
     float *sq;   /* m x m, 64-byte aligned: one tile with its halos */
     pk_laplace2d_plan *local;
 };
@@ -140,7 +142,7 @@ PK_MPI_API pk_status pk_mpi_laplace2d_plan_create(pk_mpi_laplace2d_plan **plan, 
         size_t rows = (size_t)(pl->single ? pl->L : pl->L + 2 * pl->d);
         pl->ext = alloc64(rows * (size_t)pl->l * sizeof(float));
         if (!pl->single) {
-            pl->next = malloc((size_t)pl->L * (size_t)pl->l * sizeof(float));
+            pl->next = malloc(rows * (size_t)pl->l * sizeof(float));
             pl->sq = alloc64((size_t)pl->m * (size_t)pl->m * sizeof(float));
         }
         if (!pl->ext || (!pl->single && (!pl->next || !pl->sq))) {
@@ -218,10 +220,12 @@ static pk_status tiles_run(pk_mpi_laplace2d_plan *pl, int c, pk_run_info *li) {
             return st;
         }
         for (int r = 0; r < L; r++)
-            memcpy(pl->next + (size_t)r * (size_t)l + x0, pl->sq + (size_t)(d + r) * M + d,
+            memcpy(pl->next + (size_t)(d + r) * (size_t)l + x0, pl->sq + (size_t)(d + r) * M + d,
                    (size_t)L * sizeof(float));
     }
-    memcpy(own_rows(pl), pl->next, (size_t)L * (size_t)l * sizeof(float));
+    float *t = pl->ext; /* the new slab is next's; the halo rows are refilled before use */
+    pl->ext = pl->next;
+    pl->next = t;
     return PK_OK;
 }
 
