@@ -74,6 +74,13 @@ PK_MPI_API pk_status pk_mpi_laplace2d_plan_create(pk_mpi_laplace2d_plan **plan, 
     } else if (p->layout == PK_LAP_HVFO && (p->nw < 0 || p->nw > 4096)) {
         pkm_set_error("nw: must be 0 .. 4096, got %d", p->nw);
         st = PK_EINVAL;
+    } else if (p->layout == PK_LAP_HVFO && p->l > 0 &&
+               p->l % (p->nw ? p->nw : PK_LAP_DEFAULT_NW) != 0) {
+        /* the tiles are padded to the lanes, but the problem is the global one: refused as
+         * one process refuses it */
+        pkm_set_error("l: hvfo needs l to be a multiple of nw = %d, got %d",
+                      p->nw ? p->nw : PK_LAP_DEFAULT_NW, p->l);
+        st = PK_EINVAL;
     }
     st = pkm_agree(comm, st, NULL, NULL);
     if (st != PK_OK)
