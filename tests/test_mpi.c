@@ -450,6 +450,13 @@ int main(int argc, char **argv) {
         d3_case(ctx, names[v], 13, 7, 23, 7, 2, 1, 0);
         d3_case(ctx, names[v], 13, 7, 23, 7, 3, 0, 1);
     }
+    /* a device backend: its plans upload and download the slab with its halos every chunk */
+    if (pk_backend_available(ctx, PK_BACKEND_OPENCL, NULL) && pk_device_count(ctx, PK_BACKEND_OPENCL) > 0) {
+        d3_case(ctx, "opencl", 13, 7, 23, 7, 2, 0, 0);
+        d3_case(ctx, "opencl", 13, 7, 23, 7, 2, 1, 0);
+    } else {
+        skip("no OpenCL device", "diffusion3d opencl through the distributed plan");
+    }
     d3_case(ctx, "serial", 9, 5, 31, 9, 1, 1, 0);
     d3_case(ctx, "serial", 9, 5, 31, 5, 3, 1, 0);
     d3_case(ctx, "serial", 6, 6, nranks, 4, 2, 0, 0); /* one plane per rank */
