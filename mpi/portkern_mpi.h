@@ -18,11 +18,14 @@
  *    rank makes the call return the same failing status on every rank, never a hang.  The
  *    status returned is the most negative one, pk_mpi_last_error() gives the detail of the
  *    lowest rank that had it, prefixed "rank R: ".
- *  - The split axis (diffusion3d: z, laplace2d and conv2d: rows, su3: sites) is divided in slabs
- *    [i0, i1), one per rank in rank order, covering [0, n) without gaps or overlaps, each
- *    non-empty.  A caller may give its own slab (pk_mpi_options.i0, i1); else the block rule
+ *  - The split axis (diffusion3d: z, laplace2d and conv2d: rows, su3: sites) is divided in
+ *    slabs [i0, i1), one per rank in rank order, covering [0, n) without gaps or overlaps,
+ *    each non-empty.  A caller may give its own slab (pk_mpi_options.i0, i1); else the block rule
  *    pk_mpi_block applies.  More ranks than planes (or rows, or sites) is an error on every
  *    rank.
+ *  - ctx is this rank's context (its backend, device, threads; used by one thread at a time,
+ *    as in lib/portkern.h); NULL: the plan makes one with the defaults and owns it.  A
+ *    rank's local plans all run the variant its first plan resolved.
  *  - The communicator is duplicated at plan creation (the plan's messages never match the
  *    caller's); MPI must be initialised (MPI_Init) before and finalised after the plans.
  */
@@ -56,9 +59,8 @@ typedef struct pk_mpi_options {
                             default): the block rule */
     int depth;           /* diffusion3d, laplace2d: steps between halo exchanges, the halo
                             depth in planes or rows (temporal blocking of the exchange),
-                            1 .. 64; 0 (the
-                            default): 8, at most a quarter of the thinnest slab, at least 1
-                            (docs/SCALING.md: measured) */
+                            1 .. 64; 0 (the default): 8, at most a quarter of the thinnest
+                            slab, at least 1 (docs/SCALING.md: measured) */
     int overlap;         /* diffusion3d: 1 runs each rank's interior while the halos travel
                             (the boundary planes after, on copies); 0 exchanges first, then
                             runs the slab with its halos; -1 (the default): 0
@@ -72,7 +74,7 @@ typedef struct pk_mpi_info {
     int rank, nranks;
     int i0, i1;           /* this rank's slab */
     int halo_lo, halo_hi; /* halo rows / planes this rank receives below and above */
-    int depth, overlap;   /* as resolved (diffusion3d) */
+    int depth, overlap;   /* as resolved (diffusion3d; laplace2d: depth) */
     double wall_s;        /* this rank's seconds in the call */
     double compute_s;     /* in the local kernel calls (their transfers included) */
     double comm_s;        /* halo exchange: copies, posting, waiting for the messages */
@@ -85,8 +87,8 @@ typedef struct pk_mpi_info {
 } pk_mpi_info;
 
 /* ---- diffusion3d: slabs along z, zero-flux walls at z = 0 and nz - 1 ----------------------
- * p holds the global problem (nx, ny, nz, coefficients; count is the default of execute and
- * ignored by create); every rank must pass the same values.  Each rank's slab is
+ * p holds the global problem (nx, ny, nz, coefficients; p->count is ignored: run and execute
+ * take theirs); every rank must pass the same values.  Each rank's slab is
  * float32 [i1 - i0][ny][nx], planes i0 .. i1 - 1 of the global field.  Results are bitwise
  * those of a single-process run of the same variant: every plane is computed from the same
  * neighbours in the same order (the local kernel runs the slab with its halo planes, the
