@@ -59,5 +59,56 @@ for np in 1 2 3 4; do
     esac
     [ "$rc" -eq 0 ] || sed 's/^/# /' "$out.$np.err" | tail -n 20
 done
+
+# An external program: libportkern-mpi installed into a scratch root (make install DESTDIR=),
+# built with nothing but `pkg-config --cflags --libs portkern-mpi` (prefix redefined to the
+# scratch root's: a sysroot would also move MPI's own paths), run on 2 ranks.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pk-mpi-install.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+root=$tmp/root
+if ! ${MAKE:-make} -C "${top_builddir:-.}" install DESTDIR="$root" > "$tmp/install.log" 2>&1; then
+    result 1 "make install DESTDIR=<scratch root>"
+    sed 's/^/# /' "$tmp/install.log" | tail -n 20
+else
+    pc=$(find "$root" -name portkern-mpi.pc | head -n 1)
+    pcdir=$(dirname "$pc")
+    prefix=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=prefix portkern-mpi)
+    libdir=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$root$prefix" --variable=libdir portkern-mpi)
+    if [ ! -e "$libdir/libportkern-mpi.so" ]; then
+        skip "an external MPI program with pkg-config portkern-mpi" "libdir is not under the prefix (configure --libdir): the prefix cannot be moved"
+    else
+        cat > "$tmp/user.c" <<'CEOF'
+#include <portkern_mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, 16, 16, 16, 4);
+    pk_mpi_diffusion3d_plan *pl = NULL;
+    pk_mpi_info info;
+    int ok = pk_mpi_diffusion3d_plan_create(&pl, MPI_COMM_WORLD, NULL, &p, NULL, &info) == PK_OK;
+    float *f = ok ? calloc((size_t)(info.i1 - info.i0) * 16 * 16, sizeof *f) : NULL;
+    ok = ok && f && pk_mpi_diffusion3d_plan_execute(pl, f, 4, &info) == PK_OK;
+    if (info.rank == 0)
+        printf("rank 0 of %d: planes [%d, %d) on %s: %s\n", info.nranks, info.i0, info.i1,
+               info.local.variant, ok ? "ran" : pk_mpi_last_error());
+    pk_mpi_diffusion3d_plan_destroy(pl);
+    free(f);
+    MPI_Finalize();
+    return ok ? 0 : 1;
+}
+CEOF
+        flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$root$prefix" --cflags --libs portkern-mpi)
+        if ${CC:-cc} -o "$tmp/user" "$tmp/user.c" $flags > "$tmp/cc.log" 2>&1; then
+            out=$(LD_LIBRARY_PATH="$libdir" timeout -k 10 "$limit" "$run" $over -x LD_LIBRARY_PATH -np 2 "$tmp/user" 2>&1)
+            result $? "an external program built with pkg-config portkern-mpi alone runs on 2 ranks: $(echo "$out" | head -n 1)"
+        else
+            result 1 "an external program compiles and links with pkg-config portkern-mpi ($flags)"
+            sed 's/^/# /' "$tmp/cc.log" | tail -n 20
+        fi
+    fi
+fi
 echo "1..$n"
 [ "$fails" -eq 0 ]
