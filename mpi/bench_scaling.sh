@@ -36,6 +36,7 @@ stats() { # best and median of the "seconds" fields in $1
         awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
                                   printf "%.4f %.4f\n", v[1], m }'
 }
+# shellcheck disable=SC2046 # split on purpose: two numbers each
 set -- $(stats "$tmp/1x2") $(stats "$tmp/2x1")
 echo "1 rank x 2 threads: best $1 s, median $2 s"
 echo "2 ranks x 1 thread: best $3 s, median $4 s"
