@@ -73,9 +73,11 @@ else
     pc=$(find "$root" -name portkern-mpi.pc | head -n 1)
     pcdir=$(dirname "$pc")
     prefix=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=prefix portkern-mpi)
-    libdir=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$root$prefix" --variable=libdir portkern-mpi)
+    libdir=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$root$prefix" \
+             --variable=libdir portkern-mpi)
     if [ ! -e "$libdir/libportkern-mpi.so" ]; then
-        skip "an external MPI program with pkg-config portkern-mpi" "libdir is not under the prefix (configure --libdir): the prefix cannot be moved"
+        skip "an external MPI program with pkg-config portkern-mpi" \
+             "libdir is not under the prefix (configure --libdir): the prefix cannot be moved"
     else
         cat > "$tmp/user.c" <<'CEOF'
 #include <portkern_mpi.h>
@@ -100,10 +102,16 @@ int main(int argc, char **argv)
     return ok ? 0 : 1;
 }
 CEOF
-        flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$root$prefix" --cflags --libs portkern-mpi)
+        flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$root$prefix" \
+                --cflags --libs portkern-mpi)
         if ${CC:-cc} -o "$tmp/user" "$tmp/user.c" $flags > "$tmp/cc.log" 2>&1; then
-            out=$(LD_LIBRARY_PATH="$libdir" timeout -k 10 "$limit" "$run" $over -x LD_LIBRARY_PATH -np 2 "$tmp/user" 2>&1)
-            result $? "an external program built with pkg-config portkern-mpi alone runs on 2 ranks: $(echo "$out" | head -n 1)"
+            # the ranks inherit LD_LIBRARY_PATH from the launcher (local launches)
+            out=$(LD_LIBRARY_PATH="$libdir" timeout -k 10 "$limit" "$run" $over -np 2 \
+                  "$tmp/user" 2>&1)
+            rc=$?
+            msg="an external program built with pkg-config portkern-mpi alone runs on 2 ranks"
+            result $rc "$msg: $(echo "$out" | head -n 1)"
+            [ "$rc" -eq 0 ] || echo "$out" | sed 's/^/# /' | tail -n 20
         else
             result 1 "an external program compiles and links with pkg-config portkern-mpi ($flags)"
             sed 's/^/# /' "$tmp/cc.log" | tail -n 20
