@@ -12,6 +12,13 @@ AM_TESTS_ENVIRONMENT = \
 	export top_srcdir top_builddir POCL_CACHE_DIR PORTKERN_CACHE_DIR PORTKERN_WISDOM; \
 	unset PORTKERN_BACKEND PORTKERN_DEVICE; \
 	MPIRUN='$(MPIRUN)'; export MPIRUN;
+# Whether this configuration has libportkern-mpi (tests/test_mpi.sh: a tests/test_mpi left by
+# an earlier configuration with MPI is not a reason to run).
+if HAVE_MPI
+AM_TESTS_ENVIRONMENT += PK_HAVE_MPI=1; export PK_HAVE_MPI;
+else
+AM_TESTS_ENVIRONMENT += PK_HAVE_MPI=0; export PK_HAVE_MPI;
+endif
 if PK_ASAN
 # --enable-sanitizers: LeakSanitizer ignores what PoCL and LLVM keep until exit
 # (tests/lsan.supp); a failed huge malloc returns NULL as libc's does (the PK_ENOMEM tests need
