@@ -84,7 +84,7 @@ def table(title, n, nodes, R, a, b, link=None, weak_L=None, sweep=1.0):
 if __name__ == "__main__":
     nodes = [1, 2, 4, 8, 16, 32, 64]
     # measured here (docs/SCALING.md): 1 rank x 2 threads, omp-tb, best run
-    R_cpu = 256 ** 3 * 20 / 0.0825
+    R_cpu = 256 ** 3 * 20 / 0.0662
     # assumed network: InfiniBand EDR class, not measured
     a, b = 1.5e-6, 12e9
     # single sweeps (depth < 4) at omp-tiled's rate: 2.98 / 5.48 of omp-tb's
