@@ -10,7 +10,15 @@ AM_TESTS_ENVIRONMENT = \
 	PORTKERN_CACHE_DIR='$(abs_top_builddir)/tests/portkern-cache'; \
 	PORTKERN_WISDOM=0; \
 	export top_srcdir top_builddir POCL_CACHE_DIR PORTKERN_CACHE_DIR PORTKERN_WISDOM; \
-	unset PORTKERN_BACKEND PORTKERN_DEVICE;
+	unset PORTKERN_BACKEND PORTKERN_DEVICE; \
+	MPIRUN='$(MPIRUN)'; export MPIRUN;
+# Whether this configuration has libportkern-mpi (tests/test_mpi.sh: a tests/test_mpi left by
+# an earlier configuration with MPI is not a reason to run).
+if HAVE_MPI
+AM_TESTS_ENVIRONMENT += PK_HAVE_MPI=1; export PK_HAVE_MPI;
+else
+AM_TESTS_ENVIRONMENT += PK_HAVE_MPI=0; export PK_HAVE_MPI;
+endif
 if PK_ASAN
 # --enable-sanitizers: LeakSanitizer ignores what PoCL and LLVM keep until exit
 # (tests/lsan.supp); a failed huge malloc returns NULL as libc's does (the PK_ENOMEM tests need
@@ -84,10 +92,10 @@ PK_TEST_PROGS = \
 check_PROGRAMS += $(PK_TEST_PROGS)
 TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
 	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh \
-	tests/test_retry_tool_crash.sh tests/test_cli_files.sh tests/test_cli_tune.sh
+	tests/test_retry_tool_crash.sh tests/test_cli_files.sh tests/test_cli_tune.sh tests/test_mpi.sh
 dist_check_SCRIPTS += tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
 	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh \
-	tests/test_retry_tool_crash.sh tests/test_cli_files.sh tests/test_cli_tune.sh
+	tests/test_retry_tool_crash.sh tests/test_cli_files.sh tests/test_cli_tune.sh tests/test_mpi.sh
 EXTRA_DIST += tests/wisdom_equal.h tests/tap.h tests/tap.sh tests/d3_common.h tests/cv_common.h tests/mf_common.h \
 	tests/lp_common.h tests/s3_common.h tests/ds_common.h tests/gr_common.h \
 	tests/lsan.supp tests/lsan-precise.supp tests/lsan-precise.sh tests/retry-tool-crash.sh tests/tsan.supp \

@@ -1,0 +1,32 @@
+# mpi/: libportkern-mpi, the distributed plans (docs/SCALING.md).  Built only when configure
+# found MPI (--with-mpi, default check); libportkern itself never links MPI.  The library uses
+# libportkern's public API only (lib/portkern.h), like any other program.
+EXTRA_DIST += portkern-mpi.pc.in mpi/portkern_mpi.h mpi/mpi_internal.h mpi/mpi_common.c \
+	mpi/mpi_halo.c mpi/mpi_diffusion3d.c mpi/mpi_laplace2d.c mpi/mpi_conv2d.c mpi/mpi_su3.c \
+	mpi/bench_mpi.c mpi/bench_scaling.sh mpi/scaling_model.py \
+	tests/test_mpi.c
+if HAVE_MPI
+lib_LTLIBRARIES += libportkern-mpi.la
+include_HEADERS += mpi/portkern_mpi.h
+pkgconfig_DATA += portkern-mpi.pc
+libportkern_mpi_la_SOURCES = mpi/portkern_mpi.h mpi/mpi_internal.h mpi/mpi_common.c \
+	mpi/mpi_halo.c mpi/mpi_diffusion3d.c mpi/mpi_laplace2d.c mpi/mpi_conv2d.c mpi/mpi_su3.c
+# Own CPPFLAGS: -DPK_BUILDING_MPI marks its PK_MPI_API symbols visible; no PK_BUILDING_LIBRARY
+# (libportkern's symbols are imported, as in any program).
+libportkern_mpi_la_CPPFLAGS = -I$(top_srcdir)/lib -I$(top_srcdir)/mpi -I$(top_builddir) \
+	-DPK_BUILDING_MPI $(MPI_CFLAGS)
+libportkern_mpi_la_CFLAGS = $(PK_CFLAGS) -Wall -Wextra -Wno-unused-parameter
+libportkern_mpi_la_LIBADD = libportkern.la $(MPI_LIBS)
+libportkern_mpi_la_LDFLAGS = -version-info 0:0:0 -no-undefined
+EXTRA_libportkern_mpi_la_DEPENDENCIES = libdir.stamp
+
+# The test program tests/test_mpi.sh launches under mpirun, and the benchmark.
+check_PROGRAMS += tests/test_mpi
+tests_test_mpi_SOURCES = tests/test_mpi.c
+tests_test_mpi_CPPFLAGS = -I$(top_srcdir)/lib -I$(top_srcdir)/mpi -I$(top_builddir) $(MPI_CFLAGS)
+tests_test_mpi_LDADD = libportkern-mpi.la libportkern.la $(MPI_LIBS)
+noinst_PROGRAMS += mpi/bench_mpi
+mpi_bench_mpi_SOURCES = mpi/bench_mpi.c
+mpi_bench_mpi_CPPFLAGS = $(tests_test_mpi_CPPFLAGS)
+mpi_bench_mpi_LDADD = libportkern-mpi.la libportkern.la $(MPI_LIBS)
+endif

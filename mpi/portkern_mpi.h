@@ -1,0 +1,166 @@
+/* portkern_mpi.h - libportkern-mpi: distributed plans of portkern's kernels over MPI.
+ *
+ * A distributed plan is made collectively over an MPI communicator.  Each rank holds its
+ * part of the data (a slab of the split axis) and runs it on its own node's best backend
+ * through its own pk_context (CUDA, OpenCL, OpenMP, serial: what the core library's auto
+ * picks there, or what the context forces).  The library uses libportkern's public API only,
+ * exchanges halos with MPI point-to-point messages (MPI_Isend / MPI_Irecv) and needs nothing
+ * but MPI-1 calls; libportkern itself does not link MPI.  Build with
+ * `pkg-config --cflags --libs portkern-mpi`.  docs/SCALING.md has the decompositions, the
+ * measurements and the scaling model.
+ *
+ * Conventions (besides lib/portkern.h's)
+ *  - Every call here is collective over the plan's communicator: every rank makes it, in the
+ *    same order; except pk_mpi_block, pk_mpi_options_init, pk_mpi_last_error and
+ *    the plans' upload / download (copies on this rank only).
+ *  - Errors are agreed: before any collective work (and after each local kernel call) the
+ *    ranks combine their status with MPI_Allreduce, so a bad argument or a failure on one
+ *    rank makes the call return the same failing status on every rank, never a hang.  The
+ *    status returned is the most negative one, pk_mpi_last_error() gives the detail of the
+ *    lowest rank that had it, prefixed "rank R: ".
+ *  - The split axis (diffusion3d: z, laplace2d and conv2d: rows, su3: sites) is divided in
+ *    slabs [i0, i1), one per rank in rank order, covering [0, n) without gaps or overlaps,
+ *    each non-empty.  A caller may give its own slab (pk_mpi_options.i0, i1); else the block rule
+ *    pk_mpi_block applies.  More ranks than planes (or rows, or sites) is an error on every
+ *    rank.
+ *  - ctx is this rank's context (its backend, device, threads; used by one thread at a time,
+ *    as in lib/portkern.h); NULL: the plan makes one with the defaults and owns it.  A
+ *    rank's local plans all run the variant its first plan resolved.
+ *  - The communicator is duplicated at plan creation (the plan's messages never match the
+ *    caller's); MPI must be initialised (MPI_Init) before and finalised after the plans.
+ */
+#ifndef PORTKERN_MPI_H
+#define PORTKERN_MPI_H
+
+#include <mpi.h>
+#include "portkern.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(PK_BUILDING_MPI) && defined(__GNUC__)
+#define PK_MPI_API __attribute__((visibility("default")))
+#else
+#define PK_MPI_API
+#endif
+
+/** The block rule: n items over nranks ranks, the first n % nranks ranks get one more:
+ *  rank r holds [r q + min(r, m), (r + 1) q + min(r + 1, m)), q = n / nranks, m = n % nranks.
+ *  PK_ESIZE (with a message) when n < nranks (a rank would hold nothing) or n, nranks < 1. */
+PK_MPI_API pk_status pk_mpi_block(int n, int nranks, int rank, int *i0, int *i1);
+
+/** Detail of the last failure of a pk_mpi_* call on this thread ("rank 2: nx: must be >= 1,
+ *  got 0"); never NULL. */
+PK_MPI_API const char *pk_mpi_last_error(void);
+
+typedef struct pk_mpi_options {
+    int i0, i1;          /* this rank's slab [i0, i1) of the split axis; both -1 (the
+                            default): the block rule */
+    int depth;           /* diffusion3d, laplace2d: steps between halo exchanges, the halo
+                            depth in planes or rows (temporal blocking of the exchange),
+                            1 .. 64; 0 (the default): 8, at most a quarter of the thinnest
+                            slab, at least 1 (docs/SCALING.md: measured) */
+    int overlap;         /* diffusion3d: 1 runs each rank's interior while the halos travel
+                            (the boundary planes after, on copies); 0 exchanges first, then
+                            runs the slab with its halos; -1 (the default): 0
+                            (docs/SCALING.md: measured) */
+    const char *variant; /* the local kernel's variant (NULL: the local backend's choice) */
+} pk_mpi_options;
+PK_MPI_API void pk_mpi_options_init(pk_mpi_options *opt);
+
+/** What one rank did in a distributed call (each rank fills its own). */
+typedef struct pk_mpi_info {
+    int rank, nranks;
+    int i0, i1;           /* this rank's slab */
+    int halo_lo, halo_hi; /* halo rows / planes this rank receives below and above */
+    int depth, overlap;   /* as resolved (diffusion3d; laplace2d: depth) */
+    double wall_s;        /* this rank's seconds in the call */
+    double compute_s;     /* in the local kernel calls (their transfers included) */
+    double comm_s;        /* halo exchange: copies, posting, waiting for the messages */
+    double agree_s;       /* the status agreement (MPI_Allreduce) */
+    double halo_bytes;    /* bytes this rank sent in halo messages (its own copies excluded) */
+    long messages;        /* halo messages this rank sent */
+    long exchanges;       /* halo exchanges */
+    pk_run_info local;    /* the last local kernel call's info: backend, device, variant,
+                             reason (its times are those of that call only) */
+} pk_mpi_info;
+
+/* ---- diffusion3d: slabs along z, zero-flux walls at z = 0 and nz - 1 ----------------------
+ * p holds the global problem (nx, ny, nz, coefficients; p->count is ignored: run and execute
+ * take theirs); every rank must pass the same values.  Each rank's slab is
+ * float32 [i1 - i0][ny][nx], planes i0 .. i1 - 1 of the global field.  Results are bitwise
+ * those of a single-process run of the same variant: every plane is computed from the same
+ * neighbours in the same order (the local kernel runs the slab with its halo planes, the
+ * halos' own results discarded). */
+typedef struct pk_mpi_diffusion3d_plan pk_mpi_diffusion3d_plan;
+PK_MPI_API pk_status pk_mpi_diffusion3d_plan_create(pk_mpi_diffusion3d_plan **plan, MPI_Comm comm,
+                                                    pk_context *ctx,
+                                                    const pk_diffusion3d_params *p,
+                                                    const pk_mpi_options *opt, pk_mpi_info *info);
+/** Copy this rank's slab in / out of the plan (host memory; local, not collective).
+ *  download is PK_ESTATE before an upload and after a failed run. */
+PK_MPI_API pk_status pk_mpi_diffusion3d_plan_upload(pk_mpi_diffusion3d_plan *plan, const float *f);
+PK_MPI_API pk_status pk_mpi_diffusion3d_plan_download(pk_mpi_diffusion3d_plan *plan, float *f);
+/** count more steps on the uploaded field, exchanging halos every `depth` steps. */
+PK_MPI_API pk_status pk_mpi_diffusion3d_plan_run(pk_mpi_diffusion3d_plan *plan, int count,
+                                                 pk_mpi_info *info);
+/** upload, run count steps, download: f is this rank's slab, in place. */
+PK_MPI_API pk_status pk_mpi_diffusion3d_plan_execute(pk_mpi_diffusion3d_plan *plan, float *f,
+                                                     int count, pk_mpi_info *info);
+PK_MPI_API void pk_mpi_diffusion3d_plan_destroy(pk_mpi_diffusion3d_plan *plan);
+
+/* ---- laplace2d: row slabs, periodic, halo rows every `depth` iterations -------------------
+ * p holds the global lattice (l, sigma, layout, nw; count is execute's), the same on every
+ * rank; each rank's phi is float32 [i1 - i0][l] (lexicographic), rows i0 .. i1 - 1; rank 0 and
+ * rank N-1 are neighbours.  The core kernel is square (l x l, periodic), so a rank steps its
+ * slab in square tiles of side i1 - i0 with depth halo rows and columns around each
+ * (mpi/mpi_laplace2d.c); p->layout is the local plans' layout (hvfo tiles are padded to a
+ * multiple of the lanes).  Bitwise the single-process result for every serial and OpenMP
+ * variant (tests/test_mpi.c checks each).  upload / download are local, as diffusion3d's. */
+typedef struct pk_mpi_laplace2d_plan pk_mpi_laplace2d_plan;
+PK_MPI_API pk_status pk_mpi_laplace2d_plan_create(pk_mpi_laplace2d_plan **plan, MPI_Comm comm,
+                                                  pk_context *ctx, const pk_laplace2d_params *p,
+                                                  const pk_mpi_options *opt, pk_mpi_info *info);
+PK_MPI_API pk_status pk_mpi_laplace2d_plan_upload(pk_mpi_laplace2d_plan *plan, const float *phi);
+PK_MPI_API pk_status pk_mpi_laplace2d_plan_download(pk_mpi_laplace2d_plan *plan, float *phi);
+PK_MPI_API pk_status pk_mpi_laplace2d_plan_run(pk_mpi_laplace2d_plan *plan, int count,
+                                               pk_mpi_info *info);
+PK_MPI_API pk_status pk_mpi_laplace2d_plan_execute(pk_mpi_laplace2d_plan *plan, float *phi,
+                                                   int count, pk_mpi_info *info);
+PK_MPI_API void pk_mpi_laplace2d_plan_destroy(pk_mpi_laplace2d_plan *plan);
+
+/* ---- conv2d: row slabs, periodic halo rows ------------------------------------------------
+ * p holds the global frame (h, w, kh, kw, method) and psf float32 [kh][kw] the PSF, the same
+ * on every rank.  Each rank's image and out are float32 [i1 - i0][w], rows i0 .. i1 - 1 of
+ * the frame.  A rank receives the kh / 2 rows above its slab and the kh - 1 - kh / 2 below
+ * (periodic, from any rank that holds them: a PSF taller than a slab reaches past the
+ * neighbours) and convolves its slab with them; direct variants give the single-process
+ * result bitwise, the FFT variants (another transform size) within docs/KERNELS.md 5's
+ * tolerance. */
+typedef struct pk_mpi_conv2d_plan pk_mpi_conv2d_plan;
+PK_MPI_API pk_status pk_mpi_conv2d_plan_create(pk_mpi_conv2d_plan **plan, MPI_Comm comm,
+                                               pk_context *ctx, const pk_conv2d_params *p,
+                                               const float *psf, const pk_mpi_options *opt,
+                                               pk_mpi_info *info);
+/** out = image (*) psf on this rank's rows; out must not overlap image. */
+PK_MPI_API pk_status pk_mpi_conv2d_plan_execute(pk_mpi_conv2d_plan *plan, const float *image,
+                                                float *out, pk_mpi_info *info);
+PK_MPI_API void pk_mpi_conv2d_plan_destroy(pk_mpi_conv2d_plan *plan);
+
+/* ---- su3: sites split in blocks, no communication -----------------------------------------
+ * p->nv is the global number of sites; each rank passes its sites [i0, i1) in AoS
+ * (u [i1 - i0][3][3], psi and chi [i1 - i0][3][4] complex128) and runs them with a local
+ * plan of p's layout: the plan exists for symmetry with the others (and agrees on errors). */
+typedef struct pk_mpi_su3_plan pk_mpi_su3_plan;
+PK_MPI_API pk_status pk_mpi_su3_plan_create(pk_mpi_su3_plan **plan, MPI_Comm comm, pk_context *ctx,
+                                            const pk_su3_params *p, const pk_mpi_options *opt,
+                                            pk_mpi_info *info);
+PK_MPI_API pk_status pk_mpi_su3_plan_execute(pk_mpi_su3_plan *plan, const double *u,
+                                             const double *psi, double *chi, pk_mpi_info *info);
+PK_MPI_API void pk_mpi_su3_plan_destroy(pk_mpi_su3_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""scaling_model.py - the tables of docs/SCALING.md's model of distributed diffusion3d.
+
+One rank per node, slabs of L = nz / N planes of P = nx * ny points, halo depth d (the
+library's default: min(8, L / 4), at least 1).  Per chunk of d steps an inner rank (the
+slowest from 3 nodes on; with 2 nodes each rank has one neighbour: one d, one message)
+  - steps L + 2 d planes d times (the halo planes are stepped as well):  (L + 2d) P d / R
+  - sends d P 4 bytes to each of its two neighbours and receives as much:  a + 2 d P 4 / b
+    (one link per node, both messages through it)
+  - agrees on the status (MPI_Allreduce of 8 bytes):  2 a log2(N)
+R depends on d on CPU nodes: omp-tb advances 4 steps per pass, so d < 4 runs single sweeps
+(omp-tiled's rate, 0.54 of omp-tb's in docs/PERFORMANCE.md).
+without overlap these add up; with overlap the exchange hides behind the interior (L P d / R)
+and the boundary planes cost 2 x 3 d planes stepped d times.  R: the node's rate in
+point-steps per second on its slab, a and b: the network's latency and bandwidth.
+GPU nodes through the current library (pk_diffusion3d_plan_execute on host memory) also move
+the whole slab across the host link once each way per chunk: (L + 2d) P 4 (1/up + 1/down).
+Usage: python3 mpi/scaling_model.py  (prints the Markdown tables)
+"""
+import math
+
+
+def depth_for(L):
+    return max(1, min(8, L // 4))
+
+
+def rate(R, d, sweep):
+    """The node's rate at depth d: omp-tb's 4-step passes need d >= 4; below, single sweeps
+    (sweep: their rate as a fraction of R; 1 for GPU nodes)."""
+    return R if d >= 4 else R * sweep
+
+
+def step_time(n, N, R, a, b, overlap=False, link=None, L=None, sweep=1.0):
+    """Seconds per step of an n^3 field over N nodes (or L planes per node for weak scaling)."""
+    P = n * n
+    if L is None:
+        L = n / N
+    d = depth_for(int(L)) if N > 1 else 1
+    if N == 1:
+        t = L * P / R
+        if link:
+            t += 0  # resident: no transfers when nothing is exchanged
+        return t
+    Rd = rate(R, d, sweep)
+    nb = 1 if N == 2 else 2  # the slowest rank: an inner one, from 3 nodes on
+    comp = (L + nb * d) * P * d / Rd
+    comm = a + nb * d * P * 4 / b
+    agree = 2 * a * math.log2(N)
+    if overlap:
+        inner = L * P * d / Rd
+        t = max(inner, comm) + nb * 3 * d * P * d / Rd + agree
+    else:
+        t = comp + comm + agree
+    if link:
+        up, down = link
+        t += (L + nb * d) * P * 4 * (1 / up + 1 / down)
+    return t / d
+
+
+def table(title, n, nodes, R, a, b, link=None, weak_L=None, sweep=1.0):
+    print(f"\n{title}\n")
+    print("| nodes | planes/node | depth | ms/step | speedup | efficiency | overlap ms/step |")
+    print("|---|---|---|---|---|---|---|")
+    for N in nodes:
+        if weak_L:
+            t1 = step_time(n, 1, R, a, b, L=weak_L, link=link, sweep=sweep)
+            t = step_time(n, N, R, a, b, L=weak_L, link=link, sweep=sweep)
+            to = step_time(n, N, R, a, b, overlap=True, L=weak_L, link=link, sweep=sweep)
+            L = weak_L
+            sp = N * t1 / t
+        else:
+            if n // N < 1:
+                continue
+            t1 = step_time(n, 1, R, a, b, link=link, sweep=sweep)
+            t = step_time(n, N, R, a, b, link=link, sweep=sweep)
+            to = step_time(n, N, R, a, b, overlap=True, link=link, sweep=sweep)
+            L = n / N
+            sp = t1 / t
+        d = depth_for(int(L)) if N > 1 else "-"
+        print(f"| {N} | {L:g} | {d} | {t * 1e3:.3f} | {sp:.1f} | {sp / N:.2f} | "
+              f"{to * 1e3 if N > 1 else t * 1e3:.3f} |")
+
+
+if __name__ == "__main__":
+    nodes = [1, 2, 4, 8, 16, 32, 64]
+    # measured here (docs/SCALING.md): 1 rank x 2 threads, omp-tb, best run
+    R_cpu = 256 ** 3 * 20 / 0.0662
+    # assumed network: InfiniBand EDR class, not measured
+    a, b = 1.5e-6, 12e9
+    # single sweeps (depth < 4) at omp-tiled's rate: 2.98 / 5.48 of omp-tb's
+    # (docs/PERFORMANCE.md, 256^3 x 20)
+    sweep = 2.98 / 5.48
+    table("Strong scaling, 512^3, CPU nodes like this one (R = %.2f Gpt/s), EDR-class network"
+          % (R_cpu / 1e9), 512, nodes, R_cpu, a, b, sweep=sweep)
+    table("Weak scaling, 256 planes of 256^2 per node, same nodes and network", 256, nodes,
+          R_cpu, a, b, weak_L=256, sweep=sweep)
+    # H100 (docs/PERFORMANCE.md: 256^3 x 20 in 1.06 ms of kernel), host link pageable
+    R_gpu = 256 ** 3 * 20 / 1.06e-3
+    table("Strong scaling, 512^3, H100 nodes (R = %.0f Gpt/s), EDR-class network, halos only "
+          "(a plane API the core does not have yet)" % (R_gpu / 1e9), 512, nodes, R_gpu, a, b)
+    table("Strong scaling, 512^3, H100 nodes through the current library (the slab crosses "
+          "the host link every chunk: 6.7 GB/s up, 11.4 down, pageable)", 512, nodes, R_gpu, a,
+          b, link=(6.7e9, 11.4e9))

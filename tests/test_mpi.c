@@ -1,0 +1,496 @@
+/* test_mpi.c - libportkern-mpi's distributed plans against single-process runs; launched by
+ * tests/test_mpi.sh under mpirun with 1 .. 4 ranks.
+ *
+ * Every rank computes the whole (small) problem alone with the same variant and compares its
+ * slab of the distributed result: bitwise where the local kernel does the same arithmetic in
+ * the same order (diffusion3d, the direct conv2d variants, su3), within docs/KERNELS.md 5's
+ * tolerance for conv2d's FFT (another transform size).  Then the failures: more ranks than
+ * planes, a bad parameter or a bad slab on one rank, a NULL array on one rank, a PSF that
+ * differs: every rank must return the same failing status, and the plans made afterwards must
+ * still work (no rank left behind in a collective).
+ * Rank 0 prints one line per check, "PASS: ...", "FAIL: ..." or "SKIP: ...", each the verdict
+ * of all ranks (MPI_Allreduce); the script turns them into TAP.  Exit status 0 when all pass. */
+#include "portkern_mpi.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, nranks, failures;
+
+static void check(int ok, const char *fmt, ...) {
+    int all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        printf("%s: [np %d] ", all ? "PASS" : "FAIL", nranks);
+        vprintf(fmt, ap);
+        printf("\n");
+        fflush(stdout);
+        va_end(ap);
+    }
+    if (!all)
+        failures++;
+}
+
+static void skip(const char *why, const char *what) {
+    if (rank == 0) {
+        printf("SKIP: [np %d] %s (%s)\n", nranks, what, why);
+        fflush(stdout);
+    }
+}
+
+static pk_context *new_ctx(void) {
+    pk_context_options o;
+    pk_context_options_init(&o);
+    o.threads = 1; /* up to 4 ranks share this machine's cores */
+    o.flags = PK_OPT_IGNORE_ENV;
+    pk_context *c = NULL;
+    if (pk_context_create(&c, &o) != PK_OK) {
+        fprintf(stderr, "rank %d: pk_context_create: %s\n", rank, pk_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return c;
+}
+
+/* Deterministic data in [0.5, 1.5) by index, the same on every rank. */
+static float val(size_t i) {
+    uint64_t x = i * 0x9E3779B97F4A7C15ull + 12345;
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 32;
+    return 0.5f + (float)(x & 0xFFFFFF) / 16777216.0f;
+}
+
+/* The variants of backends this build and machine have (serial and OpenMP: host memory). */
+static int variants_of(pk_context *ctx, const char *(*list)(pk_backend_id), char names[][32],
+                       int max) {
+    int n = 0;
+    pk_backend_id bs[2] = {PK_BACKEND_SERIAL, PK_BACKEND_OPENMP};
+    for (int b = 0; b < 2; b++) {
+        if (!pk_backend_available(ctx, bs[b], NULL))
+            continue;
+        const char *v = list(bs[b]);
+        while (v && *v && n < max) {
+            size_t k = strcspn(v, ",");
+            snprintf(names[n], 32, "%.*s", (int)k, v);
+            n++;
+            v += k;
+            if (*v == ',')
+                v++;
+        }
+    }
+    return n;
+}
+
+/* ---- diffusion3d ------------------------------------------------------------------------ */
+static void d3_case(pk_context *ctx, const char *variant, int nx, int ny, int nz, int count,
+                    int depth, int overlap, int custom) {
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, nx, ny, nz, count);
+    size_t plane = (size_t)nx * ny, n = plane * nz;
+    float *full = malloc(n * sizeof *full);
+    for (size_t i = 0; i < n; i++)
+        full[i] = val(i);
+    pk_mpi_options o;
+    pk_mpi_options_init(&o);
+    o.variant = variant;
+    o.depth = depth;
+    o.overlap = overlap;
+    if (custom) { /* one plane on every rank but the last, which holds the rest */
+        o.i0 = rank;
+        o.i1 = rank == nranks - 1 ? nz : rank + 1;
+    }
+    pk_mpi_diffusion3d_plan *pl = NULL;
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    pk_status st = pk_mpi_diffusion3d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, &info);
+    int ok = st == PK_OK;
+    float *slab = NULL;
+    if (ok) {
+        int L = info.i1 - info.i0;
+        slab = malloc((size_t)L * plane * sizeof *slab);
+        memcpy(slab, full + (size_t)info.i0 * plane, (size_t)L * plane * sizeof *slab);
+        st = pk_mpi_diffusion3d_plan_execute(pl, slab, count, &info);
+        ok = st == PK_OK;
+        if (!ok)
+            fprintf(stderr, "rank %d: execute: %s\n", rank, pk_mpi_last_error());
+        /* the same variant on the whole field, alone */
+        if (ok && pk_diffusion3d(ctx, &p, variant, full, NULL) != PK_OK) {
+            fprintf(stderr, "rank %d: pk_diffusion3d: %s\n", rank, pk_last_error());
+            ok = 0;
+        }
+        if (ok && memcmp(slab, full + (size_t)info.i0 * plane, (size_t)L * plane * sizeof *slab)) {
+            size_t k = 0;
+            while (slab[k] == full[(size_t)info.i0 * plane + k])
+                k++;
+            fprintf(stderr, "rank %d: %s depth %d overlap %d: plane %zu differs (%.9g vs %.9g)\n",
+                    rank, variant, depth, info.overlap, info.i0 + k / plane, slab[k],
+                    full[(size_t)info.i0 * plane + k]);
+            ok = 0;
+        }
+    } else {
+        fprintf(stderr, "rank %d: create: %s\n", rank, pk_mpi_last_error());
+    }
+    check(ok, "diffusion3d %s %dx%dx%d count %d depth %d overlap %d%s: slabs bitwise equal to "
+              "one process (ran: %s, overlap %d)",
+          variant, nx, ny, nz, count, depth, overlap, custom ? " slabs 1,1,..,rest" : " block rule",
+          ok ? info.local.variant : "-", info.overlap);
+    pk_mpi_diffusion3d_plan_destroy(pl);
+    free(slab);
+    free(full);
+}
+
+/* ---- laplace2d -------------------------------------------------------------------------- */
+static void lp_case(pk_context *ctx, const char *variant, int layout, int l, int count, int depth,
+                    int custom) {
+    pk_laplace2d_params p = {l, count, 0.3, layout, 0};
+    size_t n = (size_t)l * l;
+    float *full = NULL;
+    if (posix_memalign((void **)&full, 64, n * sizeof *full)) /* aligned: run in place */
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    for (size_t i = 0; i < n; i++)
+        full[i] = val(i + 77);
+    pk_mpi_options o;
+    pk_mpi_options_init(&o);
+    o.variant = variant;
+    o.depth = depth;
+    if (custom) { /* one row on every rank but the last */
+        o.i0 = rank;
+        o.i1 = rank == nranks - 1 ? l : rank + 1;
+    }
+    pk_mpi_laplace2d_plan *pl = NULL;
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    pk_status st = pk_mpi_laplace2d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, &info);
+    int ok = st == PK_OK;
+    if (!ok)
+        fprintf(stderr, "rank %d: laplace2d create: %s\n", rank, pk_mpi_last_error());
+    if (ok) {
+        int L = info.i1 - info.i0;
+        float *slab = malloc((size_t)L * l * sizeof *slab);
+        memcpy(slab, full + (size_t)info.i0 * l, (size_t)L * l * sizeof *slab);
+        ok = pk_mpi_laplace2d_plan_execute(pl, slab, count, &info) == PK_OK;
+        if (!ok)
+            fprintf(stderr, "rank %d: laplace2d execute: %s\n", rank, pk_mpi_last_error());
+        if (ok && pk_laplace2d(ctx, &p, variant, full, NULL) != PK_OK) {
+            fprintf(stderr, "rank %d: pk_laplace2d: %s\n", rank, pk_last_error());
+            ok = 0;
+        }
+        if (ok && memcmp(slab, full + (size_t)info.i0 * l, (size_t)L * l * sizeof *slab)) {
+            size_t k = 0;
+            while (slab[k] == full[(size_t)info.i0 * l + k])
+                k++;
+            fprintf(stderr, "rank %d: laplace2d %s: row %zu column %zu differs (%.9g vs %.9g)\n",
+                    rank, variant, info.i0 + k / l, k % l, slab[k], full[(size_t)info.i0 * l + k]);
+            ok = 0;
+        }
+        free(slab);
+    }
+    check(ok, "laplace2d %s %s l %d count %d depth %d%s: slabs bitwise equal to one process "
+              "(ran: %s, depth %d)",
+          variant, pk_laplace2d_layout_name(layout), l, count, depth,
+          custom ? " slabs 1,1,..,rest" : " block rule", ok ? info.local.variant : "-", info.depth);
+    pk_mpi_laplace2d_plan_destroy(pl);
+    free(full);
+}
+
+/* ---- conv2d ----------------------------------------------------------------------------- */
+static void cv_case(pk_context *ctx, const char *variant, int h, int w, int kh, int kw, int custom) {
+    pk_conv2d_params p = {h, w, kh, kw, PK_CONV2D_AUTO};
+    float *img = malloc((size_t)h * w * sizeof *img), *ref = malloc((size_t)h * w * sizeof *ref);
+    float *psf = malloc((size_t)kh * kw * sizeof *psf);
+    pk_conv2d_generate(&p, 7, img, psf);
+    pk_mpi_options o;
+    pk_mpi_options_init(&o);
+    o.variant = variant;
+    if (custom) { /* two rows on every rank but the last */
+        o.i0 = 2 * rank;
+        o.i1 = rank == nranks - 1 ? h : 2 * rank + 2;
+    }
+    pk_mpi_conv2d_plan *pl = NULL;
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    pk_status st = pk_mpi_conv2d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, psf, &o, &info);
+    int ok = st == PK_OK, fft = variant && strstr(variant, "fft") != NULL;
+    double err = 0;
+    if (!ok)
+        fprintf(stderr, "rank %d: conv2d create: %s\n", rank, pk_mpi_last_error());
+    if (ok) {
+        int L = info.i1 - info.i0;
+        float *out = malloc((size_t)L * w * sizeof *out);
+        st = pk_mpi_conv2d_plan_execute(pl, img + (size_t)info.i0 * w, out, &info);
+        ok = st == PK_OK;
+        if (!ok)
+            fprintf(stderr, "rank %d: conv2d execute: %s\n", rank, pk_mpi_last_error());
+        if (ok && pk_conv2d(ctx, &p, variant, img, psf, ref, NULL) != PK_OK) {
+            fprintf(stderr, "rank %d: pk_conv2d: %s\n", rank, pk_last_error());
+            ok = 0;
+        }
+        if (ok && !fft) {
+            ok = memcmp(out, ref + (size_t)info.i0 * w, (size_t)L * w * sizeof *out) == 0;
+        } else if (ok) {
+            /* docs/KERNELS.md 5: positive data of small dynamic range, element-wise rtol 1e-5
+             * (the FFT's norm-wise error, a few 1e-6 per element, and the other FFT size's
+             * own) */
+            pk_diff_report r;
+            ok = pk_diff_f32(out, ref + (size_t)info.i0 * w, (size_t)L * w, 1e-5, 1e-10,
+                             PK_DIFF_ELEMENTWISE, &r) == PK_OK;
+            err = r.max_rel_err;
+        }
+        if (!ok)
+            fprintf(stderr, "rank %d: conv2d %s rows [%d, %d) differ (max rel %.3g)\n", rank,
+                    variant, info.i0, info.i1, err);
+        free(out);
+    }
+    double maxerr = 0;
+    MPI_Allreduce(&err, &maxerr, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (fft)
+        check(ok, "conv2d %s %dx%d psf %dx%d%s: within rtol 1e-5 of one process (max rel %.2g)",
+              variant, h, w, kh, kw, custom ? " slabs 2,2,..,rest" : "", maxerr);
+    else
+        check(ok, "conv2d %s %dx%d psf %dx%d%s: slabs bitwise equal to one process", variant, h,
+              w, kh, kw, custom ? " slabs 2,2,..,rest" : "");
+    pk_mpi_conv2d_plan_destroy(pl);
+    free(img);
+    free(ref);
+    free(psf);
+}
+
+/* ---- su3 -------------------------------------------------------------------------------- */
+static void s3_case(pk_context *ctx, const char *variant, int layout, size_t nv) {
+    pk_su3_params p = {nv, layout, 0};
+    double *u = NULL, *psi = NULL, *chi = NULL, *ref = NULL; /* 64-byte aligned: the vector
+                                                                 kernels run on them */
+    if (posix_memalign((void **)&u, 64, nv * 18 * 8) || posix_memalign((void **)&psi, 64, nv * 24 * 8) ||
+        posix_memalign((void **)&chi, 64, nv * 24 * 8) || posix_memalign((void **)&ref, 64, nv * 24 * 8))
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    pk_lqcd_random_su3(3, nv, u);
+    pk_lqcd_random_complex(4, nv * 12, psi);
+    pk_mpi_options o;
+    pk_mpi_options_init(&o);
+    o.variant = variant;
+    pk_mpi_su3_plan *pl = NULL;
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    pk_status st = pk_mpi_su3_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, &info);
+    int ok = st == PK_OK;
+    if (!ok)
+        fprintf(stderr, "rank %d: su3 create: %s\n", rank, pk_mpi_last_error());
+    if (ok) {
+        size_t a = (size_t)info.i0, L = (size_t)(info.i1 - info.i0);
+        ok = pk_mpi_su3_plan_execute(pl, u + a * 18, psi + a * 24, chi + a * 24, &info) == PK_OK;
+        if (!ok)
+            fprintf(stderr, "rank %d: su3 execute: %s\n", rank, pk_mpi_last_error());
+        if (ok && pk_su3(ctx, &p, variant, u, psi, ref, NULL) != PK_OK) {
+            fprintf(stderr, "rank %d: pk_su3: %s\n", rank, pk_last_error());
+            ok = 0;
+        }
+        if (ok)
+            ok = memcmp(chi + a * 24, ref + a * 24, L * 24 * sizeof(double)) == 0;
+    }
+    check(ok, "su3 %s layout %s nv %zu: sites bitwise equal to one process", variant,
+          pk_su3_layout_name(layout), nv);
+    pk_mpi_su3_plan_destroy(pl);
+    free(u);
+    free(psi);
+    free(chi);
+    free(ref);
+}
+
+/* ---- failures --------------------------------------------------------------------------- */
+/* Every rank got status `st`: the same failing status everywhere, and (optionally) a message
+ * mentioning `needle`. */
+static void agreed_failure(pk_status st, const char *needle, const char *what) {
+    int mine = (int)st, lo = 0, hi = 0;
+    MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int ok = lo == hi && st != PK_OK && (!needle || strstr(pk_mpi_last_error(), needle));
+    if (!ok)
+        fprintf(stderr, "rank %d: %s: status %d (%s), message '%s'\n", rank, what, (int)st,
+                pk_status_name(st), pk_mpi_last_error());
+    check(ok, "%s: %s on every rank (%s)", what, pk_status_name(lo),
+          rank == 0 ? pk_mpi_last_error() : "");
+}
+
+static void failures_cases(pk_context *ctx) {
+    pk_diffusion3d_params p;
+    pk_mpi_diffusion3d_plan *pl = NULL;
+    pk_mpi_options o;
+
+    /* more ranks than planes (nz = nranks - 1; 0 on one rank: nothing to split) */
+    pk_diffusion3d_params_default(&p, 8, 8, nranks - 1, 1);
+    pk_status st = pk_mpi_diffusion3d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, NULL, NULL);
+    agreed_failure(st, "more ranks than", "diffusion3d with nz = ranks - 1");
+    pk_mpi_diffusion3d_plan_destroy(pl);
+    pl = NULL;
+
+    /* a bad parameter on the last rank only */
+    pk_diffusion3d_params_default(&p, 8, 8, 16, 1);
+    if (rank == nranks - 1)
+        p.nx = 0;
+    st = pk_mpi_diffusion3d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, NULL, NULL);
+    agreed_failure(st, NULL, "diffusion3d with nx = 0 on the last rank");
+    pk_mpi_diffusion3d_plan_destroy(pl);
+    pl = NULL;
+
+    /* a bad depth on rank 0 only */
+    pk_diffusion3d_params_default(&p, 8, 8, 16, 1);
+    pk_mpi_options_init(&o);
+    if (rank == 0)
+        o.depth = -3;
+    st = pk_mpi_diffusion3d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, NULL);
+    agreed_failure(st, "rank 0: depth", "diffusion3d with depth -3 on rank 0");
+    pk_mpi_diffusion3d_plan_destroy(pl);
+    pl = NULL;
+
+    /* slabs given by the caller that overlap (or, with one rank, do not cover nz) */
+    pk_mpi_options_init(&o);
+    o.i0 = rank == 0 ? 0 : 4 * rank - 1;
+    o.i1 = 4 * rank + 4;
+    st = pk_mpi_diffusion3d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, NULL);
+    agreed_failure(st, "slabs", "diffusion3d with overlapping or short caller slabs");
+    pk_mpi_diffusion3d_plan_destroy(pl);
+    pl = NULL;
+
+    /* an unknown variant on the last rank */
+    pk_mpi_options_init(&o);
+    if (rank == nranks - 1)
+        o.variant = "no-such-variant";
+    st = pk_mpi_diffusion3d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, NULL);
+    agreed_failure(st, NULL, "diffusion3d with an unknown variant on the last rank");
+    pk_mpi_diffusion3d_plan_destroy(pl);
+    pl = NULL;
+
+    /* a NULL field on the last rank; then the same plan runs again, correctly */
+    pk_mpi_options_init(&o);
+    o.variant = "serial";
+    st = pk_mpi_diffusion3d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, NULL);
+    if (st == PK_OK) {
+        float *slab = calloc((size_t)16 * 64, sizeof *slab);
+        st = pk_mpi_diffusion3d_plan_execute(pl, rank == nranks - 1 ? NULL : slab, 3, NULL);
+        agreed_failure(st, "f must not be NULL", "diffusion3d execute with f NULL on the last rank");
+        for (int i = 0; i < 16 * 64; i++)
+            slab[i] = 1.0f;
+        st = pk_mpi_diffusion3d_plan_execute(pl, slab, 3, NULL);
+        int ok = st == PK_OK;
+        for (int i = 0; ok && i < 64; i++) /* a constant field stays constant: 0.4 + 6 x 0.1 */
+            ok = slab[i] > 0.99f && slab[i] < 1.01f;
+        check(ok, "diffusion3d: the plan works after an agreed failure");
+        free(slab);
+    } else {
+        check(0, "diffusion3d plan for the NULL-field case: %s", pk_mpi_last_error());
+    }
+    pk_mpi_diffusion3d_plan_destroy(pl);
+
+    /* conv2d: a PSF that differs on the last rank; more ranks than rows */
+    pk_conv2d_params cp = {16, 8, 3, 3, PK_CONV2D_DIRECT};
+    float psf[9] = {0, .1f, 0, .1f, .6f, .1f, 0, .1f, 0};
+    if (rank == nranks - 1 && nranks > 1)
+        psf[4] = .5f;
+    pk_mpi_conv2d_plan *cpl = NULL;
+    st = pk_mpi_conv2d_plan_create(&cpl, MPI_COMM_WORLD, ctx, &cp, psf, NULL, NULL);
+    if (nranks > 1)
+        agreed_failure(st, "PSF", "conv2d with another PSF on the last rank");
+    else
+        check(st == PK_OK, "conv2d plan with one rank");
+    pk_mpi_conv2d_plan_destroy(cpl);
+    cpl = NULL;
+    psf[4] = .6f;
+    cp.h = nranks - 1;
+    st = pk_mpi_conv2d_plan_create(&cpl, MPI_COMM_WORLD, ctx, &cp, psf, NULL, NULL);
+    agreed_failure(st, "more ranks than", "conv2d with h = ranks - 1");
+    pk_mpi_conv2d_plan_destroy(cpl);
+
+    /* laplace2d: another sigma on the last rank (one rank: a sigma of 0, refused locally) */
+    pk_laplace2d_params lpp = {32, 1, 0.3, PK_LAP_LEXI, 0};
+    if (rank == nranks - 1)
+        lpp.sigma = nranks > 1 ? 0.25 : 0.0;
+    pk_mpi_laplace2d_plan *lpl = NULL;
+    st = pk_mpi_laplace2d_plan_create(&lpl, MPI_COMM_WORLD, ctx, &lpp, NULL, NULL);
+    agreed_failure(st, NULL, nranks > 1 ? "laplace2d with another sigma on the last rank"
+                                        : "laplace2d with sigma 0");
+    pk_mpi_laplace2d_plan_destroy(lpl);
+
+    /* laplace2d hvfo on l = 40 (not a multiple of the 16 lanes): refused as one process
+     * refuses it, although the padded tiles could run it */
+    pk_laplace2d_params hv = {40, 1, 0.3, PK_LAP_HVFO, 0};
+    st = pk_mpi_laplace2d_plan_create(&lpl, MPI_COMM_WORLD, ctx, &hv, NULL, NULL);
+    agreed_failure(st, "multiple of nw", "laplace2d hvfo with l = 40");
+    pk_mpi_laplace2d_plan_destroy(lpl);
+    lpl = NULL;
+
+    /* su3: a layout that differs on rank 0 */
+    pk_su3_params sp = {64, PK_SU3_AOS, 0};
+    if (rank == 0 && nranks > 1)
+        sp.layout = PK_SU3_VFO;
+    if (nranks == 1)
+        sp.layout = 99; /* one rank: a bad layout, refused by the local plan */
+    pk_mpi_su3_plan *spl = NULL;
+    st = pk_mpi_su3_plan_create(&spl, MPI_COMM_WORLD, ctx, &sp, NULL, NULL);
+    agreed_failure(st, NULL, nranks > 1 ? "su3 with another layout on rank 0"
+                                        : "su3 with a bad layout");
+    pk_mpi_su3_plan_destroy(spl);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    pk_context *ctx = new_ctx();
+    char names[16][32];
+
+    int nv = variants_of(ctx, pk_diffusion3d_variants, names, 16);
+    for (int v = 0; v < nv; v++) {
+        d3_case(ctx, names[v], 13, 7, 23, 7, 1, 0, 0);
+        d3_case(ctx, names[v], 13, 7, 23, 7, 2, 0, 0);
+        d3_case(ctx, names[v], 13, 7, 23, 7, 2, 1, 0);
+        d3_case(ctx, names[v], 13, 7, 23, 7, 3, 0, 1);
+    }
+    /* a device backend: its plans upload and download the slab with its halos every chunk */
+    if (pk_backend_available(ctx, PK_BACKEND_OPENCL, NULL) && pk_device_count(ctx, PK_BACKEND_OPENCL) > 0) {
+        d3_case(ctx, "opencl", 13, 7, 23, 7, 2, 0, 0);
+        d3_case(ctx, "opencl", 13, 7, 23, 7, 2, 1, 0);
+    } else {
+        skip("no OpenCL device", "diffusion3d opencl through the distributed plan");
+    }
+    d3_case(ctx, "serial", 9, 5, 31, 9, 1, 1, 0);
+    d3_case(ctx, "serial", 9, 5, 31, 5, 3, 1, 0);
+    d3_case(ctx, "serial", 6, 6, nranks, 4, 2, 0, 0); /* one plane per rank */
+
+    int nl = variants_of(ctx, pk_laplace2d_variants, names, 16);
+    for (int v = 0; v < nl; v++) {
+        lp_case(ctx, names[v], PK_LAP_LEXI, 37, 7, 2, 0);
+        lp_case(ctx, names[v], PK_LAP_LEXI, 37, 9, 3, 1); /* halos from beyond the neighbours */
+        lp_case(ctx, names[v], PK_LAP_HVFO, 48, 7, 0, 0); /* tiles padded to 16 lanes */
+        lp_case(ctx, names[v], PK_LAP_LEXI, 64, 12, 0, 0);
+    }
+
+    int nc = variants_of(ctx, pk_conv2d_variants, names, 16);
+    for (int v = 0; v < nc; v++) {
+        cv_case(ctx, names[v], 29, 17, 5, 3, 0);
+        cv_case(ctx, names[v], 29, 17, 9, 4, 1); /* halos from beyond the neighbours */
+        cv_case(ctx, names[v], 6, 11, 7, 5, 0);  /* a PSF taller than the frame */
+    }
+
+    int ns = variants_of(ctx, pk_su3_variants, names, 16);
+    for (int v = 0; v < ns; v++) {
+        s3_case(ctx, names[v], PK_SU3_AOS, 1001);
+        s3_case(ctx, names[v], PK_SU3_HVFO, 1001);
+    }
+    if (nv == 0 || nl == 0 || nc == 0 || ns == 0)
+        skip("no serial or OpenMP backend", "some kernel has no variant here");
+
+    failures_cases(ctx);
+
+    /* everyone is still in step: a last collective */
+    int one = 1, sum = 0;
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    check(sum == nranks, "all %d ranks reach the end together", nranks);
+    pk_context_destroy(ctx);
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}

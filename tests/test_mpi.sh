@@ -1,0 +1,126 @@
+#!/bin/sh
+# test_mpi.sh - libportkern-mpi's distributed plans under mpirun with 1, 2, 3 and 4 ranks
+# (--oversubscribe: more ranks than cores), each launch under `timeout` so that a rank stuck
+# in a collective fails the test instead of hanging make check.  tests/test_mpi (C) does the
+# work and prints PASS/FAIL/SKIP lines (rank 0, the verdict of all ranks); here they become
+# TAP, with one more point per launch for its exit status.
+# Skips, saying why, when the build has no MPI (configure --without-mpi, or none found) or
+# there is no launcher (MPIRUN, set by configure, else mpirun on PATH).
+. "${top_srcdir:-.}/tests/tap.sh"
+n=0 fails=0
+bin=./tests/test_mpi
+# PK_HAVE_MPI: set by make check (tests/local.mk) from configure; by hand, the program decides
+if [ "${PK_HAVE_MPI:-1}" != 1 ] || [ ! -x "$bin" ]; then
+    echo "1..0 # SKIP built without MPI (configure found none, or --without-mpi): no libportkern-mpi"
+    exit 0
+fi
+run=${MPIRUN:-}
+[ -n "$run" ] || run=$(command -v mpirun || command -v mpiexec || true)
+if [ -z "$run" ] || ! command -v "$run" >/dev/null 2>&1; then
+    echo "1..0 # SKIP no MPI launcher (mpirun / mpiexec) found"
+    exit 0
+fi
+# Open MPI refuses to run as root unless told; CI runs as root in a container.
+if [ "$(id -u)" -eq 0 ]; then
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+fi
+# Containers often forbid the cross-memory attach (ptrace) that Open MPI's shared-memory
+# transport uses for large messages ("Read -1, expected ..., errno = 1"): copy in and out
+# through the shared segment instead, which works everywhere (the caller's setting wins).
+: "${OMPI_MCA_btl_vader_single_copy_mechanism:=none}"
+export OMPI_MCA_btl_vader_single_copy_mechanism
+# --enable-sanitizers (tests/local.mk sets LSAN_OPTIONS): what Open MPI keeps from MPI_Init
+# is suppressed by function (tests/lsan.supp), which needs whole stacks.
+if [ -n "${LSAN_OPTIONS:-}" ]; then
+    LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0"
+    export LSAN_OPTIONS
+fi
+# Open MPI's --oversubscribe; other launchers (MPICH's hydra) oversubscribe by default.
+over=
+"$run" --version 2>&1 | grep -q "Open MPI\|OpenRTE" && over=--oversubscribe
+# A launch takes ~1 s here; 240 s is far beyond any honest run and still ends a hang.
+limit=${PK_MPI_TEST_TIMEOUT:-240}
+out=tests/test_mpi.out
+for np in 1 2 3 4; do
+    rm -f "$out.$np"
+    timeout -k 10 "$limit" "$run" $over -np "$np" "$bin" > "$out.$np" 2> "$out.$np.err"
+    rc=$?
+    while IFS= read -r line; do
+        case "$line" in
+            PASS:*) result 0 "${line#PASS: }";;
+            FAIL:*) result 1 "${line#FAIL: }";;
+            SKIP:*) skip "${line#SKIP: }" "see the line";;
+        esac
+    done < "$out.$np"
+    case $rc in
+        0) result 0 "mpirun -np $np: every rank exited 0";;
+        124|137) result 1 "mpirun -np $np: killed after ${limit} s (a hang)";;
+        *) result 1 "mpirun -np $np: exit status $rc";;
+    esac
+    [ "$rc" -eq 0 ] || sed 's/^/# /' "$out.$np.err" | tail -n 20
+done
+
+# An external program: libportkern-mpi installed into a scratch root (make install DESTDIR=),
+# built with nothing but `pkg-config --cflags --libs portkern-mpi` (prefix redefined to the
+# scratch root's: a sysroot would also move MPI's own paths), run on 2 ranks.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pk-mpi-install.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+root=$tmp/root
+if ! ${MAKE:-make} -C "${top_builddir:-.}" install DESTDIR="$root" > "$tmp/install.log" 2>&1; then
+    result 1 "make install DESTDIR=<scratch root>"
+    sed 's/^/# /' "$tmp/install.log" | tail -n 20
+else
+    pc=$(find "$root" -name portkern-mpi.pc | head -n 1)
+    [ -n "$pc" ] || pc=$root/no-portkern-mpi.pc-installed/portkern-mpi.pc
+    pcdir=$(dirname "$pc")
+    prefix=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=prefix portkern-mpi)
+    libdir=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$root$prefix" \
+             --variable=libdir portkern-mpi)
+    if [ ! -e "$pc" ]; then
+        result 1 "make install put no portkern-mpi.pc into the scratch root"
+    elif [ ! -e "$libdir/libportkern-mpi.so" ]; then
+        skip "an external MPI program with pkg-config portkern-mpi" \
+             "libdir is not under the prefix (configure --libdir): the prefix cannot be moved"
+    else
+        cat > "$tmp/user.c" <<'CEOF'
+#include <portkern_mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, 16, 16, 16, 4);
+    pk_mpi_diffusion3d_plan *pl = NULL;
+    pk_mpi_info info;
+    int ok = pk_mpi_diffusion3d_plan_create(&pl, MPI_COMM_WORLD, NULL, &p, NULL, &info) == PK_OK;
+    float *f = ok ? calloc((size_t)(info.i1 - info.i0) * 16 * 16, sizeof *f) : NULL;
+    ok = ok && f && pk_mpi_diffusion3d_plan_execute(pl, f, 4, &info) == PK_OK;
+    if (info.rank == 0)
+        printf("rank 0 of %d: planes [%d, %d) on %s: %s\n", info.nranks, info.i0, info.i1,
+               info.local.variant, ok ? "ran" : pk_mpi_last_error());
+    pk_mpi_diffusion3d_plan_destroy(pl);
+    free(f);
+    MPI_Finalize();
+    return ok ? 0 : 1;
+}
+CEOF
+        flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$root$prefix" \
+                --cflags --libs portkern-mpi)
+        if ${CC:-cc} -o "$tmp/user" "$tmp/user.c" $flags > "$tmp/cc.log" 2>&1; then
+            # the ranks inherit LD_LIBRARY_PATH from the launcher (local launches)
+            out=$(LD_LIBRARY_PATH="$libdir" timeout -k 10 "$limit" "$run" $over -np 2 \
+                  "$tmp/user" 2>&1)
+            rc=$?
+            msg="an external program built with pkg-config portkern-mpi alone runs on 2 ranks"
+            result $rc "$msg: $(echo "$out" | head -n 1)"
+            [ "$rc" -eq 0 ] || echo "$out" | sed 's/^/# /' | tail -n 20
+        else
+            result 1 "an external program compiles and links with pkg-config portkern-mpi ($flags)"
+            sed 's/^/# /' "$tmp/cc.log" | tail -n 20
+        fi
+    fi
+fi
+echo "1..$n"
+[ "$fails" -eq 0 ]
