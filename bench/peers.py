@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """portkern against its peers, side by side on the same data and the same thread count.
 
-conv2d (docs/KERNELS.md section 5) against OpenCV; diffusion3d (section 3) against Devito.
+conv2d (docs/KERNELS.md section 5) against OpenCV; diffusion3d (section 3) against Devito;
+image (section 7: the dirty image of a 'portkern gen grid' data set) against ducc0's wgridder.
 Run through bench/peers.sh, which makes the virtualenv with the pinned peers
 (bench/requirements.txt: benchmark-only dependencies, never the library's).
 
@@ -14,6 +15,9 @@ Devito reads OMP_NUM_THREADS when it starts).  Checks, each a failure (exit 1) w
 - diffusion3d: Devito's field equals ours by the same rule on the points at least `count`
   cells from every face (Devito's zero halo and our zero-flux walls cannot reach them in
   `count` steps); 'portkern bench' verified its rows.
+- image: both dirty images against a direct DFT (float64) at sample pixels (a square around
+  the brightest generated source and random pixels over the image); ducc0 at several
+  epsilons; the check is that ours lands the sources (the DFT's brightest sample is ours).
 Exit status: 0 checks passed; 1 a check failed; 2 bad option or a tool failed.
 """
 
@@ -129,6 +133,42 @@ def worker_opencv(a):
     emit({"peer": "opencv", "version": cv2.__version__, "threads": cv2.getNumThreads(),
           "timed": "cv2.copyMakeBorder(BORDER_WRAP) + cv2.filter2D(BORDER_CONSTANT)",
           "cold_seconds": cold, "seconds": times})
+
+
+def worker_ducc0(a):
+    """ducc0.wgridder.experimental.vis2dirty on the data set in a.dir, at each epsilon of
+    a.eps: the dirty image in our orientation and normalisation (docs/KERNELS.md 7.1)."""
+    import numpy as np
+    import ducc0
+    from ducc0.wgridder.experimental import vis2dirty
+
+    with open(os.path.join(a.dir, "params.json")) as fh:
+        p = json.load(fh)
+    n, cell = int(a.image_size or p["image_size"]), float(p["cell_size_rad"])
+    uvw = np.stack([np.load(os.path.join(a.dir, k + ".npy")).astype(np.float64)
+                    for k in ("uu", "vv", "ww")], 1)
+    vis = np.load(os.path.join(a.dir, "vis.npy")).astype(np.complex64)[:, None]
+    wgt = np.load(os.path.join(a.dir, "weight.npy")).astype(np.float32)[:, None]
+    # u, v, w are in wavelengths: a "frequency" of c makes ducc0's metres wavelengths.
+    # flip_u and the transpose give docs/KERNELS.md 7.1's image (l = -px cell, image[y][x]);
+    # found against a direct DFT (bench/peers.py image check), no division by n as ours.
+    freq = np.array([299792458.0])
+    out = []
+    for eps in a.eps:
+        def call():
+            return vis2dirty(uvw=uvw, freq=freq, vis=vis, wgt=wgt, npix_x=n, npix_y=n,
+                             pixsize_x=cell, pixsize_y=cell, epsilon=eps, do_wgridding=True,
+                             nthreads=a.threads, flip_u=True, divide_by_n=False)
+        times = []
+        for _ in range(a.reps):
+            t0 = time.perf_counter()
+            img = call()
+            times.append(time.perf_counter() - t0)
+        save = "%s-%g.npy" % (a.save, eps)
+        np.save(save, np.ascontiguousarray((img / wgt.sum(dtype=np.float64)).T.astype(np.float32)))
+        out.append({"epsilon": eps, "seconds": times, "image": save})
+    emit({"peer": "ducc0", "version": ducc0.__version__, "threads": a.threads,
+          "timed": "ducc0.wgridder.experimental.vis2dirty(do_wgridding=True)", "runs": out})
 
 
 def worker_devito(a):
@@ -355,6 +395,102 @@ def conv2d(run, a):
     return {"cases": results, "bench": bench}
 
 
+def image(run, a):
+    """Dirty image of a generated SKA set (default el82-70 --scale 0.1: 3.1 M visibilities,
+    a 15000^2 image of the 18000^2 grid) by ours and by ducc0, each against a direct DFT."""
+    import numpy as np
+
+    T = a.threads
+    d = os.path.join(a.work, "image")
+    gen = ["gen", "grid", "--dataset", a.image_dataset, "--out", d]
+    if a.image_scale != 1:
+        gen += ["--scale", a.image_scale]
+    run.pk(*gen)
+    with open(os.path.join(d, "params.json")) as fh:
+        p = json.load(fh)
+    n, cell = int(p["image_size"]), float(p["cell_size_rad"])
+    phase("image: portkern run image --backend openmp, %d processes" % a.image_reps)
+    ours = []
+    for i in range(a.image_reps):
+        extra = ["--out", os.path.join(d, "ours")] if i == 0 else []
+        ours.append(run.pk_run("image", "--in", d, "--backend", "openmp", "--threads", T, *extra))
+    phase("image: ducc0 vis2dirty at epsilon %s, %d calls each"
+          % (",".join("%g" % e for e in a.image_eps), a.image_reps))
+    argv = [sys.executable, os.path.abspath(__file__), "--peer", "ducc0", "--dir", d, "--save",
+            os.path.join(d, "ducc0"), "--threads", str(T), "--reps", str(a.image_reps), "--eps",
+            ",".join("%g" % e for e in a.image_eps)]
+    r = run.sh(argv)
+    if r.returncode != 0:
+        raise ToolError("peer ducc0: exit %d\n%s" % (r.returncode, r.stderr[-3000:]))
+    peer = last_json(r.stdout, MARK)
+
+    phase("image: direct DFT at the sample pixels")
+    uu, vv, ww = (np.load(os.path.join(d, k + ".npy")).astype(np.float64) for k in ("uu", "vv", "ww"))
+    vis = np.load(os.path.join(d, "vis.npy")).astype(np.complex128)
+    wt = np.load(os.path.join(d, "weight.npy")).astype(np.float64)
+    wsum = wt.sum()
+    img = np.load(os.path.join(d, "ours", "image.npy"))
+    by, bx = np.unravel_index(np.argmax(img), img.shape)
+    rng = np.random.default_rng(1)
+    h = a.image_patch // 2
+    pix = [(y, x) for y in range(max(by - h, 0), min(by + h, n))
+           for x in range(max(bx - h, 0), min(bx + h, n))]
+    pix += [tuple(int(v) for v in rng.integers(0, n, 2)) for _ in range(a.image_random)]
+
+    def dft(y, x):  # docs/KERNELS.md 7.1: l = -px cell, m = py cell, no division by n
+        l, m = -(x - n // 2) * cell, (y - n // 2) * cell
+        ph = 2 * np.pi * (uu * l + vv * m - ww * (np.sqrt(1 - l * l - m * m) - 1))
+        return float(np.sum(wt * (vis.real * np.cos(ph) - vis.imag * np.sin(ph))) / wsum)
+
+    ref = np.array([dft(y, x) for y, x in pix])
+
+    def accuracy(im):
+        got = np.array([float(im[y, x]) for y, x in pix], dtype=np.float64)
+        return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+    acc_ours = accuracy(img)
+    del img
+    runs = []
+    for e in peer["runs"]:
+        im = np.load(e["image"], mmap_mode="r")
+        runs.append({"epsilon": e["epsilon"], "best": min(e["seconds"]), "median": med(e["seconds"]),
+                     "accuracy": accuracy(im)})
+        del im
+    patch_peak = max(range(len(pix)), key=lambda i: ref[i])
+    run.check("image: the DFT's brightest sample is our brightest pixel (%d, %d)" % (by, bx),
+              pix[patch_peak] == (by, bx) or abs(ref[patch_peak] - ref[pix.index((by, bx))]) <=
+              1e-3 * abs(ref[patch_peak]), "DFT peak at %s" % (pix[patch_peak],))
+    one = [x["seconds"] for x in ours]
+    res = {"dataset": a.image_dataset, "scale": a.image_scale, "num_vis": p.get("num_vis"),
+           "image_size": n, "grid_size": p["grid_size"], "samples": len(pix),
+           "ours": ours, "ours_best": min(one), "ours_median": med(one), "ours_accuracy": acc_ours,
+           "peer": peer, "ducc0": runs}
+    same = [x for x in runs if x["accuracy"] <= acc_ours]
+    if same:
+        best = min(same, key=lambda x: x["best"])
+        res["ducc0_at_our_accuracy"] = best
+        run.target("image: ours faster than ducc0 at the same accuracy (ours / ducc0, best)",
+                   min(one) < best["best"], min(one) / best["best"])
+    return res
+
+
+def print_image(r):
+    print()
+    print("### image: %s --scale %g (%s visibilities), %d^2 image of the %d^2 grid"
+          % (r["dataset"], r["scale"], r["num_vis"], r["image_size"], r["grid_size"]))
+    print()
+    print("Accuracy: relative L2 error against a direct DFT (float64) at %d sample pixels."
+          % r["samples"])
+    print()
+    print("| | best s | median s | accuracy |")
+    print("|---|---|---|---|")
+    print("| ours, one call (portkern run image, openmp) | %.2f | %.2f | %.2e |"
+          % (r["ours_best"], r["ours_median"], r["ours_accuracy"]))
+    for x in r["ducc0"]:
+        print("| ducc0 %s, epsilon %g | %.2f | %.2f | %.2e |"
+              % (r["peer"]["version"], x["epsilon"], x["best"], x["median"], x["accuracy"]))
+
+
 def print_conv2d(c, a, cv_version):
     print()
     print("### conv2d, %d x %d frame, %d threads (OpenCV %s; ms)" % (
@@ -503,19 +639,39 @@ def main():
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--work", help="keep the data sets and outputs in this directory "
                     "(default: a temporary one, removed)")
-    ap.add_argument("--peer", choices=["opencv", "devito"], help=argparse.SUPPRESS)
+    ap.add_argument("--image-dataset", default="el82-70",
+                    help="image: the 'portkern gen grid' data set (default el82-70)")
+    ap.add_argument("--image-scale", type=float, default=0.1,
+                    help="image: its --scale (default 0.1: 3.1 M visibilities)")
+    ap.add_argument("--image-reps", type=int, default=3, help="image: calls of each side")
+    ap.add_argument("--image-eps", default="1e-2,1e-3,1e-4",
+                    help="image: ducc0's epsilons (default 1e-2,1e-3,1e-4): the fastest one at "
+                    "least as accurate as ours is the comparison")
+    ap.add_argument("--image-patch", type=int, default=12,
+                    help="image: DFT samples, a square of this side around the brightest pixel")
+    ap.add_argument("--image-random", type=int, default=64,
+                    help="image: DFT samples at random pixels")
+    ap.add_argument("--peer", choices=["opencv", "devito", "ducc0"], help=argparse.SUPPRESS)
+    ap.add_argument("--eps", help=argparse.SUPPRESS)
+    ap.add_argument("--image-size", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--dir", help=argparse.SUPPRESS)
     ap.add_argument("--save", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.peer:
-        (worker_opencv if a.peer == "opencv" else worker_devito)(a)
+        if a.peer == "ducc0":
+            a.eps = [float(e) for e in a.eps.split(",")]
+        {"opencv": worker_opencv, "devito": worker_devito, "ducc0": worker_ducc0}[a.peer](a)
         return 0
     if a.threads < 1 or a.reps < 1:
         ap.error("--threads and --reps must be >= 1")
     kernels = [k for k in a.kernels.split(",") if k]
     for k in kernels:
-        if k not in ("conv2d", "diffusion3d"):
-            ap.error("--kernels: conv2d and diffusion3d have peers here, not %r" % k)
+        if k not in ("conv2d", "diffusion3d", "image"):
+            ap.error("--kernels: conv2d, diffusion3d and image have peers here, not %r" % k)
+    try:
+        a.image_eps = [float(e) for e in a.image_eps.split(",") if e]
+    except ValueError:
+        ap.error("--image-eps: numbers, comma-separated")
     try:
         a.psf = [int(k) for k in a.psf.split(",") if k]
         if not a.psf or min(a.psf) < 1:
@@ -542,6 +698,8 @@ def main():
             out["conv2d"] = conv2d(run, a)
         if "diffusion3d" in kernels:
             out["diffusion3d"] = diffusion3d(run, a)
+        if "image" in kernels:
+            out["image"] = image(run, a)
     except ToolError as e:
         print("peers: a tool failed: %s" % e, file=sys.stderr)
         return 2
@@ -577,11 +735,13 @@ def main():
         print_conv2d(out["conv2d"], a, out["conv2d"]["cases"][0]["peer"]["version"])
     if "diffusion3d" in out:
         print_diffusion3d(out["diffusion3d"], a)
+    if "image" in out:
+        print_image(out["image"])
     print()
     print("Load average (1 min) as each phase started: " +
           "; ".join("%s %.2f" % (n.split(",")[0], l) for n, l in PHASES))
     print()
-    print("Targets (issue 15; benchmarks, not tests):")
+    print("Targets (issues 15 and 21; benchmarks, not tests):")
     for t in run.targets:
         print("- %s: %s (%.2f)" % (t["target"], "met" if t["met"] else "NOT met", t["value"]))
     print("Checks:")

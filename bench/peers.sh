@@ -1,6 +1,7 @@
 #!/bin/bash
 # portkern against its peers (docs/PERFORMANCE.md "Peers"): OpenCV for conv2d, Devito for
-# diffusion3d, on the same inputs ('portkern gen'), the same thread count, side by side.
+# diffusion3d, ducc0's wgridder for image (--kernels image: not in the default set, minutes),
+# on the same inputs ('portkern gen'), the same thread count, side by side.
 #
 # The peers are benchmark-only dependencies: this script installs them (bench/requirements.txt,
 # pinned) into a virtualenv of its own and nowhere else; the library never uses them.
@@ -12,7 +13,8 @@
 # --portkern PATH  the portkern binary (default: tools/portkern of the build tree - the
 #                  current directory, the source tree, or _build/ in it - else portkern on PATH)
 # Everything else goes to peers.py: --threads N (default: the CPUs), --reps N (default 5),
-# --kernels conv2d,diffusion3d, --psf 11,31, --json OUT, --work DIR (keep the data there);
+# --kernels conv2d,diffusion3d[,image], --psf 11,31, --json OUT, --work DIR (keep the data
+# there), --image-dataset el82-70 --image-scale 0.1 --image-eps 1e-2,1e-3,1e-4;
 # listed below.
 # Exit status: 0 every correctness check passed; 1 a peer's output differs from ours beyond
 # the kernel's tolerance; 2 bad option, or a tool or an install failed.
