@@ -709,7 +709,7 @@ static void run_usage(const cli_kernel *k, FILE *f)
         "                  DIR/params.json; options given here override params.json, and\n"
         "                  sizes given must agree with the files' shapes\n"
         "  --out DIR       write the outputs as .npy files into DIR (created when missing)\n",
-        k->name);
+        k->data_of ? k->data_of : k->name);
     snprintf(text, sizeof text, "also run the serial reference and compare: pass when %s",
              k->verify_rule);
     help_line(f, "--verify", text);
