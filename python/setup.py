@@ -112,6 +112,8 @@ if re.search(r"\bpk_wisdom_load\s*\(", text):
     macros.append(("PKPY_HAVE_WISDOM", "1"))
 if re.search(r"\bpk_grid_generate\s*\(", text):
     macros.append(("PKPY_HAVE_GEN", "1"))
+if re.search(r"\bpk_image\s*\(", text) and re.search(r"\bpk_fits_write_image\s*\(", text):
+    macros.append(("PKPY_HAVE_IMAGE", "1"))
 if re.search(r"\bpk_context_set_param\s*\(", text):
     macros.append(("PKPY_HAVE_PARAMS", "1"))
 

@@ -22,10 +22,13 @@
 
 /* Each tools/cli_<kernel>.c defines one descriptor; this table is the only list of them. */
 extern const cli_kernel cli_kernel_diffusion3d, cli_kernel_conv2d, cli_kernel_grid,
-    cli_kernel_magicfilter3d, cli_kernel_laplace2d, cli_kernel_su3, cli_kernel_dslash;
+    cli_kernel_image, cli_kernel_degrid, cli_kernel_magicfilter3d, cli_kernel_laplace2d,
+    cli_kernel_su3, cli_kernel_dslash;
 const cli_kernel *const cli_kernels[] = {
-    &cli_kernel_diffusion3d, &cli_kernel_conv2d, &cli_kernel_grid, &cli_kernel_magicfilter3d,
-    &cli_kernel_laplace2d, &cli_kernel_su3, &cli_kernel_dslash, NULL};
+    &cli_kernel_diffusion3d, &cli_kernel_conv2d, &cli_kernel_grid,
+    &cli_kernel_image,
+    &cli_kernel_degrid,
+    &cli_kernel_magicfilter3d, &cli_kernel_laplace2d, &cli_kernel_su3, &cli_kernel_dslash, NULL};
 
 int cli_size_index(const char *name)
 {
@@ -348,8 +351,11 @@ static int read_params(cli_call *c, const char *dir, cli_jobject **keep)
     else if (cli_json_parse_flat(text, obj, why, sizeof why))
         rc = cli_usage_error(c->prog, "%s: not a flat JSON object: %s", path, why);
     else if ((v = cli_json_get(obj, "kernel")) &&
-             (v->type != CLI_JSTR || strcmp(v->str, c->k->name) != 0))
-        rc = cli_usage_error(c->prog, "%s: \"kernel\" is not \"%s\"", path, c->k->name);
+             (v->type != CLI_JSTR ||
+              (strcmp(v->str, c->k->name) != 0 &&
+               (!c->k->data_of || strcmp(v->str, c->k->data_of) != 0))))
+        rc = cli_usage_error(c->prog, "%s: \"kernel\" is not \"%s\"", path,
+                             c->k->data_of ? c->k->data_of : c->k->name);
     else
         rc = cli_params_apply(c, path, obj);
     free(text);
@@ -703,7 +709,7 @@ static void run_usage(const cli_kernel *k, FILE *f)
         "                  DIR/params.json; options given here override params.json, and\n"
         "                  sizes given must agree with the files' shapes\n"
         "  --out DIR       write the outputs as .npy files into DIR (created when missing)\n",
-        k->name);
+        k->data_of ? k->data_of : k->name);
     snprintf(text, sizeof text, "also run the serial reference and compare: pass when %s",
              k->verify_rule);
     help_line(f, "--verify", text);
@@ -956,7 +962,8 @@ int cli_gen(const cli_kernel *k, int argc, char **argv)
                               : write_arrays(&st.c, out, st.data, CLI_A_IN)))
         return cmd_end(&st, rc, lock);
     /* params.json last: its presence says the set is complete. */
-    if ((rc = cli_json_open(prog, out, "params.json", k->name, path, sizeof path, &pf, &j)))
+    if ((rc = cli_json_open(prog, out, "params.json", k->data_of ? k->data_of : k->name, path,
+                            sizeof path, &pf, &j)))
         return cmd_end(&st, rc, lock);
     write_params(&j, k, st.c.args);
     if (k->params_info) k->params_info(&j, st.c.args, st.data);

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_kernel.h"
+#include "cli_grid.h"
 
 #define GR_RTOL 1e-5
 #define GR_NORM_RTOL 1e-9
@@ -55,87 +55,14 @@ static int kernel_m(const pk_grid_params *p, int s)
 }
 
 /* ---- parameters and options -------------------------------------------------------------- */
-typedef struct gr_intensity {
-    int width, height, block; /* picture pixels; grid cells per pixel side */
-    int x0, y0;               /* grid cell at the top-left pixel */
-    double max_updates;       /* largest count of one pixel (block sum) */
-    double total_updates;
-} gr_intensity;
-
-typedef struct gr_args {
-    /* the table's: params.json keys, and options where the names agree */
-    int oversample, grid_size, num_w_planes, conv_size_half, kernel_layout, seed;
-    double cell_size_rad, w_scale, scale;
-    const char *dataset, *layout;
-    /* options only: --grid-size, --cell-size, --w-scale (params.json's grid_size,
-     * cell_size_rad and w_scale, taken over by gr_resolve: the command line wins) and the rest */
-    int opt_grid_size;
-    double opt_cell_size, opt_w_scale;
-    int tile_size, central_radius, unit_vis, touched;
-    double tile_factor;
-    const char *png, *export_dir;
-    gr_intensity png_info;   /* what --intensity wrote, for the JSON line */
-} gr_args;
 
 /* by id: PK_GRID_KERNELS_FULL, PK_GRID_KERNELS_COMPACT */
 static const char *const gr_layout_names[] = {"full", "compact", NULL};
-static const cli_names gr_layouts = {gr_layout_names, NULL};
+const cli_names gr_layouts = {gr_layout_names, NULL};
 
 /* In the order of params.json, then the options that are no keys of it. */
-#define GR_OFF(field) offsetof(gr_args, field)
 static const cli_param gr_params[] = {
-    {"oversample", CLI_P_INT, GR_OFF(oversample), 2, 1024, 0, CLI_IN_RUN | CLI_IN_PARAMS, NULL,
-     NULL, NULL},
-    {"cell_size_rad", CLI_P_DOUBLE, GR_OFF(cell_size_rad), DBL_MIN, DBL_MAX, 0, CLI_IN_PARAMS, NULL,
-     NULL, NULL},
-    {"w_scale", CLI_P_DOUBLE, GR_OFF(w_scale), 0, DBL_MAX, 0, CLI_IN_PARAMS, NULL, NULL, NULL},
-    {"grid_size", CLI_P_INT, GR_OFF(grid_size), 2, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL, NULL},
-    {"num_w_planes", CLI_P_INT, GR_OFF(num_w_planes), 1, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL,
-     NULL},
-    {"conv_size_half", CLI_P_INT, GR_OFF(conv_size_half), 0, INT_MAX, 0, CLI_IN_PARAMS, NULL, NULL,
-     NULL},
-    {"kernel_layout", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, PK_GRID_KERNELS_COMPACT,
-     CLI_IN_PARAMS, &gr_layouts, NULL,
-     NULL},
-    {"dataset", CLI_P_TEXT, GR_OFF(dataset), 0, 0, 0, CLI_IN_ALL, NULL, "NAME",
-     "the data set generated (run: without --in, in memory, compact kernels): "
-     "small (run's default), synthetic (gen's default), el82-70, el56-82, "
-     "el30-56 ('portkern gen grid --help' describes them); not with --in, nor "
-     "are --scale, --seed, --layout, --unit-vis.  --preset small: small; paper: el82-70 "
-     "--scale 0.1; large: el82-70"},
-    {"scale", CLI_P_DOUBLE, GR_OFF(scale), DBL_MIN, 1, 1, CLI_IN_ALL, NULL, "F",
-     "fraction in (0, 1] (default 1): SKA sets keep round(F * 240) time dumps "
-     "spread over the same hour-angle range (so the same w range and kernels); "
-     "random sets keep the first round(F * n) draws"},
-    {"seed", CLI_P_INT, GR_OFF(seed), 0, INT_MAX, 1, CLI_IN_ALL, NULL, "S",
-     "seed (default 1) of the visibility order (shuffle) and of the random "
-     "sets' uvw: the same seed gives the same bytes"},
-    {"layout", CLI_P_TEXT, GR_OFF(layout), 0, 0, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, "FILE",
-     "SKA sets: station layout, one 'E N [U]' line per station in metres "
-     "(blanks or commas between; blank and '#' lines skipped), e.g. the "
-     "published SKA1-LOW v6 configuration; default: the built-in procedural "
-     "512-station layout with the v6 radial distribution"},
-    {"unit-vis", CLI_P_FLAG, GR_OFF(unit_vis), 0, 1, 0, CLI_IN_RUN | CLI_IN_GEN, NULL, NULL,
-     "every visibility 1 + 0i (for the sum-rule invariant)"},
-    {"kernels", CLI_P_NAME, GR_OFF(kernel_layout), 0, 0, PK_GRID_KERNELS_COMPACT, CLI_IN_GEN,
-     &gr_layouts, "full|compact",
-     "kernel layout written (default compact)"},
-    {"grid-size", CLI_P_INT, GR_OFF(opt_grid_size), 2, INT_MAX, 0, CLI_IN_RUN, NULL,
-     "N --oversample N --cell-size RAD --w-scale S",
-     "gridding parameters (override params.json's grid_size, oversample, "
-     "cell_size_rad, w_scale, or the generated set's; grid size and oversample "
-     "even)"},
-    {"cell-size", CLI_P_DOUBLE, GR_OFF(opt_cell_size), DBL_MIN, DBL_MAX, 0, CLI_IN_RUN, NULL, NULL,
-     NULL},
-    {"w-scale", CLI_P_DOUBLE, GR_OFF(opt_w_scale), 0, DBL_MAX, 0, CLI_IN_RUN, NULL, NULL, NULL},
-    {"tile-size", CLI_P_INT, GR_OFF(tile_size), 0, INT_MAX, 0, CLI_IN_RUN, NULL,
-     "N --central-radius N --tile-factor F",
-     "tuning of the tiled variants (0 or absent: the variant's default; "
-     "central radius -1: no box; tile factor in [0, 1]: the tiled fraction of "
-     "hybrid)"},
-    {"central-radius", CLI_P_INT, GR_OFF(central_radius), -1, INT_MAX, 0, CLI_IN_RUN, NULL, NULL,
-     NULL},
-    {"tile-factor", CLI_P_DOUBLE, GR_OFF(tile_factor), 0, 1, -1, CLI_IN_RUN, NULL, NULL, NULL},
+    GR_DATA_PARAMS
     {"intensity", CLI_P_TEXT, GR_OFF(png), 0, 0, 0, CLI_IN_RUN, NULL, "FILE.png",
      "the NAG report's grid-intensity picture: updates per cell, log colour "
      "scale (jet; black = never updated), grid row 0 at the top, blocks of "
@@ -148,14 +75,14 @@ static const cli_param gr_params[] = {
     {0}};
 
 /* params.json's keys for information (gr_params_info writes them; run ignores them). */
-static const char *const gr_info_keys[] = {
+const char *const gr_info_keys[] = {
     "num_vis", "max_support", "image_size", "fft_size", "max_w", "max_abs_w_data",
     "num_beyond_max_w", "num_stations", "num_times", "layout", "frequency_hz", "unit_vis",
     "recipe", NULL};
 
 /* small: ~50k visibilities on a 1024 grid; paper: el82-70 at a tenth of its dumps (3.1 M
  * visibilities on the 18000 grid); large: the whole el82-70 set. */
-static void gr_preset(int size, void *args)
+void gr_preset(int size, void *args)
 {
     gr_args *a = args;
     a->dataset = size == CLI_SMALL ? "small" : "el82-70";
@@ -164,7 +91,7 @@ static void gr_preset(int size, void *args)
 
 /* The options under other names than their params.json keys taken over, the evenness and
  * names checked; without --in (no data set name from params.json) the data set found. */
-static int gr_resolve(cli_call *c)
+int gr_resolve(cli_call *c)
 {
     gr_args *a = c->args;
     if (cli_seen(c, "grid-size")) {
@@ -197,40 +124,13 @@ static int gr_resolve(cli_call *c)
 }
 
 /* ---- the data of one run: generated in memory or read from DIR ----------------------- */
-typedef struct gr_check {
-    pk_diff_report rep; /* norm-wise verdict of the grid (rep.equal), element-wise figures */
-    double norm_ref, norm_rel_diff;
-    int64_t skipped_ref;
-    int skipped_equal, equal; /* equal: grid, norm and num_skipped */
-    double ref_s;
-} gr_check;
-
-typedef struct gr_data {
-    pk_grid_params p;
-    pk_grid_data d;
-    const int32_t *support;
-    const float *kernels;
-    int max_support;
-    const char *dataset; /* the generated set's name, params.json's, or the directory */
-    double gen_s;
-    /* owners */
-    pk_array arr[7];
-    pk_grid_dataset gen; /* without --in: the generated set */
-    /* the run and its verdict */
-    float *grid;  /* complex64 [grid_size][grid_size] */
-    double *ref;  /* the double reference grid, [grid_size][grid_size][2] */
-    double norm;
-    int64_t skipped;
-    int verified; /* --verify ran: chk holds the reference's figures */
-    gr_check chk;
-} gr_data;
 
 static const cli_array gr_arrays[] = {
     {"grid.npy", PK_DTYPE_C64, "grid_size,grid_size", offsetof(gr_data, grid), CLI_A_OUT},
     {"reference", PK_DTYPE_F64, "grid_size,grid_size,2", offsetof(gr_data, ref), CLI_A_REF},
     {0}};
 
-static void gr_data_free(void *data)
+void gr_data_free(void *data)
 {
     gr_data *g = data;
     for (int k = 0; k < 7; ++k) pk_array_free(&g->arr[k]);
@@ -296,7 +196,7 @@ static int gr_finish(cli_call *c, gr_data *g, size_t compact_count)
 }
 
 /* run without --in, and gen: the data set of --dataset (run: compact kernels). */
-static int gr_make(cli_call *c, void *data)
+int gr_make(cli_call *c, void *data)
 {
     gr_args *a = c->args;
     gr_data *g = data;
@@ -313,7 +213,7 @@ static int gr_make(cli_call *c, void *data)
 }
 
 /* run --in DIR: the seven arrays, their lengths agreeing, and params.json's parameters. */
-static int gr_load(cli_call *c, const char *dir, void *data)
+int gr_load(cli_call *c, const char *dir, void *data)
 {
     gr_args *a = c->args;
     gr_data *g = data;
@@ -390,7 +290,7 @@ static int gr_load(cli_call *c, const char *dir, void *data)
     return gr_finish(c, g, k->shape[0]);
 }
 
-static int gr_write_inputs(cli_call *c, const char *dir, const void *data)
+int gr_write_inputs(cli_call *c, const char *dir, const void *data)
 {
     const gr_args *a = c->args;
     const gr_data *g = data;
@@ -417,7 +317,7 @@ static int gr_write_inputs(cli_call *c, const char *dir, const void *data)
 }
 
 /* params.json after the table's keys: what the data set is. */
-static void gr_params_info(cli_json *j, const void *args, const void *data)
+void gr_params_info(cli_json *j, const void *args, const void *data)
 {
     const gr_args *a = args;
     const pk_grid_dataset *gen = &((const gr_data *)data)->gen;
@@ -479,7 +379,7 @@ static int png_chunk(FILE *f, const char *type, const unsigned char *data, size_
 
 /* 8-bit RGB PNG: filter 0 on every row, one zlib stream of stored (uncompressed) deflate
  * blocks.  0 or -1 (errno). */
-static int png_write(const char *path, int w, int h, const unsigned char *rgb)
+int cli_png_write(const char *path, int w, int h, const unsigned char *rgb)
 {
     const size_t row = 1 + 3 * (size_t)w, raw = row * (size_t)h;
     const size_t nblocks = raw / 65535 + 1; /* stored blocks hold at most 65535 bytes */
@@ -529,7 +429,7 @@ static int png_write(const char *path, int w, int h, const unsigned char *rgb)
 }
 
 /* Jet colour map: dark blue (0) .. red (1). */
-static void jet(double t, unsigned char *c)
+void cli_jet(double t, unsigned char *c)
 {
     const double r = 1.5 - fabs(4 * t - 3), g = 1.5 - fabs(4 * t - 2), b = 1.5 - fabs(4 * t - 1);
     c[0] = (unsigned char)lround(255 * (r < 0 ? 0 : r > 1 ? 1 : r));
@@ -593,10 +493,10 @@ static int gr_write_intensity(const char *prog, const char *path, const gr_data 
         if (cnt[k] <= 0)
             rgb[3 * k] = rgb[3 * k + 1] = rgb[3 * k + 2] = 0;
         else
-            jet(log(cnt[k]) / lmax, rgb + 3 * k);
+            cli_jet(log(cnt[k]) / lmax, rgb + 3 * k);
     }
     free(cnt);
-    const int bad = png_write(path, w, h, rgb);
+    const int bad = cli_png_write(path, w, h, rgb);
     free(rgb);
     if (bad) return cli_usage_error(prog, "cannot write %s: %s", path, strerror(errno));
     info->width = w;
@@ -767,7 +667,7 @@ static int gr_write_outputs(cli_call *c, const char *dir, const void *data)
     return a->export_dir ? gr_export_kernels(c->prog, a->export_dir, g) : 0;
 }
 
-static void gr_stages_json(cli_json *j, int n, const char (*name)[16], const double *s)
+void gr_stages_json(cli_json *j, int n, const char (*name)[16], const double *s)
 {
     cj_open(j, "stages", '{');
     for (int k = 0; k < n && k < 8; ++k) cj_num(j, name[k], s[k]);

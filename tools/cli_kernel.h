@@ -237,6 +237,9 @@ typedef enum cli_op {
 /* ---- the descriptor --------------------------------------------------------------------- */
 struct cli_kernel {
     const char *name;
+    /* Optional: the kernel whose data sets this one reads (image, degrid: "grid"): run --in
+     * accepts a params.json of either kernel, and gen writes that kernel's name there. */
+    const char *data_of;
     const char *summary;          /* one line: `portkern run --help` lists it */
     /* The kernel's prose in `run KERNEL --help` and `gen KERNEL --help` (what it computes,
      * its files, its JSON object): the driver lists the options from the parameters. */

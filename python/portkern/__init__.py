@@ -28,7 +28,7 @@ from ._core import (RunInfo, Plan, Diffusion3DPlan, Conv2DPlan, MagicFilter3DPla
 __all__ = ["Context", "RunInfo", "Plan", "Diffusion3DPlan", "Conv2DPlan", "MagicFilter3DPlan",
            "Laplace2DPlan", "SU3Plan", "DslashPlan", "GridPlan", "Backend", "Device",
            "DiffReport", "probe", "diff", "variants", "empty", "zeros", "magicfilter_taps",
-           "magicfilter3d_shapes", "compact_kernels", "params", "Param", "version", "__version__",
+           "magicfilter3d_shapes", "compact_kernels", "write_fits", "params", "Param", "version", "__version__",
            "gen", "Error", "BACKENDS", "KERNELS"] + [c.__name__ for c in _errors.BY_NAME.values()]
 
 __version__ = "0.1.0"
@@ -84,6 +84,10 @@ class Context(_core.Context):
       grid(uu, vv, ww, vis, weight, kernels, support, *, oversample, cell_size, w_scale,
            grid_size, tile_size=0, central_radius=0, tile_factor=None, grid=None, variant)
            -> (grid, norm, num_skipped, info)
+      image(uu, vv, ww, vis, weight, kernels, support, *, oversample, cell_size, w_scale,
+            grid_size, image_size, ..., out, variant) -> (image, norm, num_skipped, info)
+      degrid(uu, vv, ww, kernels, support, model, *, oversample, cell_size, w_scale,
+             grid_size, weight=None, ..., out, variant) -> (vis, num_skipped, info)
     and a <kernel>_plan(...) factory each (python/README.md).
     """
 
@@ -177,6 +181,20 @@ def magicfilter_taps():
 def magicfilter3d_shapes(x_shape, transpose=False, bc="periodic"):
     """Shape of y for an x of x_shape (bc "shrink": x has n + 15 points per axis)."""
     return _core.magicfilter3d_shapes(tuple(x_shape), transpose=transpose, bc=bc)
+
+
+def write_fits(path, image, ra_deg, dec_deg, cell_rad, freq_hz, *, bandwidth_hz=0.0,
+               bunit="JY/BEAM", object=None, telescope=None):
+    """Write a sky image (float32 [ny, nx], row y, column x, as Context.image returns it) as a
+    FITS file with a celestial WCS (pk_fits_write_image, docs/KERNELS.md 7): RA---SIN /
+    DEC--SIN about (ra_deg, dec_deg), CRPIX (nx/2 + 1, ny/2 + 1) (the pixel [n/2, n/2] of the
+    phase centre, 1-based), CDELT1 = -cell, CDELT2 = +cell in degrees (RA grows to the left),
+    a degenerate FREQ axis (freq_hz, bandwidth_hz; 0: 1 Hz), BUNIT.  Written whole (a
+    temporary renamed into place).  Errors: InvalidArgumentError (a bad value), IOError-like
+    portkern.Error for a path that cannot be written, UnsupportedError without cfitsio."""
+    return _needs("write_fits", "write_fits")(path, image, float(ra_deg), float(dec_deg),
+                                              float(cell_rad), float(freq_hz),
+                                              float(bandwidth_hz), bunit, object, telescope)
 
 
 def compact_kernels(kernels, support, oversample):

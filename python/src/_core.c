@@ -51,6 +51,9 @@
 #ifndef PKPY_HAVE_GEN
 #define PKPY_HAVE_GEN 0 /* pk_grid_generate, pk_conv2d_generate (newer libraries) */
 #endif
+#ifndef PKPY_HAVE_IMAGE
+#define PKPY_HAVE_IMAGE 0 /* pk_image, pk_degrid, pk_fits_write_image (newer libraries) */
+#endif
 #ifndef PKPY_HAVE_PARAMS
 #define PKPY_HAVE_PARAMS 0 /* pk_param_*, pk_context_set_param / get_param (newer libraries) */
 #endif
@@ -1465,6 +1468,177 @@ static PyObject *ctx_grid(ContextObject *self, PyObject *args, PyObject *kw)
     return grid_result(g, norm, skipped, ri, st, fn);
 }
 
+#if PKPY_HAVE_IMAGE
+/* ---- image and degrid (docs/KERNELS.md 7): grid's arguments, then the image's ------------ */
+
+/* image_size is required too: grid's required keywords and this one. */
+static int im_params(PyObject *kw, const char *fn, int image_size, pk_image_params *ip)
+{
+    if (!kw || !PyDict_GetItemString(kw, "image_size")) {
+        PyErr_Format(PyExc_TypeError, "%s() missing required keyword argument 'image_size'", fn);
+        return -1;
+    }
+    pk_image_params_init(ip);
+    ip->image_size = image_size;
+    return 0;
+}
+
+static PyObject *ctx_image(ContextObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwl[] = {"uu", "vv", "ww", "vis", "weight", "kernels", "support", "oversample",
+                          "cell_size", "w_scale", "grid_size", "image_size", "tile_size",
+                          "central_radius", "tile_factor", "out", "variant", NULL};
+    PyObject *o[5], *ko, *so, *tfo = Py_None, *outo = Py_None, *varo = Py_None;
+    int oversample = INT_MIN, grid_size = INT_MIN, image_size = INT_MIN, tile_size = 0,
+        central_radius = 0;
+    double cell = NAN, w_scale = NAN;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOO|$iddiiiiOOO:image", kwl, &o[0], &o[1],
+                                     &o[2], &o[3], &o[4], &ko, &so, &oversample, &cell, &w_scale,
+                                     &grid_size, &image_size, &tile_size, &central_radius, &tfo,
+                                     &outo, &varo) ||
+        gr_required(kw, "image"))
+        return NULL;
+    const char *fn = "image", *variant;
+    pk_image_params ip;
+    pk_grid_data d;
+    PyArrayObject *k, *s;
+    if (im_params(kw, fn, image_size, &ip) ||
+        gr_params(grid_size, oversample, cell, w_scale, tile_size, central_radius, tfo, &ip.grid) ||
+        gr_data(o, fn, &d) || gr_stack(ko, so, fn, &ip.grid, &k, &s) ||
+        parse_variant(varo, fn, &variant))
+        return NULL;
+    if (image_size < 2 || image_size % 2 || image_size > grid_size) {
+        PyErr_Format(PyExc_ValueError, "%s: image_size must be even, >= 2 and at most grid_size "
+                     "(%d), got %d", fn, grid_size, image_size);
+        return NULL;
+    }
+    npy_intp sh[2] = {image_size, image_size};
+    PyArrayObject *img;
+    if (outo == Py_None) {
+        img = new_array(2, sh, NPY_FLOAT32, 0);
+    } else {
+        img = check_array(outo, fn, "out", NPY_FLOAT32, 2, sh, "[image_size, image_size]", 1);
+        if (img) Py_INCREF(img);
+    }
+    RunInfoObject *ri = call_info(img);
+    if (!ri) return NULL;
+    double norm = 0;
+    int64_t skipped = 0;
+    pk_status st;
+    const int32_t *sp = PyArray_DATA(s);
+    const float *kp = PyArray_DATA(k);
+    float *ipx = PyArray_DATA(img);
+    LOCKED(self, self->ctx, st,
+           pk_image(self->ctx, &ip, variant, sp, kp, &d, ipx, &norm, &skipped, &ri->info));
+    return grid_result(img, norm, skipped, ri, st, fn);
+}
+
+static PyObject *ctx_degrid(ContextObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwl[] = {"uu", "vv", "ww", "kernels", "support", "model", "oversample",
+                          "cell_size", "w_scale", "grid_size", "weight", "tile_size",
+                          "central_radius", "tile_factor", "out", "variant", NULL};
+    PyObject *uvw[3], *ko, *so, *mo, *wo = Py_None, *tfo = Py_None, *outo = Py_None,
+                                         *varo = Py_None;
+    int oversample = INT_MIN, grid_size = INT_MIN, tile_size = 0, central_radius = 0;
+    double cell = NAN, w_scale = NAN;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOO|$iddiOiiOOO:degrid", kwl, &uvw[0], &uvw[1],
+                                     &uvw[2], &ko, &so, &mo, &oversample, &cell, &w_scale,
+                                     &grid_size, &wo, &tile_size, &central_radius, &tfo, &outo,
+                                     &varo) ||
+        gr_required(kw, "degrid"))
+        return NULL;
+    const char *fn = "degrid", *variant;
+    static const char *names[3] = {"uu", "vv", "ww"};
+    pk_image_params ip;
+    pk_grid_data d;
+    PyArrayObject *k, *s, *a[3], *w = NULL, *m;
+    pk_image_params_init(&ip);
+    memset(&d, 0, sizeof d);
+    if (gr_params(grid_size, oversample, cell, w_scale, tile_size, central_radius, tfo, &ip.grid))
+        return NULL;
+    if (!(a[0] = check_array(uvw[0], fn, "uu", NPY_FLOAT32, 1, NULL, "[n]", 0))) return NULL;
+    npy_intp n[1] = {PyArray_DIM(a[0], 0)};
+    for (int i = 1; i < 3; ++i)
+        if (!(a[i] = check_array(uvw[i], fn, names[i], NPY_FLOAT32, 1, n, "[n] (n from uu)", 0)))
+            return NULL;
+    if (wo != Py_None &&
+        !(w = check_array(wo, fn, "weight", NPY_FLOAT32, 1, n, "[n] (n from uu)", 0)))
+        return NULL;
+    if (!(m = check_array(mo, fn, "model", NPY_FLOAT32, 2, NULL, "[N, N]", 0))) return NULL;
+    if (PyArray_DIM(m, 0) != PyArray_DIM(m, 1)) {
+        PyErr_Format(PyExc_ValueError, "%s: model: a square image [N, N], got [%ld, %ld]", fn,
+                     (long)PyArray_DIM(m, 0), (long)PyArray_DIM(m, 1));
+        return NULL;
+    }
+    if (dim_int(m, 0, fn, "model", &ip.image_size) || gr_stack(ko, so, fn, &ip.grid, &k, &s) ||
+        parse_variant(varo, fn, &variant))
+        return NULL;
+    d.num_vis = (size_t)n[0];
+    d.uu = PyArray_DATA(a[0]);
+    d.vv = PyArray_DATA(a[1]);
+    d.ww = PyArray_DATA(a[2]);
+    d.weight = w ? PyArray_DATA(w) : NULL;
+    PyArrayObject *vis;
+    if (outo == Py_None) {
+        vis = new_array(1, n, NPY_COMPLEX64, 0);
+    } else {
+        vis = check_array(outo, fn, "out", NPY_COMPLEX64, 1, n, "[n]", 1);
+        if (vis) Py_INCREF(vis);
+    }
+    RunInfoObject *ri = call_info(vis);
+    if (!ri) return NULL;
+    int64_t skipped = 0;
+    pk_status st;
+    const int32_t *sp = PyArray_DATA(s);
+    const float *kp = PyArray_DATA(k), *mp = PyArray_DATA(m);
+    float *vp = PyArray_DATA(vis);
+    LOCKED(self, self->ctx, st,
+           pk_degrid(self->ctx, &ip, variant, sp, kp, mp, &d, vp, &skipped, &ri->info));
+    if (st != PK_OK) return call_result(vis, ri, st, fn);
+    return Py_BuildValue("(NLN)", vis, (long long)skipped, ri);
+}
+
+/* write_fits(path, image, ra_deg, dec_deg, cell_rad, freq_hz, bandwidth_hz, bunit, object,
+ * telescope): pk_fits_write_image with CRPIX n/2 + 1 and CDELT (-cell, +cell) in degrees. */
+static PyObject *m_write_fits(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *patho, *imo;
+    double ra, dec, cell, freq, bw;
+    const char *bunit, *object, *telescope;
+    if (!PyArg_ParseTuple(args, "O&Odddddzzz:write_fits", PyUnicode_FSConverter, &patho, &imo,
+                          &ra, &dec, &cell, &freq, &bw, &bunit, &object, &telescope))
+        return NULL;
+    const char *fn = "write_fits";
+    PyArrayObject *im = check_array(imo, fn, "image", NPY_FLOAT32, 2, NULL, "[ny, nx]", 0);
+    if (!im) {
+        Py_DECREF(patho);
+        return NULL;
+    }
+    pk_fits_image_info w;
+    pk_fits_image_info_init(&w);
+    w.ra_deg = ra;
+    w.dec_deg = dec;
+    w.cdelt_deg[0] = -cell * 180 / Py_MATH_PI;
+    w.cdelt_deg[1] = cell * 180 / Py_MATH_PI;
+    w.freq_hz = freq;
+    w.bandwidth_hz = bw;
+    if (bunit) w.bunit = bunit;
+    w.object = object;
+    w.telescope = telescope;
+    const char *path = PyBytes_AS_STRING(patho);
+    const float *px = PyArray_DATA(im);
+    const size_t nx = (size_t)PyArray_DIM(im, 1), ny = (size_t)PyArray_DIM(im, 0);
+    pk_status st;
+    Py_BEGIN_ALLOW_THREADS st = pk_fits_write_image(path, px, nx, ny, &w);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(patho);
+    if (st != PK_OK) return raise_status(st, fn);
+    Py_RETURN_NONE;
+}
+#endif
+
 /* ---- plans: what differs per kernel ----------------------------------------------------- */
 
 static PyTypeObject D3PlanType, CvPlanType, MfPlanType, LpPlanType, S3PlanType, DsPlanType,
@@ -2288,6 +2462,16 @@ static PyMethodDef ctx_methods[] = {
      "grid(uu, vv, ww, vis, weight, kernels, support, *, oversample, cell_size, w_scale, "
      "grid_size, tile_size=0, central_radius=0, tile_factor=None, grid=None, variant=None) -> "
      "(grid, norm, num_skipped, RunInfo)"},
+#if PKPY_HAVE_IMAGE
+    {"image", F(ctx_image), KW,
+     "image(uu, vv, ww, vis, weight, kernels, support, *, oversample, cell_size, w_scale, "
+     "grid_size, image_size, tile_size=0, central_radius=0, tile_factor=None, out=None, "
+     "variant=None) -> (image, norm, num_skipped, RunInfo)"},
+    {"degrid", F(ctx_degrid), KW,
+     "degrid(uu, vv, ww, kernels, support, model, *, oversample, cell_size, w_scale, "
+     "grid_size, weight=None, tile_size=0, central_radius=0, tile_factor=None, out=None, "
+     "variant=None) -> (vis, num_skipped, RunInfo)"},
+#endif
     {"diffusion3d_plan", F(ctx_diffusion3d_plan), KW,
      "diffusion3d_plan((nz, ny, nx), count=0, *, cc=..., variant=None) -> Diffusion3DPlan"},
     {"conv2d_plan", F(ctx_conv2d_plan), KW,
@@ -2735,6 +2919,9 @@ static PyMethodDef module_methods[] = {
 #endif
 #if PKPY_HAVE_PARAMS
     {"param_list", m_param_list, METH_NOARGS, NULL},
+#endif
+#if PKPY_HAVE_IMAGE
+    {"write_fits", m_write_fits, METH_VARARGS, NULL},
 #endif
     {"diff", m_diff, METH_VARARGS, NULL},
     {"status_names", m_status_names, METH_NOARGS, NULL},
