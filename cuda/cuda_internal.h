@@ -161,6 +161,10 @@ pk_status pk_cuda_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_g
 pk_status pk_cuda_gr_run_device(void *impl, const pk_grid_data *data, void *dev_grid,
                                 pk_gr_result *res);
 void pk_cuda_gr_destroy(void *impl);
+pk_status pk_cuda_dg_create(void *state, int device, const pk_gr_desc *desc, void **impl);
+pk_status pk_cuda_dg_run(void *impl, const float *grid, const pk_grid_data *data, float *vis,
+                         pk_dg_result *res);
+void pk_cuda_dg_destroy(void *impl);
 pk_status pk_cuda_lp_create(void *state, int device, const pk_lp_desc *desc, void **impl);
 pk_status pk_cuda_lp_upload(void *impl, const float *phi, double *seconds);
 pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_seconds);

@@ -132,10 +132,7 @@ pk_status pk_image_correction(const pk_image_params *p, const int32_t *support,
     return im_correction(p, support, kernels, corr, kappa);
 }
 
-/* ---- degrid: the kernel class the dispatcher uses ----------------------------------------- */
-#ifdef PK_HAVE_CUDA
-const pk_dg_ops pk_cuda_dg_ops = {.variants = NULL}; /* not yet: the next step */
-#endif
+/* ---- degrid: the kernel class the dispatcher uses (CUDA's table: cuda/degrid.cu) ---------- */
 
 static pk_status dg_create_on(const pk_backend_ops *backend, const void *kops, void *state,
                               int device, const void *desc, const char *variant, int threads,
@@ -698,6 +695,7 @@ struct pk_degrid_plan {
 #endif
     pk_choice c;
     int have_choice;
+    int dev; /* the choice runs on CUDA with the FFT on the device (pk_cuda_dg_predict) */
 };
 
 void pk_degrid_plan_destroy(pk_degrid_plan *plan)
@@ -738,16 +736,42 @@ pk_status pk_degrid_plan_create(pk_degrid_plan **plan, pk_context *ctx, const pk
     }
     pk_status s = pk_dispatch(ctx, &dg_class, variant, &st.d, NULL, NULL, &pl->c);
     pk_gr_stack_free(&st);
-    if (s == PK_OK) {
-        pl->have_choice = 1;
+    if (s == PK_OK) pl->have_choice = 1;
+#ifdef PK_HAVE_CUDA
+    if (s == PK_OK && pl->c.backend == PK_BACKEND_CUDA) {
+        /* the FFT where the grid is; cuFFT missing: the host FFT, said in the reason */
+        float *sc;
+        double kappa;
+        s = im_scorr(p, support, kernels, &sc, &kappa);
+        if (s == PK_OK) {
+            s = pk_cuda_dg_image_init(pl->c.impl, p->image_size, sc, kappa);
+            free(sc);
+            if (s == PK_OK) {
+                pl->dev = 1;
+                pl->h.p = *p;
+                pl->h.kappa = kappa;
+            } else if (s == PK_ENOBACKEND || s == PK_EDEVMEM) {
+                pk_append_note(pl->c.reason, sizeof pl->c.reason, "no on-device FFT (%s)",
+                               pk_last_error());
+                pk_clear_error();
+                s = PK_OK;
+            }
+        }
+    }
+#endif
+    if (s == PK_OK && !pl->dev)
         s = im_host_init(&pl->h, p, support, kernels, FFTW_FORWARD,
                          im_threads_for(ctx, pl->c.backend));
-    }
     if (s != PK_OK) {
         pk_degrid_plan_destroy(pl);
         return s;
     }
-    im_host_note(&pl->h, pl->c.backend, pl->c.reason, sizeof pl->c.reason);
+    if (pl->dev)
+        pk_append_note(pl->c.reason, sizeof pl->c.reason,
+                       "model placed, FFT (cuFFT C2C) and gather on the device; the grid never "
+                       "crosses the link");
+    else
+        im_host_note(&pl->h, pl->c.backend, pl->c.reason, sizeof pl->c.reason);
     pl->c.setup_s = pk_now() - t0;
     pl->c.plan_bytes = 8.0 * (double)p->grid.grid_size * p->grid.grid_size;
     if (info) {
@@ -776,6 +800,28 @@ pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model, const
     const int g = h->p.grid.grid_size;
     const double gg = (double)g * g;
     const double t0 = pk_now();
+#ifdef PK_HAVE_CUDA
+    if (plan->dev) {
+        pk_dg_result res;
+        double st[4];
+        PK_TRY(pk_cuda_dg_predict(plan->c.impl, model, d, vis, &res, st));
+        if (num_skipped) *num_skipped = res.num_skipped;
+        if (info) {
+            pk_choice_info(&plan->c, info);
+            info->setup_s = 0;
+            info->kernel_s = res.kernel_s;
+            info->transfer_s = res.transfer_s;
+            info->flops = 8.0 * res.updates + im_fft_flops(g);
+            info->bytes = 24.0 * res.updates + 8.0 * gg * 5.0;
+            im_stage(info, "place", st[0]);
+            im_stage(info, "fft", st[1]);
+            im_stage(info, "degrid", st[2]);
+            im_stage(info, "transfer", st[3]);
+            info->wall_s = pk_now() - t0;
+        }
+        return PK_OK;
+    }
+#endif
     im_rows r = {h, model, NULL, (float)(1.0 / h->kappa), 0};
     pk_parallel_range((size_t)h->p.image_size, IM_BATCH, (size_t)(gg * 8), h->nt, im_degrid_cols,
                       &r);

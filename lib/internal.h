@@ -499,6 +499,13 @@ pk_status pk_cuda_im_create(void *gr_impl, int g, int n, const float *scorr, voi
 pk_status pk_cuda_im_run(void *impl, void *gr_impl, const pk_grid_data *d, float *image,
                          pk_gr_result *gres, double *stage_s);
 void pk_cuda_im_destroy(void *impl);
+/* Degrid on CUDA (cuda/degrid.cu): lib/image.c's degrid plan, on a "cuda" degrid choice
+ * (impl: its plan), gives it the model's factors once (scorr as above, kappa), then predicts
+ * with the placement, the FFT and the gather on the device; stage_s[4]: "place", "fft",
+ * "degrid", "transfer".  PK_ENOBACKEND from init when cuFFT cannot be loaded. */
+pk_status pk_cuda_dg_image_init(void *impl, int n, const float *scorr, double kappa);
+pk_status pk_cuda_dg_predict(void *impl, const float *model, const pk_grid_data *d, float *vis,
+                             pk_dg_result *res, double *stage_s);
 
 /* laplace2d: the plan holds the field (in desc->layout) on the device. */
 typedef struct pk_lp_ops {

@@ -325,6 +325,40 @@ static double bound_degrid(const im_case *c, const im_oracle *o, double placed_l
            (gam(5) + fft_eta(g) * (1 + gam(5)) + sqrt(2.0) * gam(2.0 * o->lmax + 2)) * (1 + 1e-6);
 }
 
+/* 7.5, the adjoint relation's own bound for model x (h: its exact transform, the oracle's;
+ * placed_l2: ||placed model||), with its terms printed. */
+static double adjoint_tol(const im_case *c, const im_oracle *o_, const float *x, const double *h,
+                          double placed_l2, const char *name)
+{
+    const im_oracle o = *o_;
+    const int g = c->ip.grid.grid_size, n = c->ip.image_size;
+    const size_t nn = (size_t)n * n;
+    /* 7.5, the relation's own bound: with H = the exact transformed model (the oracle's),
+     *   lhs: sum_i w_i |v_i| |dD_i| <= sqrt2 gamma_{2L+2} sum_c |H_c| A_c + ||dH|| ||A||,
+     *        ||dH|| <= g (eta + gamma_5) ||placed||  (A: the list's abs-grid, |c|_1)
+     *   rhs: (norm/kappa) |<X, dI>| <= gamma_{2 nmax + 8} sum_c |H_c|_1 A_c (the grid's
+     *        rounding seen through <H, dgrid>) + ||placed|| eta g ||grid|| (the FFT) +
+     *        gamma_6 (norm/kappa) sum |X| |I| (the crop) */
+    double ha = 0, ha1 = 0, xi = 0;
+    for (size_t i = 0; i < (size_t)g * g; ++i) {
+        ha += hypot(h[2 * i], h[2 * i + 1]) * o.a[i];
+        ha1 += (fabs(h[2 * i]) + fabs(h[2 * i + 1])) * o.a[i];
+    }
+    for (size_t i = 0; i < nn; ++i) xi += fabs(x[i] * o.img[i]);
+    const double eta = fft_eta(g);
+    const double tol = (sqrt(2.0) * gam(2.0 * o.lmax + 2) * ha +
+                        g * (eta * (1 + gam(5)) + gam(5)) * placed_l2 * o.a_l2 +
+                        gam(2.0 * o.nmax + 8) * ha1 +
+                        placed_l2 * eta * g * (o.grid_l2 + gam(2.0 * o.nmax + 8) * o.a_l2) +
+                        gam(6) * o.norm / c->kappa * xi) * (1 + 1e-6);
+    tap_diag("%s: relation bound terms: degrid sums %.2e, degrid FFT %.2e, grid sums %.2e, "
+             "image FFT %.2e, crop %.2e (nmax %d, Lmax %d)", name,
+             sqrt(2.0) * gam(2.0 * o.lmax + 2) * ha,
+             g * (eta * (1 + gam(5)) + gam(5)) * placed_l2 * o.a_l2, gam(2.0 * o.nmax + 8) * ha1,
+             placed_l2 * eta * g * o.grid_l2, gam(6) * o.norm / c->kappa * xi, o.nmax, o.lmax);
+    return tol;
+}
+
 /* ---- contexts ------------------------------------------------------------------------------ */
 static pk_context *ctx_for(pk_backend_id b)
 {

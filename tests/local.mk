@@ -159,7 +159,8 @@ tests_test_gr_cuda_emu_SOURCES = tests/test_gr_cuda_emu.c tests/cuda_emu_grid.cc
 # the image on CUDA: image.cu over grid.cu's plan and conv2d_fft.cu's cuFFT loader; the
 # oracles of tests/im_common.h (the generator's kernels, FFTW double)
 tests_test_im_cuda_emu_SOURCES = tests/test_im_cuda_emu.c tests/im_common.h \
-	tests/cuda_emu_image.cc tests/cuda_emu_grid.cc tests/cuda_emu_conv2d_fft.cc \
+	tests/cuda_emu_image.cc tests/cuda_emu_degrid.cc tests/cuda_emu_grid.cc \
+	tests/cuda_emu_conv2d_fft.cc \
 	lib/ref/grid_ref.c lib/gen/grid_gen.c lib/gen/grid_gen.h
 tests_test_im_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
 tests_test_im_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)

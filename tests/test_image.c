@@ -338,30 +338,7 @@ static void test_adjoint(im_case *c, const char *name)
     double *dref = malloc(2 * c->n * sizeof *dref), placed_l2, *h = NULL;
     degrid_oracle(c, x, dref, &placed_l2, &h);
     const double eb_dg = bound_degrid(c, &o, placed_l2);
-    /* 7.5, the relation's own bound: with H = the exact transformed model (the oracle's),
-     *   lhs: sum_i w_i |v_i| |dD_i| <= sqrt2 gamma_{2L+2} sum_c |H_c| A_c + ||dH|| ||A||,
-     *        ||dH|| <= g (eta + gamma_5) ||placed||  (A: the list's abs-grid, |c|_1)
-     *   rhs: (norm/kappa) |<X, dI>| <= gamma_{2 nmax + 8} sum_c |H_c|_1 A_c (the grid's
-     *        rounding seen through <H, dgrid>) + ||placed|| eta g ||grid|| (the FFT) +
-     *        gamma_6 (norm/kappa) sum |X| |I| (the crop) */
-    const int g = c->ip.grid.grid_size;
-    double ha = 0, ha1 = 0, xi = 0;
-    for (size_t i = 0; i < (size_t)g * g; ++i) {
-        ha += hypot(h[2 * i], h[2 * i + 1]) * o.a[i];
-        ha1 += (fabs(h[2 * i]) + fabs(h[2 * i + 1])) * o.a[i];
-    }
-    for (size_t i = 0; i < nn; ++i) xi += fabs(x[i] * o.img[i]);
-    const double eta = fft_eta(g);
-    const double tol = (sqrt(2.0) * gam(2.0 * o.lmax + 2) * ha +
-                        g * (eta * (1 + gam(5)) + gam(5)) * placed_l2 * o.a_l2 +
-                        gam(2.0 * o.nmax + 8) * ha1 +
-                        placed_l2 * eta * g * (o.grid_l2 + gam(2.0 * o.nmax + 8) * o.a_l2) +
-                        gam(6) * o.norm / c->kappa * xi) * (1 + 1e-6);
-    tap_diag("%s: relation bound terms: degrid sums %.2e, degrid FFT %.2e, grid sums %.2e, "
-             "image FFT %.2e, crop %.2e (nmax %d, Lmax %d)", name,
-             sqrt(2.0) * gam(2.0 * o.lmax + 2) * ha,
-             g * (eta * (1 + gam(5)) + gam(5)) * placed_l2 * o.a_l2, gam(2.0 * o.nmax + 8) * ha1,
-             placed_l2 * eta * g * o.grid_l2, gam(6) * o.norm / c->kappa * xi, o.nmax, o.lmax);
+    const double tol = adjoint_tol(c, &o, x, h, placed_l2, name);
     free(h);
     float *img = malloc(nn * sizeof(float)), *vis = malloc(2 * c->n * sizeof(float)), *dser = NULL;
     double *diff = malloc(2 * c->n * sizeof *diff);
