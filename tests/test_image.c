@@ -117,8 +117,14 @@ static void test_pipeline(const im_case *c, const char *name)
                "%s: image %s/%s vs double pipeline: ||diff|| %.3e <= bound %.3e (%.2e of "
                "||image||); norm rel %.1e", name, pk_backend_name(backends[b]), v, e, bound,
                e / o.img_l2, fabs(norm - o.norm) / o.norm);
+            if (backends[b] == PK_BACKEND_CUDA) /* docs/KERNELS.md 7.7: the FFT on the device */
+                ok((info.num_stages == 4 && strcmp(info.stage_name[1], "fft") == 0 &&
+                    strstr(info.reason, "on the device") != NULL) ||
+                       strstr(info.reason, "no on-device FFT") != NULL,
+                   "%s: image cuda/%s: stages grid, fft, correct, transfer with the FFT on the "
+                   "device, or the reason why not: %s", name, v, info.reason);
             if (strcmp(v, "serial") == 0 || strcmp(v, "omp-tiled") == 0 ||
-                strcmp(v, "opencl-tiled") == 0)
+                strcmp(v, "opencl-tiled") == 0 || backends[b] == PK_BACKEND_CUDA)
                 tap_diag("  %s: stages %s %.4f %s %.4f %s %.4f %s %.4f s; reason: %s", v,
                          info.stage_name[0], info.stage_s[0], info.stage_name[1],
                          info.stage_s[1], info.stage_name[2], info.stage_s[2],
