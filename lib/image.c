@@ -8,7 +8,13 @@
  * (pk_fftwf_planner).  No fftshift copies: the grid's centre cell g/2 is the origin of u, so
  *     sum_a G[a] e^{+2 pi i (a - g/2) p / g} = (-1)^p (FFT G)[p mod g]      (g even)
  * and the shift is a sign (-1)^(px + py) on the pixels read (and, for degridding, on the
- * pixels written before the forward transform), folded into the correction factors. */
+ * pixels written before the forward transform), folded into the correction factors.
+ *
+ * On CUDA the FFT runs where the grid is (docs/KERNELS.md 7.7): an image plan whose grid plan
+ * runs on CUDA makes cuda/image.cu's plan instead of the host FFT (grid, cuFFT and crop on
+ * the device), a degrid plan on the "cuda" variant predicts through cuda/degrid.cu
+ * (placement, cuFFT, gather); both with the factors made here (im_scorr), both falling back
+ * to the host FFT when cuFFT cannot be loaded or the device lacks the memory. */
 #include "grid_host.h"
 
 #include <math.h>
@@ -550,7 +556,8 @@ pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx, const pk_i
     pk_status s = pk_grid_plan_create(&pl->gp, ctx, &p->grid, variant, support, kernels,
                                       &pl->created);
 #ifdef PK_HAVE_CUDA
-    if (s == PK_OK && pl->created.backend == PK_BACKEND_CUDA) s = im_cuda_init(pl, p, support, kernels);
+    if (s == PK_OK && pl->created.backend == PK_BACKEND_CUDA)
+        s = im_cuda_init(pl, p, support, kernels);
 #endif
     if (s == PK_OK && !pl->dev)
         s = im_host_init(&pl->h, p, support, kernels, FFTW_BACKWARD,

@@ -1,10 +1,10 @@
-/* test_im_cuda_emu.c - cuda/image.cu and cuda/degrid.cu without a GPU: the dirty image with the grid, its FFT and
- * the crop on the device (pk_cuda_im_create / run / destroy over grid.cu's plan, gridding
- * into the device grid through pk_cuda_gr_run_device, cuFFT's C2C through conv2d_fft.cu's
- * loader, emulated as a double DFT by cuda/emulate.cc), on the emulated device of
- * cuda/emulate.h.  Against tests/im_common.h's oracles, as tests/test_image.c checks the
- * backends through the library (the real-GPU counterpart: its CUDA lines, skipped without a
- * GPU):
+/* test_im_cuda_emu.c - cuda/image.cu and cuda/degrid.cu without a GPU: the dirty image with
+ * the grid, its FFT and the crop on the device (pk_cuda_im_create / run / destroy over
+ * grid.cu's plan, gridding into the device grid through pk_cuda_gr_run_device, cuFFT's C2C
+ * through conv2d_fft.cu's loader, emulated as a double DFT by cuda/emulate.cc), on the
+ * emulated device of cuda/emulate.h.  Against tests/im_common.h's oracles, as
+ * tests/test_image.c checks the backends through the library (the real-GPU counterpart: its
+ * CUDA lines, skipped without a GPU):
  *  - cases a (g 128, N 64, os 4, cell centres), b (g 256, N 128, random positions) and e
  *    (g 64, N 64: no crop) on cuda-tiled, cuda-atomic and hybrid: the image against the
  *    serial backend's pk_image within twice the 7.5 bound (tests/test_image.c's bound between
