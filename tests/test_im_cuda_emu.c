@@ -11,6 +11,7 @@
  *    two backends: each within the bound of the exact image), against the double pipeline
  *    within the bound, the norm within 1e-9 and num_skipped equal to the serial plan's;
  *  - a second run of the same plan gives the same bits (the device grid re-zeroed);
+ *  - case a again with the visibilities in batches (PORTKERN_TEST_GR_DEVICE_BYTES);
  *  - an empty list images to zeros with norm 0; the four stages are reported;
  *  - bad sizes refused; each device allocation of plan creation failing in turn;
  *  - degrid.cu (cases a, b): the gather of a random grid against pk_degrid_reference, bit for
@@ -332,6 +333,11 @@ int main(void)
     test_case(&a, "a");
     test_case(&b, "b");
     test_case(&e, "e");
+    /* a device so small for the run that grid.cu uploads and grids the visibilities into the
+     * device grid in several batches (its plans read the variable at creation) */
+    setenv("PORTKERN_TEST_GR_DEVICE_BYTES", "65536", 1);
+    test_case(&a, "a (batches)");
+    unsetenv("PORTKERN_TEST_GR_DEVICE_BYTES");
     test_empty(&a);
     test_bad(&a);
     emu_check_alloc_failures("pk_cuda_dg_create", ime_dg_create_arg, pk_cuda_dg_destroy, &a);
