@@ -298,9 +298,8 @@ extern "C" pk_status pk_cuda_dg_run(void *impl, const float *grid, const pk_grid
 {
     dg_plan *h = (dg_plan *)impl;
     if (d->num_vis == 0) return PK_OK;
-    pk_status s = cudaSetDevice(h->xf.device) == cudaSuccess
-                      ? PK_OK
-                      : pk_cuda_fail(cudaErrorInvalidDevice, "cudaSetDevice(%d)", h->xf.device);
+    const cudaError_t e = cudaSetDevice(h->xf.device);
+    pk_status s = e == cudaSuccess ? PK_OK : pk_cuda_fail(e, "cudaSetDevice(%d)", h->xf.device);
     double t = 0;
     const int g = h->p.grid_size;
     if (s == PK_OK)
