@@ -52,10 +52,13 @@
 typedef int pk_cufft_handle; /* cufftHandle */
 typedef int pk_cufft_result; /* cufftResult: CUFFT_SUCCESS = 0 */
 enum { PK_CUFFT_ALLOC_FAILED = 2, PK_CUFFT_INVALID_SIZE = 8 };
-enum { PK_CUFFT_R2C = 0x2a, PK_CUFFT_C2R = 0x2c }; /* cufftType */
+enum { PK_CUFFT_R2C = 0x2a, PK_CUFFT_C2R = 0x2c, PK_CUFFT_C2C = 0x29 }; /* cufftType */
+enum { PK_CUFFT_FORWARD = -1, PK_CUFFT_INVERSE = 1 }; /* cufftExecC2C's direction */
 typedef pk_cufft_result (*pk_cufft_plan2d_fn)(pk_cufft_handle *plan, int nx, int ny, int type);
 typedef pk_cufft_result (*pk_cufft_r2c_fn)(pk_cufft_handle plan, float *idata, float2 *odata);
 typedef pk_cufft_result (*pk_cufft_c2r_fn)(pk_cufft_handle plan, float2 *idata, float *odata);
+typedef pk_cufft_result (*pk_cufft_c2c_fn)(pk_cufft_handle plan, float2 *idata, float2 *odata,
+                                           int direction);
 typedef pk_cufft_result (*pk_cufft_destroy_fn)(pk_cufft_handle plan);
 
 /* Loaded once per process and never unloaded (cuFFT keeps state until exit). */
@@ -63,6 +66,7 @@ static struct {
     pk_cufft_plan2d_fn plan2d;
     pk_cufft_r2c_fn exec_r2c;
     pk_cufft_c2r_fn exec_c2r;
+    pk_cufft_c2c_fn exec_c2c;
     pk_cufft_destroy_fn destroy;
     char why[512]; /* empty when loaded */
 } pk_cufft;
@@ -75,6 +79,7 @@ static void pk_cufft_load(void)
     pk_cufft.plan2d = pk_emu_cufft_plan2d;
     pk_cufft.exec_r2c = pk_emu_cufft_exec_r2c;
     pk_cufft.exec_c2r = pk_emu_cufft_exec_c2r;
+    pk_cufft.exec_c2c = pk_emu_cufft_exec_c2c;
     pk_cufft.destroy = pk_emu_cufft_destroy;
     return;
 #endif
@@ -90,9 +95,9 @@ static void pk_cufft_load(void)
     if (lib == NULL) return;
     pk_cufft.why[0] = '\0';
     static const char *const syms[] = {"cufftPlan2d", "cufftExecR2C", "cufftExecC2R",
-                                       "cufftDestroy"};
-    void *fn[4];
-    for (int i = 0; i < 4; ++i) {
+                                       "cufftDestroy", "cufftExecC2C"};
+    void *fn[5];
+    for (int i = 0; i < 5; ++i) {
         fn[i] = dlsym(lib, syms[i]);
         if (fn[i] == NULL) {
             const char *err = dlerror();
@@ -106,6 +111,7 @@ static void pk_cufft_load(void)
     pk_cufft.exec_r2c = (pk_cufft_r2c_fn)fn[1];
     pk_cufft.exec_c2r = (pk_cufft_c2r_fn)fn[2];
     pk_cufft.destroy = (pk_cufft_destroy_fn)fn[3];
+    pk_cufft.exec_c2c = (pk_cufft_c2c_fn)fn[4];
 }
 
 static const char *pk_cufft_name(pk_cufft_result r)
@@ -127,6 +133,37 @@ static pk_status pk_cufft_fail(pk_cufft_result r, const char *what)
                                                       : PK_EDEVICE;
     return pk_fail(st, "%s failed: %s (%d)", what, pk_cufft_name(r), r);
 }
+
+/* ---- the loader for other plans (cuda/image.cu, cuda/degrid.cu): 2-D C2C in place ---------- */
+extern "C" pk_status pk_cuda_cufft_c2c_create(int rows, int cols, const char *what, int *plan)
+{
+    pthread_once(&pk_cufft_once, pk_cufft_load);
+    PK_CHECK(pk_cufft.why[0] == '\0', PK_ENOBACKEND, "%s: cannot load cuFFT at run time: %s",
+             what, pk_cufft.why);
+    pk_cufft_handle h;
+    const pk_cufft_result r = pk_cufft.plan2d(&h, rows, cols, PK_CUFFT_C2C);
+    if (r != 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: cufftPlan2d(%d x %d, C2C)", what, rows, cols);
+        return pk_cufft_fail(r, msg);
+    }
+    *plan = h;
+    return PK_OK;
+}
+
+extern "C" pk_status pk_cuda_cufft_c2c_exec(int plan, void *data, int inverse, const char *what)
+{
+    const pk_cufft_result r = pk_cufft.exec_c2c(plan, (float2 *)data, (float2 *)data,
+                                                inverse ? PK_CUFFT_INVERSE : PK_CUFFT_FORWARD);
+    if (r != 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: cufftExecC2C", what);
+        return pk_cufft_fail(r, msg);
+    }
+    return PK_OK;
+}
+
+extern "C" void pk_cuda_cufft_destroy(int plan) { (void)pk_cufft.destroy(plan); }
 
 /* ---- the transform's index arithmetic ----------------------------------------------------
  * Self-contained between these markers (no library or CUDA runtime calls): the review

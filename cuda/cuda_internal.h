@@ -139,6 +139,13 @@ pk_status pk_cuda_cvfft_create(int device, const pk_cv_desc *desc, pk_cuda_cvfft
 /** Enqueue one frame on the default stream: device image img -> device output out. */
 pk_status pk_cuda_cvfft_run(pk_cuda_cvfft *fft, const float *img, float *out);
 void pk_cuda_cvfft_destroy(pk_cuda_cvfft *fft);
+/** The same run-time cuFFT for other plans: a rows x cols complex64 C2C plan (cufftPlan2d,
+ *  on the legacy default stream; `what` names the caller in errors; PK_ENOBACKEND with the
+ *  loader's reason when libcufft cannot be loaded), its in-place execution (inverse: e^{+i},
+ *  else e^{-i}; unnormalised, as cuFFT) and its destruction. */
+pk_status pk_cuda_cufft_c2c_create(int rows, int cols, const char *what, int *plan);
+pk_status pk_cuda_cufft_c2c_exec(int plan, void *data, int inverse, const char *what);
+void pk_cuda_cufft_destroy(int plan);
 
 /* magicfilter3d.cu: the plan of variant "cuda" ------------------------------------------- */
 pk_status pk_cuda_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl);
@@ -150,7 +157,14 @@ pk_status pk_cuda_mf_execute(void *impl, const double *x, double *y, double *ker
 void pk_cuda_mf_destroy(void *impl);
 pk_status pk_cuda_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl);
 pk_status pk_cuda_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr_result *res);
+/** grid.cu's run adding into a g x g complex64 device grid (cuda/image.cu), not the host's. */
+pk_status pk_cuda_gr_run_device(void *impl, const pk_grid_data *data, void *dev_grid,
+                                pk_gr_result *res);
 void pk_cuda_gr_destroy(void *impl);
+pk_status pk_cuda_dg_create(void *state, int device, const pk_gr_desc *desc, void **impl);
+pk_status pk_cuda_dg_run(void *impl, const float *grid, const pk_grid_data *data, float *vis,
+                         pk_dg_result *res);
+void pk_cuda_dg_destroy(void *impl);
 pk_status pk_cuda_lp_create(void *state, int device, const pk_lp_desc *desc, void **impl);
 pk_status pk_cuda_lp_upload(void *impl, const float *phi, double *seconds);
 pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_seconds);

@@ -671,7 +671,7 @@ int pk_emu_cufft_plan2d(int *plan, int nx, int ny, int type)
 {
     PK_EMU_API;
     if (nx < 2 || ny < 2) return 8;                  /* CUFFT_INVALID_SIZE */
-    if (type != 0x2a && type != 0x2c) return 3;      /* CUFFT_INVALID_TYPE */
+    if (type != 0x2a && type != 0x2c && type != 0x29) return 3; /* CUFFT_INVALID_TYPE */
     if (sticky != cudaSuccess) return 5;             /* CUFFT_INTERNAL_ERROR */
     *plan = fft_next++;
     fft_plans[*plan] = {nx, ny, type};
@@ -762,6 +762,47 @@ int pk_emu_cufft_exec_c2r(int plan, float2 *in, float *out)
                 out[(size_t)p * Q + q] = (float)s;
             }
         memset(in, 0xff, (size_t)P * H * 8);
+    });
+    return 0;
+}
+
+int pk_emu_cufft_exec_c2c(int plan, float2 *in, float2 *out, int direction)
+{
+    PK_EMU_API;
+    auto it = fft_plans.find(plan);
+    if (it == fft_plans.end() || it->second.type != 0x29) return 1;
+    if (direction != -1 && direction != 1) return 4;
+    const int P = it->second.rows, Q = it->second.cols;
+    if (!is_device(in, (size_t)P * Q * 8) || !is_device(out, (size_t)P * Q * 8)) return 4;
+    enqueue(0, [=]() {
+        std::vector<double> cr, ci, rr, ri, tr, ti;
+        twiddles(Q, direction, cr, ci);
+        twiddles(P, direction, rr, ri);
+        tr.assign((size_t)P * Q, 0.0);
+        ti.assign((size_t)P * Q, 0.0);
+        for (int p = 0; p < P; ++p) /* rows */
+            for (int k = 0; k < Q; ++k) {
+                double sr = 0, si = 0;
+                for (int q = 0; q < Q; ++q) {
+                    const size_t t = (size_t)k * q % (size_t)Q;
+                    const double a = in[(size_t)p * Q + q].x, b = in[(size_t)p * Q + q].y;
+                    sr += a * cr[t] - b * ci[t];
+                    si += a * ci[t] + b * cr[t];
+                }
+                tr[(size_t)p * Q + k] = sr;
+                ti[(size_t)p * Q + k] = si;
+            }
+        for (int k = 0; k < Q; ++k) /* columns */
+            for (int u = 0; u < P; ++u) {
+                double sr = 0, si = 0;
+                for (int p = 0; p < P; ++p) {
+                    const size_t t = (size_t)u * p % (size_t)P;
+                    const double a = tr[(size_t)p * Q + k], b = ti[(size_t)p * Q + k];
+                    sr += a * rr[t] - b * ri[t];
+                    si += a * ri[t] + b * rr[t];
+                }
+                out[(size_t)u * Q + k] = make_float2((float)sr, (float)si);
+            }
     });
     return 0;
 }

@@ -420,7 +420,7 @@ template <class T> inline T *pk_emu_dynamic_shared(void)
     return static_cast<T *>(pk_emu::dynamic_shared());
 }
 
-/** cuFFT's cufftPlan2d (R2C 0x2a, C2R 0x2c; nx rows, ny columns), cufftExecR2C, cufftExecC2R
+/** cuFFT's cufftPlan2d (R2C 0x2a, C2R 0x2c, C2C 0x29; nx rows, ny columns), cufftExecR2C, cufftExecC2R
  *  and cufftDestroy on the legacy stream, as conv2d_fft.cu loads them: a direct DFT in
  *  double (unnormalised, forward e^-i, as cuFFT), rounded to float; C2R overwrites its input
  *  (with NaNs), as cuFFT's out-of-place C2R may. */
@@ -428,6 +428,9 @@ int pk_emu_cufft_plan2d(int *plan, int nx, int ny, int type);
 int pk_emu_cufft_exec_r2c(int plan, float *in, float2 *out);
 int pk_emu_cufft_exec_c2r(int plan, float2 *in, float *out);
 int pk_emu_cufft_destroy(int plan);
+/** cufftExecC2C (plans of type C2C 0x29; direction -1 forward, +1 inverse), in or out of
+ *  place: the same direct DFT in double, rows then columns. */
+int pk_emu_cufft_exec_c2c(int plan, float2 *in, float2 *out, int direction);
 
 /** CUB's cub::DeviceScan::ExclusiveSum(in, out, n) on stream st. */
 inline cudaError_t pk_emu_exclusive_sum(const unsigned *in, unsigned *out, int n, cudaStream_t st)

@@ -89,13 +89,7 @@
 #define GR_ATOMIC_THREADS 128
 #define GR_SKIPPED (-1)        /* record.z of a skipped visibility */
 
-/* What a plan's kernels share (passed by value). */
-struct gr_geom {
-    int g, os, num_planes;
-    float grid_scale, w_scale;
-    int u_origin, v_origin, th; /* tile lattice: tile column of cell u is (u - u_origin) / 32 */
-    int ctu, ctv;               /* the centre tile */
-};
+#include "grid_locate.cuh" /* gr_geom, gr_locate (shared with degrid.cu) */
 
 /* The part of the tile lattice a band covers, and which visibilities are tiled. */
 struct gr_band {
@@ -123,29 +117,6 @@ __device__ __forceinline__ void gr_atomic_add_f64(double *p, double v)
 #else
     atomicAdd(p, v);
 #endif
-}
-
-/* pk_gr_locate in device arithmetic: _rn intrinsics so that nothing is contracted into an
- * FMA, C roundf (halves away from zero), correctly rounded sqrt. */
-__device__ __forceinline__ int gr_locate(const gr_geom &q, const int *support, float uu, float vv,
-                                         float ww, float vre, float vim, float wt, int &w, int &s,
-                                         int &gu, int &gv, int &ou, int &ov)
-{
-    if (!isfinite(uu) || !isfinite(vv) || !isfinite(ww) || !isfinite(vre) || !isfinite(vim) ||
-        !isfinite(wt))
-        return 1;
-    const float pos_u = __fmul_rn(-uu, q.grid_scale), pos_v = __fmul_rn(vv, q.grid_scale);
-    const float ru = roundf(pos_u), rv = roundf(pos_v);
-    if (!(fabsf(ru) <= (float)q.g) || !(fabsf(rv) <= (float)q.g)) return 1;
-    const float wf = roundf(__fsqrt_rn(fabsf(__fmul_rn(ww, q.w_scale))));
-    w = wf < (float)(q.num_planes - 1) ? (int)wf : q.num_planes - 1;
-    s = support[w];
-    gu = (int)ru + q.g / 2;
-    gv = (int)rv + q.g / 2;
-    if (gu - s < 0 || gu + s >= q.g || gv - s < 0 || gv + s >= q.g) return 1;
-    ou = (int)roundf(__fmul_rn(__fsub_rn(ru, pos_u), (float)q.os));
-    ov = (int)roundf(__fmul_rn(__fsub_rn(rv, pos_v), (float)q.os));
-    return 0;
 }
 
 /* Chebyshev distance in tiles from the centre tile to the farthest tile the footprint meets. */
@@ -465,6 +436,8 @@ struct gr_plan {
     int ev_stage[GR_EVENTS], nev;
     double stage_s[ST_N];
     gr_dbuf buf[B_N];
+    float2 *dev_grid; /* pk_cuda_gr_run_device: the g x g device grid the run adds into (the
+                         kernels write it in place: no sub-grid, no bands, no copies) */
     char name[256];
 };
 PK_CUDA_XFER_FIRST(gr_plan);
@@ -846,6 +819,7 @@ static pk_status gr_prepare_band(gr_plan *h, const gr_band *b, const gr_box *box
 {
     const int g = h->p.grid_size, pitch = box->u1 - box->u0 + 1, rows = b->v1 - b->v0 + 1;
     float2 *sub = (float2 *)h->buf[B_SUB].p;
+    if (h->dev_grid) return PK_OK; /* the kernels add into the device grid itself */
     if (region_is_zero(grid, g, box, b->v0, b->v1)) {
         int slot;
         PK_TRY(ev_begin(h, ST_TRANSFER, h->s_copy, &slot));
@@ -871,10 +845,15 @@ static pk_status gr_prepare_band(gr_plan *h, const gr_band *b, const gr_box *box
 static pk_status gr_band_batch(gr_plan *h, const gr_band *b, const gr_box *box, int cnt,
                                const float *grid, int first)
 {
-    const int pitch = box->u1 - box->u0 + 1, sub_rows = b->v1 - b->v0 + 1;
+    /* the sub-grid: the box's band (pitch its width), or the band's cells of the device
+     * grid (pitch g) */
+    const int cols = box->u1 - box->u0 + 1, sub_rows = b->v1 - b->v0 + 1;
+    const int pitch = h->dev_grid ? h->p.grid_size : cols;
     const int4 *geo = (const int4 *)h->buf[B_GEO].p;
     const float2 *val = (const float2 *)h->buf[B_VAL].p;
-    float2 *sub = (float2 *)h->buf[B_SUB].p;
+    float2 *sub = h->dev_grid
+                      ? h->dev_grid + (size_t)b->v0 * (size_t)h->p.grid_size + (size_t)box->u0
+                      : (float2 *)h->buf[B_SUB].p;
     const unsigned blocks_n = (unsigned)((cnt + GR_LOCATE_THREADS - 1) / GR_LOCATE_THREADS);
     int slot;
     if (b->rad_max >= 0) {
@@ -942,7 +921,7 @@ static pk_status gr_band_batch(gr_plan *h, const gr_band *b, const gr_box *box, 
 #define GR_TILE_ARGS                                                                           \
     h->q, *b, (const int *)h->d_support, (const unsigned *)h->d_roff,                           \
         (const float2 *)h->d_kern, geo, val, (const unsigned *)bucket, (const unsigned *)start, \
-        sub, pitch, box->u0, b->v0, sub_rows, pitch, P, central, cb_c0, cb_c1, cb_r0, cb_r1
+        sub, pitch, box->u0, b->v0, sub_rows, cols, P, central, cb_c0, cb_c1, cb_r0, cb_r1
             if (h->nw == 1)
                 e = gr_launch(gr_tile_kernel<1>, dim3((unsigned)nblocks), block, st, GR_TILE_ARGS);
             else if (h->nw == 2)
@@ -1076,7 +1055,7 @@ static pk_status gr_run(gr_plan *h, const pk_grid_data *d, float *grid, pk_gr_re
     const size_t room = avail > used ? (avail - used) / 20 * 19 : 0; /* 5 %: tile arrays, scan */
     const size_t row_bytes = (size_t)pitch * 8 + (size_t)(pitch / GR_TW + 2) * 8 / (size_t)h->th;
     size_t rows = room / row_bytes;
-    if (rows >= (size_t)height)
+    if (rows >= (size_t)height || h->dev_grid) /* a device grid is one band (no sub-grid) */
         rows = (size_t)height;
     else
         rows = rows / (size_t)h->th * (size_t)h->th; /* bands of whole tile rows */
@@ -1084,7 +1063,7 @@ static pk_status gr_run(gr_plan *h, const pk_grid_data *d, float *grid, pk_gr_re
              "grid: %d rows of the %d-column bounding box do not fit device %d beside the "
              "visibilities (%zu bytes left)",
              h->th, pitch, h->xf.device, room);
-    PK_TRY(buf_ensure(h, B_SUB, rows * (size_t)pitch * 8, "sub-grid"));
+    if (!h->dev_grid) PK_TRY(buf_ensure(h, B_SUB, rows * (size_t)pitch * 8, "sub-grid"));
     const int tc0 = (box.u0 - h->q.u_origin) / GR_TW, tc1 = (box.u1 - h->q.u_origin) / GR_TW;
 
     for (int v0 = box.v0; v0 <= box.v1;) {
@@ -1106,7 +1085,6 @@ static pk_status gr_run(gr_plan *h, const pk_grid_data *d, float *grid, pk_gr_re
             PK_TRY(buf_ensure(h, B_START, (ntiles + 1) * 4, "tile starts"));
         }
         const int sub_rows = v1 - v0 + 1;
-        float2 *sub = (float2 *)h->buf[B_SUB].p;
         for (size_t bt = 0; bt < nbatch; ++bt) {
             const size_t first = bt * batch;
             const int cnt = (int)(n - first < batch ? n - first : batch);
@@ -1120,6 +1098,11 @@ static pk_status gr_run(gr_plan *h, const pk_grid_data *d, float *grid, pk_gr_re
         GR_CUDA(cudaStreamSynchronize(h->s_comp), "cudaStreamSynchronize(grid band)");
         GR_CUDA(cudaStreamSynchronize(h->s_aux), "cudaStreamSynchronize(grid band)");
         res->grid_touched = 1;
+        if (h->dev_grid) { /* the cells are in place */
+            v0 = v1 + 1;
+            continue;
+        }
+        float2 *sub = (float2 *)h->buf[B_SUB].p;
         char what[64];
         snprintf(what, sizeof what, "grid rows %d..%d from device", v0, v1);
         double t = 0;
@@ -1155,6 +1138,21 @@ extern "C" pk_status pk_cuda_gr_run(void *impl, const pk_grid_data *data, float 
         pk_gr_stage(res, gr_stage_names[st], h->stage_s[st]);
     }
     return PK_OK;
+}
+
+/* The same run adding into the g x g complex64 device grid dev_grid (cuda/image.cu: the grid
+ * stays where its FFT runs): the kernels write its cells in place, nothing of it crosses the
+ * link; the stage "transfer" is the visibilities' upload alone.  The caller has dev_grid ready
+ * (zeroed or holding an earlier run's sum) before the call; the run returns once every kernel
+ * writing it is done (its streams synchronised). */
+extern "C" pk_status pk_cuda_gr_run_device(void *impl, const pk_grid_data *data, void *dev_grid,
+                                           pk_gr_result *res)
+{
+    gr_plan *h = (gr_plan *)impl;
+    h->dev_grid = (float2 *)dev_grid;
+    const pk_status s = pk_cuda_gr_run(impl, data, NULL, res);
+    h->dev_grid = NULL;
+    return s;
 }
 
 /* The grid kernel family on this backend (lib/internal.h, pk_gr_ops). */

@@ -1,7 +1,7 @@
 # cuda/: CUDA kernels (*.cu) behind extern "C" launchers, and the CUDA backend's table.
 # Built when configure found nvcc; linked with the static CUDA runtime (no libcudart.so).
 EXTRA_DIST += cuda/diffusion3d.cu cuda/conv2d.cu cuda/conv2d_fft.cu cuda/magicfilter3d.cu cuda/runtime.cu \
-	cuda/laplace2d.cu cuda/su3.cu cuda/dslash.cu cuda/grid.cu \
+	cuda/laplace2d.cu cuda/su3.cu cuda/dslash.cu cuda/grid.cu cuda/image.cu cuda/degrid.cu cuda/grid_locate.cuh \
 	cuda/cuda_internal.h cuda/backend_cuda.c
 if HAVE_CUDA
 libportkern_la_SOURCES += \
@@ -13,6 +13,9 @@ libportkern_la_SOURCES += \
 	cuda/conv2d_fft.cu \
 	cuda/magicfilter3d.cu \
 	cuda/grid.cu \
+	cuda/image.cu \
+	cuda/degrid.cu \
+	cuda/grid_locate.cuh \
 	cuda/laplace2d.cu \
 	cuda/su3.cu \
 	cuda/dslash.cu

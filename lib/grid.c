@@ -461,6 +461,8 @@ pk_status pk_grid_plan_execute(pk_grid_plan *plan, const pk_grid_data *d, float 
     return pk_grid_plan_run(plan, d, grid, norm, num_skipped, info);
 }
 
+void *pk_grid_plan_impl(const pk_grid_plan *plan) { return plan->c.impl; }
+
 void pk_grid_plan_destroy(pk_grid_plan *plan)
 {
     if (!plan) return;

@@ -24,6 +24,8 @@ pk_status pk_gr_stack_init(pk_gr_stack *st, const pk_grid_params *p, const int32
 void pk_gr_stack_free(pk_gr_stack *st);
 /** d: NULL pointers, num_vis overflow (pk_grid's checks of a visibility list). */
 pk_status pk_gr_validate_data(const pk_grid_data *d);
+/** The backend plan of a grid plan (lib/image.c's CUDA path hands it to cuda/image.cu). */
+void *pk_grid_plan_impl(const pk_grid_plan *plan);
 
 /* A host plan's own copy of the compact stack (the serial grid plan; the serial and OpenMP
  * degrid plans). */

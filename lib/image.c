@@ -8,7 +8,13 @@
  * (pk_fftwf_planner).  No fftshift copies: the grid's centre cell g/2 is the origin of u, so
  *     sum_a G[a] e^{+2 pi i (a - g/2) p / g} = (-1)^p (FFT G)[p mod g]      (g even)
  * and the shift is a sign (-1)^(px + py) on the pixels read (and, for degridding, on the
- * pixels written before the forward transform), folded into the correction factors. */
+ * pixels written before the forward transform), folded into the correction factors.
+ *
+ * On CUDA the FFT runs where the grid is (docs/KERNELS.md 7.7): an image plan whose grid plan
+ * runs on CUDA makes cuda/image.cu's plan instead of the host FFT (grid, cuFFT and crop on
+ * the device), a degrid plan on the "cuda" variant predicts through cuda/degrid.cu
+ * (placement, cuFFT, gather); both with the factors made here (im_scorr), both falling back
+ * to the host FFT when cuFFT cannot be loaded or the device lacks the memory. */
 #include "grid_host.h"
 
 #include <math.h>
@@ -132,10 +138,7 @@ pk_status pk_image_correction(const pk_image_params *p, const int32_t *support,
     return im_correction(p, support, kernels, corr, kappa);
 }
 
-/* ---- degrid: the kernel class the dispatcher uses ----------------------------------------- */
-#ifdef PK_HAVE_CUDA
-const pk_dg_ops pk_cuda_dg_ops = {.variants = NULL}; /* not yet: the next step */
-#endif
+/* ---- degrid: the kernel class the dispatcher uses (CUDA's table: cuda/degrid.cu) ---------- */
 
 static pk_status dg_create_on(const pk_backend_ops *backend, const void *kops, void *state,
                               int device, const void *desc, const char *variant, int threads,
@@ -274,6 +277,31 @@ static void im_host_free(im_host *h)
     h->scorr = NULL;
 }
 
+/* scorr[x] = (-1)^(x - N/2) / c(x - N/2), x in [0, N) (allocated here), and kappa: the
+ * factors of the crop and of its adjoint, on the host and on CUDA (cuda/image.cu). */
+static pk_status im_scorr(const pk_image_params *p, const int32_t *support, const float *kernels,
+                          float **scorr, double *kappa)
+{
+    const int n = p->image_size;
+    double *corr = malloc((size_t)n * sizeof *corr);
+    float *sc = malloc((size_t)n * sizeof *sc);
+    if (!corr || !sc) {
+        free(corr);
+        free(sc);
+        return pk_fail(PK_ENOMEM, "image: out of host memory");
+    }
+    pk_status s = im_correction(p, support, kernels, corr, kappa);
+    if (s == PK_OK)
+        for (int x = 0; x < n; ++x) sc[x] = (float)((((x - n / 2) & 1) ? -1.0 : 1.0) / corr[x]);
+    free(corr);
+    if (s != PK_OK) {
+        free(sc);
+        return s;
+    }
+    *scorr = sc;
+    return PK_OK;
+}
+
 static pk_status im_host_init(im_host *h, const pk_image_params *p, const int32_t *support,
                               const float *kernels, int sign, int nt)
 {
@@ -281,19 +309,8 @@ static pk_status im_host_init(im_host *h, const pk_image_params *p, const int32_
     h->p = *p;
     h->sign = sign;
     h->nt = nt;
-    const int n = p->image_size, g = p->grid.grid_size;
-    double *corr = malloc((size_t)n * sizeof *corr);
-    h->scorr = malloc((size_t)n * sizeof *h->scorr);
-    if (!corr || !h->scorr) {
-        free(corr);
-        return pk_fail(PK_ENOMEM, "image: out of host memory");
-    }
-    pk_status s = im_correction(p, support, kernels, corr, &h->kappa);
-    if (s == PK_OK)
-        for (int x = 0; x < n; ++x)
-            h->scorr[x] = (float)((((x - n / 2) & 1) ? -1.0 : 1.0) / corr[x]);
-    free(corr);
-    if (s != PK_OK) return s;
+    const int g = p->grid.grid_size;
+    PK_TRY(im_scorr(p, support, kernels, &h->scorr, &h->kappa));
     size_t bytes, cbytes;
     PK_CHECK(pk_mul3_size((size_t)g, (size_t)g, sizeof(fftwf_complex), &bytes) == 0 &&
                  pk_mul3_size((size_t)g, IM_BATCH, sizeof(fftwf_complex), &cbytes) == 0,
@@ -473,17 +490,46 @@ struct pk_image_plan {
 #endif
     pk_grid_plan *gp;
     pk_run_info created; /* the grid plan's choice, for the run infos */
+    pk_image_params p;
+    void *dev;           /* cuda/image.cu's plan when the grid plan runs on CUDA (the FFT
+                            where the grid is), else NULL: the host FFT */
 };
 
 void pk_image_plan_destroy(pk_image_plan *plan)
 {
     if (!plan) return;
+#ifdef PK_HAVE_CUDA
+    pk_cuda_im_destroy(plan->dev); /* before the grid plan: its device is still held */
+#endif
     pk_grid_plan_destroy(plan->gp);
 #ifdef PK_HAVE_FFTW
     im_host_free(&plan->h);
 #endif
     free(plan);
 }
+
+#if defined(PK_HAVE_CUDA) && defined(PK_HAVE_FFTW)
+/* The CUDA path (cuda/image.cu).  cuFFT missing or the grid too large for the device: the
+ * host FFT instead, said in the reason; other failures are the plan's. */
+static pk_status im_cuda_init(pk_image_plan *pl, const pk_image_params *p,
+                              const int32_t *support, const float *kernels)
+{
+    float *sc;
+    double kappa;
+    PK_TRY(im_scorr(p, support, kernels, &sc, &kappa));
+    pk_status s = pk_cuda_im_create(pk_grid_plan_impl(pl->gp), p->grid.grid_size,
+                                    p->image_size, sc, &pl->dev);
+    free(sc);
+    if (s == PK_ENOBACKEND || s == PK_EDEVMEM || s == PK_EUNSUPPORTED) {
+        pk_append_note(pl->created.reason, sizeof pl->created.reason,
+                       "no on-device FFT (%s)", pk_last_error());
+        pk_clear_error();
+        pl->dev = NULL;
+        return PK_OK;
+    }
+    return s;
+}
+#endif
 
 pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx, const pk_image_params *p,
                                const char *variant, const int32_t *support, const float *kernels,
@@ -506,16 +552,26 @@ pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx, const pk_i
     PK_TRY(im_correction(p, support, kernels, NULL, NULL)); /* refused before any plan */
     pk_image_plan *pl = calloc(1, sizeof *pl);
     if (!pl) return pk_fail(PK_ENOMEM, "image: out of host memory");
+    pl->p = *p;
     pk_status s = pk_grid_plan_create(&pl->gp, ctx, &p->grid, variant, support, kernels,
                                       &pl->created);
-    if (s == PK_OK)
+#ifdef PK_HAVE_CUDA
+    if (s == PK_OK && pl->created.backend == PK_BACKEND_CUDA)
+        s = im_cuda_init(pl, p, support, kernels);
+#endif
+    if (s == PK_OK && !pl->dev)
         s = im_host_init(&pl->h, p, support, kernels, FFTW_BACKWARD,
                          im_threads_for(ctx, pl->created.backend));
     if (s != PK_OK) {
         pk_image_plan_destroy(pl);
         return s;
     }
-    im_host_note(&pl->h, pl->created.backend, pl->created.reason, sizeof pl->created.reason);
+    if (pl->dev)
+        pk_append_note(pl->created.reason, sizeof pl->created.reason,
+                       "grid, FFT (cuFFT C2C) and crop on the device; only the %d x %d image "
+                       "downloaded", p->image_size, p->image_size);
+    else
+        im_host_note(&pl->h, pl->created.backend, pl->created.reason, sizeof pl->created.reason);
     if (info) {
         *info = pl->created;
         info->setup_s = pk_now() - t0;
@@ -526,6 +582,39 @@ pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx, const pk_i
     return PK_OK;
 #endif
 }
+
+#if defined(PK_HAVE_CUDA) && defined(PK_HAVE_FFTW)
+static pk_status im_cuda_execute(pk_image_plan *plan, const pk_grid_data *d, float *image,
+                                 double *norm, int64_t *num_skipped, pk_run_info *info)
+{
+    const double t0 = pk_now();
+    const int g = plan->p.grid.grid_size, n = plan->p.image_size;
+    const double gg = (double)g * g;
+    pk_gr_result gr;
+    double st[4];
+    PK_TRY(pk_cuda_im_run(plan->dev, pk_grid_plan_impl(plan->gp), d, image, &gr, st));
+    if (norm) *norm = gr.norm;
+    if (num_skipped) *num_skipped = gr.num_skipped;
+    if (info) {
+        *info = plan->created;
+        info->setup_s = 0;
+        info->kernel_s = st[0] + st[1] + st[2];
+        info->transfer_s = st[3];
+        info->flops = 8.0 * gr.updates + im_fft_flops(g);
+        /* the grid kernels' cells, the FFT (the grid read and written once per axis), the
+         * zeroing and the crop; the visibilities' 24 bytes */
+        info->bytes = 8.0 * gr.updates + 24.0 * (double)d->num_vis + 8.0 * gg * 5.0 +
+                      12.0 * (double)n * n;
+        info->num_stages = 0;
+        im_stage(info, "grid", st[0]);
+        im_stage(info, "fft", st[1]);
+        im_stage(info, "correct", st[2]);
+        im_stage(info, "transfer", st[3]);
+        info->wall_s = pk_now() - t0;
+    }
+    return PK_OK;
+}
+#endif
 
 pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, float *image,
                                 double *norm, int64_t *num_skipped, pk_run_info *info)
@@ -540,6 +629,9 @@ pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, floa
     (void)num_skipped;
     return pk_fail(PK_EUNSUPPORTED, "pk_image: %s", IM_NO_FFTW);
 #else
+#ifdef PK_HAVE_CUDA
+    if (plan->dev) return im_cuda_execute(plan, d, image, norm, num_skipped, info);
+#endif
     im_host *h = &plan->h;
     const int g = h->p.grid.grid_size, n = h->p.image_size;
     const double gg = (double)g * g;
@@ -610,6 +702,7 @@ struct pk_degrid_plan {
 #endif
     pk_choice c;
     int have_choice;
+    int dev; /* the choice runs on CUDA with the FFT on the device (pk_cuda_dg_predict) */
 };
 
 void pk_degrid_plan_destroy(pk_degrid_plan *plan)
@@ -650,16 +743,42 @@ pk_status pk_degrid_plan_create(pk_degrid_plan **plan, pk_context *ctx, const pk
     }
     pk_status s = pk_dispatch(ctx, &dg_class, variant, &st.d, NULL, NULL, &pl->c);
     pk_gr_stack_free(&st);
-    if (s == PK_OK) {
-        pl->have_choice = 1;
+    if (s == PK_OK) pl->have_choice = 1;
+#ifdef PK_HAVE_CUDA
+    if (s == PK_OK && pl->c.backend == PK_BACKEND_CUDA) {
+        /* the FFT where the grid is; cuFFT missing: the host FFT, said in the reason */
+        float *sc;
+        double kappa;
+        s = im_scorr(p, support, kernels, &sc, &kappa);
+        if (s == PK_OK) {
+            s = pk_cuda_dg_image_init(pl->c.impl, p->image_size, sc, kappa);
+            free(sc);
+            if (s == PK_OK) {
+                pl->dev = 1;
+                pl->h.p = *p;
+                pl->h.kappa = kappa;
+            } else if (s == PK_ENOBACKEND || s == PK_EDEVMEM) {
+                pk_append_note(pl->c.reason, sizeof pl->c.reason, "no on-device FFT (%s)",
+                               pk_last_error());
+                pk_clear_error();
+                s = PK_OK;
+            }
+        }
+    }
+#endif
+    if (s == PK_OK && !pl->dev)
         s = im_host_init(&pl->h, p, support, kernels, FFTW_FORWARD,
                          im_threads_for(ctx, pl->c.backend));
-    }
     if (s != PK_OK) {
         pk_degrid_plan_destroy(pl);
         return s;
     }
-    im_host_note(&pl->h, pl->c.backend, pl->c.reason, sizeof pl->c.reason);
+    if (pl->dev)
+        pk_append_note(pl->c.reason, sizeof pl->c.reason,
+                       "model placed, FFT (cuFFT C2C) and gather on the device; the grid never "
+                       "crosses the link");
+    else
+        im_host_note(&pl->h, pl->c.backend, pl->c.reason, sizeof pl->c.reason);
     pl->c.setup_s = pk_now() - t0;
     pl->c.plan_bytes = 8.0 * (double)p->grid.grid_size * p->grid.grid_size;
     if (info) {
@@ -688,6 +807,28 @@ pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model, const
     const int g = h->p.grid.grid_size;
     const double gg = (double)g * g;
     const double t0 = pk_now();
+#ifdef PK_HAVE_CUDA
+    if (plan->dev) {
+        pk_dg_result res;
+        double st[4];
+        PK_TRY(pk_cuda_dg_predict(plan->c.impl, model, d, vis, &res, st));
+        if (num_skipped) *num_skipped = res.num_skipped;
+        if (info) {
+            pk_choice_info(&plan->c, info);
+            info->setup_s = 0;
+            info->kernel_s = res.kernel_s;
+            info->transfer_s = res.transfer_s;
+            info->flops = 8.0 * res.updates + im_fft_flops(g);
+            info->bytes = 24.0 * res.updates + 8.0 * gg * 5.0;
+            im_stage(info, "place", st[0]);
+            im_stage(info, "fft", st[1]);
+            im_stage(info, "degrid", st[2]);
+            im_stage(info, "transfer", st[3]);
+            info->wall_s = pk_now() - t0;
+        }
+        return PK_OK;
+    }
+#endif
     im_rows r = {h, model, NULL, (float)(1.0 / h->kappa), 0};
     pk_parallel_range((size_t)h->p.image_size, IM_BATCH, (size_t)(gg * 8), h->nt, im_degrid_cols,
                       &r);

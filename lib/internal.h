@@ -490,6 +490,23 @@ typedef struct pk_dg_ops {
     void (*destroy)(void *impl);
 } pk_dg_ops;
 
+/* The dirty image on CUDA (cuda/image.cu, docs/KERNELS.md 7.7): lib/image.c makes this plan
+ * beside a grid plan whose choice runs on CUDA (gr_impl: that plan's impl, grid.cu's); the
+ * grid, its FFT and the crop stay on the device.  scorr[n]: lib/image.c's factors
+ * (-1)^(x - n/2) / c(x - n/2).  A run fills gres as the grid run did and stage_s[4] with
+ * "grid", "fft", "correct", "transfer". */
+pk_status pk_cuda_im_create(void *gr_impl, int g, int n, const float *scorr, void **impl);
+pk_status pk_cuda_im_run(void *impl, void *gr_impl, const pk_grid_data *d, float *image,
+                         pk_gr_result *gres, double *stage_s);
+void pk_cuda_im_destroy(void *impl);
+/* Degrid on CUDA (cuda/degrid.cu): lib/image.c's degrid plan, on a "cuda" degrid choice
+ * (impl: its plan), gives it the model's factors once (scorr as above, kappa), then predicts
+ * with the placement, the FFT and the gather on the device; stage_s[4]: "place", "fft",
+ * "degrid", "transfer".  PK_ENOBACKEND from init when cuFFT cannot be loaded. */
+pk_status pk_cuda_dg_image_init(void *impl, int n, const float *scorr, double kappa);
+pk_status pk_cuda_dg_predict(void *impl, const float *model, const pk_grid_data *d, float *vis,
+                             pk_dg_result *res, double *stage_s);
+
 /* laplace2d: the plan holds the field (in desc->layout) on the device. */
 typedef struct pk_lp_ops {
     const char *variants;

@@ -694,9 +694,13 @@ PK_API pk_status pk_grid_expand_kernels(const pk_grid_params *p, const int32_t *
  * to what is non-zero or needed, threaded by the library) and the g x g complex64 grid
  * buffer are made once; each execute runs on the caller's arrays.  On OpenCL the grid is
  * made on the device and downloaded (degrid: the box of the transformed grid uploaded), the
- * FFT runs on the host (the run info's reason says so).  Run info: the grid step's backend,
+ * FFT runs on the host (the run info's reason says so).  On CUDA the grid, a cuFFT transform
+ * and the crop (degrid: the placement, cuFFT and the gather, variant "cuda") run on the device
+ * and only the image (the model) and the visibilities cross the link, with stages "grid",
+ * "fft", "correct", "transfer" ("place", "fft", "degrid", "transfer"); without libcufft the
+ * host FFT, said in the reason (docs/KERNELS.md 7.7).  Run info: the grid step's backend,
  * device and variant; stages "zero", "grid", "fft rows", "fft cols+crop" (image) or
- * "place+fft cols", "fft rows", "degrid" (degrid); flops 8 per grid update plus the full
+ * "place+fft cols", "fft rows", "degrid" (degrid) on the host FFT; flops 8 per grid update plus the full
  * transform's 5 g^2 log2(g^2) (a model: the pruned passes do less). */
 #define PK_IMAGE_SEPARABLE_TOL 1e-3
 #define PK_IMAGE_MIN_CORRECTION 1e-3

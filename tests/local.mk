@@ -117,7 +117,7 @@ tests_test_gr_gen_CPPFLAGS = $(AM_CPPFLAGS)
 tests_test_gr_gen_LDADD = libportkern.la $(FFTW3_LIBS)
 # image and degrid (docs/KERNELS.md 7): the generator's kernels of any size (its own copy of
 # grid_gen.c, as test_gr_gen) and a double FFT of its own for the oracle.
-tests_test_image_SOURCES = tests/test_image.c lib/gen/grid_gen.c lib/gen/grid_gen.h
+tests_test_image_SOURCES = tests/test_image.c tests/im_common.h lib/gen/grid_gen.c lib/gen/grid_gen.h
 tests_test_image_CPPFLAGS = $(AM_CPPFLAGS)
 tests_test_image_CFLAGS = $(AM_CFLAGS) -pthread
 tests_test_image_LDADD = libportkern.la $(FFTW3_LIBS) -lpthread
@@ -134,6 +134,7 @@ PK_EMU_TESTS = \
 	tests/test_cv_cuda_emu \
 	tests/test_mf_cuda_emu \
 	tests/test_gr_cuda_emu \
+	tests/test_im_cuda_emu \
 	tests/test_lp_cuda_emu \
 	tests/test_s3_cuda_emu \
 	tests/test_ds_cuda_emu \
@@ -163,6 +164,16 @@ tests_test_mf_cuda_emu_SOURCES = tests/test_mf_cuda_emu.c tests/cuda_emu_magicfi
 	lib/ref/magicfilter3d_ref.c
 tests_test_gr_cuda_emu_SOURCES = tests/test_gr_cuda_emu.c tests/cuda_emu_grid.cc \
 	lib/ref/grid_ref.c
+# the image on CUDA: image.cu over grid.cu's plan and conv2d_fft.cu's cuFFT loader; the
+# oracles of tests/im_common.h (the generator's kernels, FFTW double)
+tests_test_im_cuda_emu_SOURCES = tests/test_im_cuda_emu.c tests/im_common.h \
+	tests/cuda_emu_image.cc tests/cuda_emu_degrid.cc tests/cuda_emu_grid.cc \
+	tests/cuda_emu_conv2d_fft.cc \
+	lib/ref/grid_ref.c lib/gen/grid_gen.c lib/gen/grid_gen.h
+tests_test_im_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
+tests_test_im_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
+tests_test_im_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
+tests_test_im_cuda_emu_LDADD = $(PK_EMU_LDADD) $(FFTW3_LIBS)
 tests_test_lp_cuda_emu_SOURCES = tests/test_lp_cuda_emu.c tests/cuda_emu_laplace2d.cc \
 	lib/ref/laplace2d_ref.c
 tests_test_s3_cuda_emu_SOURCES = tests/test_s3_cuda_emu.c tests/cuda_emu_su3.cc
