@@ -31,4 +31,11 @@ noinst_PROGRAMS += mpi/bench_mpi
 mpi_bench_mpi_SOURCES = mpi/bench_mpi.c
 mpi_bench_mpi_CPPFLAGS = $(tests_test_mpi_CPPFLAGS)
 mpi_bench_mpi_LDADD = libportkern-mpi.la libportkern.la $(MPI_LIBS)
+
+# The command line's --mpi (tools/cli_mpi.c): portkern and portkern-probe link
+# libportkern-mpi; without MPI they build as before, and --mpi says there is none.
+tools_portkern_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/mpi -DPK_HAVE_MPI $(MPI_CFLAGS)
+tools_portkern_LDADD = libportkern-mpi.la libportkern.la $(MPI_LIBS)
+tools_portkern_probe_CPPFLAGS = $(tools_portkern_CPPFLAGS)
+tools_portkern_probe_LDADD = $(tools_portkern_LDADD)
 endif

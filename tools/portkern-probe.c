@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "cli_mpi.h"
 
 static const char *const prog = "portkern-probe";
 
@@ -238,6 +239,8 @@ int main(int argc, char **argv)
     cli_json j;
     int b;
 
+    if (cli_mpi_requested(argc - 1, argv + 1))
+        return cli_mpi_probe(argc - 1, argv + 1); /* each rank's host and backend */
     rc = cli_parse(prog, argc - 1, argv + 1, opts, pos, 0, &npos);
     if (rc == CLI_HELP) {
         usage(stdout);
