@@ -31,11 +31,19 @@ noinst_PROGRAMS += mpi/bench_mpi
 mpi_bench_mpi_SOURCES = mpi/bench_mpi.c
 mpi_bench_mpi_CPPFLAGS = $(tests_test_mpi_CPPFLAGS)
 mpi_bench_mpi_LDADD = libportkern-mpi.la libportkern.la $(MPI_LIBS)
+endif
 
-# The command line's --mpi (tools/cli_mpi.c): portkern and portkern-probe link
-# libportkern-mpi; without MPI they build as before, and --mpi says there is none.
-tools_portkern_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/mpi -DPK_HAVE_MPI $(MPI_CFLAGS)
-tools_portkern_LDADD = libportkern-mpi.la libportkern.la $(MPI_LIBS)
+# The command line's --mpi (tools/cli_mpi.c): with MPI, portkern and portkern-probe link
+# libportkern-mpi; without it they build as before (the same flags both ways, so the objects
+# keep one name), and --mpi says there is none.
+if HAVE_MPI
+PK_CLI_MPI_CPPFLAGS = -I$(top_srcdir)/mpi -DPK_HAVE_MPI $(MPI_CFLAGS)
+PK_CLI_MPI_LIBS = libportkern-mpi.la $(MPI_LIBS)
+else
+PK_CLI_MPI_CPPFLAGS =
+PK_CLI_MPI_LIBS =
+endif
+tools_portkern_CPPFLAGS = $(AM_CPPFLAGS) $(PK_CLI_MPI_CPPFLAGS)
+tools_portkern_LDADD = $(PK_CLI_MPI_LIBS) libportkern.la
 tools_portkern_probe_CPPFLAGS = $(tools_portkern_CPPFLAGS)
 tools_portkern_probe_LDADD = $(tools_portkern_LDADD)
-endif
