@@ -164,6 +164,15 @@ static void report(MPI_Comm comm, const char *kernel, const char *params_json,
     free(sall);
 }
 
+/* PK_OK on every rank when every rank's allocations succeeded, else PK_ENOMEM on every
+ * rank (a rank that stopped alone would leave the others in the plan's collectives). */
+static pk_status agree_alloc(int ok)
+{
+    int all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all ? PK_OK : PK_ENOMEM;
+}
+
 /* Keep the info of the fastest call (every rank keeps its own; wall_s decides). */
 static void keep_best(pk_mpi_info *best, const pk_mpi_info *info, int first)
 {
@@ -192,7 +201,7 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             return st;
         size_t plane = (size_t)a->nx * a->ny, L = (size_t)(info.i1 - info.i0);
         float *f = malloc(L * plane * sizeof *f + 4);
-        st = f ? PK_OK : PK_ENOMEM;
+        st = agree_alloc(f != NULL);
         for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
             for (size_t i = 0; i < L * plane; ++i)
                 f[i] = (float)(1.0 + 0.5 * hval((size_t)info.i0 * plane + i, a->seed));
@@ -207,8 +216,10 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
                  a->kw);
         size_t nk = (size_t)a->kh * a->kw;
         float *psf = malloc(nk * sizeof *psf + 4);
-        if (!psf)
-            return PK_ENOMEM;
+        if ((st = agree_alloc(psf != NULL)) != PK_OK) {
+            free(psf);
+            return st;
+        }
         for (size_t i = 0; i < nk; ++i)
             psf[i] = (float)((1.0 + 0.5 * hval(i, a->seed + 1)) / (double)nk);
         pk_mpi_conv2d_plan *pl = NULL;
@@ -218,7 +229,7 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             return st;
         size_t n = (size_t)(info.i1 - info.i0) * a->w;
         float *img = malloc(n * sizeof *img + 4), *out = malloc(n * sizeof *out + 4);
-        st = img && out ? PK_OK : PK_ENOMEM;
+        st = agree_alloc(img && out);
         for (size_t i = 0; st == PK_OK && i < n; ++i)
             img[i] = (float)(1.0 + 0.5 * hval((size_t)info.i0 * a->w + i, a->seed));
         for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
@@ -238,7 +249,7 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
         size_t L = (size_t)(info.i1 - info.i0);
         double *u = malloc(L * 18 * 8 + 8), *psi = malloc(L * 24 * 8 + 8);
         double *chi = malloc(L * 24 * 8 + 8);
-        st = u && psi && chi ? PK_OK : PK_ENOMEM;
+        st = agree_alloc(u && psi && chi);
         if (st == PK_OK) {
             pk_lqcd_random_su3((uint64_t)a->seed * 7919u + (uint64_t)info.rank, L, u);
             pk_lqcd_random_complex((uint64_t)a->seed * 7919u + 4099u + (uint64_t)info.rank,
@@ -271,7 +282,7 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
         pk_mpi_magicfilter3d_plan_slab(pl, &xp, &yp);
         size_t nx = (size_t)xp * ins[1] * ins[2], ny = (size_t)yp * outs[1] * outs[2];
         double *x = malloc(nx * sizeof *x + 8), *y = malloc(ny * sizeof *y + 8);
-        st = x && y ? PK_OK : PK_ENOMEM;
+        st = agree_alloc(x && y);
         for (size_t i = 0; st == PK_OK && i < nx; ++i)
             x[i] = 1.5 * hval((size_t)info.i0 * ins[1] * ins[2] + i, a->seed);
         for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
