@@ -9,9 +9,18 @@
  * lattice, so it wraps only into the two halo planes, whose outputs are dropped; an interior
  * site sees the same neighbours, links and order of terms as in one process: bitwise.
  * The links' halo planes (all four mu, both sides: real links, so recon12 rebuilds honest
- * rows there too) are exchanged once at plan creation, psi's every execute.  Half-spinor
- * faces (12 doubles a site instead of 24, QUDA's projection) are not done
- * (docs/SCALING.md). */
+ * rows there too) are exchanged once at plan creation, psi's every execute.
+ *
+ * Half spinors (pk_mpi_options.half): the interior uses the plane below only through
+ * (1 + gamma_t) psi and the plane above through (1 - gamma_t) psi.  With DeGrand-Rossi's
+ * gamma_t (spins 0 <-> 2, 1 <-> 3) both are fixed by two spin components:
+ * (1 + gamma_t) psi = (a, b, a, b), a = psi0 + psi2, b = psi1 + psi3, and
+ * (1 - gamma_t) psi = (a', b', -a', -b'), a' = psi0 - psi2, b' = psi1 - psi3.  A rank sends
+ * its top plane's (a, b) up and its bottom plane's (a', b') down (12 doubles a site) and
+ * rebuilds each halo site as (a, b, 0, 0) or (a', b', 0, 0), whose projections are the same
+ * (a + 0, a' - 0: exact).  The kernel then projects the rebuilt spinor, or multiplies it
+ * whole: the sums differ from one process by the order of roundings only, within
+ * docs/KERNELS.md 4c (tests/test_mpi.c; docs/SCALING.md says what was seen). */
 #include "mpi_internal.h"
 
 #include <stdlib.h>
@@ -21,6 +30,10 @@ struct pk_mpi_dslash_plan {
     MPI_Comm comm;
     pkm_slabs s;
     pkm_halo halo; /* psi planes: 1 below, 1 above, periodic */
+    int half;      /* half spinors: up (each rank receives the plane below) and down (above) */
+    pkm_halo up, down;
+    double *face[4]; /* half: sent plus (top plane), sent minus (bottom), received below,
+                        received above; [vol3][2][3] complex each */
     pk_context *ctx;
     int owned;
     pk_dslash_params p;
@@ -39,6 +52,10 @@ static void ds_free(pk_mpi_dslash_plan *pl) {
     if (pl->owned)
         pk_context_destroy(pl->ctx);
     pkm_halo_free(&pl->halo);
+    pkm_halo_free(&pl->up);
+    pkm_halo_free(&pl->down);
+    for (int k = 0; k < 4; k++)
+        free(pl->face[k]);
     pkm_slabs_free(&pl->s);
     MPI_Comm_free(&pl->comm);
     free(pl);
@@ -72,7 +89,8 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
         free(pl);
         return st;
     }
-    pl->halo.row_type = MPI_DATATYPE_NULL;
+    pl->halo.row_type = pl->up.row_type = pl->down.row_type = MPI_DATATYPE_NULL;
+    pl->half = opt && opt->half;
     MPI_Comm_dup(comm, &pl->comm);
     /* field by field: the struct's padding (after recon12) holds whatever the caller's had */
     memset(&pl->p, 0, sizeof pl->p);
@@ -123,8 +141,23 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
         }
     }
     pkm_halo_free(&uh);
-    if (st == PK_OK)
+    if (st == PK_OK && !pl->half) {
         st = pkm_halo_make(&pl->halo, pl->comm, &pl->s, one, one + R, 1, sp * sizeof(double));
+    } else if (st == PK_OK) { /* one plane from below (up), one from above (down) */
+        int *zero = calloc((size_t)R, sizeof *zero);
+        size_t hb = pl->vol3 * 12 * sizeof(double);
+        st = zero ? PK_OK : PK_ENOMEM;
+        if (st == PK_OK)
+            st = pkm_halo_make(&pl->up, pl->comm, &pl->s, one, zero, 1, hb);
+        if (st == PK_OK)
+            st = pkm_halo_make(&pl->down, pl->comm, &pl->s, zero, one, 1, hb);
+        for (int k = 0; st == PK_OK && k < 4; k++)
+            if (!(pl->face[k] = pkm_alloc64(hb)))
+                st = PK_ENOMEM;
+        if (st == PK_ENOMEM)
+            pkm_set_error("out of memory for the half-spinor faces");
+        free(zero);
+    }
     free(one);
     st = pkm_agree(pl->comm, st, NULL, NULL);
     if (st != PK_OK)
@@ -153,6 +186,25 @@ fail:
     return st;
 }
 
+/* The two spin components that fix (1 + sign gamma_t) psi on each site of a plane:
+ * psi0 + sign psi2, psi1 + sign psi3, colours and re / im as they are. */
+static void project(const double *psi, size_t vol3, int sign, double *half) {
+    for (size_t i = 0; i < vol3; i++) {
+        const double *p = psi + i * 24;
+        double *h = half + i * 12;
+        for (int k = 0; k < 12; k++) /* spins 0, 1 (12 reals) against spins 2, 3 */
+            h[k] = sign > 0 ? p[k] + p[k + 12] : p[k] - p[k + 12];
+    }
+}
+
+/* A halo plane of spinors (h0, h1, 0, 0) from the received halves. */
+static void rebuild(const double *half, size_t vol3, double *psi) {
+    for (size_t i = 0; i < vol3; i++) {
+        memcpy(psi + i * 24, half + i * 12, 12 * sizeof(double));
+        memset(psi + i * 24 + 12, 0, 12 * sizeof(double));
+    }
+}
+
 PK_MPI_API pk_status pk_mpi_dslash_plan_execute(pk_mpi_dslash_plan *pl, const double *psi,
                                                 double *chi, pk_mpi_info *info) {
     if (!pl) {
@@ -177,9 +229,22 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_execute(pk_mpi_dslash_plan *pl, const do
         return st;
     double t1 = pkm_now();
     memcpy(pl->psi + sp, psi, slab * sizeof(double));
-    pkm_src src = {psi, NULL, NULL, 0};
-    pkm_halo_start(&pl->halo, &src, pl->psi, pl->psi + ((size_t)pl->L + 1) * sp, info);
-    pkm_halo_finish(&pl->halo);
+    if (!pl->half) {
+        pkm_src src = {psi, NULL, NULL, 0};
+        pkm_halo_start(&pl->halo, &src, pl->psi, pl->psi + ((size_t)pl->L + 1) * sp, info);
+        pkm_halo_finish(&pl->halo);
+    } else {
+        project(pl->psi + (size_t)pl->L * sp, pl->vol3, 1, pl->face[0]); /* top plane */
+        project(pl->psi + sp, pl->vol3, -1, pl->face[1]);                /* bottom plane */
+        pkm_src up = {pl->face[0], NULL, pl->face[0], 1};
+        pkm_src down = {pl->face[1], pl->face[1], NULL, 1};
+        pkm_halo_start(&pl->up, &up, pl->face[2], NULL, info);
+        pkm_halo_start(&pl->down, &down, NULL, pl->face[3], info);
+        pkm_halo_finish(&pl->up);
+        pkm_halo_finish(&pl->down);
+        rebuild(pl->face[2], pl->vol3, pl->psi);
+        rebuild(pl->face[3], pl->vol3, pl->psi + ((size_t)pl->L + 1) * sp);
+    }
     double t2 = pkm_now();
     st = pk_dslash_plan_execute(pl->local, pl->u, pl->psi, pl->chi, &info->local);
     if (st != PK_OK)

@@ -67,6 +67,10 @@ typedef struct pk_mpi_options {
                             runs the slab with its halos; -1 (the default): 0
                             (docs/SCALING.md: measured) */
     const char *variant; /* the local kernel's variant (NULL: the local backend's choice) */
+    int half;            /* dslash: 1 sends the t-faces spin-projected, half spinors (12
+                            doubles a site instead of 24, QUDA's way), rebuilt into the halo
+                            planes: within docs/KERNELS.md 4c's tolerance, not promised
+                            bitwise; 0 (the default): full spinors, bitwise */
 } pk_mpi_options;
 PK_MPI_API void pk_mpi_options_init(pk_mpi_options *opt);
 
@@ -195,9 +199,12 @@ PK_MPI_API void pk_mpi_magicfilter3d_plan_destroy(pk_mpi_magicfilter3d_plan *pla
  * planes i0 .. i1 - 1: u complex128 [4][i1 - i0][z][y][x][3][3] (for each mu its planes of
  * U_mu) at plan creation, psi and chi complex128 [i1 - i0][z][y][x][4][3] at execute.  The
  * link planes i0 - 1 and i1 (mod t) come from the neighbours once, at creation; the psi
- * planes every execute (full spinors, 24 doubles a site).  The local dslash runs on the
- * rank's L + 2 planes; the halo planes' outputs are dropped.  Bitwise the single-process
- * result of the same variant (tests/test_mpi.c).  chi may be psi. */
+ * planes every execute: full spinors (24 doubles a site), or with pk_mpi_options.half the
+ * spin projections the hops use, (1 + gamma_t) psi from below and (1 - gamma_t) psi from
+ * above (12 doubles a site), rebuilt into halo spinors with the same projection.  The local
+ * dslash runs on the rank's L + 2 planes; the halo planes' outputs are dropped.  Full
+ * spinors: bitwise the single-process result of the same variant; half: within
+ * docs/KERNELS.md 4c's tolerance (tests/test_mpi.c checks both).  chi may be psi. */
 typedef struct pk_mpi_dslash_plan pk_mpi_dslash_plan;
 PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Comm comm,
                                                pk_context *ctx, const pk_dslash_params *p,

@@ -12,6 +12,7 @@
  * of all ranks (MPI_Allreduce); the script turns them into TAP.  Exit status 0 when all pass. */
 #include "portkern_mpi.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -358,7 +359,7 @@ static void mf_case(pk_context *ctx, const char *variant, int n1, int n2, int n3
 
 /* ---- dslash ----------------------------------------------------------------------------- */
 static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, int T,
-                    int recon12, int in_place) {
+                    int recon12, int in_place, int half) {
     pk_dslash_params p = {X, Y, Z, T, 0.125, recon12};
     size_t vol3 = (size_t)X * Y * Z, vol = vol3 * (size_t)T;
     double *u = malloc(4 * vol * 18 * sizeof *u), *psi = malloc(vol * 24 * sizeof *psi);
@@ -368,6 +369,7 @@ static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, i
     pk_mpi_options o;
     pk_mpi_options_init(&o);
     o.variant = variant;
+    o.half = half;
     /* this rank's planes (the block rule, as the plan applies it) */
     int i0 = 0, i1 = 0, ok = pk_mpi_block(T, nranks, rank, &i0, &i1) == PK_OK;
     size_t L = (size_t)(i1 - i0);
@@ -381,6 +383,7 @@ static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, i
     pk_mpi_dslash_plan *pl = NULL;
     pk_mpi_info info;
     memset(&info, 0, sizeof info);
+    double rel = 0, differ = 0;
     pk_status st = pk_mpi_dslash_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, ul, &o, &info);
     ok = ok && st == PK_OK && info.i0 == i0 && info.i1 == i1;
     if (!ok)
@@ -394,13 +397,31 @@ static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, i
             fprintf(stderr, "rank %d: pk_dslash: %s\n", rank, pk_last_error());
             ok = 0;
         }
-        if (ok)
-            ok = memcmp(out, ref + (size_t)i0 * vol3 * 24, L * vol3 * 24 * sizeof *out) == 0;
+        const double *r = ref + (size_t)i0 * vol3 * 24;
+        if (ok && !half)
+            ok = memcmp(out, r, L * vol3 * 24 * sizeof *out) == 0;
+        if (ok && half) { /* docs/KERNELS.md 4c: norm-wise, the bar 1e-12 */
+            double loc[3] = {0, 0, 0}, all[3];
+            for (size_t i = 0; i < L * vol3 * 24; i++) {
+                loc[0] += (out[i] - r[i]) * (out[i] - r[i]);
+                loc[1] += r[i] * r[i];
+                loc[2] += out[i] != r[i];
+            }
+            MPI_Allreduce(loc, all, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            rel = sqrt(all[0] / all[1]);
+            differ = all[2];
+            ok = rel <= 1e-12;
+        }
         if (!ok)
             fprintf(stderr, "rank %d: dslash %s planes [%d, %d) differ\n", rank, variant, i0, i1);
     }
-    check(ok, "dslash %s %dx%dx%dx%d%s%s: t-slabs bitwise equal to one process", variant, X, Y,
-          Z, T, recon12 ? " recon12" : "", in_place ? " chi = psi" : "");
+    if (half)
+        check(ok, "dslash %s %dx%dx%dx%d%s half spinors: within 1e-12 norm-wise of one process "
+                  "(rel %.2g, %.0f of %zu reals differ)", variant, X, Y, Z, T,
+              recon12 ? " recon12" : "", rel, differ, vol * 24);
+    else
+        check(ok, "dslash %s %dx%dx%dx%d%s%s: t-slabs bitwise equal to one process", variant, X,
+              Y, Z, T, recon12 ? " recon12" : "", in_place ? " chi = psi" : "");
     pk_mpi_dslash_plan_destroy(pl);
     free(u);
     free(psi);
@@ -631,9 +652,12 @@ int main(int argc, char **argv) {
     }
     int nd = variants_of(ctx, pk_dslash_variants, names, 16);
     for (int v = 0; v < nd; v++) {
-        ds_case(ctx, names[v], 4, 3, 2, 7, 0, 0); /* uneven t over 2, 3, 4 ranks */
-        ds_case(ctx, names[v], 4, 4, 4, 8, 1, 0);
-        ds_case(ctx, names[v], 2, 4, 3, nranks, 0, 1); /* one t-plane per rank, chi = psi */
+        ds_case(ctx, names[v], 4, 3, 2, 7, 0, 0, 0); /* uneven t over 2, 3, 4 ranks */
+        ds_case(ctx, names[v], 4, 4, 4, 8, 1, 0, 0);
+        ds_case(ctx, names[v], 2, 4, 3, nranks, 0, 1, 0); /* one t-plane per rank, chi = psi */
+        ds_case(ctx, names[v], 4, 3, 2, 7, 0, 0, 1);      /* half-spinor faces */
+        ds_case(ctx, names[v], 4, 4, 4, 8, 1, 0, 1);
+        ds_case(ctx, names[v], 2, 4, 3, nranks, 0, 1, 1);
     }
     if (nv == 0 || nl == 0 || nc == 0 || ns == 0 || nm == 0 || nd == 0)
         skip("no serial or OpenMP backend", "some kernel has no variant here");

@@ -65,7 +65,7 @@ done
 # entry for every rank, the others nothing) and `portkern-probe --mpi`.
 pk=./tools/portkern
 for np in 1 3; do
-    for args in "dslash --dims 2,2,3,5 --recon12" "magicfilter3d --size 8x6x9 --bc shrink" \
+    for args in "dslash --dims 2,2,3,5 --recon12" "dslash --dims 2,3,2,4 --half" "magicfilter3d --size 8x6x9 --bc shrink" \
                 "magicfilter3d --size 7 --transpose" "diffusion3d --nx 8 --ny 8 --nz 9 --count 3" \
                 "conv2d --h 9 --w 8 --kh 3 --kw 3" "su3 --nv 100"; do
         kern=${args%% *}

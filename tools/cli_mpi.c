@@ -36,13 +36,13 @@ static const struct {
     {"conv2d", " h w kh kw "},
     {"su3", " nv "},
     {"magicfilter3d", " n1 n2 n3 size transpose bc "},
-    {"dslash", " x y z t dims kappa recon12 "},
+    {"dslash", " x y z t dims kappa recon12 half "},
     {NULL, NULL},
 };
 
 typedef struct mpi_args {
     const char *variant, *backend, *size, *dims, *bc;
-    int mpi, threads, repeat, seed, count, transpose, recon12;
+    int mpi, threads, repeat, seed, count, transpose, recon12, half;
     int nx, ny, nz, h, w, kh, kw, nv, n1, n2, n3, x, y, z, t;
     double kappa;
 } mpi_args;
@@ -187,6 +187,7 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
     pk_mpi_options o;
     pk_mpi_options_init(&o);
     o.variant = a->variant;
+    o.half = a->half;
     pk_mpi_info info;
     memset(&info, 0, sizeof info);
     pk_status st = PK_OK;
@@ -295,8 +296,8 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
     } else { /* dslash */
         pk_dslash_params p = {a->x, a->y, a->z, a->t, a->kappa, a->recon12};
         snprintf(pj, pjlen, "\"x\": %d, \"y\": %d, \"z\": %d, \"t\": %d, \"kappa\": %.17g, "
-                 "\"recon12\": %s", a->x, a->y, a->z, a->t, a->kappa,
-                 a->recon12 ? "true" : "false");
+                 "\"recon12\": %s, \"half\": %s", a->x, a->y, a->z, a->t, a->kappa,
+                 a->recon12 ? "true" : "false", a->half ? "true" : "false");
         int i0 = 0, i1 = 0, rank = 0, n = 1;
         MPI_Comm_rank(comm, &rank);
         MPI_Comm_size(comm, &n);
@@ -351,7 +352,7 @@ static void mpi_run_usage(FILE *f)
         "  magicfilter3d  --size N1xN2xN3 | --n1 N --n2 N --n3 N (64) --transpose\n"
         "                 --bc periodic|grow|shrink\n"
         "  dslash         --dims X,Y,Z,T | --x N --y N --z N --t N (8,8,8,16) --kappa F\n"
-        "                 (0.125) --recon12\n"
+        "                 (0.125) --recon12 --half (half-spinor faces: 12 doubles a site)\n"
         "common: --variant V, --backend B, --threads N (per rank; default 1), --repeat N (1),\n"
         "        --seed S (1).\n");
 }
@@ -415,6 +416,7 @@ int cli_mpi_run(int argc, char **argv)
     n = cli_opt_add(opts, n, "dims", CLI_STRING, &a.dims, &seen[n], 0, 0);
     n = cli_opt_add(opts, n, "kappa", CLI_DOUBLE, &a.kappa, &seen[n], 1e-300, 1e300);
     n = cli_opt_add(opts, n, "recon12", CLI_FLAG, &a.recon12, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "half", CLI_FLAG, &a.half, &seen[n], 0, 0);
 
     /* Every rank parses the same words; only rank 0 says what is wrong. */
     int saved = -1;
