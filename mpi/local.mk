@@ -33,7 +33,12 @@ mpi_bench_mpi_CPPFLAGS = $(tests_test_mpi_CPPFLAGS)
 mpi_bench_mpi_LDADD = libportkern-mpi.la libportkern.la $(MPI_LIBS)
 endif
 
-# The command line's --mpi (tools/cli_mpi.c): with MPI, portkern and portkern-probe link
+# The command line's --mpi (tools/cli_mpi.c, tools/cli_mpi.h), listed here rather than in
+# tools/local.mk so that the tools' own list stays as it is: compiled in every build (stubs
+# without MPI), with the fuzz targets' PK_CLI_SOURCES too.
+PK_CLI_SOURCES += tools/cli_mpi.c tools/cli_mpi.h
+tools_portkern_probe_SOURCES += tools/cli_mpi.c tools/cli_mpi.h
+# Its flags: with MPI, portkern and portkern-probe link
 # libportkern-mpi; without it they build as before (the same flags both ways, so the objects
 # keep one name), and --mpi says there is none.
 if HAVE_MPI

@@ -5,8 +5,5 @@ PK_CLI_SOURCES = tools/cli_common.c tools/cli_common.h \
 	tools/cli_kernel.h tools/cli_driver.c tools/cli_diffusion3d.c \
 	tools/cli_conv2d.c tools/cli_magicfilter3d.c tools/cli_laplace2d.c tools/cli_su3.c \
 	tools/cli_dslash.c tools/cli_grid.c
-# The MPI part (tools/cli_mpi.c; its build flags: mpi/local.mk): stubs without MPI.
-PK_CLI_SOURCES += tools/cli_mpi.c tools/cli_mpi.h
 tools_portkern_SOURCES = tools/portkern.c $(PK_CLI_SOURCES)
-tools_portkern_probe_SOURCES = tools/portkern-probe.c tools/cli_common.c tools/cli_common.h \
-	tools/cli_mpi.c tools/cli_mpi.h
+tools_portkern_probe_SOURCES = tools/portkern-probe.c tools/cli_common.c tools/cli_common.h
