@@ -236,3 +236,8 @@ int pkm_depth(const pkm_slabs *s, int requested) {
     int d = thinnest / 4;
     return d < 1 ? 1 : d > 8 ? 8 : d;
 }
+
+void *pkm_alloc64(size_t bytes) {
+    void *p = NULL;
+    return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
+}

@@ -87,6 +87,9 @@ void pkm_info_begin(pk_mpi_info *info, const pkm_slabs *s, int lo, int hi);
  * thinnest slab, at least 1: the same on every rank (it depends on the gathered slabs). */
 int pkm_depth(const pkm_slabs *s, int requested);
 
+/* 64-byte aligned memory (free with free); bytes 0: 64 bytes. */
+void *pkm_alloc64(size_t bytes);
+
 /* The caller's context, or a new one with the defaults (*owned = 1). */
 pk_status pkm_context(pk_context *ctx, pk_context **out, int *owned);
 

@@ -37,11 +37,6 @@ struct pk_mpi_laplace2d_plan {
     pk_laplace2d_plan *local;
 };
 
-static void *alloc64(size_t bytes) {
-    void *p = NULL;
-    return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
-}
-
 static void lp_free(pk_mpi_laplace2d_plan *pl) {
     pk_laplace2d_plan_destroy(pl->local);
     free(pl->ext);
@@ -147,10 +142,10 @@ PK_MPI_API pk_status pk_mpi_laplace2d_plan_create(pk_mpi_laplace2d_plan **plan, 
     }
     if (st == PK_OK) {
         size_t rows = (size_t)(pl->single ? pl->L : pl->L + 2 * pl->d);
-        pl->ext = alloc64(rows * (size_t)pl->l * sizeof(float));
+        pl->ext = pkm_alloc64(rows * (size_t)pl->l * sizeof(float));
         if (!pl->single) {
             pl->next = malloc(rows * (size_t)pl->l * sizeof(float));
-            pl->sq = alloc64((size_t)pl->m * (size_t)pl->m * sizeof(float));
+            pl->sq = pkm_alloc64((size_t)pl->m * (size_t)pl->m * sizeof(float));
         }
         if (!pl->ext || (!pl->single && (!pl->next || !pl->sq))) {
             pkm_set_error("out of memory for the slab, its halos and a tile");

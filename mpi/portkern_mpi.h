@@ -18,7 +18,8 @@
  *    rank makes the call return the same failing status on every rank, never a hang.  The
  *    status returned is the most negative one, pk_mpi_last_error() gives the detail of the
  *    lowest rank that had it, prefixed "rank R: ".
- *  - The split axis (diffusion3d: z, laplace2d and conv2d: rows, su3: sites) is divided in
+ *  - The split axis (diffusion3d: z, laplace2d and conv2d: rows, su3: sites, magicfilter3d:
+ *    i3, dslash: t) is divided in
  *    slabs [i0, i1), one per rank in rank order, covering [0, n) without gaps or overlaps,
  *    each non-empty.  A caller may give its own slab (pk_mpi_options.i0, i1); else the block rule
  *    pk_mpi_block applies.  More ranks than planes (or rows, or sites) is an error on every
@@ -66,6 +67,10 @@ typedef struct pk_mpi_options {
                             runs the slab with its halos; -1 (the default): 0
                             (docs/SCALING.md: measured) */
     const char *variant; /* the local kernel's variant (NULL: the local backend's choice) */
+    int half;            /* dslash: 1 sends the t-faces spin-projected, half spinors (12
+                            doubles a site instead of 24, QUDA's way), rebuilt into the halo
+                            planes: within docs/KERNELS.md 4c's tolerance, not promised
+                            bitwise; 0 (the default): full spinors, bitwise */
 } pk_mpi_options;
 PK_MPI_API void pk_mpi_options_init(pk_mpi_options *opt);
 
@@ -159,6 +164,55 @@ PK_MPI_API pk_status pk_mpi_su3_plan_create(pk_mpi_su3_plan **plan, MPI_Comm com
 PK_MPI_API pk_status pk_mpi_su3_plan_execute(pk_mpi_su3_plan *plan, const double *u,
                                              const double *psi, double *chi, pk_mpi_info *info);
 PK_MPI_API void pk_mpi_su3_plan_destroy(pk_mpi_su3_plan *plan);
+
+/* ---- magicfilter3d: slabs of i3 (the slowest axis) with halo planes of the filter's reach --
+ * p holds the global grid (the same on every rank); the slabs [i0, i1) split n3.  Each rank's
+ * x and y are planes of the global arrays, whole along i1 and i2 (x [xp][in n2][in n1], y
+ * [yp][out n2][out n1], pk_magicfilter3d_shapes' extents):
+ *  - PERIODIC: x and y planes i0 .. i1 - 1 (xp = yp = i1 - i0); the rank receives the 8
+ *    planes below and 7 above (MFT: 7 and 8), mod n3, from whichever rank holds them.
+ *  - GROW: x planes i0 .. i1 - 1; y (n3 + 15 planes) the same planes, and the last rank also
+ *    the 15 extra ones (yp = i1 - i0 + 15 there); a rank receives the min(15, i0) x planes
+ *    below its slab.
+ *  - SHRINK: x (n3 + 15 planes) planes i0 .. i1 - 1, the last rank also the 15 extra ones;
+ *    y planes i0 .. i1 - 1; a rank receives the 15 x planes above its slab (the last: none).
+ * pk_mpi_magicfilter3d_plan_slab gives xp and yp.  The rank runs one local 3-D call on its
+ * planes with the halo planes (the same bc) and keeps the outputs that read no wrapped or
+ * missing plane: the same products as one process; tests/test_mpi.c checks every serial and
+ * OpenMP variant bitwise against one process (docs/SCALING.md).  y must not overlap x. */
+typedef struct pk_mpi_magicfilter3d_plan pk_mpi_magicfilter3d_plan;
+PK_MPI_API pk_status pk_mpi_magicfilter3d_plan_create(pk_mpi_magicfilter3d_plan **plan,
+                                                      MPI_Comm comm, pk_context *ctx,
+                                                      const pk_magicfilter3d_params *p,
+                                                      const pk_mpi_options *opt,
+                                                      pk_mpi_info *info);
+/** This rank's planes of x and y (local, not collective). */
+PK_MPI_API pk_status pk_mpi_magicfilter3d_plan_slab(const pk_mpi_magicfilter3d_plan *plan,
+                                                    int *x_planes, int *y_planes);
+PK_MPI_API pk_status pk_mpi_magicfilter3d_plan_execute(pk_mpi_magicfilter3d_plan *plan,
+                                                       const double *x, double *y,
+                                                       pk_mpi_info *info);
+PK_MPI_API void pk_mpi_magicfilter3d_plan_destroy(pk_mpi_magicfilter3d_plan *plan);
+
+/* ---- dslash: slabs of t-planes, one halo t-plane on each side ----------------------------
+ * p holds the global lattice (the same on every rank), split along t.  Each rank passes its
+ * planes i0 .. i1 - 1: u complex128 [4][i1 - i0][z][y][x][3][3] (for each mu its planes of
+ * U_mu) at plan creation, psi and chi complex128 [i1 - i0][z][y][x][4][3] at execute.  The
+ * link planes i0 - 1 and i1 (mod t) come from the neighbours once, at creation; the psi
+ * planes every execute: full spinors (24 doubles a site), or with pk_mpi_options.half the
+ * spin projections the hops use, (1 + gamma_t) psi from below and (1 - gamma_t) psi from
+ * above (12 doubles a site), rebuilt into halo spinors with the same projection.  The local
+ * dslash runs on the rank's L + 2 planes; the halo planes' outputs are dropped.  Full
+ * spinors: bitwise the single-process result of the same variant; half: within
+ * docs/KERNELS.md 4c's tolerance (tests/test_mpi.c checks both).  chi may be psi. */
+typedef struct pk_mpi_dslash_plan pk_mpi_dslash_plan;
+PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Comm comm,
+                                               pk_context *ctx, const pk_dslash_params *p,
+                                               const double *u, const pk_mpi_options *opt,
+                                               pk_mpi_info *info);
+PK_MPI_API pk_status pk_mpi_dslash_plan_execute(pk_mpi_dslash_plan *plan, const double *psi,
+                                                double *chi, pk_mpi_info *info);
+PK_MPI_API void pk_mpi_dslash_plan_destroy(pk_mpi_dslash_plan *plan);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
  * of all ranks (MPI_Allreduce); the script turns them into TAP.  Exit status 0 when all pass. */
 #include "portkern_mpi.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -301,6 +302,135 @@ static void s3_case(pk_context *ctx, const char *variant, int layout, size_t nv)
     free(ref);
 }
 
+/* ---- magicfilter3d ---------------------------------------------------------------------- */
+static void mf_case(pk_context *ctx, const char *variant, int n1, int n2, int n3, int transpose,
+                    int bc) {
+    pk_magicfilter3d_params p = {n1, n2, n3, transpose, bc};
+    size_t ins[3], outs[3];
+    if (pk_magicfilter3d_shapes(&p, ins, outs) != PK_OK)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    size_t nin = ins[0] * ins[1] * ins[2], nout = outs[0] * outs[1] * outs[2];
+    size_t ipl = ins[1] * ins[2], opl = outs[1] * outs[2];
+    double *x = malloc(nin * sizeof *x), *ref = malloc(nout * sizeof *ref);
+    for (size_t i = 0; i < nin; i++)
+        x[i] = 3.0 * val(i) - 3.0; /* [-1.5, 1.5) */
+    pk_mpi_options o;
+    pk_mpi_options_init(&o);
+    o.variant = variant;
+    pk_mpi_magicfilter3d_plan *pl = NULL;
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    pk_status st = pk_mpi_magicfilter3d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, &info);
+    int ok = st == PK_OK;
+    if (!ok)
+        fprintf(stderr, "rank %d: magicfilter3d create: %s\n", rank, pk_mpi_last_error());
+    if (ok) {
+        int xp = 0, yp = 0;
+        pk_mpi_magicfilter3d_plan_slab(pl, &xp, &yp);
+        double *y = malloc((size_t)yp * opl * sizeof *y + 1);
+        st = pk_mpi_magicfilter3d_plan_execute(pl, x + (size_t)info.i0 * ipl, y, &info);
+        ok = st == PK_OK;
+        if (!ok)
+            fprintf(stderr, "rank %d: magicfilter3d execute: %s\n", rank, pk_mpi_last_error());
+        if (ok && pk_magicfilter3d(ctx, &p, variant, x, ref, NULL) != PK_OK) {
+            fprintf(stderr, "rank %d: pk_magicfilter3d: %s\n", rank, pk_last_error());
+            ok = 0;
+        }
+        if (ok)
+            ok = memcmp(y, ref + (size_t)info.i0 * opl, (size_t)yp * opl * sizeof *y) == 0;
+        if (!ok) {
+            double e = 0;
+            for (size_t i = 0; i < (size_t)yp * opl; i++) {
+                double d = y[i] - ref[(size_t)info.i0 * opl + i];
+                e = d > e ? d : -d > e ? -d : e;
+            }
+            fprintf(stderr, "rank %d: magicfilter3d %s planes from %d differ (max abs %.3g)\n",
+                    rank, variant, info.i0, e);
+        }
+        free(y);
+    }
+    static const char *bcs[] = {"periodic", "grow", "shrink"};
+    check(ok, "magicfilter3d %s %dx%dx%d %s %s: slabs bitwise equal to one process", variant,
+          n1, n2, n3, transpose ? "MFT" : "MF", bcs[bc]);
+    pk_mpi_magicfilter3d_plan_destroy(pl);
+    free(x);
+    free(ref);
+}
+
+/* ---- dslash ----------------------------------------------------------------------------- */
+static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, int T,
+                    int recon12, int in_place, int half) {
+    pk_dslash_params p = {X, Y, Z, T, 0.125, recon12};
+    size_t vol3 = (size_t)X * Y * Z, vol = vol3 * (size_t)T;
+    double *u = malloc(4 * vol * 18 * sizeof *u), *psi = malloc(vol * 24 * sizeof *psi);
+    double *ref = malloc(vol * 24 * sizeof *ref);
+    pk_lqcd_random_su3(5, 4 * vol, u);
+    pk_lqcd_random_complex(6, vol * 12, psi);
+    pk_mpi_options o;
+    pk_mpi_options_init(&o);
+    o.variant = variant;
+    o.half = half;
+    /* this rank's planes (the block rule, as the plan applies it) */
+    int i0 = 0, i1 = 0, ok = pk_mpi_block(T, nranks, rank, &i0, &i1) == PK_OK;
+    size_t L = (size_t)(i1 - i0);
+    double *ul = malloc(4 * L * vol3 * 18 * sizeof *ul + 8), *pl_psi = malloc(L * vol3 * 24 * 8 + 8);
+    double *chi = malloc(L * vol3 * 24 * 8 + 8);
+    for (int mu = 0; ok && mu < 4; mu++)
+        memcpy(ul + (size_t)mu * L * vol3 * 18, u + ((size_t)mu * T + i0) * vol3 * 18,
+               L * vol3 * 18 * sizeof *u);
+    if (ok)
+        memcpy(pl_psi, psi + (size_t)i0 * vol3 * 24, L * vol3 * 24 * sizeof *psi);
+    pk_mpi_dslash_plan *pl = NULL;
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    double rel = 0, differ = 0;
+    pk_status st = pk_mpi_dslash_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, ul, &o, &info);
+    ok = ok && st == PK_OK && info.i0 == i0 && info.i1 == i1;
+    if (!ok)
+        fprintf(stderr, "rank %d: dslash create: %s\n", rank, pk_mpi_last_error());
+    if (ok) {
+        double *out = in_place ? pl_psi : chi;
+        ok = pk_mpi_dslash_plan_execute(pl, pl_psi, out, &info) == PK_OK;
+        if (!ok)
+            fprintf(stderr, "rank %d: dslash execute: %s\n", rank, pk_mpi_last_error());
+        if (ok && pk_dslash(ctx, &p, variant, u, psi, ref, NULL) != PK_OK) {
+            fprintf(stderr, "rank %d: pk_dslash: %s\n", rank, pk_last_error());
+            ok = 0;
+        }
+        const double *r = ref + (size_t)i0 * vol3 * 24;
+        if (ok && !half)
+            ok = memcmp(out, r, L * vol3 * 24 * sizeof *out) == 0;
+        if (ok && half) { /* docs/KERNELS.md 4c: norm-wise, the bar 1e-12 */
+            double loc[3] = {0, 0, 0}, all[3];
+            for (size_t i = 0; i < L * vol3 * 24; i++) {
+                loc[0] += (out[i] - r[i]) * (out[i] - r[i]);
+                loc[1] += r[i] * r[i];
+                loc[2] += out[i] != r[i];
+            }
+            MPI_Allreduce(loc, all, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            rel = sqrt(all[0] / all[1]);
+            differ = all[2];
+            ok = rel <= 1e-12;
+        }
+        if (!ok)
+            fprintf(stderr, "rank %d: dslash %s planes [%d, %d) differ\n", rank, variant, i0, i1);
+    }
+    if (half)
+        check(ok, "dslash %s %dx%dx%dx%d%s half spinors: within 1e-12 norm-wise of one process "
+                  "(rel %.2g, %.0f of %zu reals differ)", variant, X, Y, Z, T,
+              recon12 ? " recon12" : "", rel, differ, vol * 24);
+    else
+        check(ok, "dslash %s %dx%dx%dx%d%s%s: t-slabs bitwise equal to one process", variant, X,
+              Y, Z, T, recon12 ? " recon12" : "", in_place ? " chi = psi" : "");
+    pk_mpi_dslash_plan_destroy(pl);
+    free(u);
+    free(psi);
+    free(ref);
+    free(ul);
+    free(pl_psi);
+    free(chi);
+}
+
 /* ---- failures --------------------------------------------------------------------------- */
 /* Every rank got status `st`: the same failing status everywhere, and (optionally) a message
  * mentioning `needle`. */
@@ -434,6 +564,36 @@ static void failures_cases(pk_context *ctx) {
     agreed_failure(st, NULL, nranks > 1 ? "su3 with another layout on rank 0"
                                         : "su3 with a bad layout");
     pk_mpi_su3_plan_destroy(spl);
+    /* magicfilter3d: more ranks than planes; n3 that differs on the last rank */
+    pk_magicfilter3d_params mp = {8, 8, nranks - 1, 0, PK_MF_PERIODIC};
+    pk_mpi_magicfilter3d_plan *mpl = NULL;
+    st = pk_mpi_magicfilter3d_plan_create(&mpl, MPI_COMM_WORLD, ctx, &mp, NULL, NULL);
+    agreed_failure(st, nranks > 1 ? "more ranks than" : NULL,
+                   "magicfilter3d with n3 = ranks - 1");
+    pk_mpi_magicfilter3d_plan_destroy(mpl);
+    mpl = NULL;
+    mp.n3 = 16;
+    mp.bc = rank == nranks - 1 ? 7 : PK_MF_GROW; /* a bad bc on the last rank */
+    st = pk_mpi_magicfilter3d_plan_create(&mpl, MPI_COMM_WORLD, ctx, &mp, NULL, NULL);
+    agreed_failure(st, "bc", "magicfilter3d with bc 7 on the last rank");
+    pk_mpi_magicfilter3d_plan_destroy(mpl);
+
+    /* dslash: t < ranks (each rank must hold a t-plane); another kappa on rank 0 */
+    pk_dslash_params dp = {2, 2, 2, nranks - 1, 0.125, 0};
+    double dlinks[4 * 8 * 18];
+    pk_lqcd_random_su3(1, 4 * 8, dlinks);
+    pk_mpi_dslash_plan *dpl = NULL;
+    st = pk_mpi_dslash_plan_create(&dpl, MPI_COMM_WORLD, ctx, &dp, dlinks, NULL, NULL);
+    agreed_failure(st, nranks > 1 ? "more ranks than" : NULL, "dslash with t = ranks - 1");
+    pk_mpi_dslash_plan_destroy(dpl);
+    dpl = NULL;
+    dp.t = nranks;
+    if (rank == 0)
+        dp.kappa = nranks > 1 ? 0.25 : -1.0; /* one rank: a bad kappa, refused by the local plan */
+    st = pk_mpi_dslash_plan_create(&dpl, MPI_COMM_WORLD, ctx, &dp, dlinks, NULL, NULL);
+    agreed_failure(st, nranks > 1 ? "differ" : "kappa",
+                   nranks > 1 ? "dslash with another kappa on rank 0" : "dslash with kappa -1");
+    pk_mpi_dslash_plan_destroy(dpl);
 }
 
 int main(int argc, char **argv) {
@@ -481,7 +641,25 @@ int main(int argc, char **argv) {
         s3_case(ctx, names[v], PK_SU3_AOS, 1001);
         s3_case(ctx, names[v], PK_SU3_HVFO, 1001);
     }
-    if (nv == 0 || nl == 0 || nc == 0 || ns == 0)
+    int nm = variants_of(ctx, pk_magicfilter3d_variants, names, 16);
+    for (int v = 0; v < nm; v++) {
+        for (int bc = 0; bc < 3; bc++)
+            for (int tr = 0; tr < 2; tr++)
+                mf_case(ctx, names[v], 19, 6, 23, tr, bc);
+        mf_case(ctx, names[v], 17, 5, 6, 0, PK_MF_PERIODIC); /* halos wrap more than once */
+        mf_case(ctx, names[v], 5, 3, 6, 1, PK_MF_GROW);      /* halos from beyond a neighbour */
+        mf_case(ctx, names[v], 5, 3, 6, 0, PK_MF_SHRINK);
+    }
+    int nd = variants_of(ctx, pk_dslash_variants, names, 16);
+    for (int v = 0; v < nd; v++) {
+        ds_case(ctx, names[v], 4, 3, 2, 7, 0, 0, 0); /* uneven t over 2, 3, 4 ranks */
+        ds_case(ctx, names[v], 4, 4, 4, 8, 1, 0, 0);
+        ds_case(ctx, names[v], 2, 4, 3, nranks, 0, 1, 0); /* one t-plane per rank, chi = psi */
+        ds_case(ctx, names[v], 4, 3, 2, 7, 0, 0, 1);      /* half-spinor faces */
+        ds_case(ctx, names[v], 4, 4, 4, 8, 1, 0, 1);
+        ds_case(ctx, names[v], 2, 4, 3, nranks, 0, 1, 1);
+    }
+    if (nv == 0 || nl == 0 || nc == 0 || ns == 0 || nm == 0 || nd == 0)
         skip("no serial or OpenMP backend", "some kernel has no variant here");
 
     failures_cases(ctx);

@@ -61,6 +61,45 @@ for np in 1 2 3 4; do
     [ "$rc" -eq 0 ] || sed 's/^/# /' "$out.$np.err" | tail -n 20
 done
 
+# The command line: `portkern run KERNEL --mpi` (rank 0 prints one JSON line with a per_rank
+# entry for every rank, the others nothing) and `portkern-probe --mpi`.
+pk=./tools/portkern
+for np in 1 3; do
+    for args in "dslash --dims 2,2,3,5 --recon12" "dslash --dims 2,3,2,4 --half" "magicfilter3d --size 8x6x9 --bc shrink" \
+                "magicfilter3d --size 7 --transpose" "diffusion3d --nx 8 --ny 8 --nz 9 --count 3" \
+                "conv2d --h 9 --w 8 --kh 3 --kw 3" "su3 --nv 100"; do
+        kern=${args%% *}
+        timeout -k 10 "$limit" "$run" $over -np "$np" "$pk" run $args --mpi --repeat 2 \
+            > "$out.cli" 2> "$out.cli.err"
+        rc=$?
+        lines=$(wc -l < "$out.cli")
+        ranks=$(grep -o '"rank": [0-9]*' "$out.cli" | wc -l)
+        ok=1
+        [ "$rc" -eq 0 ] && [ "$lines" -eq 1 ] && [ "$ranks" -eq "$np" ] &&
+            grep -q "^{\"kernel\": \"$kern\", \"mpi\": true, \"ranks\": $np," "$out.cli" &&
+            grep -q '"compute_s": [0-9]' "$out.cli" && grep -q '"comm_s": [0-9]' "$out.cli" && ok=0
+        result $ok "mpirun -np $np portkern run $args --mpi: one JSON line, $np per_rank entries"
+        [ "$ok" -eq 0 ] || { sed 's/^/# /' "$out.cli" "$out.cli.err" | tail -n 20; }
+    done
+done
+# t below the ranks: refused on every rank, said once (by rank 0), usage status
+timeout -k 10 "$limit" "$run" $over -np 2 "$pk" run dslash --mpi --dims 2,2,2,1 \
+    > "$out.cli" 2> "$out.cli.err"
+rc=$?
+said=$(grep -c "more ranks than t planes" "$out.cli.err")
+ok=1
+[ "$rc" -ne 0 ] && [ "$said" -eq 1 ] && [ ! -s "$out.cli" ] && ok=0
+result $ok "mpirun -np 2 portkern run dslash --mpi with t = 1: refused, said once (rc $rc)"
+[ "$ok" -eq 0 ] || sed 's/^/# /' "$out.cli.err" | tail -n 20
+timeout -k 10 "$limit" "$run" $over -np 2 ./tools/portkern-probe --mpi --json \
+    > "$out.cli" 2> "$out.cli.err"
+rc=$?
+ok=1
+[ "$rc" -eq 0 ] && [ "$(grep -c '"backend"' "$out.cli")" -eq 2 ] && grep -q '"ranks": 2' "$out.cli" &&
+    ok=0
+result $ok "mpirun -np 2 portkern-probe --mpi --json: each rank's host and backend"
+[ "$ok" -eq 0 ] || sed 's/^/# /' "$out.cli" "$out.cli.err" | tail -n 20
+
 # An external program: libportkern-mpi installed into a scratch root (make install DESTDIR=),
 # built with nothing but `pkg-config --cflags --libs portkern-mpi` (prefix redefined to the
 # scratch root's: a sysroot would also move MPI's own paths), run on 2 ranks.

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "cli_mpi.h"
 
 static const char *const prog = "portkern-probe";
 
@@ -24,6 +25,9 @@ static void usage(FILE *f)
             "  --params        list the tuning parameters instead (probes nothing): name,\n"
             "                  value, source (default, env or caller), environment variable,\n"
             "                  accepted values, default and what it does\n"
+            "  --mpi           under mpirun: each rank's host and the backend, device and\n"
+            "                  variant auto picks there, printed by rank 0 (with --json:\n"
+            "                  one JSON document); needs a build with MPI\n"
             "  --version       print the library version\n"
             "  --help          this text\n"
             "\n"
@@ -238,6 +242,8 @@ int main(int argc, char **argv)
     cli_json j;
     int b;
 
+    if (cli_mpi_requested(argc - 1, argv + 1))
+        return cli_mpi_probe(argc - 1, argv + 1); /* each rank's host and backend */
     rc = cli_parse(prog, argc - 1, argv + 1, opts, pos, 0, &npos);
     if (rc == CLI_HELP) {
         usage(stdout);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cli_kernel.h"
+#include "cli_mpi.h"
 
 #define MAIN_PROG "portkern" /* library errors are reported as "portkern: ..." */
 
@@ -366,6 +367,8 @@ static void usage(FILE *f)
 static int cmd_kernel(const char *cmd, int argc, char **argv)
 {
     const char *prog = strcmp(cmd, "run") == 0 ? "portkern run" : "portkern gen";
+    if (strcmp(cmd, "run") == 0 && cli_mpi_requested(argc, argv))
+        return cli_mpi_run(argc, argv); /* a distributed plan (tools/cli_mpi.c) */
     const char *name = cli_kernel_operand(argc, argv);
     const cli_kernel *k = cli_kernel_find(name);
     if (k) return strcmp(cmd, "run") == 0 ? cli_run(k, argc, argv) : cli_gen(k, argc, argv);

@@ -1,0 +1,650 @@
+/* cli_mpi.c - the command line's MPI part: `mpirun -np N portkern run KERNEL --mpi ...` runs a
+ * distributed plan of libportkern-mpi (mpi/portkern_mpi.h) on generated data, each rank its
+ * slab on its own context; rank 0 prints one JSON line with every rank's compute and
+ * communication seconds, the other ranks print nothing.  `mpirun -np N portkern-probe --mpi`
+ * lists each rank's host and the backend auto picks there.  Kept apart from the generic
+ * driver (tools/cli_driver.c, which needs no MPI): a build without MPI compiles only the
+ * stubs at the end, which refuse --mpi. */
+#include "cli_common.h"
+#include "cli_mpi.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cli_mpi_requested(int argc, char **argv)
+{
+    for (int i = 0; i < argc && strcmp(argv[i], "--"); ++i)
+        if (strcmp(argv[i], "--mpi") == 0)
+            return 1;
+    return 0;
+}
+
+#ifdef PK_HAVE_MPI
+#include "portkern_mpi.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* The kernels with a distributed plan here, and the options each takes (besides the common
+ * ones: --mpi --variant --backend --threads --repeat --seed). */
+static const struct {
+    const char *name, *opts;
+} mpi_kernels[] = {
+    {"diffusion3d", " nx ny nz count "},
+    {"conv2d", " h w kh kw "},
+    {"su3", " nv "},
+    {"magicfilter3d", " n1 n2 n3 size transpose bc "},
+    {"dslash", " x y z t dims kappa recon12 half "},
+    {NULL, NULL},
+};
+
+typedef struct mpi_args {
+    const char *variant, *backend, *size, *dims, *bc;
+    int mpi, threads, repeat, seed, count, transpose, recon12, half;
+    int nx, ny, nz, h, w, kh, kw, nv, n1, n2, n3, x, y, z, t;
+    double kappa;
+} mpi_args;
+
+/* Deterministic data in [-1, 1) by global index and seed: the same field for any number of
+ * ranks. */
+static double hval(uint64_t i, int seed)
+{
+    uint64_t x = i * 0x9E3779B97F4A7C15ull + (uint64_t)seed * 0xD1B54A32D192ED03ull + 1;
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 32;
+    return (double)(x & 0xFFFFFF) / 8388608.0 - 1.0;
+}
+
+/* "AxBxC" (sep 'x') or "A,B,C,D" (sep ','): n integers >= 1, or one for all. */
+static int parse_ints(const char *prog, const char *opt, const char *s, char sep, int n, int *out)
+{
+    int k = 0;
+    const char *p = s;
+    while (k < n) {
+        char buf[32], why[128];
+        size_t len = strcspn(p, sep == 'x' ? "x" : ",");
+        if (len == 0 || len >= sizeof buf)
+            break;
+        memcpy(buf, p, len);
+        buf[len] = 0;
+        if (cli_to_int(buf, 1, 2147483647.0, &out[k], why, sizeof why))
+            return cli_usage_error(prog, "--%s %s: %s", opt, s, why);
+        k++;
+        p += len;
+        if (!*p)
+            break;
+        p++;
+    }
+    if (k == 1 && !*p) {
+        for (int i = 1; i < n; ++i)
+            out[i] = out[0];
+        return 0;
+    }
+    if (k != n || *p)
+        return cli_usage_error(prog, "--%s %s: expected %d integers >= 1 separated by '%c' (or "
+                                     "one for all)", opt, s, n, sep);
+    return 0;
+}
+
+/* The fastest repeat's info of each rank, gathered on rank 0 and printed as one JSON line. */
+static void report(MPI_Comm comm, const char *kernel, const char *params_json,
+                   const pk_mpi_info *best, int repeat)
+{
+    int rank = 0, n = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &n);
+    enum { ND = 9, NS = 3, SL = 128 };
+    double mine[ND] = {best->i0, best->i1, best->compute_s, best->comm_s, best->agree_s,
+                       best->wall_s, best->halo_bytes, (double)best->messages,
+                       best->local.device};
+    char smine[NS][SL];
+    int len = SL;
+    memset(smine, 0, sizeof smine);
+    MPI_Get_processor_name(smine[0], &len);
+    snprintf(smine[1], SL, "%s", pk_backend_name(best->local.backend));
+    snprintf(smine[2], SL, "%s", best->local.variant);
+    double *all = rank == 0 ? malloc((size_t)n * ND * sizeof *all) : NULL;
+    char *sall = rank == 0 ? malloc((size_t)n * NS * SL) : NULL;
+    int ok = rank != 0 || (all && sall);
+    MPI_Bcast(&ok, 1, MPI_INT, 0, comm);
+    if (!ok) { /* rank 0 out of memory: nothing to print */
+        free(all);
+        free(sall);
+        return;
+    }
+    MPI_Gather(mine, ND, MPI_DOUBLE, all, ND, MPI_DOUBLE, 0, comm);
+    MPI_Gather(smine, NS * SL, MPI_CHAR, sall, NS * SL, MPI_CHAR, 0, comm);
+    if (rank == 0) {
+        double wall = 0, comp = 0, comm_s = 0;
+        for (int r = 0; r < n; ++r) {
+            const double *a = all + (size_t)r * ND;
+            wall = a[5] > wall ? a[5] : wall;
+            comp = a[2] > comp ? a[2] : comp;
+            comm_s = a[3] > comm_s ? a[3] : comm_s;
+        }
+        cli_json j;
+        cj_init(&j, stdout, 0);
+        cj_open(&j, NULL, '{');
+        cj_str(&j, "kernel", kernel);
+        cj_bool(&j, "mpi", 1);
+        cj_int(&j, "ranks", n);
+        cj_raw(&j, params_json);
+        cj_int(&j, "repeat", repeat);
+        cj_num(&j, "wall_s", wall);
+        cj_num(&j, "max_compute_s", comp);
+        cj_num(&j, "max_comm_s", comm_s);
+        cj_open(&j, "per_rank", '[');
+        for (int r = 0; r < n; ++r) {
+            const double *a = all + (size_t)r * ND;
+            const char *s = sall + (size_t)r * NS * SL;
+            cj_open(&j, NULL, '{');
+            cj_int(&j, "rank", r);
+            cj_str(&j, "host", s);
+            cj_str(&j, "backend", s + SL);
+            cj_int(&j, "device", (long long)a[8]);
+            cj_str(&j, "variant", s + 2 * SL);
+            cj_int(&j, "i0", (long long)a[0]);
+            cj_int(&j, "i1", (long long)a[1]);
+            cj_num(&j, "compute_s", a[2]);
+            cj_num(&j, "comm_s", a[3]);
+            cj_num(&j, "agree_s", a[4]);
+            cj_num(&j, "wall_s", a[5]);
+            cj_num(&j, "halo_bytes", a[6]);
+            cj_int(&j, "messages", (long long)a[7]);
+            cj_close(&j);
+        }
+        cj_close(&j);
+        cj_close(&j);
+        fflush(stdout);
+    }
+    free(all);
+    free(sall);
+}
+
+/* PK_OK on every rank when every rank's allocations succeeded, else PK_ENOMEM on every
+ * rank (a rank that stopped alone would leave the others in the plan's collectives). */
+static pk_status agree_alloc(int ok)
+{
+    int all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all ? PK_OK : PK_ENOMEM;
+}
+
+/* Keep the info of the fastest call (every rank keeps its own; wall_s decides). */
+static void keep_best(pk_mpi_info *best, const pk_mpi_info *info, int first)
+{
+    if (first || info->wall_s < best->wall_s)
+        *best = *info;
+}
+
+static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, char *pj,
+                            size_t pjlen, pk_mpi_info *best)
+{
+    MPI_Comm comm = MPI_COMM_WORLD;
+    pk_mpi_options o;
+    pk_mpi_options_init(&o);
+    o.variant = a->variant;
+    o.half = a->half;
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    pk_status st = PK_OK;
+    if (strcmp(kernel, "diffusion3d") == 0) {
+        pk_diffusion3d_params p;
+        pk_diffusion3d_params_default(&p, a->nx, a->ny, a->nz, a->count);
+        snprintf(pj, pjlen, "\"nx\": %d, \"ny\": %d, \"nz\": %d, \"count\": %d", a->nx, a->ny,
+                 a->nz, a->count);
+        pk_mpi_diffusion3d_plan *pl = NULL;
+        st = pk_mpi_diffusion3d_plan_create(&pl, comm, ctx, &p, &o, &info);
+        if (st != PK_OK)
+            return st;
+        size_t plane = (size_t)a->nx * a->ny, L = (size_t)(info.i1 - info.i0);
+        float *f = malloc(L * plane * sizeof *f + 4);
+        st = agree_alloc(f != NULL);
+        for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
+            for (size_t i = 0; i < L * plane; ++i)
+                f[i] = (float)(1.0 + 0.5 * hval((size_t)info.i0 * plane + i, a->seed));
+            st = pk_mpi_diffusion3d_plan_execute(pl, f, a->count, &info);
+            keep_best(best, &info, r == 0);
+        }
+        free(f);
+        pk_mpi_diffusion3d_plan_destroy(pl);
+    } else if (strcmp(kernel, "conv2d") == 0) {
+        pk_conv2d_params p = {a->h, a->w, a->kh, a->kw, PK_CONV2D_AUTO};
+        snprintf(pj, pjlen, "\"h\": %d, \"w\": %d, \"kh\": %d, \"kw\": %d", a->h, a->w, a->kh,
+                 a->kw);
+        size_t nk = (size_t)a->kh * a->kw;
+        float *psf = malloc(nk * sizeof *psf + 4);
+        if ((st = agree_alloc(psf != NULL)) != PK_OK) {
+            free(psf);
+            return st;
+        }
+        for (size_t i = 0; i < nk; ++i)
+            psf[i] = (float)((1.0 + 0.5 * hval(i, a->seed + 1)) / (double)nk);
+        pk_mpi_conv2d_plan *pl = NULL;
+        st = pk_mpi_conv2d_plan_create(&pl, comm, ctx, &p, psf, &o, &info);
+        free(psf);
+        if (st != PK_OK)
+            return st;
+        size_t n = (size_t)(info.i1 - info.i0) * a->w;
+        float *img = malloc(n * sizeof *img + 4), *out = malloc(n * sizeof *out + 4);
+        st = agree_alloc(img && out);
+        for (size_t i = 0; st == PK_OK && i < n; ++i)
+            img[i] = (float)(1.0 + 0.5 * hval((size_t)info.i0 * a->w + i, a->seed));
+        for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
+            st = pk_mpi_conv2d_plan_execute(pl, img, out, &info);
+            keep_best(best, &info, r == 0);
+        }
+        free(img);
+        free(out);
+        pk_mpi_conv2d_plan_destroy(pl);
+    } else if (strcmp(kernel, "su3") == 0) {
+        pk_su3_params p = {(size_t)a->nv, PK_SU3_AOS, 0};
+        snprintf(pj, pjlen, "\"nv\": %d, \"layout\": \"aos\"", a->nv);
+        pk_mpi_su3_plan *pl = NULL;
+        st = pk_mpi_su3_plan_create(&pl, comm, ctx, &p, &o, &info);
+        if (st != PK_OK)
+            return st;
+        size_t L = (size_t)(info.i1 - info.i0);
+        double *u = malloc(L * 18 * 8 + 8), *psi = malloc(L * 24 * 8 + 8);
+        double *chi = malloc(L * 24 * 8 + 8);
+        st = agree_alloc(u && psi && chi);
+        if (st == PK_OK) {
+            pk_lqcd_random_su3((uint64_t)a->seed * 7919u + (uint64_t)info.rank, L, u);
+            pk_lqcd_random_complex((uint64_t)a->seed * 7919u + 4099u + (uint64_t)info.rank,
+                                   L * 12, psi);
+        }
+        for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
+            st = pk_mpi_su3_plan_execute(pl, u, psi, chi, &info);
+            keep_best(best, &info, r == 0);
+        }
+        free(u);
+        free(psi);
+        free(chi);
+        pk_mpi_su3_plan_destroy(pl);
+    } else if (strcmp(kernel, "magicfilter3d") == 0) {
+        static const char *bcs[] = {"periodic", "grow", "shrink"};
+        int bc = -1;
+        for (int i = 0; i < 3; ++i)
+            if (strcmp(a->bc, bcs[i]) == 0)
+                bc = i;
+        pk_magicfilter3d_params p = {a->n1, a->n2, a->n3, a->transpose, bc};
+        snprintf(pj, pjlen, "\"n1\": %d, \"n2\": %d, \"n3\": %d, \"transpose\": %s, \"bc\": "
+                 "\"%s\"", a->n1, a->n2, a->n3, a->transpose ? "true" : "false", a->bc);
+        pk_mpi_magicfilter3d_plan *pl = NULL;
+        st = pk_mpi_magicfilter3d_plan_create(&pl, comm, ctx, &p, &o, &info);
+        if (st != PK_OK)
+            return st;
+        size_t ins[3], outs[3];
+        int xp = 0, yp = 0;
+        pk_magicfilter3d_shapes(&p, ins, outs);
+        pk_mpi_magicfilter3d_plan_slab(pl, &xp, &yp);
+        size_t nx = (size_t)xp * ins[1] * ins[2], ny = (size_t)yp * outs[1] * outs[2];
+        double *x = malloc(nx * sizeof *x + 8), *y = malloc(ny * sizeof *y + 8);
+        st = agree_alloc(x && y);
+        for (size_t i = 0; st == PK_OK && i < nx; ++i)
+            x[i] = 1.5 * hval((size_t)info.i0 * ins[1] * ins[2] + i, a->seed);
+        for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
+            st = pk_mpi_magicfilter3d_plan_execute(pl, x, y, &info);
+            keep_best(best, &info, r == 0);
+        }
+        free(x);
+        free(y);
+        pk_mpi_magicfilter3d_plan_destroy(pl);
+    } else { /* dslash */
+        pk_dslash_params p = {a->x, a->y, a->z, a->t, a->kappa, a->recon12};
+        snprintf(pj, pjlen, "\"x\": %d, \"y\": %d, \"z\": %d, \"t\": %d, \"kappa\": %.17g, "
+                 "\"recon12\": %s, \"half\": %s", a->x, a->y, a->z, a->t, a->kappa,
+                 a->recon12 ? "true" : "false", a->half ? "true" : "false");
+        int i0 = 0, i1 = 0, rank = 0, n = 1;
+        MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &n);
+        /* the links go to plan creation: this rank's planes by the block rule (which the
+         * plan applies too); a t below the ranks is refused by the plan, on every rank */
+        size_t vol3 = (size_t)a->x * a->y * a->z, L = 0;
+        if (pk_mpi_block(a->t, n, rank, &i0, &i1) == PK_OK)
+            L = (size_t)(i1 - i0);
+        double *u = malloc(4 * L * vol3 * 18 * 8 + 8), *psi = malloc(L * vol3 * 24 * 8 + 8);
+        double *chi = malloc(L * vol3 * 24 * 8 + 8);
+        if (u && psi && chi) {
+            pk_lqcd_random_su3((uint64_t)a->seed * 7919u + (uint64_t)rank, 4 * L * vol3, u);
+            pk_lqcd_random_complex((uint64_t)a->seed * 7919u + 4099u + (uint64_t)rank,
+                                   L * vol3 * 12, psi);
+        }
+        pk_mpi_dslash_plan *pl = NULL;
+        st = pk_mpi_dslash_plan_create(&pl, comm, ctx, &p, u && psi && chi ? u : NULL, &o,
+                                       &info);
+        for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
+            st = pk_mpi_dslash_plan_execute(pl, psi, chi, &info);
+            keep_best(best, &info, r == 0);
+        }
+        free(u);
+        free(psi);
+        free(chi);
+        pk_mpi_dslash_plan_destroy(pl);
+    }
+    return st;
+}
+
+/* Whether the option `name` was given. */
+static int given(const cli_opt *opts, const int *seen, int n, const char *name)
+{
+    for (int i = 0; i < n; ++i)
+        if (strcmp(opts[i].name, name) == 0)
+            return seen[i];
+    return 0;
+}
+
+static void mpi_run_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: mpirun -np N portkern run KERNEL --mpi [options]\n"
+        "Runs KERNEL's distributed plan (libportkern-mpi, docs/SCALING.md) on generated data,\n"
+        "each rank its slab on its own context; rank 0 prints one JSON line with every rank's\n"
+        "host, backend, variant, slab and compute / communication seconds (of its fastest\n"
+        "repeat); the other ranks print nothing.\n"
+        "kernels and their options:\n"
+        "  diffusion3d    --nx N --ny N --nz N (64) --count N (10)\n"
+        "  conv2d         --h N --w N (256) --kh N --kw N (11)\n"
+        "  su3            --nv N (1048576; aos)\n"
+        "  magicfilter3d  --size N1xN2xN3 | --n1 N --n2 N --n3 N (64) --transpose\n"
+        "                 --bc periodic|grow|shrink\n"
+        "  dslash         --dims X,Y,Z,T | --x N --y N --z N --t N (8,8,8,16) --kappa F\n"
+        "                 (0.125) --recon12 --half (half-spinor faces: 12 doubles a site)\n"
+        "common: --variant V, --backend B, --threads N (per rank; default 1), --repeat N (1),\n"
+        "        --seed S (1).\n");
+}
+
+int cli_mpi_run(int argc, char **argv)
+{
+    const char *prog = "portkern run";
+    int inited = 0, rank = 0;
+    MPI_Initialized(&inited);
+    if (!inited)
+        MPI_Init(NULL, NULL);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    mpi_args a;
+    memset(&a, 0, sizeof a);
+    a.bc = "periodic";
+    a.threads = 1;
+    a.repeat = 1;
+    a.seed = 1;
+    a.count = 10;
+    a.nx = a.ny = a.nz = 64;
+    a.h = a.w = 256;
+    a.kh = a.kw = 11;
+    a.nv = 1 << 20;
+    a.n1 = a.n2 = a.n3 = 64;
+    a.x = a.y = a.z = 8;
+    a.t = 16;
+    a.kappa = 0.125;
+    enum { NO = 32 };
+    cli_opt opts[NO + 1];
+    int seen[NO];
+    memset(seen, 0, sizeof seen);
+    memset(opts, 0, sizeof opts);
+    int n = 0;
+    const double IM = 2147483647.0;
+    n = cli_opt_add(opts, n, "mpi", CLI_FLAG, &a.mpi, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "variant", CLI_STRING, &a.variant, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "backend", CLI_STRING, &a.backend, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "threads", CLI_INT, &a.threads, &seen[n], 0, PK_MAX_THREADS);
+    n = cli_opt_add(opts, n, "repeat", CLI_INT, &a.repeat, &seen[n], 1, 1000000);
+    n = cli_opt_add(opts, n, "seed", CLI_INT, &a.seed, &seen[n], 0, IM);
+    int ncommon = n;
+    n = cli_opt_add(opts, n, "nx", CLI_INT, &a.nx, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "ny", CLI_INT, &a.ny, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "nz", CLI_INT, &a.nz, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "count", CLI_INT, &a.count, &seen[n], 0, IM);
+    n = cli_opt_add(opts, n, "h", CLI_INT, &a.h, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "w", CLI_INT, &a.w, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "kh", CLI_INT, &a.kh, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "kw", CLI_INT, &a.kw, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "nv", CLI_INT, &a.nv, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "n1", CLI_INT, &a.n1, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "n2", CLI_INT, &a.n2, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "n3", CLI_INT, &a.n3, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "size", CLI_STRING, &a.size, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "transpose", CLI_FLAG, &a.transpose, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "bc", CLI_STRING, &a.bc, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "x", CLI_INT, &a.x, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "y", CLI_INT, &a.y, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "z", CLI_INT, &a.z, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "t", CLI_INT, &a.t, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "dims", CLI_STRING, &a.dims, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "kappa", CLI_DOUBLE, &a.kappa, &seen[n], 1e-300, 1e300);
+    n = cli_opt_add(opts, n, "recon12", CLI_FLAG, &a.recon12, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "half", CLI_FLAG, &a.half, &seen[n], 0, 0);
+
+    /* Every rank parses the same words; only rank 0 says what is wrong. */
+    int saved = -1;
+    if (rank != 0) {
+        int null = open("/dev/null", O_WRONLY);
+        saved = dup(2);
+        if (null >= 0) {
+            dup2(null, 2);
+            close(null);
+        }
+    }
+    char *pos[2];
+    int npos = 0, rc = cli_parse(prog, argc, argv, opts, pos, 2, &npos);
+    const char *kernel = npos > 0 ? pos[0] : NULL;
+    int k = -1;
+    if (rc == CLI_HELP) {
+        if (rank == 0)
+            mpi_run_usage(stdout);
+        rc = CLI_EXIT_OK;
+        goto done;
+    }
+    if (rc)
+        goto done;
+    for (int i = 0; kernel && mpi_kernels[i].name; ++i)
+        if (strcmp(kernel, mpi_kernels[i].name) == 0)
+            k = i;
+    if (k < 0 || npos != 1) {
+        rc = cli_usage_error(prog, "--mpi: %s: the distributed kernels are diffusion3d, conv2d, "
+                                   "su3, magicfilter3d and dslash",
+                             npos != 1 ? "one KERNEL expected" : kernel);
+        goto done;
+    }
+    for (int i = ncommon; i < n; ++i) {
+        char word[40];
+        snprintf(word, sizeof word, " %s ", opts[i].name);
+        if (seen[i] && !strstr(mpi_kernels[k].opts, word)) {
+            rc = cli_usage_error(prog, "--%s: not an option of %s --mpi (see --mpi --help)",
+                                 opts[i].name, kernel);
+            goto done;
+        }
+    }
+    if (a.size) {
+        int v[3];
+        if (given(opts, seen, n, "n1") || given(opts, seen, n, "n2") || given(opts, seen, n, "n3")) {
+            rc = cli_usage_error(prog, "--size: not together with --n1, --n2, --n3");
+            goto done;
+        }
+        if ((rc = parse_ints(prog, "size", a.size, 'x', 3, v)))
+            goto done;
+        a.n1 = v[0], a.n2 = v[1], a.n3 = v[2];
+    }
+    if (a.dims) {
+        int v[4];
+        if (given(opts, seen, n, "x") || given(opts, seen, n, "y") || given(opts, seen, n, "z") ||
+            given(opts, seen, n, "t")) {
+            rc = cli_usage_error(prog, "--dims: not together with --x, --y, --z, --t");
+            goto done;
+        }
+        if ((rc = parse_ints(prog, "dims", a.dims, ',', 4, v)))
+            goto done;
+        a.x = v[0], a.y = v[1], a.z = v[2], a.t = v[3];
+    }
+    if (strcmp(a.bc, "periodic") && strcmp(a.bc, "grow") && strcmp(a.bc, "shrink")) {
+        rc = cli_usage_error(prog, "--bc %s: periodic, grow or shrink", a.bc);
+        goto done;
+    }
+    pk_context_options copt;
+    pk_context_options_init(&copt);
+    copt.threads = a.threads;
+    if (a.backend && pk_backend_from_name(a.backend, &copt.backend) != PK_OK) {
+        rc = cli_usage_error(prog, "--backend %s: unknown (auto, serial, openmp, opencl, cuda)",
+                             a.backend);
+        goto done;
+    }
+    if (saved >= 0) { /* from here on a failure is agreed: rank 0 reports it */
+        dup2(saved, 2);
+        close(saved);
+        saved = -1;
+    }
+    pk_context *ctx = NULL;
+    pk_status st = pk_context_create(&ctx, &copt);
+    int bad = st != PK_OK, any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) {
+        if (bad)
+            cli_lib_error(prog, st);
+        pk_context_destroy(ctx);
+        rc = CLI_EXIT_FAIL;
+        goto done;
+    }
+    char pj[512];
+    pk_mpi_info best;
+    memset(&best, 0, sizeof best);
+    pj[0] = 0;
+    st = run_kernel(kernel, &a, ctx, pj, sizeof pj, &best);
+    if (st == PK_OK) {
+        report(MPI_COMM_WORLD, kernel, pj, &best, a.repeat);
+        rc = CLI_EXIT_OK;
+    } else {
+        if (rank == 0)
+            fprintf(stderr, "%s: %s: %s\n", prog, pk_status_name(st), pk_mpi_last_error());
+        rc = st == PK_EINVAL || st == PK_ESIZE || st == PK_ENULL ? CLI_EXIT_USAGE
+                                                                  : CLI_EXIT_FAIL;
+    }
+    pk_context_destroy(ctx);
+done:
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+    MPI_Finalize();
+    return rc;
+}
+
+int cli_mpi_probe(int argc, char **argv)
+{
+    const char *prog = "portkern-probe";
+    int inited = 0, rank = 0, n = 1;
+    MPI_Initialized(&inited);
+    if (!inited)
+        MPI_Init(NULL, NULL);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int mpi = 0, json = 0, npos = 0;
+    const cli_opt opts[] = {
+        {"mpi", CLI_FLAG, &mpi, NULL, 0, 0},
+        {"json", CLI_FLAG, &json, NULL, 0, 0},
+        {NULL, CLI_FLAG, NULL, NULL, 0, 0},
+    };
+    char *pos[1];
+    int rc = cli_parse(prog, argc, argv, opts, pos, 0, &npos);
+    if (rc == CLI_HELP) {
+        if (rank == 0)
+            printf("usage: mpirun -np N portkern-probe --mpi [--json]\n"
+                   "Each rank's host, and the backend, device and variant auto picks there for a\n"
+                   "small diffusion3d plan (its reason says why); rank 0 prints them all.\n");
+        MPI_Finalize();
+        return CLI_EXIT_OK;
+    }
+    if (rc) {
+        MPI_Finalize();
+        return rc;
+    }
+    enum { SL = 512, NS = 5 };
+    char mine[NS][SL];
+    memset(mine, 0, sizeof mine);
+    int len = SL;
+    MPI_Get_processor_name(mine[0], &len);
+    pk_context *ctx = NULL;
+    pk_run_info li;
+    memset(&li, 0, sizeof li);
+    pk_status st = pk_context_create(&ctx, NULL);
+    pk_diffusion3d_plan *pl = NULL;
+    if (st == PK_OK) {
+        pk_diffusion3d_params p;
+        pk_diffusion3d_params_default(&p, 32, 32, 32, 1);
+        st = pk_diffusion3d_plan_create(&pl, ctx, &p, NULL, &li);
+    }
+    if (st == PK_OK) {
+        snprintf(mine[1], SL, "%s", pk_backend_name(li.backend));
+        snprintf(mine[2], SL, "%d %.128s", li.device, li.device_name);
+        snprintf(mine[3], SL, "%s", li.variant);
+        snprintf(mine[4], SL, "%s", li.reason);
+    } else {
+        snprintf(mine[1], SL, "none");
+        snprintf(mine[4], SL, "%s", pk_last_error());
+    }
+    pk_diffusion3d_plan_destroy(pl);
+    pk_context_destroy(ctx);
+    char *all = rank == 0 ? malloc((size_t)n * NS * SL) : NULL;
+    MPI_Gather(mine, NS * SL, MPI_CHAR, all, NS * SL, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (rank == 0 && all) {
+        cli_json j;
+        if (json) {
+            cj_init(&j, stdout, 1);
+            cj_open(&j, NULL, '{');
+            cj_str(&j, "portkern_version", pk_version());
+            cj_int(&j, "ranks", n);
+            cj_open(&j, "per_rank", '[');
+        } else {
+            printf("portkern %s, %d MPI ranks\n", pk_version(), n);
+        }
+        for (int r = 0; r < n; ++r) {
+            const char *s = all + (size_t)r * NS * SL;
+            if (json) {
+                cj_open(&j, NULL, '{');
+                cj_int(&j, "rank", r);
+                cj_str(&j, "host", s);
+                cj_str(&j, "backend", s + SL);
+                cj_str(&j, "device", s + 2 * SL);
+                cj_str(&j, "variant", s + 3 * SL);
+                cj_str(&j, "reason", s + 4 * SL);
+                cj_close(&j);
+            } else {
+                printf("rank %d on %s: %s (device %s), variant %s\n  %s\n", r, s, s + SL,
+                       s + 2 * SL, s + 3 * SL, s + 4 * SL);
+            }
+        }
+        if (json) {
+            cj_close(&j);
+            cj_close(&j);
+        }
+        fflush(stdout);
+    }
+    free(all);
+    MPI_Finalize();
+    return rank == 0 && !all ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+#else /* no MPI in this build */
+
+static int no_mpi(const char *prog)
+{
+    return cli_usage_error(prog, "--mpi: this build has no MPI (configure found none, or "
+                                 "--without-mpi): no libportkern-mpi");
+}
+
+int cli_mpi_run(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return no_mpi("portkern run");
+}
+
+int cli_mpi_probe(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return no_mpi("portkern-probe");
+}
+#endif
