@@ -52,6 +52,21 @@ pk_status pkm_agree(MPI_Comm comm, pk_status st, const char *msg, double *second
     return (pk_status)out[0];
 }
 
+void *pkm_plan_new(MPI_Comm comm, pk_status st, size_t size, pk_status *status) {
+    *status = pkm_agree(comm, st, NULL, NULL);
+    if (*status != PK_OK)
+        return NULL;
+    void *pl = calloc(1, size);
+    if (!pl)
+        pkm_set_error("out of memory for the plan");
+    *status = pkm_agree(comm, pl ? PK_OK : PK_ENOMEM, NULL, NULL);
+    if (*status != PK_OK) {
+        free(pl);
+        return NULL;
+    }
+    return pl;
+}
+
 PK_MPI_API pk_status pk_mpi_block(int n, int nranks, int rank, int *i0, int *i1) {
     if (!i0 || !i1) {
         pkm_set_error("pk_mpi_block: i0 and i1 must not be NULL");

@@ -54,17 +54,9 @@ PK_MPI_API pk_status pk_mpi_conv2d_plan_create(pk_mpi_conv2d_plan **plan, MPI_Co
         pkm_set_error("kh, kw: must be 1 .. 2^20, got %d x %d", p->kh, p->kw);
         st = PK_ESIZE;
     }
-    st = pkm_agree(comm, st, NULL, NULL);
-    if (st != PK_OK)
-        return st;
-    pk_mpi_conv2d_plan *pl = calloc(1, sizeof *pl);
+    pk_mpi_conv2d_plan *pl = pkm_plan_new(comm, st, sizeof *pl, &st);
     if (!pl)
-        pkm_set_error("out of memory for the plan");
-    st = pkm_agree(comm, pl ? PK_OK : PK_ENOMEM, NULL, NULL);
-    if (st != PK_OK) {
-        free(pl);
         return st;
-    }
     pl->halo.row_type = MPI_DATATYPE_NULL;
     MPI_Comm_dup(comm, &pl->comm);
     pl->p = *p;

@@ -88,18 +88,9 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_create(pk_mpi_diffusion3d_plan **pl
         pkm_set_error("overlap: must be -1 (the default), 0 or 1, got %d", o.overlap);
         st = PK_EINVAL;
     }
-    st = pkm_agree(comm, st, NULL, NULL);
-    if (st != PK_OK)
-        return st;
-    pk_mpi_diffusion3d_plan *pl = calloc(1, sizeof *pl);
-    st = pl ? PK_OK : PK_ENOMEM;
+    pk_mpi_diffusion3d_plan *pl = pkm_plan_new(comm, st, sizeof *pl, &st);
     if (!pl)
-        pkm_set_error("out of memory for the plan");
-    st = pkm_agree(comm, st, NULL, NULL);
-    if (st != PK_OK) {
-        free(pl);
         return st;
-    }
     pl->halo.row_type = MPI_DATATYPE_NULL;
     MPI_Comm_dup(comm, &pl->comm);
     pl->p = *p;

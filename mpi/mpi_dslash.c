@@ -78,17 +78,9 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
                       "(2^31 bytes), got %d x %d x %d x %d", p->x, p->y, p->z, p->t);
         st = PK_ESIZE;
     }
-    st = pkm_agree(comm, st, NULL, NULL);
-    if (st != PK_OK)
-        return st;
-    pk_mpi_dslash_plan *pl = calloc(1, sizeof *pl);
+    pk_mpi_dslash_plan *pl = pkm_plan_new(comm, st, sizeof *pl, &st);
     if (!pl)
-        pkm_set_error("out of memory for the plan");
-    st = pkm_agree(comm, pl ? PK_OK : PK_ENOMEM, NULL, NULL);
-    if (st != PK_OK) {
-        free(pl);
         return st;
-    }
     pl->halo.row_type = pl->up.row_type = pl->down.row_type = MPI_DATATYPE_NULL;
     pl->half = opt && opt->half;
     MPI_Comm_dup(comm, &pl->comm);

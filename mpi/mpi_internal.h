@@ -14,6 +14,10 @@ double pkm_now(void);
  * pk_last_error() when msg is NULL) becomes every rank's pk_mpi_last_error ("rank R: ...").
  * *seconds (may be NULL) is increased by the time it took. */
 pk_status pkm_agree(MPI_Comm comm, pk_status st, const char *msg, double *seconds);
+/* The start of every distributed plan_create: the ranks agree on their argument checks (st),
+ * then on the allocation of a zeroed plan of `size` bytes.  The plan, or NULL with *status
+ * (the same on every rank) when either failed. */
+void *pkm_plan_new(MPI_Comm comm, pk_status st, size_t size, pk_status *status);
 
 /* The slabs of all ranks, gathered at plan creation. */
 typedef struct pkm_slabs {

@@ -77,17 +77,9 @@ PK_MPI_API pk_status pk_mpi_laplace2d_plan_create(pk_mpi_laplace2d_plan **plan, 
                       p->nw ? p->nw : PK_LAP_DEFAULT_NW, p->l);
         st = PK_EINVAL;
     }
-    st = pkm_agree(comm, st, NULL, NULL);
-    if (st != PK_OK)
-        return st;
-    pk_mpi_laplace2d_plan *pl = calloc(1, sizeof *pl);
+    pk_mpi_laplace2d_plan *pl = pkm_plan_new(comm, st, sizeof *pl, &st);
     if (!pl)
-        pkm_set_error("out of memory for the plan");
-    st = pkm_agree(comm, pl ? PK_OK : PK_ENOMEM, NULL, NULL);
-    if (st != PK_OK) {
-        free(pl);
         return st;
-    }
     pl->halo.row_type = MPI_DATATYPE_NULL;
     MPI_Comm_dup(comm, &pl->comm);
     pl->p = *p;

@@ -69,17 +69,9 @@ PK_MPI_API pk_status pk_mpi_magicfilter3d_plan_create(pk_mpi_magicfilter3d_plan 
     } else if ((st = pk_magicfilter3d_shapes(p, ins, outs)) != PK_OK) {
         pkm_set_error("magicfilter3d parameters: %s", pk_last_error());
     }
-    st = pkm_agree(comm, st, NULL, NULL);
-    if (st != PK_OK)
-        return st;
-    pk_mpi_magicfilter3d_plan *pl = calloc(1, sizeof *pl);
+    pk_mpi_magicfilter3d_plan *pl = pkm_plan_new(comm, st, sizeof *pl, &st);
     if (!pl)
-        pkm_set_error("out of memory for the plan");
-    st = pkm_agree(comm, pl ? PK_OK : PK_ENOMEM, NULL, NULL);
-    if (st != PK_OK) {
-        free(pl);
         return st;
-    }
     pl->halo.row_type = MPI_DATATYPE_NULL;
     MPI_Comm_dup(comm, &pl->comm);
     pl->p = *p;

@@ -38,17 +38,9 @@ PK_MPI_API pk_status pk_mpi_su3_plan_create(pk_mpi_su3_plan **plan, MPI_Comm com
         pkm_set_error("nv: the distributed plan splits at most %d sites, got %zu", INT_MAX, p->nv);
         st = PK_ESIZE;
     }
-    st = pkm_agree(comm, st, NULL, NULL);
-    if (st != PK_OK)
-        return st;
-    pk_mpi_su3_plan *pl = calloc(1, sizeof *pl);
+    pk_mpi_su3_plan *pl = pkm_plan_new(comm, st, sizeof *pl, &st);
     if (!pl)
-        pkm_set_error("out of memory for the plan");
-    st = pkm_agree(comm, pl ? PK_OK : PK_ENOMEM, NULL, NULL);
-    if (st != PK_OK) {
-        free(pl);
         return st;
-    }
     MPI_Comm_dup(comm, &pl->comm);
     pk_su3_params g = *p;
     st = pkm_same_as_root(pl->comm, &g, sizeof g, "su3 parameters (nv, layout, nw)");
