@@ -226,6 +226,16 @@ void pkm_info_begin(pk_mpi_info *info, const pkm_slabs *s, int lo, int hi) {
     info->halo_hi = hi;
 }
 
+pk_mpi_info *pkm_info_run(pk_mpi_info *info, pk_mpi_info *spare, const pkm_slabs *s, int lo,
+                          int hi) {
+    if (!info) {
+        memset(spare, 0, sizeof *spare);
+        info = spare;
+    }
+    pkm_info_begin(info, s, lo, hi);
+    return info;
+}
+
 pk_status pkm_context(pk_context *ctx, pk_context **out, int *owned) {
     *owned = 0;
     *out = ctx;

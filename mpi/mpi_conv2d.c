@@ -133,12 +133,8 @@ PK_MPI_API pk_status pk_mpi_conv2d_plan_execute(pk_mpi_conv2d_plan *pl, const fl
         return PK_ENULL;
     }
     double t0 = pkm_now();
-    pk_mpi_info dummy;
-    if (!info) {
-        memset(&dummy, 0, sizeof dummy);
-        info = &dummy;
-    }
-    pkm_info_begin(info, &pl->s, pl->lo, pl->hi);
+    pk_mpi_info spare;
+    info = pkm_info_run(info, &spare, &pl->s, pl->lo, pl->hi);
     size_t row = (size_t)pl->p.w, slab = (size_t)pl->L * row;
     pk_status st = PK_OK;
     if (!image || !out) {

@@ -274,12 +274,8 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_run(pk_mpi_diffusion3d_plan *pl, in
         return PK_ENULL;
     }
     double t0 = pkm_now();
-    pk_mpi_info dummy;
-    if (!info) {
-        memset(&dummy, 0, sizeof dummy);
-        info = &dummy;
-    }
-    pkm_info_begin(info, &pl->s, pl->lo, pl->hi);
+    pk_mpi_info spare;
+    info = pkm_info_run(info, &spare, &pl->s, pl->lo, pl->hi);
     info->depth = pl->depth;
     info->overlap = pl->overlap;
     pk_status st = PK_OK;

@@ -204,12 +204,8 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_execute(pk_mpi_dslash_plan *pl, const do
         return PK_ENULL;
     }
     double t0 = pkm_now();
-    pk_mpi_info dummy;
-    if (!info) {
-        memset(&dummy, 0, sizeof dummy);
-        info = &dummy;
-    }
-    pkm_info_begin(info, &pl->s, 1, 1);
+    pk_mpi_info spare;
+    info = pkm_info_run(info, &spare, &pl->s, 1, 1);
     size_t sp = pl->vol3 * 24, slab = (size_t)pl->L * sp;
     pk_status st = PK_OK;
     if (!psi || !chi) {

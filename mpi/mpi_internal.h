@@ -85,6 +85,9 @@ pk_status pkm_halo_finish(pkm_halo *h);
 
 /* Fill the common fields of an info. */
 void pkm_info_begin(pk_mpi_info *info, const pkm_slabs *s, int lo, int hi);
+/* A run's info: the caller's, or (NULL) the zeroed spare, begun as pkm_info_begin does. */
+pk_mpi_info *pkm_info_run(pk_mpi_info *info, pk_mpi_info *spare, const pkm_slabs *s, int lo,
+                          int hi);
 
 /* The halo depth of the stencils (diffusion3d, laplace2d): the caller's, else 8 (two passes of
  * the OpenMP temporal blocking, 4 steps each, landing in place), at most a quarter of the

@@ -231,12 +231,9 @@ PK_MPI_API pk_status pk_mpi_laplace2d_plan_run(pk_mpi_laplace2d_plan *pl, int co
         return PK_ENULL;
     }
     double t0 = pkm_now();
-    pk_mpi_info dummy;
-    if (!info) {
-        memset(&dummy, 0, sizeof dummy);
-        info = &dummy;
-    }
-    pkm_info_begin(info, &pl->s, pl->single ? 0 : pl->d, pl->single ? 0 : pl->d);
+    pk_mpi_info spare;
+    const int halo = pl->single ? 0 : pl->d;
+    info = pkm_info_run(info, &spare, &pl->s, halo, halo);
     info->depth = pl->d;
     pk_status st = PK_OK;
     if (count < 0) {

@@ -188,12 +188,8 @@ PK_MPI_API pk_status pk_mpi_magicfilter3d_plan_execute(pk_mpi_magicfilter3d_plan
         return PK_ENULL;
     }
     double t0 = pkm_now();
-    pk_mpi_info dummy;
-    if (!info) {
-        memset(&dummy, 0, sizeof dummy);
-        info = &dummy;
-    }
-    pkm_info_begin(info, &pl->s, pl->lo, pl->hi);
+    pk_mpi_info spare;
+    info = pkm_info_run(info, &spare, &pl->s, pl->lo, pl->hi);
     size_t xs = (size_t)pl->xL * pl->in_plane, ys = (size_t)pl->yL * pl->out_plane;
     pk_status st = PK_OK;
     if (!x || !y) {

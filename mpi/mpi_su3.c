@@ -81,12 +81,8 @@ PK_MPI_API pk_status pk_mpi_su3_plan_execute(pk_mpi_su3_plan *pl, const double *
         return PK_ENULL;
     }
     double t0 = pkm_now();
-    pk_mpi_info dummy;
-    if (!info) {
-        memset(&dummy, 0, sizeof dummy);
-        info = &dummy;
-    }
-    pkm_info_begin(info, &pl->s, 0, 0);
+    pk_mpi_info spare;
+    info = pkm_info_run(info, &spare, &pl->s, 0, 0);
     pk_status st = pk_su3_plan_execute(pl->local, u, psi, chi, &info->local);
     if (st != PK_OK)
         pkm_set_error("local su3: %s", pk_last_error());
