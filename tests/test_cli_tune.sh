@@ -5,22 +5,11 @@
 # its entry and applied by auto (the caller's value beats it, a bad one ignores the entry);
 # the budget keeps kernels from starting; bad options and an unwritable file are refused.
 
-: "${top_builddir:=.}"
-: "${top_srcdir:=$top_builddir}"
-: "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
-export POCL_CACHE_DIR
-unset PORTKERN_BACKEND PORTKERN_DEVICE PORTKERN_THREADS
-
-PK=$top_builddir/tools/portkern
-T=$top_builddir/tests/tmp-clitune.$$
-rm -rf "$T"
-mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
-trap 'rm -rf "$T"' EXIT
-
+: "${top_srcdir:=${top_builddir:-.}}"
+. "$top_srcdir/tests/cli_lib.sh"
+cli_begin clitune
+unset PORTKERN_THREADS
 echo "1..12"
-n=0
-fails=0
-. "$top_srcdir/tests/tap.sh"
 
 W=$T/wisdom.json
 "$PK" tune --kernels su3 --backends serial,openmp --size small --reps 1 --wisdom "$W" \
