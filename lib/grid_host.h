@@ -63,5 +63,12 @@ void pk_serial_gr_destroy(void *impl);
 pk_status pk_omp_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl);
 pk_status pk_omp_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr_result *res);
 void pk_omp_gr_destroy(void *impl);
+/* The OpenMP gridder's reordered kernel stack (omp/grid_omp.c, "Kernel layout"), which its
+ * degrid gathers read too: per plane w (row_base[w], complex samples), per off_u in
+ * [-os/2, os/2], per compact row iy, the L = 2s + 1 samples K[iy][|off_u + k os|], k in
+ * [-s, s].  *rows from pk_alloc_aligned; row_base has num_w_planes entries. */
+pk_status pk_omp_gr_rows_make(const pk_grid_params *p, const int32_t *support,
+                              const float *kernels, const size_t *plane_offset, int nt,
+                              float **rows, size_t *row_base);
 
 #endif

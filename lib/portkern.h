@@ -748,8 +748,8 @@ PK_API pk_status pk_degrid(pk_context *ctx, const pk_image_params *p, const char
                            const pk_grid_data *d, float *vis, int64_t *num_skipped,
                            pk_run_info *info);
 /** Comma-separated degrid variants of a backend ("serial"; OpenMP "omp-tiled": visibilities
- *  in parallel in the order of their 64 x 64-cell tile, a gather without atomics, and "omp":
- *  the same in the list's order; OpenCL "opencl": a work-item per visibility, the box of the
+ *  in parallel in the order of their 64 x 64-cell tile, a SIMD gather without atomics, and
+ *  "omp": the serial loop in the list's order; OpenCL "opencl": a work-item per visibility, the box of the
  *  transformed grid uploaded; "" where the backend has none yet: CUDA). */
 PK_API const char *pk_degrid_variants(pk_backend_id backend);
 typedef struct pk_degrid_plan pk_degrid_plan;

@@ -1,18 +1,23 @@
 /* degrid_omp.c - degrid on the OpenMP backend (docs/KERNELS.md 7.3).  Both variants are gathers:
  * every visibility reads its footprint of the grid and writes only itself, so no atomics and
- * no private grids, and every visibility's sum is formed exactly as the serial reference
- * forms it (the same function, lib/ref/degrid_ref.c, the same order of its terms): the result
- * is the serial variant's bit for bit, whatever the thread count.
- *   omp-tiled  (the default) the gridder's tiling turned into an order: the visibilities are
- *              bucket-sorted by the 64 x 64-cell tile of their centre cell (a stable counting
- *              sort, tiles in row order), and the threads take contiguous shares of that
- *              order (pk_dg_tile_order, lib/ref/degrid_ref.c), so a thread's consecutive
- *              visibilities read neighbouring grid cells
- *              (the tile and its halo stay in cache) instead of the list's order (shuffled in
- *              the generated sets: a random footprint per visibility).
- *   omp        the list in its own order, in contiguous shares (pk_parallel_range).
+ * no private grids.
+ *   omp-tiled  (the default) the gridder's tiling turned into an order, and its kernel layout
+ *              turned into a gather: the visibilities are bucket-sorted by the 64 x 64-cell
+ *              tile of their centre cell (a stable counting sort, tiles in row order:
+ *              pk_dg_tile_order, lib/ref/degrid_ref.c) and the threads take contiguous shares
+ *              of that order, so a thread's consecutive visibilities read neighbouring grid
+ *              cells (the tile and its halo stay in cache) instead of the list's order
+ *              (shuffled in the generated sets).  Each footprint row is one unit-stride dot
+ *              product of a row of the OpenMP gridder's reordered kernel stack
+ *              (pk_omp_gr_rows_make) with a grid row, vectorised (omp simd reduction): the
+ *              reference's sum in another association, so not its bits but within its
+ *              rounding bound (7.5: gamma of the footprint's length holds for any order), and
+ *              the same bits whatever the thread count (one visibility, one thread).
+ *   omp        the reference's own loop (lib/ref/degrid_ref.c) over the list in its own order,
+ *              in contiguous shares (pk_parallel_range): the serial variant's bits.
  * The sort's order (a size_t per visibility) and the tile counters are kept in the plan
- * between runs (grown on demand). */
+ * between runs (grown on demand); the reordered stack (~2x the compact one) is made at
+ * creation. */
 #include "grid_host.h"
 
 #include <stdlib.h>
@@ -21,11 +26,14 @@
 typedef struct dg_omp_plan {
     pk_gr_host_stack *st; /* the serial plan's copy of the stack */
     int tiled;
+    float *rows;          /* omp-tiled: the gridder's reordered stack, and its plane bases */
+    size_t *row_base;
     pk_scratch order, key, count;
 } dg_omp_plan;
 
 typedef struct dg_job {
     const pk_gr_host_stack *h;
+    const dg_omp_plan *plan;
     const float *grid;
     const pk_grid_data *d;
     float *vis;
@@ -46,11 +54,66 @@ static void dg_range(void *arg, size_t lo, size_t hi)
     j->updates += upd;
 }
 
+/* omp-tiled's gather of visibilities order[lo .. hi): the reference's geometry and skips,
+ * each footprint row a vectorised dot product of a reordered kernel row (conjugated when
+ * ww > 0, and conjugated again by the adjoint) with the grid row from gu - s. */
+PK_SIMD_CLONES
+static void dg_gather(void *arg, size_t lo, size_t hi)
+{
+    dg_job *j = arg;
+    const pk_gr_host_stack *h = j->h;
+    const pk_grid_data *d = j->d;
+    pk_gr_desc desc = {0};
+    desc.p = h->p;
+    desc.support = h->support;
+    const size_t g = (size_t)h->p.grid_size;
+    const int os = h->p.oversample, half = os / 2;
+    int64_t skipped = 0;
+    double upd = 0;
+    for (size_t t = lo; t < hi; ++t) {
+        const size_t i = j->order[t];
+        const float wt = d->weight ? d->weight[i] : 1.0f;
+        int w, gu, gv, ou, ov;
+        if (pk_gr_locate_inline(&desc, d->uu[i], d->vv[i], d->ww[i], 0.0f, 0.0f, wt, &w, &gu, &gv,
+                                &ou, &ov)) {
+            ++skipped;
+            j->vis[2 * i] = j->vis[2 * i + 1] = 0.0f;
+            continue;
+        }
+        const int s = h->support[w], L = 2 * s + 1, m = half + s * os + 1;
+        const float conj = d->ww[i] > 0 ? -1.0f : 1.0f;
+        const float *blk = j->plan->rows +
+                           2 * (j->plan->row_base[w] + (size_t)(ou + half) * (size_t)m * L);
+        const float *g0 = j->grid + 2 * ((size_t)gu - (size_t)s);
+        float re = 0, im = 0;
+        for (int jj = -s; jj <= s; ++jj) {
+            const float *restrict c = blk + 2 * (size_t)abs(ov + jj * os) * L;
+            const float *restrict gr = g0 + 2 * (size_t)(gv + jj) * g;
+#pragma omp simd reduction(+ : re, im)
+            for (int k = 0; k < L; ++k) {
+                const float cre = c[2 * k], cim = conj * c[2 * k + 1];
+                const float gre = gr[2 * k], gim = gr[2 * k + 1];
+                re += cre * gre + cim * gim; /* conj(c) grid, as the reference */
+                im += cre * gim - cim * gre;
+            }
+        }
+        j->vis[2 * i] = re;
+        j->vis[2 * i + 1] = im;
+        upd += (double)L * L;
+    }
+#pragma omp atomic
+    j->skipped += skipped;
+#pragma omp atomic
+    j->updates += upd;
+}
+
 static void dg_omp_destroy(void *impl)
 {
     dg_omp_plan *h = impl;
     if (!h) return;
     pk_serial_gr_destroy(h->st);
+    pk_free_aligned(h->rows);
+    free(h->row_base);
     pk_scratch_free(&h->order);
     pk_scratch_free(&h->key);
     pk_scratch_free(&h->count);
@@ -69,6 +132,18 @@ static pk_status dg_omp_create(void *state, int device, const pk_gr_desc *desc, 
         return s;
     }
     h->st = st;
+    if (h->tiled) {
+        const pk_gr_host_stack *hs = st;
+        h->row_base = malloc((size_t)hs->p.num_w_planes * sizeof *h->row_base);
+        s = h->row_base ? pk_omp_gr_rows_make(&hs->p, hs->support, hs->kernels,
+                                              hs->plane_offset, pk_host_threads(hs->threads),
+                                              &h->rows, h->row_base)
+                        : pk_fail(PK_ENOMEM, "degrid: out of host memory");
+        if (s != PK_OK) {
+            dg_omp_destroy(h);
+            return s;
+        }
+    }
     *impl = h;
     return PK_OK;
 }
@@ -87,11 +162,11 @@ static pk_status dg_omp_run(void *impl, const float *grid, const pk_grid_data *d
     const double foot = (double)(2 * smax + 1) * (2 * smax + 1);
     const double bytes = (double)n * (28.0 + 16.0 * foot);
     const size_t pbytes = bytes > 1e18 ? (size_t)-1 : (size_t)bytes;
-    dg_job j = {h, grid, d, vis, NULL, 0, 0.0};
+    dg_job j = {h, p, grid, d, vis, NULL, 0, 0.0};
     if (p->tiled && n > 0)
         PK_TRY(pk_dg_tile_order(&h->p, h->support, d, h->threads, &p->order, &p->key, &p->count,
                                 &j.order));
-    pk_parallel_range(n, 64, pbytes, h->threads, dg_range, &j);
+    pk_parallel_range(n, 64, pbytes, h->threads, p->tiled ? dg_gather : dg_range, &j);
     r->num_skipped = j.skipped;
     r->updates = j.updates;
     r->kernel_s = pk_now() - t0;

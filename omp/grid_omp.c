@@ -147,6 +147,42 @@ void pk_omp_gr_destroy(void *impl)
     free(h);
 }
 
+pk_status pk_omp_gr_rows_make(const pk_grid_params *p, const int32_t *support,
+                              const float *kernels, const size_t *plane_offset, int nt,
+                              float **rows_out, size_t *row_base)
+{
+    const int np = p->num_w_planes, os = p->oversample, half = os / 2;
+    size_t total = 0;
+    for (int w = 0; w < np; ++w) {
+        const size_t s = (size_t)support[w], m = half + s * os + 1, L = 2 * s + 1;
+        size_t n;
+        row_base[w] = total;
+        if (pk_mul3_size((size_t)(os + 1), m, L, &n) != 0 || n > SIZE_MAX / 8 - total)
+            return pk_fail(PK_EOVERFLOW, "grid: the reordered kernel stack overflows size_t");
+        total += n;
+    }
+    float *rows = pk_alloc_aligned(2 * total * sizeof(float) + 64);
+    if (!rows)
+        return pk_fail(PK_ENOMEM, "grid: cannot allocate the reordered kernel stack (%zu "
+                       "complex samples)", total);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int w = 0; w < np; ++w) {
+        const int s = support[w], m = half + s * os + 1, L = 2 * s + 1;
+        const float *plane = kernels + 2 * plane_offset[w];
+        for (int ou = -half; ou <= half; ++ou) {
+            float *blk = rows + 2 * (row_base[w] + (size_t)(ou + half) * m * L);
+            for (int iy = 0; iy < m; ++iy)
+                for (int k = -s; k <= s; ++k) {
+                    const float *c = plane + 2 * ((size_t)iy * m + abs(ou + k * os));
+                    blk[2 * ((size_t)iy * L + k + s)] = c[0];
+                    blk[2 * ((size_t)iy * L + k + s) + 1] = c[1];
+                }
+        }
+    }
+    *rows_out = rows;
+    return PK_OK;
+}
+
 pk_status pk_omp_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl)
 {
     (void)state;
@@ -169,38 +205,18 @@ pk_status pk_omp_gr_create(void *state, int device, const pk_gr_desc *desc, void
     }
     memcpy(h->support, desc->support, (size_t)np * sizeof *h->support);
     h->d.support = h->support;
-    size_t total = 0;
-    for (int w = 0; w < np; ++w) {
-        const size_t s = (size_t)h->support[w], m = half + s * os + 1, L = 2 * s + 1;
-        size_t n;
-        h->row_base[w] = total;
-        if (pk_mul3_size((size_t)(os + 1), m, L, &n) != 0 || n > SIZE_MAX / 8 - total) {
-            pk_omp_gr_destroy(h);
-            return pk_fail(PK_EOVERFLOW, "grid: the reordered kernel stack overflows size_t");
-        }
-        total += n;
-    }
-    h->rows = pk_alloc_aligned(2 * total * sizeof(float) + 64);
-    if (!h->rows) {
+    pk_status st = pk_omp_gr_rows_make(&desc->p, h->support, desc->kernels, desc->plane_offset,
+                                       h->nt, &h->rows, h->row_base);
+    if (st != PK_OK) {
         pk_omp_gr_destroy(h);
-        return pk_fail(PK_ENOMEM, "grid: cannot allocate the reordered kernel stack (%zu "
-                       "complex samples)", total);
+        return st;
     }
     const float *kern = desc->kernels;
     const size_t *poff = desc->plane_offset;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(h->nt)
     for (int w = 0; w < np; ++w) {
-        const int s = h->support[w], m = half + s * os + 1, L = 2 * s + 1;
+        const int s = h->support[w], m = half + s * os + 1;
         const float *plane = kern + 2 * poff[w];
-        for (int ou = -half; ou <= half; ++ou) {
-            float *blk = h->rows + 2 * (h->row_base[w] + (size_t)(ou + half) * m * L);
-            for (int iy = 0; iy < m; ++iy)
-                for (int k = -s; k <= s; ++k) {
-                    const float *c = plane + 2 * ((size_t)iy * m + abs(ou + k * os));
-                    blk[2 * ((size_t)iy * L + k + s)] = c[0];
-                    blk[2 * ((size_t)iy * L + k + s) + 1] = c[1];
-                }
-        }
         /* the reference's norm term: Re K summed in double in its order (j, then k) */
         for (int ov = -half; ov <= half; ++ov)
             for (int ou = -half; ou <= half; ++ou) {
