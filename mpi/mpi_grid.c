@@ -30,14 +30,18 @@ struct pk_mpi_grid_plan {
     pk_context *ctx;
     int owned;
     int G, L;
-    int *counts;       /* [nranks]: floats of each rank's band, 2 G (i1 - i0) */
+    int *counts;       /* [nranks]: floats of each rank's rows of the box, 2 W (rows) */
     float *grid;       /* complex64 [G][G]; after a run its first L rows are this rank's band */
     int have;          /* the last run succeeded: grid holds the band */
+    int box[4];        /* the last run's box of updated cells: rows [0, 1), columns [2, 3) */
+    pk_grid_params p;  /* for pk_grid_locate */
+    int32_t *support;
     pk_grid_plan *local;
 };
 
 static void grid_free(pk_mpi_grid_plan *pl) {
     pk_grid_plan_destroy(pl->local);
+    free(pl->support);
     free(pl->grid);
     free(pl->counts);
     if (pl->owned)
@@ -131,14 +135,15 @@ PK_MPI_API pk_status pk_mpi_grid_plan_create(pk_mpi_grid_plan **plan, MPI_Comm c
             pkm_set_error("local grid plan (%d x %d): %s", pl->G, pl->G, pk_last_error());
     }
     if (st == PK_OK) {
+        pl->p = *p;
+        pl->support = malloc((size_t)p->num_w_planes * sizeof *pl->support);
+        if (pl->support)
+            memcpy(pl->support, support, (size_t)p->num_w_planes * sizeof *pl->support);
         pl->counts = malloc((size_t)pl->s.nranks * sizeof *pl->counts);
         pl->grid = pkm_alloc64((size_t)pl->G * (size_t)pl->G * 2 * sizeof(float));
-        if (!pl->counts || !pl->grid) {
+        if (!pl->counts || !pl->grid || !pl->support) {
             pkm_set_error("out of memory for the local grid (%d x %d complex64)", pl->G, pl->G);
             st = PK_ENOMEM;
-        } else {
-            for (int r = 0; r < pl->s.nranks; r++)
-                pl->counts[r] = 2 * pl->G * (pl->s.i1[r] - pl->s.i0[r]);
         }
     }
     st = pkm_agree(pl->comm, st, NULL, NULL);
@@ -168,6 +173,25 @@ PK_MPI_API pk_status pk_mpi_grid_plan_band(const pk_mpi_grid_plan *pl, int *r0, 
     return PK_OK;
 }
 
+/* The box [y0, y1) x [x0, x1) of the cells this rank's visibilities update (pk_grid_locate:
+ * the gridder's own geometry; empty: y0 = x0 = G, y1 = x1 = 0). */
+static void local_box(const pk_mpi_grid_plan *pl, const pk_grid_data *d, int box[4]) {
+    int y0 = pl->G, x0 = pl->G, y1 = 0, x1 = 0;
+    for (size_t i = 0; i < d->num_vis; i++) {
+        int u, v, s = pk_grid_locate(&pl->p, pl->support, d, i, &u, &v);
+        if (s < 0)
+            continue;
+        y0 = v - s < y0 ? v - s : y0;
+        y1 = v + s + 1 > y1 ? v + s + 1 : y1;
+        x0 = u - s < x0 ? u - s : x0;
+        x1 = u + s + 1 > x1 ? u + s + 1 : x1;
+    }
+    box[0] = y0;
+    box[1] = x0;
+    box[2] = y1;
+    box[3] = x1;
+}
+
 PK_MPI_API pk_status pk_mpi_grid_plan_run(pk_mpi_grid_plan *pl, const pk_grid_data *d,
                                           float *band, double *norm, int64_t *num_skipped,
                                           pk_mpi_info *info) {
@@ -183,20 +207,37 @@ PK_MPI_API pk_status pk_mpi_grid_plan_run(pk_mpi_grid_plan *pl, const pk_grid_da
     if (!d) {
         pkm_set_error("pk_mpi_grid_plan_run: d must not be NULL");
         st = PK_ENULL;
+    } else if (d->num_vis && (!d->uu || !d->vv || !d->ww || !d->vis || !d->weight)) {
+        pkm_set_error("pk_mpi_grid_plan_run: d: uu, vv, ww, vis and weight must not be NULL "
+                      "(num_vis = %zu)", d->num_vis);
+        st = PK_ENULL;
     }
     st = pkm_agree(pl->comm, st, NULL, &info->agree_s);
     if (st != PK_OK)
         return st;
+    /* the box every rank's visibilities update: only its rows and columns are zeroed,
+     * gridded into and reduced (the SKA sets touch a few per cent of their grid) */
     double t1 = pkm_now();
-    size_t cells = (size_t)pl->G * (size_t)pl->G;
-    memset(pl->grid, 0, cells * 2 * sizeof(float));
+    const size_t G = (size_t)pl->G;
+    int box[4], gbox[4];
+    local_box(pl, d, box);
+    box[2] = -box[2];
+    box[3] = -box[3];
+    double t2 = pkm_now();
+    MPI_Allreduce(box, gbox, 4, MPI_INT, MPI_MIN, pl->comm);
+    double t3 = pkm_now();
+    const int y0 = gbox[0], x0 = gbox[1], y1 = -gbox[2], x1 = -gbox[3];
+    const int H = y1 > y0 ? y1 - y0 : 0, W = x1 > x0 ? x1 - x0 : 0;
+    for (int y = y0; y < y1; y++)
+        memset(pl->grid + 2 * ((size_t)y * G + (size_t)x0), 0, 2 * (size_t)W * sizeof(float));
     double lnorm = 0;
     int64_t lsk = 0;
     st = pk_grid_plan_run(pl->local, d, pl->grid, &lnorm, &lsk, &info->local);
     if (st != PK_OK)
         pkm_set_error("local grid (%zu visibilities): %s", d->num_vis, pk_last_error());
-    double t2 = pkm_now();
-    info->compute_s += t2 - t1;
+    double t4 = pkm_now();
+    info->compute_s += (t2 - t1) + (t4 - t3);
+    info->comm_s += t3 - t2;
     /* the agreement also lines the ranks up: the reduction's time below is its own, the wait
      * for the slowest rank's gridding falls in agree_s */
     st = pkm_agree(pl->comm, st, NULL, &info->agree_s);
@@ -204,24 +245,55 @@ PK_MPI_API pk_status pk_mpi_grid_plan_run(pk_mpi_grid_plan *pl, const pk_grid_da
         info->wall_s = pkm_now() - t0;
         return st;
     }
-    double t3 = pkm_now();
-    MPI_Reduce_scatter(MPI_IN_PLACE, pl->grid, pl->counts, MPI_FLOAT, MPI_SUM, pl->comm);
+    /* pack the box to the front of the grid, row after row (a row's destination never lies
+     * past its source: W <= G), so that the reduction runs on H W contiguous cells */
+    double t5 = pkm_now();
+    const int R = pl->s.nranks, i0 = pl->s.i0[pl->s.rank], i1 = pl->s.i1[pl->s.rank];
+    for (int r = 0; r < R; r++) { /* each rank's rows of the box */
+        int a = pl->s.i0[r] > y0 ? pl->s.i0[r] : y0, b = pl->s.i1[r] < y1 ? pl->s.i1[r] : y1;
+        pl->counts[r] = b > a ? 2 * W * (b - a) : 0;
+    }
+    for (int y = 0; y < H; y++)
+        memmove(pl->grid + 2 * (size_t)y * W, pl->grid + 2 * ((size_t)(y0 + y) * G + x0),
+                2 * (size_t)W * sizeof(float));
+    double t6 = pkm_now();
+    if (H > 0 && W > 0)
+        MPI_Reduce_scatter(MPI_IN_PLACE, pl->grid, pl->counts, MPI_FLOAT, MPI_SUM, pl->comm);
     double sums[1] = {lnorm}, gsums[1] = {0};
     long long sk = (long long)lsk, gsk = 0;
     MPI_Allreduce(sums, gsums, 1, MPI_DOUBLE, MPI_SUM, pl->comm);
     MPI_Allreduce(&sk, &gsk, 1, MPI_LONG_LONG, MPI_SUM, pl->comm);
-    double t4 = pkm_now();
-    info->comm_s += t4 - t3;
-    /* the cells outside the band leave this rank: what a bandwidth-optimal reduce-scatter
-     * (a ring) sends, MPI's own algorithm may send more */
-    info->halo_bytes = 8.0 * (double)pl->G * (double)(pl->G - pl->L);
+    double t7 = pkm_now();
+    /* unpack this rank's rows of the box into its band, rows i0 .. i1 - 1 of width G, last
+     * row first (a row's destination never lies before its source), zeros around */
+    const int a = i0 > y0 ? i0 : y0;
+    for (int g = i1 - 1; g >= i0; g--) {
+        float *row = pl->grid + 2 * (size_t)(g - i0) * G;
+        if (g >= y0 && g < y1 && W > 0) {
+            memmove(row + 2 * (size_t)x0, pl->grid + 2 * (size_t)(g - a) * W,
+                    2 * (size_t)W * sizeof(float));
+            memset(row, 0, 2 * (size_t)x0 * sizeof(float));
+            memset(row + 2 * (size_t)x1, 0, 2 * (G - (size_t)x1) * sizeof(float));
+        } else {
+            memset(row, 0, 2 * G * sizeof(float));
+        }
+    }
+    double t8 = pkm_now();
+    info->comm_s += (t6 - t5) + (t7 - t6) + (t8 - t7);
+    /* the box's cells outside this rank's band leave it: what a bandwidth-optimal
+     * reduce-scatter (a ring) sends, MPI's own algorithm may send more */
+    info->halo_bytes = 8.0 * (double)W * (double)H - 4.0 * (double)pl->counts[pl->s.rank];
     info->exchanges = 1;
+    pl->box[0] = y0;
+    pl->box[1] = y1;
+    pl->box[2] = x0;
+    pl->box[3] = x1;
     pl->have = 1;
     if (band) { /* accumulated into, as pk_grid's grid */
-        size_t n = (size_t)pl->L * (size_t)pl->G * 2;
+        size_t n = (size_t)pl->L * G * 2;
         for (size_t k = 0; k < n; k++)
             band[k] += pl->grid[k];
-        info->compute_s += pkm_now() - t4;
+        info->compute_s += pkm_now() - t8;
     }
     if (norm)
         *norm += gsums[0];

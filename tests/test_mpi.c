@@ -629,7 +629,8 @@ static void vis_slice(size_t n, int split, size_t *v0, size_t *v1) {
  * then the ranks' partials, still one summation tree), and with the single-process float
  * grid of the same variant within twice that (both within it of the exact sum), bitwise on
  * one rank for the deterministic variants (serial, omp-tiled).  norm to 1e-9 relative,
- * num_skipped exactly; the band inside the plan equals the caller's. */
+ * num_skipped exactly; the band inside the plan equals the caller's.  The plan has run once
+ * before (a third of the slice: another box), so the run starts from a used grid. */
 static void gr_case(pk_context *ctx, const char *variant, const gr_set *s, const gr_oracle *o,
                     int split, int custom) {
     const int G = s->p.grid_size;
@@ -667,7 +668,13 @@ static void gr_case(pk_context *ctx, const char *variant, const gr_set *s, const
         d.ww += v0;
         d.vis += 2 * v0;
         d.weight += v0;
-        st = pk_mpi_grid_plan_run(pl, &d, band, &norm, &sk, &info);
+        /* a first run of the first third of the slice leaves the plan's grid packed,
+         * unpacked and reduced: the run that counts starts from that */
+        pk_grid_data third = d;
+        third.num_vis = d.num_vis / 3;
+        st = pk_mpi_grid_plan_run(pl, &third, NULL, NULL, NULL, NULL);
+        if (st == PK_OK)
+            st = pk_mpi_grid_plan_run(pl, &d, band, &norm, &sk, &info);
         if (st != PK_OK) {
             fprintf(stderr, "rank %d: run: %s\n", rank, pk_mpi_last_error());
             ok = 0;
