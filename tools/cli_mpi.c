@@ -35,8 +35,8 @@ int cli_mpi_requested(int argc, char **argv)
 static const struct {
     const char *name, *opts;
 } mpi_kernels[] = {
-    {"diffusion3d", " nx ny nz count "},
-    {"conv2d", " h w kh kw "},
+    {"diffusion3d", " nx ny nz count verify "},
+    {"conv2d", " h w kh kw verify "},
     {"su3", " nv "},
     {"magicfilter3d", " n1 n2 n3 size transpose bc "},
     {"dslash", " x y z t dims kappa recon12 half "},
@@ -475,6 +475,58 @@ static pk_status run_grid(mpi_args *a, pk_context *ctx, const pk_mpi_options *o,
     return st;
 }
 
+/* --verify of the float row slabs (diffusion3d's planes, conv2d's rows): rank 0 gathers
+ * every rank's slab (rows of `row` floats) into the whole array and compares it with one
+ * process's result of the same variant (`ref`, rank 0's, already computed: NULL on the other
+ * ranks), element-wise with the differ (docs/KERNELS.md 6: rtol 1e-5, zero 1e-10), and says
+ * whether it is bitwise.  Appends "verify" to pj on rank 0. */
+static pk_status slab_verify(mpi_args *a, const float *slab, int i0, int i1, size_t row,
+                             const float *ref, size_t nrows, char *pj, size_t pjlen)
+{
+    int rank = 0, n = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    float *all = rank == 0 ? malloc(nrows * row * sizeof *all + 4) : NULL;
+    int *cnt = rank == 0 ? malloc(2 * (size_t)n * sizeof *cnt) : NULL;
+    pk_status st = agree_alloc(rank != 0 || (all && cnt && ref));
+    if (st != PK_OK) {
+        free(all);
+        free(cnt);
+        return st;
+    }
+    MPI_Datatype rt;
+    MPI_Type_contiguous((int)row, MPI_FLOAT, &rt);
+    MPI_Type_commit(&rt);
+    int mine = i1 - i0;
+    MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        cnt[n] = 0;
+        for (int r = 1; r < n; ++r)
+            cnt[n + r] = cnt[n + r - 1] + cnt[r - 1];
+    }
+    MPI_Gatherv(slab, mine, rt, all, cnt, cnt ? cnt + n : NULL, rt, 0, MPI_COMM_WORLD);
+    MPI_Type_free(&rt);
+    if (rank == 0) {
+        pk_diff_report rep;
+        memset(&rep, 0, sizeof rep);
+        pk_diff_f32(all, ref, nrows * row, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, &rep);
+        const int bitwise = memcmp(all, ref, nrows * row * sizeof *all) == 0;
+        a->verify_failed = !rep.equal;
+        size_t k = strlen(pj);
+        snprintf(pj + k, pjlen - k, ", \"verify\": {\"equal\": %s, \"bitwise\": %s, \"mode\": "
+                 "\"elementwise\", \"rtol\": 1e-05, \"max_rel_err\": %.6g, \"max_abs_err\": "
+                 "%.6g, \"norm_rel_err\": %.6g, \"num_failed\": %zu}, \"verify_rule\": \"the "
+                 "slabs gathered on rank 0 against one process's run of the same variant "
+                 "(rank 0's), the differ element-wise\"", rep.equal ? "true" : "false",
+                 bitwise ? "true" : "false", rep.max_rel_err, rep.max_abs_err, rep.norm_rel_err,
+                 rep.num_failed);
+    }
+    MPI_Bcast(&a->verify_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    free(all);
+    free(cnt);
+    return PK_OK;
+}
+
 static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, char *pj,
                             size_t pjlen, pk_mpi_info *best)
 {
@@ -506,6 +558,22 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             st = pk_mpi_diffusion3d_plan_execute(pl, f, a->count, &info);
             keep_best(best, &info, r == 0);
         }
+        if (st == PK_OK && a->verify) { /* one process: rank 0, the whole field */
+            float *ref = NULL;
+            if (info.rank == 0) {
+                size_t nall = plane * (size_t)a->nz;
+                ref = malloc(nall * sizeof *ref + 4);
+                for (size_t i = 0; ref && i < nall; ++i)
+                    ref[i] = (float)(1.0 + 0.5 * hval(i, a->seed));
+                if (ref && pk_diffusion3d(ctx, &p, info.local.variant, ref, NULL) != PK_OK) {
+                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                    free(ref);
+                    ref = NULL;
+                }
+            }
+            st = slab_verify(a, f, info.i0, info.i1, plane, ref, (size_t)a->nz, pj, pjlen);
+            free(ref);
+        }
         free(f);
         pk_mpi_diffusion3d_plan_destroy(pl);
     } else if (strcmp(kernel, "conv2d") == 0) {
@@ -522,9 +590,10 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             psf[i] = (float)((1.0 + 0.5 * hval(i, a->seed + 1)) / (double)nk);
         pk_mpi_conv2d_plan *pl = NULL;
         st = pk_mpi_conv2d_plan_create(&pl, comm, ctx, &p, psf, &o, &info);
-        free(psf);
-        if (st != PK_OK)
+        if (st != PK_OK) {
+            free(psf);
             return st;
+        }
         size_t n = (size_t)(info.i1 - info.i0) * a->w;
         float *img = malloc(n * sizeof *img + 4), *out = malloc(n * sizeof *out + 4);
         st = agree_alloc(img && out);
@@ -534,8 +603,29 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             st = pk_mpi_conv2d_plan_execute(pl, img, out, &info);
             keep_best(best, &info, r == 0);
         }
+        if (st == PK_OK && a->verify) { /* one process: rank 0, the whole frame */
+            float *ref = NULL, *whole = NULL;
+            if (info.rank == 0) {
+                size_t nall = (size_t)a->h * a->w;
+                ref = malloc(nall * sizeof *ref + 4);
+                whole = malloc(nall * sizeof *whole + 4);
+                for (size_t i = 0; whole && i < nall; ++i)
+                    whole[i] = (float)(1.0 + 0.5 * hval(i, a->seed));
+                if (ref && whole &&
+                    pk_conv2d(ctx, &p, info.local.variant, whole, psf, ref, NULL) != PK_OK) {
+                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                    free(ref);
+                    ref = NULL;
+                }
+            }
+            st = slab_verify(a, out, info.i0, info.i1, (size_t)a->w, ref, (size_t)a->h, pj,
+                             pjlen);
+            free(ref);
+            free(whole);
+        }
         free(img);
         free(out);
+        free(psf);
         pk_mpi_conv2d_plan_destroy(pl);
     } else if (strcmp(kernel, "su3") == 0) {
         pk_su3_params p = {(size_t)a->nv, PK_SU3_AOS, 0};
@@ -643,8 +733,8 @@ static void mpi_run_usage(FILE *f)
         "host, backend, variant, slab and compute / communication seconds (of its fastest\n"
         "repeat); the other ranks print nothing.\n"
         "kernels and their options:\n"
-        "  diffusion3d    --nx N --ny N --nz N (64) --count N (10)\n"
-        "  conv2d         --h N --w N (256) --kh N --kw N (11)\n"
+        "  diffusion3d    --nx N --ny N --nz N (64) --count N (10) --verify\n"
+        "  conv2d         --h N --w N (256) --kh N --kw N (11) --verify\n"
         "  su3            --nv N (1048576; aos)\n"
         "  magicfilter3d  --size N1xN2xN3 | --n1 N --n2 N --n3 N (64) --transpose\n"
         "                 --bc periodic|grow|shrink\n"
@@ -658,7 +748,10 @@ static void mpi_run_usage(FILE *f)
         "                 1e-5, norm 1e-9, num_skipped exact; exit 1 when not equal); --out\n"
         "                 DIR: rank 0 writes DIR/grid.npy (complex64 [G][G])\n"
         "common: --variant V, --backend B, --threads N (per rank; default 1), --repeat N (1),\n"
-        "        --seed S (1).\n");
+        "        --seed S (1).\n"
+        "--verify (diffusion3d, conv2d): rank 0 gathers the slabs and compares them with its\n"
+        "own one-process run of the same variant (the differ, element-wise, rtol 1e-5; exit 1\n"
+        "when not equal); the JSON line gets \"verify\" {equal, bitwise, ...}.\n");
 }
 
 int cli_mpi_run(int argc, char **argv)
