@@ -10,6 +10,13 @@
  * per-rank counts).  So a rank holds one full grid (the plan's), not a full grid to send and
  * a band to receive; what MPI itself allocates inside the call is its own (docs/SCALING.md:
  * measured).
+ * Only the box of cells that some rank's visibilities update is zeroed, gridded and reduced:
+ * each rank locates its visibilities (pk_grid_locate, the gridder's own geometry), one
+ * MPI_Allreduce agrees on the union of the boxes, and the box's H rows of W cells are packed
+ * in place to the front of the grid before the reduction (W H contiguous cells; the counts
+ * are each rank's rows of the box) and unpacked after it into the band, zeros around.  An SKA
+ * track touches a few per cent of its grid (el82-70: a box of about 4950^2 cells of 18000^2),
+ * so this cuts the bytes reduced by more than ten; the grid outside the box is never read.
  * The grid is complex64 (pk_grid's only dtype): the reduction runs on MPI_FLOAT, 2 G floats a
  * row, MPI_SUM elementwise: the real and imaginary parts of a cell are summed separately,
  * which is exactly the complex sum.  A cell's value is thus a sum of the same float products
@@ -192,6 +199,19 @@ static void local_box(const pk_mpi_grid_plan *pl, const pk_grid_data *d, int box
     box[3] = x1;
 }
 
+PK_MPI_API pk_status pk_mpi_grid_plan_box(const pk_mpi_grid_plan *pl, int box[4]) {
+    if (!pl || !box) {
+        pkm_set_error("pk_mpi_grid_plan_box: %s must not be NULL", !pl ? "plan" : "box");
+        return PK_ENULL;
+    }
+    if (!pl->have) {
+        pkm_set_error("pk_mpi_grid_plan_box: no successful run yet");
+        return PK_ESTATE;
+    }
+    memcpy(box, pl->box, sizeof pl->box);
+    return PK_OK;
+}
+
 PK_MPI_API pk_status pk_mpi_grid_plan_run(pk_mpi_grid_plan *pl, const pk_grid_data *d,
                                           float *band, double *norm, int64_t *num_skipped,
                                           pk_mpi_info *info) {
@@ -279,7 +299,8 @@ PK_MPI_API pk_status pk_mpi_grid_plan_run(pk_mpi_grid_plan *pl, const pk_grid_da
         }
     }
     double t8 = pkm_now();
-    info->comm_s += (t6 - t5) + (t7 - t6) + (t8 - t7);
+    info->compute_s += (t6 - t5) + (t8 - t7); /* the packing: local copies */
+    info->comm_s += t7 - t6;
     /* the box's cells outside this rank's band leave it: what a bandwidth-optimal
      * reduce-scatter (a ring) sends, MPI's own algorithm may send more */
     info->halo_bytes = 8.0 * (double)W * (double)H - 4.0 * (double)pl->counts[pl->s.rank];

@@ -222,19 +222,25 @@ PK_MPI_API void pk_mpi_dslash_plan_destroy(pk_mpi_dslash_plan *plan);
  * or pk_mpi_options.i0, i1: uneven bands work); more ranks than grid_size rows is an error on
  * every rank.  grid_size is 2 .. 32766 here (the reduction's counts are ints).
  * run: each rank passes its own visibility list d (any split of the whole list, uneven, or
- * num_vis 0 on some ranks), grids it into the plan's local full grid (complex64 [G][G], zeroed
- * by the run) with its node's backend, then one MPI_Reduce_scatter in place sums the ranks'
- * grids and leaves this rank its band of the sum: complex64 [i1 - i0][G], rows i0 .. i1 - 1.
+ * num_vis 0 on some ranks), grids it into the plan's local full grid (complex64 [G][G]) with
+ * its node's backend, then one MPI_Reduce_scatter in place sums the ranks' grids and leaves
+ * this rank its band of the sum: complex64 [i1 - i0][G], rows i0 .. i1 - 1.  Only the box of
+ * cells some rank's visibilities update (pk_grid_locate's footprints, agreed with one
+ * MPI_Allreduce) is zeroed, gridded and reduced, packed in place to the front of the grid; the
+ * band's cells outside it are set to 0 (pk_mpi_grid_plan_box).
  * band (may be NULL) is accumulated into, as pk_grid's grid (the caller zeroes it); the band
  * also stays in the plan until the next run (pk_mpi_grid_plan_band).  norm (may be NULL) is
  * accumulated into with the sum over all ranks, num_skipped (may be NULL) set to the total.
  * A cell is the same sum of float products as in one process in another order: within
  * docs/KERNELS.md 1.5's bound; bitwise with one rank for a deterministic variant (serial,
- * omp-tiled).  Peak memory per rank: one full grid (8 G^2 bytes) plus the caller's band, plus
- * what MPI allocates inside the reduction (docs/SCALING.md).  info: compute_s the gridding
- * (and the accumulation into band), comm_s the MPI_Reduce_scatter and the two MPI_Allreduce of
- * norm and num_skipped, agree_s the agreements (there the ranks wait for the slowest
- * gridder), halo_bytes the bytes of the cells outside the band, 8 G (G - (i1 - i0)). */
+ * omp-tiled).  Peak memory per rank: one full grid (8 G^2 bytes, of which only the box's
+ * rows and the band are touched) plus the caller's band, plus what MPI allocates inside the
+ * reduction (docs/SCALING.md).  info: compute_s the box, the gridding, the packing and
+ * unpacking (and the accumulation into band), comm_s the MPI_Allreduce of the box, the
+ * MPI_Reduce_scatter and the two MPI_Allreduce of norm and num_skipped, agree_s the
+ * agreements (there the ranks wait for the slowest
+ * gridder), halo_bytes the bytes of the box's cells outside this rank's band (what a
+ * bandwidth-optimal reduce-scatter sends; MPI's algorithm may send more). */
 typedef struct pk_mpi_grid_plan pk_mpi_grid_plan;
 PK_MPI_API pk_status pk_mpi_grid_plan_create(pk_mpi_grid_plan **plan, MPI_Comm comm,
                                              pk_context *ctx, const pk_grid_params *p,
@@ -248,6 +254,11 @@ PK_MPI_API pk_status pk_mpi_grid_plan_run(pk_mpi_grid_plan *plan, const pk_grid_
  *  NULL before a successful run. */
 PK_MPI_API pk_status pk_mpi_grid_plan_band(const pk_mpi_grid_plan *plan, int *r0, int *r1,
                                            const float **band);
+/** The last successful run's box of updated cells, the same on every rank: rows
+ *  [box[0], box[1]), columns [box[2], box[3]) (empty when no visibility was gridded): only
+ *  these cells were zeroed, gridded into and reduced, 8 (box[1] - box[0]) (box[3] - box[2])
+ *  bytes per rank.  PK_ESTATE before a successful run (local, not collective). */
+PK_MPI_API pk_status pk_mpi_grid_plan_box(const pk_mpi_grid_plan *plan, int box[4]);
 PK_MPI_API void pk_mpi_grid_plan_destroy(pk_mpi_grid_plan *plan);
 
 #ifdef __cplusplus

@@ -448,12 +448,17 @@ static pk_status run_grid(mpi_args *a, pk_context *ctx, const pk_mpi_options *o,
         st = pk_mpi_grid_plan_run(pl, &d, NULL, &norm, &sk, &info);
         keep_best(best, &info, r == 0);
     }
+    int box[4] = {0, 0, 0, 0};
+    if (st == PK_OK)
+        pk_mpi_grid_plan_box(pl, box);
     snprintf(pj, pjlen, "\"dataset\": \"%s\", \"num_vis\": %zu, \"grid_size\": %d, "
              "\"num_w_planes\": %d, \"oversample\": %d, \"kernel_layout\": \"%s\", \"norm\": "
-             "%.17g, \"num_skipped\": %lld, \"reduced_bytes_per_rank\": %.17g",
+             "%.17g, \"num_skipped\": %lld, \"box\": [%d, %d, %d, %d], "
+             "\"reduced_bytes_per_rank\": %.17g",
              g->name, nv, g->p.grid_size, g->p.num_w_planes, g->p.oversample,
              g->p.kernel_layout == PK_GRID_KERNELS_FULL ? "full" : "compact", norm,
-             (long long)sk, 8.0 * (double)g->p.grid_size * (double)g->p.grid_size);
+             (long long)sk, box[0], box[1], box[2], box[3],
+             8.0 * (double)(box[1] - box[0]) * (double)(box[3] - box[2]));
     float *full = NULL;
     if (st == PK_OK && (a->verify || a->out))
         st = grid_gather(pl, g->p.grid_size, &full);
