@@ -4,7 +4,10 @@
  * Every rank computes the whole (small) problem alone with the same variant and compares its
  * slab of the distributed result: bitwise where the local kernel does the same arithmetic in
  * the same order (diffusion3d, the direct conv2d variants, su3), within docs/KERNELS.md 5's
- * tolerance for conv2d's FFT (another transform size).  Then the failures: more ranks than
+ * tolerance for conv2d's FFT (another transform size).  grid: the visibilities split (block,
+ * and uneven with rank 0 empty), the bands gathered and compared with the double reference
+ * within docs/KERNELS.md 1.5's bound and with one process's grid (bitwise on one rank for the
+ * deterministic variants).  Then the failures: more ranks than
  * planes, a bad parameter or a bad slab on one rank, a NULL array on one rank, a PSF that
  * differs: every rank must return the same failing status, and the plans made afterwards must
  * still work (no rank left behind in a collective).
