@@ -65,10 +65,11 @@ done
 # entry for every rank, the others nothing) and `portkern-probe --mpi`.
 pk=./tools/portkern
 for np in 1 3; do
-    for args in "dslash --dims 2,2,3,5 --recon12" "dslash --dims 2,3,2,4 --half" "magicfilter3d --size 8x6x9 --bc shrink" \
-                "magicfilter3d --size 7 --transpose" "diffusion3d --nx 8 --ny 8 --nz 9 --count 3 --verify" \
+    for args in "dslash --dims 2,2,3,5 --recon12 --verify" "dslash --dims 2,3,2,4 --half --verify" \
+                "magicfilter3d --size 8x6x9 --bc shrink --verify" "magicfilter3d --size 7 --bc grow --verify" \
+                "magicfilter3d --size 7 --transpose --verify" "diffusion3d --nx 8 --ny 8 --nz 9 --count 3 --verify" \
                 "conv2d --h 9 --w 8 --kh 3 --kw 3 --verify" "conv2d --h 16 --w 12 --kh 5 --kw 3 --variant fft --verify" \
-                "su3 --nv 100" "grid --dataset small --scale 0.02"; do
+                "su3 --nv 100 --verify" "grid --dataset small --scale 0.02"; do
         kern=${args%% *}
         timeout -k 10 "$limit" "$run" $over -np "$np" "$pk" run $args --mpi --repeat 2 \
             > "$out.cli" 2> "$out.cli.err"
@@ -79,10 +80,12 @@ for np in 1 3; do
         [ "$rc" -eq 0 ] && [ "$lines" -eq 1 ] && [ "$ranks" -eq "$np" ] &&
             grep -q "^{\"kernel\": \"$kern\", \"mpi\": true, \"ranks\": $np," "$out.cli" &&
             grep -q '"compute_s": [0-9]' "$out.cli" && grep -q '"comm_s": [0-9]' "$out.cli" && ok=0
-        # --verify: rank 0's gathered slabs equal its one-process run (direct: bitwise)
+        # --verify: rank 0's gathered slabs equal its one-process run (bitwise but for the
+        # FFT variants and dslash: omp-vnode, auto's choice here, differs from one process in
+        # the last bits on some lattices, docs/SCALING.md 3)
         case "$args" in
             *--verify*) grep -q '"verify": {"equal": true' "$out.cli" || ok=1
-                        case "$args" in *fft*) ;; *) grep -q '"bitwise": true' "$out.cli" || ok=1;; esac;;
+                        case "$args" in *fft*|dslash*) ;; *) grep -q '"bitwise": true' "$out.cli" || ok=1;; esac;;
         esac
         result $ok "mpirun -np $np portkern run $args --mpi: one JSON line, $np per_rank entries"
         [ "$ok" -eq 0 ] || { sed 's/^/# /' "$out.cli" "$out.cli.err" | tail -n 20; }

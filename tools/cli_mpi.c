@@ -37,9 +37,9 @@ static const struct {
 } mpi_kernels[] = {
     {"diffusion3d", " nx ny nz count verify "},
     {"conv2d", " h w kh kw verify "},
-    {"su3", " nv "},
-    {"magicfilter3d", " n1 n2 n3 size transpose bc "},
-    {"dslash", " x y z t dims kappa recon12 half "},
+    {"su3", " nv verify "},
+    {"magicfilter3d", " n1 n2 n3 size transpose bc verify "},
+    {"dslash", " x y z t dims kappa recon12 half verify "},
     {"grid", " dataset scale in out verify "},
     {NULL, NULL},
 };
@@ -201,6 +201,53 @@ static void keep_best(pk_mpi_info *best, const pk_mpi_info *info, int first)
         *best = *info;
 }
 
+/* Rank 0 gathers every rank's nrows rows of row_bytes bytes, in rank order, into *all (total
+ * rows, allocated there; NULL on the other ranks).  Collective; PK_ENOMEM on every rank when
+ * rank 0 has no memory for them. */
+static pk_status gather_rows(const void *mine, int nrows, size_t row_bytes, size_t total,
+                             void **all)
+{
+    int rank = 0, n = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    *all = rank == 0 ? malloc(total * row_bytes + 8) : NULL;
+    int *cnt = rank == 0 ? malloc(2 * (size_t)n * sizeof *cnt) : NULL;
+    pk_status st = agree_alloc(rank != 0 || (*all && cnt));
+    if (st != PK_OK) {
+        free(*all);
+        *all = NULL;
+        free(cnt);
+        return st;
+    }
+    MPI_Datatype rt;
+    MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &rt);
+    MPI_Type_commit(&rt);
+    MPI_Gather(&nrows, 1, MPI_INT, cnt, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        cnt[n] = 0;
+        for (int r = 1; r < n; ++r)
+            cnt[n + r] = cnt[n + r - 1] + cnt[r - 1];
+    }
+    MPI_Gatherv(mine, nrows, rt, *all, cnt, cnt ? cnt + n : NULL, rt, 0, MPI_COMM_WORLD);
+    MPI_Type_free(&rt);
+    free(cnt);
+    return PK_OK;
+}
+
+/* Rank 0: the verdict of a gathered result against one process's (rep from the differ,
+ * bitwise from memcmp) into pj as "verify" and "verify_rule", and into a->verify_failed. */
+static void append_verdict(mpi_args *a, char *pj, size_t pjlen, const pk_diff_report *rep,
+                           int bitwise, const char *mode, double rtol, const char *rule)
+{
+    a->verify_failed = !rep->equal;
+    size_t k = strlen(pj);
+    snprintf(pj + k, pjlen - k, ", \"verify\": {\"equal\": %s, \"bitwise\": %s, \"mode\": "
+             "\"%s\", \"rtol\": %g, \"max_rel_err\": %.6g, \"max_abs_err\": %.6g, "
+             "\"norm_rel_err\": %.6g, \"num_failed\": %zu}, \"verify_rule\": \"%s\"",
+             rep->equal ? "true" : "false", bitwise ? "true" : "false", mode, rtol,
+             rep->max_rel_err, rep->max_abs_err, rep->norm_rel_err, rep->num_failed, rule);
+}
+
 /* ---- grid ------------------------------------------------------------------------------- */
 static void grid_free(mpi_grid *g)
 {
@@ -347,29 +394,12 @@ static int grid_load(const char *prog, const mpi_args *a, mpi_grid *g)
  * memory for it: the status says so on every rank). */
 static pk_status grid_gather(pk_mpi_grid_plan *pl, int G, float **full)
 {
-    int rank = 0, n = 1, r0 = 0, r1 = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int r0 = 0, r1 = 0;
     const float *band = NULL;
     pk_mpi_grid_plan_band(pl, &r0, &r1, &band);
-    int mine = 2 * G * (r1 - r0);
-    int *cnt = rank == 0 ? malloc(2 * (size_t)n * sizeof *cnt) : NULL;
-    *full = rank == 0 ? malloc(2 * (size_t)G * (size_t)G * sizeof **full) : NULL;
-    pk_status st = agree_alloc(rank != 0 || (cnt && *full));
-    if (st == PK_OK) {
-        MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, MPI_COMM_WORLD);
-        if (rank == 0) {
-            cnt[n] = 0;
-            for (int r = 1; r < n; ++r)
-                cnt[n + r] = cnt[n + r - 1] + cnt[r - 1];
-        }
-        MPI_Gatherv(band, mine, MPI_FLOAT, *full, cnt, cnt ? cnt + n : NULL, MPI_FLOAT, 0,
-                    MPI_COMM_WORLD);
-    } else {
-        free(*full);
-        *full = NULL;
-    }
-    free(cnt);
+    void *all = NULL;
+    pk_status st = gather_rows(band, r1 - r0, 8 * (size_t)G, (size_t)G, &all);
+    *full = all;
     return st;
 }
 
@@ -488,48 +518,48 @@ static pk_status run_grid(mpi_args *a, pk_context *ctx, const pk_mpi_options *o,
 static pk_status slab_verify(mpi_args *a, const float *slab, int i0, int i1, size_t row,
                              const float *ref, size_t nrows, char *pj, size_t pjlen)
 {
-    int rank = 0, n = 1;
+    int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    float *all = rank == 0 ? malloc(nrows * row * sizeof *all + 4) : NULL;
-    int *cnt = rank == 0 ? malloc(2 * (size_t)n * sizeof *cnt) : NULL;
-    pk_status st = agree_alloc(rank != 0 || (all && cnt && ref));
-    if (st != PK_OK) {
-        free(all);
-        free(cnt);
-        return st;
-    }
-    MPI_Datatype rt;
-    MPI_Type_contiguous((int)row, MPI_FLOAT, &rt);
-    MPI_Type_commit(&rt);
-    int mine = i1 - i0;
-    MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        cnt[n] = 0;
-        for (int r = 1; r < n; ++r)
-            cnt[n + r] = cnt[n + r - 1] + cnt[r - 1];
-    }
-    MPI_Gatherv(slab, mine, rt, all, cnt, cnt ? cnt + n : NULL, rt, 0, MPI_COMM_WORLD);
-    MPI_Type_free(&rt);
-    if (rank == 0) {
+    pk_status st = agree_alloc(rank != 0 || ref);
+    void *all = NULL;
+    if (st == PK_OK)
+        st = gather_rows(slab, i1 - i0, row * sizeof(float), nrows, &all);
+    if (st == PK_OK && rank == 0) {
         pk_diff_report rep;
         memset(&rep, 0, sizeof rep);
         pk_diff_f32(all, ref, nrows * row, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, &rep);
-        const int bitwise = memcmp(all, ref, nrows * row * sizeof *all) == 0;
-        a->verify_failed = !rep.equal;
-        size_t k = strlen(pj);
-        snprintf(pj + k, pjlen - k, ", \"verify\": {\"equal\": %s, \"bitwise\": %s, \"mode\": "
-                 "\"elementwise\", \"rtol\": 1e-05, \"max_rel_err\": %.6g, \"max_abs_err\": "
-                 "%.6g, \"norm_rel_err\": %.6g, \"num_failed\": %zu}, \"verify_rule\": \"the "
-                 "slabs gathered on rank 0 against one process's run of the same variant "
-                 "(rank 0's), the differ element-wise\"", rep.equal ? "true" : "false",
-                 bitwise ? "true" : "false", rep.max_rel_err, rep.max_abs_err, rep.norm_rel_err,
-                 rep.num_failed);
+        append_verdict(a, pj, pjlen, &rep, memcmp(all, ref, nrows * row * sizeof(float)) == 0,
+                       "elementwise", 1e-5, "the slabs gathered on rank 0 against one "
+                       "process's run of the same variant (rank 0's), the differ element-wise");
     }
     MPI_Bcast(&a->verify_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
     free(all);
-    free(cnt);
-    return PK_OK;
+    return st;
+}
+
+/* The same for float64 results whose inputs are per-rank (su3, magicfilter3d, dslash):
+ * the caller has gathered the inputs and computed ref on rank 0 (NULL elsewhere, or on a
+ * failure there); the output rows are gathered here. */
+static pk_status slab_verify64(mpi_args *a, const double *out, int nrows, size_t row,
+                               const double *ref, size_t total, int mode, double rtol,
+                               const char *rule, char *pj, size_t pjlen)
+{
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    pk_status st = agree_alloc(rank != 0 || ref);
+    void *all = NULL;
+    if (st == PK_OK)
+        st = gather_rows(out, nrows, row * sizeof(double), total, &all);
+    if (st == PK_OK && rank == 0) {
+        pk_diff_report rep;
+        memset(&rep, 0, sizeof rep);
+        pk_diff_f64(all, ref, total * row, rtol, 1e-10, mode, &rep);
+        append_verdict(a, pj, pjlen, &rep, memcmp(all, ref, total * row * sizeof(double)) == 0,
+                       mode == PK_DIFF_NORM ? "norm" : "elementwise", rtol, rule);
+    }
+    MPI_Bcast(&a->verify_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    free(all);
+    return st;
 }
 
 static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, char *pj,
@@ -652,6 +682,30 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             st = pk_mpi_su3_plan_execute(pl, u, psi, chi, &info);
             keep_best(best, &info, r == 0);
         }
+        if (st == PK_OK && a->verify) { /* the inputs are per rank: gathered with the result */
+            void *U = NULL, *PSI = NULL;
+            double *ref = NULL;
+            size_t nv = (size_t)a->nv;
+            st = gather_rows(u, (int)L, 18 * sizeof(double), nv, &U);
+            if (st == PK_OK)
+                st = gather_rows(psi, (int)L, 24 * sizeof(double), nv, &PSI);
+            if (st == PK_OK && info.rank == 0) {
+                ref = malloc(nv * 24 * sizeof *ref + 8);
+                if (ref && pk_su3(ctx, &p, info.local.variant, U, PSI, ref, NULL) != PK_OK) {
+                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                    free(ref);
+                    ref = NULL;
+                }
+            }
+            if (st == PK_OK)
+                st = slab_verify64(a, chi, (int)L, 24, ref, nv, PK_DIFF_ELEMENTWISE, 1e-5,
+                                   "the sites gathered on rank 0 (u, psi and chi) against one "
+                                   "process's run of the same variant, the differ element-wise",
+                                   pj, pjlen);
+            free(U);
+            free(PSI);
+            free(ref);
+        }
         free(u);
         free(psi);
         free(chi);
@@ -681,6 +735,28 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
         for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
             st = pk_mpi_magicfilter3d_plan_execute(pl, x, y, &info);
             keep_best(best, &info, r == 0);
+        }
+        if (st == PK_OK && a->verify) { /* x's planes gathered (grow, shrink: the extra 15 on
+                                           the last rank), one process on rank 0 */
+            void *X = NULL;
+            double *ref = NULL;
+            size_t pin = ins[1] * ins[2], pout = outs[1] * outs[2];
+            st = gather_rows(x, xp, pin * sizeof(double), ins[0], &X);
+            if (st == PK_OK && info.rank == 0) {
+                ref = malloc(outs[0] * pout * sizeof *ref + 8);
+                if (ref && pk_magicfilter3d(ctx, &p, info.local.variant, X, ref, NULL) != PK_OK) {
+                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                    free(ref);
+                    ref = NULL;
+                }
+            }
+            if (st == PK_OK)
+                st = slab_verify64(a, y, yp, pout, ref, outs[0], PK_DIFF_ELEMENTWISE, 1e-5,
+                                   "the planes gathered on rank 0 (x and y) against one "
+                                   "process's run of the same variant, the differ element-wise",
+                                   pj, pjlen);
+            free(X);
+            free(ref);
         }
         free(x);
         free(y);
@@ -712,6 +788,38 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             st = pk_mpi_dslash_plan_execute(pl, psi, chi, &info);
             keep_best(best, &info, r == 0);
         }
+        if (st == PK_OK && a->verify) { /* links (per mu) and psi gathered by t-plane */
+            const size_t T = (size_t)a->t, lrow = vol3 * 18, srow = vol3 * 24;
+            double *U = rank == 0 ? malloc(4 * T * lrow * sizeof *U + 8) : NULL, *ref = NULL;
+            void *part = NULL, *PSI = NULL;
+            st = agree_alloc(rank != 0 || U);
+            for (int mu = 0; st == PK_OK && mu < 4; ++mu) {
+                st = gather_rows(u + (size_t)mu * L * lrow, (int)L, lrow * sizeof(double), T,
+                                 &part);
+                if (st == PK_OK && rank == 0)
+                    memcpy(U + (size_t)mu * T * lrow, part, T * lrow * sizeof(double));
+                free(part);
+                part = NULL;
+            }
+            if (st == PK_OK)
+                st = gather_rows(psi, (int)L, srow * sizeof(double), T, &PSI);
+            if (st == PK_OK && rank == 0) {
+                ref = malloc(T * srow * sizeof *ref + 8);
+                if (ref && pk_dslash(ctx, &p, info.local.variant, U, PSI, ref, NULL) != PK_OK) {
+                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                    free(ref);
+                    ref = NULL;
+                }
+            }
+            if (st == PK_OK)
+                st = slab_verify64(a, chi, (int)L, srow, ref, T, PK_DIFF_NORM, 1e-12,
+                                   "the t-planes gathered on rank 0 (links, psi, chi) against "
+                                   "one process's run of the same variant, norm-wise 1e-12 "
+                                   "(docs/KERNELS.md 4c; full spinors: bitwise)", pj, pjlen);
+            free(U);
+            free(PSI);
+            free(ref);
+        }
         free(u);
         free(psi);
         free(chi);
@@ -738,8 +846,8 @@ static void mpi_run_usage(FILE *f)
         "host, backend, variant, slab and compute / communication seconds (of its fastest\n"
         "repeat); the other ranks print nothing.\n"
         "kernels and their options:\n"
-        "  diffusion3d    --nx N --ny N --nz N (64) --count N (10) --verify\n"
-        "  conv2d         --h N --w N (256) --kh N --kw N (11) --verify\n"
+        "  diffusion3d    --nx N --ny N --nz N (64) --count N (10)\n"
+        "  conv2d         --h N --w N (256) --kh N --kw N (11)\n"
         "  su3            --nv N (1048576; aos)\n"
         "  magicfilter3d  --size N1xN2xN3 | --n1 N --n2 N --n3 N (64) --transpose\n"
         "                 --bc periodic|grow|shrink\n"
@@ -754,9 +862,11 @@ static void mpi_run_usage(FILE *f)
         "                 DIR: rank 0 writes DIR/grid.npy (complex64 [G][G])\n"
         "common: --variant V, --backend B, --threads N (per rank; default 1), --repeat N (1),\n"
         "        --seed S (1).\n"
-        "--verify (diffusion3d, conv2d): rank 0 gathers the slabs and compares them with its\n"
-        "own one-process run of the same variant (the differ, element-wise, rtol 1e-5; exit 1\n"
-        "when not equal); the JSON line gets \"verify\" {equal, bitwise, ...}.\n");
+        "--verify (every kernel but grid, which says above): rank 0 gathers the slabs (and the\n"
+        "per-rank inputs of su3, magicfilter3d and dslash) and compares them with its own\n"
+        "one-process run of the same variant (the differ: element-wise, rtol 1e-5; dslash\n"
+        "norm-wise 1e-12); exit 1 when not equal; the JSON line gets \"verify\" {equal,\n"
+        "bitwise, ...}.\n");
 }
 
 int cli_mpi_run(int argc, char **argv)
