@@ -3,7 +3,7 @@
 # libportkern's public API only (lib/portkern.h), like any other program.
 EXTRA_DIST += portkern-mpi.pc.in mpi/portkern_mpi.h mpi/mpi_internal.h mpi/mpi_common.c \
 	mpi/mpi_halo.c mpi/mpi_diffusion3d.c mpi/mpi_laplace2d.c mpi/mpi_conv2d.c mpi/mpi_su3.c \
-	mpi/mpi_magicfilter3d.c mpi/mpi_dslash.c \
+	mpi/mpi_magicfilter3d.c mpi/mpi_dslash.c mpi/mpi_grid.c \
 	mpi/bench_mpi.c mpi/bench_scaling.sh mpi/scaling_model.py \
 	tests/test_mpi.c
 if HAVE_MPI
@@ -12,7 +12,7 @@ include_HEADERS += mpi/portkern_mpi.h
 pkgconfig_DATA += portkern-mpi.pc
 libportkern_mpi_la_SOURCES = mpi/portkern_mpi.h mpi/mpi_internal.h mpi/mpi_common.c \
 	mpi/mpi_halo.c mpi/mpi_diffusion3d.c mpi/mpi_laplace2d.c mpi/mpi_conv2d.c mpi/mpi_su3.c \
-	mpi/mpi_magicfilter3d.c mpi/mpi_dslash.c
+	mpi/mpi_magicfilter3d.c mpi/mpi_dslash.c mpi/mpi_grid.c
 # Own CPPFLAGS: -DPK_BUILDING_MPI marks its PK_MPI_API symbols visible; no PK_BUILDING_LIBRARY
 # (libportkern's symbols are imported, as in any program).
 libportkern_mpi_la_CPPFLAGS = -I$(top_srcdir)/lib -I$(top_srcdir)/mpi -I$(top_builddir) \

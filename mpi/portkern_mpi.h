@@ -4,8 +4,9 @@
  * part of the data (a slab of the split axis) and runs it on its own node's best backend
  * through its own pk_context (CUDA, OpenCL, OpenMP, serial: what the core library's auto
  * picks there, or what the context forces).  The library uses libportkern's public API only,
- * exchanges halos with MPI point-to-point messages (MPI_Isend / MPI_Irecv) and needs nothing
- * but MPI-1 calls; libportkern itself does not link MPI.  Build with
+ * exchanges halos with MPI point-to-point messages (MPI_Isend / MPI_Irecv), reduces the grid
+ * with MPI_Reduce_scatter, and needs nothing past MPI-2's MPI_IN_PLACE; libportkern itself
+ * does not link MPI.  Build with
  * `pkg-config --cflags --libs portkern-mpi`.  docs/SCALING.md has the decompositions, the
  * measurements and the scaling model.
  *
@@ -19,7 +20,7 @@
  *    status returned is the most negative one, pk_mpi_last_error() gives the detail of the
  *    lowest rank that had it, prefixed "rank R: ".
  *  - The split axis (diffusion3d: z, laplace2d and conv2d: rows, su3: sites, magicfilter3d:
- *    i3, dslash: t) is divided in
+ *    i3, dslash: t, grid: the grid's rows) is divided in
  *    slabs [i0, i1), one per rank in rank order, covering [0, n) without gaps or overlaps,
  *    each non-empty.  A caller may give its own slab (pk_mpi_options.i0, i1); else the block rule
  *    pk_mpi_block applies.  More ranks than planes (or rows, or sites) is an error on every
@@ -213,6 +214,52 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
 PK_MPI_API pk_status pk_mpi_dslash_plan_execute(pk_mpi_dslash_plan *plan, const double *psi,
                                                 double *chi, pk_mpi_info *info);
 PK_MPI_API void pk_mpi_dslash_plan_destroy(pk_mpi_dslash_plan *plan);
+
+/* ---- grid: visibilities split across ranks, the grid reduced to row bands ------------------
+ * p, support and kernels describe the w-kernel stack as for pk_grid_plan_create, the same on
+ * every rank (the parameters and supports are compared whole, the stack through a 64-bit
+ * hash).  The split axis is the grid's rows: rank r's band is rows [i0, i1) (the block rule,
+ * or pk_mpi_options.i0, i1: uneven bands work); more ranks than grid_size rows is an error on
+ * every rank.  grid_size is 2 .. 32766 here (the reduction's counts are ints).
+ * run: each rank passes its own visibility list d (any split of the whole list, uneven, or
+ * num_vis 0 on some ranks), grids it into the plan's local full grid (complex64 [G][G]) with
+ * its node's backend, then one MPI_Reduce_scatter in place sums the ranks' grids and leaves
+ * this rank its band of the sum: complex64 [i1 - i0][G], rows i0 .. i1 - 1.  Only the box of
+ * cells some rank's visibilities update (pk_grid_locate's footprints, agreed with one
+ * MPI_Allreduce) is zeroed, gridded and reduced, packed in place to the front of the grid; the
+ * band's cells outside it are set to 0 (pk_mpi_grid_plan_box).
+ * band (may be NULL) is accumulated into, as pk_grid's grid (the caller zeroes it); the band
+ * also stays in the plan until the next run (pk_mpi_grid_plan_band).  norm (may be NULL) is
+ * accumulated into with the sum over all ranks, num_skipped (may be NULL) set to the total.
+ * A cell is the same sum of float products as in one process in another order: within
+ * docs/KERNELS.md 1.5's bound; bitwise with one rank for a deterministic variant (serial,
+ * omp-tiled).  Peak memory per rank: one full grid (8 G^2 bytes, of which only the box's
+ * rows and the band are touched) plus the caller's band, plus what MPI allocates inside the
+ * reduction (docs/SCALING.md).  info: compute_s the box, the gridding, the packing and
+ * unpacking (and the accumulation into band), comm_s the MPI_Allreduce of the box, the
+ * MPI_Reduce_scatter and the two MPI_Allreduce of norm and num_skipped, agree_s the
+ * agreements (there the ranks wait for the slowest
+ * gridder), halo_bytes the bytes of the box's cells outside this rank's band (what a
+ * bandwidth-optimal reduce-scatter sends; MPI's algorithm may send more). */
+typedef struct pk_mpi_grid_plan pk_mpi_grid_plan;
+PK_MPI_API pk_status pk_mpi_grid_plan_create(pk_mpi_grid_plan **plan, MPI_Comm comm,
+                                             pk_context *ctx, const pk_grid_params *p,
+                                             const int32_t *support, const float *kernels,
+                                             const pk_mpi_options *opt, pk_mpi_info *info);
+PK_MPI_API pk_status pk_mpi_grid_plan_run(pk_mpi_grid_plan *plan, const pk_grid_data *d,
+                                          float *band, double *norm, int64_t *num_skipped,
+                                          pk_mpi_info *info);
+/** This rank's band of rows [*r0, *r1) (local, not collective); *band (band may be NULL): the
+ *  summed band inside the plan, complex64 [r1 - r0][G], valid until the next run or destroy,
+ *  NULL before a successful run. */
+PK_MPI_API pk_status pk_mpi_grid_plan_band(const pk_mpi_grid_plan *plan, int *r0, int *r1,
+                                           const float **band);
+/** The last successful run's box of updated cells, the same on every rank: rows
+ *  [box[0], box[1]), columns [box[2], box[3]) (empty when no visibility was gridded): only
+ *  these cells were zeroed, gridded into and reduced, 8 (box[1] - box[0]) (box[3] - box[2])
+ *  bytes per rank.  PK_ESTATE before a successful run (local, not collective). */
+PK_MPI_API pk_status pk_mpi_grid_plan_box(const pk_mpi_grid_plan *plan, int box[4]);
+PK_MPI_API void pk_mpi_grid_plan_destroy(pk_mpi_grid_plan *plan);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,15 @@ and the boundary planes cost 2 x 3 d planes stepped d times.  R: the node's rate
 point-steps per second on its slab, a and b: the network's latency and bandwidth.
 GPU nodes through the current library (pk_diffusion3d_plan_execute on host memory) also move
 the whole slab across the host link once each way per chunk: (L + 2d) P 4 (1/up + 1/down).
+
+The distributed grid (mpi/mpi_grid.c), one rank per node, the visibilities split evenly:
+  - grids its 1/N of them:  T1 / N  (T1 the whole list's gridding on one node; the tiled and
+    atomic gridders cost per visibility)
+  - locates them for the box and zeroes, packs the box (B = 8 W H bytes) and unpacks its band
+    of 8 G^2 / N bytes (zeros around the box):  T_loc / N + 2 B / m + 8 G^2 / (N m)
+  - MPI_Reduce_scatter of B bytes as a ring: N - 1 steps, each sending and adding B / N:
+    (N - 1) (a + B / (N b) + B / (N m_add))
+m and m_add a node's copy and add-and-store rates in bytes per second.
 Usage: python3 mpi/scaling_model.py  (prints the Markdown tables)
 """
 import math
@@ -81,6 +90,27 @@ def table(title, n, nodes, R, a, b, link=None, weak_L=None, sweep=1.0):
               f"{to * 1e3 if N > 1 else t * 1e3:.3f} |")
 
 
+def grid_time(N, T1, T_loc, B, G, a, b, m, m_add):
+    t = T1 / N + T_loc / N + 2 * B / m + 8.0 * G * G / (N * m)
+    if N > 1:
+        t += (N - 1) * (a + B / (N * b) + B / (N * m_add))
+    return t
+
+
+def grid_table(title, nodes, T1, T_loc, B, G, a, b, m, m_add):
+    print(f"\n{title}\n")
+    print("| nodes | vis share | grid s | local box s | reduce-scatter s | total s | speedup "
+          "| efficiency |")
+    print("|---|---|---|---|---|---|---|---|")
+    t1 = grid_time(1, T1, T_loc, B, G, a, b, m, m_add)
+    for N in nodes:
+        t = grid_time(N, T1, T_loc, B, G, a, b, m, m_add)
+        loc = T_loc / N + 2 * B / m + 8.0 * G * G / (N * m)
+        rs = (N - 1) * (a + B / (N * b) + B / (N * m_add)) if N > 1 else 0.0
+        print(f"| {N} | 1/{N} | {T1 / N:.3f} | {loc:.3f} | {rs:.3f} | {t:.3f} | {t1 / t:.1f} "
+              f"| {t1 / t / N:.2f} |")
+
+
 if __name__ == "__main__":
     nodes = [1, 2, 4, 8, 16, 32, 64]
     # measured here (docs/SCALING.md): 1 rank x 2 threads, omp-tb, best run
@@ -101,3 +131,24 @@ if __name__ == "__main__":
     table("Strong scaling, 512^3, H100 nodes through the current library (the slab crosses "
           "the host link every chunk: 6.7 GB/s up, 11.4 down, pageable)", 512, nodes, R_gpu, a,
           b, link=(6.7e9, 11.4e9))
+    # grid (docs/SCALING.md section 6): el82-70, the box of updated cells measured by
+    # `portkern run grid --mpi` (rows and columns of the 18000^2 grid), B = 8 W H bytes
+    G = 18000
+    W, H = 11452 - 6626, 11523 - 6447  # measured: box [6447, 11523) x [6626, 11452)
+    B = 8.0 * W * H
+    m, m_add = 8e9, 4e9  # assumed node copy / add-and-store rates (not measured)
+    # CPU nodes like this one: omp-tiled, 2 threads, 398 ms for el82-70 x 0.1, its bounding
+    # box stage 36.8 ms (docs/PERFORMANCE.md)
+    grid_table("Distributed grid, el82-70 x 0.1 (3.1 M visibilities), CPU nodes like this one, "
+               "EDR-class network", nodes, 0.398, 0.0368, B, G, a, b, m, m_add)
+    # H100 nodes: the full el82-70 (31.4 M visibilities) in 392 ms with its transfers
+    # (cuda-atomic, docs/PERFORMANCE.md); the locate pass on the host at this machine's rate
+    grid_table("Distributed grid, the full el82-70 (31.4 M visibilities), H100 nodes (392 ms "
+               "with transfers), EDR-class network", nodes, 0.392, 0.368, B, G, a, b, m, m_add)
+    # the same CPU nodes with the reduce-scatter at the rate measured on this machine (2 ranks
+    # sharing 2 loaded cores: 196 MB in 0.77 s with CMA, MPI_Reduce_scatter alone): b = m_add
+    # with B / 2 (1 / b + 1 / m_add) = 0.77 s
+    r_here = 195974208 / 0.77
+    grid_table("Distributed grid, el82-70 x 0.1, CPU nodes, the reduce-scatter at this machine's "
+               "measured rate (b = m_add = %.2f GB/s)" % (r_here / 1e9), nodes, 0.398, 0.0368,
+               B, G, a, r_here, m, r_here)

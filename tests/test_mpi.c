@@ -4,13 +4,22 @@
  * Every rank computes the whole (small) problem alone with the same variant and compares its
  * slab of the distributed result: bitwise where the local kernel does the same arithmetic in
  * the same order (diffusion3d, the direct conv2d variants, su3), within docs/KERNELS.md 5's
- * tolerance for conv2d's FFT (another transform size).  Then the failures: more ranks than
+ * tolerance for conv2d's FFT (another transform size).  grid: the visibilities split (block,
+ * and uneven with rank 0 empty), the bands gathered and compared with the double reference
+ * within docs/KERNELS.md 1.5's bound and with one process's grid (bitwise on one rank for the
+ * deterministic variants).  Then the failures: more ranks than
  * planes, a bad parameter or a bad slab on one rank, a NULL array on one rank, a PSF that
  * differs: every rank must return the same failing status, and the plans made afterwards must
  * still work (no rank left behind in a collective).
  * Rank 0 prints one line per check, "PASS: ...", "FAIL: ..." or "SKIP: ...", each the verdict
  * of all ranks (MPI_Allreduce); the script turns them into TAP.  Exit status 0 when all pass. */
 #include "portkern_mpi.h"
+/* the grid suite's sets and its error bound (docs/KERNELS.md 1.5), reused for the distributed
+ * gridder; the rest of that suite is not called here */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "gr_common.h"
+#pragma GCC diagnostic pop
 
 #include <math.h>
 #include <stdarg.h>
@@ -596,6 +605,204 @@ static void failures_cases(pk_context *ctx) {
     pk_mpi_dslash_plan_destroy(dpl);
 }
 
+/* ---- grid ------------------------------------------------------------------------------- */
+/* The visibilities [v0, v1) of n that rank r takes: split 0: the block rule over the
+ * visibilities; split 1: rank 0 none, the others uneven (rank r's share grows as r^2); with
+ * one rank all of them. */
+static void vis_slice(size_t n, int split, size_t *v0, size_t *v1) {
+    if (split == 0 || nranks == 1) {
+        *v0 = n * (size_t)rank / (size_t)nranks;
+        *v1 = n * (size_t)(rank + 1) / (size_t)nranks;
+        return;
+    }
+    size_t tot = 0, below = 0;
+    for (int r = 1; r < nranks; r++) {
+        tot += (size_t)r * r;
+        if (r < rank)
+            below += (size_t)r * r;
+    }
+    *v0 = rank == 0 ? 0 : n * below / tot;
+    *v1 = rank == 0 ? 0 : rank == nranks - 1 ? n : n * (below + (size_t)rank * rank) / tot;
+}
+
+/* The distributed grid of a set, its visibilities split (split) and its rows in bands (the
+ * block rule, or custom: 3 rows a rank, the last the rest), gathered on every rank and
+ * compared per cell with the double reference within gamma_{2n+8} A (docs/KERNELS.md 1.5:
+ * a cell is the same 2n float products summed in another order, here each rank's partial
+ * then the ranks' partials, still one summation tree), and with the single-process float
+ * grid of the same variant within twice that (both within it of the exact sum), bitwise on
+ * one rank for the deterministic variants (serial, omp-tiled).  norm to 1e-9 relative,
+ * num_skipped exactly; the band inside the plan equals the caller's.  The plan has run once
+ * before (a third of the slice: another box), so the run starts from a used grid. */
+static void gr_case(pk_context *ctx, const char *variant, const gr_set *s, const gr_oracle *o,
+                    int split, int custom) {
+    const int G = s->p.grid_size;
+    const size_t cells = gr_cells(s);
+    pk_mpi_options opt;
+    pk_mpi_options_init(&opt);
+    opt.variant = variant;
+    if (custom) {
+        opt.i0 = 3 * rank;
+        opt.i1 = rank == nranks - 1 ? G : 3 * rank + 3;
+    }
+    pk_mpi_grid_plan *pl = NULL;
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    pk_status st = pk_mpi_grid_plan_create(&pl, MPI_COMM_WORLD, ctx, &s->p, s->support, s->kern,
+                                           &opt, &info);
+    int ok = st == PK_OK, bits = -1;
+    char msg[400] = "", msg1[400] = "";
+    double norm = 0, worst1 = 0, single_norm = 0;
+    int64_t sk = -7, single_sk = -7;
+    size_t v0 = 0, v1 = 0;
+    vis_slice(s->n, split, &v0, &v1);
+    if (ok) {
+        int r0 = -1, r1 = -1;
+        const float *inplan = NULL;
+        pk_mpi_grid_plan_band(pl, &r0, &r1, &inplan);
+        ok = r0 == info.i0 && r1 == info.i1 && inplan == NULL;
+        size_t bn = 2 * (size_t)(r1 - r0) * (size_t)G;
+        float *band = calloc(bn ? bn : 1, sizeof *band);
+        float *full = calloc(2 * cells, sizeof *full), *one = calloc(2 * cells, sizeof *one);
+        pk_grid_data d = gr_data(s);
+        d.num_vis = v1 - v0;
+        d.uu += v0;
+        d.vv += v0;
+        d.ww += v0;
+        d.vis += 2 * v0;
+        d.weight += v0;
+        /* a first run of the first third of the slice leaves the plan's grid packed,
+         * unpacked and reduced: the run that counts starts from that */
+        pk_grid_data third = d;
+        third.num_vis = d.num_vis / 3;
+        st = pk_mpi_grid_plan_run(pl, &third, NULL, NULL, NULL, NULL);
+        if (st == PK_OK)
+            st = pk_mpi_grid_plan_run(pl, &d, band, &norm, &sk, &info);
+        if (st != PK_OK) {
+            fprintf(stderr, "rank %d: run: %s\n", rank, pk_mpi_last_error());
+            ok = 0;
+        }
+        if (ok) {
+            pk_mpi_grid_plan_band(pl, &r0, &r1, &inplan);
+            ok = inplan && memcmp(inplan, band, bn * sizeof *band) == 0;
+            int *cnt = malloc(2 * (size_t)nranks * sizeof *cnt), *dsp = cnt + nranks;
+            int mine = (int)bn;
+            MPI_Allgather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, MPI_COMM_WORLD);
+            dsp[0] = 0;
+            for (int r = 1; r < nranks; r++)
+                dsp[r] = dsp[r - 1] + cnt[r - 1];
+            MPI_Allgatherv(band, mine, MPI_FLOAT, full, cnt, dsp, MPI_FLOAT, MPI_COMM_WORLD);
+            free(cnt);
+            ok = gr_check_grid(s, o, full, 1, msg, sizeof msg) && ok;
+            ok = ok && gr_norm_ok(norm, o->norm) && sk == o->skipped;
+            /* one process, the same variant, all visibilities */
+            pk_grid_data all = gr_data(s);
+            if (pk_grid(ctx, &s->p, variant, s->support, s->kern, &all, one, &single_norm,
+                        &single_sk, NULL) != PK_OK) {
+                fprintf(stderr, "rank %d: pk_grid: %s\n", rank, pk_last_error());
+                ok = 0;
+            } else {
+                bits = memcmp(one, full, 2 * cells * sizeof *one) == 0;
+                for (size_t c = 0; c < cells; c++)
+                    for (int q = 0; q < 2; q++) {
+                        double b = 2 * gr_bound(o, c, 1), e = fabs((double)one[2 * c + q] -
+                                                                   (double)full[2 * c + q]);
+                        if (!(e <= b))
+                            ok = 0;
+                        if (b > 0 && e / b > worst1)
+                            worst1 = e / b;
+                    }
+                snprintf(msg1, sizeof msg1, "against one process: worst err/(2 bound) %.3f", worst1);
+                ok = ok && single_sk == sk;
+                int det = !strcmp(variant, "serial") || !strcmp(variant, "omp-tiled");
+                if (nranks == 1 && det && !bits) {
+                    fprintf(stderr, "rank %d: %s on one rank: not bitwise the single process\n",
+                            rank, variant);
+                    ok = 0;
+                }
+                if (nranks == 1 && det && norm != single_norm)
+                    ok = 0;
+            }
+        }
+        free(band);
+        free(full);
+        free(one);
+    } else {
+        fprintf(stderr, "rank %d: create: %s\n", rank, pk_mpi_last_error());
+    }
+    int allbits = 0;
+    MPI_Allreduce(&bits, &allbits, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    check(ok, "grid %s %s (%zu vis, %d x %d) vis split %s, bands %s: bands gathered within "
+              "gamma_{2n+8} A of the double reference (%s), %s, %s; norm %.15g vs %.15g, "
+              "skipped %lld",
+          variant, s->name, s->n, G, G, split ? "uneven, rank 0 empty" : "block",
+          custom ? "3 rows a rank" : "block", msg, msg1,
+          allbits == 1 ? "bitwise equal to one process" : "not bitwise (another sum order)",
+          norm, o->norm, (long long)sk);
+    pk_mpi_grid_plan_destroy(pl);
+}
+
+/* The agreed failures of the distributed gridder. */
+static void gr_failures(pk_context *ctx, const gr_set *s) {
+    pk_mpi_grid_plan *pl = NULL;
+    pk_status st;
+    if (nranks > 2) { /* more ranks than rows: a 2-row grid */
+        pk_grid_params p = s->p;
+        p.grid_size = 2;
+        int32_t sup0[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        st = pk_mpi_grid_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, sup0, s->kern, NULL, NULL);
+        agreed_failure(st, "more ranks than", "grid with grid_size 2 < ranks");
+        pk_mpi_grid_plan_destroy(pl);
+        pl = NULL;
+    }
+    /* another kernel stack on the last rank */
+    float *k = malloc(2 * s->kcount * sizeof *k);
+    memcpy(k, s->kern, 2 * s->kcount * sizeof *k);
+    if (rank == nranks - 1)
+        k[7] += 1.0f;
+    st = pk_mpi_grid_plan_create(&pl, MPI_COMM_WORLD, ctx, &s->p, s->support, k, NULL, NULL);
+    if (nranks > 1)
+        agreed_failure(st, "differ", "grid with another kernel stack on the last rank");
+    else
+        check(st == PK_OK, "grid plan on one rank");
+    pk_mpi_grid_plan_destroy(pl);
+    pl = NULL;
+    /* oversample 3 on the last rank (and so on one rank: refused by the checks) */
+    pk_grid_params p = s->p;
+    if (rank == nranks - 1)
+        p.oversample = 3;
+    st = pk_mpi_grid_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, s->support, s->kern, NULL, NULL);
+    agreed_failure(st, NULL, "grid with oversample 3 on the last rank");
+    pk_mpi_grid_plan_destroy(pl);
+    pl = NULL;
+    /* run: a NULL visibility array on rank 0 (num_vis > 0): the local gridder refuses, every
+     * rank returns its status, and the plan still runs afterwards */
+    st = pk_mpi_grid_plan_create(&pl, MPI_COMM_WORLD, ctx, &s->p, s->support, s->kern, NULL, NULL);
+    if (st == PK_OK) {
+        pk_grid_data d = gr_data(s);
+        d.num_vis = 10;
+        if (rank == 0)
+            d.uu = NULL;
+        st = pk_mpi_grid_plan_run(pl, &d, NULL, NULL, NULL, NULL);
+        agreed_failure(st, "rank 0", "grid run with uu NULL on rank 0");
+        int r0, r1;
+        const float *b = (const float *)1;
+        pk_mpi_grid_plan_band(pl, &r0, &r1, &b);
+        d.uu = s->uu;
+        int64_t sk = -1;
+        st = pk_mpi_grid_plan_run(pl, &d, NULL, NULL, &sk, NULL);
+        check(b == NULL && st == PK_OK && sk >= 0,
+              "grid run after a failed one: no band after the failure, then runs (%s)",
+              pk_status_name(st));
+        st = pk_mpi_grid_plan_run(pl, rank == 0 ? NULL : &d, NULL, NULL, NULL, NULL);
+        agreed_failure(st, "d must not be NULL", "grid run with d NULL on rank 0");
+    } else {
+        check(0, "grid plan for the run failures: %s", pk_mpi_last_error());
+    }
+    pk_mpi_grid_plan_destroy(pl);
+    free(k);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -663,6 +870,29 @@ int main(int argc, char **argv) {
         skip("no serial or OpenMP backend", "some kernel has no variant here");
 
     failures_cases(ctx);
+    {
+        gr_set gs[3];
+        gr_oracle go[3];
+        gr_make_uniform(&gs[0]);
+        gr_make_central(&gs[1]);
+        gr_make_nonfinite(&gs[2]);
+        for (int i = 0; i < 3; i++)
+            gr_oracle_make(&go[i], &gs[i]);
+        int ng = variants_of(ctx, pk_grid_variants, names, 16);
+        for (int v = 0; v < ng; v++) {
+            gr_case(ctx, names[v], &gs[0], &go[0], 0, 0);
+            gr_case(ctx, names[v], &gs[1], &go[1], 1, 1);
+        }
+        gr_case(ctx, "serial", &gs[0], &go[0], 1, 0);
+        gr_case(ctx, "serial", &gs[2], &go[2], 1, 1);
+        if (ng == 0)
+            skip("no serial or OpenMP backend", "grid has no variant here");
+        gr_failures(ctx, &gs[0]);
+        for (int i = 0; i < 3; i++) {
+            gr_oracle_free(&go[i]);
+            gr_set_free(&gs[i]);
+        }
+    }
 
     /* everyone is still in step: a last collective */
     int one = 1, sum = 0;

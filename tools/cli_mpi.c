@@ -22,7 +22,10 @@ int cli_mpi_requested(int argc, char **argv)
 #ifdef PK_HAVE_MPI
 #include "portkern_mpi.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -32,19 +35,35 @@ int cli_mpi_requested(int argc, char **argv)
 static const struct {
     const char *name, *opts;
 } mpi_kernels[] = {
-    {"diffusion3d", " nx ny nz count "},
-    {"conv2d", " h w kh kw "},
-    {"su3", " nv "},
-    {"magicfilter3d", " n1 n2 n3 size transpose bc "},
-    {"dslash", " x y z t dims kappa recon12 half "},
+    {"diffusion3d", " nx ny nz count verify "},
+    {"conv2d", " h w kh kw verify "},
+    {"su3", " nv verify "},
+    {"magicfilter3d", " n1 n2 n3 size transpose bc verify "},
+    {"dslash", " x y z t dims kappa recon12 half verify "},
+    {"grid", " dataset scale in out verify "},
     {NULL, NULL},
 };
 
+/* grid's data set, the whole of it on every rank (generated, or read from --in DIR); each
+ * rank grids its block of the visibilities. */
+typedef struct mpi_grid {
+    pk_grid_params p;
+    pk_grid_data d; /* all visibilities */
+    const int32_t *support;
+    const float *kernels;
+    char name[256];
+    pk_grid_dataset gen;
+    pk_array arr[7];
+} mpi_grid;
+
 typedef struct mpi_args {
-    const char *variant, *backend, *size, *dims, *bc;
-    int mpi, threads, repeat, seed, count, transpose, recon12, half;
+    const char *variant, *backend, *size, *dims, *bc, *dataset, *in, *out;
+    int mpi, threads, repeat, seed, count, transpose, recon12, half, verify;
     int nx, ny, nz, h, w, kh, kw, nv, n1, n2, n3, x, y, z, t;
-    double kappa;
+    double kappa, scale;
+    mpi_grid *grid;
+    long long items;     /* this rank's items (grid: its visibilities), -1: none to report */
+    int verify_failed;   /* rank 0: --verify found a difference */
 } mpi_args;
 
 /* Deterministic data in [-1, 1) by global index and seed: the same field for any number of
@@ -91,15 +110,15 @@ static int parse_ints(const char *prog, const char *opt, const char *s, char sep
 
 /* The fastest repeat's info of each rank, gathered on rank 0 and printed as one JSON line. */
 static void report(MPI_Comm comm, const char *kernel, const char *params_json,
-                   const pk_mpi_info *best, int repeat)
+                   const pk_mpi_info *best, int repeat, long long items)
 {
     int rank = 0, n = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &n);
-    enum { ND = 9, NS = 3, SL = 128 };
+    enum { ND = 10, NS = 3, SL = 128 };
     double mine[ND] = {best->i0, best->i1, best->compute_s, best->comm_s, best->agree_s,
                        best->wall_s, best->halo_bytes, (double)best->messages,
-                       best->local.device};
+                       best->local.device, (double)items};
     char smine[NS][SL];
     int len = SL;
     memset(smine, 0, sizeof smine);
@@ -154,6 +173,8 @@ static void report(MPI_Comm comm, const char *kernel, const char *params_json,
             cj_num(&j, "wall_s", a[5]);
             cj_num(&j, "halo_bytes", a[6]);
             cj_int(&j, "messages", (long long)a[7]);
+            if (a[9] >= 0)
+                cj_int(&j, "num_vis", (long long)a[9]);
             cj_close(&j);
         }
         cj_close(&j);
@@ -180,6 +201,367 @@ static void keep_best(pk_mpi_info *best, const pk_mpi_info *info, int first)
         *best = *info;
 }
 
+/* Rank 0 gathers every rank's nrows rows of row_bytes bytes, in rank order, into *all (total
+ * rows, allocated there; NULL on the other ranks).  Collective; PK_ENOMEM on every rank when
+ * rank 0 has no memory for them. */
+static pk_status gather_rows(const void *mine, int nrows, size_t row_bytes, size_t total,
+                             void **all)
+{
+    int rank = 0, n = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    *all = rank == 0 ? malloc(total * row_bytes + 8) : NULL;
+    int *cnt = rank == 0 ? malloc(2 * (size_t)n * sizeof *cnt) : NULL;
+    pk_status st = agree_alloc(rank != 0 || (*all && cnt));
+    if (st != PK_OK) {
+        free(*all);
+        *all = NULL;
+        free(cnt);
+        return st;
+    }
+    MPI_Datatype rt;
+    MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &rt);
+    MPI_Type_commit(&rt);
+    MPI_Gather(&nrows, 1, MPI_INT, cnt, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        cnt[n] = 0;
+        for (int r = 1; r < n; ++r)
+            cnt[n + r] = cnt[n + r - 1] + cnt[r - 1];
+    }
+    MPI_Gatherv(mine, nrows, rt, *all, cnt, cnt ? cnt + n : NULL, rt, 0, MPI_COMM_WORLD);
+    MPI_Type_free(&rt);
+    free(cnt);
+    return PK_OK;
+}
+
+/* Rank 0: the verdict of a gathered result against one process's (rep from the differ,
+ * bitwise from memcmp) into pj as "verify" and "verify_rule", and into a->verify_failed. */
+static void append_verdict(mpi_args *a, char *pj, size_t pjlen, const pk_diff_report *rep,
+                           int bitwise, const char *mode, double rtol, const char *rule)
+{
+    a->verify_failed = !rep->equal;
+    size_t k = strlen(pj);
+    snprintf(pj + k, pjlen - k, ", \"verify\": {\"equal\": %s, \"bitwise\": %s, \"mode\": "
+             "\"%s\", \"rtol\": %g, \"max_rel_err\": %.6g, \"max_abs_err\": %.6g, "
+             "\"norm_rel_err\": %.6g, \"num_failed\": %zu}, \"verify_rule\": \"%s\"",
+             rep->equal ? "true" : "false", bitwise ? "true" : "false", mode, rtol,
+             rep->max_rel_err, rep->max_abs_err, rep->norm_rel_err, rep->num_failed, rule);
+}
+
+/* ---- grid ------------------------------------------------------------------------------- */
+static void grid_free(mpi_grid *g)
+{
+    pk_grid_dataset_free(&g->gen);
+    for (int i = 0; i < 7; ++i)
+        pk_array_free(&g->arr[i]);
+}
+
+/* A number of DIR/params.json (required). */
+static int grid_param(const char *prog, const char *path, const cli_jobject *o, const char *key,
+                      double *v)
+{
+    const cli_jvalue *x = cli_json_get(o, key);
+    if (!x || x->type != CLI_JNUM)
+        return cli_usage_error(prog, "%s: the number \"%s\" is needed (a 'portkern gen grid' "
+                                     "directory)", path, key);
+    *v = x->num;
+    return 0;
+}
+
+/* DIR/name, a 1-D array of dtype and length n (0: any length >= 1).  (portkern-probe links
+ * this file without the driver, so the driver's reader is not at hand.) */
+static int grid_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, size_t n,
+                    pk_array *arr)
+{
+    char path[4096];
+    if (cli_join(path, sizeof path, dir, name))
+        return cli_usage_error(prog, "path too long: %s", dir);
+    pk_status st = pk_npy_read(path, arr);
+    if (st != PK_OK)
+        return cli_lib_error(prog, st);
+    if (arr->dtype != dtype || arr->ndim != 1 || arr->shape[0] == 0 ||
+        (n && arr->shape[0] != n)) {
+        char shape[160];
+        cli_shape_text(arr->shape, arr->ndim, shape, sizeof shape);
+        return cli_usage_error(prog, "%s: expected %s [%s], got %s %s", path,
+                               cli_dtype_name(dtype), n ? "uu.npy's n" : "n >= 1",
+                               cli_dtype_name(arr->dtype) ? cli_dtype_name(arr->dtype) : "?",
+                               shape);
+    }
+    return 0;
+}
+
+/* The whole data set on this rank: the generated --dataset (in memory, compact kernels), or
+ * DIR/params.json's grid_size, oversample, cell_size_rad, w_scale and the seven arrays of
+ * 'portkern gen grid' (kernels.npy 3-D: full, 1-D: compact).  0 or the exit code after a
+ * message. */
+static int grid_load(const char *prog, const mpi_args *a, mpi_grid *g)
+{
+    memset(g, 0, sizeof *g);
+    if (!a->in) {
+        pk_grid_gen_options o;
+        pk_grid_gen_options_init(&o);
+        o.dataset = a->dataset ? a->dataset : "small";
+        o.scale = a->scale;
+        o.seed = (uint64_t)a->seed;
+        o.kernel_layout = PK_GRID_KERNELS_COMPACT;
+        pk_status st = pk_grid_generate(&o, &g->gen);
+        if (st != PK_OK)
+            return cli_usage_error(prog, "--dataset %s: %s", o.dataset, pk_last_error());
+        g->p = g->gen.params;
+        g->d = g->gen.data;
+        g->support = g->gen.support.data;
+        g->kernels = g->gen.kernels.data;
+        snprintf(g->name, sizeof g->name, "%s", g->gen.name);
+        return 0;
+    }
+    char path[4096], why[160];
+    if (cli_join(path, sizeof path, a->in, "params.json"))
+        return cli_usage_error(prog, "path too long: %s", a->in);
+    char *text = cli_read_text(path);
+    if (!text)
+        return cli_usage_error(prog, "%s: %s", path, strerror(errno));
+    cli_jobject *o = malloc(sizeof *o);
+    int bad = !o || cli_json_parse_flat(text, o, why, sizeof why);
+    free(text);
+    if (bad) {
+        free(o);
+        return cli_usage_error(prog, "%s: %s", path, o ? why : "out of memory");
+    }
+    double gs = 0, os = 0, cell = 0, ws = 0;
+    int rc = grid_param(prog, path, o, "grid_size", &gs);
+    if (!rc)
+        rc = grid_param(prog, path, o, "oversample", &os);
+    if (!rc)
+        rc = grid_param(prog, path, o, "cell_size_rad", &cell);
+    if (!rc)
+        rc = grid_param(prog, path, o, "w_scale", &ws);
+    const cli_jvalue *nm = cli_json_get(o, "dataset");
+    snprintf(g->name, sizeof g->name, "%s", nm && nm->type == CLI_JSTR ? nm->str : a->in);
+    free(o);
+    if (rc)
+        return rc;
+    if (!(gs >= 2 && gs <= INT_MAX && os >= 2 && os <= 1024))
+        return cli_usage_error(prog, "%s: grid_size %g, oversample %g out of range", path, gs,
+                               os);
+    if ((rc = grid_npy(prog, a->in, "uu.npy", PK_DTYPE_F32, 0, &g->arr[0])))
+        return rc;
+    const size_t n[1] = {g->arr[0].shape[0]};
+    if ((rc = grid_npy(prog, a->in, "vv.npy", PK_DTYPE_F32, n[0], &g->arr[1])) ||
+        (rc = grid_npy(prog, a->in, "ww.npy", PK_DTYPE_F32, n[0], &g->arr[2])) ||
+        (rc = grid_npy(prog, a->in, "vis.npy", PK_DTYPE_C64, n[0], &g->arr[3])) ||
+        (rc = grid_npy(prog, a->in, "weight.npy", PK_DTYPE_F32, n[0], &g->arr[4])) ||
+        (rc = grid_npy(prog, a->in, "support.npy", PK_DTYPE_I32, 0, &g->arr[5])))
+        return rc;
+    if (cli_join(path, sizeof path, a->in, "kernels.npy"))
+        return cli_usage_error(prog, "path too long: %s", a->in);
+    pk_array *k = &g->arr[6];
+    pk_status st = pk_npy_read(path, k);
+    if (st != PK_OK)
+        return cli_lib_error(prog, st);
+    const size_t planes = g->arr[5].shape[0];
+    if (k->dtype != PK_DTYPE_C64 || (k->ndim != 1 && k->ndim != 3) || planes > 1000000 ||
+        (k->ndim == 3 && (k->shape[0] != planes || k->shape[1] != k->shape[2] ||
+                          k->shape[1] > INT_MAX)))
+        return cli_usage_error(prog, "%s: expected complex64 [%zu][half][half] (full) or "
+                                     "[count] (compact)", path, planes);
+    pk_grid_params_init(&g->p);
+    g->p.grid_size = (int)gs;
+    g->p.oversample = (int)os;
+    g->p.cell_size_rad = cell;
+    g->p.w_scale = ws;
+    g->p.num_w_planes = (int)planes;
+    g->p.kernel_layout = k->ndim == 3 ? PK_GRID_KERNELS_FULL : PK_GRID_KERNELS_COMPACT;
+    g->p.conv_size_half = k->ndim == 3 ? (int)k->shape[1] : 0;
+    g->support = g->arr[5].data;
+    g->kernels = k->data;
+    size_t count = 0;
+    if ((st = pk_grid_kernel_count(&g->p, g->support, &count)) != PK_OK)
+        return cli_lib_error(prog, st);
+    if (k->ndim == 1 && count != k->shape[0])
+        return cli_usage_error(prog, "%s: %zu complex samples, the supports need %zu", path,
+                               k->shape[0], count);
+    g->d.num_vis = n[0];
+    g->d.uu = g->arr[0].data;
+    g->d.vv = g->arr[1].data;
+    g->d.ww = g->arr[2].data;
+    g->d.vis = g->arr[3].data;
+    g->d.weight = g->arr[4].data;
+    return 0;
+}
+
+/* Rank 0 gathers the bands into the whole grid (NULL on the other ranks, and when it has no
+ * memory for it: the status says so on every rank). */
+static pk_status grid_gather(pk_mpi_grid_plan *pl, int G, float **full)
+{
+    int r0 = 0, r1 = 0;
+    const float *band = NULL;
+    pk_mpi_grid_plan_band(pl, &r0, &r1, &band);
+    void *all = NULL;
+    pk_status st = gather_rows(band, r1 - r0, 8 * (size_t)G, (size_t)G, &all);
+    *full = all;
+    return st;
+}
+
+/* --verify on rank 0: the gathered grid against the double reference of all visibilities
+ * (what `portkern run grid --verify` compares one process's grid with; docs/KERNELS.md 1.5):
+ * norm-wise 1e-5, norm 1e-9 relative, num_skipped exactly.  Appends "verify" to pj. */
+static void grid_verify(mpi_args *a, const float *full, double norm, int64_t sk, char *pj,
+                        size_t pjlen)
+{
+    const mpi_grid *g = a->grid;
+    size_t n2 = 2 * (size_t)g->p.grid_size * (size_t)g->p.grid_size;
+    double *ref = calloc(n2, sizeof *ref), nref = 0;
+    int64_t skref = -1;
+    const double t0 = cli_now_s();
+    if (!ref || pk_grid_reference_f64(&g->p, g->support, g->kernels, &g->d, ref, &nref,
+                                      &skref) != PK_OK) {
+        fprintf(stderr, "portkern run: --verify: %s\n", ref ? pk_last_error() : "out of memory");
+        a->verify_failed = 1;
+        free(ref);
+        return;
+    }
+    const double ref_s = cli_now_s() - t0;
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n2; ++i) {
+        const double d = (double)full[i] - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+    }
+    free(ref);
+    const double rel = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0);
+    const double nrel = nref != 0 ? fabs(norm - nref) / fabs(nref) : fabs(norm);
+    const int equal = rel <= 1e-5 && nrel <= 1e-9 && sk == skref;
+    a->verify_failed = !equal;
+    size_t k = strlen(pj);
+    snprintf(pj + k, pjlen - k, ", \"verify\": {\"equal\": %s, \"mode\": \"norm\", \"rtol\": "
+             "1e-05, \"norm_rel_err\": %.6g, \"norm_ref\": %.17g, \"norm_rel_diff\": %.6g, "
+             "\"num_skipped_ref\": %lld, \"num_skipped_equal\": %s, \"reference_seconds\": "
+             "%.6g}, \"verify_rule\": \"the bands gathered on rank 0: ||grid - ref||_2 / "
+             "||ref||_2 <= rtol (ref: double-accumulating reference of all visibilities, one "
+             "process), |norm - norm_ref| <= 1e-9 |norm_ref|, num_skipped exact\"",
+             equal ? "true" : "false", rel, nref, nrel, (long long)skref,
+             sk == skref ? "true" : "false", ref_s);
+}
+
+static pk_status run_grid(mpi_args *a, pk_context *ctx, const pk_mpi_options *o, char *pj,
+                          size_t pjlen, pk_mpi_info *best)
+{
+    const mpi_grid *g = a->grid;
+    int rank = 0, n = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    pk_mpi_grid_plan *pl = NULL;
+    pk_status st = pk_mpi_grid_plan_create(&pl, MPI_COMM_WORLD, ctx, &g->p, g->support,
+                                           g->kernels, o, &info);
+    if (st != PK_OK)
+        return st;
+    /* this rank's block of the visibilities (empty when there are more ranks than them) */
+    size_t nv = g->d.num_vis, v0 = nv * (size_t)rank / (size_t)n,
+           v1 = nv * (size_t)(rank + 1) / (size_t)n;
+    pk_grid_data d = g->d;
+    d.num_vis = v1 - v0;
+    if (d.num_vis) {
+        d.uu += v0;
+        d.vv += v0;
+        d.ww += v0;
+        d.vis += 2 * v0;
+        d.weight += v0;
+    }
+    a->items = (long long)d.num_vis;
+    double norm = 0;
+    int64_t sk = 0;
+    for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
+        norm = 0;
+        st = pk_mpi_grid_plan_run(pl, &d, NULL, &norm, &sk, &info);
+        keep_best(best, &info, r == 0);
+    }
+    int box[4] = {0, 0, 0, 0};
+    if (st == PK_OK)
+        pk_mpi_grid_plan_box(pl, box);
+    snprintf(pj, pjlen, "\"dataset\": \"%s\", \"num_vis\": %zu, \"grid_size\": %d, "
+             "\"num_w_planes\": %d, \"oversample\": %d, \"kernel_layout\": \"%s\", \"norm\": "
+             "%.17g, \"num_skipped\": %lld, \"box\": [%d, %d, %d, %d], "
+             "\"reduced_bytes_per_rank\": %.17g",
+             g->name, nv, g->p.grid_size, g->p.num_w_planes, g->p.oversample,
+             g->p.kernel_layout == PK_GRID_KERNELS_FULL ? "full" : "compact", norm,
+             (long long)sk, box[0], box[1], box[2], box[3],
+             8.0 * (double)(box[1] - box[0]) * (double)(box[3] - box[2]));
+    float *full = NULL;
+    if (st == PK_OK && (a->verify || a->out))
+        st = grid_gather(pl, g->p.grid_size, &full);
+    if (st == PK_OK && rank == 0 && a->verify)
+        grid_verify(a, full, norm, sk, pj, pjlen);
+    if (st == PK_OK && a->out) {
+        int rc = 0;
+        if (rank == 0) {
+            const size_t shape[2] = {(size_t)g->p.grid_size, (size_t)g->p.grid_size};
+            rc = cli_write_npy("portkern run", a->out, "grid.npy", PK_DTYPE_C64, 2, shape, full);
+        }
+        MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (rc)
+            st = PK_EIO;
+    }
+    MPI_Bcast(&a->verify_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    free(full);
+    pk_mpi_grid_plan_destroy(pl);
+    return st;
+}
+
+/* --verify of the float row slabs (diffusion3d's planes, conv2d's rows): rank 0 gathers
+ * every rank's slab (rows of `row` floats) into the whole array and compares it with one
+ * process's result of the same variant (`ref`, rank 0's, already computed: NULL on the other
+ * ranks), element-wise with the differ (docs/KERNELS.md 6: rtol 1e-5, zero 1e-10), and says
+ * whether it is bitwise.  Appends "verify" to pj on rank 0. */
+static pk_status slab_verify(mpi_args *a, const float *slab, int i0, int i1, size_t row,
+                             const float *ref, size_t nrows, char *pj, size_t pjlen)
+{
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    pk_status st = agree_alloc(rank != 0 || ref);
+    void *all = NULL;
+    if (st == PK_OK)
+        st = gather_rows(slab, i1 - i0, row * sizeof(float), nrows, &all);
+    if (st == PK_OK && rank == 0) {
+        pk_diff_report rep;
+        memset(&rep, 0, sizeof rep);
+        pk_diff_f32(all, ref, nrows * row, 1e-5, 1e-10, PK_DIFF_ELEMENTWISE, &rep);
+        append_verdict(a, pj, pjlen, &rep, memcmp(all, ref, nrows * row * sizeof(float)) == 0,
+                       "elementwise", 1e-5, "the slabs gathered on rank 0 against one "
+                       "process's run of the same variant (rank 0's), the differ element-wise");
+    }
+    MPI_Bcast(&a->verify_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    free(all);
+    return st;
+}
+
+/* The same for float64 results whose inputs are per-rank (su3, magicfilter3d, dslash):
+ * the caller has gathered the inputs and computed ref on rank 0 (NULL elsewhere, or on a
+ * failure there); the output rows are gathered here. */
+static pk_status slab_verify64(mpi_args *a, const double *out, int nrows, size_t row,
+                               const double *ref, size_t total, int mode, double rtol,
+                               const char *rule, char *pj, size_t pjlen)
+{
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    pk_status st = agree_alloc(rank != 0 || ref);
+    void *all = NULL;
+    if (st == PK_OK)
+        st = gather_rows(out, nrows, row * sizeof(double), total, &all);
+    if (st == PK_OK && rank == 0) {
+        pk_diff_report rep;
+        memset(&rep, 0, sizeof rep);
+        pk_diff_f64(all, ref, total * row, rtol, 1e-10, mode, &rep);
+        append_verdict(a, pj, pjlen, &rep, memcmp(all, ref, total * row * sizeof(double)) == 0,
+                       mode == PK_DIFF_NORM ? "norm" : "elementwise", rtol, rule);
+    }
+    MPI_Bcast(&a->verify_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    free(all);
+    return st;
+}
+
 static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, char *pj,
                             size_t pjlen, pk_mpi_info *best)
 {
@@ -191,6 +573,8 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
     pk_mpi_info info;
     memset(&info, 0, sizeof info);
     pk_status st = PK_OK;
+    if (strcmp(kernel, "grid") == 0)
+        return run_grid(a, ctx, &o, pj, pjlen, best);
     if (strcmp(kernel, "diffusion3d") == 0) {
         pk_diffusion3d_params p;
         pk_diffusion3d_params_default(&p, a->nx, a->ny, a->nz, a->count);
@@ -209,6 +593,22 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             st = pk_mpi_diffusion3d_plan_execute(pl, f, a->count, &info);
             keep_best(best, &info, r == 0);
         }
+        if (st == PK_OK && a->verify) { /* one process: rank 0, the whole field */
+            float *ref = NULL;
+            if (info.rank == 0) {
+                size_t nall = plane * (size_t)a->nz;
+                ref = malloc(nall * sizeof *ref + 4);
+                for (size_t i = 0; ref && i < nall; ++i)
+                    ref[i] = (float)(1.0 + 0.5 * hval(i, a->seed));
+                if (ref && pk_diffusion3d(ctx, &p, info.local.variant, ref, NULL) != PK_OK) {
+                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                    free(ref);
+                    ref = NULL;
+                }
+            }
+            st = slab_verify(a, f, info.i0, info.i1, plane, ref, (size_t)a->nz, pj, pjlen);
+            free(ref);
+        }
         free(f);
         pk_mpi_diffusion3d_plan_destroy(pl);
     } else if (strcmp(kernel, "conv2d") == 0) {
@@ -225,9 +625,10 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             psf[i] = (float)((1.0 + 0.5 * hval(i, a->seed + 1)) / (double)nk);
         pk_mpi_conv2d_plan *pl = NULL;
         st = pk_mpi_conv2d_plan_create(&pl, comm, ctx, &p, psf, &o, &info);
-        free(psf);
-        if (st != PK_OK)
+        if (st != PK_OK) {
+            free(psf);
             return st;
+        }
         size_t n = (size_t)(info.i1 - info.i0) * a->w;
         float *img = malloc(n * sizeof *img + 4), *out = malloc(n * sizeof *out + 4);
         st = agree_alloc(img && out);
@@ -237,8 +638,29 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             st = pk_mpi_conv2d_plan_execute(pl, img, out, &info);
             keep_best(best, &info, r == 0);
         }
+        if (st == PK_OK && a->verify) { /* one process: rank 0, the whole frame */
+            float *ref = NULL, *whole = NULL;
+            if (info.rank == 0) {
+                size_t nall = (size_t)a->h * a->w;
+                ref = malloc(nall * sizeof *ref + 4);
+                whole = malloc(nall * sizeof *whole + 4);
+                for (size_t i = 0; whole && i < nall; ++i)
+                    whole[i] = (float)(1.0 + 0.5 * hval(i, a->seed));
+                if (ref && whole &&
+                    pk_conv2d(ctx, &p, info.local.variant, whole, psf, ref, NULL) != PK_OK) {
+                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                    free(ref);
+                    ref = NULL;
+                }
+            }
+            st = slab_verify(a, out, info.i0, info.i1, (size_t)a->w, ref, (size_t)a->h, pj,
+                             pjlen);
+            free(ref);
+            free(whole);
+        }
         free(img);
         free(out);
+        free(psf);
         pk_mpi_conv2d_plan_destroy(pl);
     } else if (strcmp(kernel, "su3") == 0) {
         pk_su3_params p = {(size_t)a->nv, PK_SU3_AOS, 0};
@@ -259,6 +681,30 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
         for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
             st = pk_mpi_su3_plan_execute(pl, u, psi, chi, &info);
             keep_best(best, &info, r == 0);
+        }
+        if (st == PK_OK && a->verify) { /* the inputs are per rank: gathered with the result */
+            void *U = NULL, *PSI = NULL;
+            double *ref = NULL;
+            size_t nv = (size_t)a->nv;
+            st = gather_rows(u, (int)L, 18 * sizeof(double), nv, &U);
+            if (st == PK_OK)
+                st = gather_rows(psi, (int)L, 24 * sizeof(double), nv, &PSI);
+            if (st == PK_OK && info.rank == 0) {
+                ref = malloc(nv * 24 * sizeof *ref + 8);
+                if (ref && pk_su3(ctx, &p, info.local.variant, U, PSI, ref, NULL) != PK_OK) {
+                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                    free(ref);
+                    ref = NULL;
+                }
+            }
+            if (st == PK_OK)
+                st = slab_verify64(a, chi, (int)L, 24, ref, nv, PK_DIFF_ELEMENTWISE, 1e-5,
+                                   "the sites gathered on rank 0 (u, psi and chi) against one "
+                                   "process's run of the same variant, the differ element-wise",
+                                   pj, pjlen);
+            free(U);
+            free(PSI);
+            free(ref);
         }
         free(u);
         free(psi);
@@ -290,6 +736,28 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             st = pk_mpi_magicfilter3d_plan_execute(pl, x, y, &info);
             keep_best(best, &info, r == 0);
         }
+        if (st == PK_OK && a->verify) { /* x's planes gathered (grow, shrink: the extra 15 on
+                                           the last rank), one process on rank 0 */
+            void *X = NULL;
+            double *ref = NULL;
+            size_t pin = ins[1] * ins[2], pout = outs[1] * outs[2];
+            st = gather_rows(x, xp, pin * sizeof(double), ins[0], &X);
+            if (st == PK_OK && info.rank == 0) {
+                ref = malloc(outs[0] * pout * sizeof *ref + 8);
+                if (ref && pk_magicfilter3d(ctx, &p, info.local.variant, X, ref, NULL) != PK_OK) {
+                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                    free(ref);
+                    ref = NULL;
+                }
+            }
+            if (st == PK_OK)
+                st = slab_verify64(a, y, yp, pout, ref, outs[0], PK_DIFF_ELEMENTWISE, 1e-5,
+                                   "the planes gathered on rank 0 (x and y) against one "
+                                   "process's run of the same variant, the differ element-wise",
+                                   pj, pjlen);
+            free(X);
+            free(ref);
+        }
         free(x);
         free(y);
         pk_mpi_magicfilter3d_plan_destroy(pl);
@@ -319,6 +787,38 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
         for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
             st = pk_mpi_dslash_plan_execute(pl, psi, chi, &info);
             keep_best(best, &info, r == 0);
+        }
+        if (st == PK_OK && a->verify) { /* links (per mu) and psi gathered by t-plane */
+            const size_t T = (size_t)a->t, lrow = vol3 * 18, srow = vol3 * 24;
+            double *U = rank == 0 ? malloc(4 * T * lrow * sizeof *U + 8) : NULL, *ref = NULL;
+            void *part = NULL, *PSI = NULL;
+            st = agree_alloc(rank != 0 || U);
+            for (int mu = 0; st == PK_OK && mu < 4; ++mu) {
+                st = gather_rows(u + (size_t)mu * L * lrow, (int)L, lrow * sizeof(double), T,
+                                 &part);
+                if (st == PK_OK && rank == 0)
+                    memcpy(U + (size_t)mu * T * lrow, part, T * lrow * sizeof(double));
+                free(part);
+                part = NULL;
+            }
+            if (st == PK_OK)
+                st = gather_rows(psi, (int)L, srow * sizeof(double), T, &PSI);
+            if (st == PK_OK && rank == 0) {
+                ref = malloc(T * srow * sizeof *ref + 8);
+                if (ref && pk_dslash(ctx, &p, info.local.variant, U, PSI, ref, NULL) != PK_OK) {
+                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                    free(ref);
+                    ref = NULL;
+                }
+            }
+            if (st == PK_OK)
+                st = slab_verify64(a, chi, (int)L, srow, ref, T, PK_DIFF_NORM, 1e-12,
+                                   "the t-planes gathered on rank 0 (links, psi, chi) against "
+                                   "one process's run of the same variant, norm-wise 1e-12 "
+                                   "(docs/KERNELS.md 4c; full spinors: bitwise)", pj, pjlen);
+            free(U);
+            free(PSI);
+            free(ref);
         }
         free(u);
         free(psi);
@@ -353,8 +853,20 @@ static void mpi_run_usage(FILE *f)
         "                 --bc periodic|grow|shrink\n"
         "  dslash         --dims X,Y,Z,T | --x N --y N --z N --t N (8,8,8,16) --kappa F\n"
         "                 (0.125) --recon12 --half (half-spinor faces: 12 doubles a site)\n"
+        "  grid           --dataset NAME (small) --scale F (1) | --in DIR (a 'portkern gen\n"
+        "                 grid' directory); every rank loads the set and grids its block of\n"
+        "                 the visibilities, the grid is reduced to row bands\n"
+        "                 (MPI_Reduce_scatter); --verify: rank 0 gathers the bands and\n"
+        "                 compares with the double reference of all visibilities (norm-wise\n"
+        "                 1e-5, norm 1e-9, num_skipped exact; exit 1 when not equal); --out\n"
+        "                 DIR: rank 0 writes DIR/grid.npy (complex64 [G][G])\n"
         "common: --variant V, --backend B, --threads N (per rank; default 1), --repeat N (1),\n"
-        "        --seed S (1).\n");
+        "        --seed S (1).\n"
+        "--verify (every kernel but grid, which says above): rank 0 gathers the slabs (and the\n"
+        "per-rank inputs of su3, magicfilter3d and dslash) and compares them with its own\n"
+        "one-process run of the same variant (the differ: element-wise, rtol 1e-5; dslash\n"
+        "norm-wise 1e-12); exit 1 when not equal; the JSON line gets \"verify\" {equal,\n"
+        "bitwise, ...}.\n");
 }
 
 int cli_mpi_run(int argc, char **argv)
@@ -380,7 +892,11 @@ int cli_mpi_run(int argc, char **argv)
     a.x = a.y = a.z = 8;
     a.t = 16;
     a.kappa = 0.125;
-    enum { NO = 32 };
+    a.scale = 1;
+    a.items = -1;
+    mpi_grid grid;
+    memset(&grid, 0, sizeof grid);
+    enum { NO = 40 };
     cli_opt opts[NO + 1];
     int seen[NO];
     memset(seen, 0, sizeof seen);
@@ -417,6 +933,11 @@ int cli_mpi_run(int argc, char **argv)
     n = cli_opt_add(opts, n, "kappa", CLI_DOUBLE, &a.kappa, &seen[n], 1e-300, 1e300);
     n = cli_opt_add(opts, n, "recon12", CLI_FLAG, &a.recon12, &seen[n], 0, 0);
     n = cli_opt_add(opts, n, "half", CLI_FLAG, &a.half, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "dataset", CLI_STRING, &a.dataset, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "scale", CLI_DOUBLE, &a.scale, &seen[n], 1e-300, 1);
+    n = cli_opt_add(opts, n, "in", CLI_STRING, &a.in, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "out", CLI_STRING, &a.out, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "verify", CLI_FLAG, &a.verify, &seen[n], 0, 0);
 
     /* Every rank parses the same words; only rank 0 says what is wrong. */
     int saved = -1;
@@ -445,7 +966,7 @@ int cli_mpi_run(int argc, char **argv)
             k = i;
     if (k < 0 || npos != 1) {
         rc = cli_usage_error(prog, "--mpi: %s: the distributed kernels are diffusion3d, conv2d, "
-                                   "su3, magicfilter3d and dslash",
+                                   "su3, magicfilter3d, dslash and grid",
                              npos != 1 ? "one KERNEL expected" : kernel);
         goto done;
     }
@@ -491,6 +1012,23 @@ int cli_mpi_run(int argc, char **argv)
                              a.backend);
         goto done;
     }
+    if (k >= 0 && strcmp(kernel, "grid") == 0) {
+        /* every rank loads the whole set; a failure is agreed, rank 0 says why */
+        if (a.in && (a.dataset || given(opts, seen, n, "scale") || given(opts, seen, n, "seed"))) {
+            rc = cli_usage_error(prog, "--dataset, --scale and --seed generate data: not with "
+                                       "--in DIR");
+            goto done;
+        }
+        int lrc = grid_load(prog, &a, &grid), worst = 0;
+        MPI_Allreduce(&lrc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (worst) {
+            if (rank == 0 && !lrc)
+                fprintf(stderr, "%s: another rank could not load the grid data set\n", prog);
+            rc = worst;
+            goto done;
+        }
+        a.grid = &grid;
+    }
     if (saved >= 0) { /* from here on a failure is agreed: rank 0 reports it */
         dup2(saved, 2);
         close(saved);
@@ -507,14 +1045,14 @@ int cli_mpi_run(int argc, char **argv)
         rc = CLI_EXIT_FAIL;
         goto done;
     }
-    char pj[512];
+    char pj[2048];
     pk_mpi_info best;
     memset(&best, 0, sizeof best);
     pj[0] = 0;
     st = run_kernel(kernel, &a, ctx, pj, sizeof pj, &best);
     if (st == PK_OK) {
-        report(MPI_COMM_WORLD, kernel, pj, &best, a.repeat);
-        rc = CLI_EXIT_OK;
+        report(MPI_COMM_WORLD, kernel, pj, &best, a.repeat, a.items);
+        rc = a.verify_failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
     } else {
         if (rank == 0)
             fprintf(stderr, "%s: %s: %s\n", prog, pk_status_name(st), pk_mpi_last_error());
@@ -527,6 +1065,7 @@ done:
         dup2(saved, 2);
         close(saved);
     }
+    grid_free(&grid);
     MPI_Finalize();
     return rc;
 }
