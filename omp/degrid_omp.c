@@ -9,7 +9,7 @@
  *              cells (the tile and its halo stay in cache) instead of the list's order
  *              (shuffled in the generated sets).  Each footprint row is one unit-stride dot
  *              product of a row of the OpenMP gridder's reordered kernel stack
- *              (pk_omp_gr_rows_make) with a grid row, vectorised (omp simd reduction): the
+ *              (pk_omp_gr_rows_make) with a grid row, vectorised (omp simd, per-column partial sums): the
  *              reference's sum in another association, so not its bits but within its
  *              rounding bound (7.5: gamma of the footprint's length holds for any order), and
  *              the same bits whatever the thread count (one visibility, one thread).
@@ -38,6 +38,7 @@ typedef struct dg_job {
     const pk_grid_data *d;
     float *vis;
     const size_t *order;
+    int smax; /* the largest support: omp-tiled's partial sums */
     int64_t skipped;
     double updates;
 } dg_job;
@@ -70,6 +71,11 @@ static void dg_gather(void *arg, size_t lo, size_t hi)
     const int os = h->p.oversample, half = os / 2;
     int64_t skipped = 0;
     double upd = 0;
+    float *restrict acc = malloc((size_t)(2 * (2 * j->smax + 1)) * sizeof *acc);
+    if (!acc) { /* no memory for 2 L floats: the reference loop, which needs none */
+        dg_range(arg, lo, hi);
+        return;
+    }
     for (size_t t = lo; t < hi; ++t) {
         const size_t i = j->order[t];
         const float wt = d->weight ? d->weight[i] : 1.0f;
@@ -85,22 +91,30 @@ static void dg_gather(void *arg, size_t lo, size_t hi)
         const float *blk = j->plan->rows +
                            2 * (j->plan->row_base[w] + (size_t)(ou + half) * (size_t)m * L);
         const float *g0 = j->grid + 2 * ((size_t)gu - (size_t)s);
-        float re = 0, im = 0;
+        /* per-column partial sums over the rows, unit stride, no reduction inside the row
+         * loop; one sum over k at the end */
+        for (int k = 0; k < 2 * L; ++k) acc[k] = 0.0f;
         for (int jj = -s; jj <= s; ++jj) {
             const float *restrict c = blk + 2 * (size_t)abs(ov + jj * os) * L;
             const float *restrict gr = g0 + 2 * (size_t)(gv + jj) * g;
-#pragma omp simd reduction(+ : re, im)
+#pragma omp simd
             for (int k = 0; k < L; ++k) {
                 const float cre = c[2 * k], cim = conj * c[2 * k + 1];
                 const float gre = gr[2 * k], gim = gr[2 * k + 1];
-                re += cre * gre + cim * gim; /* conj(c) grid, as the reference */
-                im += cre * gim - cim * gre;
+                acc[2 * k] += cre * gre + cim * gim; /* conj(c) grid, as the reference */
+                acc[2 * k + 1] += cre * gim - cim * gre;
             }
+        }
+        float re = 0, im = 0;
+        for (int k = 0; k < L; ++k) {
+            re += acc[2 * k];
+            im += acc[2 * k + 1];
         }
         j->vis[2 * i] = re;
         j->vis[2 * i + 1] = im;
         upd += (double)L * L;
     }
+    free(acc);
 #pragma omp atomic
     j->skipped += skipped;
 #pragma omp atomic
@@ -162,7 +176,7 @@ static pk_status dg_omp_run(void *impl, const float *grid, const pk_grid_data *d
     const double foot = (double)(2 * smax + 1) * (2 * smax + 1);
     const double bytes = (double)n * (28.0 + 16.0 * foot);
     const size_t pbytes = bytes > 1e18 ? (size_t)-1 : (size_t)bytes;
-    dg_job j = {h, p, grid, d, vis, NULL, 0, 0.0};
+    dg_job j = {h, p, grid, d, vis, NULL, smax, 0, 0.0};
     if (p->tiled && n > 0)
         PK_TRY(pk_dg_tile_order(&h->p, h->support, d, h->threads, &p->order, &p->key, &p->count,
                                 &j.order));
