@@ -6,8 +6,10 @@
  * A plan: one g x g complex64 transform in place on a caller's buffer, single precision,
  * unnormalised, both directions (inverse: e^{+2 pi i}, FFTW_BACKWARD's sign; forward:
  * e^{-2 pi i}).  VkFFT handles any size (radices 2..13 directly, Bluestein's algorithm
- * beyond), so every even grid size is served; a size it refuses is PK_EUNSUPPORTED with its
- * error, and the caller falls back to the host FFT.  Without VkFFT at configure time, or
+ * beyond), so every even grid size is served; a plan it cannot make or build on the device
+ * is PK_EUNSUPPORTED (PK_EDEVMEM out of memory) with its VkFFTResult, and the caller falls
+ * back to the host FFT.  vkFFT.h is included after opencl_internal.h, so its buffers go
+ * through pk_cl_create_buffer (the PORTKERN_TEST_DEVICE_OOM hook applies to them too).  Without VkFFT at configure time, or
  * with PORTKERN_TEST_NO_DEVICE_FFT set and not "0" (a test hook), create returns
  * PK_ENOBACKEND: the caller's fallback, said in its run info's reason. */
 #include "opencl_internal.h"
@@ -112,11 +114,10 @@ pk_status pk_cl_fft_create(cl_device_id device, cl_context context, cl_command_q
     const VkFFTResult r = initializeVkFFT(&f->app, f->cfg);
     if (r != VKFFT_SUCCESS) {
         free(f);
-        const pk_status st = r == VKFFT_ERROR_UNSUPPORTED_RADIX ||
-                                     r == VKFFT_ERROR_UNSUPPORTED_FFT_LENGTH
-                                 ? PK_EUNSUPPORTED
-                             : r == VKFFT_ERROR_FAILED_TO_ALLOCATE ? PK_EDEVMEM
-                                                                   : PK_EDEVICE;
+        /* out of memory, else anything VkFFT cannot plan or build on this device (a size, a
+           kernel its compiler rejects): the callers' host FFT either way */
+        const pk_status st =
+            r == VKFFT_ERROR_FAILED_TO_ALLOCATE ? PK_EDEVMEM : PK_EUNSUPPORTED;
         return pk_fail(st, "%s: VkFFT could not plan the %d x %d transform (VkFFTResult %d)",
                        what, g, g, (int)r);
     }

@@ -127,7 +127,7 @@ void pk_cl_ds_destroy(void *impl);
 /* The 2-D FFT of a device grid (cl/fft_opencl.c, VkFFT's OpenCL backend): a g x g complex64
  * transform in place on `buffer`, unnormalised; exec enqueues it on the plan's queue (inverse:
  * e^{+2 pi i}, else e^{-2 pi i}).  create: PK_ENOBACKEND without VkFFT or with the test hook
- * PORTKERN_TEST_NO_DEVICE_FFT, PK_EUNSUPPORTED for a size VkFFT refuses, PK_EDEVMEM when its
+ * PORTKERN_TEST_NO_DEVICE_FFT, PK_EUNSUPPORTED for a plan VkFFT cannot make, PK_EDEVMEM when its
  * work buffer does not fit: the callers then use the host FFT. */
 typedef struct pk_cl_fft pk_cl_fft;
 pk_status pk_cl_fft_create(cl_device_id device, cl_context context, cl_command_queue queue,
