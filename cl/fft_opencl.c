@@ -72,22 +72,32 @@ void pk_cl_fft_destroy(pk_cl_fft *f)
     free(f);
 }
 
-pk_status pk_cl_fft_create(cl_device_id device, cl_context context, cl_command_queue queue,
-                           cl_mem buffer, int g, const char *what, pk_cl_fft **fft)
+pk_status pk_cl_fft_check(const char *what)
 {
-    *fft = NULL;
     const char *e = getenv("PORTKERN_TEST_NO_DEVICE_FFT");
     if (e && *e && strcmp(e, "0") != 0)
         return pk_fail(PK_ENOBACKEND, "%s: on-device FFT disabled by PORTKERN_TEST_NO_DEVICE_FFT",
                        what);
+#ifndef PK_HAVE_VKFFT
+    return pk_fail(PK_ENOBACKEND, "%s: this portkern was configured without VkFFT (Debian "
+                   "libvkfft-dev): no on-device FFT on OpenCL", what);
+#else
+    return PK_OK;
+#endif
+}
+
+pk_status pk_cl_fft_create(cl_device_id device, cl_context context, cl_command_queue queue,
+                           cl_mem buffer, int g, const char *what, pk_cl_fft **fft)
+{
+    *fft = NULL;
+    PK_TRY(pk_cl_fft_check(what));
 #ifndef PK_HAVE_VKFFT
     (void)device;
     (void)context;
     (void)queue;
     (void)buffer;
     (void)g;
-    return pk_fail(PK_ENOBACKEND, "%s: this portkern was configured without VkFFT (Debian "
-                   "libvkfft-dev): no on-device FFT on OpenCL", what);
+    return pk_fail(PK_EINTERNAL, "%s: no VkFFT", what);
 #else
     PK_CHECK(g >= 2, PK_EINVAL, "%s: FFT size %d", what, g);
     pk_cl_fft *f = calloc(1, sizeof *f);

@@ -57,10 +57,11 @@ pk_status pk_cl_im_create(void *state, int device, int g, int n, const float *sc
 {
     PK_CHECK(g >= 2 && n >= 2 && n <= g && n % 2 == 0, PK_EINVAL,
              "image (opencl): grid %d and image %d sizes", g, n);
+    const char *what = adjoint ? "degrid" : "image";
+    PK_TRY(pk_cl_fft_check(what)); /* before any device memory */
     pk_cl_state *st = state;
     pk_cl_device *dev;
     PK_TRY(pk_cl_device_open(st, device, &dev));
-    const char *what = adjoint ? "degrid" : "image";
     const size_t gbytes = (size_t)g * (size_t)g * 8, ibytes = (size_t)n * (size_t)n * 4;
     PK_CHECK(gbytes <= dev->max_alloc, PK_EDEVMEM,
              "%s: the %d x %d device grid (%zu bytes) exceeds the allocation limit (%llu "

@@ -130,6 +130,9 @@ void pk_cl_ds_destroy(void *impl);
  * PORTKERN_TEST_NO_DEVICE_FFT, PK_EUNSUPPORTED for a plan VkFFT cannot make, PK_EDEVMEM when its
  * work buffer does not fit: the callers then use the host FFT. */
 typedef struct pk_cl_fft pk_cl_fft;
+/** PK_OK when an on-device FFT can be planned (VkFFT built in, the test hook unset), else
+ *  create's PK_ENOBACKEND: a check before any device memory is taken. */
+pk_status pk_cl_fft_check(const char *what);
 pk_status pk_cl_fft_create(cl_device_id device, cl_context context, cl_command_queue queue,
                            cl_mem buffer, int g, const char *what, pk_cl_fft **fft);
 pk_status pk_cl_fft_exec(pk_cl_fft *f, int inverse, const char *what);
