@@ -5,7 +5,8 @@
 set -e
 cd "$(dirname "$0")"
 pkgs="build-essential autoconf automake libtool pkgconf ocl-icd-opencl-dev opencl-c-headers
-      pocl-opencl-icd clinfo libfftw3-dev libcfitsio-dev"
+      pocl-opencl-icd clinfo libfftw3-dev libcfitsio-dev
+      libvkfft-dev"
 missing=
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

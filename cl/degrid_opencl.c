@@ -8,7 +8,9 @@
  * caller's grid is uploaded (clEnqueueWriteBufferRect), the records in that order with their
  * indices, the gather, the visibilities read back.  Buffers are kept between runs and grown
  * on demand.  A box or a list that does not fit one allocation of the device is PK_EDEVMEM
- * (no banding yet, unlike grid's OpenCL plan). */
+ * (no banding yet, unlike grid's OpenCL plan).  pk_cl_dg_run_device (the degrid plan of
+ * lib/image.c with the FFT on the device, cl/image_opencl.c) gathers from the transformed
+ * device grid in place instead: no box, no grid upload. */
 #include "opencl_internal.h"
 #include "grid_host.h"
 
@@ -167,10 +169,11 @@ fail:
     return s;
 }
 
-static pk_status dg_run(void *impl, const float *grid, const pk_grid_data *d, float *vis,
-                        pk_dg_result *r)
+/* From the caller's host grid (the box uploaded), or from dgrid, a g x g complex64 device
+ * grid of the plan's context (pk_cl_dg_run_device: read in place, pitch g, nothing copied). */
+static pk_status dg_run_on(pk_cl_dg *h, const float *grid, cl_mem dgrid, const pk_grid_data *d,
+                           float *vis, pk_dg_result *r)
 {
-    pk_cl_dg *h = impl;
     const size_t n = d->num_vis;
     const int g = h->d.p.grid_size, os = h->d.p.oversample;
     PK_CHECK(n <= (size_t)INT32_MAX, PK_EUNSUPPORTED,
@@ -209,6 +212,10 @@ static pk_status dg_run(void *impl, const float *grid, const pk_grid_data *d, fl
         u0 = v0 = 0;
         u1 = v1 = 0;
     }
+    if (dgrid) { /* the whole device grid is the box */
+        u0 = v0 = 0;
+        u1 = v1 = g - 1;
+    }
     for (size_t i = 0; i < n; ++i)
         if (rec[i].s[2] >= 0) {
             rec[i].s[0] -= u0;
@@ -230,12 +237,12 @@ static pk_status dg_run(void *impl, const float *grid, const pk_grid_data *d, fl
     rec = srec;
     const double t1 = pk_now();
     const size_t cols = (size_t)(u1 - u0 + 1), rows = (size_t)(v1 - v0 + 1);
-    if (s == PK_OK) s = dg_buf_ensure(h, &h->box, cols * rows * 8, "grid box");
+    if (s == PK_OK && !dgrid) s = dg_buf_ensure(h, &h->box, cols * rows * 8, "grid box");
     if (s == PK_OK) s = dg_buf_ensure(h, &h->rec, n * sizeof *rec, "records");
     if (s == PK_OK) s = dg_buf_ensure(h, &h->idx, n * sizeof *sidx, "record indices");
     if (s == PK_OK) s = dg_buf_ensure(h, &h->vis, n * 8, "visibilities");
     cl_int err = CL_SUCCESS;
-    if (s == PK_OK) {
+    if (s == PK_OK && !dgrid) {
         const size_t borig[3] = {0, 0, 0}, horig[3] = {(size_t)u0 * 8, (size_t)v0, 0};
         const size_t region[3] = {cols * 8, rows, 1};
         err = clEnqueueWriteBufferRect(h->queue, h->box.m, CL_TRUE, borig, horig, region,
@@ -259,7 +266,8 @@ static pk_status dg_run(void *impl, const float *grid, const pk_grid_data *d, fl
     const double t2 = pk_now();
     if (s == PK_OK) {
         const cl_int pitch = (cl_int)cols, cos_ = os, cn = (cl_int)n;
-        const void *vals[10] = {&h->rec.m, &h->idx.m, &h->box.m, &pitch, &h->d_kern,
+        const cl_mem *src = dgrid ? &dgrid : &h->box.m;
+        const void *vals[10] = {&h->rec.m, &h->idx.m,     src,   &pitch,    &h->d_kern,
                                 &h->d_poff, &h->d_support, &cos_, &h->vis.m, &cn};
         const size_t sizes[10] = {sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), sizeof pitch,
                                   sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), sizeof cos_,
@@ -289,6 +297,18 @@ static pk_status dg_run(void *impl, const float *grid, const pk_grid_data *d, fl
     r->kernel_s = (t1 - t0) + (t3 - t2);
     r->transfer_s = (t2 - t1) + (t4 - t3);
     return s;
+}
+
+static pk_status dg_run(void *impl, const float *grid, const pk_grid_data *d, float *vis,
+                        pk_dg_result *r)
+{
+    return dg_run_on(impl, grid, NULL, d, vis, r);
+}
+
+pk_status pk_cl_dg_run_device(void *impl, cl_mem grid, const pk_grid_data *d, float *vis,
+                              pk_dg_result *r)
+{
+    return dg_run_on(impl, NULL, grid, d, vis, r);
 }
 
 /* The degrid kernel family on this backend (lib/internal.h, pk_dg_ops). */

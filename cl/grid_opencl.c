@@ -83,6 +83,7 @@ typedef struct pk_cl_gr {
     size_t stack_bytes;
     /* run-time device buffers, kept between runs (grown on demand) */
     gr_buf sub, in[5], geo, val, bucket, work, part_a, part_b;
+    cl_mem target;         /* pk_cl_gr_run_device's g x g device grid during its run, else NULL */
     char device_name[128];
 } pk_cl_gr;
 
@@ -465,12 +466,36 @@ typedef struct gr_times {
     double locate, sort, kernel, transfer;
 } gr_times;
 
-/* Band of rows [v0, v0 + rows) of the box on the device, preloaded with the caller's values. */
+/* The band [v0, v0 + rows) of the box copied on the device between the sub-grid and the
+ * target grid of pk_cl_gr_run_device (to_target: sub-grid -> target), waited for. */
+static pk_status sub_copy_target(pk_cl_gr *h, const gr_box *b, int v0, int rows, int to_target,
+                                 gr_times *t)
+{
+    const size_t cols = (size_t)(b->u1 - b->u0 + 1), g = (size_t)h->p.grid_size;
+    const size_t sorig[3] = {0, 0, 0}, torig[3] = {(size_t)b->u0 * 8, (size_t)v0, 0};
+    const size_t region[3] = {cols * 8, (size_t)rows, 1};
+    const double t0 = pk_now();
+    cl_int err = to_target ? clEnqueueCopyBufferRect(h->queue, h->sub.m, h->target, sorig, torig,
+                                                     region, cols * 8, 0, g * 8, 0, 0, NULL, NULL)
+                           : clEnqueueCopyBufferRect(h->queue, h->target, h->sub.m, torig, sorig,
+                                                     region, g * 8, 0, cols * 8, 0, 0, NULL, NULL);
+    if (err == CL_SUCCESS) err = clFinish(h->queue);
+    if (err != CL_SUCCESS)
+        return pk_cl_fail(err, "clEnqueueCopyBufferRect", "grid rows %d..%d (%zu columns) %s "
+                          "the device grid on '%s'", v0, v0 + rows - 1, cols,
+                          to_target ? "to" : "from", h->device_name);
+    t->kernel += pk_now() - t0;
+    return PK_OK;
+}
+
+/* Band of rows [v0, v0 + rows) of the box on the device, preloaded with the caller's values
+ * (the host grid's, or the device grid's in pk_cl_gr_run_device). */
 static pk_status sub_upload(pk_cl_gr *h, const float *grid, const gr_box *b, int v0, int rows,
                             gr_times *t)
 {
     const size_t cols = (size_t)(b->u1 - b->u0 + 1), g = (size_t)h->p.grid_size;
     PK_TRY(buf_ensure(h, &h->sub, cols * rows * 8, "sub-grid"));
+    if (h->target) return sub_copy_target(h, b, v0, rows, 0, t);
     const size_t borig[3] = {0, 0, 0}, horig[3] = {(size_t)b->u0 * 8, (size_t)v0, 0};
     const size_t region[3] = {cols * 8, (size_t)rows, 1};
     const double t0 = pk_now();
@@ -487,6 +512,7 @@ static pk_status sub_upload(pk_cl_gr *h, const float *grid, const gr_box *b, int
 static pk_status sub_download(pk_cl_gr *h, float *grid, const gr_box *b, int v0, int rows,
                               gr_times *t)
 {
+    if (h->target) return sub_copy_target(h, b, v0, rows, 1, t);
     const size_t cols = (size_t)(b->u1 - b->u0 + 1), g = (size_t)h->p.grid_size;
     const size_t borig[3] = {0, 0, 0}, horig[3] = {(size_t)b->u0 * 8, (size_t)v0, 0};
     const size_t region[3] = {cols * 8, (size_t)rows, 1};
@@ -1068,6 +1094,19 @@ pk_status pk_cl_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr_
     }
     pk_gr_stage(res, "transfer", t.transfer);
     return PK_OK;
+}
+
+/* As pk_cl_gr_run, into a g x g complex64 grid in a device buffer of the plan's context: the
+ * box's bands are copied from and back to it on the device (nothing of the grid crosses the
+ * link; the "transfer" stage holds only the visibilities' uploads). */
+pk_status pk_cl_gr_run_device(void *impl, const pk_grid_data *data, cl_mem grid,
+                              pk_gr_result *res)
+{
+    pk_cl_gr *h = impl;
+    h->target = grid;
+    const pk_status s = pk_cl_gr_run(impl, data, NULL, res);
+    h->target = NULL;
+    return s;
 }
 
 /* The grid kernel family on this backend (lib/internal.h, pk_gr_ops). */

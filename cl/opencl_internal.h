@@ -101,6 +101,12 @@ pk_status pk_cl_mf_download(void *impl, double *y, double *seconds);
 void pk_cl_mf_destroy(void *impl);
 pk_status pk_cl_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl);
 pk_status pk_cl_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr_result *res);
+/** pk_cl_gr_run into a g x g complex64 device grid of the plan's context (accumulating). */
+pk_status pk_cl_gr_run_device(void *impl, const pk_grid_data *data, cl_mem grid,
+                              pk_gr_result *res);
+/** degrid's "opencl" run gathering from a g x g complex64 device grid in place. */
+pk_status pk_cl_dg_run_device(void *impl, cl_mem grid, const pk_grid_data *d, float *vis,
+                              pk_dg_result *r);
 void pk_cl_gr_destroy(void *impl);
 pk_status pk_cl_lp_create(void *state, int device, const pk_lp_desc *desc, void **impl);
 pk_status pk_cl_lp_upload(void *impl, const float *phi, double *seconds);
@@ -117,5 +123,21 @@ pk_status pk_cl_ds_upload(void *impl, const double *u, const double *psi, double
 pk_status pk_cl_ds_run(void *impl, double *kernel_seconds);
 pk_status pk_cl_ds_download(void *impl, double *chi, double *seconds);
 void pk_cl_ds_destroy(void *impl);
+
+/* The 2-D FFT of a device grid (cl/fft_opencl.c, VkFFT's OpenCL backend): a g x g complex64
+ * transform in place on `buffer`, unnormalised; exec enqueues it on the plan's queue (inverse:
+ * e^{+2 pi i}, else e^{-2 pi i}).  create: PK_ENOBACKEND without VkFFT or with the test hook
+ * PORTKERN_TEST_NO_DEVICE_FFT, PK_EUNSUPPORTED for a plan VkFFT cannot make, PK_EDEVMEM when its
+ * work buffer does not fit: the callers then use the host FFT. */
+typedef struct pk_cl_fft pk_cl_fft;
+/** PK_OK when an on-device FFT can be planned (VkFFT built in, the test hook unset), else
+ *  create's PK_ENOBACKEND: a check before any device memory is taken. */
+pk_status pk_cl_fft_check(const char *what);
+pk_status pk_cl_fft_create(cl_device_id device, cl_context context, cl_command_queue queue,
+                           cl_mem buffer, int g, const char *what, pk_cl_fft **fft);
+pk_status pk_cl_fft_exec(pk_cl_fft *f, int inverse, const char *what);
+void pk_cl_fft_destroy(pk_cl_fft *f);
+/** "VkFFT (OpenCL)", or "none" when built without it. */
+const char *pk_cl_fft_library(void);
 
 #endif /* PK_OPENCL_INTERNAL_H */

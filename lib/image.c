@@ -14,7 +14,11 @@
  * runs on CUDA makes cuda/image.cu's plan instead of the host FFT (grid, cuFFT and crop on
  * the device), a degrid plan on the "cuda" variant predicts through cuda/degrid.cu
  * (placement, cuFFT, gather); both with the factors made here (im_scorr), both falling back
- * to the host FFT when cuFFT cannot be loaded or the device lacks the memory. */
+ * to the host FFT when cuFFT cannot be loaded or the device lacks the memory.  On OpenCL the
+ * same (cl/image_opencl.c, VkFFT's OpenCL backend through cl/fft_opencl.c): an image plan whose
+ * grid plan runs on OpenCL and a degrid plan on "opencl" keep the grid on the device; without
+ * VkFFT, with PORTKERN_TEST_NO_DEVICE_FFT set, or when the device lacks the memory, the host
+ * FFT, said in the reason. */
 #include "grid_host.h"
 
 #include <math.h>
@@ -333,11 +337,11 @@ static void im_host_note(const im_host *h, pk_backend_id backend, char *reason, 
     if ((backend == PK_BACKEND_OPENCL || backend == PK_BACKEND_CUDA) && h->sign == FFTW_BACKWARD)
         pk_append_note(reason, len,
                        "grid made on the device and downloaded, FFT on the host (FFTW single "
-                       "precision, %d threads; an on-device FFT is not done yet)", h->nt);
+                       "precision, %d threads)", h->nt);
     else if (backend == PK_BACKEND_OPENCL || backend == PK_BACKEND_CUDA)
         pk_append_note(reason, len,
-                       "FFT on the host (FFTW single precision, %d threads; an on-device FFT is "
-                       "not done yet), the transformed grid's box uploaded for the gather",
+                       "FFT on the host (FFTW single precision, %d threads), the transformed "
+                       "grid's box uploaded for the gather",
                        h->nt);
     else
         pk_append_note(reason, len, "FFT on the host (FFTW single precision, %d threads)",
@@ -483,6 +487,36 @@ static void im_stage(pk_run_info *info, const char *name, double s)
     pk_strlcpy(info->stage_name[info->num_stages], name, sizeof info->stage_name[0]);
     info->stage_s[info->num_stages++] = s;
 }
+
+/* An on-device FFT plan's creation status s: the failures that leave the host FFT (its library
+ * missing or disabled, a size it refuses, not enough device memory) are noted in the reason
+ * and cleared (PK_OK, *dev NULL); other failures are the plan's. */
+static pk_status im_dev_fallback(pk_status s, void **dev, char *reason, size_t len)
+{
+    if (s == PK_ENOBACKEND || s == PK_EDEVMEM || s == PK_EUNSUPPORTED) {
+        pk_append_note(reason, len, "no on-device FFT (%s)", pk_last_error());
+        pk_clear_error();
+        *dev = NULL;
+        return PK_OK;
+    }
+    return s;
+}
+
+#ifdef PK_HAVE_OPENCL
+/* The OpenCL plan with the FFT on the device (cl/image_opencl.c) on device `device`. */
+static pk_status im_cl_init(pk_context *ctx, int device, const pk_image_params *p,
+                            const int32_t *support, const float *kernels, int adjoint,
+                            char *reason, size_t len, void **dev)
+{
+    float *sc;
+    double kappa;
+    PK_TRY(im_scorr(p, support, kernels, &sc, &kappa));
+    pk_status s = pk_cl_im_create(ctx->slot[PK_BACKEND_OPENCL].state, device, p->grid.grid_size,
+                                  p->image_size, sc, adjoint, 1.0 / kappa, dev);
+    free(sc);
+    return im_dev_fallback(s, dev, reason, len);
+}
+#endif
 #endif /* PK_HAVE_FFTW */
 
 /* ---- pk_image ------------------------------------------------------------------------------ */
@@ -495,6 +529,7 @@ struct pk_image_plan {
     pk_image_params p;
     void *dev;           /* cuda/image.cu's plan when the grid plan runs on CUDA (the FFT
                             where the grid is), else NULL: the host FFT */
+    void *cl;            /* likewise cl/image_opencl.c's when it runs on OpenCL */
 };
 
 void pk_image_plan_destroy(pk_image_plan *plan)
@@ -502,6 +537,9 @@ void pk_image_plan_destroy(pk_image_plan *plan)
     if (!plan) return;
 #ifdef PK_HAVE_CUDA
     pk_cuda_im_destroy(plan->dev); /* before the grid plan: its device is still held */
+#endif
+#ifdef PK_HAVE_OPENCL
+    pk_cl_im_destroy(plan->cl);
 #endif
     pk_grid_plan_destroy(plan->gp);
 #ifdef PK_HAVE_FFTW
@@ -522,14 +560,7 @@ static pk_status im_cuda_init(pk_image_plan *pl, const pk_image_params *p,
     pk_status s = pk_cuda_im_create(pk_grid_plan_impl(pl->gp), p->grid.grid_size,
                                     p->image_size, sc, &pl->dev);
     free(sc);
-    if (s == PK_ENOBACKEND || s == PK_EDEVMEM || s == PK_EUNSUPPORTED) {
-        pk_append_note(pl->created.reason, sizeof pl->created.reason,
-                       "no on-device FFT (%s)", pk_last_error());
-        pk_clear_error();
-        pl->dev = NULL;
-        return PK_OK;
-    }
-    return s;
+    return im_dev_fallback(s, &pl->dev, pl->created.reason, sizeof pl->created.reason);
 }
 #endif
 
@@ -561,7 +592,12 @@ pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx, const pk_i
     if (s == PK_OK && pl->created.backend == PK_BACKEND_CUDA)
         s = im_cuda_init(pl, p, support, kernels);
 #endif
-    if (s == PK_OK && !pl->dev)
+#ifdef PK_HAVE_OPENCL
+    if (s == PK_OK && pl->created.backend == PK_BACKEND_OPENCL)
+        s = im_cl_init(ctx, pl->created.device, p, support, kernels, 0, pl->created.reason,
+                       sizeof pl->created.reason, &pl->cl);
+#endif
+    if (s == PK_OK && !pl->dev && !pl->cl)
         s = im_host_init(&pl->h, p, support, kernels, FFTW_BACKWARD,
                          im_threads_for(ctx, pl->created.backend));
     if (s != PK_OK) {
@@ -572,6 +608,10 @@ pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx, const pk_i
         pk_append_note(pl->created.reason, sizeof pl->created.reason,
                        "grid, FFT (cuFFT C2C) and crop on the device; only the %d x %d image "
                        "downloaded", p->image_size, p->image_size);
+    else if (pl->cl)
+        pk_append_note(pl->created.reason, sizeof pl->created.reason,
+                       "grid, FFT (VkFFT C2C, OpenCL) and crop on the device; only the %d x %d "
+                       "image downloaded", p->image_size, p->image_size);
     else
         im_host_note(&pl->h, pl->created.backend, pl->created.reason, sizeof pl->created.reason);
     if (info) {
@@ -618,6 +658,35 @@ static pk_status im_cuda_execute(pk_image_plan *plan, const pk_grid_data *d, flo
 }
 #endif
 
+#if defined(PK_HAVE_OPENCL) && defined(PK_HAVE_FFTW)
+static pk_status im_cl_execute(pk_image_plan *plan, const pk_grid_data *d, float *image,
+                               double *norm, int64_t *num_skipped, pk_run_info *info)
+{
+    const double t0 = pk_now();
+    const int g = plan->p.grid.grid_size, n = plan->p.image_size;
+    const double gg = (double)g * g;
+    pk_gr_result gr;
+    double st[5];
+    PK_TRY(pk_cl_im_run(plan->cl, pk_grid_plan_impl(plan->gp), d, image, &gr, st));
+    if (norm) *norm = gr.norm;
+    if (num_skipped) *num_skipped = gr.num_skipped;
+    if (info) {
+        static const char *const names[5] = {"zero", "grid", "fft", "correct", "transfer"};
+        *info = plan->created;
+        info->setup_s = 0;
+        info->kernel_s = st[0] + st[1] + st[2] + st[3];
+        info->transfer_s = st[4];
+        info->flops = 8.0 * gr.updates + im_fft_flops(g);
+        info->bytes = 8.0 * gr.updates + 24.0 * (double)d->num_vis + 8.0 * gg * 5.0 +
+                      12.0 * (double)n * n;
+        info->num_stages = 0;
+        for (int i = 0; i < 5; ++i) im_stage(info, names[i], st[i]);
+        info->wall_s = pk_now() - t0;
+    }
+    return PK_OK;
+}
+#endif
+
 pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, float *image,
                                 double *norm, int64_t *num_skipped, pk_run_info *info)
 {
@@ -633,6 +702,9 @@ pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, floa
 #else
 #ifdef PK_HAVE_CUDA
     if (plan->dev) return im_cuda_execute(plan, d, image, norm, num_skipped, info);
+#endif
+#ifdef PK_HAVE_OPENCL
+    if (plan->cl) return im_cl_execute(plan, d, image, norm, num_skipped, info);
 #endif
     im_host *h = &plan->h;
     const int g = h->p.grid.grid_size, n = h->p.image_size;
@@ -705,11 +777,15 @@ struct pk_degrid_plan {
     pk_choice c;
     int have_choice;
     int dev; /* the choice runs on CUDA with the FFT on the device (pk_cuda_dg_predict) */
+    void *cl; /* cl/image_opencl.c's plan: the choice runs on OpenCL with the FFT on the device */
 };
 
 void pk_degrid_plan_destroy(pk_degrid_plan *plan)
 {
     if (!plan) return;
+#ifdef PK_HAVE_OPENCL
+    pk_cl_im_destroy(plan->cl);
+#endif
     if (plan->have_choice && plan->c.impl) ((const pk_dg_ops *)plan->c.kops)->destroy(plan->c.impl);
 #ifdef PK_HAVE_FFTW
     im_host_free(&plan->h);
@@ -759,16 +835,21 @@ pk_status pk_degrid_plan_create(pk_degrid_plan **plan, pk_context *ctx, const pk
                 pl->dev = 1;
                 pl->h.p = *p;
                 pl->h.kappa = kappa;
-            } else if (s == PK_ENOBACKEND || s == PK_EDEVMEM) {
-                pk_append_note(pl->c.reason, sizeof pl->c.reason, "no on-device FFT (%s)",
-                               pk_last_error());
-                pk_clear_error();
-                s = PK_OK;
+            } else {
+                void *none;
+                s = im_dev_fallback(s, &none, pl->c.reason, sizeof pl->c.reason);
             }
         }
     }
 #endif
-    if (s == PK_OK && !pl->dev)
+#ifdef PK_HAVE_OPENCL
+    if (s == PK_OK && pl->c.backend == PK_BACKEND_OPENCL) {
+        s = im_cl_init(ctx, pl->c.device, p, support, kernels, 1, pl->c.reason,
+                       sizeof pl->c.reason, &pl->cl);
+        if (s == PK_OK && pl->cl) pl->h.p = *p;
+    }
+#endif
+    if (s == PK_OK && !pl->dev && !pl->cl)
         s = im_host_init(&pl->h, p, support, kernels, FFTW_FORWARD,
                          im_threads_for(ctx, pl->c.backend));
     if (s != PK_OK) {
@@ -779,6 +860,10 @@ pk_status pk_degrid_plan_create(pk_degrid_plan **plan, pk_context *ctx, const pk
         pk_append_note(pl->c.reason, sizeof pl->c.reason,
                        "model placed, FFT (cuFFT C2C) and gather on the device; the grid never "
                        "crosses the link");
+    else if (pl->cl)
+        pk_append_note(pl->c.reason, sizeof pl->c.reason,
+                       "model placed, FFT (VkFFT C2C, OpenCL) and gather on the device; the grid "
+                       "never crosses the link");
     else
         im_host_note(&pl->h, pl->c.backend, pl->c.reason, sizeof pl->c.reason);
     pl->c.setup_s = pk_now() - t0;
@@ -814,6 +899,28 @@ pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model, const
         pk_dg_result res;
         double st[4];
         PK_TRY(pk_cuda_dg_predict(plan->c.impl, model, d, vis, &res, st));
+        if (num_skipped) *num_skipped = res.num_skipped;
+        if (info) {
+            pk_choice_info(&plan->c, info);
+            info->setup_s = 0;
+            info->kernel_s = res.kernel_s;
+            info->transfer_s = res.transfer_s;
+            info->flops = 8.0 * res.updates + im_fft_flops(g);
+            info->bytes = 24.0 * res.updates + 8.0 * gg * 5.0;
+            im_stage(info, "place", st[0]);
+            im_stage(info, "fft", st[1]);
+            im_stage(info, "degrid", st[2]);
+            im_stage(info, "transfer", st[3]);
+            info->wall_s = pk_now() - t0;
+        }
+        return PK_OK;
+    }
+#endif
+#ifdef PK_HAVE_OPENCL
+    if (plan->cl) {
+        pk_dg_result res;
+        double st[4];
+        PK_TRY(pk_cl_dg_predict(plan->cl, plan->c.impl, model, d, vis, &res, st));
         if (num_skipped) *num_skipped = res.num_skipped;
         if (info) {
             pk_choice_info(&plan->c, info);

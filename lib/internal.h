@@ -506,6 +506,21 @@ void pk_cuda_im_destroy(void *impl);
 pk_status pk_cuda_dg_image_init(void *impl, int n, const float *scorr, double kappa);
 pk_status pk_cuda_dg_predict(void *impl, const float *model, const pk_grid_data *d, float *vis,
                              pk_dg_result *res, double *stage_s);
+/* The image and degrid with the FFT on an OpenCL device (cl/image_opencl.c, VkFFT through
+ * cl/fft_opencl.c): lib/image.c makes it on the OpenCL state and device of the grid plan
+ * (image, adjoint 0; scale unused) or of the "opencl" degrid choice (adjoint 1, scale
+ * 1 / kappa), with scorr as above.  create: PK_ENOBACKEND (no VkFFT, or the test hook
+ * PORTKERN_TEST_NO_DEVICE_FFT), PK_EUNSUPPORTED (a size VkFFT refuses) or PK_EDEVMEM: the
+ * host FFT instead.  pk_cl_im_run (gr_impl: the grid plan's impl) fills gres as the grid run
+ * and stage_s[5]: "zero", "grid", "fft", "correct", "transfer"; pk_cl_dg_predict (dg_impl:
+ * the degrid plan's impl) stage_s[4]: "place", "fft", "degrid", "transfer". */
+pk_status pk_cl_im_create(void *state, int device, int g, int n, const float *scorr, int adjoint,
+                          double scale, void **impl);
+pk_status pk_cl_im_run(void *impl, void *gr_impl, const pk_grid_data *d, float *image,
+                       pk_gr_result *gres, double *stage_s);
+pk_status pk_cl_dg_predict(void *impl, void *dg_impl, const float *model, const pk_grid_data *d,
+                           float *vis, pk_dg_result *res, double *stage_s);
+void pk_cl_im_destroy(void *impl);
 
 /* laplace2d: the plan holds the field (in desc->layout) on the device. */
 typedef struct pk_lp_ops {

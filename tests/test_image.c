@@ -53,6 +53,44 @@
 static const pk_backend_id backends[] = {PK_BACKEND_SERIAL, PK_BACKEND_OPENMP, PK_BACKEND_OPENCL,
                                          PK_BACKEND_CUDA};
 
+/* Where the FFT ran (docs/KERNELS.md 7.7), from a run info: on CUDA on the device or the reason
+ * why not; on OpenCL on the device (VkFFT) unless the library was built without VkFFT or the
+ * test hook PORTKERN_TEST_NO_DEVICE_FFT forces the host FFT, which the reason must then say.
+ * kind: "image" (stages zero, grid, fft, correct, transfer on OpenCL; grid, fft, correct,
+ * transfer on CUDA) or "degrid" (place, fft, degrid, transfer). */
+static void check_fft_where(pk_backend_id backend, const pk_run_info *info, const char *name,
+                            const char *kind, const char *v)
+{
+    const int image = strcmp(kind, "image") == 0;
+    if (backend == PK_BACKEND_CUDA) {
+        const int fi = 1;
+        ok((info->num_stages == 4 && strcmp(info->stage_name[fi], "fft") == 0 &&
+            strstr(info->reason, "on the device") != NULL) ||
+               strstr(info->reason, "no on-device FFT") != NULL,
+           "%s: %s cuda/%s: the FFT on the device, or the reason why not: %s", name, kind, v,
+           info->reason);
+        return;
+    }
+    if (backend != PK_BACKEND_OPENCL) return;
+    const char *hook = getenv("PORTKERN_TEST_NO_DEVICE_FFT");
+    int device_fft = !(hook && *hook && strcmp(hook, "0") != 0);
+#ifndef PK_HAVE_VKFFT
+    device_fft = 0;
+#endif
+    if (device_fft)
+        ok(info->num_stages == (image ? 5 : 4) &&
+               strcmp(info->stage_name[image ? 2 : 1], "fft") == 0 &&
+               strstr(info->reason, "VkFFT") != NULL && strstr(info->reason, "on the device"),
+           "%s: %s opencl/%s: the FFT on the device (VkFFT), %d stages: %s", name, kind, v,
+           info->num_stages, info->reason);
+    else
+        ok(strstr(info->reason, "no on-device FFT") != NULL &&
+               strstr(info->reason, "FFT on the host") != NULL &&
+               strcmp(info->stage_name[image ? 2 : 1], "fft rows") == 0,
+           "%s: %s opencl/%s: the host FFT, and the reason says why: %s", name, kind, v,
+           info->reason);
+}
+
 /* ---- 1. correction ---------------------------------------------------------------------------- */
 static void test_correction(const im_case *c)
 {
@@ -117,12 +155,7 @@ static void test_pipeline(const im_case *c, const char *name)
                "%s: image %s/%s vs double pipeline: ||diff|| %.3e <= bound %.3e (%.2e of "
                "||image||); norm rel %.1e", name, pk_backend_name(backends[b]), v, e, bound,
                e / o.img_l2, fabs(norm - o.norm) / o.norm);
-            if (backends[b] == PK_BACKEND_CUDA) /* docs/KERNELS.md 7.7: the FFT on the device */
-                ok((info.num_stages == 4 && strcmp(info.stage_name[1], "fft") == 0 &&
-                    strstr(info.reason, "on the device") != NULL) ||
-                       strstr(info.reason, "no on-device FFT") != NULL,
-                   "%s: image cuda/%s: stages grid, fft, correct, transfer with the FFT on the "
-                   "device, or the reason why not: %s", name, v, info.reason);
+            check_fft_where(backends[b], &info, name, "image", v);
             if (strcmp(v, "serial") == 0 || strcmp(v, "omp-tiled") == 0 ||
                 strcmp(v, "opencl-tiled") == 0 || backends[b] == PK_BACKEND_CUDA)
                 tap_diag("  %s: stages %s %.4f %s %.4f %s %.4f %s %.4f s; reason: %s", v,
@@ -394,6 +427,7 @@ static void test_adjoint(im_case *c, const char *name)
                 tap_diag("  %s: stages %s %.4f %s %.4f %s %.4f s; reason: %s", v,
                          info.stage_name[0], info.stage_s[0], info.stage_name[1], info.stage_s[1],
                          info.stage_name[2], info.stage_s[2], info.reason);
+                check_fft_where(backends[b], &info, name, "degrid", v);
                 /* the adjoint relation against every grid variant of the backend */
                 char gv[256];
                 snprintf(gv, sizeof gv, "%s", pk_grid_variants(backends[b]));
@@ -976,6 +1010,34 @@ int main(void)
     test_threads(&d);
     test_adjoint(&a, "a");
     test_adjoint(&b, "b");
+    /* grids that are not powers of two (the generated sets' 18000 = 2^4 3^2 5^3): f, g 180 =
+     * 2^2 3^2 5 (VkFFT's radices 2, 3, 5), N 96; h, g 106 = 2 x 53 (a prime factor above 13:
+     * VkFFT's Bluestein transform), N 64.  The bounds of 7.5 with L = log2 g^2. */
+    im_case f, hh;
+    memset(&f, 0, sizeof f);
+    memset(&hh, 0, sizeof hh);
+    const int kf = case_kernels(&f, cell, 96, 180, 4, 4 * 32, 1, 0);
+    ok(kf, "case f: g 180, N 96, os 4: %s", kf ? "correction ok" : pk_last_error());
+    if (kf) {
+        case_data(&f, 2000, 0.6, 0, src, 3);
+        test_pipeline(&f, "f");
+        test_adjoint(&f, "f");
+    }
+    const int kh = case_kernels(&hh, cell, 64, 106, 4, 4 * 32, 1, 0);
+    ok(kh, "case h: g 106, N 64, os 4: %s", kh ? "correction ok" : pk_last_error());
+    if (kh) {
+        case_data(&hh, 2000, 0.6, 0, src, 3);
+        test_pipeline(&hh, "h");
+        test_adjoint(&hh, "h");
+    }
+    case_free(&f);
+    case_free(&hh);
+    /* the host FFT when the device FFT is unavailable (the library's test hook, read at plan
+     * creation): OpenCL's image and degrid still within the bounds, the reason says why */
+    setenv("PORTKERN_TEST_NO_DEVICE_FFT", "1", 1);
+    test_pipeline(&a, "a, no device FFT");
+    test_adjoint(&a, "a, no device FFT");
+    unsetenv("PORTKERN_TEST_NO_DEVICE_FFT");
     case_free(&a);
     case_free(&b);
     case_free(&d);

@@ -501,9 +501,11 @@ const cli_kernel cli_kernel_image = {
         "coordinates).  --png FILE writes a preview.  Files are written whole (temporary +\n"
         "rename): a failed write leaves none.\n"
         "\"image\" in the JSON line: dataset, num_vis, image_size, grid_size, cell_size_rad,\n"
-        "num_w_planes, num_skipped, stages {zero, grid, fft rows, fft cols+crop: seconds},\n"
-        "norm, peak {x, y, value, l, m} (the brightest pixel), ra_deg, dec_deg, freq_hz, fits\n"
-        "(its path, or null), png {path, width, block} with --png.\n"
+        "num_w_planes, num_skipped, stages {zero, grid, fft rows, fft cols+crop: seconds;\n"
+        "with the FFT on the device: zero, grid, fft, correct, transfer (OpenCL) or grid, fft,\n"
+        "correct, transfer (CUDA)}, norm, peak {x, y, value, l, m} (the brightest pixel),\n"
+        "ra_deg, dec_deg, freq_hz, fits (its path, or null), png {path, width, block} with\n"
+        "--png.\n"
         "Bad input (exit 2): an image larger than the grid or odd, a cell inconsistent with\n"
         "the grid, an image beyond the kernel's taper (correction <= 1e-3), --fits without\n"
         "--out, a file that cannot be written.\n",
@@ -543,8 +545,8 @@ const cli_kernel cli_kernel_degrid = {
         "--model FILE: float32 [N][N] in the orientation of 'run image' (its DIR/image.npy\n"
         "fits).  --out DIR writes DIR/vis.npy (complex64 [n]).\n"
         "\"degrid\" in the JSON line: dataset, num_vis, image_size, grid_size, cell_size_rad,\n"
-        "num_w_planes, num_skipped, stages {place+fft cols, fft rows, degrid: seconds}, model,\n"
-        "vis_rms.\n"
+        "num_w_planes, num_skipped, stages {place+fft cols, fft rows, degrid: seconds; with\n"
+        "the FFT on the device: place, fft, degrid, transfer}, model, vis_rms.\n"
         "Bad input (exit 2): a model of another dtype, rank or shape (not square, odd, larger\n"
         "than the grid, or not --image-size), a cell inconsistent with the grid.\n",
     .gen_help = "degrid reads the data sets of 'portkern gen grid'.\n",
