@@ -295,6 +295,11 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
                                ? "backend chosen by PORTKERN_BACKEND"
                                : strstr(note, "cost model: ") ? "by the cost model"
                                                               : "first usable backend in auto order");
+            const int tt = cand[i].backend == PK_BACKEND_OPENMP && ctx->opt.threads == 0
+                               ? pk_tuning_threads(cand[i].tuning ? cand[i].tuning : &ctx->tuning, 0)
+                               : 0;
+            if (tt > 0)
+                pk_append_note(out->reason, sizeof out->reason, "%d threads (openmp.threads)", tt);
             return PK_OK;
         }
         if (out->impl) kc->destroy(out->kops, out->impl);
