@@ -1388,9 +1388,9 @@ static const tune_dim tune_space[] = {
     {"su3.isa", PK_BACKEND_OPENMP, "omp-simd", "avx512 avx2 generic", NULL, 1, 0},
     {"su3.stream", PK_BACKEND_OPENMP, "omp-simd", "0 1", NULL, 0, 0},
     /* Every kernel's OpenMP plans, last (on the values the kernel's own parameters won), on
-     * the fastest variant only: fewer threads than the CPUs (tune_worth drops the others; the
-     * default uses them all), which wins on small cases where a team's start and barriers
-     * cost more than the work, and where other jobs hold cores. */
+     * the fastest variant only, on cases under TUNE_THREADS_S: fewer threads than the CPUs
+     * (tune_worth drops the others; the default uses them all), which wins on small cases
+     * where a team's start and barriers cost more than the work. */
     {"openmp.threads", PK_BACKEND_OPENMP, NULL, "1 2 4 8", NULL, 0, 1},
 };
 #define N_TUNE_DIMS ((int)(sizeof tune_space / sizeof tune_space[0]))
@@ -1402,6 +1402,10 @@ static const tune_dim tune_space[] = {
 #define TUNE_SECOND 1.25
 #define TUNE_BACKEND 1.5
 #define TUNE_CUT 1.5
+/* openmp.threads is searched only on cases whose best run so far is under this many seconds:
+ * a team's start and barriers (microseconds each) matter there; on longer runs fewer threads
+ * only win when other jobs hold the cores, which wisdom should not keep. */
+#define TUNE_THREADS_S 0.02
 
 static int list_has(const char *list, const char *word)
 {
@@ -1521,7 +1525,8 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
                 if (!dim->values || dim->backend != be || !kernel_param(k, dim->param) ||
                     (dim->variants && !list_has(dim->variants, variant)) ||
                     (dim->top_only && t > 0) ||
-                    (!strcmp(dim->param, "openmp.threads") && threads_fixed(res)))
+                    (!strcmp(dim->param, "openmp.threads") &&
+                     (threads_fixed(res) || best > TUNE_THREADS_S)))
                     continue;
                 snprintf(adopt, sizeof adopt, "%s", cur);
                 for (const char *p = dim->values; *p;) {
