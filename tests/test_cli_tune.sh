@@ -17,7 +17,7 @@ rm -rf "$T"
 mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
 trap 'rm -rf "$T"' EXIT
 
-echo "1..16"
+echo "1..17"
 n=0
 fails=0
 . "$top_srcdir/tests/tap.sh"
@@ -137,6 +137,11 @@ rc=$?
 [ $rc -eq 0 ] && grep -q 'tuning from wisdom: grid.tile_size=32, grid.central_radius=-1, openmp.threads=1' "$T/out" &&
     grep -q '1 threads (openmp.threads)' "$T/out"
 result $? "run grid (auto) takes the entry's tiles and thread count, the reason says so (exit $rc)"
+PORTKERN_WISDOM=$W3 "$PK" bench --kernels grid --backends openmp --size small --reps 1 \
+    >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q '^auto grid: openmp omp-tiled [0-9.]* ms = [0-9.]*x the best (openmp ' "$T/out"
+result $? "bench prints auto's choice (the file's entry) against the best row it measured (exit $rc)"
 
 "$PK" tune --kernels su3,dslash --backends serial --size small --reps 1 --budget 0 \
     --wisdom "$T/none.json" >"$T/out" 2>"$T/err"

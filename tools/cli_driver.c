@@ -1775,8 +1775,9 @@ static void tune_record(cli_bench_result *res, cli_tune *tune)
     }
 }
 
-/* Auto with the new wisdom, per case: which backend and variant it now takes, against the
- * fastest row measured for that case on any backend. */
+/* Auto, per case: which backend and variant it takes, against the fastest row measured for
+ * that case on any backend.  tune: with the new wisdom only (tune->store); bench (tune
+ * NULL): as a user's call gets it, the wisdom file and the environment included. */
 static void tune_check(const cli_bench_result *res, cli_tune *tune)
 {
     const cli_kernel *k = res->k;
@@ -1793,9 +1794,9 @@ static void tune_check(const cli_bench_result *res, cli_tune *tune)
         void *plan = NULL;
         pk_context_options_init(&o);
         o.threads = res->req->threads;
-        o.flags = PK_OPT_IGNORE_ENV; /* the tuned entries only, not a file on disk */
+        if (tune) o.flags = PK_OPT_IGNORE_ENV; /* the tuned entries only, not a file on disk */
         pk_status s = pk_context_create(&ctx, &o);
-        for (int i = 0; s == PK_OK && i < pk_wisdom_count(tune->store); ++i) {
+        for (int i = 0; s == PK_OK && tune && i < pk_wisdom_count(tune->store); ++i) {
             pk_wisdom_entry e;
             if (pk_wisdom_get(tune->store, i, &e) == PK_OK) s = pk_wisdom_add(ctx, &e);
         }
@@ -1844,10 +1845,8 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
         }
         if (i) printf("\n");
         if (bench_kernel(kernels[i], req, backends, nb, &res[i]) != 0) rc = CLI_EXIT_FAIL;
-        if (tune && res[i]) {
-            tune_record(res[i], tune);
-            tune_check(res[i], tune);
-        }
+        if (tune && res[i]) tune_record(res[i], tune);
+        if (res[i] && res[i]->ndata) tune_check(res[i], tune);
     }
     if (json) {
         cj_init(&j, json, 1);
