@@ -96,7 +96,7 @@ TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli
 dist_check_SCRIPTS += tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
 	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh tests/test_cli_image.sh \
 	tests/test_retry_tool_crash.sh tests/test_cli_files.sh tests/test_cli_tune.sh tests/test_mpi.sh
-EXTRA_DIST += tests/wisdom_equal.h tests/tap.h tests/tap.sh tests/d3_common.h tests/cv_common.h tests/mf_common.h \
+EXTRA_DIST += tests/wisdom_equal.h tests/tap.h tests/tap.sh tests/cli_lib.sh tests/d3_common.h tests/cv_common.h tests/mf_common.h \
 	tests/lp_common.h tests/s3_common.h tests/ds_common.h tests/gr_common.h \
 	tests/lsan.supp tests/lsan-precise.supp tests/lsan-precise.sh tests/retry-tool-crash.sh tests/tsan.supp \
 	tests/valgrind.supp tests/valgrind.sh

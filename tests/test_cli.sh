@@ -3,45 +3,10 @@
 # README.md's "Command line", exit codes included.  Runs from the build tree through libtool's wrappers;
 # tests/local.mk exports top_builddir and POCL_CACHE_DIR.  Small sizes keep it quick.
 
-: "${top_builddir:=.}"
-: "${top_srcdir:=$top_builddir}"
-: "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
-export POCL_CACHE_DIR
-unset PORTKERN_BACKEND PORTKERN_DEVICE
-
-PK=$top_builddir/tools/portkern
-PROBE=$top_builddir/tools/portkern-probe
-T=$top_builddir/tests/tmp-cli.$$
-rm -rf "$T"
-mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
-trap 'rm -rf "$T"' EXIT
-
-if command -v python3 >/dev/null 2>&1 && python3 -c 'import json' 2>/dev/null; then
-    have_py=yes
-else
-    have_py=no
-fi
-
+: "${top_srcdir:=${top_builddir:-.}}"
+. "$top_srcdir/tests/cli_lib.sh"
+cli_begin cli
 echo "1..91"
-n=0
-fails=0
-
-. "$top_srcdir/tests/tap.sh"
-
-# expect CODE DESCRIPTION COMMAND...: the command exits with CODE; stdout in $T/out,
-# stderr in $T/err (shown as diagnostics on failure).
-expect() {
-    want=$1 desc=$2
-    shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    got=$?
-    if [ "$got" -ne "$want" ]; then
-        echo "# exit status $got, expected $want: $*"
-        sed 's/^/# stderr: /' "$T/err" | head -n 20
-    fi
-    [ "$got" -eq "$want" ]
-    result $? "$desc"
-}
 
 # json_valid FILE: one JSON document.
 json_valid() {
@@ -81,23 +46,6 @@ EOF
         done
         grep -q '"equal": true' "$1"
     fi
-}
-
-# npy_file PATH DESCR SHAPE DATA-BYTES: a .npy 1.0 file written by hand (no NumPy needed),
-# its data DATA-BYTES zero bytes.
-npy_file() {
-    hdr="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
-    len=$((${#hdr} + 1))
-    pad=$(( (64 - (10 + len) % 64) % 64 ))
-    len=$((len + pad))
-    {
-        printf '\223NUMPY\001\000'
-        # shellcheck disable=SC2059 # the length bytes are octal escapes in the format
-        printf "\\$(printf %03o $((len % 256)))\\$(printf %03o $((len / 256)))"
-        printf '%s' "$hdr"
-        printf "%${pad}s\n" ""
-        head -c "$4" /dev/zero
-    } >"$1"
 }
 
 # ---- version, help, probe ----------------------------------------------------------------

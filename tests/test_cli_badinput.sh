@@ -6,22 +6,10 @@
 # 1: a valid request that failed) and that stderr names the culprit.  tests/test_cli.sh has
 # the working paths; docs/RELIABILITY.md the inventory.
 
-: "${top_builddir:=.}"
-: "${top_srcdir:=$top_builddir}"
-: "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
-export POCL_CACHE_DIR
-unset PORTKERN_BACKEND PORTKERN_DEVICE PORTKERN_THREADS
-
-PK=$top_builddir/tools/portkern
-PROBE=$top_builddir/tools/portkern-probe
-T=$top_builddir/tests/tmp-clibad.$$
-rm -rf "$T"
-mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
-trap 'rm -rf "$T"' EXIT
-
-n=0
-fails=0
-. "$top_srcdir/tests/tap.sh"
+: "${top_srcdir:=${top_builddir:-.}}"
+. "$top_srcdir/tests/cli_lib.sh"
+cli_begin clibad
+unset PORTKERN_THREADS
 
 # bad CODE NEEDLE DESCRIPTION COMMAND...: exits with CODE and stderr contains NEEDLE (a fixed
 # string; "" for any); no core dump, no sanitizer report.
@@ -41,22 +29,6 @@ bad() {
         sed 's/^/# stderr: /' "$T/err" | head -n 12
     fi
     result $good "$desc (exit $want)"
-}
-
-# npy_file PATH DESCR SHAPE DATA-BYTES: a .npy 1.0 file written by hand, DATA-BYTES zero bytes.
-npy_file() {
-    hdr="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
-    len=$((${#hdr} + 1))
-    pad=$(( (64 - (10 + len) % 64) % 64 ))
-    len=$((len + pad))
-    {
-        printf '\223NUMPY\001\000'
-        # shellcheck disable=SC2059 # the length bytes are octal escapes in the format
-        printf "\\$(printf %03o $((len % 256)))\\$(printf %03o $((len / 256)))"
-        printf '%s' "$hdr"
-        printf "%${pad}s\n" ""
-        head -c "$4" /dev/zero
-    } >"$1"
 }
 
 # npy_f32_value PATH VALUE-BYTES: a float32 (1, 1) array whose 4 data bytes are given as

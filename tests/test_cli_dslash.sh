@@ -3,66 +3,20 @@
 # (one JSON line, --verify, --in/--out with params.json, exit codes 0/1/2).  Small lattices;
 # OpenMP is assumed built.  tests/local.mk exports top_builddir and POCL_CACHE_DIR.
 
-: "${top_builddir:=.}"
-: "${top_srcdir:=$top_builddir}"
-: "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
-export POCL_CACHE_DIR
-unset PORTKERN_BACKEND PORTKERN_DEVICE PORTKERN_DS_ISA
-
-PK=$top_builddir/tools/portkern
-T=$top_builddir/tests/tmp-cli-dslash.$$
-rm -rf "$T"
-mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
-trap 'rm -rf "$T"' EXIT
-
-if command -v python3 >/dev/null 2>&1 && python3 -c 'import json' 2>/dev/null; then
-    have_py=yes
-else
-    have_py=no
-fi
-
+: "${top_srcdir:=${top_builddir:-.}}"
+. "$top_srcdir/tests/cli_lib.sh"
+cli_begin cli-dslash
+unset PORTKERN_DS_ISA
 echo "1..35"
-n=0
-fails=0
-
-. "$top_srcdir/tests/tap.sh"
-
-# expect CODE DESCRIPTION COMMAND...: exit status CODE; stdout in $T/out, stderr in $T/err.
-expect() {
-    want=$1 desc=$2
-    shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    got=$?
-    if [ "$got" -ne "$want" ]; then
-        echo "# exit status $got, expected $want: $*"
-        sed 's/^/# stderr: /' "$T/err" | head -n 20
-    fi
-    [ "$got" -eq "$want" ]
-    result $? "$desc"
-}
-
-# json_check FILE PYTHON-EXPR: one JSON line; the expression over `d` holds.
-json_check() {
-    [ "$(wc -l <"$1")" -eq 1 ] || return 1
-    if [ $have_py = yes ]; then
-        python3 - "$1" "$2" <<'EOF'
-import json, sys
-d = json.loads(open(sys.argv[1]).read())
-sys.exit(0 if eval(sys.argv[2]) else 1)
-EOF
-    else
-        grep -q '"kernel": "dslash"' "$1"
-    fi
-}
 
 # 1-3: run with generated data, every backend's default, verified
 expect 0 "run dslash 3x5x2x7 --verify (auto backend)" \
     "$PK" run dslash --dims 3,5,2,7 --verify
-json_check "$T/out" 'd["kernel"] == "dslash" and d["verify"]["equal"] and d["verify"]["mode"] == "norm" and d["dslash"]["volume"] == 210 and d["flops"] == 1320 * 210 and d["bytes"] == 3072 * 210 and "gflop_per_s" in d and "gb_per_s" in d'
+json_check "$T/out" dslash 'd["kernel"] == "dslash" and d["verify"]["equal"] and d["verify"]["mode"] == "norm" and d["dslash"]["volume"] == 210 and d["flops"] == 1320 * 210 and d["bytes"] == 3072 * 210 and "gflop_per_s" in d and "gb_per_s" in d'
 result $? "run JSON line: kernel, norm verify, volume, flops = 1320 V, bytes = 3072 V"
 expect 0 "run dslash --recon12 --verify on openmp omp-vnode" \
     "$PK" run dslash --x 8 --y 3 --z 2 --t 8 --backend openmp --variant omp-vnode --recon12 --verify
-json_check "$T/out" 'd["dslash"]["recon12"] and d["bytes"] == 2688 * 384 and d["variant"] == "omp-vnode" and " lanes along " in d["reason"]'
+json_check "$T/out" dslash 'd["dslash"]["recon12"] and d["bytes"] == 2688 * 384 and d["variant"] == "omp-vnode" and " lanes along " in d["reason"]'
 result $? "recon12 run: bytes = 2688 V, lanes named in the reason"
 for v in serial omp opencl; do
     be=serial
@@ -93,7 +47,7 @@ else
 fi
 expect 0 "run dslash --in DIR --out DIR2 --verify (params.json read)" \
     "$PK" run dslash --in "$T/in" --out "$T/o1" --verify
-json_check "$T/out" 'd["dslash"]["kappa"] == 0.15 and d["dslash"]["recon12"] and (d["dslash"]["x"], d["dslash"]["y"], d["dslash"]["z"], d["dslash"]["t"]) == (3, 5, 2, 7) and d["layout_seconds"] > 0'
+json_check "$T/out" dslash 'd["dslash"]["kappa"] == 0.15 and d["dslash"]["recon12"] and (d["dslash"]["x"], d["dslash"]["y"], d["dslash"]["z"], d["dslash"]["t"]) == (3, 5, 2, 7) and d["layout_seconds"] > 0'
 result $? "run --in: kappa, recon12 and extents from params.json, layout_seconds > 0"
 test -s "$T/o1/chi.npy"
 result $? "run --out wrote chi.npy"
@@ -104,7 +58,7 @@ result $? "gen + run --in and run --seed give the same chi"
 expect 0 "run --in with a matching --x" "$PK" run dslash --in "$T/in" --x 3 --backend serial
 expect 0 "run --in --no-recon12 overrides params.json" \
     "$PK" run dslash --in "$T/in" --no-recon12 --backend serial
-json_check "$T/out" 'd["dslash"]["recon12"] is False'
+json_check "$T/out" dslash 'd["dslash"]["recon12"] is False'
 result $? "--no-recon12 in the JSON line"
 
 # bad input: exit 2

@@ -7,22 +7,11 @@
 # are removed by the next write; two gens into one directory never mix their files; odd
 # params.json files (a NUL byte, a directory, an unknown key) are named, not misread.
 
-: "${top_builddir:=.}"
-: "${top_srcdir:=$top_builddir}"
-: "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
-export POCL_CACHE_DIR
-unset PORTKERN_BACKEND PORTKERN_DEVICE PORTKERN_THREADS
-
-PK=$top_builddir/tools/portkern
-T=$top_builddir/tests/tmp-clifiles.$$
-rm -rf "$T"
-mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
-trap 'rm -rf "$T"' EXIT
-
+: "${top_srcdir:=${top_builddir:-.}}"
+. "$top_srcdir/tests/cli_lib.sh"
+cli_begin clifiles
+unset PORTKERN_THREADS
 echo "1..16"
-n=0
-fails=0
-. "$top_srcdir/tests/tap.sh"
 
 mode_of() { stat -c %a "$1"; }
 no_temps() { [ -z "$(find "$1" -name '*.tmp*' 2>/dev/null)" ]; }

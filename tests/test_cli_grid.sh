@@ -5,57 +5,10 @@
 # Small sets only (the 'small' data set: 50,000 visibilities on a 1024 grid).  tests/local.mk
 # exports top_builddir and POCL_CACHE_DIR.
 
-: "${top_builddir:=.}"
-: "${top_srcdir:=$top_builddir}"
-: "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
-export POCL_CACHE_DIR
-unset PORTKERN_BACKEND PORTKERN_DEVICE
-
-PK=$top_builddir/tools/portkern
-T=$top_builddir/tests/tmp-cli-grid.$$
-rm -rf "$T"
-mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
-trap 'rm -rf "$T"' EXIT
-
-if command -v python3 >/dev/null 2>&1 && python3 -c 'import json, zlib, struct, array' 2>/dev/null; then
-    have_py=yes
-else
-    have_py=no
-fi
-
+: "${top_srcdir:=${top_builddir:-.}}"
+. "$top_srcdir/tests/cli_lib.sh"
+cli_begin cli-grid zlib struct array
 echo "1..61"
-n=0
-fails=0
-
-. "$top_srcdir/tests/tap.sh"
-
-# expect CODE DESCRIPTION COMMAND...: exit status CODE; stdout in $T/out, stderr in $T/err.
-expect() {
-    want=$1 desc=$2
-    shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    got=$?
-    if [ "$got" -ne "$want" ]; then
-        echo "# exit status $got, expected $want: $*"
-        sed 's/^/# stderr: /' "$T/err" | head -n 20
-    fi
-    [ "$got" -eq "$want" ]
-    result $? "$desc"
-}
-
-# json_check FILE PYTHON-EXPR: one JSON line; the expression over `d` holds.
-json_check() {
-    [ "$(wc -l <"$1")" -eq 1 ] || return 1
-    if [ $have_py = yes ]; then
-        python3 - "$1" "$2" <<'EOF'
-import json, sys
-d = json.loads(open(sys.argv[1]).read())
-sys.exit(0 if eval(sys.argv[2]) else 1)
-EOF
-    else
-        grep -q '"kernel": "grid"' "$1"
-    fi
-}
 
 # png_check FILE WIDTH HEIGHT: the PNG signature and an IHDR of WIDTH x HEIGHT, 8-bit RGB
 # (od only); with python3 also every chunk's CRC and the zlib stream (Adler-32 included).
@@ -101,7 +54,7 @@ EOF
 
 # run with the default generated set, verified
 expect 0 "run grid --verify (the default small set, auto backend)" "$PK" run grid --verify
-json_check "$T/out" 'd["kernel"] == "grid" and d["grid"]["dataset"] == "small" and d["grid"]["num_vis"] == 50000 and d["grid"]["grid_size"] == 1024 and d["grid"]["num_w_planes"] == 32 and d["grid"]["max_support"] == 16 and d["verify"]["equal"] and d["verify"]["mode"] == "norm" and d["grid"]["verify"]["num_skipped_equal"] and d["grid"]["num_skipped"] == 0 and d["grid"]["updates"] > 50000 * 81 and abs(d["grid"]["updates_per_s"] * d["ms"] / 1e3 - d["grid"]["updates"]) <= 1e-9 * d["grid"]["updates"] and "stages" in d["grid"] and d["grid"]["norm"] > 0'
+json_check "$T/out" grid 'd["kernel"] == "grid" and d["grid"]["dataset"] == "small" and d["grid"]["num_vis"] == 50000 and d["grid"]["grid_size"] == 1024 and d["grid"]["num_w_planes"] == 32 and d["grid"]["max_support"] == 16 and d["verify"]["equal"] and d["verify"]["mode"] == "norm" and d["grid"]["verify"]["num_skipped_equal"] and d["grid"]["num_skipped"] == 0 and d["grid"]["updates"] > 50000 * 81 and abs(d["grid"]["updates_per_s"] * d["ms"] / 1e3 - d["grid"]["updates"]) <= 1e-9 * d["grid"]["updates"] and "stages" in d["grid"] and d["grid"]["norm"] > 0'
 result $? "run JSON line: data set, counts, norm-wise verify with norm and num_skipped, updates"
 
 # gen (compact), run --in --out --intensity --export-kernels on serial
@@ -127,7 +80,7 @@ fi
 expect 0 "run grid --in DIR --out --verify --intensity --export-kernels (serial)" \
     "$PK" run grid --in "$T/in" --backend serial --out "$T/o1" --verify \
     --intensity "$T/i.png" --export-kernels "$T/k"
-json_check "$T/out" 'd["verify"]["equal"] and d["grid"]["kernel_layout"] == "compact" and d["grid"]["intensity"]["width"] == 1024 and d["grid"]["intensity"]["height"] == 1024 and d["grid"]["intensity"]["block"] == 1 and d["grid"]["intensity"]["total_updates"] == d["grid"]["updates"]'
+json_check "$T/out" grid 'd["verify"]["equal"] and d["grid"]["kernel_layout"] == "compact" and d["grid"]["intensity"]["width"] == 1024 and d["grid"]["intensity"]["height"] == 1024 and d["grid"]["intensity"]["block"] == 1 and d["grid"]["intensity"]["total_updates"] == d["grid"]["updates"]'
 result $? "run --in: verified; intensity 1024 x 1024, its total = the run's updates"
 test -s "$T/o1/grid.npy"
 result $? "run --out wrote grid.npy"
@@ -214,7 +167,7 @@ fi
 # exit 1 when the verification fails
 expect 1 "--verify --rtol 0 fails (float grid vs double reference) -> 1" \
     "$PK" run grid --in "$T/in" --backend serial --verify --rtol 0
-json_check "$T/out" 'not d["verify"]["equal"] and not d["grid"]["verify"]["grid_equal"] and d["verify"]["norm_rel_err"] > 0'
+json_check "$T/out" grid 'not d["verify"]["equal"] and not d["grid"]["verify"]["grid_equal"] and d["verify"]["norm_rel_err"] > 0'
 result $? "failed verify still prints the JSON line with the figures"
 
 # bad input, exit 2

@@ -6,62 +6,15 @@
 # left).  The 'small' data set only (50,000 visibilities on a 1024 grid).  Never asserts
 # timings.  tests/local.mk exports top_builddir and POCL_CACHE_DIR.
 
-: "${top_builddir:=.}"
-: "${top_srcdir:=$top_builddir}"
-: "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
-export POCL_CACHE_DIR
-unset PORTKERN_BACKEND PORTKERN_DEVICE
-
-PK=$top_builddir/tools/portkern
-T=$top_builddir/tests/tmp-cli-image.$$
-rm -rf "$T"
-mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
-trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
-
-if command -v python3 >/dev/null 2>&1 && python3 -c 'import json, struct, array, math' 2>/dev/null; then
-    have_py=yes
-else
-    have_py=no
-fi
+: "${top_srcdir:=${top_builddir:-.}}"
+. "$top_srcdir/tests/cli_lib.sh"
+cli_begin cli-image struct array math
 if [ $have_py = yes ] && python3 -c 'import astropy.io.fits, astropy.wcs' 2>/dev/null; then
     have_astropy=yes
 else
     have_astropy=no
 fi
-
 echo "1..46"
-n=0
-fails=0
-
-. "$top_srcdir/tests/tap.sh"
-
-# expect CODE DESCRIPTION COMMAND...: exit status CODE; stdout in $T/out, stderr in $T/err.
-expect() {
-    want=$1 desc=$2
-    shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    got=$?
-    if [ "$got" -ne "$want" ]; then
-        echo "# exit status $got, expected $want: $*"
-        sed 's/^/# stderr: /' "$T/err" | head -n 20
-    fi
-    [ "$got" -eq "$want" ]
-    result $? "$desc"
-}
-
-# json_check FILE KERNEL PYTHON-EXPR: one JSON line; the expression over `d` holds.
-json_check() {
-    [ "$(wc -l <"$1")" -eq 1 ] || return 1
-    if [ $have_py = yes ]; then
-        python3 - "$1" "$3" <<'EOF'
-import json, sys
-d = json.loads(open(sys.argv[1]).read())
-sys.exit(0 if eval(sys.argv[2]) else 1)
-EOF
-    else
-        grep -q "\"kernel\": \"$2\"" "$1"
-    fi
-}
 
 # npy_head FILE: the header dict of a .npy file (od only)
 npy_head() { head -c 128 "$1" | tr -d '\000' | tr -c '[:print:]' ' '; }

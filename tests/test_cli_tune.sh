@@ -4,23 +4,14 @@
 # line's reason names the wisdom); the tuning parameters are searched, the winner's kept in
 # its entry and applied by auto (the caller's value beats it, a bad one ignores the entry);
 # the budget keeps kernels from starting; bad options and an unwritable file are refused.
+# grid, image and degrid (issue 16): their entries kept, the grid's tiles and openmp.threads
+# applied from an entry; bench prints auto's choice against the best.
 
-: "${top_builddir:=.}"
-: "${top_srcdir:=$top_builddir}"
-: "${POCL_CACHE_DIR:=$top_builddir/tests/pocl-cache}"
-export POCL_CACHE_DIR
-unset PORTKERN_BACKEND PORTKERN_DEVICE PORTKERN_THREADS
-
-PK=$top_builddir/tools/portkern
-T=$top_builddir/tests/tmp-clitune.$$
-rm -rf "$T"
-mkdir -p "$T" || { echo "Bail out! cannot create $T"; exit 1; }
-trap 'rm -rf "$T"' EXIT
-
+: "${top_srcdir:=${top_builddir:-.}}"
+. "$top_srcdir/tests/cli_lib.sh"
+cli_begin clitune
+unset PORTKERN_THREADS PORTKERN_OPENMP_THREADS
 echo "1..17"
-n=0
-fails=0
-. "$top_srcdir/tests/tap.sh"
 
 W=$T/wisdom.json
 "$PK" tune --kernels su3 --backends serial,openmp --size small --reps 1 --wisdom "$W" \
