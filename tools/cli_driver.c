@@ -1567,8 +1567,30 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
 
 /* One kernel's part of bench: rows printed, kept in *out for the JSON (NULL when out of
  * memory).  Returns the exit code (1: a failure or an unverified row). */
+/* tune: image's variants are grid's, and an image run grids first, so a variant whose grid
+ * row in this tune (grid, when it ran before image) took over the cut (1.5x image's best so
+ * far) cannot win image: it is not timed (grid's slow rows, 20-110 s a run at paper size,
+ * would be again).  The row's reason, or NULL to time it. */
+static const char *tune_prior_skip(const cli_bench_result *res, const cli_bench_result *prior,
+                                   pk_backend_id be, const char *var, int c)
+{
+    static char why[160];
+    const double cut = tune_cut(res, c);
+    if (!res->req->tune || !prior || strcmp(res->k->name, "image") || !(cut > 0)) return NULL;
+    for (int i = 0; i < prior->ndefault; ++i) {
+        const cli_bench_row *q = &prior->rows[i];
+        if (q->backend == be && !strcmp(q->variant, var) && row_good(q) && q->t_min > cut) {
+            snprintf(why, sizeof why, "tune: not timed, its grid step alone took %.0f ms in "
+                     "this tune, beyond %.1fx image's best so far", 1e3 * q->t_min, TUNE_CUT);
+            return why;
+        }
+    }
+    return NULL;
+}
+
 static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
-                        const pk_backend_id *backends, int nb, cli_bench_result **out)
+                        const pk_backend_id *backends, int nb, const cli_bench_result *prior,
+                        cli_bench_result **out)
 {
     cli_bench_result *res = calloc(1, sizeof *res);
     int total, done = 0, rc = 0;
@@ -1600,6 +1622,12 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                 if (k->case_name) k->case_name(res->args[c], r->case_name, sizeof r->case_name);
                 cli_progress("%s [%d] %s %s %s ...", k->name, ++done, pk_backend_name(be), var,
                              r->case_name);
+                const char *skip = tune_prior_skip(res, prior, be, var, c);
+                if (skip) {
+                    r->status = CLI_ROW_SKIPPED;
+                    snprintf(r->reason, sizeof r->reason, "%s %s", var, skip);
+                    continue;
+                }
                 bench_one(res, res->set.ctx[be], r, tune_cut(res, c));
             }
     }
@@ -1844,7 +1872,10 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
             continue;
         }
         if (i) printf("\n");
-        if (bench_kernel(kernels[i], req, backends, nb, &res[i]) != 0) rc = CLI_EXIT_FAIL;
+        const cli_bench_result *grid = NULL; /* tune_prior_skip's */
+        for (int j = 0; j < i; ++j)
+            if (res[j] && !strcmp(res[j]->k->name, "grid")) grid = res[j];
+        if (bench_kernel(kernels[i], req, backends, nb, grid, &res[i]) != 0) rc = CLI_EXIT_FAIL;
         if (tune && res[i]) tune_record(res[i], tune);
         if (res[i] && res[i]->ndata) tune_check(res[i], tune);
     }
