@@ -112,7 +112,7 @@ PYEOF
 result $? "tune --kernels grid,image,degrid: an entry per kernel and backend, the tiles searched (exit $rc)"
 for k in image degrid; do
     PORTKERN_WISDOM=$W3 "$PK" run $k --preset small >"$T/out" 2>"$T/err"
-    grep -q '"reason": "[^"]*wisdom: omp-[a-z]* on [^"]*, tuned ' "$T/out"
+    grep -q '"reason": "[^"]*wisdom: omp[-a-z]* on [^"]*, tuned ' "$T/out"
     result $? "run $k (auto) with the tuned file: the reason names its wisdom"
 done
 # the apply path alone: the openmp grid entry given tiles and a thread count by hand
