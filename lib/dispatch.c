@@ -235,9 +235,13 @@ static pk_status create_on(pk_context *ctx, const pk_kernel_class *kc, const can
         }
     }
     if (ops->device_check) PK_TRY(ops->device_check(ctx->slot[cd->backend].state, dev));
+    const pk_tuning *tuning = cd->tuning ? cd->tuning : &ctx->tuning;
+    /* openmp.threads (the context's or a wisdom entry's) where the context's count is 0 */
+    const int threads = cd->backend == PK_BACKEND_OPENMP
+                            ? pk_tuning_threads(tuning, ctx->opt.threads)
+                            : ctx->opt.threads;
     PK_TRY(kc->create(ops, kc->on[cd->backend], ctx->slot[cd->backend].state, dev, desc,
-                      c->variant, ctx->opt.threads, cd->tuning ? cd->tuning : &ctx->tuning,
-                      &c->impl));
+                      c->variant, threads, tuning, &c->impl));
     c->backend = cd->backend;
     c->device = dev;
     c->ops = ops;
@@ -291,6 +295,11 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
                                ? "backend chosen by PORTKERN_BACKEND"
                                : strstr(note, "cost model: ") ? "by the cost model"
                                                               : "first usable backend in auto order");
+            const int tt = cand[i].backend == PK_BACKEND_OPENMP && ctx->opt.threads == 0
+                               ? pk_tuning_threads(cand[i].tuning ? cand[i].tuning : &ctx->tuning, 0)
+                               : 0;
+            if (tt > 0)
+                pk_append_note(out->reason, sizeof out->reason, "%d threads (openmp.threads)", tt);
             return PK_OK;
         }
         if (out->impl) kc->destroy(out->kops, out->impl);

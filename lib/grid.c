@@ -250,6 +250,25 @@ pk_status pk_grid_reference_f64(const pk_grid_params *p, const int32_t *support,
 }
 
 /* ---- the kernel class the dispatcher uses ----------------------------------------------- */
+/* The named parameters grid.tile_size, grid.central_radius and grid.tile_factor (the context's
+ * or a wisdom entry's) fill the fields the caller left at their defaults; a field the caller
+ * set wins.  A tile larger than the grid is not applied (the field would be refused). */
+void pk_gr_tuning_apply(pk_grid_params *p, const pk_tuning *t)
+{
+    int v[2] = {0, 0};
+    if (!t) return;
+    if (p->tile_size == 0 && pk_param_get(t, PK_PARAM_GRID_TILE_SIZE, v) == PK_OK && v[1] &&
+        v[0] <= p->grid_size)
+        p->tile_size = v[0];
+    v[1] = 0;
+    if (p->central_radius == 0 && pk_param_get(t, PK_PARAM_GRID_CENTRAL_RADIUS, v) == PK_OK &&
+        v[1])
+        p->central_radius = v[0];
+    v[1] = 0;
+    if (p->tile_factor < 0 && pk_param_get(t, PK_PARAM_GRID_TILE_FACTOR, v) == PK_OK && v[1])
+        p->tile_factor = v[0] / 1e6;
+}
+
 static pk_status gr_create_on(const pk_backend_ops *backend, const void *kops, void *state,
                               int device, const void *desc, const char *variant, int threads,
                               const pk_tuning *tuning, void **impl)
@@ -258,6 +277,7 @@ static pk_status gr_create_on(const pk_backend_ops *backend, const void *kops, v
     d.variant = variant;
     d.threads = threads;
     d.tuning = tuning;
+    pk_gr_tuning_apply(&d.p, tuning);
     return ((const pk_gr_ops *)kops)->create(state, device, &d, impl);
 }
 
@@ -266,10 +286,13 @@ static void gr_destroy_on(const void *kops, void *impl)
     ((const pk_gr_ops *)kops)->destroy(impl);
 }
 
+/* The size measure wisdom matches a call by: the grid's bytes (complex64 cells; the
+ * visibilities are not known at plan creation).  lib/image.c's image and degrid plans use the
+ * same measure. */
 static double gr_plan_bytes(const void *desc)
 {
-    (void)desc; /* grid's one-shot plan is never kept */
-    return 0;
+    const pk_gr_desc *d = desc;
+    return 8.0 * (double)d->p.grid_size * d->p.grid_size;
 }
 /* CUDA from Hopper on: the warp-per-visibility atomics beat the tiles (H100, full el82-70:
  * cuda-atomic 85 ms of kernel, cuda-tiled 317 ms with the P100's block counts, 127 ms at the
@@ -286,6 +309,18 @@ static const pk_kernel_class gr_class = {
     .plan_bytes = gr_plan_bytes,
     /* no cost: a plan is made before the visibilities are known, and the work grows with
      * their spread over w (kernel supports), which only the run finds out */
+    .device_variant = gr_device_variant,
+};
+
+/* The image plan's grid (lib/image.c): the same plans, its own name, so that wisdom keeps
+ * the image's choice of grid variant (FFT and correction included in its time) apart from
+ * the grid's. */
+static const pk_kernel_class im_class = {
+    .name = "image",
+    .on = PK_KERNEL_ON(gr),
+    .create = gr_create_on,
+    .destroy = gr_destroy_on,
+    .plan_bytes = gr_plan_bytes,
     .device_variant = gr_device_variant,
 };
 
@@ -402,9 +437,9 @@ pk_status pk_grid(pk_context *ctx, const pk_grid_params *p, const char *variant,
     return PK_OK;
 }
 
-pk_status pk_grid_plan_create(pk_grid_plan **plan, pk_context *ctx, const pk_grid_params *p,
-                              const char *variant, const int32_t *support, const float *kernels,
-                              pk_run_info *info)
+static pk_status gr_plan_create(pk_grid_plan **plan, pk_context *ctx, const pk_grid_params *p,
+                                const char *variant, const int32_t *support, const float *kernels,
+                                pk_run_info *info, const pk_kernel_class *kc)
 {
     pk_clear_error();
     const double t0 = pk_now();
@@ -420,7 +455,7 @@ pk_status pk_grid_plan_create(pk_grid_plan **plan, pk_context *ctx, const pk_gri
         return pk_fail(PK_ENOMEM, "grid: out of host memory");
     }
     pl->p = *p;
-    pk_status s = pk_dispatch(ctx, &gr_class, variant, &st.d, NULL, NULL, &pl->c);
+    pk_status s = pk_dispatch(ctx, kc, variant, &st.d, NULL, NULL, &pl->c);
     pk_gr_stack_free(&st);
     if (s != PK_OK) {
         free(pl);
@@ -430,6 +465,20 @@ pk_status pk_grid_plan_create(pk_grid_plan **plan, pk_context *ctx, const pk_gri
     if (info) info->wall_s = pk_now() - t0;
     *plan = pl;
     return PK_OK;
+}
+
+pk_status pk_grid_plan_create(pk_grid_plan **plan, pk_context *ctx, const pk_grid_params *p,
+                              const char *variant, const int32_t *support, const float *kernels,
+                              pk_run_info *info)
+{
+    return gr_plan_create(plan, ctx, p, variant, support, kernels, info, &gr_class);
+}
+
+pk_status pk_gr_image_plan_create(pk_grid_plan **plan, pk_context *ctx, const pk_grid_params *p,
+                                  const char *variant, const int32_t *support,
+                                  const float *kernels, pk_run_info *info)
+{
+    return gr_plan_create(plan, ctx, p, variant, support, kernels, info, &im_class);
 }
 
 pk_status pk_grid_plan_run(pk_grid_plan *plan, const pk_grid_data *d, float *grid, double *norm,

@@ -24,6 +24,11 @@ pk_status pk_gr_stack_init(pk_gr_stack *st, const pk_grid_params *p, const int32
 void pk_gr_stack_free(pk_gr_stack *st);
 /** d: NULL pointers, num_vis overflow (pk_grid's checks of a visibility list). */
 pk_status pk_gr_validate_data(const pk_grid_data *d);
+/** pk_grid_plan_create for lib/image.c's image plan: the same plan, chosen under the kernel
+ *  name "image" (its own wisdom entries, size measure the grid's bytes). */
+pk_status pk_gr_image_plan_create(pk_grid_plan **plan, pk_context *ctx, const pk_grid_params *p,
+                                  const char *variant, const int32_t *support,
+                                  const float *kernels, pk_run_info *info);
 /** The backend plan of a grid plan (lib/image.c's CUDA path hands it to cuda/image.cu). */
 void *pk_grid_plan_impl(const pk_grid_plan *plan);
 
@@ -55,6 +60,10 @@ int64_t pk_dg_ref_run(const pk_grid_params *p, const int32_t *support, const siz
 pk_status pk_dg_tile_order(const pk_grid_params *p, const int32_t *support, const pk_grid_data *d,
                            int threads, pk_scratch *order_s, pk_scratch *key_s,
                            pk_scratch *count_s, const size_t **order_out);
+
+/** grid.tile_size, grid.central_radius, grid.tile_factor of t into the fields of p still at
+ *  their defaults (0, 0, negative); t NULL: nothing.  lib/grid.c's create, before a backend's. */
+void pk_gr_tuning_apply(pk_grid_params *p, const pk_tuning *t);
 
 /* Backend entry points. */
 pk_status pk_serial_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl);

@@ -158,10 +158,12 @@ static pk_status dg_create_on(const pk_backend_ops *backend, const void *kops, v
 
 static void dg_destroy_on(const void *kops, void *impl) { ((const pk_dg_ops *)kops)->destroy(impl); }
 
+/* The size measure wisdom matches a call by: the grid's bytes, as the plan's run info says
+ * (and as lib/grid.c measures grid and image plans). */
 static double dg_plan_bytes(const void *desc)
 {
     const pk_gr_desc *d = desc;
-    return 8.0 * (double)d->plane_offset[d->p.num_w_planes];
+    return 8.0 * (double)d->p.grid_size * d->p.grid_size;
 }
 
 static const pk_kernel_class dg_class = {
@@ -586,8 +588,8 @@ pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx, const pk_i
     pk_image_plan *pl = calloc(1, sizeof *pl);
     if (!pl) return pk_fail(PK_ENOMEM, "image: out of host memory");
     pl->p = *p;
-    pk_status s = pk_grid_plan_create(&pl->gp, ctx, &p->grid, variant, support, kernels,
-                                      &pl->created);
+    pk_status s = pk_gr_image_plan_create(&pl->gp, ctx, &p->grid, variant, support, kernels,
+                                          &pl->created);
 #ifdef PK_HAVE_CUDA
     if (s == PK_OK && pl->created.backend == PK_BACKEND_CUDA)
         s = im_cuda_init(pl, p, support, kernels);

@@ -125,12 +125,16 @@ typedef enum pk_param_id {
     PK_PARAM_DIFFUSION3D_TB_ROWS,
     PK_PARAM_DSLASH_ISA,
     PK_PARAM_GRID_CUDA_BLOCKS,
+    PK_PARAM_GRID_TILE_SIZE,
+    PK_PARAM_GRID_CENTRAL_RADIUS,
+    PK_PARAM_GRID_TILE_FACTOR,
     PK_PARAM_LAPLACE2D_ISA,
     PK_PARAM_LAPLACE2D_STREAM,
     PK_PARAM_LAPLACE2D_CL_SCHEME,
     PK_PARAM_LAPLACE2D_TB_DEPTH,
     PK_PARAM_MAGICFILTER3D_ISA,
     PK_PARAM_MAGICFILTER3D_CL_SCHEME,
+    PK_PARAM_OPENMP_THREADS,
     PK_PARAM_SU3_ISA,
     PK_PARAM_SU3_STREAM,
     PK_PARAM_COUNT
@@ -163,13 +167,18 @@ pk_status pk_tuning_set(pk_tuning *t, const char *name, const char *value);
 pk_status pk_tuning_text(const pk_tuning *t, const char *name, char *buf, size_t len,
                          pk_param_source *source);
 
-/** A wisdom entry's tuning text ("k.p=v;k.p=v", parameters of `kernel` only) onto t, a copy
+/** A wisdom entry's tuning text ("k.p=v;k.p=v", parameters of `kernel` and the backend-wide
+ *  openmp.* ones only) onto t, a copy
  *  of the context's values: a parameter the caller or the environment set keeps its value
  *  (listed in kept), the others take the text's (listed in applied, ", "-separated).  An
  *  unknown name, one of another kernel or a value it does not accept: PK_EINVAL saying which
  *  (t is then half done: throw it away). */
 pk_status pk_tuning_overlay(pk_tuning *t, const char *kernel, const char *text, char *applied,
                             size_t applied_len, char *kept, size_t kept_len);
+
+/** openmp.threads: the host threads an OpenMP plan runs on when the context's own count
+ *  (the caller's or PORTKERN_THREADS) is 0; 0: OpenMP's default (auto, or t NULL). */
+int pk_tuning_threads(const pk_tuning *t, int context_threads);
 
 /** SIMD levels of the hand-vectorised host kernels. */
 enum { PK_SIMD_GENERIC = 0, PK_SIMD_AVX2 = 1, PK_SIMD_AVX512 = 2 };

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { T_INT, T_CHOICE, T_PAIR };
+/* T_AUTO_INT: "auto" (v[1] = 0) or an integer in [lo, hi] (v[1] = 1); T_FRAC: "auto" (v[1] = 0)
+ * or a number in [0, 1], kept in millionths (v[0]; v[1] = 1). */
+enum { T_INT, T_CHOICE, T_PAIR, T_AUTO_INT, T_FRAC };
 
 typedef struct param_def {
     const char *name, *env_alias;
@@ -56,6 +58,20 @@ static const param_def defs[PK_PARAM_COUNT] = {
     [PK_PARAM_GRID_CUDA_BLOCKS] = {"grid.cuda_blocks", "PORTKERN_CUDA_GR_BLOCKS", T_PAIR, 1, 1024,
         NULL, "auto or 'outer,central' block counts in [1, 1024]", "auto", 0,
         "CUDA cuda-tiled: blocks per outer tile and per central-box tile (auto: scaled by SMs)"},
+    /* The grid's tile fields (pk_grid_params) by name, for a context and its wisdom: a named
+     * value applies where the caller left the field at its default (tile_size 0,
+     * central_radius 0, tile_factor negative); a field the caller set wins (lib/grid.c). */
+    [PK_PARAM_GRID_TILE_SIZE] = {"grid.tile_size", NULL, T_AUTO_INT, 1, 4096, NULL,
+        "auto or an integer in [1, 4096]", "auto", 0,
+        "tiled variants: tile edge in cells where pk_grid_params.tile_size is 0 (auto: the "
+        "variant's own, 64 on the host and OpenCL)"},
+    [PK_PARAM_GRID_CENTRAL_RADIUS] = {"grid.central_radius", NULL, T_AUTO_INT, -1, 1024, NULL,
+        "auto, -1 (no central box) or an integer in [1, 1024]", "auto", 0,
+        "tiled variants: central box half-width in tiles where pk_grid_params.central_radius "
+        "is 0"},
+    [PK_PARAM_GRID_TILE_FACTOR] = {"grid.tile_factor", NULL, T_FRAC, 0, 0, NULL,
+        "auto or a number in [0, 1]", "auto", 0,
+        "CUDA hybrid: tiled fraction of the work where pk_grid_params.tile_factor is negative"},
     [PK_PARAM_LAPLACE2D_ISA] = {"laplace2d.isa", "PORTKERN_LP_ISA", T_CHOICE, 0, 0, ISA_CHOICES,
         ISA_VALUES, "auto", 0, "OpenMP omp-simd / omp-tb: lower the SIMD level (auto: the CPU's best)"},
     [PK_PARAM_LAPLACE2D_STREAM] = {"laplace2d.stream", "PORTKERN_LP_STREAM", T_CHOICE, 0, 0,
@@ -73,6 +89,11 @@ static const param_def defs[PK_PARAM_COUNT] = {
     [PK_PARAM_MAGICFILTER3D_CL_SCHEME] = {"magicfilter3d.cl_scheme", "PORTKERN_CL_MF_SCHEME",
         T_CHOICE, 0, 0, "auto,vec,tile", "auto, vec or tile", "auto", 0,
         "OpenCL pass: vector lines (vec) or local-memory tiles; auto: vec on CPUs"},
+    /* Backend-wide (not one kernel's): every kernel's entry may carry it (pk_tuning_overlay). */
+    [PK_PARAM_OPENMP_THREADS] = {"openmp.threads", NULL, T_AUTO_INT, 1, PK_MAX_THREADS, NULL,
+        "auto or an integer in [1, 4096]", "auto", 0,
+        "OpenMP plans: host threads where the context's threads is 0 (neither the caller nor "
+        "PORTKERN_THREADS set it; auto: OpenMP's default)"},
     [PK_PARAM_SU3_ISA] = {"su3.isa", "PORTKERN_S3_ISA", T_CHOICE, 0, 0, ISA_CHOICES, ISA_VALUES,
         "auto", 0, "OpenMP omp-simd: lower the SIMD level (auto: the CPU's best)"},
     [PK_PARAM_SU3_STREAM] = {"su3.stream", "PORTKERN_S3_STREAM", T_CHOICE, 0, 0, "auto,0,1",
@@ -132,6 +153,19 @@ static int parse_value(const param_def *d, const char *s, int *v)
     switch (d->type) {
     case T_INT: return parse_int(s, d->lo, d->hi, &v[0], &end) == 0 && !*end ? 0 : -1;
     case T_CHOICE: return (v[0] = choice_index(d->choices, s)) < 0 ? -1 : 0;
+    case T_AUTO_INT:
+        if (!strcmp(s, "auto")) return 0;
+        v[1] = 1;
+        return parse_int(s, d->lo, d->hi, &v[0], &end) == 0 && !*end && v[0] != 0 ? 0 : -1;
+    case T_FRAC: {
+        if (!strcmp(s, "auto")) return 0;
+        char *e;
+        const double x = strtod(s, &e);
+        if (e == s || *e || isspace((unsigned char)*s) || !(x >= 0 && x <= 1)) return -1;
+        v[0] = (int)(x * 1e6 + 0.5);
+        v[1] = 1;
+        return 0;
+    }
     default: /* T_PAIR: 0,0 is auto */
         if (!strcmp(s, "auto")) return 0;
         return parse_int(s, d->lo, d->hi, &v[0], &end) == 0 && *end == ',' &&
@@ -199,6 +233,14 @@ pk_status pk_param_get(const pk_tuning *t, pk_param_id id, int *v)
 int pk_param_chosen(const pk_tuning *t, pk_param_id id)
 {
     return t && t->source[id] != PK_PARAM_DEFAULT;
+}
+
+int pk_tuning_threads(const pk_tuning *t, int context_threads)
+{
+    int v[2] = {0, 0};
+    if (context_threads > 0 || !t || pk_param_get(t, PK_PARAM_OPENMP_THREADS, v) != PK_OK)
+        return context_threads;
+    return v[1] ? v[0] : 0;
 }
 
 pk_status pk_simd_level(const pk_tuning *t, pk_param_id id, int cpu_level, int *level)
@@ -298,8 +340,11 @@ pk_status pk_tuning_overlay(pk_tuning *t, const char *kernel, const char *text, 
         char *eq = strchr(item, '=');
         PK_CHECK(eq != NULL, PK_EINVAL, "tuning '%s': expected NAME=VALUE", item);
         *eq = '\0';
-        /* an entry of one kernel names that kernel's parameters only */
-        PK_CHECK(!strncmp(item, kernel, klen) && item[klen] == '.', PK_EINVAL,
+        /* an entry of one kernel names that kernel's parameters only, and the backend-wide
+         * ones (openmp.threads) */
+        PK_CHECK((!strncmp(item, kernel, klen) && item[klen] == '.') ||
+                     !strncmp(item, "openmp.", 7),
+                 PK_EINVAL,
                  "tuning '%s': not a parameter of %s", item, kernel);
         int i = 0;
         PK_TRY(find_param(item, &i));

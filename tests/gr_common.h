@@ -933,10 +933,46 @@ static void gr_check_params(pk_context *ctx, const char *variant, const gr_set *
         }
 }
 
+/* The same fields as named tuning parameters (grid.tile_size, grid.central_radius,
+ * grid.tile_factor on the context; the call's fields left at their defaults): every setting
+ * gives the reference's grid within the analysed bound and the exact coverage.  A tile
+ * larger than the grid is not applied (the default runs). */
+static pk_context *gr_context(pk_backend_id backend, int threads);
+static void gr_check_named_params(const char *variant, const gr_set *s, const gr_oracle *o)
+{
+    static const char *const set[5][3] = {
+        {"16", "-1", "0.25"}, {"32", "2", "auto"}, {"7", "1", "0"}, {"4096", "auto", "1"},
+        {"auto", "1000", "0.5"},
+    };
+    if (gr_exec_hook) return; /* the emulated plan is made without a context */
+    for (int i = 0; i < 5; ++i) {
+        pk_context *ctx = gr_context(gr_backend, 0);
+        const uint64_t room = gr_tile_room(ctx, variant, s);
+        int tile = atoi(set[i][0]);
+        if (room != UINT64_MAX && tile > 0 && tile <= s->p.grid_size &&
+            gr_cl_tile_bytes(tile) > room) {
+            pk_context_destroy(ctx);
+            continue;
+        }
+        char label[128];
+        snprintf(label, sizeof label, " [grid.tile_size=%s, grid.central_radius=%s, "
+                 "grid.tile_factor=%s]", set[i][0], set[i][1], set[i][2]);
+        pk_status st = pk_context_set_param(ctx, "grid.tile_size", set[i][0]);
+        if (st == PK_OK) st = pk_context_set_param(ctx, "grid.central_radius", set[i][1]);
+        if (st == PK_OK) st = pk_context_set_param(ctx, "grid.tile_factor", set[i][2]);
+        if (st != PK_OK) {
+            ok(0, "%s%s: %s", variant, label, pk_last_error());
+        } else {
+            gr_check_run(ctx, variant, s, o, NULL, label);
+            gr_check_coverage(ctx, variant, s, o, NULL, label);
+        }
+        pk_context_destroy(ctx);
+    }
+}
+
 /* opencl-tiled on a device with little local memory (PORTKERN_TEST_LOCAL_MEM_BYTES caps what
  * the library assumes): NVIDIA's 48 KiB and OpenCL 1.2's minimum of 32 KiB.  The default tile
  * must fit and give the right grid; tiles that do not fit are refused (gr_check_params). */
-static pk_context *gr_context(pk_backend_id backend, int threads);
 static void gr_check_small_local_mem(const char *variant, const gr_set *s, const gr_oracle *o)
 {
     static const char *const caps[2] = {"49152", "32768"};
@@ -951,6 +987,23 @@ static void gr_check_small_local_mem(const char *variant, const gr_set *s, const
         gr_check_run(ctx, variant, s, o, NULL, label);
         gr_check_coverage(ctx, variant, s, o, NULL, label);
         gr_check_params(ctx, variant, s, o, label);
+        if (c == 1 && gr_cl_tile_bytes(64) > room && !gr_exec_hook) {
+            /* the named tile applies where the field is 0 (refused here: it does not fit);
+             * the caller's field beats it */
+            pk_grid_params po = s->p;
+            float *g = gr_grid_new(s);
+            double nn;
+            int64_t kk;
+            pk_context_set_param(ctx, "grid.tile_size", "64");
+            pk_status st = gr_exec(ctx, variant, s, NULL, g, &nn, &kk, NULL);
+            ok(st == PK_EINVAL && strstr(pk_last_error(), "tile_size 64"),
+               "%s%s: grid.tile_size=64 applies to a call with tile_size 0: refused, it does "
+               "not fit (%s: %s)", variant, label, pk_status_name(st), pk_last_error());
+            gr_grid_free(g);
+            po.tile_size = 16;
+            gr_check_run(ctx, variant, s, o, &po, " [grid.tile_size=64 named, the field's 16 wins]");
+            pk_context_set_param(ctx, "grid.tile_size", NULL);
+        }
         pk_context_destroy(ctx);
         unsetenv("PORTKERN_TEST_LOCAL_MEM_BYTES");
     }
@@ -1504,6 +1557,7 @@ static int gr_run_suite(pk_backend_id backend)
         gr_check_additivity(variant, &sets[GR_NONFINITE]);
         gr_check_single(variant, &sets[GR_TIES]);
         gr_check_params(gr_ctx, variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL], "");
+        gr_check_named_params(variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL]);
         if (backend == PK_BACKEND_OPENCL && !strcmp(variant, "opencl-tiled")) {
             gr_check_small_local_mem(variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL]);
             gr_check_host_threads(variant, sets);

@@ -4,12 +4,14 @@
 # line's reason names the wisdom); the tuning parameters are searched, the winner's kept in
 # its entry and applied by auto (the caller's value beats it, a bad one ignores the entry);
 # the budget keeps kernels from starting; bad options and an unwritable file are refused.
+# grid, image and degrid (issue 16): their entries kept, the grid's tiles and openmp.threads
+# applied from an entry; bench prints auto's choice against the best.
 
 : "${top_srcdir:=${top_builddir:-.}}"
 . "$top_srcdir/tests/cli_lib.sh"
 cli_begin clitune
-unset PORTKERN_THREADS
-echo "1..12"
+unset PORTKERN_THREADS PORTKERN_OPENMP_THREADS
+echo "1..17"
 
 W=$T/wisdom.json
 "$PK" tune --kernels su3 --backends serial,openmp --size small --reps 1 --wisdom "$W" \
@@ -29,9 +31,9 @@ assert {(x["backend"], x["size_class"]) for x in e} == \
 assert all(x["variant"] in {"serial", "omp", "omp-simd"} and x["seconds"] > 0 and
            x["size_bytes"] > 0 and x["device_name"] for x in e), e
 assert any("x" in x["runners_up"] for x in e if x["backend"] == "openmp"), e
-# every entry says its tuning parameters: su3's own ones, or none
+# every entry says its tuning parameters: su3's own ones and openmp.threads, or none
 assert all(isinstance(x["tuning"], str) and
-           all(t.startswith("su3.") for t in x["tuning"].split(";") if t) for x in e), e
+           all(t.startswith(("su3.", "openmp.")) for t in x["tuning"].split(";") if t) for x in e), e
 PYEOF
     result $? "the wisdom file holds one su3 entry per backend and layout, with times and runners-up"
 else
@@ -88,6 +90,49 @@ PYEOF
 else
     for i in 1 2 3 4; do skip "tuned magicfilter3d entries" "no AVX2: no value to try"; done
 fi
+
+# grid, image and degrid (issue 16): entries kept (their size measure is the grid's bytes),
+# the grid's tile parameters and openmp.threads searched, auto follows the entries
+W3=$T/grid.json
+"$PK" tune --kernels grid,image,degrid --backends openmp --size small --reps 1 \
+    --wisdom "$W3" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc -eq 0 ] && ! grep -q 'not kept' "$T/err" && grep -q 'grid.tile_size=' "$T/out" &&
+    [ "$(grep -c '^auto \(grid\|image\|degrid\): ' "$T/out")" -eq 3 ] &&
+    python3 - "$W3" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["entries"]
+assert {(x["kernel"], x["backend"]) for x in e} == \
+    {(k, "openmp") for k in ("grid", "image", "degrid")}, e
+assert all(x["size_bytes"] == 8.0 * 1024 * 1024 for x in e), e
+# a tuned entry names the grid's parameters or openmp.threads only
+assert all(t.startswith(("grid.", "openmp.")) for x in e for t in x["tuning"].split(";") if t), e
+PYEOF
+result $? "tune --kernels grid,image,degrid: an entry per kernel and backend, the tiles searched (exit $rc)"
+for k in image degrid; do
+    PORTKERN_WISDOM=$W3 "$PK" run $k --preset small >"$T/out" 2>"$T/err"
+    grep -q '"reason": "[^"]*wisdom: omp[-a-z]* on [^"]*, tuned ' "$T/out"
+    result $? "run $k (auto) with the tuned file: the reason names its wisdom"
+done
+# the apply path alone: the openmp grid entry given tiles and a thread count by hand
+python3 - "$W3" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["entries"] = [x for x in d["entries"] if x["kernel"] == "grid" and x["backend"] == "openmp"]
+d["entries"][0]["tuning"] = "grid.tile_size=32;grid.central_radius=-1;openmp.threads=1"
+json.dump(d, open(sys.argv[1], "w"), indent=2)
+PYEOF
+PORTKERN_WISDOM=$W3 "$PK" run grid --preset small >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q 'tuning from wisdom: grid.tile_size=32, grid.central_radius=-1, openmp.threads=1' "$T/out" &&
+    grep -q '1 threads (openmp.threads)' "$T/out"
+result $? "run grid (auto) takes the entry's tiles and thread count, the reason says so (exit $rc)"
+PORTKERN_WISDOM=$W3 "$PK" bench --kernels grid --backends openmp --size small --reps 1 \
+    >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q '^auto grid: openmp omp-tiled [0-9.]* ms = [0-9.]*x the best (openmp ' "$T/out"
+result $? "bench prints auto's choice (the file's entry) against the best row it measured (exit $rc)"
 
 "$PK" tune --kernels su3,dslash --backends serial --size small --reps 1 --budget 0 \
     --wisdom "$T/none.json" >"$T/out" 2>"$T/err"

@@ -29,7 +29,9 @@ static const struct {
     {"conv2d.fft_taps", "7"},          {"conv2d.cl_scheme", "scalar"},
     {"diffusion3d.cl_scheme", "xvec"}, {"diffusion3d.tb_depth", "3"},
     {"diffusion3d.tb_rows", "17"},     {"dslash.isa", "generic"},
-    {"grid.cuda_blocks", "5,6"},       {"laplace2d.isa", "avx2"},
+    {"grid.cuda_blocks", "5,6"},       {"grid.tile_size", "32"},
+    {"grid.central_radius", "-1"},     {"grid.tile_factor", "0.5"},
+    {"openmp.threads", "1"},           {"laplace2d.isa", "avx2"},
     {"laplace2d.stream", "0"},         {"laplace2d.cl_scheme", "item"},
     {"laplace2d.tb_depth", "5"},
     {"magicfilter3d.isa", "generic"},  {"magicfilter3d.cl_scheme", "tile"},
@@ -146,6 +148,14 @@ static void check_set_get(void)
         {"grid.cuda_blocks", "2,2000", "[1, 1024]"},
         {"grid.cuda_blocks", "0,5", "[1, 1024]"},
         {"su3.stream", "yes", "auto, 0 or 1"},
+        {"grid.tile_size", "0", "auto or an integer in [1, 4096]"},
+        {"grid.tile_size", "4097", "auto or an integer in [1, 4096]"},
+        {"grid.central_radius", "0", "auto, -1 (no central box)"},
+        {"grid.central_radius", "-2", "auto, -1 (no central box)"},
+        {"grid.tile_factor", "1.5", "auto or a number in [0, 1]"},
+        {"grid.tile_factor", "nan", "auto or a number in [0, 1]"},
+        {"grid.tile_factor", "0.5x", "auto or a number in [0, 1]"},
+        {"openmp.threads", "0", "auto or an integer in [1, 4096]"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         char before[64], after[64], given[80], e[512];
@@ -411,6 +421,40 @@ static void check_cl(void)
     clear_env();
 }
 
+/* openmp.threads: an OpenMP plan's team where the context's count is 0 (the reason says so);
+ * the context's count wins; a reset goes back to OpenMP's default. */
+static void check_threads(void)
+{
+    pk_context *ctx = make_ctx(PK_BACKEND_OPENMP, 1);
+    if (!pk_backend_available(ctx, PK_BACKEND_OPENMP, NULL)) {
+        tap_skip("openmp unavailable", "openmp.threads (3 checks)");
+        pk_context_destroy(ctx);
+        return;
+    }
+    pk_run_info info;
+    pk_status s = pk_context_set_param(ctx, "openmp.threads", "1");
+    if (s == PK_OK) s = run_isa_kernel(ctx, 1, &info);
+    ok(s == PK_OK && has(info.reason, "1 threads (openmp.threads)"),
+       "openmp.threads=1: the OpenMP plan runs 1 thread, the reason says so (%s)",
+       s ? pk_last_error() : info.reason);
+    pk_context_set_param(ctx, "openmp.threads", NULL);
+    s = run_isa_kernel(ctx, 1, &info);
+    ok(s == PK_OK && !has(info.reason, "openmp.threads"),
+       "a reset: OpenMP's default team, no note (%s)", s ? pk_last_error() : info.reason);
+    pk_context_destroy(ctx);
+    pk_context_options o;
+    pk_context_options_init(&o);
+    o.backend = PK_BACKEND_OPENMP;
+    o.threads = 2;
+    o.flags = PK_OPT_IGNORE_ENV;
+    s = pk_context_create(&ctx, &o);
+    if (s == PK_OK) s = pk_context_set_param(ctx, "openmp.threads", "1");
+    if (s == PK_OK) s = run_isa_kernel(ctx, 1, &info);
+    ok(s == PK_OK && !has(info.reason, "openmp.threads"),
+       "the context's threads = 2 beats openmp.threads=1 (%s)", s ? pk_last_error() : info.reason);
+    pk_context_destroy(ctx);
+}
+
 int main(void)
 {
     unsetenv("PORTKERN_BACKEND");
@@ -421,6 +465,7 @@ int main(void)
     check_env();
     check_conv2d();
     check_isa();
+    check_threads();
     check_cl();
     return tap_done();
 }

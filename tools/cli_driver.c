@@ -1356,25 +1356,42 @@ typedef struct tune_dim {
     const char *auto_cpu;
     int downward; /* values from the fastest path down (SIMD levels): once one loses to the
                      best so far, the lower ones are not tried */
+    int top_only; /* searched on the backend's fastest variant only, not on the second */
 } tune_dim;
 
 static const tune_dim tune_space[] = {
-    {"conv2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec scalar", "vec", 0},
-    {"conv2d.fft_taps", PK_BACKEND_AUTO, NULL, NULL, NULL, 0}, /* the crossover at the case's PSF */
-    {"diffusion3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "xvec zmarch", "xvec", 0},
-    {"diffusion3d.tb_depth", PK_BACKEND_OPENMP, "omp-tb", "2 3 6 8", NULL, 0},
-    {"diffusion3d.tb_rows", PK_BACKEND_OPENMP, "omp-tb", "16 32 128", NULL, 0},
-    {"dslash.isa", PK_BACKEND_OPENMP, "omp-vnode", "avx512 avx2 generic", NULL, 1},
-    {"grid.cuda_blocks", PK_BACKEND_CUDA, "cuda-tiled", "2,16 4,32 8,64 16,128", NULL, 0},
-    {"laplace2d.isa", PK_BACKEND_OPENMP, "omp-simd,omp-tb", "avx512 avx2 generic", NULL, 1},
-    {"laplace2d.stream", PK_BACKEND_OPENMP, NULL, "0 1", NULL, 0},
-    {"laplace2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec item", "vec", 0},
-    {"laplace2d.tb_depth", PK_BACKEND_OPENMP, "omp-tb", "2 3 6 8", NULL, 0},
-    {"magicfilter3d.isa", PK_BACKEND_SERIAL, "simd", "avx512 avx2 generic", NULL, 1},
-    {"magicfilter3d.isa", PK_BACKEND_OPENMP, "omp", "avx512 avx2 generic", NULL, 1},
-    {"magicfilter3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec tile", "vec", 0},
-    {"su3.isa", PK_BACKEND_OPENMP, "omp-simd", "avx512 avx2 generic", NULL, 1},
-    {"su3.stream", PK_BACKEND_OPENMP, "omp-simd", "0 1", NULL, 0},
+    {"conv2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec scalar", "vec", 0, 0},
+    {"conv2d.fft_taps", PK_BACKEND_AUTO, NULL, NULL, NULL, 0, 0}, /* the crossover at the case's PSF */
+    {"diffusion3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "xvec zmarch", "xvec", 0, 0},
+    {"diffusion3d.tb_depth", PK_BACKEND_OPENMP, "omp-tb", "2 3 6 8", NULL, 0, 0},
+    {"diffusion3d.tb_rows", PK_BACKEND_OPENMP, "omp-tb", "16 32 128", NULL, 0, 0},
+    {"dslash.isa", PK_BACKEND_OPENMP, "omp-vnode", "avx512 avx2 generic", NULL, 1, 0},
+    {"grid.cuda_blocks", PK_BACKEND_CUDA, "cuda-tiled", "2,16 4,32 8,64 16,128", NULL, 0, 0},
+    /* The grid's tiles (the slowest kernel to time: two values per field, one halving and one
+     * doubling of the default tile, and no central box against a small one; tile_factor on
+     * CUDA's hybrid only, where it means something).  omp-tiled on EL82-70 x 0.1, 2 threads:
+     * tile 32 / 64 / 128 took 0.53 / 0.43 / 0.40 s (omp/grid_omp.c), so the search can move
+     * it; more cores want smaller tiles (balance), which 32 covers. */
+    {"grid.tile_size", PK_BACKEND_OPENMP, "omp-tiled", "32 128", NULL, 0, 0},
+    {"grid.central_radius", PK_BACKEND_OPENMP, "omp-tiled", "-1 2", NULL, 0, 0},
+    {"grid.tile_size", PK_BACKEND_OPENCL, "opencl-tiled", "32 128", NULL, 0, 0},
+    {"grid.tile_size", PK_BACKEND_CUDA, "cuda-tiled,hybrid", "16 64", NULL, 0, 0},
+    {"grid.central_radius", PK_BACKEND_CUDA, "cuda-tiled,hybrid", "2 8", NULL, 0, 0},
+    {"grid.tile_factor", PK_BACKEND_CUDA, "hybrid", "0.25 0.5 0.75", NULL, 0, 0},
+    {"laplace2d.isa", PK_BACKEND_OPENMP, "omp-simd,omp-tb", "avx512 avx2 generic", NULL, 1, 0},
+    {"laplace2d.stream", PK_BACKEND_OPENMP, NULL, "0 1", NULL, 0, 0},
+    {"laplace2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec item", "vec", 0, 0},
+    {"laplace2d.tb_depth", PK_BACKEND_OPENMP, "omp-tb", "2 3 6 8", NULL, 0, 0},
+    {"magicfilter3d.isa", PK_BACKEND_SERIAL, "simd", "avx512 avx2 generic", NULL, 1, 0},
+    {"magicfilter3d.isa", PK_BACKEND_OPENMP, "omp", "avx512 avx2 generic", NULL, 1, 0},
+    {"magicfilter3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec tile", "vec", 0, 0},
+    {"su3.isa", PK_BACKEND_OPENMP, "omp-simd", "avx512 avx2 generic", NULL, 1, 0},
+    {"su3.stream", PK_BACKEND_OPENMP, "omp-simd", "0 1", NULL, 0, 0},
+    /* Every kernel's OpenMP plans, last (on the values the kernel's own parameters won), on
+     * the fastest variant only, on cases under TUNE_THREADS_S: fewer threads than the CPUs
+     * (tune_worth drops the others; the default uses them all), which wins on small cases
+     * where a team's start and barriers cost more than the work. */
+    {"openmp.threads", PK_BACKEND_OPENMP, NULL, "1 2 4 8", NULL, 0, 1},
 };
 #define N_TUNE_DIMS ((int)(sizeof tune_space / sizeof tune_space[0]))
 
@@ -1385,6 +1402,10 @@ static const tune_dim tune_space[] = {
 #define TUNE_SECOND 1.25
 #define TUNE_BACKEND 1.5
 #define TUNE_CUT 1.5
+/* openmp.threads is searched only on cases whose best run so far is under this many seconds:
+ * a team's start and barriers (microseconds each) matter there; on longer runs fewer threads
+ * only win when other jobs hold the cores, which wisdom should not keep. */
+#define TUNE_THREADS_S 0.02
 
 static int list_has(const char *list, const char *word)
 {
@@ -1397,10 +1418,11 @@ static int list_has(const char *list, const char *word)
     return 0;
 }
 
+/* A parameter of kernel k: its own ("<kernel>.") or a backend-wide one ("openmp."). */
 static int kernel_param(const cli_kernel *k, const char *param)
 {
     const size_t n = strlen(k->name);
-    return !strncmp(param, k->name, n) && param[n] == '.';
+    return (!strncmp(param, k->name, n) && param[n] == '.') || !strncmp(param, "openmp.", 7);
 }
 
 static int isa_level(const char *s)
@@ -1416,6 +1438,7 @@ static int tune_worth(pk_context *ctx, pk_backend_id be, int device, const tune_
     const size_t n = strlen(dim->param);
     if (pk_device_get_info(ctx, be, device, &di) != PK_OK) return 1;
     if (dim->auto_cpu && di.type == PK_DEVICE_CPU && !strcmp(value, dim->auto_cpu)) return 0;
+    if (!strcmp(dim->param, "openmp.threads")) return atoi(value) < di.compute_units;
     if (n > 4 && !strcmp(dim->param + n - 4, ".isa")) return isa_level(value) < isa_level(di.simd);
     return 1;
 }
@@ -1462,6 +1485,14 @@ static double tune_cut(const cli_bench_result *res, int c)
     return res->req->tune && isfinite(best) ? TUNE_CUT * best : 0;
 }
 
+/* 1 when the contexts' thread count is set (--threads, PORTKERN_THREADS): openmp.threads then
+ * changes nothing (the context's count wins), so it is not searched. */
+static int threads_fixed(const cli_bench_result *res)
+{
+    const char *env = getenv("PORTKERN_THREADS");
+    return res->req->threads > 0 || (env && atoi(env) > 0);
+}
+
 /* tune's search on one backend, after its variants ran at the defaults: for each case, the
  * fastest variant (and the second when within TUNE_SECOND of it), then each parameter of the
  * space that its plans read in turn, over its values, keeping the fastest so far (coordinate
@@ -1492,7 +1523,10 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
             for (int d = 0; d < N_TUNE_DIMS; ++d) {
                 const tune_dim *dim = &tune_space[d];
                 if (!dim->values || dim->backend != be || !kernel_param(k, dim->param) ||
-                    (dim->variants && !list_has(dim->variants, variant)))
+                    (dim->variants && !list_has(dim->variants, variant)) ||
+                    (dim->top_only && t > 0) ||
+                    (!strcmp(dim->param, "openmp.threads") &&
+                     (threads_fixed(res) || best > TUNE_THREADS_S)))
                     continue;
                 snprintf(adopt, sizeof adopt, "%s", cur);
                 for (const char *p = dim->values; *p;) {
@@ -1533,8 +1567,30 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
 
 /* One kernel's part of bench: rows printed, kept in *out for the JSON (NULL when out of
  * memory).  Returns the exit code (1: a failure or an unverified row). */
+/* tune: image's variants are grid's, and an image run grids first, so a variant whose grid
+ * row in this tune (grid, when it ran before image) took over the cut (1.5x image's best so
+ * far) cannot win image: it is not timed (grid's slow rows, 20-110 s a run at paper size,
+ * would be again).  The row's reason, or NULL to time it. */
+static const char *tune_prior_skip(const cli_bench_result *res, const cli_bench_result *prior,
+                                   pk_backend_id be, const char *var, int c)
+{
+    static char why[160];
+    const double cut = tune_cut(res, c);
+    if (!res->req->tune || !prior || strcmp(res->k->name, "image") || !(cut > 0)) return NULL;
+    for (int i = 0; i < prior->ndefault; ++i) {
+        const cli_bench_row *q = &prior->rows[i];
+        if (q->backend == be && !strcmp(q->variant, var) && row_good(q) && q->t_min > cut) {
+            snprintf(why, sizeof why, "tune: not timed, its grid step alone took %.0f ms in "
+                     "this tune, beyond %.1fx image's best so far", 1e3 * q->t_min, TUNE_CUT);
+            return why;
+        }
+    }
+    return NULL;
+}
+
 static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
-                        const pk_backend_id *backends, int nb, cli_bench_result **out)
+                        const pk_backend_id *backends, int nb, const cli_bench_result *prior,
+                        cli_bench_result **out)
 {
     cli_bench_result *res = calloc(1, sizeof *res);
     int total, done = 0, rc = 0;
@@ -1566,6 +1622,12 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                 if (k->case_name) k->case_name(res->args[c], r->case_name, sizeof r->case_name);
                 cli_progress("%s [%d] %s %s %s ...", k->name, ++done, pk_backend_name(be), var,
                              r->case_name);
+                const char *skip = tune_prior_skip(res, prior, be, var, c);
+                if (skip) {
+                    r->status = CLI_ROW_SKIPPED;
+                    snprintf(r->reason, sizeof r->reason, "%s %s", var, skip);
+                    continue;
+                }
                 bench_one(res, res->set.ctx[be], r, tune_cut(res, c));
             }
     }
@@ -1741,8 +1803,9 @@ static void tune_record(cli_bench_result *res, cli_tune *tune)
     }
 }
 
-/* Auto with the new wisdom, per case: which backend and variant it now takes, against the
- * fastest row measured for that case on any backend. */
+/* Auto, per case: which backend and variant it takes, against the fastest row measured for
+ * that case on any backend.  tune: with the new wisdom only (tune->store); bench (tune
+ * NULL): as a user's call gets it, the wisdom file and the environment included. */
 static void tune_check(const cli_bench_result *res, cli_tune *tune)
 {
     const cli_kernel *k = res->k;
@@ -1759,9 +1822,9 @@ static void tune_check(const cli_bench_result *res, cli_tune *tune)
         void *plan = NULL;
         pk_context_options_init(&o);
         o.threads = res->req->threads;
-        o.flags = PK_OPT_IGNORE_ENV; /* the tuned entries only, not a file on disk */
+        if (tune) o.flags = PK_OPT_IGNORE_ENV; /* the tuned entries only, not a file on disk */
         pk_status s = pk_context_create(&ctx, &o);
-        for (int i = 0; s == PK_OK && i < pk_wisdom_count(tune->store); ++i) {
+        for (int i = 0; s == PK_OK && tune && i < pk_wisdom_count(tune->store); ++i) {
             pk_wisdom_entry e;
             if (pk_wisdom_get(tune->store, i, &e) == PK_OK) s = pk_wisdom_add(ctx, &e);
         }
@@ -1809,11 +1872,12 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
             continue;
         }
         if (i) printf("\n");
-        if (bench_kernel(kernels[i], req, backends, nb, &res[i]) != 0) rc = CLI_EXIT_FAIL;
-        if (tune && res[i]) {
-            tune_record(res[i], tune);
-            tune_check(res[i], tune);
-        }
+        const cli_bench_result *grid = NULL; /* tune_prior_skip's */
+        for (int j = 0; j < i; ++j)
+            if (res[j] && !strcmp(res[j]->k->name, "grid")) grid = res[j];
+        if (bench_kernel(kernels[i], req, backends, nb, grid, &res[i]) != 0) rc = CLI_EXIT_FAIL;
+        if (tune && res[i]) tune_record(res[i], tune);
+        if (res[i] && res[i]->ndata) tune_check(res[i], tune);
     }
     if (json) {
         cj_init(&j, json, 1);
