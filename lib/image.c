@@ -879,6 +879,27 @@ pk_status pk_degrid_plan_create(pk_degrid_plan **plan, pk_context *ctx, const pk
 #endif
 }
 
+/* What a prediction that ran on the device (CUDA or OpenCL: place, FFT, gather there) reports. */
+static void dg_device_done(const pk_degrid_plan *plan, const pk_dg_result *res,
+                           const double st[4], double t0, int64_t *num_skipped,
+                           pk_run_info *info)
+{
+    const int g = plan->h.p.grid.grid_size;
+    if (num_skipped) *num_skipped = res->num_skipped;
+    if (!info) return;
+    pk_choice_info(&plan->c, info);
+    info->setup_s = 0;
+    info->kernel_s = res->kernel_s;
+    info->transfer_s = res->transfer_s;
+    info->flops = 8.0 * res->updates + im_fft_flops(g);
+    info->bytes = 24.0 * res->updates + 8.0 * (double)g * g * 5.0;
+    im_stage(info, "place", st[0]);
+    im_stage(info, "fft", st[1]);
+    im_stage(info, "degrid", st[2]);
+    im_stage(info, "transfer", st[3]);
+    info->wall_s = pk_now() - t0;
+}
+
 pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model, const pk_grid_data *d,
                                  float *vis, int64_t *num_skipped, pk_run_info *info)
 {
@@ -901,20 +922,7 @@ pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model, const
         pk_dg_result res;
         double st[4];
         PK_TRY(pk_cuda_dg_predict(plan->c.impl, model, d, vis, &res, st));
-        if (num_skipped) *num_skipped = res.num_skipped;
-        if (info) {
-            pk_choice_info(&plan->c, info);
-            info->setup_s = 0;
-            info->kernel_s = res.kernel_s;
-            info->transfer_s = res.transfer_s;
-            info->flops = 8.0 * res.updates + im_fft_flops(g);
-            info->bytes = 24.0 * res.updates + 8.0 * gg * 5.0;
-            im_stage(info, "place", st[0]);
-            im_stage(info, "fft", st[1]);
-            im_stage(info, "degrid", st[2]);
-            im_stage(info, "transfer", st[3]);
-            info->wall_s = pk_now() - t0;
-        }
+        dg_device_done(plan, &res, st, t0, num_skipped, info);
         return PK_OK;
     }
 #endif
@@ -923,20 +931,7 @@ pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model, const
         pk_dg_result res;
         double st[4];
         PK_TRY(pk_cl_dg_predict(plan->cl, plan->c.impl, model, d, vis, &res, st));
-        if (num_skipped) *num_skipped = res.num_skipped;
-        if (info) {
-            pk_choice_info(&plan->c, info);
-            info->setup_s = 0;
-            info->kernel_s = res.kernel_s;
-            info->transfer_s = res.transfer_s;
-            info->flops = 8.0 * res.updates + im_fft_flops(g);
-            info->bytes = 24.0 * res.updates + 8.0 * gg * 5.0;
-            im_stage(info, "place", st[0]);
-            im_stage(info, "fft", st[1]);
-            im_stage(info, "degrid", st[2]);
-            im_stage(info, "transfer", st[3]);
-            info->wall_s = pk_now() - t0;
-        }
+        dg_device_done(plan, &res, st, t0, num_skipped, info);
         return PK_OK;
     }
 #endif
