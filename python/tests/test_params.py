@@ -26,8 +26,10 @@ def test_params_lists_the_table():
     assert p.default == "324"
     assert "integer" in p.values and p.doc
     for p in ps:
-        kernel, _, name = p.name.partition(".")
-        assert kernel in portkern.KERNELS and name, p
+        # one scheme: the kernel's name (conv2d.fft_taps) or, for a backend-wide setting, the
+        # backend's (openmp.threads), a dot, the parameter
+        owner, _, name = p.name.partition(".")
+        assert (owner in portkern.KERNELS or owner in portkern.BACKENDS) and name, p
         assert p.env == "PORTKERN_" + p.name.replace(".", "_").upper()
         assert p.env_alias is None or p.env_alias.startswith("PORTKERN_")
         assert p.values and p.default and p.doc
