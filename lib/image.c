@@ -879,6 +879,7 @@ pk_status pk_degrid_plan_create(pk_degrid_plan **plan, pk_context *ctx, const pk
 #endif
 }
 
+#if defined(PK_HAVE_FFTW) && (defined(PK_HAVE_CUDA) || defined(PK_HAVE_OPENCL))
 /* What a prediction that ran on the device (CUDA or OpenCL: place, FFT, gather there) reports. */
 static void dg_device_done(const pk_degrid_plan *plan, const pk_dg_result *res,
                            const double st[4], double t0, int64_t *num_skipped,
@@ -899,6 +900,7 @@ static void dg_device_done(const pk_degrid_plan *plan, const pk_dg_result *res,
     im_stage(info, "transfer", st[3]);
     info->wall_s = pk_now() - t0;
 }
+#endif
 
 pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model, const pk_grid_data *d,
                                  float *vis, int64_t *num_skipped, pk_run_info *info)
