@@ -1,46 +1,55 @@
-/* mpi_dslash.c - distributed dslash: the lattice split along t (the slowest axis), full
- * spinors in the halo.
+/* mpi_dslash.c - distributed dslash: the lattice split along t, then z (QUDA's order), full
+ * or spin-projected half spinors in the halo.
  *
- * chi at t-plane i reads psi on planes i - 1, i, i + 1 and the links U_mu on plane i and
- * U_t on plane i - 1 (the backward hop: U_t(x - t)^+).  A rank holding planes [i0, i1)
- * (L planes) runs the local dslash on a lattice of L + 2 t-planes: plane 0 the global plane
- * i0 - 1, planes 1 .. L its own, plane L + 1 the global plane i1 (both mod t, from the
- * neighbours; a rank alone gets its own planes).  The local call is periodic in t within that
- * lattice, so it wraps only into the two halo planes, whose outputs are dropped; an interior
- * site sees the same neighbours, links and order of terms as in one process: bitwise.
- * The links' halo planes (all four mu, both sides: real links, so recon12 rebuilds honest
- * rows there too) are exchanged once at plan creation, psi's every execute.
+ * The ranks form a grid of pt x pz (pz = pk_mpi_options.ranks_z, 1 by default): rank r has
+ * t-coordinate r / pz and z-coordinate r % pz, holds the t-planes [t0, t1) of its t-coordinate
+ * (the block rule over pt, or the caller's slab, the same along a row of the grid) and the
+ * z-planes [z0, z1) of its z-coordinate (the block rule over pz).  chi at (t, z) reads psi at
+ * t +- 1 and z +- 1 (and x, y +- 1, all local), the links U_mu at the site and U_t, U_z one
+ * plane below (the backward hops: U_mu(n - mu)^+).  A rank runs the local dslash on a
+ * widened block: along an axis split over several ranks its L planes with one halo plane on
+ * each side (from the neighbours, periodic), along an axis it holds whole the L planes alone
+ * (the local call's periodic wrap is then the global one).  The local call wraps only into
+ * the halo planes, whose outputs are dropped; corners (a halo in t and in z at once) are never
+ * read by an own site (no hop is diagonal) and stay zero.  An own site sees the same
+ * neighbours, links and order of terms as in one process: bitwise.  The links' halos (all
+ * four mu, both sides: real links, so recon12 rebuilds honest rows there too) are exchanged
+ * once at plan creation, psi's every execute.
  *
- * Half spinors (pk_mpi_options.half): the interior uses the plane below only through
- * (1 + gamma_t) psi and the plane above through (1 - gamma_t) psi.  With DeGrand-Rossi's
- * gamma_t (spins 0 <-> 2, 1 <-> 3) both are fixed by two spin components:
- * (1 + gamma_t) psi = (a, b, a, b), a = psi0 + psi2, b = psi1 + psi3, and
- * (1 - gamma_t) psi = (a', b', -a', -b'), a' = psi0 - psi2, b' = psi1 - psi3.  A rank sends
- * its top plane's (a, b) up and its bottom plane's (a', b') down (12 doubles a site) and
- * rebuilds each halo site as (a, b, 0, 0) or (a', b', 0, 0), whose projections are the same
- * (a + 0, a' - 0: exact).  The kernel then projects the rebuilt spinor, or multiplies it
- * whole: the sums differ from one process by the order of roundings only, within
- * docs/KERNELS.md 4c (tests/test_mpi.c; docs/SCALING.md says what was seen). */
+ * Half spinors (pk_mpi_options.half): an own site uses the plane below along mu only through
+ * (1 + gamma_mu) psi and the plane above through (1 - gamma_mu) psi, each fixed by two spin
+ * components (docs/KERNELS.md 4c, DeGrand-Rossi):
+ *   t: (1 +- gamma_t) psi = (a, b, +-a, +-b),      a = psi0 +- psi2,   b = psi1 +- psi3;
+ *   z: (1 +- gamma_z) psi = (a, b, -+i a, +-i b),  a = psi0 +- i psi2, b = psi1 -+ i psi3.
+ * A rank sends (a, b) of its top planes up and of its bottom planes down (12 doubles a site)
+ * and rebuilds each halo site as (a, b, 0, 0), whose projection is the same (a + 0: exact).
+ * The kernel then projects the rebuilt spinor, or multiplies it whole: the sums differ from
+ * one process by the order of roundings only, within docs/KERNELS.md 4c (tests/test_mpi.c;
+ * docs/SCALING.md says what was seen). */
 #include "mpi_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+enum { TAG_T_UP = 1, TAG_T_DOWN, TAG_Z_UP, TAG_Z_DOWN };
+
 struct pk_mpi_dslash_plan {
-    MPI_Comm comm;
-    pkm_slabs s;
-    pkm_halo halo; /* psi planes: 1 below, 1 above, periodic */
-    int half;      /* half spinors: up (each rank receives the plane below) and down (above) */
-    pkm_halo up, down;
-    double *face[4]; /* half: sent plus (top plane), sent minus (bottom), received below,
-                        received above; [vol3][2][3] complex each */
+    MPI_Comm comm;         /* the caller's, duplicated */
+    MPI_Comm tcomm, zcomm; /* a column of the grid (same z-coordinate), a row (same t) */
+    pkm_slabs s, sz;       /* t-slabs along tcomm, z-slabs along zcomm */
+    int rank, nranks, pz;
+    int half;
+    int lt, lz;            /* own t- and z-planes */
+    int wt, wz, ot, oz;    /* the widened block's extents, the own planes' offset in it */
+    int t_lo, t_hi, z_lo, z_hi; /* neighbours in tcomm / zcomm (-1: the axis is whole) */
+    size_t vol2;           /* sites per (z, t) plane: x y */
+    double *face[8];       /* half: t sent up, sent down, received below, above; z the same */
     pk_context *ctx;
     int owned;
     pk_dslash_params p;
-    int L;
-    size_t vol3;   /* sites per t-plane */
-    double *u, *psi, *chi; /* the widened lattice: u [4][L + 2][vol3][18], psi, chi
-                              [L + 2][vol3][24] */
+    double *u, *psi, *chi; /* the widened block: u [4][wt][wz][vol2][18], psi, chi
+                              [wt][wz][vol2][24]; NULL on a rank alone (the caller's psi
+                              and chi are used, the links kept in u) */
     pk_dslash_plan *local;
 };
 
@@ -51,14 +60,165 @@ static void ds_free(pk_mpi_dslash_plan *pl) {
     free(pl->chi);
     if (pl->owned)
         pk_context_destroy(pl->ctx);
-    pkm_halo_free(&pl->halo);
-    pkm_halo_free(&pl->up);
-    pkm_halo_free(&pl->down);
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 8; k++)
         free(pl->face[k]);
     pkm_slabs_free(&pl->s);
+    pkm_slabs_free(&pl->sz);
+    if (pl->tcomm != MPI_COMM_NULL)
+        MPI_Comm_free(&pl->tcomm);
+    if (pl->zcomm != MPI_COMM_NULL)
+        MPI_Comm_free(&pl->zcomm);
     MPI_Comm_free(&pl->comm);
     free(pl);
+}
+
+/* Offset (in sites) of plane (t, z) of the widened block. */
+static size_t wsite(const pk_mpi_dslash_plan *pl, int t, int z) {
+    return ((size_t)t * (size_t)pl->wz + (size_t)z) * pl->vol2;
+}
+
+/* The rank's own block src [lt][lz][vol2][nd] into the widened w; then the halo planes from
+ * the neighbours' own blocks: along t the neighbours' own z-range (contiguous), along z every
+ * own t-plane's (one strided message a side).  Counts halo bytes and messages in info. */
+static void exchange(const pk_mpi_dslash_plan *pl, const double *src, double *w, int nd,
+                     pk_mpi_info *info) {
+    const size_t zp = pl->vol2 * (size_t)nd, tp = (size_t)pl->lz * zp; /* doubles */
+    for (int t = 0; t < pl->lt; t++)
+        memcpy(w + wsite(pl, t + pl->ot, pl->oz) * nd, src + (size_t)t * tp, tp * sizeof *w);
+    MPI_Request req[8];
+    int n = 0;
+    if (pl->t_lo >= 0) { /* whole own-z planes: tp doubles, contiguous on both sides */
+        MPI_Irecv(w + wsite(pl, 0, pl->oz) * nd, (int)tp, MPI_DOUBLE, pl->t_lo, TAG_T_UP,
+                  pl->tcomm, &req[n++]);
+        MPI_Irecv(w + wsite(pl, pl->wt - 1, pl->oz) * nd, (int)tp, MPI_DOUBLE, pl->t_hi,
+                  TAG_T_DOWN, pl->tcomm, &req[n++]);
+        MPI_Isend(src, (int)tp, MPI_DOUBLE, pl->t_lo, TAG_T_DOWN, pl->tcomm, &req[n++]);
+        MPI_Isend(src + (size_t)(pl->lt - 1) * tp, (int)tp, MPI_DOUBLE, pl->t_hi, TAG_T_UP,
+                  pl->tcomm, &req[n++]);
+    }
+    MPI_Datatype sendt = MPI_DATATYPE_NULL, recvt = MPI_DATATYPE_NULL;
+    if (pl->z_lo >= 0) { /* one z-plane of each own t-plane: strided */
+        MPI_Type_create_hvector(pl->lt, (int)zp, (MPI_Aint)(tp * sizeof(double)), MPI_DOUBLE,
+                                &sendt);
+        MPI_Type_create_hvector(pl->lt, (int)zp,
+                                (MPI_Aint)((size_t)pl->wz * zp * sizeof(double)), MPI_DOUBLE,
+                                &recvt);
+        MPI_Type_commit(&sendt);
+        MPI_Type_commit(&recvt);
+        MPI_Irecv(w + wsite(pl, pl->ot, 0) * nd, 1, recvt, pl->z_lo, TAG_Z_UP, pl->zcomm,
+                  &req[n++]);
+        MPI_Irecv(w + wsite(pl, pl->ot, pl->wz - 1) * nd, 1, recvt, pl->z_hi, TAG_Z_DOWN,
+                  pl->zcomm, &req[n++]);
+        MPI_Isend(src, 1, sendt, pl->z_lo, TAG_Z_DOWN, pl->zcomm, &req[n++]);
+        MPI_Isend(src + (size_t)(pl->lz - 1) * zp, 1, sendt, pl->z_hi, TAG_Z_UP, pl->zcomm,
+                  &req[n++]);
+    }
+    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    if (sendt != MPI_DATATYPE_NULL) {
+        MPI_Type_free(&sendt);
+        MPI_Type_free(&recvt);
+    }
+    if (info) {
+        info->halo_bytes += (pl->t_lo >= 0 ? 2.0 * (double)tp : 0.0) * sizeof(double) +
+                            (pl->z_lo >= 0 ? 2.0 * (double)pl->lt * (double)zp : 0.0) *
+                                sizeof(double);
+        info->messages += n / 2;
+        info->exchanges += 1;
+    }
+}
+
+/* The two spin components (12 reals) that fix (1 + sign gamma_mu) psi, for `sites` sites
+ * of psi at stride 24 (mu: 't' or 'z'; the header's formulas). */
+static void project(const double *psi, size_t sites, char mu, int sign, double *half) {
+    const double s = sign;
+    for (size_t i = 0; i < sites; i++) {
+        const double *p = psi + i * 24;
+        double *h = half + i * 12;
+        if (mu == 't') {
+            for (int k = 0; k < 12; k++) /* spins 0, 1 against spins 2, 3 */
+                h[k] = sign > 0 ? p[k] + p[k + 12] : p[k] - p[k + 12];
+        } else {
+            for (int c = 0; c < 3; c++) { /* a = psi0 + s i psi2, b = psi1 - s i psi3 */
+                const double *p0 = p + 2 * c, *p1 = p + 6 + 2 * c, *p2 = p + 12 + 2 * c,
+                             *p3 = p + 18 + 2 * c;
+                h[2 * c] = p0[0] - s * p2[1];
+                h[2 * c + 1] = p0[1] + s * p2[0];
+                h[6 + 2 * c] = p1[0] + s * p3[1];
+                h[6 + 2 * c + 1] = p1[1] - s * p3[0];
+            }
+        }
+    }
+}
+
+/* Halo spinors (h0, h1, 0, 0) of `sites` sites from the received halves. */
+static void rebuild(const double *half, size_t sites, double *psi) {
+    for (size_t i = 0; i < sites; i++) {
+        memcpy(psi + i * 24, half + i * 12, 12 * sizeof(double));
+        memset(psi + i * 24 + 12, 0, 12 * sizeof(double));
+    }
+}
+
+/* Half spinors: the own block src into the widened psi, then the projected faces of its
+ * top and bottom planes along each split axis, rebuilt into the halo planes. */
+static void exchange_half(const pk_mpi_dslash_plan *pl, const double *src, double *w,
+                          pk_mpi_info *info) {
+    const size_t zs = pl->vol2, ts = (size_t)pl->lz * zs; /* sites of a z-plane, an own t-plane */
+    for (int t = 0; t < pl->lt; t++)
+        memcpy(w + wsite(pl, t + pl->ot, pl->oz) * 24, src + (size_t)t * ts * 24,
+               ts * 24 * sizeof *w);
+    MPI_Request req[8];
+    int n = 0;
+    double *const *f = pl->face;
+    if (pl->t_lo >= 0) {
+        project(src + (size_t)(pl->lt - 1) * ts * 24, ts, 't', 1, f[0]); /* top: up */
+        project(src, ts, 't', -1, f[1]);                                 /* bottom: down */
+        MPI_Irecv(f[2], (int)(ts * 12), MPI_DOUBLE, pl->t_lo, TAG_T_UP, pl->tcomm, &req[n++]);
+        MPI_Irecv(f[3], (int)(ts * 12), MPI_DOUBLE, pl->t_hi, TAG_T_DOWN, pl->tcomm, &req[n++]);
+        MPI_Isend(f[0], (int)(ts * 12), MPI_DOUBLE, pl->t_hi, TAG_T_UP, pl->tcomm, &req[n++]);
+        MPI_Isend(f[1], (int)(ts * 12), MPI_DOUBLE, pl->t_lo, TAG_T_DOWN, pl->tcomm, &req[n++]);
+    }
+    const size_t zf = (size_t)pl->lt * zs; /* sites of a z-face: one z-plane per own t */
+    if (pl->z_lo >= 0) {
+        for (int t = 0; t < pl->lt; t++) {
+            const double *plane = src + (size_t)t * ts * 24;
+            project(plane + (size_t)(pl->lz - 1) * zs * 24, zs, 'z', 1, f[4] + t * zs * 12);
+            project(plane, zs, 'z', -1, f[5] + t * zs * 12);
+        }
+        MPI_Irecv(f[6], (int)(zf * 12), MPI_DOUBLE, pl->z_lo, TAG_Z_UP, pl->zcomm, &req[n++]);
+        MPI_Irecv(f[7], (int)(zf * 12), MPI_DOUBLE, pl->z_hi, TAG_Z_DOWN, pl->zcomm, &req[n++]);
+        MPI_Isend(f[4], (int)(zf * 12), MPI_DOUBLE, pl->z_hi, TAG_Z_UP, pl->zcomm, &req[n++]);
+        MPI_Isend(f[5], (int)(zf * 12), MPI_DOUBLE, pl->z_lo, TAG_Z_DOWN, pl->zcomm, &req[n++]);
+    }
+    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    if (pl->t_lo >= 0) {
+        rebuild(f[2], ts, w + wsite(pl, 0, pl->oz) * 24);
+        rebuild(f[3], ts, w + wsite(pl, pl->wt - 1, pl->oz) * 24);
+    }
+    for (int t = 0; pl->z_lo >= 0 && t < pl->lt; t++) {
+        rebuild(f[6] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, 0) * 24);
+        rebuild(f[7] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, pl->wz - 1) * 24);
+    }
+    if (info) {
+        info->halo_bytes += ((pl->t_lo >= 0 ? 2.0 * (double)ts : 0.0) +
+                             (pl->z_lo >= 0 ? 2.0 * (double)zf : 0.0)) * 12 * sizeof(double);
+        info->messages += n / 2;
+        info->exchanges += 1;
+    }
+}
+
+/* This rank's info: the t-slab's fields, then the whole grid's rank and size, the z-range. */
+static pk_mpi_info *ds_info(const pk_mpi_dslash_plan *pl, pk_mpi_info *info,
+                            pk_mpi_info *spare) {
+    const int h = pl->t_lo >= 0;
+    if (info)
+        pkm_info_begin(info, &pl->s, h, h);
+    else
+        info = pkm_info_run(NULL, spare, &pl->s, h, h);
+    info->rank = pl->rank;
+    info->nranks = pl->nranks;
+    info->z0 = pl->sz.i0 ? pl->sz.i0[pl->sz.rank] : -1;
+    info->z1 = pl->sz.i0 ? pl->sz.i1[pl->sz.rank] : -1;
+    return info;
 }
 
 PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Comm comm,
@@ -66,6 +226,9 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
                                                const double *u, const pk_mpi_options *opt,
                                                pk_mpi_info *info) {
     pk_status st = PK_OK;
+    int nranks = 1;
+    MPI_Comm_size(comm, &nranks);
+    const int pz = opt && opt->ranks_z > 1 ? opt->ranks_z : 1;
     if (plan)
         *plan = NULL;
     if (!plan || !p || !u) {
@@ -77,13 +240,23 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
         pkm_set_error("x, y, z, t: must be >= 1, and one t-plane of psi within one MPI message "
                       "(2^31 bytes), got %d x %d x %d x %d", p->x, p->y, p->z, p->t);
         st = PK_ESIZE;
+    } else if (opt && opt->ranks_z < 0) {
+        pkm_set_error("ranks_z: must be >= 0, got %d", opt->ranks_z);
+        st = PK_EINVAL;
+    } else if (nranks % pz != 0) {
+        pkm_set_error("ranks_z: %d does not divide the %d ranks (a grid of t x z ranks)", pz,
+                      nranks);
+        st = PK_EINVAL;
     }
     pk_mpi_dslash_plan *pl = pkm_plan_new(comm, st, sizeof *pl, &st);
     if (!pl)
         return st;
-    pl->halo.row_type = pl->up.row_type = pl->down.row_type = MPI_DATATYPE_NULL;
+    pl->tcomm = pl->zcomm = MPI_COMM_NULL;
     pl->half = opt && opt->half;
+    pl->pz = pz;
     MPI_Comm_dup(comm, &pl->comm);
+    MPI_Comm_rank(pl->comm, &pl->rank);
+    pl->nranks = nranks;
     /* field by field: the struct's padding (after recon12) holds whatever the caller's had */
     memset(&pl->p, 0, sizeof pl->p);
     pl->p.x = p->x;
@@ -92,109 +265,96 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
     pl->p.t = p->t;
     pl->p.kappa = p->kappa;
     pl->p.recon12 = p->recon12;
+    int grid[2] = {pz, pl->half};
+    /* both comparisons on every rank (collectives), then one agreement */
     st = pkm_same_as_root(pl->comm, &pl->p, sizeof pl->p,
                           "dslash parameters (x, y, z, t, kappa, recon12)");
-    st = pkm_agree(pl->comm, st, NULL, NULL);
-    if (st == PK_OK)
-        st = pkm_slabs_make(&pl->s, pl->comm, p->t, opt, "t planes");
+    pk_status gst = pkm_same_as_root(pl->comm, grid, sizeof grid, "ranks_z and half");
+    st = pkm_agree(pl->comm, st != PK_OK ? st : gst, NULL, NULL);
     if (st != PK_OK)
         goto fail;
-    int R = pl->s.nranks, me = pl->s.rank;
-    pl->L = pl->s.i1[me] - pl->s.i0[me];
-    pl->vol3 = (size_t)p->x * (size_t)p->y * (size_t)p->z;
-    int *one = malloc(2 * (size_t)R * sizeof *one);
-    size_t W = (size_t)pl->L + 2, up = pl->vol3 * 18, sp = pl->vol3 * 24;
-    pl->u = pkm_alloc64(4 * W * up * sizeof(double));
-    pl->psi = pkm_alloc64(W * sp * sizeof(double));
-    pl->chi = pkm_alloc64(W * sp * sizeof(double));
-    if (!one || !pl->u || !pl->psi || !pl->chi) {
-        pkm_set_error("out of memory for the lattice with its halo planes (%zu t-planes)", W);
+    /* the grid: a column (tcomm) holds one z-range and splits t, a row (zcomm) the reverse;
+     * each slab rule agrees within its communicator, so with pz > 1 every step is agreed by
+     * all ranks before the next one's collectives (pz = 1: tcomm is comm, in its order) */
+    MPI_Comm_split(pl->comm, pl->rank % pz, pl->rank / pz, &pl->tcomm);
+    MPI_Comm_split(pl->comm, pl->rank / pz, pl->rank % pz, &pl->zcomm);
+    st = pkm_slabs_make(&pl->s, pl->tcomm, p->t, opt, "t planes");
+    if (pz > 1)
+        st = pkm_agree(pl->comm, st, NULL, NULL);
+    if (st == PK_OK)
+        st = pkm_slabs_make(&pl->sz, pl->zcomm, p->z, NULL, "z planes");
+    if (pz > 1)
+        st = pkm_agree(pl->comm, st, NULL, NULL);
+    if (st == PK_OK && pz > 1) { /* a row holds one t-slab: the caller's must agree along it */
+        int mine[2] = {pl->s.i0[pl->s.rank], pl->s.i1[pl->s.rank]};
+        st = pkm_same_as_root(pl->zcomm, mine, sizeof mine,
+                              "t-slabs of the ranks of one t-coordinate (ranks_z apart)");
+        st = pkm_agree(pl->comm, st, NULL, NULL);
+    }
+    if (st != PK_OK)
+        goto fail;
+    const int pt = pl->s.nranks, ct = pl->s.rank, cz = pl->sz.rank;
+    pl->lt = pl->s.i1[ct] - pl->s.i0[ct];
+    pl->lz = pl->sz.i1[cz] - pl->sz.i0[cz];
+    pl->ot = pt > 1;
+    pl->oz = pz > 1;
+    pl->wt = pl->lt + 2 * pl->ot;
+    pl->wz = pl->lz + 2 * pl->oz;
+    pl->t_lo = pt > 1 ? (ct + pt - 1) % pt : -1;
+    pl->t_hi = pt > 1 ? (ct + 1) % pt : -1;
+    pl->z_lo = pz > 1 ? (cz + pz - 1) % pz : -1;
+    pl->z_hi = pz > 1 ? (cz + 1) % pz : -1;
+    pl->vol2 = (size_t)p->x * (size_t)p->y;
+    const int alone = nranks == 1;
+    const size_t wsites = (size_t)pl->wt * (size_t)pl->wz * pl->vol2;
+    /* calloc: the corners of the widened block are never written and must read as numbers */
+    pl->u = calloc(4 * wsites * 18, sizeof(double));
+    if (!alone) {
+        pl->psi = calloc(wsites * 24, sizeof(double));
+        pl->chi = calloc(wsites * 24, sizeof(double));
+    }
+    int ok = pl->u && (alone || (pl->psi && pl->chi));
+    if (pl->half) {
+        const size_t ts = (size_t)pl->lz * pl->vol2, zf = (size_t)pl->lt * pl->vol2;
+        for (int k = 0; k < 8; k++)
+            if (!(pl->face[k] = pkm_alloc64((k < 4 ? ts : zf) * 12 * sizeof(double))))
+                ok = 0;
+    }
+    if (!ok) {
+        pkm_set_error("out of memory for the block with its halo planes (%d x %d planes)",
+                      pl->wt, pl->wz);
         st = PK_ENOMEM;
     }
     st = pkm_agree(pl->comm, st, NULL, NULL);
-    if (st != PK_OK) {
-        free(one);
-        goto fail;
-    }
-    for (int r = 0; r < 2 * R; r++)
-        one[r] = 1;
-    /* the links' halo planes, once: one exchange per direction mu */
-    pkm_halo uh;
-    st = pkm_halo_make(&uh, pl->comm, &pl->s, one, one + R, 1, up * sizeof(double));
-    st = pkm_agree(pl->comm, st, NULL, NULL);
-    if (st == PK_OK) {
-        for (int mu = 0; mu < 4; mu++) {
-            const double *own = u + (size_t)mu * pl->L * up;
-            double *dst = pl->u + (size_t)mu * W * up;
-            memcpy(dst + up, own, (size_t)pl->L * up * sizeof(double));
-            pkm_src src = {own, NULL, NULL, 0};
-            pkm_halo_start(&uh, &src, dst, dst + (W - 1) * up, NULL);
-            pkm_halo_finish(&uh);
-        }
-    }
-    pkm_halo_free(&uh);
-    if (st == PK_OK && !pl->half) {
-        st = pkm_halo_make(&pl->halo, pl->comm, &pl->s, one, one + R, 1, sp * sizeof(double));
-    } else if (st == PK_OK) { /* one plane from below (up), one from above (down) */
-        int *zero = calloc((size_t)R, sizeof *zero);
-        size_t hb = pl->vol3 * 12 * sizeof(double);
-        st = zero ? PK_OK : PK_ENOMEM;
-        if (st == PK_OK)
-            st = pkm_halo_make(&pl->up, pl->comm, &pl->s, one, zero, 1, hb);
-        if (st == PK_OK)
-            st = pkm_halo_make(&pl->down, pl->comm, &pl->s, zero, one, 1, hb);
-        for (int k = 0; st == PK_OK && k < 4; k++)
-            if (!(pl->face[k] = pkm_alloc64(hb)))
-                st = PK_ENOMEM;
-        if (st == PK_ENOMEM)
-            pkm_set_error("out of memory for the half-spinor faces");
-        free(zero);
-    }
-    free(one);
-    st = pkm_agree(pl->comm, st, NULL, NULL);
     if (st != PK_OK)
         goto fail;
+    /* the links' halo planes, once, one exchange per direction mu */
+    const size_t own = (size_t)pl->lt * (size_t)pl->lz * pl->vol2 * 18;
+    for (int mu = 0; mu < 4; mu++)
+        exchange(pl, u + (size_t)mu * own, pl->u + (size_t)mu * wsites * 18, 18, NULL);
     pk_run_info li;
     memset(&li, 0, sizeof li);
     st = pkm_context(ctx, &pl->ctx, &pl->owned);
     if (st == PK_OK) {
         pk_dslash_params lp = pl->p;
-        lp.t = (int)W;
+        lp.t = pl->wt;
+        lp.z = pl->wz;
         st = pk_dslash_plan_create(&pl->local, pl->ctx, &lp, opt ? opt->variant : NULL, &li);
         if (st != PK_OK)
-            pkm_set_error("local dslash plan (t %d): %s", lp.t, pk_last_error());
+            pkm_set_error("local dslash plan (z %d, t %d): %s", lp.z, lp.t, pk_last_error());
     }
     st = pkm_agree(pl->comm, st, NULL, NULL);
     if (st != PK_OK)
         goto fail;
     if (info) {
         info->local = li;
-        pkm_info_begin(info, &pl->s, 1, 1);
+        ds_info(pl, info, NULL);
     }
     *plan = pl;
     return PK_OK;
 fail:
     ds_free(pl);
     return st;
-}
-
-/* The two spin components that fix (1 + sign gamma_t) psi on each site of a plane:
- * psi0 + sign psi2, psi1 + sign psi3, colours and re / im as they are. */
-static void project(const double *psi, size_t vol3, int sign, double *half) {
-    for (size_t i = 0; i < vol3; i++) {
-        const double *p = psi + i * 24;
-        double *h = half + i * 12;
-        for (int k = 0; k < 12; k++) /* spins 0, 1 (12 reals) against spins 2, 3 */
-            h[k] = sign > 0 ? p[k] + p[k + 12] : p[k] - p[k + 12];
-    }
-}
-
-/* A halo plane of spinors (h0, h1, 0, 0) from the received halves. */
-static void rebuild(const double *half, size_t vol3, double *psi) {
-    for (size_t i = 0; i < vol3; i++) {
-        memcpy(psi + i * 24, half + i * 12, 12 * sizeof(double));
-        memset(psi + i * 24 + 12, 0, 12 * sizeof(double));
-    }
 }
 
 PK_MPI_API pk_status pk_mpi_dslash_plan_execute(pk_mpi_dslash_plan *pl, const double *psi,
@@ -205,8 +365,7 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_execute(pk_mpi_dslash_plan *pl, const do
     }
     double t0 = pkm_now();
     pk_mpi_info spare;
-    info = pkm_info_run(info, &spare, &pl->s, 1, 1);
-    size_t sp = pl->vol3 * 24, slab = (size_t)pl->L * sp;
+    info = ds_info(pl, info, &spare);
     pk_status st = PK_OK;
     if (!psi || !chi) {
         pkm_set_error("pk_mpi_dslash_plan_execute: %s must not be NULL", !psi ? "psi" : "chi");
@@ -215,30 +374,23 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_execute(pk_mpi_dslash_plan *pl, const do
     st = pkm_agree(pl->comm, st, NULL, &info->agree_s);
     if (st != PK_OK)
         return st;
-    double t1 = pkm_now();
-    memcpy(pl->psi + sp, psi, slab * sizeof(double));
-    if (!pl->half) {
-        pkm_src src = {psi, NULL, NULL, 0};
-        pkm_halo_start(&pl->halo, &src, pl->psi, pl->psi + ((size_t)pl->L + 1) * sp, info);
-        pkm_halo_finish(&pl->halo);
+    double t1 = pkm_now(), t2 = t1;
+    if (!pl->psi) { /* a rank alone: the whole lattice, on the caller's arrays */
+        st = pk_dslash_plan_execute(pl->local, pl->u, psi, chi, &info->local);
     } else {
-        project(pl->psi + (size_t)pl->L * sp, pl->vol3, 1, pl->face[0]); /* top plane */
-        project(pl->psi + sp, pl->vol3, -1, pl->face[1]);                /* bottom plane */
-        pkm_src up = {pl->face[0], NULL, pl->face[0], 1};
-        pkm_src down = {pl->face[1], pl->face[1], NULL, 1};
-        pkm_halo_start(&pl->up, &up, pl->face[2], NULL, info);
-        pkm_halo_start(&pl->down, &down, NULL, pl->face[3], info);
-        pkm_halo_finish(&pl->up);
-        pkm_halo_finish(&pl->down);
-        rebuild(pl->face[2], pl->vol3, pl->psi);
-        rebuild(pl->face[3], pl->vol3, pl->psi + ((size_t)pl->L + 1) * sp);
+        if (pl->half)
+            exchange_half(pl, psi, pl->psi, info);
+        else
+            exchange(pl, psi, pl->psi, 24, info);
+        t2 = pkm_now();
+        st = pk_dslash_plan_execute(pl->local, pl->u, pl->psi, pl->chi, &info->local);
+        const size_t tp = (size_t)pl->lz * pl->vol2 * 24;
+        for (int t = 0; st == PK_OK && t < pl->lt; t++) /* chi may be psi: psi is copied */
+            memcpy(chi + (size_t)t * tp, pl->chi + wsite(pl, t + pl->ot, pl->oz) * 24,
+                   tp * sizeof *chi);
     }
-    double t2 = pkm_now();
-    st = pk_dslash_plan_execute(pl->local, pl->u, pl->psi, pl->chi, &info->local);
     if (st != PK_OK)
         pkm_set_error("local dslash: %s", pk_last_error());
-    else
-        memmove(chi, pl->chi + sp, slab * sizeof(double)); /* chi may be psi */
     double t3 = pkm_now();
     info->comm_s += t2 - t1;
     info->compute_s += t3 - t2;

@@ -72,6 +72,10 @@ typedef struct pk_mpi_options {
                             doubles a site instead of 24, QUDA's way), rebuilt into the halo
                             planes: within docs/KERNELS.md 4c's tolerance, not promised
                             bitwise; 0 (the default): full spinors, bitwise */
+    int ranks_z;         /* dslash: ranks along z (a grid of nranks / ranks_z along t by
+                            ranks_z along z, rank r at t-coordinate r / ranks_z and
+                            z-coordinate r % ranks_z; it must divide the ranks); 0 or 1 (the
+                            default): t only */
 } pk_mpi_options;
 PK_MPI_API void pk_mpi_options_init(pk_mpi_options *opt);
 
@@ -90,6 +94,7 @@ typedef struct pk_mpi_info {
     long exchanges;       /* halo exchanges */
     pk_run_info local;    /* the last local kernel call's info: backend, device, variant,
                              reason (its times are those of that call only) */
+    int z0, z1;           /* dslash: this rank's z-planes (the whole z without ranks_z) */
 } pk_mpi_info;
 
 /* ---- diffusion3d: slabs along z, zero-flux walls at z = 0 and nz - 1 ----------------------
@@ -195,17 +200,24 @@ PK_MPI_API pk_status pk_mpi_magicfilter3d_plan_execute(pk_mpi_magicfilter3d_plan
                                                        pk_mpi_info *info);
 PK_MPI_API void pk_mpi_magicfilter3d_plan_destroy(pk_mpi_magicfilter3d_plan *plan);
 
-/* ---- dslash: slabs of t-planes, one halo t-plane on each side ----------------------------
- * p holds the global lattice (the same on every rank), split along t.  Each rank passes its
- * planes i0 .. i1 - 1: u complex128 [4][i1 - i0][z][y][x][3][3] (for each mu its planes of
- * U_mu) at plan creation, psi and chi complex128 [i1 - i0][z][y][x][4][3] at execute.  The
- * link planes i0 - 1 and i1 (mod t) come from the neighbours once, at creation; the psi
- * planes every execute: full spinors (24 doubles a site), or with pk_mpi_options.half the
- * spin projections the hops use, (1 + gamma_t) psi from below and (1 - gamma_t) psi from
- * above (12 doubles a site), rebuilt into halo spinors with the same projection.  The local
- * dslash runs on the rank's L + 2 planes; the halo planes' outputs are dropped.  Full
- * spinors: bitwise the single-process result of the same variant; half: within
- * docs/KERNELS.md 4c's tolerance (tests/test_mpi.c checks both).  chi may be psi. */
+/* ---- dslash: blocks of t- and z-planes, one halo plane on each side of a split axis ------
+ * p holds the global lattice (the same on every rank), split along t and, with
+ * pk_mpi_options.ranks_z = pz > 1, along z too (QUDA's order): the ranks form a grid of
+ * nranks / pz along t by pz along z, rank r at t-coordinate r / pz (its t-planes [i0, i1):
+ * the block rule over the t-coordinates, or the caller's slab, the same for the pz ranks of
+ * one t-coordinate) and z-coordinate r % pz (its z-planes [z0, z1): the block rule over pz).
+ * Each rank passes its block: u complex128 [4][i1 - i0][z1 - z0][y][x][3][3] (for each mu its
+ * planes of U_mu) at plan creation, psi and chi complex128 [i1 - i0][z1 - z0][y][x][4][3] at
+ * execute (without ranks_z, z0 = 0 and z1 = z: the t-slab).  Along a split axis the
+ * neighbours' planes next to the block (mod the extent) come as halo planes: the links' once,
+ * at creation; psi's every execute: full spinors (24 doubles a site), or with
+ * pk_mpi_options.half the spin projections the hops use, (1 + gamma_mu) psi from below and
+ * (1 - gamma_mu) psi from above (12 doubles a site), rebuilt into halo spinors with the same
+ * projection.  The local dslash runs on the block with its halo planes, whose outputs are
+ * dropped (a rank alone runs the caller's arrays).  Full spinors: bitwise the single-process
+ * result of the same variant; half: within docs/KERNELS.md 4c's tolerance (tests/test_mpi.c
+ * checks both).  chi may be psi.  pk_mpi_info's i0, i1 are the t-planes, z0, z1 the
+ * z-planes. */
 typedef struct pk_mpi_dslash_plan pk_mpi_dslash_plan;
 PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Comm comm,
                                                pk_context *ctx, const pk_dslash_params *p,

@@ -125,6 +125,27 @@ ok=1
 [ "$rc" -eq 2 ] && [ "$said" -eq 1 ] && [ ! -s "$out.cli" ] && ok=0
 result $ok "mpirun -np 2 portkern run grid --mpi --in MISSING: refused, said once (rc $rc)"
 [ "$ok" -eq 0 ] || sed 's/^/# /' "$out.cli.err" | tail -n 20
+# dslash split along t and z: 2 x 2 ranks (t x z) and 4 along z, uneven z, the serial variant
+# (bitwise: docs/SCALING.md 1); every rank's entry names its z-planes
+for rz in 2 4; do
+    timeout -k 10 "$limit" "$run" $over -np 4 "$pk" run dslash --mpi --dims 3,2,7,6 \
+        --ranks-z $rz --variant serial --half --verify > "$out.cli" 2> "$out.cli.err"
+    rc=$?
+    ok=1
+    [ "$rc" -eq 0 ] && [ "$(grep -o '"z1": [0-9]*' "$out.cli" | wc -l)" -eq 4 ] &&
+        grep -q '"ranks_z": '$rz "$out.cli" && grep -q '"verify": {"equal": true' "$out.cli" &&
+        ok=0
+    result $ok "mpirun -np 4 portkern run dslash --mpi --ranks-z $rz --half --verify: the blocks equal one process"
+    [ "$ok" -eq 0 ] || { sed 's/^/# /' "$out.cli" "$out.cli.err" | tail -n 20; }
+done
+timeout -k 10 "$limit" "$run" $over -np 2 "$pk" run dslash --mpi --dims 2,2,2,4 --ranks-z 3 \
+    > "$out.cli" 2> "$out.cli.err"
+rc=$?
+said=$(grep -c "does not divide" "$out.cli.err")
+ok=1
+[ "$rc" -ne 0 ] && [ "$said" -eq 1 ] && [ ! -s "$out.cli" ] && ok=0
+result $ok "mpirun -np 2 portkern run dslash --mpi --ranks-z 3: refused, said once (rc $rc)"
+[ "$ok" -eq 0 ] || sed 's/^/# /' "$out.cli.err" | tail -n 20
 # t below the ranks: refused on every rank, said once (by rank 0), usage status
 timeout -k 10 "$limit" "$run" $over -np 2 "$pk" run dslash --mpi --dims 2,2,2,1 \
     > "$out.cli" 2> "$out.cli.err"

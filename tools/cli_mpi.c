@@ -39,7 +39,7 @@ static const struct {
     {"conv2d", " h w kh kw verify "},
     {"su3", " nv verify "},
     {"magicfilter3d", " n1 n2 n3 size transpose bc verify "},
-    {"dslash", " x y z t dims kappa recon12 half verify "},
+    {"dslash", " x y z t dims kappa recon12 half ranks-z verify "},
     {"grid", " dataset scale in out verify "},
     {NULL, NULL},
 };
@@ -58,7 +58,7 @@ typedef struct mpi_grid {
 
 typedef struct mpi_args {
     const char *variant, *backend, *size, *dims, *bc, *dataset, *in, *out;
-    int mpi, threads, repeat, seed, count, transpose, recon12, half, verify;
+    int mpi, threads, repeat, seed, count, transpose, recon12, half, ranks_z, verify;
     int nx, ny, nz, h, w, kh, kw, nv, n1, n2, n3, x, y, z, t;
     double kappa, scale;
     mpi_grid *grid;
@@ -115,10 +115,10 @@ static void report(MPI_Comm comm, const char *kernel, const char *params_json,
     int rank = 0, n = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &n);
-    enum { ND = 10, NS = 3, SL = 128 };
+    enum { ND = 12, NS = 3, SL = 128 };
     double mine[ND] = {best->i0, best->i1, best->compute_s, best->comm_s, best->agree_s,
                        best->wall_s, best->halo_bytes, (double)best->messages,
-                       best->local.device, (double)items};
+                       best->local.device, (double)items, best->z0, best->z1};
     char smine[NS][SL];
     int len = SL;
     memset(smine, 0, sizeof smine);
@@ -167,6 +167,10 @@ static void report(MPI_Comm comm, const char *kernel, const char *params_json,
             cj_str(&j, "variant", s + 2 * SL);
             cj_int(&j, "i0", (long long)a[0]);
             cj_int(&j, "i1", (long long)a[1]);
+            if (a[11] > 0) { /* dslash: the z-planes too */
+                cj_int(&j, "z0", (long long)a[10]);
+                cj_int(&j, "z1", (long long)a[11]);
+            }
             cj_num(&j, "compute_s", a[2]);
             cj_num(&j, "comm_s", a[3]);
             cj_num(&j, "agree_s", a[4]);
@@ -537,6 +541,28 @@ static pk_status slab_verify(mpi_args *a, const float *slab, int i0, int i1, siz
     return st;
 }
 
+/* dslash's blocks: the (t, z) planes of `plane` doubles as gather_rows lays them (rank by
+ * rank, each rank's block [t][z]; the ranks a grid of n / pz along t by pz along z, the block
+ * rule on both axes) to the global order [T][Z] (to_global 1), or back (0).  Rank 0. */
+static void ds_block_order(const double *from, double *to, int T, int Z, int pz, int n,
+                           size_t plane, int to_global)
+{
+    size_t g = 0; /* planes of the ranks before */
+    for (int r = 0; r < n; ++r) {
+        int t0 = 0, t1 = 0, z0 = 0, z1 = 0;
+        pk_mpi_block(T, n / pz, r / pz, &t0, &t1);
+        pk_mpi_block(Z, pz, r % pz, &z0, &z1);
+        for (int t = t0; t < t1; ++t)
+            for (int z = z0; z < z1; ++z, ++g) {
+                const size_t at = ((size_t)t * (size_t)Z + (size_t)z) * plane;
+                if (to_global)
+                    memcpy(to + at, from + g * plane, plane * sizeof *to);
+                else
+                    memcpy(to + g * plane, from + at, plane * sizeof *to);
+            }
+    }
+}
+
 /* The same for float64 results whose inputs are per-rank (su3, magicfilter3d, dslash):
  * the caller has gathered the inputs and computed ref on rank 0 (NULL elsewhere, or on a
  * failure there); the output rows are gathered here. */
@@ -763,23 +789,26 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
         pk_mpi_magicfilter3d_plan_destroy(pl);
     } else { /* dslash */
         pk_dslash_params p = {a->x, a->y, a->z, a->t, a->kappa, a->recon12};
-        snprintf(pj, pjlen, "\"x\": %d, \"y\": %d, \"z\": %d, \"t\": %d, \"kappa\": %.17g, "
-                 "\"recon12\": %s, \"half\": %s", a->x, a->y, a->z, a->t, a->kappa,
-                 a->recon12 ? "true" : "false", a->half ? "true" : "false");
-        int i0 = 0, i1 = 0, rank = 0, n = 1;
+        int i0 = 0, i1 = 0, z0 = 0, z1 = 0, rank = 0, n = 1, pz = a->ranks_z;
         MPI_Comm_rank(comm, &rank);
         MPI_Comm_size(comm, &n);
-        /* the links go to plan creation: this rank's planes by the block rule (which the
-         * plan applies too); a t below the ranks is refused by the plan, on every rank */
-        size_t vol3 = (size_t)a->x * a->y * a->z, L = 0;
-        if (pk_mpi_block(a->t, n, rank, &i0, &i1) == PK_OK)
-            L = (size_t)(i1 - i0);
-        double *u = malloc(4 * L * vol3 * 18 * 8 + 8), *psi = malloc(L * vol3 * 24 * 8 + 8);
-        double *chi = malloc(L * vol3 * 24 * 8 + 8);
+        o.ranks_z = pz;
+        snprintf(pj, pjlen, "\"x\": %d, \"y\": %d, \"z\": %d, \"t\": %d, \"kappa\": %.17g, "
+                 "\"recon12\": %s, \"half\": %s, \"ranks_z\": %d", a->x, a->y, a->z, a->t,
+                 a->kappa, a->recon12 ? "true" : "false", a->half ? "true" : "false", pz);
+        /* the links go to plan creation: this rank's block by the block rule (which the plan
+         * applies too); a t or z below the ranks, or a ranks_z that does not divide them, is
+         * refused by the plan, on every rank */
+        size_t vol2 = (size_t)a->x * a->y, L = 0; /* L: the block's (t, z) planes */
+        if (n % pz == 0 && pk_mpi_block(a->t, n / pz, rank / pz, &i0, &i1) == PK_OK &&
+            pk_mpi_block(a->z, pz, rank % pz, &z0, &z1) == PK_OK)
+            L = (size_t)(i1 - i0) * (size_t)(z1 - z0);
+        double *u = malloc(4 * L * vol2 * 18 * 8 + 8), *psi = malloc(L * vol2 * 24 * 8 + 8);
+        double *chi = malloc(L * vol2 * 24 * 8 + 8);
         if (u && psi && chi) {
-            pk_lqcd_random_su3((uint64_t)a->seed * 7919u + (uint64_t)rank, 4 * L * vol3, u);
+            pk_lqcd_random_su3((uint64_t)a->seed * 7919u + (uint64_t)rank, 4 * L * vol2, u);
             pk_lqcd_random_complex((uint64_t)a->seed * 7919u + 4099u + (uint64_t)rank,
-                                   L * vol3 * 12, psi);
+                                   L * vol2 * 12, psi);
         }
         pk_mpi_dslash_plan *pl = NULL;
         st = pk_mpi_dslash_plan_create(&pl, comm, ctx, &p, u && psi && chi ? u : NULL, &o,
@@ -788,37 +817,48 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
             st = pk_mpi_dslash_plan_execute(pl, psi, chi, &info);
             keep_best(best, &info, r == 0);
         }
-        if (st == PK_OK && a->verify) { /* links (per mu) and psi gathered by t-plane */
-            const size_t T = (size_t)a->t, lrow = vol3 * 18, srow = vol3 * 24;
-            double *U = rank == 0 ? malloc(4 * T * lrow * sizeof *U + 8) : NULL, *ref = NULL;
-            void *part = NULL, *PSI = NULL;
-            st = agree_alloc(rank != 0 || U);
+        if (st == PK_OK && a->verify) { /* links (per mu) and psi gathered by (t, z) plane */
+            const size_t P = (size_t)a->t * (size_t)a->z, lrow = vol2 * 18, srow = vol2 * 24;
+            double *U = rank == 0 ? malloc(4 * P * lrow * sizeof *U + 8) : NULL, *ref = NULL;
+            double *PSI = rank == 0 ? malloc(P * srow * sizeof *PSI + 8) : NULL;
+            void *part = NULL;
+            st = agree_alloc(rank != 0 || (U && PSI));
             for (int mu = 0; st == PK_OK && mu < 4; ++mu) {
-                st = gather_rows(u + (size_t)mu * L * lrow, (int)L, lrow * sizeof(double), T,
+                st = gather_rows(u + (size_t)mu * L * lrow, (int)L, lrow * sizeof(double), P,
                                  &part);
                 if (st == PK_OK && rank == 0)
-                    memcpy(U + (size_t)mu * T * lrow, part, T * lrow * sizeof(double));
+                    ds_block_order(part, U + (size_t)mu * P * lrow, a->t, a->z, pz, n, lrow, 1);
                 free(part);
                 part = NULL;
             }
             if (st == PK_OK)
-                st = gather_rows(psi, (int)L, srow * sizeof(double), T, &PSI);
+                st = gather_rows(psi, (int)L, srow * sizeof(double), P, &part);
+            if (st == PK_OK && rank == 0)
+                ds_block_order(part, PSI, a->t, a->z, pz, n, srow, 1);
+            free(part);
+            part = NULL;
             if (st == PK_OK && rank == 0) {
-                ref = malloc(T * srow * sizeof *ref + 8);
-                if (ref && pk_dslash(ctx, &p, info.local.variant, U, PSI, ref, NULL) != PK_OK) {
-                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                ref = malloc(P * srow * sizeof *ref + 8);
+                part = malloc(P * srow * sizeof *ref + 8);
+                if (ref && part &&
+                    pk_dslash(ctx, &p, info.local.variant, U, PSI, part, NULL) == PK_OK) {
+                    ds_block_order(part, ref, a->t, a->z, pz, n, srow, 0); /* as gathered */
+                } else {
+                    fprintf(stderr, "portkern run: --verify: %s\n",
+                            ref && part ? pk_last_error() : "out of memory");
                     free(ref);
                     ref = NULL;
                 }
             }
             if (st == PK_OK)
-                st = slab_verify64(a, chi, (int)L, srow, ref, T, PK_DIFF_NORM, 1e-12,
-                                   "the t-planes gathered on rank 0 (links, psi, chi) against "
+                st = slab_verify64(a, chi, (int)L, srow, ref, P, PK_DIFF_NORM, 1e-12,
+                                   "the blocks gathered on rank 0 (links, psi, chi) against "
                                    "one process's run of the same variant, norm-wise 1e-12 "
                                    "(docs/KERNELS.md 4c; full spinors: bitwise)", pj, pjlen);
             free(U);
             free(PSI);
             free(ref);
+            free(part);
         }
         free(u);
         free(psi);
@@ -853,6 +893,8 @@ static void mpi_run_usage(FILE *f)
         "                 --bc periodic|grow|shrink\n"
         "  dslash         --dims X,Y,Z,T | --x N --y N --z N --t N (8,8,8,16) --kappa F\n"
         "                 (0.125) --recon12 --half (half-spinor faces: 12 doubles a site)\n"
+        "                 --ranks-z N (split z over N ranks too: a grid of ranks/N along t\n"
+        "                 by N along z; 1, the default: t only)\n"
         "  grid           --dataset NAME (small) --scale F (1) | --in DIR (a 'portkern gen\n"
         "                 grid' directory); every rank loads the set and grids its block of\n"
         "                 the visibilities, the grid is reduced to row bands\n"
@@ -891,6 +933,7 @@ int cli_mpi_run(int argc, char **argv)
     a.n1 = a.n2 = a.n3 = 64;
     a.x = a.y = a.z = 8;
     a.t = 16;
+    a.ranks_z = 1;
     a.kappa = 0.125;
     a.scale = 1;
     a.items = -1;
@@ -933,6 +976,7 @@ int cli_mpi_run(int argc, char **argv)
     n = cli_opt_add(opts, n, "kappa", CLI_DOUBLE, &a.kappa, &seen[n], 1e-300, 1e300);
     n = cli_opt_add(opts, n, "recon12", CLI_FLAG, &a.recon12, &seen[n], 0, 0);
     n = cli_opt_add(opts, n, "half", CLI_FLAG, &a.half, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "ranks-z", CLI_INT, &a.ranks_z, &seen[n], 1, IM);
     n = cli_opt_add(opts, n, "dataset", CLI_STRING, &a.dataset, &seen[n], 0, 0);
     n = cli_opt_add(opts, n, "scale", CLI_DOUBLE, &a.scale, &seen[n], 1e-300, 1);
     n = cli_opt_add(opts, n, "in", CLI_STRING, &a.in, &seen[n], 0, 0);
