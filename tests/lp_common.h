@@ -277,8 +277,9 @@ static const lp_shape lp_shapes[] = {
     {PK_LAP_LEXI, 0, {1, 2, 3, 5, 15, 17, 33, 64}, 8},
     {PK_LAP_LEXI, 7, {31, 47, 100}, 3}, /* lexi ignores nw */
     {PK_LAP_HVFO, 0, {16, 32, 48, 80, 128}, 5},
-    {PK_LAP_HVFO, 16, {16, 64}, 2},
-    {PK_LAP_HVFO, 8, {8, 16, 24, 40, 72}, 5},
+    {PK_LAP_HVFO, 16, {16, 64, 144}, 3},         /* 144: two 8 x 8 blocks and a remainder */
+    {PK_LAP_HVFO, 8, {8, 16, 24, 40, 72, 200}, 6},
+    {PK_LAP_HVFO, 24, {408}, 1},                 /* 17 x 24: 3 block rows, 2 columns + 1 */
     {PK_LAP_HVFO, 3, {3, 9, 15, 33}, 4},
     {PK_LAP_HVFO, 5, {5, 15, 35}, 3},
     {PK_LAP_HVFO, 4, {4, 12, 20}, 3},
