@@ -209,20 +209,29 @@ static void tune_usage(FILE *f)
         "value must win by 2%%.  The space (tools/cli_driver.c, tune_space): the OpenCL\n"
         "schemes, the ISA levels below the CPU's best, the streaming stores, CUDA grid block\n"
         "counts; conv2d.fft_taps is derived from the direct/FFT winner at the case's PSF.\n"
-        "Every row is verified like bench's.  Where runs do not add up (all but diffusion3d\n"
-        "and laplace2d), the timing stops once two runs agree within 2%%, or after one run\n"
-        "of over 0.1 s beyond 1.5x the case's best so far on any backend (none when the\n"
-        "warm-up took 4x that and over 0.5 s); OpenMP runs first, as the yardstick.  A\n"
-        "backend beyond 1.5x the case's best is not searched.  Afterwards, for each case,\n"
-        "auto's choice with the new wisdom is printed against the best measured.\n"
+        "Every row is verified like bench's.  The timing stops after one run of over 0.1 s\n"
+        "beyond 1.5x the case's best so far on any backend (none when the warm-up took 4x\n"
+        "that and over 0.5 s), and where runs do not add up once two runs agree within 2%%;\n"
+        "where they add up (diffusion3d, laplace2d) a row cut short is verified against the\n"
+        "serial reference after as many runs (made once per case).  OpenMP runs first, as\n"
+        "the yardstick.  A backend beyond 1.5x the case's best is not searched.\n"
+        "At paper and large sizes grid, image and degrid run every variant first on a proxy,\n"
+        "a tenth of the visibilities on the same grid (verified against its own reference):\n"
+        "one beyond 2x the proxy's best is not run at full size (the row says so).\n"
+        "The budget: each kernel gets an equal share of what is left when it starts (what\n"
+        "one leaves over goes to the later ones); once its share is spent its search starts\n"
+        "no more rows (listed); a kernel is not started once the whole budget is spent.\n"
+        "Each kernel's time is printed ('tune time:': data and references, rows, the\n"
+        "longest).  Afterwards, for each case, auto's choice with the new wisdom is printed\n"
+        "against the best measured.\n"
         "\n"
         "  --kernels K,...   default: all (%s)\n"
         "  --backends B,...  default: serial,openmp,opencl,cuda\n"
         "  --size S          small, paper (default) or large\n"
         "  --reps N          timed runs per row, at most (default 3)\n"
         "  --threads N       OpenMP threads (0: OpenMP's default)\n"
-        "  --budget SECONDS  no kernel is started after this many seconds (default 600); those\n"
-        "                    left out are listed\n"
+        "  --budget SECONDS  the whole tune's time (default 180): shared by the kernels as\n"
+        "                    above; none is started after it (those left out are listed)\n"
         "  --wisdom FILE     the wisdom file to merge into (default: PORTKERN_WISDOM, else\n"
         "                    $XDG_CACHE_HOME/portkern/wisdom.json or ~/.cache/portkern/...);\n"
         "                    written whole, under a lock, merged with what is there\n"
@@ -237,7 +246,7 @@ static int cmd_bench(int argc, char **argv, int tuning)
     const char *prog = tuning ? "portkern tune" : "portkern bench";
     const char *kernels = kernel_list(), *backends = "serial,openmp,opencl,cuda";
     const char *json = NULL, *wisdom = NULL;
-    double budget = 600;
+    double budget = 180;
     cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0, tuning, NULL};
     cli_list params = {{NULL}, 0};
     const cli_kernel *want[16];
