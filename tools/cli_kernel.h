@@ -156,6 +156,7 @@ typedef struct cli_bench_req {
                          (cli_bench_time's cut and agreement) where the runs allow it */
     const cli_list *params; /* --param NAME=VALUE: tuning parameters of every context (NULL:
                                none); checked before the bench starts */
+    int proxy;        /* tune --proxy: 1 on, 0 off, -1 auto (paper and large sizes) */
 } cli_bench_req;
 
 enum { CLI_ROW_OK, CLI_ROW_SKIPPED, CLI_ROW_FAILED };
@@ -169,7 +170,7 @@ typedef struct cli_bench_row {
     int status;       /* CLI_ROW_* */
     char reason[600]; /* skipped/failed: why; ok: the library's reason */
     double t_min, t_median, t_max; /* kernel seconds of the timed runs */
-    double setup_s, upload_s, download_s;
+    double setup_s, upload_s, download_s, verify_s;
     double call_first_s, call_repeat_s; /* --calls: the library's wall of the first one-shot
                                            call in a fresh context, median of the later ones */
     pk_run_info info; /* of the fastest timed run */
@@ -180,6 +181,8 @@ typedef struct cli_bench_row {
     char tuning[160]; /* tune: the parameters set for this row, "name=value;..." ("": none) */
     int winner;       /* tune: the fastest of its backend, device and case (its wisdom entry) */
     double wall_s;    /* the row's wall, plan to verdict (tune's account of where time goes) */
+    unsigned long long out_hash; /* tune: a hash of the outputs (where the verdict is theirs) */
+    int hashed, same_as;  /* tune: out_hash made; verified as the outputs of row same_as - 1 */
     int short_runs;   /* tune, runs_add_up: cut short after this many runs (warm-up included),
                          verified against the reference after as many; 0: all runs */
 } cli_bench_row;
@@ -303,6 +306,11 @@ struct cli_kernel {
      * proxy that ranks the variants as the case does at a fraction of its cost (grid, image,
      * degrid: a tenth of the visibilities); returns what the proxy is, in words. */
     const char *(*proxy)(void *args);
+    /* The check hook's verdict depends on the outputs (the OUT arrays), the inputs and the
+     * reference only (no other result of the run): tune then takes a row whose outputs are
+     * bitwise those of a verified row of its case as verified (a kernel without a check hook
+     * is such). */
+    int verdict_of_outputs;
     int runs_add_up; /* each run steps the data in place (the reference is of reps + 1 runs):
                         bench always makes all reps timed runs */
     void (*describe)(const cli_bench_result *r); /* the lines above the table */

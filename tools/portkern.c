@@ -193,7 +193,8 @@ static void tune_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern tune [--kernels K,...] [--backends B,...] [--size S] [--reps N]\n"
-        "                     [--threads N] [--budget SECONDS] [--wisdom FILE] [--json FILE]\n"
+        "                     [--threads N] [--budget SECONDS] [--proxy on|off|auto]\n"
+        "                     [--wisdom FILE] [--json FILE]\n"
         "Measure which variant is fastest, per kernel, device and size, and keep the answer\n"
         "as wisdom, which the library's auto choice then follows (lib/portkern.h, \"Wisdom\").\n"
         "Each kernel runs as 'portkern bench' runs it: every available backend x variant x the\n"
@@ -220,7 +221,8 @@ static void tune_usage(FILE *f)
         "one beyond 2x the proxy's best is not run at full size (the row says so).\n"
         "The budget: each kernel gets an equal share of what is left when it starts (what\n"
         "one leaves over goes to the later ones); once its share is spent its search starts\n"
-        "no more rows (listed); a kernel is not started once the whole budget is spent.\n"
+        "no more rows (listed); no kernel but the first is started once the whole budget\n"
+        "is spent.\n"
         "Each kernel's time is printed ('tune time:': data and references, rows, the\n"
         "longest).  Afterwards, for each case, auto's choice with the new wisdom is printed\n"
         "against the best measured.\n"
@@ -232,6 +234,8 @@ static void tune_usage(FILE *f)
         "  --threads N       OpenMP threads (0: OpenMP's default)\n"
         "  --budget SECONDS  the whole tune's time (default 180): shared by the kernels as\n"
         "                    above; none is started after it (those left out are listed)\n"
+        "  --proxy WHEN      grid, image and degrid ranked on the proxy first: on, off, or\n"
+        "                    auto (default: at paper and large sizes)\n"
         "  --wisdom FILE     the wisdom file to merge into (default: PORTKERN_WISDOM, else\n"
         "                    $XDG_CACHE_HOME/portkern/wisdom.json or ~/.cache/portkern/...);\n"
         "                    written whole, under a lock, merged with what is there\n"
@@ -247,7 +251,8 @@ static int cmd_bench(int argc, char **argv, int tuning)
     const char *kernels = kernel_list(), *backends = "serial,openmp,opencl,cuda";
     const char *json = NULL, *wisdom = NULL;
     double budget = 180;
-    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0, tuning, NULL};
+    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0, tuning, NULL, -1};
+    const char *proxy = "auto";
     cli_list params = {{NULL}, 0};
     const cli_kernel *want[16];
     cli_opt opts[10];
@@ -265,6 +270,7 @@ static int cmd_bench(int argc, char **argv, int tuning)
     if (tuning) {
         cli_opt_add(opts, 6, "budget", CLI_DOUBLE, &budget, NULL, 0, 1e9);
         cli_opt_add(opts, 7, "wisdom", CLI_STRING, &wisdom, NULL, 0, 0);
+        cli_opt_add(opts, 8, "proxy", CLI_STRING, &proxy, NULL, 0, 0);
     } else {
         cli_opt_add(opts, 6, "psf-sweep", CLI_FLAG, &req.psf_sweep, NULL, 0, 0);
         cli_opt_add(opts, 7, "calls", CLI_INT, &req.calls, NULL, 0, 1000);
@@ -309,6 +315,10 @@ static int cmd_bench(int argc, char **argv, int tuning)
             memmove(list + 1, list, (size_t)i * sizeof *list);
             list[0] = PK_BACKEND_OPENMP;
         }
+    if (!strcmp(proxy, "on") || !strcmp(proxy, "off") || !strcmp(proxy, "auto"))
+        req.proxy = !strcmp(proxy, "on") ? 1 : !strcmp(proxy, "off") ? 0 : -1;
+    else
+        return cli_usage_error(prog, "option --proxy: '%s' (on, off or auto)", proxy);
     if (cli_size_index(req.size) < 0)
         return cli_usage_error(prog, "option --size: unknown size '%s' (small, paper, large)",
                                req.size);
