@@ -1192,6 +1192,7 @@ static void *short_ref(cli_bench_result *res, int c, int n)
     const cli_kernel *k = res->k;
     const int d = res->data_of[c];
     if (n < 1 || n >= CLI_SHORT_REFS) return NULL;
+    res->sref_last_s = 0;
     if (res->sref[d][n]) return res->sref[d][n];
     const double t0 = cli_now_s();
     cli_call call = {k, "portkern tune", CLI_IN_RUN, res->args[c], {0}};
@@ -1207,7 +1208,8 @@ static void *short_ref(cli_bench_result *res, int c, int n)
         res->sref_failed = 1;
         return NULL;
     }
-    res->setup_wall_s += cli_now_s() - t0;
+    res->sref_last_s = cli_now_s() - t0;
+    res->setup_wall_s += res->sref_last_s;
     return copy;
 }
 
@@ -1344,7 +1346,8 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r, 
     if (res->req->calls > 0) bench_calls(res, r);
 done:
     if (plan) k->call(CLI_PLAN_DESTROY, &plan, NULL, NULL, args, data, 0, NULL);
-    r->wall_s = cli_now_s() - t_row;
+    r->wall_s = cli_now_s() - t_row - (r->short_runs ? res->sref_last_s : 0); /* a reference
+                                                                   made for it: the references' */
 }
 
 /* Every case's args, and the data set of each (inputs generated, outputs allocated, the
@@ -1687,8 +1690,8 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
     return 0;
 }
 
-/* One kernel's part of bench: rows printed, kept in *out for the JSON (NULL when out of
- * memory).  Returns the exit code (1: a failure or an unverified row). */
+static const char *tune_proxy_skip(const cli_bench_result *px, pk_backend_id be,
+                                   const char *var, int c);
 /* tune: image's variants are grid's, and an image run grids first, so a variant whose grid
  * row in this tune (grid, when it ran before image) took over the cut (1.5x image's best so
  * far) cannot win image: it is not timed (grid's slow rows, 20-110 s a run at paper size,
@@ -1696,9 +1699,18 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
 static const char *tune_prior_skip(const cli_bench_result *res, const cli_bench_result *prior,
                                    pk_backend_id be, const char *var, int c)
 {
-    static char why[160];
+    static char why[300];
     const double cut = tune_cut(res, c);
-    if (!res->req->tune || !prior || strcmp(res->k->name, "image") || !(cut > 0)) return NULL;
+    if (!res->req->tune || !prior || strcmp(res->k->name, "image")) return NULL;
+    /* grid's proxy in this tune: a variant it left out (beyond 2x its best) grids slower than
+     * another, and so cannot win image's grid step on the same data set either */
+    const char *g = prior->px ? tune_proxy_skip(prior->px, be, var, 0) : NULL;
+    if (g) {
+        snprintf(why, sizeof why, "tune: not timed, its grid step cannot win: grid's %s",
+                 g + strlen("tune: not run at full size: its "));
+        return why;
+    }
+    if (!(cut > 0)) return NULL;
     for (int i = 0; i < prior->ndefault; ++i) {
         const cli_bench_row *q = &prior->rows[i];
         if (q->backend == be && !strcmp(q->variant, var) && row_good(q) && q->t_min > cut) {
@@ -1759,8 +1771,10 @@ static void tune_account(const cli_bench_result *res)
  * the JSON); its data is freed before the full-size data is made.  NULL: no proxy. */
 #define TUNE_PROXY 2.0
 static void bench_free(cli_bench_result *res);
+static const char *tune_prior_skip(const cli_bench_result *res, const cli_bench_result *prior,
+                                   pk_backend_id be, const char *var, int c);
 static cli_bench_result *tune_proxy(const cli_bench_result *res, const pk_backend_id *backends,
-                                    int nb, int *done, int *rc)
+                                    int nb, const cli_bench_result *prior, int *done, int *rc)
 {
     const cli_kernel *k = res->k;
     cli_bench_result *px = calloc(1, sizeof *px);
@@ -1796,6 +1810,12 @@ static cli_bench_result *tune_proxy(const cli_bench_result *res, const pk_backen
                 r->c = c;
                 snprintf(r->case_name, sizeof r->case_name, "proxy");
                 cli_progress("%s [%d] %s %s proxy ...", k->name, ++*done, pk_backend_name(be), var);
+                const char *skip = tune_prior_skip(res, prior, be, var, c);
+                if (skip) {
+                    r->status = CLI_ROW_SKIPPED;
+                    snprintf(r->reason, sizeof r->reason, "%s %s", var, skip);
+                    continue;
+                }
                 bench_one(px, px->set.ctx[be], r, tune_cut(px, c));
             }
     }
@@ -1860,7 +1880,7 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
     if (req->tune && k->proxy && total > 0 &&
         (req->proxy > 0 || (req->proxy < 0 && cli_size_index(req->size) != CLI_SMALL))) {
         int prc = 0;
-        if (!(px = tune_proxy(res, backends, nb, &done, &prc))) goto nomem;
+        if (!(px = tune_proxy(res, backends, nb, prior, &done, &prc))) goto nomem;
         if (prc) rc = prc;
         if (prc && !px->nrows) goto done; /* its data could not be made */
     }
@@ -1932,7 +1952,10 @@ nomem:
     fprintf(stderr, "portkern bench: out of host memory\n");
     rc = CLI_EXIT_FAIL;
 done:
-    bench_free(px); /* its contexts are res's */
+    if (res)
+        res->px = px; /* freed with res (its contexts are res's) */
+    else
+        bench_free(px);
     if (res) bench_close(&res->set);
     return rc;
 }
@@ -1986,6 +2009,7 @@ static void bench_free(cli_bench_result *res)
     if (!res) return;
     for (int i = 0; i < res->nrows; ++i) free(res->rows[i].json);
     for (int c = 0; c < CLI_CASES; ++c) free(res->args[c]);
+    bench_free(res->px);
     short_refs_free(res);
     for (int d = 0; d < res->ndata; ++d) data_free(res->k, res->data[d]);
     free(res->extra);
@@ -2158,6 +2182,16 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
             rc = CLI_EXIT_FAIL;
         if (tune && res[i]) tune_record(res[i], tune);
         if (res[i] && res[i]->ndata) tune_check(res[i], tune);
+        if (tune && res[i]) { /* the outputs and references are done with: their memory (grid's
+                                 7.8 GB at paper size) for the kernels after it */
+            short_refs_free(res[i]);
+            for (int d = 0; d < res[i]->ndata; ++d)
+                for (const cli_array *a = kernels[i]->arrays; a && a->file; ++a)
+                    if (a->role & (CLI_A_OUT | CLI_A_REF)) {
+                        free(*array_ptr(res[i]->data[d], a));
+                        *array_ptr(res[i]->data[d], a) = NULL;
+                    }
+        }
     }
     if (json) {
         cj_init(&j, json, 1);

@@ -217,10 +217,12 @@ typedef struct cli_bench_result {
                                      which its search starts no row (0: none) */
     int search_left;              /* tune: the search's rows not started (the share spent) */
     int is_proxy;                 /* tune: the proxy's cases (k->proxy applied to each) */
+    struct cli_bench_result *px;  /* tune: the kernel's proxy, its rows (its data freed) */
 #define CLI_SHORT_REFS 4
     void *sref[CLI_CASES][CLI_SHORT_REFS]; /* tune, runs_add_up: per data set, the reference
                                               after n runs of a row cut short (see short_ref) */
     int sref_failed;
+    double sref_last_s; /* the wall of the reference the last short_ref call made (0: cached) */
 } cli_bench_result;
 
 /* GB/s and GFlop/s of a row at its best time (NaN when not ok). */
