@@ -11,7 +11,7 @@
 . "$top_srcdir/tests/cli_lib.sh"
 cli_begin clitune
 unset PORTKERN_THREADS PORTKERN_OPENMP_THREADS
-echo "1..17"
+echo "1..21"
 
 W=$T/wisdom.json
 "$PK" tune --kernels su3 --backends serial,openmp --size small --reps 1 --wisdom "$W" \
@@ -42,6 +42,8 @@ else
 fi
 [ "$(grep -c '^auto su3 ' "$T/out")" -eq 6 ] && grep -q '^wisdom: 12 entries merged into' "$T/out"
 result $? "tune prints auto's choice against the best for each of the 6 layouts and what it saved"
+grep -q '^tune time: su3 [0-9.]* s: data and references [0-9.]* s, [0-9]* rows [0-9.]* s' "$T/out"
+result $? "tune says where su3's time went (data and references, rows)"
 
 PORTKERN_WISDOM=$W "$PK" run su3 --preset small --layout hvfo >"$T/out" 2>"$T/err"
 # which variant won depends on the machine and its load (serial beats OpenMP on a busy 2-core
@@ -140,6 +142,34 @@ rc=$?
 [ $rc -eq 0 ] && [ "$(grep -c 'not tuned, the budget of 0 s is spent' "$T/out")" -eq 2 ] &&
     [ ! -e "$T/none.json" ]
 result $? "--budget 0: no kernel starts, both listed, no file written (exit $rc)"
+# the budget shared by the kernels: with 1 ms the first kernel starts with a share of at
+# most 1 ms, which its data alone outlasts, so its search runs no row (said), and the second
+# is left out (listed); no timing ratio is asserted
+"$PK" tune --kernels magicfilter3d,dslash --backends openmp --size small --reps 1 --budget 0.001 \
+    --wisdom "$T/share.json" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q '^tune time: magicfilter3d ' "$T/out" &&
+    grep -q 'dslash small: not tuned, the budget of 0 s is spent' "$T/out" &&
+    ! grep -q '^magicfilter3d .*  \(magicfilter3d\|openmp\)\.[a-z_]*=' "$T/out" &&
+    { grep -q "magicfilter3d's share of the budget (0 s) was spent: [0-9]* rows\? of its search not run" "$T/out" ||
+      ! grep -q 'openmp.threads\|isa' "$T/out"; } &&
+    grep -q '^wisdom: 2 entries merged' "$T/out"
+result $? "--budget 0.001: the first kernel's search stops at its share, the second is left out (exit $rc)"
+# the proxy (on at paper size; --proxy on here, at small size): every grid variant first on a
+# tenth of the visibilities, verified; a full-size row left out says it was the proxy's call
+"$PK" tune --kernels grid --backends serial,openmp --size small --reps 1 --proxy on \
+    --wisdom "$T/proxy.json" >"$T/out" 2>"$T/err"
+rc=$?
+np=$(grep -c '^grid  *\(serial\|openmp\) .* proxy  .* yes' "$T/out")
+[ $rc -eq 0 ] && grep -q "^tune: grid's proxy (small --scale 0.1, a tenth of the visibilities)" "$T/out" &&
+    [ "$np" -ge 3 ] && [ "$(grep -c '^auto grid: ' "$T/out")" -eq 1 ] &&
+    { ! grep -q 'skipped: .*proxy' "$T/out" ||
+      grep -q '^grid [a-z]* skipped: [a-z-]* tune: not run at full size: its proxy run took [0-9.]* ms, [0-9.]*x the proxy.s best' "$T/out"; }
+result $? "tune --proxy on: grid's variants ranked on a verified proxy first ($np rows), a row left out says why (exit $rc)"
+"$PK" tune --proxy sometimes >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "option --proxy: 'sometimes'" "$T/err"
+result $? "tune --proxy sometimes: exit 2 (exit $rc)"
 "$PK" tune --size huge >/dev/null 2>"$T/err"
 rc=$?
 [ $rc -eq 2 ] && grep -q "unknown size 'huge'" "$T/err"

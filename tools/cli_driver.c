@@ -1095,7 +1095,7 @@ pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void
     double *ts = malloc((size_t)reps * sizeof *ts);
     pk_run_info info;
     pk_status s = PK_OK;
-    int n = 0;
+    int n = 0, ts_hopeless = 0;
     if (!ts) return PK_ENOMEM;
     for (int i = 0; i <= reps; ++i) { /* i = 0: the untimed warm-up (program builds) */
         if ((s = k->call(CLI_PLAN_RUN, &plan, NULL, NULL, args, data, 0, &info)) != PK_OK) {
@@ -1110,16 +1110,19 @@ pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void
                              info.kernel_s > 0.5;
         if (i > 0 || hopeless) ts[n++] = info.kernel_s;
         if (i == 1 || hopeless || (i > 1 && info.kernel_s < best->kernel_s)) *best = info;
-        if (hopeless) break;
+        if (hopeless) {
+            ts_hopeless = 1;
+            break;
+        }
         /* cannot win; a run under 0.1 s costs little and is noisy on a busy machine */
         if (short_ && i == 1 && cut > 0 && info.kernel_s > cut && info.kernel_s > 0.1) break;
-        if (short_ && runs_agree(ts, n)) break;
+        if (short_ == 1 && runs_agree(ts, n)) break;
     }
     qsort(ts, (size_t)n, sizeof *ts, cmp_double);
     t[0] = ts[0];
     t[1] = n % 2 ? ts[n / 2] : 0.5 * (ts[n / 2 - 1] + ts[n / 2]);
     t[2] = ts[n - 1];
-    if (runs) *runs = n;
+    if (runs) *runs = n == 1 && ts_hopeless ? 1 : n + 1; /* the runs made, warm-up included */
     free(ts);
     return PK_OK;
 }
@@ -1179,6 +1182,81 @@ static void bench_calls(const cli_bench_result *res, cli_bench_row *r)
     free(w);
 }
 
+/* tune, a kernel whose runs add up (diffusion3d, laplace2d): the reference of data set d after
+ * n runs, for a row cut short after n runs (the warm-up included) - a copy of the data set's
+ * struct sharing its inputs and outputs, with its own reference arrays; computed once per
+ * data set and n, its time counted as the references'.  NULL when out of memory or on the
+ * reference's failure. */
+static void *short_ref(cli_bench_result *res, int c, int n)
+{
+    const cli_kernel *k = res->k;
+    const int d = res->data_of[c];
+    if (n < 1 || n >= CLI_SHORT_REFS) return NULL;
+    res->sref_last_s = 0;
+    if (res->sref[d][n]) return res->sref[d][n];
+    const double t0 = cli_now_s();
+    cli_call call = {k, "portkern tune", CLI_IN_RUN, res->args[c], {0}};
+    void *copy = malloc(k->data_size);
+    if (!copy) return NULL;
+    memcpy(copy, res->data[d], k->data_size);
+    for (const cli_array *a = k->arrays; a && a->file; ++a)
+        if (a->role & CLI_A_REF) *array_ptr(copy, a) = NULL;
+    cli_progress("%s: the reference after %d run%s (tune) ...", k->name, n, n == 1 ? "" : "s");
+    res->sref[d][n] = copy; /* freed by short_refs_free, also when half made */
+    if (alloc_arrays(&call, copy, CLI_A_REF) ||
+        k->call(CLI_REFERENCE, NULL, NULL, NULL, res->args[c], copy, n, NULL) != PK_OK) {
+        res->sref_failed = 1;
+        return NULL;
+    }
+    res->sref_last_s = cli_now_s() - t0;
+    res->setup_wall_s += res->sref_last_s;
+    return copy;
+}
+
+static void short_refs_free(cli_bench_result *res)
+{
+    for (int d = 0; d < CLI_CASES; ++d)
+        for (int n = 0; n < CLI_SHORT_REFS; ++n) {
+            void *copy = res->sref[d][n];
+            if (!copy) continue;
+            for (const cli_array *a = res->k->arrays; a && a->file; ++a)
+                if (a->role & CLI_A_REF) free(*array_ptr(copy, a));
+            free(copy);
+            res->sref[d][n] = NULL;
+        }
+}
+
+static int row_good(const cli_bench_row *r);
+
+/* tune: a 64-bit hash of a case's OUT arrays (four lanes of multiply-xor over 8-byte words,
+ * the tail bytewise), to know outputs bitwise equal to a verified row's. */
+static unsigned long long out_hash(const cli_bench_result *res, int c, void *data)
+{
+    const cli_kernel *k = res->k;
+    unsigned long long h[4] = {0x9e3779b97f4a7c15ull, 0xbf58476d1ce4e5b9ull,
+                               0x94d049bb133111ebull, 0x2545f4914f6cdd1dull};
+    for (const cli_array *a = k->arrays; a && a->file; ++a) {
+        size_t ext[PK_NPY_MAX_DIMS], add[PK_NPY_MAX_DIMS], n = pk_dtype_size(a->dtype);
+        int pi[PK_NPY_MAX_DIMS];
+        char names[160];
+        if (!(a->role & CLI_A_OUT)) continue;
+        const int nd = array_dims(k, res->args[c], a, ext, pi, add, names, sizeof names);
+        for (int d = 0; d < nd; ++d) n *= ext[d];
+        const unsigned char *p = *array_ptr(data, a);
+        size_t i = 0;
+        for (; i + 32 <= n; i += 32)
+            for (int l = 0; l < 4; ++l) {
+                unsigned long long w;
+                memcpy(&w, p + i + 8 * l, 8);
+                h[l] = (h[l] ^ w) * 0x100000001b3ull;
+                h[l] ^= h[l] >> 29;
+            }
+        for (; i < n; ++i) h[0] = (h[0] ^ p[i]) * 0x100000001b3ull;
+        h[1] ^= n;
+    }
+    return h[0] ^ (h[1] * 3) ^ (h[2] * 5) ^ (h[3] * 7);
+}
+
 /* One row: plan, upload, timed runs, download, verdict.  cut > 0 (tune): the timing may stop
  * after one timed run beyond cut seconds (cli_bench_time). */
 static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r, double cut)
@@ -1188,6 +1266,7 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r, 
     void *data = res->data[res->data_of[r->c]], *plan = NULL;
     const char *stage = "timed run";
     double t[3], t0 = cli_now_s();
+    const double t_row = t0;
     pk_status s = k->call(CLI_PLAN_CREATE, &plan, ctx, r->variant, args, data, 0, &r->info);
     if (s != PK_OK) {
         row_fail(r, "plan", s);
@@ -1202,8 +1281,12 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r, 
         goto done;
     }
     r->upload_s = cli_now_s() - t0;
-    if ((s = cli_bench_time(k, plan, args, data, res->req->reps, res->req->tune && !k->runs_add_up,
-                            cut, t, &r->info, &stage, NULL)) != PK_OK) {
+    /* tune: the cuts; where runs add up, no stop on agreement (the reference after 2 or 3 runs
+     * would cost more than it saves) */
+    int runs = 0;
+    if ((s = cli_bench_time(k, plan, args, data, res->req->reps,
+                            res->req->tune ? (k->runs_add_up ? 2 : 1) : 0, cut, t, &r->info,
+                            &stage, &runs)) != PK_OK) {
         row_fail(r, stage, s);
         goto done;
     }
@@ -1217,18 +1300,54 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r, 
         goto done;
     }
     r->download_s = cli_now_s() - t0;
+    const double t_verify = cli_now_s();
     r->v.rtol = k->rtol;
-    if ((s = k->check ? k->check(args, data, &r->v) : cli_check_diff(k, args, data, k->norm, &r->v))
-        != PK_OK) {
+    void *vdata = data; /* what the outputs are verified against: the data set's reference */
+    if (k->runs_add_up && runs != res->req->reps + 1) { /* cut short: the one of its runs */
+        if (!(vdata = short_ref(res, r->c, runs))) {
+            row_fail(r, "the reference after fewer runs", PK_ENOMEM);
+            goto done;
+        }
+        r->short_runs = runs;
+        const size_t used = strlen(r->reason);
+        snprintf(r->reason + used, sizeof r->reason - used, "%stune: cut short after %d run%s, "
+                 "verified against the reference after as many", used ? "; " : "", runs,
+                 runs == 1 ? "" : "s");
+    }
+    /* tune: outputs bitwise those of a verified row of the case (after as many runs) have its
+     * verdict; the reason names that row */
+    if (res->req->tune && (k->verdict_of_outputs || !k->check)) {
+        r->out_hash = out_hash(res, r->c, data);
+        r->hashed = 1;
+        for (int i = 0; i < res->nrows && !r->same_as; ++i) {
+            const cli_bench_row *q = &res->rows[i];
+            if (q == r || !q->hashed || q->c != r->c || q->short_runs != r->short_runs ||
+                !row_good(q) || q->out_hash != r->out_hash)
+                continue;
+            r->v = q->v;
+            r->same_as = i + 1;
+            const size_t used = strlen(r->reason);
+            snprintf(r->reason + used, sizeof r->reason - used, "%sverified: its outputs are "
+                     "bitwise those of the verified row %s %s%s%s", used ? "; " : "",
+                     pk_backend_name(q->backend), q->variant, q->tuning[0] ? " " : "", q->tuning);
+        }
+    }
+    if (r->same_as) {
+        s = PK_OK;
+    } else if ((s = k->check ? k->check(args, vdata, &r->v)
+                             : cli_check_diff(k, args, vdata, k->norm, &r->v)) != PK_OK) {
         row_fail(r, "verify", s);
         goto done;
     }
     r->verified = r->v.rep.equal;
+    r->verify_s = cli_now_s() - t_verify;
     r->json = run_json_text(k, args, data, &r->info);
     r->call_first_s = r->call_repeat_s = NAN;
     if (res->req->calls > 0) bench_calls(res, r);
 done:
     if (plan) k->call(CLI_PLAN_DESTROY, &plan, NULL, NULL, args, data, 0, NULL);
+    r->wall_s = cli_now_s() - t_row - (r->short_runs ? res->sref_last_s : 0); /* a reference
+                                                                   made for it: the references' */
 }
 
 /* Every case's args, and the data set of each (inputs generated, outputs allocated, the
@@ -1245,11 +1364,13 @@ static int bench_setup(cli_bench_result *res)
         cli_args_init(k, call.args);
         k->preset(size, call.args);
         if ((d = k->bench_case ? k->bench_case(size, c, call.args) : c ? -1 : 0) < 0) break;
+        if (res->is_proxy) k->proxy(call.args);
         res->ncases = c + 1;
         res->data_of[c] = d;
         if (k->resolve && (rc = k->resolve(&call))) return rc;
         if (d < res->ndata) continue;
-        cli_progress("%s: data set %d and reference (%s) ...", k->name, d, res->req->size);
+        cli_progress("%s: data set %d and reference (%s%s) ...", k->name, d, res->req->size,
+                     res->is_proxy ? ", tune's proxy" : "");
         if (!(res->data[d] = calloc(1, k->data_size))) goto nomem;
         res->ndata = d + 1;
         if ((rc = alloc_arrays(&call, res->data[d], CLI_A_IN)) ||
@@ -1535,6 +1656,10 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
                     snprintf(value, sizeof value, "%.*s", (int)len, p);
                     p += len + (p[len] == ' ');
                     if (!tune_worth(ctx, be, device, dim, value)) continue;
+                    if (res->deadline > 0 && cli_now_s() > res->deadline) { /* share spent */
+                        ++res->search_left;
+                        continue;
+                    }
                     const double cut = tune_cut(res, c);
                     cli_bench_row *r = add_row(res, be);
                     if (!r) return -1;
@@ -1565,8 +1690,8 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
     return 0;
 }
 
-/* One kernel's part of bench: rows printed, kept in *out for the JSON (NULL when out of
- * memory).  Returns the exit code (1: a failure or an unverified row). */
+static const char *tune_proxy_skip(const cli_bench_result *px, pk_backend_id be,
+                                   const char *var, int c);
 /* tune: image's variants are grid's, and an image run grids first, so a variant whose grid
  * row in this tune (grid, when it ran before image) took over the cut (1.5x image's best so
  * far) cannot win image: it is not timed (grid's slow rows, 20-110 s a run at paper size,
@@ -1574,9 +1699,18 @@ static int tune_search(cli_bench_result *res, pk_backend_id be, int *done)
 static const char *tune_prior_skip(const cli_bench_result *res, const cli_bench_result *prior,
                                    pk_backend_id be, const char *var, int c)
 {
-    static char why[160];
+    static char why[300];
     const double cut = tune_cut(res, c);
-    if (!res->req->tune || !prior || strcmp(res->k->name, "image") || !(cut > 0)) return NULL;
+    if (!res->req->tune || !prior || strcmp(res->k->name, "image")) return NULL;
+    /* grid's proxy in this tune: a variant it left out (beyond 2x its best) grids slower than
+     * another, and so cannot win image's grid step on the same data set either */
+    const char *g = prior->px ? tune_proxy_skip(prior->px, be, var, 0) : NULL;
+    if (g) {
+        snprintf(why, sizeof why, "tune: not timed, its grid step cannot win: grid's %s",
+                 g + strlen("tune: not run at full size: its "));
+        return why;
+    }
+    if (!(cut > 0)) return NULL;
     for (int i = 0; i < prior->ndefault; ++i) {
         const cli_bench_row *q = &prior->rows[i];
         if (q->backend == be && !strcmp(q->variant, var) && row_good(q) && q->t_min > cut) {
@@ -1588,11 +1722,145 @@ static const char *tune_prior_skip(const cli_bench_result *res, const cli_bench_
     return NULL;
 }
 
+/* tune: where the kernel's time went, wall: its data sets and references, its rows (the
+ * longest named), the rest (contexts, program builds before the first row, the report). */
+static void tune_account(const cli_bench_result *res)
+{
+    double rows = 0;
+    int n = 0, top[4] = {-1, -1, -1, -1};
+    for (int i = 0; i < res->nrows; ++i) {
+        const cli_bench_row *r = &res->rows[i];
+        if (r->status == CLI_ROW_SKIPPED) continue;
+        rows += r->wall_s;
+        ++n;
+        for (int t = 0; t < 4; ++t)
+            if (top[t] < 0 || r->wall_s > res->rows[top[t]].wall_s) {
+                memmove(top + t + 1, top + t, (size_t)(3 - t) * sizeof *top);
+                top[t] = i;
+                break;
+            }
+    }
+    printf("tune time: %s %.1f s: data and references %.1f s, %d rows %.1f s", res->k->name,
+           cli_now_s() - res->t0, res->setup_wall_s, n, rows);
+    for (int t = 0; t < 4 && top[t] >= 0; ++t) {
+        const cli_bench_row *r = &res->rows[top[t]];
+        printf("%s%s %s%s%s%s%s %.1f s", t ? ", " : " (the longest: ", pk_backend_name(r->backend),
+               r->variant, r->case_name[0] ? " " : "", r->case_name, r->tuning[0] ? " " : "",
+               r->tuning, r->wall_s);
+    }
+    printf("%s\n", top[0] >= 0 ? ")" : "");
+    int nshort = 0, nsame = 0;
+    for (int i = 0; i < res->nrows; ++i) nshort += res->rows[i].short_runs > 0;
+    for (int i = 0; i < res->nrows; ++i) nsame += res->rows[i].same_as > 0;
+    if (nsame)
+        printf("tune: %d row%s verified as bitwise the outputs of an already verified row of "
+               "the case (the reason in the JSON names it)\n", nsame, nsame == 1 ? "" : "s");
+    if (nshort)
+        printf("tune: %d row%s cut short (the runs add up): each verified against the serial "
+               "reference after as many runs, computed once per case\n", nshort,
+               nshort == 1 ? "" : "s");
+}
+
+/* tune at paper and large sizes, for a kernel with a proxy (grid, image, degrid: a tenth of
+ * the visibilities): every variant at the defaults on the proxy first, with the cuts, each
+ * verified against the proxy's own reference.  A variant whose proxy run took more than
+ * TUNE_PROXY x the proxy's best (any backend) is then not run at full size: the work is
+ * linear in the visibilities on the same grid, and the fixed costs (zeroing the grid, the
+ * FFT) bring every variant's proxy time closer to the best, not further, so a variant
+ * beyond 2x there is further behind at full size.  The proxy's rows are printed (not kept in
+ * the JSON); its data is freed before the full-size data is made.  NULL: no proxy. */
+#define TUNE_PROXY 2.0
+static void bench_free(cli_bench_result *res);
+static const char *tune_prior_skip(const cli_bench_result *res, const cli_bench_result *prior,
+                                   pk_backend_id be, const char *var, int c);
+static cli_bench_result *tune_proxy(const cli_bench_result *res, const pk_backend_id *backends,
+                                    int nb, const cli_bench_result *prior, int *done, int *rc)
+{
+    const cli_kernel *k = res->k;
+    cli_bench_result *px = calloc(1, sizeof *px);
+    *rc = 0;
+    if (!px) return NULL;
+    px->k = k;
+    px->req = res->req;
+    px->set = res->set; /* the contexts, shared (closed with res's) */
+    px->is_proxy = 1;
+    px->t0 = cli_now_s();
+    if ((*rc = bench_setup(px))) return px;
+    px->setup_wall_s = cli_now_s() - px->t0;
+    char what[128] = "";
+    if (px->ncases) { /* the proxy's words, from a copy of a case's args */
+        void *a = calloc(1, k->args_size);
+        if (a) {
+            cli_args_init(k, a);
+            k->preset(cli_size_index(res->req->size), a);
+            if (k->bench_case) k->bench_case(cli_size_index(res->req->size), 0, a);
+            snprintf(what, sizeof what, "%s", k->proxy(a));
+            free(a);
+        }
+    }
+    for (int i = 0; i < nb; ++i) {
+        const pk_backend_id be = backends[i];
+        for (int v = 0; v < px->set.nvars[be]; ++v)
+            for (int c = 0; c < px->ncases; ++c) {
+                const char *var = px->set.vars[be][v];
+                if (k->case_runs && !k->case_runs(px->args[c], var)) continue;
+                cli_bench_row *r = add_row(px, be);
+                if (!r) return px;
+                snprintf(r->variant, sizeof r->variant, "%s", var);
+                r->c = c;
+                snprintf(r->case_name, sizeof r->case_name, "proxy");
+                cli_progress("%s [%d] %s %s proxy ...", k->name, ++*done, pk_backend_name(be), var);
+                const char *skip = tune_prior_skip(res, prior, be, var, c);
+                if (skip) {
+                    r->status = CLI_ROW_SKIPPED;
+                    snprintf(r->reason, sizeof r->reason, "%s %s", var, skip);
+                    continue;
+                }
+                bench_one(px, px->set.ctx[be], r, tune_cut(px, c));
+            }
+    }
+    px->ndefault = px->nrows;
+    printf("tune: %s's proxy (%s): the variants at the defaults, each verified against the "
+           "proxy's own reference; one beyond %.1fx the proxy's best is not run at full size\n",
+           k->name, what, TUNE_PROXY);
+    print_rows(px);
+    tune_account(px);
+    printf("\n");
+    for (int d = 0; d < px->ndata; ++d) data_free(k, px->data[d]); /* the memory, for res's */
+    memset(px->data, 0, sizeof px->data);
+    px->ndata = 0;
+    for (int i = 0; i < px->nrows; ++i)
+        if (px->rows[i].status == CLI_ROW_FAILED ||
+            (px->rows[i].status == CLI_ROW_OK && !px->rows[i].verified))
+            *rc = CLI_EXIT_FAIL;
+    return px;
+}
+
+/* The reason a full-size row is not run after the proxy (tune_proxy), or NULL to run it. */
+static const char *tune_proxy_skip(const cli_bench_result *px, pk_backend_id be,
+                                   const char *var, int c)
+{
+    static char why[200];
+    const cli_bench_row *best = NULL, *mine = NULL;
+    for (int i = 0; px && i < px->nrows; ++i) {
+        const cli_bench_row *q = &px->rows[i];
+        if (q->c != c || !row_good(q)) continue;
+        if (!best || q->t_min < best->t_min) best = q;
+        if (q->backend == be && !strcmp(q->variant, var)) mine = q;
+    }
+    if (!best || !mine || !(mine->t_min > TUNE_PROXY * best->t_min)) return NULL;
+    snprintf(why, sizeof why, "tune: not run at full size: its proxy run took %.1f ms, %.1fx "
+             "the proxy's best (%s %s, %.1f ms), both verified", 1e3 * mine->t_min,
+             mine->t_min / best->t_min, pk_backend_name(best->backend), best->variant,
+             1e3 * best->t_min);
+    return why;
+}
+
 static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                         const pk_backend_id *backends, int nb, const cli_bench_result *prior,
-                        cli_bench_result **out)
+                        double share, cli_bench_result **out)
 {
-    cli_bench_result *res = calloc(1, sizeof *res);
+    cli_bench_result *res = calloc(1, sizeof *res), *px = NULL; /* px: tune's proxy */
     int total, done = 0, rc = 0;
     *out = res;
     if (!res) goto nomem;
@@ -1607,7 +1875,24 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
         r->status = CLI_ROW_SKIPPED;
         snprintf(r->reason, sizeof r->reason, "%s", res->set.skip[be]);
     }
-    if (total > 0 && (rc = bench_setup(res))) goto done;
+    res->t0 = cli_now_s();
+    res->deadline = share > 0 ? res->t0 + share : 0;
+    if (req->tune && k->proxy && total > 0 &&
+        (req->proxy > 0 || (req->proxy < 0 && cli_size_index(req->size) != CLI_SMALL))) {
+        int prc = 0;
+        if (!(px = tune_proxy(res, backends, nb, prior, &done, &prc))) goto nomem;
+        if (prc) rc = prc;
+        if (prc && !px->nrows) goto done; /* its data could not be made */
+    }
+    const double t_setup = cli_now_s();
+    if (total > 0) {
+        const int src = bench_setup(res);
+        if (src) {
+            rc = src;
+            goto done;
+        }
+    }
+    res->setup_wall_s = cli_now_s() - t_setup;
     if (res->ndata && k->describe) k->describe(res);
     for (int i = 0; total > 0 && i < nb; ++i) {
         const pk_backend_id be = backends[i];
@@ -1622,7 +1907,8 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                 if (k->case_name) k->case_name(res->args[c], r->case_name, sizeof r->case_name);
                 cli_progress("%s [%d] %s %s %s ...", k->name, ++done, pk_backend_name(be), var,
                              r->case_name);
-                const char *skip = tune_prior_skip(res, prior, be, var, c);
+                const char *skip = tune_proxy_skip(px, be, var, c);
+                if (!skip) skip = tune_prior_skip(res, prior, be, var, c);
                 if (skip) {
                     r->status = CLI_ROW_SKIPPED;
                     snprintf(r->reason, sizeof r->reason, "%s %s", var, skip);
@@ -1636,15 +1922,20 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
     for (int i = 0; req->tune && total > 0 && i < nb; ++i)
         if (res->set.nvars[backends[i]] > 0 && tune_search(res, backends[i], &done) != 0)
             goto nomem;
-    if (req->tune && !k->runs_add_up)
-        printf("best of up to %d timed plan runs (min, median, max; fewer once two agree within "
-               "2%%, or one of 0.1 s beyond %.1fx the best so far; none when the warm-up took 4x that "
-               "and 0.5 s) "
-               "after 1 warm-up, data resident on the device\n", req->reps, TUNE_CUT);
+    if (req->tune)
+        printf("best of up to %d timed plan runs (min, median, max; fewer %sonce one of 0.1 s "
+               "is beyond %.1fx the best so far; none when the warm-up took 4x that and 0.5 s) "
+               "after 1 warm-up, data resident on the device\n", req->reps,
+               k->runs_add_up ? "" : "once two agree within 2%, or ", TUNE_CUT);
     else
         printf("best of %d timed plan runs (min, median, max) after 1 warm-up, data resident on "
                "the device; 'portkern run' times one cold call instead\n", req->reps);
     print_rows(res);
+    if (req->tune) tune_account(res);
+    if (res->search_left)
+        printf("tune: %s's share of the budget (%.0f s) was spent: %d row%s of its search not "
+               "run\n", k->name, res->deadline - res->t0, res->search_left,
+               res->search_left == 1 ? "" : "s");
     if (res->ndata && k->report) { /* the kernel's tables are of the variants at defaults */
         const int all = res->nrows;
         res->nrows = res->ndefault ? res->ndefault : all;
@@ -1661,6 +1952,10 @@ nomem:
     fprintf(stderr, "portkern bench: out of host memory\n");
     rc = CLI_EXIT_FAIL;
 done:
+    if (res)
+        res->px = px; /* freed with res (its contexts are res's) */
+    else
+        bench_free(px);
     if (res) bench_close(&res->set);
     return rc;
 }
@@ -1686,6 +1981,8 @@ static void bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_num(j, "setup_seconds", ok ? r->setup_s : NAN);
         cj_num(j, "upload_seconds", ok ? r->upload_s : NAN);
         cj_num(j, "download_seconds", ok ? r->download_s : NAN);
+        cj_num(j, "wall_seconds", ok ? r->wall_s : NAN); /* the row's, plan to verdict */
+        cj_num(j, "verify_seconds", ok ? r->verify_s : NAN);
         cj_num(j, "call_first_seconds", ok ? r->call_first_s : NAN);
         cj_num(j, "call_repeat_seconds", ok ? r->call_repeat_s : NAN);
         cj_num(j, "flops", ok ? r->info.flops : NAN);
@@ -1712,6 +2009,8 @@ static void bench_free(cli_bench_result *res)
     if (!res) return;
     for (int i = 0; i < res->nrows; ++i) free(res->rows[i].json);
     for (int c = 0; c < CLI_CASES; ++c) free(res->args[c]);
+    bench_free(res->px);
+    short_refs_free(res);
     for (int d = 0; d < res->ndata; ++d) data_free(res->k, res->data[d]);
     free(res->extra);
     free(res->rows);
@@ -1865,7 +2164,8 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
     cli_json j;
     int rc = CLI_EXIT_OK;
     for (int i = 0; i < nk && i < 16; ++i) {
-        if (tune && cli_now_s() - tune->t0 > tune->budget_s) { /* the budget: no new kernel */
+        /* the budget: no new kernel once it is spent (the first starts unless it is 0) */
+        if (tune && (tune->budget_s <= 0 || (i && cli_now_s() - tune->t0 >= tune->budget_s))) {
             printf("\n%s %s: not tuned, the budget of %.0f s is spent\n", kernels[i]->name,
                    req->size, tune->budget_s);
             ++tune->left_out;
@@ -1875,9 +2175,23 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
         const cli_bench_result *grid = NULL; /* tune_prior_skip's */
         for (int j = 0; j < i; ++j)
             if (res[j] && !strcmp(res[j]->k->name, "grid")) grid = res[j];
-        if (bench_kernel(kernels[i], req, backends, nb, grid, &res[i]) != 0) rc = CLI_EXIT_FAIL;
+        /* tune: the kernel's share of what is left of the budget, the kernels still to come
+         * sharing it equally (what one leaves over goes to those after it) */
+        const double share = tune ? (tune->budget_s - (cli_now_s() - tune->t0)) / (nk - i) : 0;
+        if (bench_kernel(kernels[i], req, backends, nb, grid, share, &res[i]) != 0)
+            rc = CLI_EXIT_FAIL;
         if (tune && res[i]) tune_record(res[i], tune);
         if (res[i] && res[i]->ndata) tune_check(res[i], tune);
+        if (tune && res[i]) { /* the outputs and references are done with: their memory (grid's
+                                 7.8 GB at paper size) for the kernels after it */
+            short_refs_free(res[i]);
+            for (int d = 0; d < res[i]->ndata; ++d)
+                for (const cli_array *a = kernels[i]->arrays; a && a->file; ++a)
+                    if (a->role & (CLI_A_OUT | CLI_A_REF)) {
+                        free(*array_ptr(res[i]->data[d], a));
+                        *array_ptr(res[i]->data[d], a) = NULL;
+                    }
+        }
     }
     if (json) {
         cj_init(&j, json, 1);

@@ -89,6 +89,16 @@ void gr_preset(int size, void *args)
     a->scale = size == CLI_PAPER ? 0.1 : 1;
 }
 
+const char *gr_proxy(void *args)
+{
+    static char what[96];
+    gr_args *a = args;
+    a->scale *= 0.1;
+    snprintf(what, sizeof what, "%s --scale %g, a tenth of the visibilities", a->dataset,
+             a->scale);
+    return what;
+}
+
 /* The options under other names than their params.json keys taken over, the evenness and
  * names checked; without --in (no data set name from params.json) the data set found. */
 int gr_resolve(cli_call *c)
@@ -782,6 +792,7 @@ static void gr_report(cli_bench_result *res)
 
 const cli_kernel cli_kernel_grid = {
     .name = "grid",
+    .proxy = gr_proxy,
     .summary = "w-projection convolution gridding of visibilities (OSKAR's wproj), SKA data sets",
     .run_help =
         "w-projection convolution gridding (docs/KERNELS.md 1; OSKAR's oskar_grid_wproj_f):\n"

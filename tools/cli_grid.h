@@ -131,6 +131,10 @@ extern const char *const gr_info_keys[];
 
 /* gr_preset's data sets: small: small; paper: el82-70 --scale 0.1; large: el82-70. */
 void gr_preset(int size, void *args);
+/* tune's proxy of a case of grid, image or degrid (args: gr_args, or a struct that starts
+ * with one): the same data set at a tenth of its dumps (--scale), so a tenth of the
+ * visibilities on the same grid. */
+const char *gr_proxy(void *args);
 /* The hooks of cli_kernel_grid (cli_kernel.h) over a gr_args and a gr_data. */
 int gr_resolve(cli_call *c);
 int gr_make(cli_call *c, void *data);

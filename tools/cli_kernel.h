@@ -156,6 +156,7 @@ typedef struct cli_bench_req {
                          (cli_bench_time's cut and agreement) where the runs allow it */
     const cli_list *params; /* --param NAME=VALUE: tuning parameters of every context (NULL:
                                none); checked before the bench starts */
+    int proxy;        /* tune --proxy: 1 on, 0 off, -1 auto (paper and large sizes) */
 } cli_bench_req;
 
 enum { CLI_ROW_OK, CLI_ROW_SKIPPED, CLI_ROW_FAILED };
@@ -169,7 +170,7 @@ typedef struct cli_bench_row {
     int status;       /* CLI_ROW_* */
     char reason[600]; /* skipped/failed: why; ok: the library's reason */
     double t_min, t_median, t_max; /* kernel seconds of the timed runs */
-    double setup_s, upload_s, download_s;
+    double setup_s, upload_s, download_s, verify_s;
     double call_first_s, call_repeat_s; /* --calls: the library's wall of the first one-shot
                                            call in a fresh context, median of the later ones */
     pk_run_info info; /* of the fastest timed run */
@@ -179,6 +180,11 @@ typedef struct cli_bench_row {
     char *json;       /* the members of the kernel's run_json object for this row */
     char tuning[160]; /* tune: the parameters set for this row, "name=value;..." ("": none) */
     int winner;       /* tune: the fastest of its backend, device and case (its wisdom entry) */
+    double wall_s;    /* the row's wall, plan to verdict (tune's account of where time goes) */
+    unsigned long long out_hash; /* tune: a hash of the outputs (where the verdict is theirs) */
+    int hashed, same_as;  /* tune: out_hash made; verified as the outputs of row same_as - 1 */
+    int short_runs;   /* tune, runs_add_up: cut short after this many runs (warm-up included),
+                         verified against the reference after as many; 0: all runs */
 } cli_bench_row;
 
 /* The backends a benchmark runs: one context per backend (forced), its variants, or why it
@@ -205,6 +211,18 @@ typedef struct cli_bench_result {
     void *data[CLI_CASES];        /* per data set: inputs, outputs, reference */
     void *extra;                  /* the report's own results (free()d) */
     int failed;        /* set by the report hook when the kernel's own extras failed: exit 1 */
+    double setup_wall_s;          /* the data sets and references (bench_setup), wall */
+    double t0;                    /* when the kernel started (cli_now_s) */
+    double deadline;              /* tune: the end of the kernel's share of the budget, after
+                                     which its search starts no row (0: none) */
+    int search_left;              /* tune: the search's rows not started (the share spent) */
+    int is_proxy;                 /* tune: the proxy's cases (k->proxy applied to each) */
+    struct cli_bench_result *px;  /* tune: the kernel's proxy, its rows (its data freed) */
+#define CLI_SHORT_REFS 4
+    void *sref[CLI_CASES][CLI_SHORT_REFS]; /* tune, runs_add_up: per data set, the reference
+                                              after n runs of a row cut short (see short_ref) */
+    int sref_failed;
+    double sref_last_s; /* the wall of the reference the last short_ref call made (0: cached) */
 } cli_bench_result;
 
 /* GB/s and GFlop/s of a row at its best time (NaN when not ok). */
@@ -212,11 +230,12 @@ double cli_row_gbs(const cli_bench_row *r);
 double cli_row_gflops(const cli_bench_row *r);
 /* The kernel's plan on (args, data): one warm-up run, then reps timed runs; t[3] gets
  * min/median/max of kernel_s, *best the info of the fastest run.  On failure *stage (may be
- * NULL) names the run that failed ("warm-up run" or "timed run").  short_ (tune, for kernels
- * whose runs do not add up) ends the timing early: after the first timed run when it took
- * more than cut seconds and 0.1 s (cut > 0: a variant that cannot win), after the warm-up
- * when it took 4 x cut and 0.5 s, or once two timed runs agree within 2%; *runs (may be
- * NULL) gets the number of timed runs made. */
+ * NULL) names the run that failed ("warm-up run" or "timed run").  short_ (tune) ends the
+ * timing early: after the first timed run when it took more than cut seconds and 0.1 s
+ * (cut > 0: a variant that cannot win), after the warm-up when it took 4 x cut and 0.5 s
+ * (the warm-up then stands for the timing), and (short_ 1, kernels whose runs do not add up)
+ * once two timed runs agree within 2%; *runs (may be NULL) gets the number of runs made,
+ * the warm-up included. */
 pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void *data, int reps,
                          int short_, double cut, double t[3], pk_run_info *best,
                          const char **stage, int *runs);
@@ -285,6 +304,15 @@ struct cli_kernel {
     int (*bench_case)(int size, int c, void *args);
     void (*case_name)(const void *args, char *buf, size_t len); /* optional */
     int (*case_runs)(const void *args, const char *variant); /* optional: 0 leaves a row out */
+    /* Optional (tune at paper and large sizes): the args of a case shrunk in place to a
+     * proxy that ranks the variants as the case does at a fraction of its cost (grid, image,
+     * degrid: a tenth of the visibilities); returns what the proxy is, in words. */
+    const char *(*proxy)(void *args);
+    /* The check hook's verdict depends on the outputs (the OUT arrays), the inputs and the
+     * reference only (no other result of the run): tune then takes a row whose outputs are
+     * bitwise those of a verified row of its case as verified (a kernel without a check hook
+     * is such). */
+    int verdict_of_outputs;
     int runs_add_up; /* each run steps the data in place (the reference is of reps + 1 runs):
                         bench always makes all reps timed runs */
     void (*describe)(const cli_bench_result *r); /* the lines above the table */

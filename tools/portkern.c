@@ -193,7 +193,8 @@ static void tune_usage(FILE *f)
 {
     fprintf(f,
         "Usage: portkern tune [--kernels K,...] [--backends B,...] [--size S] [--reps N]\n"
-        "                     [--threads N] [--budget SECONDS] [--wisdom FILE] [--json FILE]\n"
+        "                     [--threads N] [--budget SECONDS] [--proxy on|off|auto]\n"
+        "                     [--wisdom FILE] [--json FILE]\n"
         "Measure which variant is fastest, per kernel, device and size, and keep the answer\n"
         "as wisdom, which the library's auto choice then follows (lib/portkern.h, \"Wisdom\").\n"
         "Each kernel runs as 'portkern bench' runs it: every available backend x variant x the\n"
@@ -209,20 +210,33 @@ static void tune_usage(FILE *f)
         "value must win by 2%%.  The space (tools/cli_driver.c, tune_space): the OpenCL\n"
         "schemes, the ISA levels below the CPU's best, the streaming stores, CUDA grid block\n"
         "counts; conv2d.fft_taps is derived from the direct/FFT winner at the case's PSF.\n"
-        "Every row is verified like bench's.  Where runs do not add up (all but diffusion3d\n"
-        "and laplace2d), the timing stops once two runs agree within 2%%, or after one run\n"
-        "of over 0.1 s beyond 1.5x the case's best so far on any backend (none when the\n"
-        "warm-up took 4x that and over 0.5 s); OpenMP runs first, as the yardstick.  A\n"
-        "backend beyond 1.5x the case's best is not searched.  Afterwards, for each case,\n"
-        "auto's choice with the new wisdom is printed against the best measured.\n"
+        "Every row is verified like bench's.  The timing stops after one run of over 0.1 s\n"
+        "beyond 1.5x the case's best so far on any backend (none when the warm-up took 4x\n"
+        "that and over 0.5 s), and where runs do not add up once two runs agree within 2%%;\n"
+        "where they add up (diffusion3d, laplace2d) a row cut short is verified against the\n"
+        "serial reference after as many runs (made once per case).  OpenMP runs first, as\n"
+        "the yardstick.  A backend beyond 1.5x the case's best is not searched.\n"
+        "At paper and large sizes grid and degrid run every variant first on a proxy,\n"
+        "a tenth of the visibilities on the same grid (verified against its own reference):\n"
+        "one beyond 2x the proxy's best is not run at full size (the row says so); image\n"
+        "then skips the variants grid's proxy left out (their grid step cannot win).\n"
+        "The budget: each kernel gets an equal share of what is left when it starts (what\n"
+        "one leaves over goes to the later ones); once its share is spent its search starts\n"
+        "no more rows (listed); no kernel but the first is started once the whole budget\n"
+        "is spent.\n"
+        "Each kernel's time is printed ('tune time:': data and references, rows, the\n"
+        "longest).  Afterwards, for each case, auto's choice with the new wisdom is printed\n"
+        "against the best measured.\n"
         "\n"
         "  --kernels K,...   default: all (%s)\n"
         "  --backends B,...  default: serial,openmp,opencl,cuda\n"
         "  --size S          small, paper (default) or large\n"
         "  --reps N          timed runs per row, at most (default 3)\n"
         "  --threads N       OpenMP threads (0: OpenMP's default)\n"
-        "  --budget SECONDS  no kernel is started after this many seconds (default 600); those\n"
-        "                    left out are listed\n"
+        "  --budget SECONDS  the whole tune's time (default 180): shared by the kernels as\n"
+        "                    above; none is started after it (those left out are listed)\n"
+        "  --proxy WHEN      grid and degrid ranked on the proxy first: on, off, or\n"
+        "                    auto (default: at paper and large sizes)\n"
         "  --wisdom FILE     the wisdom file to merge into (default: PORTKERN_WISDOM, else\n"
         "                    $XDG_CACHE_HOME/portkern/wisdom.json or ~/.cache/portkern/...);\n"
         "                    written whole, under a lock, merged with what is there\n"
@@ -237,8 +251,9 @@ static int cmd_bench(int argc, char **argv, int tuning)
     const char *prog = tuning ? "portkern tune" : "portkern bench";
     const char *kernels = kernel_list(), *backends = "serial,openmp,opencl,cuda";
     const char *json = NULL, *wisdom = NULL;
-    double budget = 600;
-    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0, tuning, NULL};
+    double budget = 180;
+    cli_bench_req req = {tuning ? "paper" : "small", 3, 0, 0, 0, tuning, NULL, -1};
+    const char *proxy = "auto";
     cli_list params = {{NULL}, 0};
     const cli_kernel *want[16];
     cli_opt opts[10];
@@ -256,6 +271,7 @@ static int cmd_bench(int argc, char **argv, int tuning)
     if (tuning) {
         cli_opt_add(opts, 6, "budget", CLI_DOUBLE, &budget, NULL, 0, 1e9);
         cli_opt_add(opts, 7, "wisdom", CLI_STRING, &wisdom, NULL, 0, 0);
+        cli_opt_add(opts, 8, "proxy", CLI_STRING, &proxy, NULL, 0, 0);
     } else {
         cli_opt_add(opts, 6, "psf-sweep", CLI_FLAG, &req.psf_sweep, NULL, 0, 0);
         cli_opt_add(opts, 7, "calls", CLI_INT, &req.calls, NULL, 0, 1000);
@@ -300,6 +316,10 @@ static int cmd_bench(int argc, char **argv, int tuning)
             memmove(list + 1, list, (size_t)i * sizeof *list);
             list[0] = PK_BACKEND_OPENMP;
         }
+    if (!strcmp(proxy, "on") || !strcmp(proxy, "off") || !strcmp(proxy, "auto"))
+        req.proxy = !strcmp(proxy, "on") ? 1 : !strcmp(proxy, "off") ? 0 : -1;
+    else
+        return cli_usage_error(prog, "option --proxy: '%s' (on, off or auto)", proxy);
     if (cli_size_index(req.size) < 0)
         return cli_usage_error(prog, "option --size: unknown size '%s' (small, paper, large)",
                                req.size);
