@@ -14,6 +14,9 @@ PK_CL_EMBEDDED = $(PK_CL_KERNELS:.cl=_cl.h)
 nodist_libportkern_la_SOURCES += $(PK_CL_EMBEDDED)
 BUILT_SOURCES += $(PK_CL_EMBEDDED)
 CLEANFILES += $(PK_CL_EMBEDDED)
+# BUILT_SOURCES only counts for all, check and install: the library's objects wait for the
+# sources also when make is asked for one program (make tests/test_lp_serial in a new tree).
+$(libportkern_la_OBJECTS): $(PK_CL_EMBEDDED)
 libportkern_la_LIBADD += $(OPENCL_LIBS)
 endif
 
