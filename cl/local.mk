@@ -1,27 +1,22 @@
 # cl/: OpenCL kernel sources (*.cl, embedded into the library as C strings at build time,
 # with a build-time hash of each source for the binary cache key) and the OpenCL backend.
-PK_CL_KERNELS = cl/diffusion3d.cl cl/conv2d.cl cl/magicfilter3d.cl cl/bandwidth.cl \
-	cl/laplace2d.cl cl/su3.cl cl/dslash.cl cl/grid.cl cl/degrid.cl cl/image.cl
+# Each kernel's .cl and cl/<kernel>_opencl.c are listed in kernels.mk (PK_CL_KERNELS,
+# PK_CL_FILES); bandwidth.cl is the backend's own (its copy-bandwidth probe).
+PK_CL_KERNELS += cl/bandwidth.cl
 EXTRA_DIST += $(PK_CL_KERNELS)
 if HAVE_OPENCL
 libportkern_la_SOURCES += \
 	cl/backend_opencl.c \
 	cl/opencl_internal.h \
-	cl/diffusion3d_opencl.c \
-	cl/conv2d_opencl.c \
-	cl/magicfilter3d_opencl.c \
-	cl/grid_opencl.c \
-	cl/degrid_opencl.c \
 	cl/fft_opencl.c \
-	cl/image_opencl.c \
-	cl/laplace2d_opencl.c \
-	cl/su3_opencl.c \
-	cl/dslash_opencl.c
-PK_CL_EMBEDDED = cl/diffusion3d_cl.h cl/conv2d_cl.h cl/magicfilter3d_cl.h cl/bandwidth_cl.h \
-	cl/laplace2d_cl.h cl/su3_cl.h cl/dslash_cl.h cl/grid_cl.h cl/degrid_cl.h cl/image_cl.h
+	$(PK_CL_FILES)
+PK_CL_EMBEDDED = $(PK_CL_KERNELS:.cl=_cl.h)
 nodist_libportkern_la_SOURCES += $(PK_CL_EMBEDDED)
 BUILT_SOURCES += $(PK_CL_EMBEDDED)
 CLEANFILES += $(PK_CL_EMBEDDED)
+# BUILT_SOURCES only counts for all, check and install: the library's objects wait for the
+# sources also when make is asked for one program (make tests/test_lp_serial in a new tree).
+$(libportkern_la_OBJECTS): $(PK_CL_EMBEDDED)
 libportkern_la_LIBADD += $(OPENCL_LIBS)
 endif
 

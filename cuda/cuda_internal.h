@@ -114,14 +114,11 @@ pk_status pk_cuda_check_device(const pk_cuda_state *s, int device);
 /** Copy-kernel bandwidth (bytes read + written per second) on one device. */
 pk_status pk_cuda_bandwidth(int device, size_t bytes, int reps, double *bps);
 
-/* diffusion3d.cu -------------------------------------------------------------------------- */
-pk_status pk_cuda_d3_create(void *state, int device, const pk_d3_desc *desc, void **impl);
-pk_status pk_cuda_d3_upload(void *impl, const float *f, double *seconds);
-pk_status pk_cuda_d3_run(void *impl, int count, double *kernel_seconds);
-pk_status pk_cuda_d3_download(void *impl, float *f, double *seconds);
-pk_status pk_cuda_d3_execute(void *impl, float *f, int count, double *kernel_seconds,
-                             double *transfer_seconds);
-void pk_cuda_d3_destroy(void *impl);
+/* A kernel's plan functions (pk_cuda_<kk>_create, upload, run, download, destroy, execute...)
+ * are its .cu file's own: the backend reaches them through the file's ops table
+ * (pk_cuda_<kk>_ops, declared by lib/internal.h's PK_DECLARE_KERNEL_OPS), and so do the
+ * emulated tests (tests/test_<kk>_cuda_emu.c).  Declared here: what another file calls, and
+ * conv2d.cu's plan (its host side is not compiled for the emulated test). */
 
 /* conv2d.cu: the plan of both variants ("cuda", direct; "cuda-fft") ------------------- */
 pk_status pk_cuda_cv_create(void *state, int device, const pk_cv_desc *desc, void **impl);
@@ -147,53 +144,15 @@ pk_status pk_cuda_cufft_c2c_create(int rows, int cols, const char *what, int *pl
 pk_status pk_cuda_cufft_c2c_exec(int plan, void *data, int inverse, const char *what);
 void pk_cuda_cufft_destroy(int plan);
 
-/* magicfilter3d.cu: the plan of variant "cuda" ------------------------------------------- */
-pk_status pk_cuda_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl);
-pk_status pk_cuda_mf_upload(void *impl, const double *x, double *seconds);
-pk_status pk_cuda_mf_run(void *impl, double *kernel_seconds);
-pk_status pk_cuda_mf_download(void *impl, double *y, double *seconds);
-pk_status pk_cuda_mf_execute(void *impl, const double *x, double *y, double *kernel_seconds,
-                             double *transfer_seconds);
-void pk_cuda_mf_destroy(void *impl);
-pk_status pk_cuda_gr_create(void *state, int device, const pk_gr_desc *desc, void **impl);
-pk_status pk_cuda_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr_result *res);
-/** grid.cu's run adding into a g x g complex64 device grid (cuda/image.cu), not the host's. */
+/* grid.cu: its run adding into a g x g complex64 device grid (cuda/image.cu), not the
+ * host's. */
 pk_status pk_cuda_gr_run_device(void *impl, const pk_grid_data *data, void *dev_grid,
                                 pk_gr_result *res);
-void pk_cuda_gr_destroy(void *impl);
+/* degrid.cu (test_im_cuda_emu calls these by name) */
 pk_status pk_cuda_dg_create(void *state, int device, const pk_gr_desc *desc, void **impl);
 pk_status pk_cuda_dg_run(void *impl, const float *grid, const pk_grid_data *data, float *vis,
                          pk_dg_result *res);
 void pk_cuda_dg_destroy(void *impl);
-pk_status pk_cuda_lp_create(void *state, int device, const pk_lp_desc *desc, void **impl);
-pk_status pk_cuda_lp_upload(void *impl, const float *phi, double *seconds);
-pk_status pk_cuda_lp_run(void *impl, int count, double *kernel_seconds);
-pk_status pk_cuda_lp_download(void *impl, float *phi, double *seconds);
-pk_status pk_cuda_lp_execute(void *impl, float *phi, int count, double *kernel_seconds,
-                             double *transfer_seconds);
-/* The execute_canonical ops (lib/internal.h): plan_execute on the caller's device arrays in
- * the public layout, the layout conversions on the device. */
-pk_status pk_cuda_lp_execute_canonical(void *impl, float *phi, int count, double *kernel_seconds,
-                                       double *layout_seconds);
-void pk_cuda_lp_destroy(void *impl);
-pk_status pk_cuda_s3_create(void *state, int device, const pk_s3_desc *desc, void **impl);
-pk_status pk_cuda_s3_upload(void *impl, const double *u, const double *psi, double *seconds);
-pk_status pk_cuda_s3_run(void *impl, double *kernel_seconds);
-pk_status pk_cuda_s3_download(void *impl, double *chi, double *seconds);
-pk_status pk_cuda_s3_execute(void *impl, const double *u, const double *psi, double *chi,
-                             double *kernel_seconds, double *transfer_seconds);
-pk_status pk_cuda_s3_execute_canonical(void *impl, const double *u, const double *psi,
-                                       double *chi, double *kernel_seconds,
-                                       double *layout_seconds);
-void pk_cuda_s3_destroy(void *impl);
-pk_status pk_cuda_ds_create(void *state, int device, const pk_ds_desc *desc, void **impl);
-pk_status pk_cuda_ds_upload(void *impl, const double *u, const double *psi, double *seconds);
-pk_status pk_cuda_ds_run(void *impl, double *kernel_seconds);
-pk_status pk_cuda_ds_download(void *impl, double *chi, double *seconds);
-pk_status pk_cuda_ds_execute_canonical(void *impl, const double *u, const double *psi,
-                                       double *chi, double *kernel_seconds,
-                                       double *layout_seconds);
-void pk_cuda_ds_destroy(void *impl);
 
 #ifdef __cplusplus
 }

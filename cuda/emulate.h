@@ -1,9 +1,10 @@
 /* emulate.h - CUDA without a GPU: the device code of the .cu files here compiled by the host
  * C++ compiler (g++, C++17) and run by host threads, and the part of the CUDA runtime the
- * host code of those files calls, on host memory.  tests/cuda_emu_*.cc include a .cu file
- * after this header (PK_CUDA_EMULATE selects the emulated paths in it) and the tests
- * tests/test_*_cuda_emu compare what its kernels compute with the serial references;
- * docs/RELIABILITY.md ("CUDA without a GPU") says what this checks and what it cannot.
+ * host code of those files calls, on host memory.  tests/local.mk compiles a .cu file as
+ * C++ with this header included first (-include; PK_CUDA_EMULATE selects the emulated paths
+ * in it) and the tests tests/test_*_cuda_emu compare what its kernels compute with the
+ * serial references; docs/RELIABILITY.md ("CUDA without a GPU") says what this checks and
+ * what it cannot.
  *
  * The model (cuda/emulate.cc implements it):
  *  - A launch runs its blocks one after another.  The threads of a block are real host

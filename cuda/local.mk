@@ -1,24 +1,13 @@
 # cuda/: CUDA kernels (*.cu) behind extern "C" launchers, and the CUDA backend's table.
 # Built when configure found nvcc; linked with the static CUDA runtime (no libcudart.so).
-EXTRA_DIST += cuda/diffusion3d.cu cuda/conv2d.cu cuda/conv2d_fft.cu cuda/magicfilter3d.cu cuda/runtime.cu \
-	cuda/laplace2d.cu cuda/su3.cu cuda/dslash.cu cuda/grid.cu cuda/image.cu cuda/degrid.cu cuda/grid_locate.cuh \
-	cuda/cuda_internal.h cuda/backend_cuda.c
+# Each kernel's .cu is listed in kernels.mk (PK_CUDA_FILES).
+EXTRA_DIST += $(PK_CUDA_FILES) cuda/runtime.cu cuda/cuda_internal.h cuda/backend_cuda.c
 if HAVE_CUDA
 libportkern_la_SOURCES += \
 	cuda/cuda_internal.h \
 	cuda/backend_cuda.c \
 	cuda/runtime.cu \
-	cuda/diffusion3d.cu \
-	cuda/conv2d.cu \
-	cuda/conv2d_fft.cu \
-	cuda/magicfilter3d.cu \
-	cuda/grid.cu \
-	cuda/image.cu \
-	cuda/degrid.cu \
-	cuda/grid_locate.cuh \
-	cuda/laplace2d.cu \
-	cuda/su3.cu \
-	cuda/dslash.cu
+	$(PK_CUDA_FILES)
 libportkern_la_LIBADD += $(CUDA_LIBS)
 endif
 

@@ -18,6 +18,10 @@ PK_FUZZ_PARAMS_SOURCES = fuzz/fuzz_params.c $(PK_CLI_SOURCES)
 # (own CPPFLAGS, so that these objects are not the library's libtool ones).
 PK_FUZZ_WISDOM_SOURCES = fuzz/fuzz_wisdom.c lib/wisdom.c lib/error.c lib/util.c
 
+# The targets that compile tools/cli_driver.c wait for its generated table (tools/local.mk).
+$(fuzz_replay_cli_OBJECTS) $(fuzz_replay_params_OBJECTS) $(fuzz_fuzz_cli_OBJECTS) \
+	$(fuzz_fuzz_params_OBJECTS): tools/cli_kernels.h
+
 check_PROGRAMS += fuzz/replay_npy fuzz/replay_cli fuzz/replay_json fuzz/replay_params \
 	fuzz/replay_wisdom
 TESTS += fuzz/replay_npy fuzz/replay_cli fuzz/replay_json fuzz/replay_params fuzz/replay_wisdom

@@ -1,10 +1,11 @@
 /* cuda_emu_common.h - what the emulated CUDA tests (tests/test_*_cuda_emu.c) share.
  *
- * Each of them links one .cu file of cuda/ compiled for the host (tests/cuda_emu_*.cc, with
- * cuda/emulate.h), the emulated runtime (cuda/emulate.cc, cuda/runtime.cu) and libportkern
- * for the references, and drives the .cu file's own plan functions (pk_cuda_*_create,
- * upload, run, download, destroy: the host code the CUDA backend calls) on the emulated
- * device.  docs/RELIABILITY.md ("CUDA without a GPU") says what that checks.
+ * Each of them links one .cu file of cuda/ compiled for the host (tests/cuda_emu_<file>.o:
+ * the .cu as C++ with cuda/emulate.h included first, tests/local.mk), the emulated runtime
+ * (cuda/emulate.cc, cuda/runtime.cu) and libportkern for the references, and drives the .cu
+ * file's own plan functions (through its ops table pk_cuda_<kk>_ops: create, upload, run,
+ * download, destroy, the host code the CUDA backend calls) on the emulated device.
+ * docs/RELIABILITY.md ("CUDA without a GPU") says what that checks.
  *
  * State: the plans get a probed pk_cuda_state (emu_state()), as a context's, so that their
  * uploads and downloads take the staging ring of runtime.cu; emu_begin makes its chunks

@@ -44,6 +44,8 @@ AM_TESTS_ENVIRONMENT += \
 	export TSAN_OPTIONS CC;
 endif
 
+# Each kernel's programs (tests/test_kk_<backend>, its other tests, tests/test_kk_cuda_emu) are
+# listed in kernels.mk; these are the library's own.
 PK_TEST_PROGS = \
 	tests/test_errors \
 	tests/test_npy \
@@ -52,36 +54,6 @@ PK_TEST_PROGS = \
 	tests/test_probe \
 	tests/test_peak \
 	tests/test_cost \
-	tests/test_d3_serial \
-	tests/test_d3_openmp \
-	tests/test_d3_opencl \
-	tests/test_d3_cuda \
-	tests/test_cv_serial \
-	tests/test_cv_openmp \
-	tests/test_cv_opencl \
-	tests/test_cv_cuda \
-	tests/test_mf_serial \
-	tests/test_mf_openmp \
-	tests/test_mf_opencl \
-	tests/test_mf_cuda \
-	tests/test_gr_serial \
-	tests/test_gr_openmp \
-	tests/test_gr_opencl \
-	tests/test_gr_cuda \
-	tests/test_gr_gen \
-	tests/test_image \
-	tests/test_lp_serial \
-	tests/test_lp_openmp \
-	tests/test_lp_opencl \
-	tests/test_lp_cuda \
-	tests/test_s3_serial \
-	tests/test_s3_openmp \
-	tests/test_s3_opencl \
-	tests/test_s3_cuda \
-	tests/test_ds_serial \
-	tests/test_ds_openmp \
-	tests/test_ds_opencl \
-	tests/test_ds_cuda \
 	tests/test_clcache \
 	tests/test_faults \
 	tests/test_threads \
@@ -89,15 +61,14 @@ PK_TEST_PROGS = \
 	tests/test_plan_cache \
 	tests/test_wisdom \
 	tests/test_params
-check_PROGRAMS += $(PK_TEST_PROGS)
-TESTS += $(PK_TEST_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
+check_PROGRAMS += $(PK_TEST_PROGS) $(PK_SUITE_PROGS)
+TESTS += $(PK_TEST_PROGS) $(PK_SUITE_PROGS) tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
 	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh tests/test_cli_image.sh \
 	tests/test_retry_tool_crash.sh tests/test_cli_files.sh tests/test_cli_tune.sh tests/test_mpi.sh
 dist_check_SCRIPTS += tests/test_cli.sh tests/test_install.sh tests/test_cli_badinput.sh \
 	tests/test_cli_laplace2d.sh tests/test_cli_su3.sh tests/test_cli_dslash.sh tests/test_cli_grid.sh tests/test_cli_image.sh \
 	tests/test_retry_tool_crash.sh tests/test_cli_files.sh tests/test_cli_tune.sh tests/test_mpi.sh
-EXTRA_DIST += tests/wisdom_equal.h tests/tap.h tests/tap.sh tests/cli_lib.sh tests/d3_common.h tests/cv_common.h tests/mf_common.h \
-	tests/lp_common.h tests/s3_common.h tests/ds_common.h tests/gr_common.h \
+EXTRA_DIST += tests/test_suite.c tests/wisdom_equal.h tests/tap.h tests/tap.sh tests/cli_lib.sh \
 	tests/lsan.supp tests/lsan-precise.supp tests/lsan-precise.sh tests/retry-tool-crash.sh tests/tsan.supp \
 	tests/valgrind.supp tests/valgrind.sh
 
@@ -108,37 +79,15 @@ tests_test_plan_cache_LDFLAGS = $(AM_LDFLAGS) -rdynamic
 # test_fits reads the files back with cfitsio itself.
 tests_test_fits_LDADD = libportkern.la $(CFITSIO_LIBS)
 
-# grid (gr): test_gr_gen tests the generator's hidden pieces (pk_gg_*), so it compiles
-# lib/gen/grid_gen.c in (its copy stays its own: the library's is hidden), and the public
-# pk_grid_generate against them.
-tests_test_gr_gen_SOURCES = tests/test_gr_gen.c lib/gen/grid_gen.c lib/gen/grid_gen.h
-# Own CPPFLAGS: its objects must not be the library's libtool ones.
-tests_test_gr_gen_CPPFLAGS = $(AM_CPPFLAGS)
-tests_test_gr_gen_LDADD = libportkern.la $(FFTW3_LIBS)
-# image and degrid (docs/KERNELS.md 7): the generator's kernels of any size (its own copy of
-# grid_gen.c, as test_gr_gen) and a double FFT of its own for the oracle.
-tests_test_image_SOURCES = tests/test_image.c tests/im_common.h lib/gen/grid_gen.c lib/gen/grid_gen.h
-tests_test_image_CPPFLAGS = $(AM_CPPFLAGS)
-tests_test_image_CFLAGS = $(AM_CFLAGS) -pthread
-tests_test_image_LDADD = libportkern.la $(FFTW3_LIBS) -lpthread
 # Every other test program is one .c file linking the library (Makefile.am's LDADD).
 tests_test_threads_CFLAGS = $(AM_CFLAGS) -pthread
 tests_test_threads_LDADD = libportkern.la -lpthread
 
 # CUDA without a GPU (docs/RELIABILITY.md): each .cu file of cuda/ compiled by the C++ compiler
-# with cuda/emulate.h (tests/cuda_emu_*.cc), its plan run on host threads against the serial
-# references.  No CUDA toolkit needed: built and run in every configuration; without a C++17
-# compiler the script below SKIPs in their place.
-PK_EMU_TESTS = \
-	tests/test_d3_cuda_emu \
-	tests/test_cv_cuda_emu \
-	tests/test_mf_cuda_emu \
-	tests/test_gr_cuda_emu \
-	tests/test_im_cuda_emu \
-	tests/test_lp_cuda_emu \
-	tests/test_s3_cuda_emu \
-	tests/test_ds_cuda_emu \
-	tests/test_cuda_transfer_emu
+# with cuda/emulate.h included first (tests/cuda_emu_<file>.$(OBJEXT), the rule below), its
+# plan run on host threads against the serial references.  No CUDA toolkit needed: built and
+# run in every configuration; without a C++17 compiler the script below SKIPs in their place.
+# Each kernel's tests/test_kk_cuda_emu is listed in kernels.mk (PK_EMU_TESTS).
 EXTRA_DIST += tests/cuda_emu_common.h tests/cuda_devmem.h
 if PK_HAVE_CXX17
 # Without -DPK_BUILDING_LIBRARY: lib/error.c, lib/util.c and lib/tuning.c, which the emulated host code
@@ -148,68 +97,32 @@ PK_EMU_CPPFLAGS = -I$(top_srcdir)/lib -I$(top_srcdir)/cuda -I$(top_builddir)
 PK_EMU_CXXFLAGS = -std=gnu++17 -ffp-contract=off -pthread -Wall -Wextra -Wno-unused-parameter \
 	-Wno-unknown-pragmas $(PK_SANITIZER_FLAGS)
 PK_EMU_CFLAGS = $(AM_CFLAGS) -pthread -Wno-unused-function
+# cuda/X.cu as C++ with cuda/emulate.h first: what Automake's rule for a C++ source with the
+# emulation tests' flags would run.  The objects depend on every header of lib/ and cuda/
+# (GNU make's wildcard: no dependency tracking for this rule).
+PK_EMU_CXXCOMPILE = $(CXX) $(DEFS) $(DEFAULT_INCLUDES) $(INCLUDES) $(PK_EMU_CPPFLAGS) \
+	$(CPPFLAGS) $(PK_EMU_CXXFLAGS) $(CXXFLAGS)
+PK_EMU_HDRS = $(wildcard $(top_srcdir)/lib/*.h $(top_srcdir)/cuda/*.h $(top_srcdir)/cuda/*.cuh)
+tests/cuda_emu_%.$(OBJEXT): cuda/%.cu $(PK_EMU_HDRS) $(CONFIG_HEADER)
+	$(AM_V_CXX)$(MKDIR_P) tests && \
+	$(PK_EMU_CXXCOMPILE) -include $(top_srcdir)/cuda/emulate.h -c -o $@ -x c++ $<
+# A C test that links C++ objects: a C++ source in nodist_EXTRA_*_SOURCES (never built)
+# makes Automake link it with the C++ compiler.
+PK_EMU_LINK_CXX = tests/cuda_emu_link.cc
 check_LTLIBRARIES = tests/libcudaemu.la
-tests_libcudaemu_la_SOURCES = cuda/emulate.h cuda/emulate.cc tests/cuda_emu_runtime.cc \
-	lib/error.c lib/util.c lib/tuning.c
+tests_libcudaemu_la_SOURCES = cuda/emulate.h cuda/emulate.cc lib/error.c lib/util.c lib/tuning.c
 tests_libcudaemu_la_CPPFLAGS = $(PK_EMU_CPPFLAGS)
 tests_libcudaemu_la_CXXFLAGS = $(PK_EMU_CXXFLAGS)
 tests_libcudaemu_la_CFLAGS = $(PK_EMU_CFLAGS)
-PK_EMU_LDADD = tests/libcudaemu.la libportkern.la -lpthread
+# The emulated runtime (cuda/runtime.cu: probe, errors, copies) goes into every test.
+PK_EMU_LDADD = tests/cuda_emu_runtime.$(OBJEXT) tests/libcudaemu.la libportkern.la -lpthread
+PK_EMU_TESTS += tests/test_cuda_transfer_emu
 check_PROGRAMS += $(PK_EMU_TESTS)
 TESTS += $(PK_EMU_TESTS)
-tests_test_d3_cuda_emu_SOURCES = tests/test_d3_cuda_emu.c tests/cuda_emu_diffusion3d.cc
-tests_test_cv_cuda_emu_SOURCES = tests/test_cv_cuda_emu.c tests/cuda_emu_conv2d.cc \
-	tests/cuda_emu_conv2d_fft.cc
-tests_test_mf_cuda_emu_SOURCES = tests/test_mf_cuda_emu.c tests/cuda_emu_magicfilter3d.cc \
-	lib/ref/magicfilter3d_ref.c
-tests_test_gr_cuda_emu_SOURCES = tests/test_gr_cuda_emu.c tests/cuda_emu_grid.cc \
-	lib/ref/grid_ref.c
-# the image on CUDA: image.cu over grid.cu's plan and conv2d_fft.cu's cuFFT loader; the
-# oracles of tests/im_common.h (the generator's kernels, FFTW double)
-tests_test_im_cuda_emu_SOURCES = tests/test_im_cuda_emu.c tests/im_common.h \
-	tests/cuda_emu_image.cc tests/cuda_emu_degrid.cc tests/cuda_emu_grid.cc \
-	tests/cuda_emu_conv2d_fft.cc \
-	lib/ref/grid_ref.c lib/gen/grid_gen.c lib/gen/grid_gen.h
-tests_test_im_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
-tests_test_im_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
-tests_test_im_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
-tests_test_im_cuda_emu_LDADD = $(PK_EMU_LDADD) $(FFTW3_LIBS)
-tests_test_lp_cuda_emu_SOURCES = tests/test_lp_cuda_emu.c tests/cuda_emu_laplace2d.cc \
-	lib/ref/laplace2d_ref.c
-tests_test_s3_cuda_emu_SOURCES = tests/test_s3_cuda_emu.c tests/cuda_emu_su3.cc
-tests_test_ds_cuda_emu_SOURCES = tests/test_ds_cuda_emu.c tests/cuda_emu_dslash.cc
 tests_test_cuda_transfer_emu_SOURCES = tests/test_cuda_transfer_emu.cc
 tests_test_cuda_transfer_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
 tests_test_cuda_transfer_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
 tests_test_cuda_transfer_emu_LDADD = $(PK_EMU_LDADD)
-tests_test_d3_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
-tests_test_cv_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
-tests_test_mf_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
-tests_test_gr_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
-tests_test_lp_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
-tests_test_s3_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
-tests_test_ds_cuda_emu_CPPFLAGS = $(PK_EMU_CPPFLAGS)
-tests_test_d3_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
-tests_test_cv_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
-tests_test_mf_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
-tests_test_gr_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
-tests_test_lp_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
-tests_test_s3_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
-tests_test_ds_cuda_emu_CXXFLAGS = $(PK_EMU_CXXFLAGS)
-tests_test_d3_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
-tests_test_cv_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
-tests_test_mf_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
-tests_test_gr_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
-tests_test_lp_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
-tests_test_s3_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
-tests_test_ds_cuda_emu_CFLAGS = $(PK_EMU_CFLAGS)
-tests_test_d3_cuda_emu_LDADD = $(PK_EMU_LDADD)
-tests_test_cv_cuda_emu_LDADD = $(PK_EMU_LDADD)
-tests_test_mf_cuda_emu_LDADD = $(PK_EMU_LDADD)
-tests_test_gr_cuda_emu_LDADD = $(PK_EMU_LDADD)
-tests_test_lp_cuda_emu_LDADD = $(PK_EMU_LDADD)
-tests_test_s3_cuda_emu_LDADD = $(PK_EMU_LDADD)
-tests_test_ds_cuda_emu_LDADD = $(PK_EMU_LDADD)
 else
 TESTS += tests/test_cuda_emu_skip.sh
 dist_check_SCRIPTS += tests/test_cuda_emu_skip.sh

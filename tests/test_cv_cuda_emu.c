@@ -2,10 +2,10 @@
  * cuda/emulate.h (see cuda_emu_common.h):
  * 1. The direct kernel ("cuda") on every case of cv_common.h's cv_sizes, against
  *    pk_conv2d_reference element-wise (CV_RTOL, CV_ZERO), launched with the host code's
- *    geometry (tests/cuda_emu_conv2d.cc: conv2d.cu's host side needs the dispatch layer), the
- *    PSF as a 128-tap parameter; then the other two PSF placements (a 1024-tap parameter and
- *    global memory) and a PSF whose window does not fit shared memory (chunks), larger than
- *    the image.
+ *    geometry (the emulated host side at the end of conv2d.cu: its real host side needs the
+ *    dispatch layer), the PSF as a 128-tap parameter; then the other two PSF placements (a
+ *    1024-tap parameter and global memory) and a PSF whose window does not fit shared
+ *    memory (chunks), larger than the image.
  * 2. "cuda-fft": conv2d_fft.cu's own plan (torus sizes, the folded PSF, the gather, multiply
  *    and scale kernels, the crop), with cuda/emulate.h's DFT in place of cuFFT, on the same
  *    cases against the reference, and on cv_common.h's FFT cases against the direct kernel
@@ -16,7 +16,7 @@
 #include "cuda_emu_common.h"
 #include "cv_common.h"
 
-/* tests/cuda_emu_conv2d.cc */
+/* cuda/conv2d.cu's emulated host side (PK_CUDA_EMULATE) */
 pk_status pk_emu_cv_direct(const pk_cv_desc *d, const float *image, float *out, int *cap,
                            int *chunks);
 pk_status pk_emu_cv_fft(const pk_cv_desc *d, const float *image, float *out);

@@ -42,17 +42,17 @@ static pk_status d3e_run(const pk_diffusion3d_params *p, const float *f, float *
 {
     const pk_d3_desc d = d3e_desc(p);
     void *impl = NULL;
-    pk_status s = pk_cuda_d3_create(emu_state(), 0, &d, &impl);
-    if (s == PK_OK) s = pk_cuda_d3_upload(impl, f, NULL);
+    pk_status s = pk_cuda_d3_ops.create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_d3_ops.upload(impl, f, NULL);
     for (int i = 0, done = 0; i < pieces && s == PK_OK; ++i) {
         const int c = i + 1 == pieces ? p->count - done : p->count / pieces;
         double ks = -1;
-        s = pk_cuda_d3_run(impl, c, &ks);
+        s = pk_cuda_d3_ops.run(impl, c, &ks);
         if (s == PK_OK && !(ks >= 0)) s = pk_fail(PK_EINTERNAL, "kernel time %g", ks);
         done += c;
     }
-    if (s == PK_OK) s = pk_cuda_d3_download(impl, out, NULL);
-    pk_cuda_d3_destroy(impl);
+    if (s == PK_OK) s = pk_cuda_d3_ops.download(impl, out, NULL);
+    pk_cuda_d3_ops.destroy(impl);
     return s;
 }
 
@@ -104,22 +104,22 @@ static void d3e_check_plan(void)
     pk_diffusion3d_reference(&p, ref);
     const pk_d3_desc d = d3e_desc(&p);
     void *impl = NULL;
-    pk_status s = pk_cuda_d3_create(emu_state(), 0, &d, &impl);
+    pk_status s = pk_cuda_d3_ops.create(emu_state(), 0, &d, &impl);
     size_t nonzero = 0;
-    if (s == PK_OK) s = pk_cuda_d3_download(impl, out, NULL);
+    if (s == PK_OK) s = pk_cuda_d3_ops.download(impl, out, NULL);
     for (size_t i = 0; i < n && s == PK_OK; ++i) nonzero += out[i] != 0.0f;
     ok(s == PK_OK && nonzero == 0, "plan: a download before any upload gives zeros (%zu not; %s)",
        nonzero, emu_why(s));
-    if (s == PK_OK) s = pk_cuda_d3_upload(impl, f, NULL);
-    if (s == PK_OK) s = pk_cuda_d3_run(impl, 2, NULL);
-    if (s == PK_OK) s = pk_cuda_d3_upload(impl, f, NULL); /* restart */
-    if (s == PK_OK) s = pk_cuda_d3_run(impl, 0, NULL);
-    if (s == PK_OK) s = pk_cuda_d3_run(impl, 3, NULL);
-    if (s == PK_OK) s = pk_cuda_d3_download(impl, out, NULL);
+    if (s == PK_OK) s = pk_cuda_d3_ops.upload(impl, f, NULL);
+    if (s == PK_OK) s = pk_cuda_d3_ops.run(impl, 2, NULL);
+    if (s == PK_OK) s = pk_cuda_d3_ops.upload(impl, f, NULL); /* restart */
+    if (s == PK_OK) s = pk_cuda_d3_ops.run(impl, 0, NULL);
+    if (s == PK_OK) s = pk_cuda_d3_ops.run(impl, 3, NULL);
+    if (s == PK_OK) s = pk_cuda_d3_ops.download(impl, out, NULL);
     ok(s == PK_OK && pk_diff_f32(out, ref, n, D3_RTOL, D3_ZERO, PK_DIFF_ELEMENTWISE, NULL) == PK_OK,
        "plan: 2 steps, a second upload, 0 steps and 3 steps equal 3 reference steps (%s)",
        emu_why(s));
-    pk_cuda_d3_destroy(impl);
+    pk_cuda_d3_ops.destroy(impl);
     emu_next_case();
     free(f);
     free(ref);
@@ -148,17 +148,17 @@ static void d3e_check_devptr(int count)
     char note[256] = "";
     /* the resident field: another one, one step on (it lies in the plan's second buffer) */
     d3_fill(res0, nx, ny, nz, 12);
-    pk_status s = pk_cuda_d3_create(emu_state(), 0, &d, &impl);
-    if (s == PK_OK) s = pk_cuda_d3_upload(impl, res0, NULL);
-    if (s == PK_OK) s = pk_cuda_d3_run(impl, 1, NULL);
-    if (s == PK_OK) s = pk_cuda_d3_download(impl, res0, NULL);
+    pk_status s = pk_cuda_d3_ops.create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_d3_ops.upload(impl, res0, NULL);
+    if (s == PK_OK) s = pk_cuda_d3_ops.run(impl, 1, NULL);
+    if (s == PK_OK) s = pk_cuda_d3_ops.download(impl, res0, NULL);
     if (impl) (void)emu_transfer_note(impl);
     float *dev = pk_emu_device_array(f, bytes);
     if (s == PK_OK && !dev) s = pk_fail(PK_EDEVMEM, "test device array");
-    if (s == PK_OK) s = pk_cuda_d3_execute(impl, dev, count, &ks, &ts);
+    if (s == PK_OK) s = pk_cuda_d3_ops.execute(impl, dev, count, &ks, &ts);
     if (impl) snprintf(note, sizeof note, "%s", emu_transfer_note(impl));
     if (s == PK_OK && pk_emu_device_read(out, dev, bytes)) s = pk_fail(PK_EDEVICE, "read back");
-    if (s == PK_OK) s = pk_cuda_d3_download(impl, res1, NULL);
+    if (s == PK_OK) s = pk_cuda_d3_ops.download(impl, res1, NULL);
     int d_ok = s == PK_OK && pk_diff_f32(out, ref, n, D3_RTOL, D3_ZERO, PK_DIFF_ELEMENTWISE,
                                          NULL) == PK_OK;
     int same = s == PK_OK && memcmp(res0, res1, bytes) == 0;
@@ -169,7 +169,7 @@ static void d3e_check_devptr(int count)
     emu_next_case();
     /* host memory: upload, run, download */
     memcpy(out, f, bytes);
-    s = impl ? pk_cuda_d3_execute(impl, out, count, &ks, &ts) : PK_EINTERNAL;
+    s = impl ? pk_cuda_d3_ops.execute(impl, out, count, &ks, &ts) : PK_EINTERNAL;
     if (impl) snprintf(note, sizeof note, "%s", emu_transfer_note(impl));
     d_ok = s == PK_OK &&
            pk_diff_f32(out, ref, n, D3_RTOL, D3_ZERO, PK_DIFF_ELEMENTWISE, NULL) == PK_OK;
@@ -180,7 +180,7 @@ static void d3e_check_devptr(int count)
     /* a misaligned device array: through the transfers (device-to-device copies) */
     memcpy(out + 1, f, bytes);
     float *mis = pk_emu_device_array(out, bytes + 4 * sizeof(float));
-    s = impl && mis ? pk_cuda_d3_execute(impl, mis + 1, count, &ks, &ts) : PK_EDEVMEM;
+    s = impl && mis ? pk_cuda_d3_ops.execute(impl, mis + 1, count, &ks, &ts) : PK_EDEVMEM;
     if (impl) snprintf(note, sizeof note, "%s", emu_transfer_note(impl));
     if (s == PK_OK && pk_emu_device_read(out, mis, bytes + sizeof(float)))
         s = pk_fail(PK_EDEVICE, "read back");
@@ -192,14 +192,14 @@ static void d3e_check_devptr(int count)
     emu_next_case();
     /* a device array one float short: refused or failed, not read past */
     float *shortd = pk_emu_device_array(f, bytes - sizeof(float));
-    s = impl && shortd ? pk_cuda_d3_execute(impl, shortd, count, &ks, &ts) : PK_EDEVMEM;
+    s = impl && shortd ? pk_cuda_d3_ops.execute(impl, shortd, count, &ks, &ts) : PK_EDEVMEM;
     ok(s != PK_OK,
        "execute on a device array one float short, %d steps: %s", count, emu_why(s));
     emu_next_case();
     pk_emu_device_free(dev);
     pk_emu_device_free(mis);
     pk_emu_device_free(shortd);
-    pk_cuda_d3_destroy(impl);
+    pk_cuda_d3_ops.destroy(impl);
     free(f);
     free(ref);
     free(out);
@@ -209,7 +209,7 @@ static void d3e_check_devptr(int count)
 
 static pk_status d3e_create(const void *arg, void **impl)
 {
-    return pk_cuda_d3_create(emu_state(), 0, (const pk_d3_desc *)arg, impl);
+    return pk_cuda_d3_ops.create(emu_state(), 0, (const pk_d3_desc *)arg, impl);
 }
 
 /* cuda/runtime.cu: the probe finds the emulated device; the copy kernel runs. */
@@ -235,7 +235,7 @@ static void d3e_check_runtime(void)
     const pk_d3_desc d = d3e_desc(&p);
     void *impl = NULL;
     setenv("PORTKERN_TEST_DEVICE_OOM", "1", 1);
-    s = pk_cuda_d3_create(emu_state(), 0, &d, &impl);
+    s = pk_cuda_d3_ops.create(emu_state(), 0, &d, &impl);
     unsetenv("PORTKERN_TEST_DEVICE_OOM");
     ok(s == PK_EDEVMEM && impl == NULL && pk_emu_allocations() == 0,
        "PORTKERN_TEST_DEVICE_OOM=1: plan creation fails with PK_EDEVMEM (%s)", emu_why(s));
@@ -261,6 +261,6 @@ int main(void)
     pk_diffusion3d_params p;
     d3e_params(&p, 33, 17, 9, 1);
     const pk_d3_desc d = d3e_desc(&p);
-    emu_check_alloc_failures("diffusion3d plan creation", d3e_create, pk_cuda_d3_destroy, &d);
+    emu_check_alloc_failures("diffusion3d plan creation", d3e_create, pk_cuda_d3_ops.destroy, &d);
     return emu_end();
 }

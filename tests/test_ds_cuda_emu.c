@@ -47,12 +47,12 @@ static pk_status dse_exec(const pk_dslash_params *p, const double *u, const doub
     for (size_t i = 0; i < ns; ++i) buf[i] = NAN;
     for (size_t i = ns; i < ns + DS_GUARD; ++i) buf[i] = DS_SENTINEL;
     void *impl = NULL;
-    pk_status s = pk_cuda_ds_create(emu_state(), 0, &d, &impl);
-    if (s == PK_OK) s = pk_cuda_ds_upload(impl, p->recon12 ? u12 : u, psi, NULL);
-    for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_ds_run(impl, NULL);
-    if (s == PK_OK) s = pk_cuda_ds_download(impl, buf, NULL);
+    pk_status s = pk_cuda_ds_ops.create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_ds_ops.upload(impl, p->recon12 ? u12 : u, psi, NULL);
+    for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_ds_ops.run(impl, NULL);
+    if (s == PK_OK) s = pk_cuda_ds_ops.download(impl, buf, NULL);
     if (impl) dse_paths |= ((const pk_cuda_xfer *)impl)->paths;
-    pk_cuda_ds_destroy(impl);
+    pk_cuda_ds_ops.destroy(impl);
     size_t bad = 0;
     for (size_t i = ns; i < ns + DS_GUARD; ++i) bad += buf[i] != DS_SENTINEL;
     if (s == PK_OK && bad)
@@ -99,12 +99,12 @@ static void dse_check_plan(void)
     const pk_ds_desc d = dse_desc(&p);
     void *impl = NULL;
     size_t nonzero = 0;
-    pk_status s = pk_cuda_ds_create(emu_state(), 0, &d, &impl);
-    if (s == PK_OK) s = pk_cuda_ds_download(impl, a, NULL);
+    pk_status s = pk_cuda_ds_ops.create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_ds_ops.download(impl, a, NULL);
     for (size_t i = 0; i < ns && s == PK_OK; ++i) nonzero += a[i] != 0.0;
     ok(s == PK_OK && nonzero == 0, "plan: a download before any upload gives zeros (%zu not; %s)",
        nonzero, emu_why(s));
-    pk_cuda_ds_destroy(impl);
+    pk_cuda_ds_ops.destroy(impl);
     emu_next_case();
     free(u);
     free(psi);
@@ -125,17 +125,17 @@ static void dse_check_devptr(void)
     double *du = pk_emu_device_array(u, d.u_doubles * sizeof(double));
     double *dp = pk_emu_device_array(psi, sb), *dc = pk_emu_device_array(NULL, sb);
     void *impl = NULL;
-    if (s == PK_OK) s = pk_cuda_ds_create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_ds_ops.create(emu_state(), 0, &d, &impl);
     if (s == PK_OK && !(du && dp && dc)) s = pk_fail(PK_EDEVMEM, "test device arrays");
-    if (s == PK_OK) s = pk_cuda_ds_upload(impl, du, dp, NULL);
-    if (s == PK_OK) s = pk_cuda_ds_run(impl, NULL);
-    if (s == PK_OK) s = pk_cuda_ds_download(impl, dc, NULL);
+    if (s == PK_OK) s = pk_cuda_ds_ops.upload(impl, du, dp, NULL);
+    if (s == PK_OK) s = pk_cuda_ds_ops.run(impl, NULL);
+    if (s == PK_OK) s = pk_cuda_ds_ops.download(impl, dc, NULL);
     const char *note = s == PK_OK ? emu_transfer_note(impl) : "";
     if (s == PK_OK && pk_emu_device_read(back, dc, sb)) s = pk_fail(PK_EDEVICE, "reading chi");
     ok(s == PK_OK && memcmp(back, host, sb) == 0 && strcmp(note, "transfer: device") == 0,
        "upload and download of device arrays: the host arrays' bits, \"%s\" (%s)", note,
        emu_why(s));
-    pk_cuda_ds_destroy(impl);
+    pk_cuda_ds_ops.destroy(impl);
     pk_emu_device_free(du);
     pk_emu_device_free(dp);
     pk_emu_device_free(dc);
@@ -179,7 +179,7 @@ static void dse_check_canonical(const int *L, int recon12)
     double *dco = pk_emu_device_array(NULL, sb + sizeof(double));
     void *impl = NULL;
     double ks = -1, ls = -1;
-    if (s == PK_OK) s = pk_cuda_ds_create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_ds_ops.create(emu_state(), 0, &d, &impl);
     if (s == PK_OK && !(du && dp && dc && dio && du2 && dpo && dco))
         s = pk_fail(PK_EDEVMEM, "test arrays");
     const double *us[4] = {du, du, du2, du}, *ps[4] = {dp, dio, dp, dpo ? dpo + 1 : NULL};
@@ -187,7 +187,7 @@ static void dse_check_canonical(const int *L, int recon12)
     static const char *const what[4] = {"chi apart", "chi over psi", "chi over u",
                                         "psi and chi 8 bytes off"};
     for (int c = 0; c < 4 && s == PK_OK; ++c) {
-        s = pk_cuda_ds_execute_canonical(impl, us[c], ps[c], cs[c], &ks, &ls);
+        s = pk_cuda_ds_ops.execute_canonical(impl, us[c], ps[c], cs[c], &ks, &ls);
         s = emu_zero_copy(impl, s, 0.0);
         if (s == PK_OK && (ks < 0 || ls < 0))
             s = pk_fail(PK_EINTERNAL, "%s: kernel %g s, reorders %g s", what[c], ks, ls);
@@ -206,7 +206,7 @@ static void dse_check_canonical(const int *L, int recon12)
     if (s == PK_OK && (pk_emu_device_read(back, dp, sb) || memcmp(back, psi, sb)))
         s = pk_fail(PK_EINTERNAL, "psi changed");
     if (s == PK_OK) {
-        const pk_status so = pk_cuda_ds_execute_canonical(impl, du, psi, dc, &ks, &ls);
+        const pk_status so = pk_cuda_ds_ops.execute_canonical(impl, du, psi, dc, &ks, &ls);
         if (so != PK_EINVAL || !strstr(pk_last_error(), "dslash psi: not"))
             s = pk_fail(PK_EINTERNAL, "host psi: %s (%s), not PK_EINVAL", pk_status_name(so),
                         pk_last_error());
@@ -217,7 +217,7 @@ static void dse_check_canonical(const int *L, int recon12)
        "off 16-byte alignment; no transfer, "
        "inputs unchanged, a host psi PK_EINVAL (%s)",
        recon12 ? " recon12" : "", L[0], L[1], L[2], L[3], e, tol, emu_why(s));
-    pk_cuda_ds_destroy(impl);
+    pk_cuda_ds_ops.destroy(impl);
     pk_emu_device_free(du);
     pk_emu_device_free(dp);
     pk_emu_device_free(dc);
@@ -237,7 +237,7 @@ static void dse_check_canonical(const int *L, int recon12)
 
 static pk_status dse_create(const void *arg, void **impl)
 {
-    return pk_cuda_ds_create(emu_state(), 0, (const pk_ds_desc *)arg, impl);
+    return pk_cuda_ds_ops.create(emu_state(), 0, (const pk_ds_desc *)arg, impl);
 }
 
 int main(void)
@@ -261,6 +261,6 @@ int main(void)
        dse_ndiff);
     pk_dslash_params p = ds_params(2, 3, 2, 2, 0.125, 0);
     const pk_ds_desc d = dse_desc(&p);
-    emu_check_alloc_failures("dslash plan creation", dse_create, pk_cuda_ds_destroy, &d);
+    emu_check_alloc_failures("dslash plan creation", dse_create, pk_cuda_ds_ops.destroy, &d);
     return emu_end();
 }

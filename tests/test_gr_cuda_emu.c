@@ -62,9 +62,9 @@ static pk_status gre_exec(const char *variant, const pk_grid_params *p, const gr
     pk_gr_result r;
     memset(&r, 0, sizeof r);
     void *impl = NULL;
-    pk_status st = pk_cuda_gr_create(emu_state(), 0, &d, &impl);
-    if (st == PK_OK) st = pk_cuda_gr_run(impl, &data, grid, &r);
-    pk_cuda_gr_destroy(impl);
+    pk_status st = pk_cuda_gr_ops.create(emu_state(), 0, &d, &impl);
+    if (st == PK_OK) st = pk_cuda_gr_ops.run(impl, &data, grid, &r);
+    pk_cuda_gr_ops.destroy(impl);
     free(off);
     if (st == PK_OK) {
         *norm += r.norm;
@@ -119,16 +119,16 @@ static void gre_check_plan(const char *variant, const gr_set *s, const gr_oracle
     memset(&r1, 0, sizeof r1);
     memset(&r2, 0, sizeof r2);
     void *impl = NULL;
-    pk_status st = pk_cuda_gr_create(emu_state(), 0, &d, &impl);
-    if (st == PK_OK) st = pk_cuda_gr_run(impl, &data, g, &r1);
-    if (st == PK_OK) st = pk_cuda_gr_run(impl, &data, g, &r2);
+    pk_status st = pk_cuda_gr_ops.create(emu_state(), 0, &d, &impl);
+    if (st == PK_OK) st = pk_cuda_gr_ops.run(impl, &data, g, &r1);
+    if (st == PK_OK) st = pk_cuda_gr_ops.run(impl, &data, g, &r2);
     char msg[400] = "";
     const int grid_ok = st == PK_OK && gr_check_grid(s, o, g, 2, msg, sizeof msg);
     ok(grid_ok && gr_norm_ok(r1.norm + r2.norm, 2 * o->norm) && r2.num_skipped == o->skipped &&
            gr_guards_ok(s, g),
        "%s plan %s: two runs accumulate twice the reference (%s; norm %.15g vs %.15g; %s)",
        variant, s->name, msg, r1.norm + r2.norm, 2 * o->norm, emu_why(st));
-    pk_cuda_gr_destroy(impl);
+    pk_cuda_gr_ops.destroy(impl);
     emu_next_case();
     gr_grid_free(g);
     free(off);
@@ -148,13 +148,13 @@ static void gre_check_run_alloc_failures(const char *variant, const gr_set *s)
         void *impl = NULL;
         pk_gr_result r;
         memset(&r, 0, sizeof r);
-        pk_status st = pk_cuda_gr_create(emu_state(), 0, &d, &impl);
+        pk_status st = pk_cuda_gr_ops.create(emu_state(), 0, &d, &impl);
         if (st == PK_OK) {
             pk_emu_fail_malloc(k);
-            st = pk_cuda_gr_run(impl, &data, g, &r);
+            st = pk_cuda_gr_ops.run(impl, &data, g, &r);
             pk_emu_fail_malloc(0);
         }
-        pk_cuda_gr_destroy(impl);
+        pk_cuda_gr_ops.destroy(impl);
         if (st == PK_OK) break;
         if ((st != PK_EDEVMEM || pk_emu_allocations() != 0) && good) {
             snprintf(why, sizeof why, "; allocation %d: %s, %ld allocations left", k, emu_why(st),
@@ -172,7 +172,7 @@ static void gre_check_run_alloc_failures(const char *variant, const gr_set *s)
 
 static pk_status gre_create(const void *arg, void **impl)
 {
-    return pk_cuda_gr_create(emu_state(), 0, (const pk_gr_desc *)arg, impl);
+    return pk_cuda_gr_ops.create(emu_state(), 0, (const pk_gr_desc *)arg, impl);
 }
 
 int main(void)
@@ -254,7 +254,7 @@ int main(void)
     gre_check_run_alloc_failures("hybrid", &sets[GR_EDGE]);
     size_t *off;
     const pk_gr_desc d = gre_desc("cuda-tiled", &sets[GR_EDGE].p, &sets[GR_EDGE], &off);
-    emu_check_alloc_failures("grid plan creation", gre_create, pk_cuda_gr_destroy, &d);
+    emu_check_alloc_failures("grid plan creation", gre_create, pk_cuda_gr_ops.destroy, &d);
     free(off);
     for (int i = 0; i < GR_NSETS; ++i) {
         gr_oracle_free(&orc[i]);

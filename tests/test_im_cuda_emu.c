@@ -43,7 +43,7 @@ static pk_status ime_gr_create(const im_case *c, const char *variant, void **gr)
     for (int w = 0; w < d.p.num_w_planes; ++w)
         if (c->k.support[w] > d.max_support) d.max_support = c->k.support[w];
     d.variant = variant;
-    return pk_cuda_gr_create(emu_state(), 0, &d, gr);
+    return pk_cuda_gr_ops.create(emu_state(), 0, &d, gr);
 }
 
 /* lib/image.c's factors (-1)^(x - N/2) / c(x - N/2) from the library's correction. */
@@ -86,7 +86,7 @@ static void test_case(const im_case *c, const char *name)
         if (s != PK_OK) {
             ok(0, "%s: image on %s: %s", name, variants[v], emu_why(s));
             pk_cuda_im_destroy(im);
-            pk_cuda_gr_destroy(gr);
+            pk_cuda_gr_ops.destroy(gr);
             emu_next_case();
             continue;
         }
@@ -109,7 +109,7 @@ static void test_case(const im_case *c, const char *name)
            "%s: cuda/%s: stages grid %.4f fft %.4f correct %.4f transfer %.4f s", name,
            variants[v], st[0], st[1], st[2], st[3]);
         pk_cuda_im_destroy(im);
-        pk_cuda_gr_destroy(gr);
+        pk_cuda_gr_ops.destroy(gr);
     }
     free(sc);
     free(ser);
@@ -139,7 +139,7 @@ static void test_empty(const im_case *c)
     ok(s == PK_OK && nz == 0 && r.norm == 0 && r.num_skipped == 0,
        "empty list: the image is all zeros (%zu non-zero), norm 0: %s", nz, emu_why(s));
     pk_cuda_im_destroy(im);
-    pk_cuda_gr_destroy(gr);
+    pk_cuda_gr_ops.destroy(gr);
     emu_next_case();
     free(img);
     free(sc);
@@ -239,7 +239,7 @@ static void test_degrid(im_case *c, const char *name)
            "%.2e <= bound %.2e: %s", name, variants[v], lhs, rhs, fabs(lhs - rhs), tol,
            emu_why(si));
         pk_cuda_im_destroy(im);
-        pk_cuda_gr_destroy(gr);
+        pk_cuda_gr_ops.destroy(gr);
         emu_next_case();
     }
     /* bad input */
@@ -307,7 +307,7 @@ static void test_bad(const im_case *c)
     emu_next_case();
     const ime_arg a = {gr, g, n, sc};
     emu_check_alloc_failures("pk_cuda_im_create", ime_create, pk_cuda_im_destroy, &a);
-    pk_cuda_gr_destroy(gr);
+    pk_cuda_gr_ops.destroy(gr);
     free(sc);
 }
 

@@ -52,9 +52,9 @@ static pk_status lpe_canonical(const pk_laplace2d_params *p, float *phi)
     float *dev = pk_emu_device_array(phi, n * sizeof(float));
     void *impl = NULL;
     double ks = -1, ls = -1;
-    if (s == PK_OK) s = pk_cuda_lp_create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_lp_ops.create(emu_state(), 0, &d, &impl);
     if (s == PK_OK && !dev) s = pk_fail(PK_EDEVMEM, "test device array");
-    if (s == PK_OK) s = pk_cuda_lp_execute_canonical(impl, dev, p->count, &ks, &ls);
+    if (s == PK_OK) s = pk_cuda_lp_ops.execute_canonical(impl, dev, p->count, &ks, &ls);
     s = emu_zero_copy(impl, s, 0.0);
     if (s == PK_OK && (ks < 0 || ls < 0))
         s = pk_fail(PK_EINTERNAL, "kernel %g s, reorders %g s", ks, ls);
@@ -67,13 +67,13 @@ static pk_status lpe_canonical(const pk_laplace2d_params *p, float *phi)
     if (s == PK_OK && diff)
         s = pk_fail(PK_EINTERNAL, "%zu of %zu floats differ from the host path's", diff, n);
     if (s == PK_OK) { /* a host field: refused, the plan fine after */
-        const pk_status so = pk_cuda_lp_execute_canonical(impl, host, p->count, &ks, &ls);
+        const pk_status so = pk_cuda_lp_ops.execute_canonical(impl, host, p->count, &ks, &ls);
         if (so != PK_EINVAL || !strstr(pk_last_error(), "not device memory"))
             s = pk_fail(PK_EINTERNAL, "a host field: %s (%s), not PK_EINVAL",
                         pk_status_name(so), pk_last_error());
     }
     if (s == PK_OK) memcpy(phi, back, n * sizeof(float));
-    pk_cuda_lp_destroy(impl);
+    pk_cuda_lp_ops.destroy(impl);
     pk_emu_device_free(dev);
     free(host);
     free(back);
@@ -94,27 +94,27 @@ static pk_status lpe_exec(const pk_laplace2d_params *p, float *phi, int runs)
     else
         memcpy(lay, phi, n * sizeof(float));
     void *impl = NULL;
-    if (s == PK_OK) s = pk_cuda_lp_create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_lp_ops.create(emu_state(), 0, &d, &impl);
     if (lpe_devptr) {
         float *dev = pk_emu_device_array(lay, n * sizeof(float));
         double ks = -1, ts = -1;
         if (s == PK_OK && !dev) s = pk_fail(PK_EDEVMEM, "test device array");
-        if (s == PK_OK) s = pk_cuda_lp_execute(impl, dev, p->count, &ks, &ts);
+        if (s == PK_OK) s = pk_cuda_lp_ops.execute(impl, dev, p->count, &ks, &ts);
         if (s == PK_OK) s = emu_zero_copy(impl, s, ts);
         if (s == PK_OK && pk_emu_device_read(buf, dev, n * sizeof(float)))
             s = pk_fail(PK_EDEVICE, "reading the device array back");
         pk_emu_device_free(dev);
         runs = 0;
     } else if (s == PK_OK) {
-        s = pk_cuda_lp_upload(impl, lay, NULL);
+        s = pk_cuda_lp_ops.upload(impl, lay, NULL);
     }
     for (int r = 0, done = 0; r < runs && s == PK_OK; ++r) {
         const int c = r + 1 == runs ? p->count - done : p->count / runs;
-        s = pk_cuda_lp_run(impl, c, NULL);
+        s = pk_cuda_lp_ops.run(impl, c, NULL);
         done += c;
     }
-    if (s == PK_OK && !lpe_devptr) s = pk_cuda_lp_download(impl, buf, NULL);
-    pk_cuda_lp_destroy(impl);
+    if (s == PK_OK && !lpe_devptr) s = pk_cuda_lp_ops.download(impl, buf, NULL);
+    pk_cuda_lp_ops.destroy(impl);
     size_t bad = 0, nan = 0;
     for (size_t i = n; i < n + LP_GUARD; ++i) bad += buf[i] != LP_SENTINEL;
     for (size_t i = 0; i < n; ++i) nan += buf[i] != buf[i];
@@ -194,12 +194,12 @@ static void lpe_check_plan(void)
        emu_why(s1 != PK_OK ? s1 : s2));
     void *impl = NULL;
     size_t nonzero = 0;
-    pk_status s = pk_cuda_lp_create(emu_state(), 0, &d, &impl);
-    if (s == PK_OK) s = pk_cuda_lp_download(impl, a, NULL);
+    pk_status s = pk_cuda_lp_ops.create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_lp_ops.download(impl, a, NULL);
     for (size_t i = 0; i < n && s == PK_OK; ++i) nonzero += a[i] != 0.0f;
     ok(s == PK_OK && nonzero == 0, "plan: a download before any upload gives zeros (%zu not; %s)",
        nonzero, emu_why(s));
-    pk_cuda_lp_destroy(impl);
+    pk_cuda_lp_ops.destroy(impl);
     emu_next_case();
     free(x);
     free(a);
@@ -239,7 +239,7 @@ static void lpe_check_index(void)
 
 static pk_status lpe_create(const void *arg, void **impl)
 {
-    return pk_cuda_lp_create(emu_state(), 0, (const pk_lp_desc *)arg, impl);
+    return pk_cuda_lp_ops.create(emu_state(), 0, (const pk_lp_desc *)arg, impl);
 }
 
 int main(void)
@@ -265,6 +265,6 @@ int main(void)
        lpe_ndiff);
     pk_laplace2d_params p = lp_params(24, 1, PK_LAP_LEXI, 0);
     const pk_lp_desc d = lpe_desc(&p);
-    emu_check_alloc_failures("laplace2d plan creation", lpe_create, pk_cuda_lp_destroy, &d);
+    emu_check_alloc_failures("laplace2d plan creation", lpe_create, pk_cuda_lp_ops.destroy, &d);
     return emu_end();
 }

@@ -29,8 +29,8 @@ static pk_status mfe_exec(const pk_magicfilter3d_params *p, const double *x, dou
     for (size_t i = 0; i < d.out_count; ++i) buf[i] = NAN;
     for (size_t i = d.out_count; i < d.out_count + MF_GUARD; ++i) buf[i] = MF_SENTINEL;
     void *impl = NULL;
-    pk_status s = pk_cuda_mf_create(emu_state(), 0, &d, &impl);
-    if (s == PK_OK) s = pk_cuda_mf_upload(impl, x, NULL);
+    pk_status s = pk_cuda_mf_ops.create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_mf_ops.upload(impl, x, NULL);
     if (mfe_devptr) {
         /* on device arrays, then the plan's own run: the same bits (its x untouched) */
         double *dx = pk_emu_device_array(x, d.in_count * sizeof(double));
@@ -38,13 +38,13 @@ static pk_status mfe_exec(const pk_magicfilter3d_params *p, const double *x, dou
         double ks = -1, ts = -1;
         if (s == PK_OK && !(dx && dy)) s = pk_fail(PK_EDEVMEM, "test device arrays");
         if (s == PK_OK) (void)emu_transfer_note(impl);
-        if (s == PK_OK) s = pk_cuda_mf_execute(impl, dx, dy, &ks, &ts);
+        if (s == PK_OK) s = pk_cuda_mf_ops.execute(impl, dx, dy, &ks, &ts);
         if (s == PK_OK) s = emu_zero_copy(impl, s, ts);
         if (s == PK_OK && pk_emu_device_read(buf, dy, d.out_count * sizeof(double)))
             s = pk_fail(PK_EDEVICE, "reading y back");
         double *own = mf_alloc(d.out_count);
-        if (s == PK_OK) s = pk_cuda_mf_run(impl, NULL);
-        if (s == PK_OK) s = pk_cuda_mf_download(impl, own, NULL);
+        if (s == PK_OK) s = pk_cuda_mf_ops.run(impl, NULL);
+        if (s == PK_OK) s = pk_cuda_mf_ops.download(impl, own, NULL);
         if (s == PK_OK && memcmp(own, buf, d.out_count * sizeof(double)))
             s = pk_fail(PK_EINTERNAL, "the plan's own run differs after the execute: its x "
                                       "changed");
@@ -53,9 +53,9 @@ static pk_status mfe_exec(const pk_magicfilter3d_params *p, const double *x, dou
         pk_emu_device_free(dy);
         runs = 0;
     }
-    for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_mf_run(impl, NULL);
-    if (s == PK_OK && !mfe_devptr) s = pk_cuda_mf_download(impl, buf, NULL);
-    pk_cuda_mf_destroy(impl);
+    for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_mf_ops.run(impl, NULL);
+    if (s == PK_OK && !mfe_devptr) s = pk_cuda_mf_ops.download(impl, buf, NULL);
+    pk_cuda_mf_ops.destroy(impl);
     size_t bad = 0;
     for (size_t i = d.out_count; i < d.out_count + MF_GUARD; ++i) bad += buf[i] != MF_SENTINEL;
     if (s == PK_OK && bad)
@@ -107,27 +107,27 @@ static void mfe_check_plan(void)
     mf_fill(x2, d.in_count, 4, -1.0, 2.0);
     void *impl = NULL;
     size_t nonzero = 0, nfail = 0;
-    pk_status s = pk_cuda_mf_create(emu_state(), 0, &d, &impl);
-    if (s == PK_OK) s = pk_cuda_mf_download(impl, y1, NULL);
+    pk_status s = pk_cuda_mf_ops.create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_mf_ops.download(impl, y1, NULL);
     for (size_t i = 0; i < d.out_count && s == PK_OK; ++i) nonzero += y1[i] != 0.0;
     ok(s == PK_OK && nonzero == 0, "plan: a download before any upload gives zeros (%zu not; %s)",
        nonzero, emu_why(s));
-    if (s == PK_OK) s = pk_cuda_mf_upload(impl, x, NULL);
-    if (s == PK_OK) s = pk_cuda_mf_run(impl, NULL);
-    if (s == PK_OK) s = pk_cuda_mf_download(impl, y1, NULL);
-    if (s == PK_OK) s = pk_cuda_mf_run(impl, NULL);
-    if (s == PK_OK) s = pk_cuda_mf_download(impl, y2, NULL);
+    if (s == PK_OK) s = pk_cuda_mf_ops.upload(impl, x, NULL);
+    if (s == PK_OK) s = pk_cuda_mf_ops.run(impl, NULL);
+    if (s == PK_OK) s = pk_cuda_mf_ops.download(impl, y1, NULL);
+    if (s == PK_OK) s = pk_cuda_mf_ops.run(impl, NULL);
+    if (s == PK_OK) s = pk_cuda_mf_ops.download(impl, y2, NULL);
     ok(s == PK_OK && memcmp(y1, y2, d.out_count * sizeof(double)) == 0,
        "plan: two runs on one upload give the same bits (%s)", emu_why(s));
-    if (s == PK_OK) s = pk_cuda_mf_upload(impl, x2, NULL);
-    if (s == PK_OK) s = pk_cuda_mf_run(impl, NULL);
-    if (s == PK_OK) s = pk_cuda_mf_download(impl, y2, NULL);
+    if (s == PK_OK) s = pk_cuda_mf_ops.upload(impl, x2, NULL);
+    if (s == PK_OK) s = pk_cuda_mf_ops.run(impl, NULL);
+    if (s == PK_OK) s = pk_cuda_mf_ops.download(impl, y2, NULL);
     pk_magicfilter3d_reference(&p, x2, ref);
     const double e = s == PK_OK ? mf_maxdiff(y2, ref, d.out_count, MF_TOL, &nfail, NULL) : -1;
     ok(s == PK_OK && nfail == 0,
        "plan: a second upload gives its own result (max abs %.2e vs the reference; %s)", e,
        emu_why(s));
-    pk_cuda_mf_destroy(impl);
+    pk_cuda_mf_ops.destroy(impl);
     emu_next_case();
     free(x);
     free(x2);
@@ -144,18 +144,18 @@ static void mfe_check_overlap(void)
     double *dx = pk_emu_device_array(NULL, (d.in_count + d.out_count) * sizeof(double));
     void *impl = NULL;
     double ks, ts;
-    pk_status s = pk_cuda_mf_create(emu_state(), 0, &d, &impl);
-    if (s == PK_OK) s = dx ? pk_cuda_mf_execute(impl, dx, dx + 8, &ks, &ts) : PK_EDEVMEM;
+    pk_status s = pk_cuda_mf_ops.create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = dx ? pk_cuda_mf_ops.execute(impl, dx, dx + 8, &ks, &ts) : PK_EDEVMEM;
     ok(s == PK_EINVAL && strstr(pk_last_error(), "y overlaps x"),
        "execute on device arrays with y over x: PK_EINVAL (%s)", emu_why(s));
-    pk_cuda_mf_destroy(impl);
+    pk_cuda_mf_ops.destroy(impl);
     pk_emu_device_free(dx);
     emu_next_case();
 }
 
 static pk_status mfe_create(const void *arg, void **impl)
 {
-    return pk_cuda_mf_create(emu_state(), 0, (const pk_mf_desc *)arg, impl);
+    return pk_cuda_mf_ops.create(emu_state(), 0, (const pk_mf_desc *)arg, impl);
 }
 
 int main(void)
@@ -178,7 +178,7 @@ int main(void)
         const pk_mf_desc d = mfe_desc(&p);
         char what[96];
         snprintf(what, sizeof what, "magicfilter3d plan creation (%s)", mf_bc_name[bc]);
-        emu_check_alloc_failures(what, mfe_create, pk_cuda_mf_destroy, &d);
+        emu_check_alloc_failures(what, mfe_create, pk_cuda_mf_ops.destroy, &d);
     }
     return emu_end();
 }

@@ -49,19 +49,19 @@ static pk_status s3e_exec(const pk_su3_params *p, const s3_data *dat, double *ch
     for (size_t i = 0; i < d.spinor_doubles; ++i) xl[i] = NAN;
     pk_status s = pk_su3_pack(p, dat->u, dat->psi, ul, pl);
     void *impl = NULL;
-    if (s == PK_OK) s = pk_cuda_s3_create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_s3_ops.create(emu_state(), 0, &d, &impl);
     if (s3e_devptr) {
         const size_t ub = d.u_doubles * sizeof(double), sb = d.spinor_doubles * sizeof(double);
         double *du = pk_emu_device_array(ul, ub), *dp = pk_emu_device_array(pl, sb);
         double *dc = pk_emu_device_array(NULL, sb);
         double ks = -1, ts = -1;
         if (s == PK_OK && !(du && dp && dc)) s = pk_fail(PK_EDEVMEM, "test device arrays");
-        if (s == PK_OK) s = pk_cuda_s3_execute(impl, du, dp, dc, &ks, &ts);
+        if (s == PK_OK) s = pk_cuda_s3_ops.execute(impl, du, dp, dc, &ks, &ts);
         if (s == PK_OK) s = emu_zero_copy(impl, s, ts);
         if (s == PK_OK && pk_emu_device_read(xl, dc, sb))
             s = pk_fail(PK_EDEVICE, "reading chi back");
         /* chi over psi: refused */
-        pk_status so = s == PK_OK ? pk_cuda_s3_execute(impl, du, dp, dp, &ks, &ts) : PK_OK;
+        pk_status so = s == PK_OK ? pk_cuda_s3_ops.execute(impl, du, dp, dp, &ks, &ts) : PK_OK;
         if (s == PK_OK && so != PK_EINVAL)
             s = pk_fail(PK_EINTERNAL, "execute with chi = psi on device arrays: %s, not PK_EINVAL",
                         pk_status_name(so));
@@ -69,13 +69,13 @@ static pk_status s3e_exec(const pk_su3_params *p, const s3_data *dat, double *ch
         pk_emu_device_free(dp);
         pk_emu_device_free(dc);
     } else {
-        if (s == PK_OK) s = pk_cuda_s3_upload(impl, ul, pl, NULL);
-        for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_s3_run(impl, NULL);
-        if (s == PK_OK) s = pk_cuda_s3_download(impl, xl, NULL);
+        if (s == PK_OK) s = pk_cuda_s3_ops.upload(impl, ul, pl, NULL);
+        for (int r = 0; r < runs && s == PK_OK; ++r) s = pk_cuda_s3_ops.run(impl, NULL);
+        if (s == PK_OK) s = pk_cuda_s3_ops.download(impl, xl, NULL);
     }
     if (impl) s3e_paths |= ((const pk_cuda_xfer *)impl)->paths; /* every CUDA plan starts so */
     if (d.u_doubles * sizeof(double) > s3e_most) s3e_most = d.u_doubles * sizeof(double);
-    pk_cuda_s3_destroy(impl);
+    pk_cuda_s3_ops.destroy(impl);
     if (s == PK_OK) s = pk_su3_unpack_spinor(p, xl, buf);
     size_t over = 0;
     for (size_t i = 24 * nv; i < 24 * nv + S3_GUARD; ++i) over += buf[i] != S3_SENTINEL;
@@ -136,12 +136,12 @@ static void s3e_check_plan(void)
     double *xl = s3_alloc(d.spinor_doubles);
     void *impl = NULL;
     size_t nonzero = 0;
-    pk_status s = pk_cuda_s3_create(emu_state(), 0, &d, &impl);
-    if (s == PK_OK) s = pk_cuda_s3_download(impl, xl, NULL);
+    pk_status s = pk_cuda_s3_ops.create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_s3_ops.download(impl, xl, NULL);
     for (size_t i = 0; i < d.spinor_doubles && s == PK_OK; ++i) nonzero += xl[i] != 0.0;
     ok(s == PK_OK && nonzero == 0, "plan: a download before any upload gives zeros (%zu not; %s)",
        nonzero, emu_why(s));
-    pk_cuda_s3_destroy(impl);
+    pk_cuda_s3_ops.destroy(impl);
     emu_next_case();
     free(a);
     free(b);
@@ -170,14 +170,14 @@ static pk_status s3e_canonical(const pk_su3_params *p, const s3_data *dat, const
     double *dmis = pk_emu_device_array(nan, sb + sizeof(double));
     void *impl = NULL;
     double ks = -1, ls = -1;
-    pk_status s = pk_cuda_s3_create(emu_state(), 0, &d, &impl);
+    pk_status s = pk_cuda_s3_ops.create(emu_state(), 0, &d, &impl);
     if (s == PK_OK && !(du && dp && dc && dio && dmis)) s = pk_fail(PK_EDEVMEM, "test arrays");
     /* chi separate, chi over psi, chi off alignment */
     double *outs[3] = {dc, dio, dmis ? dmis + 1 : NULL};
     const double *ins[3] = {dp, dio, dp};
     static const char *const what[3] = {"chi apart", "chi over psi", "chi 8 bytes off"};
     for (int c = 0; c < 3 && s == PK_OK; ++c) {
-        s = pk_cuda_s3_execute_canonical(impl, du, ins[c], outs[c], &ks, &ls);
+        s = pk_cuda_s3_ops.execute_canonical(impl, du, ins[c], outs[c], &ks, &ls);
         s = emu_zero_copy(impl, s, 0.0);
         if (s == PK_OK && (ks < 0 || ls < 0))
             s = pk_fail(PK_EINTERNAL, "%s: kernel %g s, layout %g s", what[c], ks, ls);
@@ -196,13 +196,13 @@ static pk_status s3e_canonical(const pk_su3_params *p, const s3_data *dat, const
     if (s == PK_OK && (pk_emu_device_read(back, dp, sb) || memcmp(back, dat->psi, sb)))
         s = pk_fail(PK_EINTERNAL, "psi changed");
     if (s == PK_OK) {
-        const pk_status so = pk_cuda_s3_execute_canonical(impl, dat->u, dp, dc, &ks, &ls);
+        const pk_status so = pk_cuda_s3_ops.execute_canonical(impl, dat->u, dp, dc, &ks, &ls);
         if (so != PK_EINVAL || !strstr(pk_last_error(), "su3 u: not device memory"))
             s = pk_fail(PK_EINTERNAL, "host u, device psi and chi: %s (%s), not PK_EINVAL",
                         pk_status_name(so), pk_last_error());
         emu_transfer_note(impl);
     }
-    pk_cuda_s3_destroy(impl);
+    pk_cuda_s3_ops.destroy(impl);
     pk_emu_device_free(du);
     pk_emu_device_free(dp);
     pk_emu_device_free(dc);
@@ -306,7 +306,7 @@ static void s3e_check_index(void)
 
 static pk_status s3e_create(const void *arg, void **impl)
 {
-    return pk_cuda_s3_create(emu_state(), 0, (const pk_s3_desc *)arg, impl);
+    return pk_cuda_s3_ops.create(emu_state(), 0, (const pk_s3_desc *)arg, impl);
 }
 
 int main(void)
@@ -329,6 +329,6 @@ int main(void)
     for (size_t c = 0; c < S3_NCASES; ++c) s3e_check_canonical(s3_cases[c][0], s3_cases[c][1]);
     pk_su3_params p = {100, PK_SU3_AOS, 0};
     const pk_s3_desc d = s3e_desc(&p);
-    emu_check_alloc_failures("su3 plan creation", s3e_create, pk_cuda_s3_destroy, &d);
+    emu_check_alloc_failures("su3 plan creation", s3e_create, pk_cuda_s3_ops.destroy, &d);
     return emu_end();
 }

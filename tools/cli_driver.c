@@ -20,15 +20,17 @@
 
 #define MAIN_PROG "portkern"
 
-/* Each tools/cli_<kernel>.c defines one descriptor; this table is the only list of them. */
-extern const cli_kernel cli_kernel_diffusion3d, cli_kernel_conv2d, cli_kernel_grid,
-    cli_kernel_image, cli_kernel_degrid, cli_kernel_magicfilter3d, cli_kernel_laplace2d,
-    cli_kernel_su3, cli_kernel_dslash;
+/* Each tools/cli_<kernel>.c defines one descriptor; this table lists them in the order of
+ * kernels.mk's PK_CLI_KERNELS (tools/cli_kernels.h, generated in the build tree by
+ * tools/local.mk: one PK_CLI_KERNEL(name) line per kernel). */
+#define PK_CLI_KERNEL(name) extern const cli_kernel cli_kernel_##name;
+#include "tools/cli_kernels.h"
+#undef PK_CLI_KERNEL
 const cli_kernel *const cli_kernels[] = {
-    &cli_kernel_diffusion3d, &cli_kernel_conv2d, &cli_kernel_grid,
-    &cli_kernel_image,
-    &cli_kernel_degrid,
-    &cli_kernel_magicfilter3d, &cli_kernel_laplace2d, &cli_kernel_su3, &cli_kernel_dslash, NULL};
+#define PK_CLI_KERNEL(name) &cli_kernel_##name,
+#include "tools/cli_kernels.h"
+#undef PK_CLI_KERNEL
+    NULL};
 
 int cli_size_index(const char *name)
 {

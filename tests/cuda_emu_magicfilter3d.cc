@@ -1,4 +1,0 @@
-/* magicfilter3d.cu compiled by the host C++ compiler: cuda/emulate.h runs its kernels on host
- * threads (docs/RELIABILITY.md, "CUDA without a GPU"). */
-#include "emulate.h"
-#include "magicfilter3d.cu"

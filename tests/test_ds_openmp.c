@@ -1,4 +1,0 @@
-/* test_ds_openmp.c - dslash on the openmp backend against the reference (see ds_common.h). */
-#include "ds_common.h"
-
-int main(void) { return ds_run_suite(PK_BACKEND_OPENMP); }

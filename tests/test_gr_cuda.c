@@ -1,4 +1,0 @@
-/* test_gr_cuda.c - grid on the cuda backend against the reference (see gr_common.h). */
-#include "gr_common.h"
-
-int main(void) { return gr_run_suite(PK_BACKEND_CUDA); }

@@ -1,4 +1,0 @@
-/* test_lp_opencl.c - laplace2d on the opencl backend against the reference (see lp_common.h). */
-#include "lp_common.h"
-
-int main(void) { return lp_run_suite(PK_BACKEND_OPENCL); }

@@ -1,4 +1,0 @@
-/* test_mf_opencl.c - magicfilter3d on the opencl backend against the reference (see mf_common.h). */
-#include "mf_common.h"
-
-int main(void) { return mf_run_suite(PK_BACKEND_OPENCL); }

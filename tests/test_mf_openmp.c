@@ -1,4 +1,0 @@
-/* test_mf_openmp.c - magicfilter3d on the openmp backend against the reference (see mf_common.h). */
-#include "mf_common.h"
-
-int main(void) { return mf_run_suite(PK_BACKEND_OPENMP); }

@@ -1,4 +1,0 @@
-/* test_s3_serial.c - su3 on the serial backend against the reference (see s3_common.h). */
-#include "s3_common.h"
-
-int main(void) { return s3_run_suite(PK_BACKEND_SERIAL); }
