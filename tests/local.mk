@@ -134,4 +134,5 @@ check-valgrind: $(check_PROGRAMS)
 	$(SHELL) $(top_srcdir)/tests/valgrind.sh
 
 clean-local:
-	rm -rf tests/pocl-cache tests/portkern-cache tests/tmp-* tests/valgrind-* tests/lsan-precise-*
+	rm -rf tests/pocl-cache tests/portkern-cache tests/tmp-* tests/valgrind-* tests/lsan-precise-* \
+		tests/test_mpi.out*
