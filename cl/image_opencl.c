@@ -66,6 +66,14 @@ pk_status pk_cl_im_create(void *state, int device, int g, int n, const float *sc
     PK_CHECK(gbytes <= dev->max_alloc, PK_EDEVMEM,
              "%s: the %d x %d device grid (%zu bytes) exceeds the allocation limit (%llu "
              "bytes) of '%s'", what, g, g, gbytes, (unsigned long long)dev->max_alloc, dev->name);
+    /* PoCL runs VkFFT's kernel into a segmentation fault on grids of 2^31 bytes and more
+     * (2026-11-29, PoCL 3.1 on an AVX-512 Xeon: g 18000 crashed in VkFFT_main, g 10000 ran;
+     * VkFFT's 64-bit addressing was on), a crash no status can report: on a CPU device the
+     * grid is host memory anyway, so such grids take the host FFT (the caller's fallback). */
+    PK_CHECK(dev->type != PK_DEVICE_CPU || gbytes < ((size_t)1 << 31), PK_EUNSUPPORTED,
+             "%s: a %d x %d grid (%zu bytes, 2^31 and more) is not transformed by VkFFT on "
+             "the CPU device '%s' (PoCL crashes in its kernel at that size): the host FFT",
+             what, g, g, gbytes, dev->name);
     pk_cl_im *h = calloc(1, sizeof *h);
     PK_CHECK(h != NULL, PK_ENOMEM, "%s: out of host memory for an OpenCL plan", what);
     h->g = g;
