@@ -116,15 +116,22 @@ else
     result 1 "portkern gen grid / run grid --out for the --mpi --in test"
 fi
 rm -rf "$gdir"
+# refused RC NEEDLE WHAT ARGS...: `mpirun -np 2 portkern run ARGS` fails (exit status RC, or
+# any non-zero one for RC "any"), prints nothing on stdout and says NEEDLE once (rank 0 only).
+refused() {
+    want=$1 needle=$2 what=$3
+    shift 3
+    timeout -k 10 "$limit" "$run" $over -np 2 "$pk" run "$@" > "$out.cli" 2> "$out.cli.err"
+    rc=$?
+    said=$(grep -c "$needle" "$out.cli.err")
+    ok=1
+    if [ "$want" = any ]; then [ "$rc" -ne 0 ]; else [ "$rc" -eq "$want" ]; fi &&
+        [ "$said" -eq 1 ] && [ ! -s "$out.cli" ] && ok=0
+    result $ok "mpirun -np 2 portkern run $what: refused, said once (rc $rc)"
+    [ "$ok" -eq 0 ] || sed 's/^/# /' "$out.cli.err" | tail -n 20
+}
 # a directory that is not there: refused on every rank, said once (by rank 0), usage status
-timeout -k 10 "$limit" "$run" $over -np 2 "$pk" run grid --mpi --in "$out.no-such-dir" \
-    > "$out.cli" 2> "$out.cli.err"
-rc=$?
-said=$(grep -c "params.json" "$out.cli.err")
-ok=1
-[ "$rc" -eq 2 ] && [ "$said" -eq 1 ] && [ ! -s "$out.cli" ] && ok=0
-result $ok "mpirun -np 2 portkern run grid --mpi --in MISSING: refused, said once (rc $rc)"
-[ "$ok" -eq 0 ] || sed 's/^/# /' "$out.cli.err" | tail -n 20
+refused 2 "params.json" "grid --mpi --in MISSING" grid --mpi --in "$out.no-such-dir"
 # dslash split along t and z: 2 x 2 ranks (t x z) and 4 along z, uneven z, the serial variant
 # (bitwise: docs/SCALING.md 1); every rank's entry names its z-planes
 for rz in 2 4; do
@@ -138,23 +145,9 @@ for rz in 2 4; do
     result $ok "mpirun -np 4 portkern run dslash --mpi --ranks-z $rz --half --verify: the blocks equal one process"
     [ "$ok" -eq 0 ] || { sed 's/^/# /' "$out.cli" "$out.cli.err" | tail -n 20; }
 done
-timeout -k 10 "$limit" "$run" $over -np 2 "$pk" run dslash --mpi --dims 2,2,2,4 --ranks-z 3 \
-    > "$out.cli" 2> "$out.cli.err"
-rc=$?
-said=$(grep -c "does not divide" "$out.cli.err")
-ok=1
-[ "$rc" -ne 0 ] && [ "$said" -eq 1 ] && [ ! -s "$out.cli" ] && ok=0
-result $ok "mpirun -np 2 portkern run dslash --mpi --ranks-z 3: refused, said once (rc $rc)"
-[ "$ok" -eq 0 ] || sed 's/^/# /' "$out.cli.err" | tail -n 20
+refused any "does not divide" "dslash --mpi --ranks-z 3" dslash --mpi --dims 2,2,2,4 --ranks-z 3
 # t below the ranks: refused on every rank, said once (by rank 0), usage status
-timeout -k 10 "$limit" "$run" $over -np 2 "$pk" run dslash --mpi --dims 2,2,2,1 \
-    > "$out.cli" 2> "$out.cli.err"
-rc=$?
-said=$(grep -c "more ranks than t planes" "$out.cli.err")
-ok=1
-[ "$rc" -ne 0 ] && [ "$said" -eq 1 ] && [ ! -s "$out.cli" ] && ok=0
-result $ok "mpirun -np 2 portkern run dslash --mpi with t = 1: refused, said once (rc $rc)"
-[ "$ok" -eq 0 ] || sed 's/^/# /' "$out.cli.err" | tail -n 20
+refused any "more ranks than t planes" "dslash --mpi with t = 1" dslash --mpi --dims 2,2,2,1
 timeout -k 10 "$limit" "$run" $over -np 2 ./tools/portkern-probe --mpi --json \
     > "$out.cli" 2> "$out.cli.err"
 rc=$?
