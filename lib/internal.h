@@ -83,6 +83,9 @@ void pk_scratch_free(pk_scratch *s);
  *  whole grains (a vector block, a cache line of every row) never write the same line. */
 typedef void (*pk_range_fn)(void *arg, size_t lo, size_t hi);
 void pk_parallel_range(size_t n, size_t grain, size_t bytes, int nt, pk_range_fn fn, void *arg);
+/** The calling thread's number in its OpenMP team (0 outside one or without OpenMP): the
+ *  index of its per-thread scratch inside a pk_parallel_range function. */
+int pk_thread_num(void);
 /** The team pk_parallel_range(..., nt, ...) starts: nt, OpenMP's default for 0, 1 without
  *  OpenMP (to size per-thread scratch). */
 int pk_host_threads(int nt);

@@ -5,7 +5,11 @@
  * The layout conversion runs on the host, outside the kernel's timing (info->layout_s):
  * backends receive u and psi already in the layout and return chi in it.  Layouts whose
  * psi and chi are AoS (aos, short, padded, recon12) hand the caller's psi and chi through
- * without a copy, and aos also u.
+ * without a copy, and aos also u.  A call on the caller's AoS arrays (the one-shot call,
+ * plan_execute) on serial or OpenMP converts block by block instead (pk_s3_host_execute_
+ * canonical: each block converted, computed and converted back inside a core's L2), so it
+ * moves the bytes of the AoS kernel and makes no whole-array copy; upload, run and download
+ * keep the whole arrays in the layout for a caller who iterates.
  *
  * Counting (the paper's metric): 264 flops and 528 bytes per site (u 144 + psi 192 + chi 192
  * bytes) in every layout, so that the GB/s of the layouts compare as the paper's figures
@@ -426,6 +430,92 @@ pk_status pk_s3_host_execute(void *impl, const double *u, const double *psi, dou
     return s;
 }
 
+/* ---- the host backends' fused call on AoS arrays ---------------------------------------- */
+/* Bytes of one block's u, psi and chi in the layout: half the 1-2 MiB L2 of current x86 cores,
+ * so that a block's conversion, kernel and unpacking run out of the L2. */
+#define S3_FUSED_BYTES ((size_t)512 << 10)
+
+typedef struct s3_fused {
+    pk_s3_host_plan *h;
+    const double *u, *psi; /* AoS, the caller's */
+    double *chi;
+    size_t block;          /* sites per block: a multiple of the layout's granule */
+    size_t ud, sd;         /* doubles of u and of a spinor in one block's arrays */
+    int stream;            /* AoS-spinor layouts: chi streamed into the caller's array */
+    double conv_s;         /* thread 0's conversions */
+} s3_fused;
+
+static size_t s3_round8(size_t n) { return (n + 7) / 8 * 8; }
+
+static void s3_fused_range(void *arg, size_t lo, size_t hi)
+{
+    s3_fused *f = arg;
+    const pk_s3_desc *d = &f->h->d;
+    const int aos_spinor = s3_aos_spinor(d->layout), t0_times = pk_thread_num() == 0;
+    double *ub = f->h->blocks + f->h->blocks_per_thread * (size_t)pk_thread_num();
+    double *pb = ub + f->ud, *cb = pb + f->sd;
+    const int m_u = pk_s3_u_per_site(d->layout);
+    for (size_t b0 = lo; b0 < hi; b0 += f->block) {
+        /* the block as a lattice of its own: the same layout and nw, its own padding */
+        const pk_su3_params bp = {hi - b0 < f->block ? hi - b0 : f->block, d->layout, d->nw};
+        pk_s3_desc bd;
+        (void)pk_s3_desc_init(&bd, &bp); /* cannot fail: fewer sites than the plan's */
+        bd.variant = d->variant;
+        const size_t packed = aos_spinor ? bd.nv : bd.nsites; /* padding sites get zeros */
+        double t = t0_times ? pk_now() : 0;
+        s3_conv cu = {&bd, f->u + PK_S3_U_AOS * b0, ub, PK_S3_U_AOS, m_u, 1};
+        s3_conv_sites(&cu, 0, packed);
+        const double *psi = f->psi + PK_S3_SPINOR * b0;
+        double *chi = f->chi + PK_S3_SPINOR * b0;
+        if (!aos_spinor) {
+            s3_conv cp = {&bd, psi, pb, PK_S3_SPINOR, PK_S3_SPINOR, 1};
+            s3_conv_sites(&cp, 0, packed);
+        }
+        if (t0_times) f->conv_s += pk_now() - t;
+        f->h->range(f->h, &bd, ub, aos_spinor ? psi : pb, aos_spinor ? chi : cb, 0, bd.nsites,
+                    aos_spinor && f->stream);
+        if (!aos_spinor) {
+            t = t0_times ? pk_now() : 0;
+            s3_conv cc = {&bd, cb, chi, PK_S3_SPINOR, PK_S3_SPINOR, 0};
+            s3_conv_sites(&cc, 0, bd.nv);
+            if (t0_times) f->conv_s += pk_now() - t;
+        }
+    }
+}
+
+pk_status pk_s3_host_execute_canonical(void *impl, const double *u, const double *psi, double *chi,
+                                       double *kernel_seconds, double *layout_seconds)
+{
+    pk_s3_host_plan *h = impl;
+    const pk_s3_desc *d = &h->d;
+    const size_t g = d->layout == PK_SU3_HVFO ? (size_t)d->nw
+                     : d->layout == PK_SU3_VFO ? PK_S3_VFO_ALIGN
+                                               : 8;
+    const size_t m_u = (size_t)pk_s3_u_per_site(d->layout);
+    const size_t site_bytes = sizeof(double) * (m_u + 2 * PK_S3_SPINOR);
+    size_t block = S3_FUSED_BYTES / site_bytes / g * g;
+    if (block < g) block = g;
+    s3_fused f = {h, u, psi, chi, block, s3_round8(block * m_u), s3_round8(block * PK_S3_SPINOR),
+                  h->stream && (uintptr_t)chi % 64 == 0, 0};
+    const int team = h->nt > 0 ? pk_host_threads(h->nt) : 1;
+    const size_t per_thread = f.ud + 2 * f.sd;
+    if (!h->blocks || h->blocks_per_thread != per_thread) {
+        pk_free_aligned(h->blocks);
+        h->blocks_per_thread = 0;
+        h->blocks = pk_alloc_aligned((size_t)team * per_thread * sizeof(double));
+        if (!h->blocks)
+            return pk_fail(PK_ENOMEM, "su3: cannot allocate %d x %zu doubles of block arrays",
+                           team, per_thread);
+        h->blocks_per_thread = per_thread;
+    }
+    const double t0 = pk_now();
+    pk_parallel_range(d->nv, block, d->nv * site_bytes, h->nt, s3_fused_range, &f);
+    const double wall = pk_now() - t0;
+    *layout_seconds = f.conv_s < wall ? f.conv_s : wall;
+    *kernel_seconds = wall - *layout_seconds;
+    return PK_OK;
+}
+
 void pk_s3_host_destroy(void *impl)
 {
     pk_s3_host_plan *h = impl;
@@ -433,6 +523,7 @@ void pk_s3_host_destroy(void *impl)
     pk_free_aligned(h->u);
     pk_free_aligned(h->psi);
     pk_free_aligned(h->chi);
+    pk_free_aligned(h->blocks);
     free(h);
 }
 
@@ -466,6 +557,24 @@ static int s3_overlap(const void *a, size_t abytes, const void *b, size_t bbytes
 {
     const uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
     return !(a0 + abytes <= b0 || b0 + bbytes <= a0);
+}
+
+/* Whether a call on the caller's AoS arrays goes to the backend's execute_canonical: never in
+ * aos (it executes on them as they are); on a device backend when all three are device memory
+ * of the plan's device (converted there); on a host backend (its fused blocks) when chi lies
+ * apart from u and psi and every array is on a double's alignment.  Else the staged path. */
+static int s3_canonical(const pk_choice *c, const pk_s3_desc *d, const double *u,
+                        const double *psi, const double *chi)
+{
+    if (d->layout == PK_SU3_AOS || !s3_ops(c)->execute_canonical) return 0;
+    const size_t ub = d->nv * PK_S3_U_AOS * sizeof(double);
+    const size_t sb = d->nv * PK_S3_SPINOR * sizeof(double);
+    if (c->ops && c->ops->memory)
+        return pk_choice_memory(c, u, ub) == PK_MEM_DEVICE &&
+               pk_choice_memory(c, psi, sb) == PK_MEM_DEVICE &&
+               pk_choice_memory(c, chi, sb) == PK_MEM_DEVICE;
+    const uintptr_t odd = ((uintptr_t)u | (uintptr_t)psi | (uintptr_t)chi) % sizeof(double);
+    return !odd && !s3_overlap(chi, sb, u, ub) && !s3_overlap(chi, sb, psi, sb);
 }
 
 /* A call on the caller's AoS arrays: u and psi staged into the layout (s3_stage), chi the
@@ -510,6 +619,27 @@ static pk_status s3_call_end(const pk_s3_desc *d, pk_status s, double *chi, s3_c
     return s;
 }
 
+/* A one-shot call's work on the backend the dispatcher chose: the backend's execute_canonical
+ * where s3_canonical says so, else staged into the layout (the context's scratch) and back. */
+typedef struct s3_any_call {
+    const pk_s3_desc *d;
+    const double *u, *psi; /* the caller's, AoS */
+    double *chi;
+    pk_scratch *stage;
+    s3_call k;
+} s3_any_call;
+
+static pk_status s3_any_work(pk_choice *c, void *arg)
+{
+    s3_any_call *a = arg;
+    memset(&a->k, 0, sizeof a->k);
+    if (s3_canonical(c, a->d, a->u, a->psi, a->chi))
+        return s3_ops(c)->execute_canonical(c->impl, a->u, a->psi, a->chi, &a->k.o.kern,
+                                            &a->k.pack_s);
+    PK_TRY(s3_call_begin(a->d, a->u, a->psi, a->chi, a->stage, &a->k));
+    return s3_call_end(a->d, s3_oneshot_work(c, &a->k.o), a->chi, &a->k);
+}
+
 pk_status pk_su3(pk_context *ctx, const pk_su3_params *p, const char *variant, const double *u,
                  const double *psi, double *chi, pk_run_info *info)
 {
@@ -523,24 +653,20 @@ pk_status pk_su3(pk_context *ctx, const pk_su3_params *p, const char *variant, c
     PK_CHECK_NULL(u);
     PK_CHECK_NULL(psi);
     PK_CHECK_NULL(chi);
-    s3_call k;
-    pk_status s = s3_call_begin(&d, u, psi, chi, ctx->scratch, &k);
+    s3_any_call a = {.d = &d, .u = u, .psi = psi, .chi = chi, .stage = ctx->scratch};
     pk_choice c;
     struct { size_t nv; int layout, nw; } key; /* the context's cache */
     memset(&key, 0, sizeof key);
     key.nv = d.nv, key.layout = d.layout, key.nw = d.nw;
-    if (s == PK_OK)
-        s = s3_call_end(&d,
-                        pk_dispatch_oneshot(ctx, &s3_class, variant, &d, &key, sizeof key,
-                                            s3_oneshot_work, &k.o, NULL, &c),
-                        chi, &k);
+    pk_status s = pk_dispatch_oneshot(ctx, &s3_class, variant, &d, &key, sizeof key, s3_any_work,
+                                      &a, NULL, &c);
     pk_context_scratch_end(ctx);
     PK_TRY(s);
     if (info) {
         pk_choice_info(&c, info);
-        info->transfer_s = k.o.up + k.o.down;
-        info->kernel_s = k.o.kern;
-        info->layout_s = k.pack_s + k.unpack_s;
+        info->transfer_s = a.k.o.up + a.k.o.down;
+        info->kernel_s = a.k.o.kern;
+        info->layout_s = a.k.pack_s + a.k.unpack_s;
         info->flops = S3_FLOPS_PER_SITE * (double)d.nv;
         info->bytes = S3_BYTES_PER_SITE * (double)d.nv;
         info->wall_s = pk_now() - t0;
@@ -655,20 +781,6 @@ pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi)
     return PK_OK;
 }
 
-/* Whether u, psi and chi (AoS) all are device memory of the plan's device and its backend
- * converts layouts on the device (execute_canonical); aos keeps the direct execute. */
-static int s3_on_device(const pk_su3_plan *plan, const double *u, const double *psi,
-                        const double *chi)
-{
-    const pk_s3_desc *d = &plan->d;
-    if (d->layout == PK_SU3_AOS || !s3_ops(&plan->c)->execute_canonical) return 0;
-    const size_t ub = d->nv * PK_S3_U_AOS * sizeof(double);
-    const size_t sb = d->nv * PK_S3_SPINOR * sizeof(double);
-    return pk_choice_memory(&plan->c, u, ub) == PK_MEM_DEVICE &&
-           pk_choice_memory(&plan->c, psi, sb) == PK_MEM_DEVICE &&
-           pk_choice_memory(&plan->c, chi, sb) == PK_MEM_DEVICE;
-}
-
 pk_status pk_su3_plan_execute(pk_su3_plan *plan, const double *u, const double *psi, double *chi,
                               pk_run_info *info)
 {
@@ -678,7 +790,7 @@ pk_status pk_su3_plan_execute(pk_su3_plan *plan, const double *u, const double *
     PK_CHECK_NULL(u);
     PK_CHECK_NULL(psi);
     PK_CHECK_NULL(chi);
-    if (s3_on_device(plan, u, psi, chi)) { /* converted on the device, nothing copied */
+    if (s3_canonical(&plan->c, &plan->d, u, psi, chi)) { /* converted by the backend */
         const double t0 = pk_now();
         double kern = 0, lay = 0;
         plan->uploaded = plan->ran = 0; /* the plan's arrays hold the conversions now */

@@ -72,6 +72,13 @@ typedef struct pk_s3_host_plan {
     int stream;  /* omp-simd: non-temporal stores for chi */
     int isa;     /* omp-simd: the ISA chosen at creation */
     const pk_s3_ops *ops; /* the backend's own table (its upload, run and download) */
+    /* The backend's kernel on the padded sites [s0, s1) of the lattice d (the plan's, or one
+     * block's in the fused call below), one thread; stream: non-temporal chi stores where the
+     * variant has them and chi starts on a line (the caller's array in an AoS-spinor layout). */
+    void (*range)(const struct pk_s3_host_plan *h, const pk_s3_desc *d, const double *u,
+                  const double *psi, double *chi, size_t s0, size_t s1, int stream);
+    double *blocks;           /* the fused call's per-thread block arrays (its first call) */
+    size_t blocks_per_thread; /* doubles */
 } pk_s3_host_plan;
 
 /** Allocate the three arrays (nothing touched: the backend places the pages). */
@@ -88,6 +95,14 @@ pk_status pk_s3_host_download(void *impl, double *chi, double *seconds);
  *  over u or psi, go through the plan's arrays instead. */
 pk_status pk_s3_host_execute(void *impl, const double *u, const double *psi, double *chi,
                              double *kernel_seconds, double *transfer_seconds);
+/** The host backends' execute_canonical (pk_s3_ops): chi = u psi on the caller's AoS arrays
+ *  for a plan in another layout, fused: blocks of sites that fit in a core's L2 are packed
+ *  into the layout, computed and chi unpacked, one block per thread at a time, so memory
+ *  sees the traffic of the AoS kernel and no whole-array copy is made.  chi must not overlap
+ *  u or psi (lib/su3.c routes such calls to the staged path).  Bit-identical to the staged
+ *  path (the same per-site arithmetic).  *layout_seconds: the conversions' share (thread 0's). */
+pk_status pk_s3_host_execute_canonical(void *impl, const double *u, const double *psi, double *chi,
+                                       double *kernel_seconds, double *layout_seconds);
 void pk_s3_host_destroy(void *impl);
 
 /* Backend entry points. */

@@ -108,11 +108,20 @@ static void pk_s3_plain_range_clones(const pk_s3_desc *d, const double *u, const
     }
 }
 
+static void s3_serial_range(const pk_s3_host_plan *h, const pk_s3_desc *d, const double *u,
+                            const double *psi, double *chi, size_t s0, size_t s1, int stream)
+{
+    (void)h;
+    (void)stream;
+    pk_s3_plain_range(d, u, psi, chi, s0, s1);
+}
+
 pk_status pk_serial_s3_create(void *state, int device, const pk_s3_desc *desc, void **impl)
 {
     pk_s3_host_plan *h;
     PK_TRY(pk_s3_host_alloc(desc, &h));
     h->nt = 1;
+    h->range = s3_serial_range;
     h->ops = &pk_serial_s3_ops;
     *impl = h;
     return PK_OK;
@@ -142,4 +151,5 @@ const pk_s3_ops pk_serial_s3_ops = {
     .download = pk_s3_host_download,
     .destroy = pk_s3_host_destroy,
     .execute = pk_s3_host_execute,
+    .execute_canonical = pk_s3_host_execute_canonical,
 };

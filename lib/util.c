@@ -87,6 +87,15 @@ void pk_parallel_range(size_t n, size_t grain, size_t bytes, int nt, pk_range_fn
     fn(arg, 0, n);
 }
 
+int pk_thread_num(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 int pk_host_threads(int nt)
 {
 #ifdef _OPENMP

@@ -384,6 +384,18 @@ static void s3_copy_all(pk_s3_host_plan *h, double *const dst[3], const double *
     }
 }
 
+/* The plan's kernel on [s0, s1) of the lattice d, one thread (the fused call's blocks). */
+static void s3_omp_range(const pk_s3_host_plan *h, const pk_s3_desc *d, const double *u,
+                         const double *psi, double *chi, size_t s0, size_t s1, int stream)
+{
+    const s3_range_fn fn = h->simd ? s3_simd_kernel(d, h->isa) : s3_plain;
+    stream = stream && fn != s3_plain;
+    fn(d, u, psi, chi, s0, s1, stream);
+#ifdef S3_X86
+    if (stream) s3_fence();
+#endif
+}
+
 pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void **impl)
 {
     pk_s3_host_plan *h;
@@ -409,6 +421,7 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
     h->stream = h->simd && h->isa != S3_ISA_GENERIC &&
                 (stream[0] ? stream[0] == 2 : bytes >= S3_STREAM_MIN);
     h->ops = &pk_openmp_s3_ops;
+    h->range = s3_omp_range;
     *impl = h;
     return PK_OK;
 }
@@ -478,4 +491,5 @@ const pk_s3_ops pk_openmp_s3_ops = {
     .download = pk_omp_s3_download,
     .destroy = pk_s3_host_destroy,
     .execute = pk_s3_host_execute,
+    .execute_canonical = pk_s3_host_execute_canonical,
 };

@@ -21,26 +21,43 @@ LSAN_OPTIONS=suppressions=$srcdir/tests/lsan-precise.supp:print_suppressions=0
 export top_srcdir top_builddir POCL_CACHE_DIR PORTKERN_CACHE_DIR ASAN_OPTIONS LSAN_OPTIONS
 unset PORTKERN_BACKEND PORTKERN_DEVICE
 mkdir -p "$POCL_CACHE_DIR"
-failed=0
-progs="tests/test_d3_opencl tests/test_cv_opencl tests/test_mf_opencl tests/test_clcache
+# Longest first (test_clcache and test_mf_opencl take 1.5-2 minutes each here).
+progs="tests/test_clcache tests/test_mf_opencl tests/test_cv_opencl tests/test_d3_opencl
        tests/test_faults tests/test_threads tests/test_probe"
-[ $# -gt 0 ] && progs=$*
-for p in $progs; do
-    [ -x "$p" ] || { echo "SKIP: $p (not built)"; continue; }
+
+# One program; prints its PASS/FAIL line (and the leak summary) in one write.
+check_one() {
+    p=$1
+    [ -x "$p" ] || { echo "SKIP: $p (not built)"; return 0; }
     name=$(basename "$p")
     # A crash of LeakSanitizer's own tracer (not a leak report) is run again, twice at most,
     # and said so: tests/retry-tool-crash.sh, as in make check.
     sh "$srcdir/tests/retry-tool-crash.sh" ./libtool --mode=execute "./$p" \
         >"tests/lsan-precise-$name.tap" 2>"tests/lsan-precise-$name.log"
     rc=$?
-    grep '^# NOTE' "tests/lsan-precise-$name.tap"
+    notes=$(grep '^# NOTE' "tests/lsan-precise-$name.tap")
     bad=$(grep -c '^not ok' "tests/lsan-precise-$name.tap")
     if [ "$rc" -eq 0 ] && [ "$bad" -eq 0 ]; then
-        echo "PASS: $p"
+        line="PASS: $p"
     else
-        failed=$((failed + 1))
-        echo "FAIL: $p: exit $rc, $bad not ok; see tests/lsan-precise-$name.log"
-        grep -E 'SUMMARY|leak of' "tests/lsan-precise-$name.log" | head -n 5
+        line="FAIL: $p: exit $rc, $bad not ok; see tests/lsan-precise-$name.log
+$(grep -E 'SUMMARY|leak of' "tests/lsan-precise-$name.log" | head -n 5)"
     fi
-done
-[ "$failed" -eq 0 ]
+    [ -n "$notes" ] && line="$notes
+$line"
+    printf '%s\n' "$line"
+}
+
+if [ "${1:-}" = --one ]; then
+    check_one "$2"
+    exit 0
+fi
+[ $# -gt 0 ] && progs=$*
+
+# PK_LSAN_JOBS programs at once (default: the number of CPUs), each with its own cold cache.
+jobs=${PK_LSAN_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $jobs in ''|*[!0-9]*|0) jobs=1;; esac
+results=$cold/results
+# shellcheck disable=SC2086
+printf '%s\n' $progs | xargs -P "$jobs" -n 1 sh "$srcdir/tests/lsan-precise.sh" --one | tee "$results"
+! grep -q '^FAIL: ' "$results"

@@ -28,18 +28,20 @@ export top_srcdir top_builddir POCL_CACHE_DIR PORTKERN_CACHE_DIR OCL_ICD_VENDORS
     OPENCL_VENDOR_PATH OMP_NUM_THREADS
 unset PORTKERN_BACKEND PORTKERN_DEVICE PORTKERN_THREADS
 
-progs="tests/test_errors tests/test_npy tests/test_differ tests/test_badinput tests/test_faults
-       tests/test_threads tests/test_d3_serial tests/test_d3_openmp tests/test_cv_serial
-       tests/test_cv_openmp tests/test_mf_serial tests/test_mf_openmp
-       tests/test_lp_serial tests/test_s3_serial tests/test_ds_serial tests/test_ds_openmp
-       tests/test_wisdom fuzz/replay_npy fuzz/replay_cli fuzz/replay_json fuzz/replay_wisdom"
-[ $# -gt 0 ] && progs=$*
+# Longest first (test_d3_openmp, test_cv_openmp and test_mf_serial take 4 minutes each under
+# memcheck on a 2-core machine), so that the parallel runs below end together.
+progs="tests/test_d3_openmp tests/test_cv_openmp tests/test_mf_serial tests/test_mf_openmp
+       tests/test_cv_serial tests/test_ds_openmp tests/test_s3_serial tests/test_ds_serial
+       tests/test_wisdom tests/test_d3_serial tests/test_threads tests/test_lp_serial
+       tests/test_errors tests/test_faults tests/test_npy tests/test_differ tests/test_badinput
+       fuzz/replay_npy fuzz/replay_cli fuzz/replay_json fuzz/replay_wisdom"
 
-total=0 failed=0 points=0
-for p in $progs; do
+# One program under memcheck; prints its PASS/FAIL line (and the first errors) in one write.
+check_one() {
+    p=$1
     if [ ! -x "$p" ]; then
         echo "SKIP: $p (not built; run make check first)"
-        continue
+        return 0
     fi
     name=$(basename "$p")
     log=tests/valgrind-$name.log
@@ -53,16 +55,31 @@ for p in $progs; do
     n=$(grep -c '^ok' "tests/valgrind-$name.tap")
     bad=$(grep -c '^not ok' "tests/valgrind-$name.tap")
     errs=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' "$log" | tail -n 1)
-    total=$((total + 1))
-    points=$((points + n))
     if [ "$rc" -eq 0 ] && [ "$bad" -eq 0 ]; then
-        echo "PASS: $p: $n TAP points ok, ${errs:-?} memcheck errors (${secs} s)"
+        line="PASS: $p: $n TAP points ok, ${errs:-?} memcheck errors (${secs} s)"
     else
-        failed=$((failed + 1))
-        echo "FAIL: $p: exit $rc, $bad TAP points not ok, ${errs:-?} memcheck errors (${secs} s); see $log"
-        grep -E '^==[0-9]+== (Invalid|Conditional|Use of|Mismatched|[0-9,]+ bytes in)' "$log" |
-            head -n 10
+        line="FAIL: $p: exit $rc, $bad TAP points not ok, ${errs:-?} memcheck errors (${secs} s); see $log
+$(grep -E '^==[0-9]+== (Invalid|Conditional|Use of|Mismatched|[0-9,]+ bytes in)' "$log" | head -n 10)"
     fi
-done
+    printf '%s\n' "$line"
+}
+
+if [ "${1:-}" = --one ]; then
+    check_one "$2"
+    exit 0
+fi
+[ $# -gt 0 ] && progs=$*
+
+# memcheck runs a program's threads one at a time: PK_VALGRIND_JOBS programs at once (default:
+# the number of CPUs) use the machine; each prints its result line when it ends.
+jobs=${PK_VALGRIND_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $jobs in ''|*[!0-9]*|0) jobs=1;; esac
+results=$(mktemp "${TMPDIR:-/tmp}/pk-valgrind.XXXXXX") || exit 2
+trap 'rm -rf "$noicd" "$results"' EXIT
+# shellcheck disable=SC2086
+printf '%s\n' $progs | xargs -P "$jobs" -n 1 sh "$srcdir/tests/valgrind.sh" --one | tee "$results"
+total=$(grep -c '^\(PASS\|FAIL\): ' "$results")
+failed=$(grep -c '^FAIL: ' "$results")
+points=$(sed -n 's/^PASS: [^:]*: \([0-9]*\) TAP points ok.*/\1/p' "$results" | awk '{s += $1} END {print s + 0}')
 echo "valgrind memcheck: $total programs, $points TAP points, $failed failed"
 [ "$failed" -eq 0 ]
