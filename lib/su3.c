@@ -441,7 +441,8 @@ typedef struct s3_fused {
     double *chi;
     size_t block;          /* sites per block: a multiple of the layout's granule */
     size_t ud, sd;         /* doubles of u and of a spinor in one block's arrays */
-    int stream;            /* AoS-spinor layouts: chi streamed into the caller's array */
+    int stream;            /* AoS-spinor layouts: chi streamed into the caller's array (the
+                              backend's kernel decides what its alignment allows) */
     double conv_s;         /* thread 0's conversions */
 } s3_fused;
 
@@ -496,7 +497,7 @@ pk_status pk_s3_host_execute_canonical(void *impl, const double *u, const double
     size_t block = S3_FUSED_BYTES / site_bytes / g * g;
     if (block < g) block = g;
     s3_fused f = {h, u, psi, chi, block, s3_round8(block * m_u), s3_round8(block * PK_S3_SPINOR),
-                  h->stream && (uintptr_t)chi % 64 == 0, 0};
+                  h->stream, 0};
     const int team = h->nt > 0 ? pk_host_threads(h->nt) : 1;
     const size_t per_thread = f.ud + 2 * f.sd;
     if (!h->blocks || h->blocks_per_thread != per_thread) {

@@ -33,8 +33,9 @@
  * S3_STREAM_MIN; su3.stream=0|1 forces it.  The vfo / hvfo rows are 64-byte aligned
  * (pk_alloc_aligned, the layouts' padding), as their loads and stores need.  The AoS-spinor
  * kernels load and store unaligned, so plan_execute runs them on a caller's arrays at any
- * multiple of 8 bytes (malloc's 16, numpy's); their chi is streamed only when it starts on
- * a 64-byte line. */
+ * multiple of 8 bytes (malloc's 16, numpy's); with AVX-512 their chi is streamed from any
+ * such offset (whole lines assembled from two output vectors, s3_aos512_shifted), with AVX2
+ * only when it starts on a line. */
 #include "su3_host.h"
 
 #include <stdint.h>
@@ -93,9 +94,70 @@ static inline const double *s3_link(const pk_s3_desc *d, const double *u, size_t
     }
 }
 
+/* chi's three output vectors of site s (AoS-spinor layouts), into a[3]. */
+S3_T512 static inline void s3_aos512_site(const pk_s3_desc *d, const double *u,
+                                          const double *psi, size_t s, __m512d a[3])
+{
+    const __m512d zero = _mm512_setzero_pd();
+    double m[18];
+    const double *U = s3_link(d, u, s, m), *P = psi + 24 * s;
+    __m512d p[3], q[3];
+    for (int cp = 0; cp < 3; ++cp) {
+        p[cp] = _mm512_loadu_pd(P + 8 * cp); /* psi[c'][0..3]: re, im interleaved */
+        const __m512d sw = _mm512_permute_pd(p[cp], 0x55);   /* (im, re) */
+        q[cp] = _mm512_mask_sub_pd(sw, 0x55, zero, sw);      /* (-im, re) */
+    }
+    for (int c = 0; c < 3; ++c) {
+        const double *r = U + 6 * c;
+        __m512d x = _mm512_mul_pd(_mm512_set1_pd(r[0]), p[0]);
+        x = _mm512_fmadd_pd(_mm512_set1_pd(r[1]), q[0], x);
+        x = _mm512_fmadd_pd(_mm512_set1_pd(r[2]), p[1], x);
+        x = _mm512_fmadd_pd(_mm512_set1_pd(r[3]), q[1], x);
+        x = _mm512_fmadd_pd(_mm512_set1_pd(r[4]), p[2], x);
+        a[c] = _mm512_fmadd_pd(_mm512_set1_pd(r[5]), q[2], x);
+    }
+}
+
+/* Streaming chi that starts o doubles (1..7) past a 64-byte line (malloc's and numpy's 16
+ * bytes): the output is one run of 24 (s1 - s0) doubles, so each whole line of it is the last
+ * o doubles of one output vector and the first 8 - o of the next (a two-source permute); the
+ * partial first and last lines, which a neighbouring thread's range may share, get ordinary
+ * masked stores.  Saves the read-for-ownership of chi as the aligned case does. */
+S3_T512 static void s3_aos512_shifted(const pk_s3_desc *d, const double *u, const double *psi,
+                                      double *chi, size_t s0, size_t s1, unsigned o)
+{
+    double *line = chi + 24 * s0 - o; /* on a 64-byte line */
+    const __m512i idx = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0),
+                                         _mm512_set1_epi64(8 - (long long)o));
+    const __mmask8 head = (__mmask8)(0xffu << o), tail = (__mmask8)((1u << o) - 1);
+    __m512d prev = _mm512_setzero_pd();
+    for (size_t s = s0; s < s1; ++s) {
+        __m512d a[3];
+        s3_aos512_site(d, u, psi, s, a);
+        int c = 0;
+        if (s == s0) { /* the first vector: its 8 - o doubles end the first, partial line */
+            _mm512_mask_storeu_pd(line, head, _mm512_permutex2var_pd(prev, idx, a[0]));
+            line += 8;
+            prev = a[0];
+            c = 1;
+        }
+        for (; c < 3; ++c) {
+            _mm512_stream_pd(line, _mm512_permutex2var_pd(prev, idx, a[c]));
+            line += 8;
+            prev = a[c];
+        }
+    }
+    if (s0 < s1) _mm512_mask_storeu_pd(line, tail, _mm512_permutex2var_pd(prev, idx, prev));
+}
+
 S3_T512 static void s3_aos512(const pk_s3_desc *d, const double *u, const double *psi,
                               double *chi, size_t s0, size_t s1, int stream)
 {
+    const unsigned o = (unsigned)((uintptr_t)(chi + 24 * s0) % 64 / sizeof(double));
+    if (stream && o) {
+        s3_aos512_shifted(d, u, psi, chi, s0, s1, o);
+        return;
+    }
     const __m512d zero = _mm512_setzero_pd();
     for (size_t s = s0; s < s1; ++s) {
         double m[18];
@@ -210,6 +272,7 @@ S3_T256 static inline __m256d s3_swapneg256(__m256d v)
 S3_T256 static void s3_aos256(const pk_s3_desc *d, const double *u, const double *psi,
                               double *chi, size_t s0, size_t s1, int stream)
 {
+    if ((uintptr_t)(chi + 24 * s0) % 64) stream = 0; /* AVX2: streamed only from a line */
     for (size_t s = s0; s < s1; ++s) {
         double m[18];
         const double *U = s3_link(d, u, s, m), *P = psi + 24 * s;
@@ -456,9 +519,9 @@ pk_status pk_omp_s3_run(void *impl, double *kernel_seconds)
     pk_s3_host_plan *h = impl;
     const pk_s3_desc *d = &h->d;
     const s3_range_fn fn = h->simd ? s3_simd_kernel(d, h->isa) : s3_plain;
-    /* a caller's AoS chi (plan_execute) may sit at any multiple of 8 bytes: streaming stores
-     * need 64 (every site's 192 B then start on a line) */
-    const int stream = h->stream && fn != s3_plain && (uintptr_t)h->chi % 64 == 0;
+    /* a caller's AoS chi (plan_execute) may sit at any multiple of 8 bytes: the AVX-512 AoS
+     * kernels stream it from any (s3_aos512_shifted), the AVX2 ones from a line only */
+    const int stream = h->stream && fn != s3_plain;
     const int nt = s3_nthreads(h);
     const double t0 = pk_now();
 #ifdef PK_HAVE_OPENMP

@@ -31,7 +31,8 @@
  *    overflow, unknown layouts, nw out of range, unknown variants, the reference in place).
  * 5. omp-simd under su3.isa = avx512, avx2, generic and su3.stream = 0, 1
  *    (every hand-vectorised kernel and both store kinds run here); OpenMP on 3 and 7
- *    threads (more threads than work on the small sizes).
+ *    threads (more threads than work on the small sizes); the streamed chi of the AoS-spinor
+ *    layouts 0..7 doubles past a line: the same bits, nothing outside chi written.
  * 6. CUDA suite only: plan_execute on cudaMalloc'd AoS arrays (cuda_devmem.h), every layout
  *    (s3_check_device_arrays; converted on the device but aos).  The emulated test
  *    (test_s3_cuda_emu.c) checks the conversions of su3.cu themselves.
@@ -758,6 +759,75 @@ static void s3_check_threads(const char *variant)
     }
 }
 
+/* ---- 5b. omp-simd's streamed chi at every offset from a line -------------------------------
+ * su3.stream=1 on 2 and 3 threads: the AoS-spinor layouts' plan_execute with u, psi and chi
+ * 0..7 doubles past a 64-byte line (the AVX-512 kernel streams whole lines of a shifted chi
+ * and stores the partial first and last lines with masks) gives the bits of su3.stream=0,
+ * and writes nothing in the 8 doubles before chi or after it. */
+static void s3_check_stream_offsets(void)
+{
+    static const size_t sizes[] = {1, 2, 37, 1001};
+    static const int layouts[] = {PK_SU3_AOS, PK_SU3_SHORT, PK_SU3_PADDED, PK_SU3_RECON12};
+    for (int nt = 2; nt <= 3; ++nt) {
+        pk_context_options opt;
+        pk_context_options_init(&opt);
+        opt.backend = s3_backend;
+        opt.flags = PK_OPT_IGNORE_ENV;
+        opt.threads = nt;
+        pk_context *ctx;
+        if (pk_context_create(&ctx, &opt) != PK_OK) {
+            ok(0, "context with %d threads: %s", nt, pk_last_error());
+            continue;
+        }
+        for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; ++li) {
+            char name[48], why[300] = "";
+            int good = 1;
+            s3_case_name(layouts[li], 0, name, sizeof name);
+            for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && good; ++i) {
+                const size_t nv = sizes[i];
+                s3_data d = s3_make(nv, 900 + nv);
+                pk_su3_params p = {nv, layouts[li], 0};
+                double *ub = s3_aligned(18 * nv + 8), *pb = s3_aligned(24 * nv + 8);
+                double *cb = s3_aligned(24 * nv + 16), *want = s3_alloc(24 * nv);
+                /* o == -1: su3.stream=0 on aligned arrays, the bits every offset must give */
+                for (int o = -1; o < 8 && good; ++o) {
+                    const int off = o < 0 ? 0 : o;
+                    double *u = ub + off, *psi = pb + off, *chi = cb + 8 + off;
+                    memcpy(u, d.u, 18 * nv * sizeof(double));
+                    memcpy(psi, d.psi, 24 * nv * sizeof(double));
+                    for (size_t k = 0; k < 24 * nv + 16; ++k) cb[k] = S3_SENTINEL;
+                    pk_context_set_param(ctx, "su3.stream", o < 0 ? "0" : "1");
+                    pk_su3_plan *plan = NULL;
+                    int s = pk_su3_plan_create(&plan, ctx, &p, "omp-simd", NULL);
+                    if (s == PK_OK) s = pk_su3_plan_execute(plan, u, psi, chi, NULL);
+                    pk_su3_plan_destroy(plan);
+                    size_t guard = 0;
+                    for (size_t k = 0; k < 8 + (size_t)off; ++k) guard += cb[k] != S3_SENTINEL;
+                    for (size_t k = 8 + off + 24 * nv; k < 24 * nv + 16; ++k)
+                        guard += cb[k] != S3_SENTINEL;
+                    if (o < 0 && s == PK_OK) memcpy(want, chi, 24 * nv * sizeof(double));
+                    if (s != PK_OK || guard ||
+                        (o >= 0 && memcmp(chi, want, 24 * nv * sizeof(double)) != 0)) {
+                        snprintf(why, sizeof why, "; nv %zu offset %d: %s, %zu guard doubles "
+                                 "written", nv, o, s ? pk_last_error()
+                                 : guard ? "ok" : "other bits than su3.stream=0", guard);
+                        good = 0;
+                    }
+                }
+                free(ub);
+                free(pb);
+                free(cb);
+                free(want);
+                s3_free(&d);
+            }
+            ok(good, "omp-simd %s on %d threads, su3.stream=1: plan_execute with u, psi and chi "
+               "0..7 doubles past a line gives the bits of su3.stream=0, nothing written "
+               "before or after chi (nv 1, 2, 37, 1001)%s", name, nt, why);
+        }
+        pk_context_destroy(ctx);
+    }
+}
+
 /* ---- the suite -------------------------------------------------------------------------- */
 /* ---- CUDA: plan_execute on device arrays (cuda_devmem.h) -------------------------------
  * u, psi and a NaN-filled chi in device memory (AoS, as the caller keeps them): every
@@ -914,6 +984,7 @@ static int s3_run_suite(pk_backend_id backend)
             static const char *const stream[] = {"0", "1"};
             s3_check_env(v, "su3.isa", isa, 3);
             s3_check_env(v, "su3.stream", stream, 2);
+            s3_check_stream_offsets();
         }
         if (backend == PK_BACKEND_OPENMP) s3_check_threads(v);
         if (backend == PK_BACKEND_CUDA) s3_check_device_arrays(v);
