@@ -424,8 +424,12 @@ int main(int argc, char **argv)
         return cmd_kernel(cmd, argc - 2, argv + 2);
     if (strcmp(cmd, "diff") == 0)
         return cmd_diff(argc - 2, argv + 2);
-    if (strcmp(cmd, "bench") == 0 || strcmp(cmd, "tune") == 0)
+    if (strcmp(cmd, "bench") == 0 || strcmp(cmd, "tune") == 0) {
+        /* minutes of progress lines: each reaches a file or pipe when it is printed, so a run
+         * that dies (a driver's crash, a timeout) shows the row it died in */
+        setvbuf(stdout, NULL, _IOLBF, 0);
         return cmd_bench(argc - 2, argv + 2, strcmp(cmd, "tune") == 0);
+    }
     return cli_usage_error(MAIN_PROG, "unknown command '%s' (run, gen, diff, bench, tune); "
                            "see 'portkern --help'", cmd);
 }
