@@ -41,6 +41,8 @@ static const param_def defs[PK_PARAM_COUNT] = {
     [PK_PARAM_CONV2D_CL_SCHEME] = {"conv2d.cl_scheme", "PORTKERN_CL_CV_SCHEME", T_CHOICE, 0, 0,
         "auto,vec,scalar", "auto, vec or scalar", "auto", 0,
         "OpenCL direct kernel: 16-wide rows (vec) or one pixel per item; auto: vec on CPUs"},
+    [PK_PARAM_CONV2D_ISA] = {"conv2d.isa", NULL, T_CHOICE, 0, 0, ISA_CHOICES, ISA_VALUES,
+        "auto", 0, "OpenMP omp-rb: lower the SIMD level (auto: the CPU's best)"},
     [PK_PARAM_DIFFUSION3D_CL_SCHEME] = {"diffusion3d.cl_scheme", "PORTKERN_CL_D3_SCHEME",
         T_CHOICE, 0, 0, "auto,xvec,zmarch", "auto, xvec or zmarch", "auto", 0,
         "OpenCL kernel: x-vectorised (xvec) or marching in z (zmarch); auto: zmarch on GPUs"},

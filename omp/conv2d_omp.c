@@ -1,4 +1,9 @@
 /* conv2d_omp.c - the OpenMP backend's conv2d variants (docs/KERNELS.md section 5):
+ *   omp-rb  register blocks (omp/conv2d_rb.h): per thread a band of output rows taken R at
+ *        a time (4; 2 in portable C), each block of R rows x 2-4 vectors kept in registers
+ *        while its R + kh - 1 halo rows stream past, so one loaded image vector feeds up to
+ *        R FMAs (omp: 1) and each output is stored once.  AVX-512, AVX2+FMA or portable C
+ *        by the CPU, lowered by conv2d.isa.  The best direct variant: the backend's first.
  *   omp  the StrayLight report's cache-optimal order: for each output row (a band of rows
  *        per thread), for each pair of kernel rows k, k + 1, their wrapped halo rows of
  *        the image (each built once per band into a per-thread ring, so no wrap test in
@@ -24,8 +29,6 @@
 #ifdef PK_HAVE_FFTW
 #include <fftw3.h>
 #endif
-
-enum { CV_OMP, CV_FFT };
 
 static int cv_threads(const pk_cv_desc *d)
 {
@@ -95,7 +98,7 @@ static void row_taps(const float *const *src, int nrows, const float *restrict p
 static void run_omp(pk_cv_host_plan *h)
 {
     const pk_cv_desc *d = &h->d;
-    const size_t per = pk_cv_ring_floats(d);
+    const size_t per = pk_cv_ring_floats(d, 1);
     float *rings = h->priv;
 #pragma omp parallel num_threads(h->nt)
     {
@@ -107,7 +110,7 @@ static void run_omp(pk_cv_host_plan *h)
         /* A contiguous band of output rows per thread: its ring advances one row per row. */
         const int i0 = (int)((long long)d->h * t / nt), i1 = (int)((long long)d->h * (t + 1) / nt);
         pk_cv_ring ring;
-        pk_cv_ring_init(&ring, d, rings + per * (size_t)t);
+        pk_cv_ring_init(&ring, d, 1, rings + per * (size_t)t);
         for (int oi = i0; oi < i1; ++oi) {
             pk_cv_ring_advance(&ring, d, h->image, oi, oi == i0);
             float *acc = h->out + (size_t)oi * d->w;
@@ -118,6 +121,167 @@ static void run_omp(pk_cv_host_plan *h)
                 row_taps(src, k + 1 < d->kh ? 2 : 1, h->psf + (size_t)k * d->kw, d->kw, acc,
                          d->w);
             }
+        }
+    }
+}
+
+/* ---- omp-rb ------------------------------------------------------------------------------ */
+/* The block kernel (omp/conv2d_rb.h) per SIMD level.  AVX-512: 4 rows x 4 vectors of 16
+ * (16 accumulators, 4 image vectors, 32 registers); AVX2: 4 x 2 of 8 in 16 registers;
+ * portable C: 2 x 4 of 4 (SSE2's 16 registers on x86-64). */
+#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
+    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
+#define CV_X86 1
+#endif
+
+#define CV_RB_RMAX 4 /* the most rows any level blocks: the ring holds kh + 3 rows */
+typedef float cv_v4 __attribute__((vector_size(16), aligned(4), may_alias));
+
+#define CV_RB_NAME(x) cv_rb_generic_##x
+#define CV_RB_TARGET
+#define CV_RB_VT cv_v4
+#define CV_RB_W 4
+#define CV_RB_R 2
+#define CV_RB_V 4
+#include "conv2d_rb.h"
+#undef CV_RB_NAME
+#undef CV_RB_TARGET
+#undef CV_RB_VT
+#undef CV_RB_W
+#undef CV_RB_R
+#undef CV_RB_V
+
+#ifdef CV_X86
+typedef float cv_v16 __attribute__((vector_size(64), aligned(4), may_alias));
+#define CV_RB_NAME(x) cv_rb_avx2_##x
+#define CV_RB_TARGET __attribute__((target("avx2,fma")))
+#define CV_RB_VT cv_v8
+#define CV_RB_W 8
+#define CV_RB_R 4
+#define CV_RB_V 2
+#include "conv2d_rb.h"
+#undef CV_RB_NAME
+#undef CV_RB_TARGET
+#undef CV_RB_VT
+#undef CV_RB_W
+#undef CV_RB_R
+#undef CV_RB_V
+
+#define CV_RB_NAME(x) cv_rb_avx512_##x
+#define CV_RB_TARGET __attribute__((target("avx512f")))
+#define CV_RB_VT cv_v16
+#define CV_RB_W 16
+#define CV_RB_R 4
+#define CV_RB_V 4
+#include "conv2d_rb.h"
+#undef CV_RB_NAME
+#undef CV_RB_TARGET
+#undef CV_RB_VT
+#undef CV_RB_W
+#undef CV_RB_R
+#undef CV_RB_V
+#endif
+
+typedef void (*cv_rb_fn)(const float *const *src, const float *restrict psf, int kh, int kw,
+                         float *const *out, int r_n, int w);
+
+/* The CPU's best level (__builtin_cpu_supports also checks that the OS saves the state). */
+static int cv_cpu_isa(void)
+{
+#ifdef CV_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return PK_SIMD_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return PK_SIMD_AVX2;
+#endif
+    return PK_SIMD_GENERIC;
+}
+
+static void cv_rb_pick(int isa, cv_rb_fn *fn, int *rows)
+{
+#ifdef CV_X86
+    if (isa == PK_SIMD_AVX512) {
+        *fn = cv_rb_avx512_rows;
+        *rows = 4;
+        return;
+    }
+    if (isa == PK_SIMD_AVX2) {
+        *fn = cv_rb_avx2_rows;
+        *rows = 4;
+        return;
+    }
+#endif
+    (void)isa;
+    *fn = cv_rb_generic_rows;
+    *rows = 2;
+}
+
+/* omp-rb's state: per thread a ring of kh + 3 halo rows and kh + 3 row pointers. */
+typedef struct cv_rb {
+    float *rings;
+    const float **src;
+    int isa;
+} cv_rb;
+
+static void rb_free(void *p)
+{
+    cv_rb *b = p;
+    if (!b) return;
+    pk_free_aligned(b->rings);
+    free(b->src);
+    free(b);
+}
+
+static pk_status rb_create(pk_cv_host_plan *h)
+{
+    const pk_cv_desc *d = &h->d;
+    cv_rb *b = calloc(1, sizeof *b);
+    if (!b) return pk_fail(PK_ENOMEM, "conv2d omp-rb: out of host memory");
+    h->priv = b;
+    h->priv_free = rb_free;
+    PK_TRY(pk_simd_level(d->tuning, PK_PARAM_CONV2D_ISA, cv_cpu_isa(), &b->isa));
+    const size_t per = pk_cv_ring_floats(d, CV_RB_RMAX), ptrs = (size_t)d->kh + CV_RB_RMAX - 1;
+    size_t bytes, pbytes;
+    PK_CHECK(pk_mul3_size(per, (size_t)h->nt, sizeof(float), &bytes) == 0 &&
+                 pk_mul3_size(ptrs, (size_t)h->nt, sizeof *b->src, &pbytes) == 0,
+             PK_EOVERFLOW, "conv2d omp-rb: %d rings of %zu floats overflow size_t", h->nt, per);
+    b->rings = pk_alloc_aligned(bytes);
+    b->src = malloc(pbytes);
+    PK_CHECK(b->rings && b->src, PK_ENOMEM, "conv2d omp-rb: cannot allocate %d rings of %zu "
+             "floats", h->nt, per);
+    return PK_OK;
+}
+
+static void run_omp_rb(pk_cv_host_plan *h)
+{
+    const pk_cv_desc *d = &h->d;
+    const cv_rb *b = h->priv;
+    const size_t per = pk_cv_ring_floats(d, CV_RB_RMAX), ptrs = (size_t)d->kh + CV_RB_RMAX - 1;
+    cv_rb_fn fn;
+    int rows;
+    cv_rb_pick(b->isa, &fn, &rows);
+#pragma omp parallel num_threads(h->nt)
+    {
+#ifdef PK_HAVE_OPENMP
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+        const int nt = 1, t = 0;
+#endif
+        /* A contiguous band per thread, so that its ring advances one row per output row and
+         * the thread first-touches (on a fresh array) the output pages it writes. */
+        const int i0 = (int)((long long)d->h * t / nt), i1 = (int)((long long)d->h * (t + 1) / nt);
+        const float **src = b->src + ptrs * (size_t)t;
+        pk_cv_ring ring;
+        pk_cv_ring_init(&ring, d, CV_RB_RMAX, b->rings + per * (size_t)t);
+        for (int oi = i0; oi < i1; oi += rows) {
+            const int r_n = i1 - oi < rows ? i1 - oi : rows;
+            float *out[CV_RB_RMAX];
+            for (int r = 0; r < r_n; ++r) {
+                pk_cv_ring_advance(&ring, d, h->image, oi + r, oi + r == i0);
+                out[r] = h->out + (size_t)(oi + r) * d->w;
+            }
+            for (int s = 0; s < r_n + d->kh - 1; ++s) src[s] = pk_cv_ring_row(&ring, oi + s);
+            fn(src, h->psf, d->kh, d->kw, out, r_n, d->w);
         }
     }
 }
@@ -301,12 +465,14 @@ pk_status pk_omp_cv_create(void *state, int device, const pk_cv_desc *desc, void
         s = fft_create(h);
     } else
 #endif
-    {
+    if (strcmp(h->variant, "omp-rb") == 0) {
+        s = rb_create(h);
+    } else {
         size_t bytes;
-        if (pk_mul3_size(pk_cv_ring_floats(desc), (size_t)h->nt, sizeof(float), &bytes) != 0 ||
+        if (pk_mul3_size(pk_cv_ring_floats(desc, 1), (size_t)h->nt, sizeof(float), &bytes) != 0 ||
             !(h->priv = pk_alloc_aligned(bytes)))
             s = pk_fail(PK_ENOMEM, "conv2d omp: cannot allocate %d rings of %zu floats", h->nt,
-                        pk_cv_ring_floats(desc));
+                        pk_cv_ring_floats(desc, 1));
         h->priv_free = pk_free_aligned;
     }
     if (s != PK_OK) {
@@ -326,6 +492,9 @@ pk_status pk_omp_cv_run(void *impl, double *seconds)
         run_fft(h);
     else
 #endif
+    if (strcmp(h->variant, "omp-rb") == 0)
+        run_omp_rb(h);
+    else
         run_omp(h);
     *seconds = pk_now() - t0;
     return PK_OK;
@@ -334,9 +503,9 @@ pk_status pk_omp_cv_run(void *impl, double *seconds)
 /* The conv2d kernel family on this backend (lib/internal.h, pk_cv_ops). */
 const pk_cv_ops pk_openmp_cv_ops = {
 #ifdef PK_HAVE_FFTW
-    .variants = "omp,fft",
+    .variants = "omp-rb,omp,fft",
 #else
-    .variants = "omp", /* no FFTW at configure time: no fft variant */
+    .variants = "omp-rb,omp", /* no FFTW at configure time: no fft variant */
 #endif
     .create = pk_omp_cv_create,
     .upload = pk_cv_host_upload,
