@@ -62,6 +62,10 @@ int pk_mul3_size(size_t a, size_t b, size_t c, size_t *out);
  *  2 MiB aligned and advised for transparent huge pages. */
 void *pk_alloc_aligned(size_t bytes);
 void pk_free_aligned(void *p);
+/** From 4 MiB on: advise the whole 2 MiB pages inside [p, p + bytes) for transparent huge
+ *  pages (advice only; errors ignored).  Pages not yet touched then fault 2 MiB at a time:
+ *  a fresh 17 MB output took 4,300 faults and ~5 ms to first-touch, ~1 ms advised. */
+void pk_advise_huge(void *p, size_t bytes);
 /** memcpy by a team of nt threads (nt <= 1, or under 4 MiB: one), each an equal contiguous
  *  share: a host plan's upload places each page with the thread that sweeps it (first touch
  *  of a fresh buffer, NUMA) and pays its page faults in parallel. */

@@ -41,10 +41,21 @@ void *pk_alloc_aligned(size_t bytes)
     const size_t align = bytes >= 2 * huge ? huge : 64;
     void *p = NULL;
     if (posix_memalign(&p, align, bytes ? bytes : 64) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-    if (align == huge) (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice only: errors ignored */
-#endif
+    pk_advise_huge(p, bytes);
     return p;
+}
+
+void pk_advise_huge(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20, a = (uintptr_t)p;
+    if (bytes < 2 * huge || a > UINTPTR_MAX - bytes) return;
+    const uintptr_t lo = (a + huge - 1) & ~(huge - 1), hi = (a + bytes) & ~(huge - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
 }
 
 void pk_free_aligned(void *p) { free(p); }
