@@ -10,17 +10,25 @@
  *        the loops), then the x loops: 64 output pixels in 8 vector registers accumulate
  *        the 2 kw taps and are added into the output row.  One load and one FMA per tap
  *        and vector.
- *   fft  FFTW single precision (r2c / c2r, threads): the periodic correlation as a product
- *        of spectra.  Per dimension the transform is either exact on the torus (a 7-smooth
- *        extent: the PSF is folded and shifted onto it) or, for other extents, a linear
- *        correlation of the image padded with wrapped pixels to the next 7-smooth size
- *        >= n + k - 1 (5271 = 3 * 7 * 251 and 813 = 3 * 271 transform 8x slower than 5292
- *        and 840).  Plans (FFTW_ESTIMATE: MEASURE costs seconds per size and measured no
- *        faster here) and the PSF's spectrum are made once, in create.
- * Built without FFTW, the fft variant is absent from the backend's list. */
+ *   fft  FFTW single precision, overlap-save: output tiles of vy x vx pixels, each the
+ *        valid part of a circular correlation of its (vy + kh - 1) x (vx + kw - 1) window of
+ *        the wrapped image (7-smooth transform extents, chosen for the least FFT work within
+ *        2^18 points: a thread's tile stays in its L2), the PSF's spectrum made once per
+ *        plan, the threads over tiles (one single-threaded r2c, product, c2r each).
+ *   frame-fft  FFTW over the whole frame (r2c / c2r, threads): the periodic correlation as
+ *        a product of spectra.  Per dimension the transform is either exact on the torus (a
+ *        7-smooth extent: the PSF is folded and shifted onto it) or, for other extents, a
+ *        linear correlation of the image padded with wrapped pixels to the next 7-smooth
+ *        size >= n + k - 1 (5271 = 3 * 7 * 251 and 813 = 3 * 271 transform 8x slower than
+ *        5292 and 840).  Plans (FFTW_ESTIMATE: MEASURE costs seconds per size and measured
+ *        no faster here) and the PSF's spectrum are made once, in create.  Kept for PSFs
+ *        larger than the image (folded onto the torus, where tiles would have to be
+ *        PSF-sized) and as the reference point of the tiles.
+ * Built without FFTW, the FFT variants are absent from the backend's list. */
 #include "conv2d_host.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef PK_HAVE_OPENMP
@@ -286,7 +294,7 @@ static void run_omp_rb(pk_cv_host_plan *h)
     }
 }
 
-/* ---- fft --------------------------------------------------------------------------------- */
+/* ---- frame-fft --------------------------------------------------------------------------- */
 #ifdef PK_HAVE_FFTW
 typedef struct cv_fft {
     int ph, pw, pwc;       /* transform extents; pwc = pw / 2 + 1 complex columns */
@@ -450,6 +458,192 @@ static void run_fft(pk_cv_host_plan *h)
     for (int y = 0; y < d->h; ++y)
         memcpy(h->out + (size_t)y * d->w, f->real + (size_t)y * f->pw, (size_t)d->w * sizeof(float));
 }
+
+/* ---- fft: overlap-save tiles ------------------------------------------------------------- */
+/* Output tiles of vy x vx pixels, each the valid part of an ny x nx circular correlation
+ * (ny = vy + kh - 1, nx = vx + kw - 1, 7-smooth) of the wrapped image rows and columns it
+ * reads: out[i][j] = sum_{k,l} in[i + k][j + l] psf[k][l] never wraps for i < vy, j < vx.
+ * The PSF's spectrum is made once per plan; the threads take whole tiles, each transform
+ * single-threaded on the thread's own cache-sized buffers (new-array execute of one plan
+ * pair).  So no frame-sized transform buffers (frame-fft's 3 x 18 MB at 813 x 5271,
+ * first-touched by a one-shot call) and no frame-sized planning. */
+typedef struct cv_os {
+    int ny, nx, nxc; /* transform extents; nxc = nx / 2 + 1 */
+    int vy, vx;      /* valid outputs per tile */
+    int ty, tx;      /* tiles down and across */
+    size_t rstride, cstride; /* per-thread buffer sizes (floats, complex), 64-byte multiples */
+    float *real;     /* nt x ny x nx */
+    fftwf_complex *spec; /* nt x ny x nxc */
+    fftwf_complex *kern; /* ny x nxc: conj(spectrum of the PSF) / (ny nx) */
+    fftwf_plan fwd, inv;
+} cv_os;
+
+/* The largest tile transform the size choice takes, in floats (1 MiB real + 1 MiB complex
+ * per thread: an L2 share), unless the PSF needs more. */
+#define CV_OS_MAX_POINTS (1 << 18)
+
+/* Next 7-smooth integer >= n, 0 beyond INT_MAX. */
+static int smooth7_up(long long n)
+{
+    for (; n <= INT_MAX; ++n)
+        if (smooth7(n)) return (int)n;
+    return 0;
+}
+
+/* Tile extents minimising the FFT work, tiles x ny nx log2(ny nx), within CV_OS_MAX_POINTS;
+ * when the PSF allows none within it, the smallest (ny = smooth >= kh, nx = smooth >= kw).
+ * Candidates per dimension: the 7-smooth n from k up to the first >= extent + k - 1 (a few
+ * hundred); tiles of n - k + 1 valid outputs. */
+static pk_status os_choose(const pk_cv_desc *d, cv_os *o)
+{
+    const int top_x = smooth7_up((long long)d->w + d->kw - 1);
+    const int top_y = smooth7_up((long long)d->h + d->kh - 1);
+    PK_CHECK(top_x > 0 && top_y > 0, PK_EOVERFLOW, "conv2d fft: no transform size for %d "
+             "x %d with psf %d x %d", d->h, d->w, d->kh, d->kw);
+    int cx = 0, *xs = NULL;
+    for (int pass = 0; pass < 2; ++pass) { /* count, then fill */
+        int c = 0;
+        for (int n = smooth7_up(d->kw); n > 0 && n <= top_x; n = n < top_x ? smooth7_up(n + 1LL) : 0)
+            if (pass) xs[c++] = n;
+            else ++c;
+        if (!pass && !(xs = malloc((size_t)c * sizeof *xs)))
+            return pk_fail(PK_ENOMEM, "conv2d fft: out of host memory");
+        cx = c;
+    }
+    double best = -1;
+    o->ny = smooth7_up(d->kh);
+    o->nx = xs[0];
+    for (int ny = o->ny; ny > 0 && ny <= top_y; ny = ny < top_y ? smooth7_up(ny + 1LL) : 0) {
+        const long long ty = (d->h + (long long)(ny - d->kh)) / (ny - d->kh + 1);
+        for (int i = 0; i < cx; ++i) {
+            const double pts = (double)ny * xs[i];
+            if (pts > CV_OS_MAX_POINTS) break;
+            const long long tx = (d->w + (long long)(xs[i] - d->kw)) / (xs[i] - d->kw + 1);
+            const double cost = (double)ty * (double)tx * pts * log2(pts > 2 ? pts : 2);
+            if (best < 0 || cost < best) {
+                best = cost;
+                o->ny = ny;
+                o->nx = xs[i];
+            }
+        }
+    }
+    free(xs);
+    o->vy = o->ny - d->kh + 1;
+    o->vx = o->nx - d->kw + 1;
+    o->ty = (d->h + o->vy - 1) / o->vy;
+    o->tx = (d->w + o->vx - 1) / o->vx;
+    o->nxc = o->nx / 2 + 1;
+    return PK_OK;
+}
+
+static void os_destroy_plans(void *p)
+{
+    cv_os *o = p;
+    if (o->fwd) fftwf_destroy_plan(o->fwd);
+    if (o->inv) fftwf_destroy_plan(o->inv);
+}
+
+static void os_free(void *p)
+{
+    cv_os *o = p;
+    if (!o) return;
+    pk_fftwf_planner(1, os_destroy_plans, o);
+    pk_free_aligned(o->real);
+    pk_free_aligned(o->spec);
+    pk_free_aligned(o->kern);
+    free(o);
+}
+
+/* One thread's plans (the threads run tiles, not transforms), on thread 0's buffers; every
+ * thread's buffers have the same (64-byte) alignment, as new-array execute needs. */
+static void os_make_plans(void *p)
+{
+    cv_os *o = p;
+    o->fwd = fftwf_plan_dft_r2c_2d(o->ny, o->nx, o->real, o->spec, FFTW_ESTIMATE);
+    o->inv = fftwf_plan_dft_c2r_2d(o->ny, o->nx, o->spec, o->real,
+                                   FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
+}
+
+static pk_status os_create(pk_cv_host_plan *h)
+{
+    const pk_cv_desc *d = &h->d;
+    cv_os *o = calloc(1, sizeof *o);
+    if (!o) return pk_fail(PK_ENOMEM, "conv2d fft: out of host memory");
+    h->priv = o;
+    h->priv_free = os_free;
+    PK_TRY(os_choose(d, o));
+    const size_t pts = (size_t)o->ny * (size_t)o->nx, cpts = (size_t)o->ny * (size_t)o->nxc;
+    o->rstride = (pts + 15) & ~(size_t)15;
+    o->cstride = (cpts + 7) & ~(size_t)7;
+    size_t rb, cb, kb;
+    PK_CHECK(pk_mul3_size(o->rstride, (size_t)h->nt, sizeof(float), &rb) == 0 &&
+                 pk_mul3_size(o->cstride, (size_t)h->nt, sizeof(fftwf_complex), &cb) == 0 &&
+                 pk_mul3_size(cpts, 1, sizeof(fftwf_complex), &kb) == 0,
+             PK_EOVERFLOW, "conv2d fft: %d threads' %d x %d tiles overflow size_t", h->nt,
+             o->ny, o->nx);
+    o->real = pk_alloc_aligned(rb);
+    o->spec = pk_alloc_aligned(cb);
+    o->kern = pk_alloc_aligned(kb);
+    PK_CHECK(o->real && o->spec && o->kern, PK_ENOMEM, "conv2d fft: cannot allocate %zu + "
+             "%zu + %zu bytes of %d x %d tiles", rb, cb, kb, o->ny, o->nx);
+    pk_fftwf_planner(1, os_make_plans, o);
+    PK_CHECK(o->fwd && o->inv, PK_EINTERNAL, "conv2d fft: FFTW could not plan a %d x %d "
+             "r2c/c2r", o->ny, o->nx);
+    /* the PSF at the tile's origin, scaled by 1 / (ny nx) (FFTW's transforms are
+     * unnormalised), its spectrum conjugated: a correlation */
+    memset(o->real, 0, pts * sizeof(float));
+    for (int k = 0; k < d->kh; ++k)
+        for (int l = 0; l < d->kw; ++l)
+            o->real[(size_t)k * o->nx + l] = (float)((double)h->psf[(size_t)k * d->kw + l] / (double)pts);
+    fftwf_execute(o->fwd);
+    for (size_t i = 0; i < cpts; ++i) {
+        o->kern[i][0] = o->spec[i][0];
+        o->kern[i][1] = -o->spec[i][1];
+    }
+    return PK_OK;
+}
+
+static void run_os(pk_cv_host_plan *h)
+{
+    const pk_cv_desc *d = &h->d;
+    const cv_os *o = h->priv;
+    const int a = d->kh / 2, b = d->kw / 2, tiles = o->ty * o->tx;
+    const size_t cpts = (size_t)o->ny * (size_t)o->nxc;
+#pragma omp parallel num_threads(h->nt)
+    {
+#ifdef PK_HAVE_OPENMP
+        const int t = omp_get_thread_num();
+#else
+        const int t = 0;
+#endif
+        float *real = o->real + o->rstride * (size_t)t;
+        fftwf_complex *restrict spec = o->spec + o->cstride * (size_t)t;
+        const fftwf_complex *restrict g = o->kern;
+#pragma omp for schedule(dynamic, 1)
+        for (int k = 0; k < tiles; ++k) {
+            const int oi0 = k / o->tx * o->vy, oj0 = k % o->tx * o->vx;
+            /* rows oi0 .. oi0 + ny - 1 of the wrapped image, columns oj0 .. oj0 + nx - 1 */
+            for (int y = 0; y < o->ny; ++y) {
+                const int src = (int)((((long long)oi0 + y - a) % d->h + d->h) % d->h);
+                pk_cv_wrap_row(h->image + (size_t)src * d->w, d->w,
+                               (int)(((long long)b - oj0) % d->w), o->nx, real + (size_t)y * o->nx);
+            }
+            fftwf_execute_dft_r2c(o->fwd, real, spec);
+            for (size_t i = 0; i < cpts; ++i) {
+                const float re = spec[i][0] * g[i][0] - spec[i][1] * g[i][1];
+                const float im = spec[i][0] * g[i][1] + spec[i][1] * g[i][0];
+                spec[i][0] = re;
+                spec[i][1] = im;
+            }
+            fftwf_execute_dft_c2r(o->inv, spec, real);
+            const int rows = d->h - oi0 < o->vy ? d->h - oi0 : o->vy;
+            const int cols = d->w - oj0 < o->vx ? d->w - oj0 : o->vx;
+            for (int y = 0; y < rows; ++y)
+                memcpy(h->out + (size_t)(oi0 + y) * d->w + oj0, real + (size_t)y * o->nx,
+                       (size_t)cols * sizeof(float));
+        }
+    }
+}
 #endif /* PK_HAVE_FFTW */
 
 /* ---- the backend entry points -------------------------------------------------------------- */
@@ -461,8 +655,10 @@ pk_status pk_omp_cv_create(void *state, int device, const pk_cv_desc *desc, void
     h->ops = &pk_openmp_cv_ops;
     pk_status s = PK_OK;
 #ifdef PK_HAVE_FFTW
-    if (strcmp(h->variant, "fft") == 0) {
+    if (strcmp(h->variant, "frame-fft") == 0) {
         s = fft_create(h);
+    } else if (strcmp(h->variant, "fft") == 0) {
+        s = os_create(h);
     } else
 #endif
     if (strcmp(h->variant, "omp-rb") == 0) {
@@ -488,8 +684,10 @@ pk_status pk_omp_cv_run(void *impl, double *seconds)
     pk_cv_host_plan *h = impl;
     double t0 = pk_now();
 #ifdef PK_HAVE_FFTW
-    if (strcmp(h->variant, "fft") == 0)
+    if (strcmp(h->variant, "frame-fft") == 0)
         run_fft(h);
+    else if (strcmp(h->variant, "fft") == 0)
+        run_os(h);
     else
 #endif
     if (strcmp(h->variant, "omp-rb") == 0)
@@ -503,7 +701,7 @@ pk_status pk_omp_cv_run(void *impl, double *seconds)
 /* The conv2d kernel family on this backend (lib/internal.h, pk_cv_ops). */
 const pk_cv_ops pk_openmp_cv_ops = {
 #ifdef PK_HAVE_FFTW
-    .variants = "omp-rb,omp,fft",
+    .variants = "omp-rb,omp,fft,frame-fft",
 #else
     .variants = "omp-rb,omp", /* no FFTW at configure time: no fft variant */
 #endif

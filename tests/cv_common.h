@@ -535,7 +535,7 @@ static int cv_run_suite(pk_backend_id backend)
     }
     for (char *v = strtok(variants, ","); v; v = strtok(NULL, ",")) {
         if (!first[0]) snprintf(first, sizeof first, "%s", v);
-        if (cv_is_fft(v)) snprintf(fft, sizeof fft, "%s", v);
+        if (cv_is_fft(v) && !fft[0]) snprintf(fft, sizeof fft, "%s", v); /* the method's */
         cv_check_sizes(v, "");
         cv_check_frame(v);
         cv_check_plan(v);
