@@ -12,7 +12,7 @@
  *        and vector.
  *   fft  FFTW single precision, overlap-save: output tiles of vy x vx pixels, each the
  *        valid part of a circular correlation of its (vy + kh - 1) x (vx + kw - 1) window of
- *        the wrapped image (7-smooth transform extents, chosen for the least FFT work within
+ *        the wrapped image (transform extents 2^a or 3 x 2^a, chosen for the least FFT work within
  *        2^18 points: a thread's tile stays in its L2), the PSF's spectrum made once per
  *        plan, the threads over tiles (one single-threaded r2c, product, c2r each).
  *   frame-fft  FFTW over the whole frame (r2c / c2r, threads): the periodic correlation as
@@ -461,7 +461,7 @@ static void run_fft(pk_cv_host_plan *h)
 
 /* ---- fft: overlap-save tiles ------------------------------------------------------------- */
 /* Output tiles of vy x vx pixels, each the valid part of an ny x nx circular correlation
- * (ny = vy + kh - 1, nx = vx + kw - 1, 7-smooth) of the wrapped image rows and columns it
+ * (ny = vy + kh - 1, nx = vx + kw - 1, 2^a or 3 x 2^a) of the wrapped image rows and columns it
  * reads: out[i][j] = sum_{k,l} in[i + k][j + l] psf[k][l] never wraps for i < vy, j < vx.
  * The PSF's spectrum is made once per plan; the threads take whole tiles, each transform
  * single-threaded on the thread's own cache-sized buffers (new-array execute of one plan
@@ -482,28 +482,34 @@ typedef struct cv_os {
  * per thread: an L2 share), unless the PSF needs more. */
 #define CV_OS_MAX_POINTS (1 << 18)
 
-/* Next 7-smooth integer >= n, 0 beyond INT_MAX. */
-static int smooth7_up(long long n)
+/* Next integer >= n of the form 2^a or 3 x 2^a, 0 beyond INT_MAX.  Tiles take only those:
+ * FFTW (r2c + c2r, one thread, this Xeon) took per valid output of a 31 x 31 PSF 6.6 ns at
+ * 256 x 512, 6.7 at 512 x 512, 6.8 at 384 x 384, but 7.9 at 432 x 384 (3^3), 8.3 at
+ * 448 x 384 (7) and 11.4 at 441 x 360 (3^2 7^2 x 2^3 3^2 5), and planned them faster. */
+static int pow23_up(long long n)
 {
-    for (; n <= INT_MAX; ++n)
-        if (smooth7(n)) return (int)n;
+    for (; n <= INT_MAX; ++n) {
+        long long m = n;
+        while (m % 2 == 0) m /= 2;
+        if (m == 1 || m == 3) return (int)n;
+    }
     return 0;
 }
 
 /* Tile extents minimising the FFT work, tiles x ny nx log2(ny nx), within CV_OS_MAX_POINTS;
- * when the PSF allows none within it, the smallest (ny = smooth >= kh, nx = smooth >= kw).
- * Candidates per dimension: the 7-smooth n from k up to the first >= extent + k - 1 (a few
- * hundred); tiles of n - k + 1 valid outputs. */
+ * when the PSF allows none within it, the smallest (ny >= kh, nx >= kw).  Candidates per
+ * dimension: the n = 2^a or 3 x 2^a from k up to the first >= extent + k - 1 (a few
+ * dozen); tiles of n - k + 1 valid outputs. */
 static pk_status os_choose(const pk_cv_desc *d, cv_os *o)
 {
-    const int top_x = smooth7_up((long long)d->w + d->kw - 1);
-    const int top_y = smooth7_up((long long)d->h + d->kh - 1);
+    const int top_x = pow23_up((long long)d->w + d->kw - 1);
+    const int top_y = pow23_up((long long)d->h + d->kh - 1);
     PK_CHECK(top_x > 0 && top_y > 0, PK_EOVERFLOW, "conv2d fft: no transform size for %d "
              "x %d with psf %d x %d", d->h, d->w, d->kh, d->kw);
     int cx = 0, *xs = NULL;
     for (int pass = 0; pass < 2; ++pass) { /* count, then fill */
         int c = 0;
-        for (int n = smooth7_up(d->kw); n > 0 && n <= top_x; n = n < top_x ? smooth7_up(n + 1LL) : 0)
+        for (int n = pow23_up(d->kw); n > 0 && n <= top_x; n = n < top_x ? pow23_up(n + 1LL) : 0)
             if (pass) xs[c++] = n;
             else ++c;
         if (!pass && !(xs = malloc((size_t)c * sizeof *xs)))
@@ -511,9 +517,9 @@ static pk_status os_choose(const pk_cv_desc *d, cv_os *o)
         cx = c;
     }
     double best = -1;
-    o->ny = smooth7_up(d->kh);
+    o->ny = pow23_up(d->kh);
     o->nx = xs[0];
-    for (int ny = o->ny; ny > 0 && ny <= top_y; ny = ny < top_y ? smooth7_up(ny + 1LL) : 0) {
+    for (int ny = o->ny; ny > 0 && ny <= top_y; ny = ny < top_y ? pow23_up(ny + 1LL) : 0) {
         const long long ty = (d->h + (long long)(ny - d->kh)) / (ny - d->kh + 1);
         for (int i = 0; i < cx; ++i) {
             const double pts = (double)ny * xs[i];
