@@ -326,7 +326,7 @@ static void fft_free(void *p)
 {
     cv_fft *f = p;
     if (!f) return;
-    pk_fftwf_planner(1, fft_destroy_plans, f);
+    pk_fftwf_unplan(fft_destroy_plans, f);
     pk_free_aligned(f->real);
     pk_free_aligned(f->spec);
     pk_free_aligned(f->kern);
@@ -553,7 +553,7 @@ static void os_free(void *p)
 {
     cv_os *o = p;
     if (!o) return;
-    pk_fftwf_planner(1, os_destroy_plans, o);
+    pk_fftwf_unplan(os_destroy_plans, o);
     pk_free_aligned(o->real);
     pk_free_aligned(o->spec);
     pk_free_aligned(o->kern);
