@@ -476,6 +476,7 @@ typedef struct cv_os {
     fftwf_complex *spec; /* nt x ny x nxc */
     fftwf_complex *kern; /* ny x nxc: conj(spectrum of the PSF) / (ny nx) */
     fftwf_plan fwd, inv;
+    int rigor;       /* conv2d.fft_plan: 0 auto, 1 estimate, 2 measure */
 } cv_os;
 
 /* The largest tile transform the size choice takes, in floats (1 MiB real + 1 MiB complex
@@ -562,12 +563,23 @@ static void os_free(void *p)
 
 /* One thread's plans (the threads run tiles, not transforms), on thread 0's buffers; every
  * thread's buffers have the same (64-byte) alignment, as new-array execute needs. */
+static void os_plan_pair(cv_os *o, unsigned flags)
+{
+    o->fwd = fftwf_plan_dft_r2c_2d(o->ny, o->nx, o->real, o->spec, flags);
+    o->inv = fftwf_plan_dft_c2r_2d(o->ny, o->nx, o->spec, o->real, flags | FFTW_DESTROY_INPUT);
+    if (o->fwd && o->inv) return;
+    if (o->fwd) fftwf_destroy_plan(o->fwd);
+    if (o->inv) fftwf_destroy_plan(o->inv);
+    o->fwd = o->inv = NULL;
+}
+
+/* Measured plans (they overwrite the buffers: made before the PSF's spectrum) when asked,
+ * or under auto when the wisdom has them; estimated ones otherwise. */
 static void os_make_plans(void *p)
 {
     cv_os *o = p;
-    o->fwd = fftwf_plan_dft_r2c_2d(o->ny, o->nx, o->real, o->spec, FFTW_ESTIMATE);
-    o->inv = fftwf_plan_dft_c2r_2d(o->ny, o->nx, o->spec, o->real,
-                                   FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
+    if (o->rigor != 1) os_plan_pair(o, FFTW_MEASURE | (o->rigor == 0 ? FFTW_WISDOM_ONLY : 0));
+    if (!o->fwd) os_plan_pair(o, FFTW_ESTIMATE);
 }
 
 static pk_status os_create(pk_cv_host_plan *h)
@@ -577,6 +589,9 @@ static pk_status os_create(pk_cv_host_plan *h)
     if (!o) return pk_fail(PK_ENOMEM, "conv2d fft: out of host memory");
     h->priv = o;
     h->priv_free = os_free;
+    int rigor[2] = {0, 0};
+    PK_TRY(pk_param_get(d->tuning, PK_PARAM_CONV2D_FFT_PLAN, rigor));
+    o->rigor = rigor[0];
     PK_TRY(os_choose(d, o));
     const size_t pts = (size_t)o->ny * (size_t)o->nx, cpts = (size_t)o->ny * (size_t)o->nxc;
     o->rstride = (pts + 15) & ~(size_t)15;

@@ -6,7 +6,9 @@
  *    once), even and odd PSF sizes, rows shorter and longer than the vector blocks, and the
  *    real frame once per variant (813 x 5271, 11 x 11, pk_conv2d_generate).  omp-rb again
  *    under each conv2d.isa level (AVX-512, AVX2, portable C) and on 3 and 7 threads, with
- *    prime extents, 1-row frames and frames shorter than the PSF among the sizes.
+ *    prime extents, 1-row frames and frames shorter than the PSF among the sizes.  OpenMP's
+ *    fft again under each conv2d.fft_plan (estimated, measured, and auto after measuring:
+ *    from the wisdom).
  * 2. Plans: several frames through one plan; repeated runs; the run info's counts.
  *    plan_execute: two frames executed into two output arrays each equal the reference
  *    (the first output untouched by the second call: the call uses the arrays it is
@@ -542,6 +544,16 @@ static int cv_run_suite(pk_backend_id backend)
         cv_check_execute(v);
         if (cv_is_fft(v)) cv_check_fft(v, first);
         if (strcmp(v, "omp-rb") == 0) cv_check_paths(v);
+        if (strcmp(v, "fft") == 0 && backend == PK_BACKEND_OPENMP) { /* FFTW's planning */
+            static const char *const rigor[] = {"estimate", "measure", "auto"};
+            for (size_t k = 0; k < sizeof rigor / sizeof rigor[0]; ++k) {
+                char label[64];
+                pk_context_set_param(cv_ctx, "conv2d.fft_plan", rigor[k]);
+                snprintf(label, sizeof label, " under conv2d.fft_plan=%s", rigor[k]);
+                cv_check_sizes(v, label);
+            }
+            pk_context_set_param(cv_ctx, "conv2d.fft_plan", NULL);
+        }
     }
     cv_check_method(first, fft[0] ? fft : NULL);
     free(cv_frame);

@@ -27,7 +27,7 @@ static const struct {
     const char *name, *value;
 } other[] = {
     {"conv2d.fft_taps", "7"},          {"conv2d.cl_scheme", "scalar"},
-    {"conv2d.isa", "avx2"},
+    {"conv2d.isa", "avx2"},            {"conv2d.fft_plan", "estimate"},
     {"diffusion3d.cl_scheme", "xvec"}, {"diffusion3d.tb_depth", "3"},
     {"diffusion3d.tb_rows", "17"},     {"dslash.isa", "generic"},
     {"grid.cuda_blocks", "5,6"},       {"grid.tile_size", "32"},
