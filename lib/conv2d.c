@@ -103,7 +103,7 @@ typedef struct cv_request {
     pk_cv_desc d;
     int named;          /* the caller named a variant: it overrides the method */
     int use_fft;        /* the method resolved to the FFT */
-    char why[96];       /* how the method resolved ("method auto: 121 taps < 576: direct") */
+    char why[96];       /* how the method resolved ("method auto: 121 taps < 676: direct") */
     cv_outcome *out;
 } cv_request;
 

@@ -33,11 +33,12 @@ typedef struct param_def {
 
 /* In pk_param_id order. */
 static const param_def defs[PK_PARAM_COUNT] = {
-    /* 576 (24 x 24): between the PSF sweep's tie at 23 x 23 and the FFT's win from 25 x 25
-     * (omp-rb against the fft tiles, 813 x 5271 frame, 2-core Xeon; docs/PERFORMANCE.md,
-     * `portkern bench --kernels conv2d --size paper --psf-sweep`) */
+    /* 676 (26 x 26): omp-rb against the fft tiles on the 813 x 5271 frame tied at 25 x 25
+     * (each won about half of nine sweeps), direct won at 23 x 23 and the FFT from 31 x 31
+     * (2-core Xeon; docs/PERFORMANCE.md, `portkern bench --kernels conv2d --size paper
+     * --psf-sweep`) */
     [PK_PARAM_CONV2D_FFT_TAPS] = {"conv2d.fft_taps", NULL, T_INT, 1, INT_MAX, NULL,
-        "an integer in [1, 2147483647]", "576", 0,
+        "an integer in [1, 2147483647]", "676", 0,
         "method auto runs the FFT from this many PSF taps (kh * kw) on"},
     [PK_PARAM_CONV2D_CL_SCHEME] = {"conv2d.cl_scheme", "PORTKERN_CL_CV_SCHEME", T_CHOICE, 0, 0,
         "auto,vec,scalar", "auto, vec or scalar", "auto", 0,
