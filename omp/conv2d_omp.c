@@ -489,12 +489,11 @@ typedef struct cv_os {
  * 448 x 384 (7) and 11.4 at 441 x 360 (3^2 7^2 x 2^3 3^2 5), and planned them faster. */
 static int pow23_up(long long n)
 {
-    for (; n <= INT_MAX; ++n) {
-        long long m = n;
-        while (m % 2 == 0) m /= 2;
-        if (m == 1 || m == 3) return (int)n;
-    }
-    return 0;
+    long long p2 = 1, p3 = 3;
+    while (p2 < n) p2 *= 2;
+    while (p3 < n) p3 *= 2;
+    const long long m = n <= 1 ? 1 : p2 < p3 ? p2 : p3;
+    return m <= INT_MAX ? (int)m : 0;
 }
 
 /* Tile extents minimising the FFT work, tiles x ny nx log2(ny nx), within CV_OS_MAX_POINTS;
@@ -540,6 +539,8 @@ static pk_status os_choose(const pk_cv_desc *d, cv_os *o)
     o->ty = (d->h + o->vy - 1) / o->vy;
     o->tx = (d->w + o->vx - 1) / o->vx;
     o->nxc = o->nx / 2 + 1;
+    PK_CHECK((long long)o->ty * o->tx <= INT_MAX, PK_EUNSUPPORTED, "conv2d fft: %d x %d "
+             "tiles of %d x %d exceed 2^31 - 1", o->ty, o->tx, o->ny, o->nx);
     return PK_OK;
 }
 

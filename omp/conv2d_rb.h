@@ -10,7 +10,7 @@
 /* An image vector stays in a register for the R FMAs that use it (GCC would otherwise fold
  * the load into each FMA: R loads where one does). */
 #ifndef CV_RB_KEEP
-#if defined(__GNUC__)
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) /* "v": an x86 vector reg */
 #define CV_RB_KEEP(x) __asm__("" : "+v"(x))
 #else
 #define CV_RB_KEEP(x) (void)0
