@@ -13,6 +13,7 @@ typedef struct pk_cv_host_plan {
     float *image, *out;   /* 64-byte aligned, n floats each */
     float *psf;           /* kh * kw: the caller's PSF, copied */
     int nt;               /* host threads of the run */
+    int path;             /* the backend's code path for the variant, set by its create */
     void *priv;           /* the variant's own state (halo rings, FFT plans) */
     void (*priv_free)(void *priv);
     const pk_cv_ops *ops; /* the backend's own table (its run) */

@@ -14,7 +14,8 @@
  *        valid part of a circular correlation of its (vy + kh - 1) x (vx + kw - 1) window of
  *        the wrapped image (transform extents 2^a or 3 x 2^a, chosen for the least FFT work within
  *        2^18 points: a thread's tile stays in its L2), the PSF's spectrum made once per
- *        plan, the threads over tiles (one single-threaded r2c, product, c2r each).
+ *        plan, the threads over tiles (one single-threaded r2c, product, c2r each); or
+ *        frame-fft's path where that is cheaper (large PSFs, PSFs larger than the image).
  *   frame-fft  FFTW over the whole frame (r2c / c2r, threads): the periodic correlation as
  *        a product of spectra.  Per dimension the transform is either exact on the torus (a
  *        7-smooth extent: the PSF is folded and shifted onto it) or, for other extents, a
@@ -37,6 +38,9 @@
 #ifdef PK_HAVE_FFTW
 #include <fftw3.h>
 #endif
+
+/* pk_cv_host_plan.path: what pk_omp_cv_run runs. */
+enum { CV_PATH_OMP, CV_PATH_RB, CV_PATH_TILES, CV_PATH_FRAME };
 
 static int cv_threads(const pk_cv_desc *d)
 {
@@ -477,6 +481,7 @@ typedef struct cv_os {
     fftwf_complex *kern; /* ny x nxc: conj(spectrum of the PSF) / (ny nx) */
     fftwf_plan fwd, inv;
     int rigor;       /* conv2d.fft_plan: 0 auto, 1 estimate, 2 measure */
+    double cost;     /* of the tiles, in the size choice's units */
 } cv_os;
 
 /* The largest tile transform the size choice takes, in floats (1 MiB real + 1 MiB complex
@@ -534,6 +539,7 @@ static pk_status os_choose(const pk_cv_desc *d, cv_os *o)
         }
     }
     free(xs);
+    o->cost = best;
     o->vy = o->ny - d->kh + 1;
     o->vx = o->nx - d->kw + 1;
     o->ty = (d->h + o->vy - 1) / o->vy;
@@ -581,6 +587,21 @@ static void os_make_plans(void *p)
     cv_os *o = p;
     if (o->rigor != 1) os_plan_pair(o, FFTW_MEASURE | (o->rigor == 0 ? FFTW_WISDOM_ONLY : 0));
     if (!o->fwd) os_plan_pair(o, FFTW_ESTIMATE);
+}
+
+/* The method's FFT on the whole frame instead of tiles when that is cheaper: large PSFs
+ * (the tiles' valid part shrinks, e.g. 200 x 200 leaves 57 of 256 rows) and PSFs larger than
+ * the image (folded onto the frame's torus).  The frame's transforms ran 1.4-2.4x slower per
+ * n log2 n than the tiles' (7-smooth extents with factors 5 and 7, FFTW's threads inside
+ * each transform instead of one tile per thread; 813 x 5271, 11 x 11 and 31 x 31): weighed 2x. */
+#define CV_FRAME_WEIGHT 2.0
+static int frame_cheaper(const pk_cv_desc *d, const cv_os *tiles)
+{
+    int pad;
+    const double ph = fft_extent(d->h, d->kh, &pad), pw = fft_extent(d->w, d->kw, &pad);
+    if (ph <= 0 || pw <= 0) return 0;
+    const double pts = ph * pw;
+    return tiles->cost < 0 || CV_FRAME_WEIGHT * pts * log2(pts > 2 ? pts : 2) < tiles->cost;
 }
 
 static pk_status os_create(pk_cv_host_plan *h)
@@ -677,15 +698,22 @@ pk_status pk_omp_cv_create(void *state, int device, const pk_cv_desc *desc, void
     h->ops = &pk_openmp_cv_ops;
     pk_status s = PK_OK;
 #ifdef PK_HAVE_FFTW
+    cv_os probe;
     if (strcmp(h->variant, "frame-fft") == 0) {
+        h->path = CV_PATH_FRAME;
         s = fft_create(h);
     } else if (strcmp(h->variant, "fft") == 0) {
-        s = os_create(h);
+        memset(&probe, 0, sizeof probe);
+        s = os_choose(&h->d, &probe);
+        h->path = s == PK_OK && frame_cheaper(&h->d, &probe) ? CV_PATH_FRAME : CV_PATH_TILES;
+        if (s == PK_OK) s = h->path == CV_PATH_FRAME ? fft_create(h) : os_create(h);
     } else
 #endif
     if (strcmp(h->variant, "omp-rb") == 0) {
+        h->path = CV_PATH_RB;
         s = rb_create(h);
     } else {
+        h->path = CV_PATH_OMP;
         size_t bytes;
         if (pk_mul3_size(pk_cv_ring_floats(desc, 1), (size_t)h->nt, sizeof(float), &bytes) != 0 ||
             !(h->priv = pk_alloc_aligned(bytes)))
@@ -705,17 +733,14 @@ pk_status pk_omp_cv_run(void *impl, double *seconds)
 {
     pk_cv_host_plan *h = impl;
     double t0 = pk_now();
+    switch (h->path) {
 #ifdef PK_HAVE_FFTW
-    if (strcmp(h->variant, "frame-fft") == 0)
-        run_fft(h);
-    else if (strcmp(h->variant, "fft") == 0)
-        run_os(h);
-    else
+    case CV_PATH_FRAME: run_fft(h); break;
+    case CV_PATH_TILES: run_os(h); break;
 #endif
-    if (strcmp(h->variant, "omp-rb") == 0)
-        run_omp_rb(h);
-    else
-        run_omp(h);
+    case CV_PATH_RB: run_omp_rb(h); break;
+    default: run_omp(h);
+    }
     *seconds = pk_now() - t0;
     return PK_OK;
 }
