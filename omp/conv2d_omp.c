@@ -590,8 +590,8 @@ static void os_make_plans(void *p)
 }
 
 /* The method's FFT on the whole frame instead of tiles when that is cheaper: large PSFs
- * (the tiles' valid part shrinks, e.g. 200 x 200 leaves 57 of 256 rows) and PSFs larger than
- * the image (folded onto the frame's torus).  The frame's transforms ran 1.4-2.4x slower per
+ * (a tile of at most 2^18 points keeps few valid outputs: from about 250 x 250 on the
+ * 813 x 5271 frame) and PSFs larger than the image (folded onto the frame's torus).  The frame's transforms ran 1.4-2.4x slower per
  * n log2 n than the tiles' (7-smooth extents with factors 5 and 7, FFTW's threads inside
  * each transform instead of one tile per thread; 813 x 5271, 11 x 11 and 31 x 31): weighed 2x. */
 #define CV_FRAME_WEIGHT 2.0
