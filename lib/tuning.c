@@ -34,7 +34,7 @@ typedef struct param_def {
 /* In pk_param_id order. */
 static const param_def defs[PK_PARAM_COUNT] = {
     /* 676 (26 x 26): omp-rb against the fft tiles on the 813 x 5271 frame tied at 25 x 25
-     * (each won about half of nine sweeps), direct won at 23 x 23 and the FFT from 31 x 31
+     * (direct six of ten sweeps, the FFT four), direct won at 23 x 23 and the FFT from 31 x 31
      * (2-core Xeon; docs/PERFORMANCE.md, `portkern bench --kernels conv2d --size paper
      * --psf-sweep`) */
     [PK_PARAM_CONV2D_FFT_TAPS] = {"conv2d.fft_taps", NULL, T_INT, 1, INT_MAX, NULL,
