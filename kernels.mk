@@ -56,7 +56,8 @@ PK_CLI_KERNEL_FILES += tools/cli_diffusion3d.c
 # The fft variant: cuda/conv2d_fft.cu (its cuFFT loader is image.cu's too).  The serial suite
 # also tests the StrayLight generator lib/gen/conv2d_gen.c (cv_common.h).
 libportkern_la_SOURCES += lib/conv2d.c lib/conv2d_host.h lib/conv2d_serial.c \
-	lib/ref/conv2d_ref.c lib/gen/conv2d_gen.c lib/gen/conv2d_gen.h omp/conv2d_omp.c
+	lib/ref/conv2d_ref.c lib/gen/conv2d_gen.c lib/gen/conv2d_gen.h omp/conv2d_omp.c \
+	omp/conv2d_rb.h
 PK_CL_KERNELS += cl/conv2d.cl
 PK_CL_FILES += cl/conv2d_opencl.c
 PK_CUDA_FILES += cuda/conv2d.cu cuda/conv2d_fft.cu

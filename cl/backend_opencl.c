@@ -183,32 +183,12 @@ static void describe_device(pk_cl_device *d)
     d->fp64 = fp64 != 0;
 }
 
-static int env_says_off(const char *v)
-{
-    return v && (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") ||
-                 !strcasecmp(v, "false"));
-}
-
-/* $PORTKERN_CACHE_DIR, else $XDG_CACHE_HOME/portkern, else $HOME/.cache/portkern, else
- * /tmp/portkern-<uid>; "off" (or PORTKERN_CACHE=0) disables the cache. */
+/* The library's cache directory (pk_cache_dir); "off" disables the cache. */
 static void cache_configure(pk_cl_state *st)
 {
-    const char *dir = pk_getenv("PORTKERN_CACHE_DIR"), *base;
-    int n;
-    st->cache_on = 0;
-    if (env_says_off(pk_getenv("PORTKERN_CACHE")) || env_says_off(dir)) return;
-    if (dir)
-        n = snprintf(st->cache_dir, sizeof st->cache_dir, "%s", dir);
-    else if ((base = pk_getenv("XDG_CACHE_HOME")) && base[0] == '/')
-        n = snprintf(st->cache_dir, sizeof st->cache_dir, "%s/portkern", base);
-    else if ((base = pk_getenv("HOME")))
-        n = snprintf(st->cache_dir, sizeof st->cache_dir, "%s/.cache/portkern", base);
-    else {
-        n = snprintf(st->cache_dir, sizeof st->cache_dir, "/tmp/portkern-%lu",
-                     (unsigned long)getuid());
-        st->cache_dir_check_owner = 1;
-    }
-    st->cache_on = n > 0 && (size_t)n < sizeof st->cache_dir;
+    int owner = 0;
+    st->cache_on = pk_cache_dir(st->cache_dir, sizeof st->cache_dir, &owner);
+    st->cache_dir_check_owner = owner;
 }
 
 static void census_write(pk_cl_state *st);
@@ -405,25 +385,7 @@ static uint64_t get_le(const unsigned char *p, int bytes)
  * can write: a planted binary would otherwise run as our code. */
 static int cache_dir_private(const pk_cl_state *st)
 {
-    struct stat sb;
-    if (!st->cache_dir_check_owner) return 1;
-    return lstat(st->cache_dir, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == getuid() &&
-           (sb.st_mode & 022) == 0;
-}
-
-static int mkdir_p(const char *dir)
-{
-    char path[1024];
-    pk_strlcpy(path, dir, sizeof path);
-    for (char *p = path + 1; *p; ++p) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(path, 0700) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(path, 0700) != 0 && errno != EEXIST) return -1;
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : -1;
+    return pk_cache_dir_private(st->cache_dir, st->cache_dir_check_owner);
 }
 
 /* Payload of a valid entry (malloc'ed) or NULL; *bad is set when the file exists but is not
@@ -464,7 +426,7 @@ out:
 static void cache_write(pk_cl_state *st, const char *path, const char *key, cl_program prog)
 {
     if (st->cache_dir_state == 0)
-        st->cache_dir_state = mkdir_p(st->cache_dir) == 0 && cache_dir_private(st) ? 1 : -1;
+        st->cache_dir_state = pk_mkdir_p(st->cache_dir) == 0 && cache_dir_private(st) ? 1 : -1;
     if (st->cache_dir_state < 0) return;
     size_t len = 0;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS ||
@@ -824,7 +786,7 @@ static int census_path(char *path, size_t len)
 
 static void census_write(pk_cl_state *st)
 {
-    if (!st->cache_on || mkdir_p(st->cache_dir) != 0 || !cache_dir_private(st)) return;
+    if (!st->cache_on || pk_mkdir_p(st->cache_dir) != 0 || !cache_dir_private(st)) return;
     char path[1100], line[96];
     int gpus = 0;
     for (int i = 0; i < st->ndev; ++i) gpus += st->dev[i].type == PK_DEVICE_GPU;

@@ -13,6 +13,7 @@ typedef struct pk_cv_host_plan {
     float *image, *out;   /* 64-byte aligned, n floats each */
     float *psf;           /* kh * kw: the caller's PSF, copied */
     int nt;               /* host threads of the run */
+    int path;             /* the backend's code path for the variant, set by its create */
     void *priv;           /* the variant's own state (halo rings, FFT plans) */
     void (*priv_free)(void *priv);
     const pk_cv_ops *ops; /* the backend's own table (its run) */
@@ -39,16 +40,17 @@ void pk_cv_wrap_row(const float *row, int w, int shift, int n, float *ext);
 
 /* Halo rings: the wrapped rows (w + kw - 1 floats, see pk_cv_wrap_row with shift b) that
  * the output rows of a band need.  Output row oi reads "virtual" rows v = oi + k, k < kh,
- * i.e. source row (v - a) % h.  Slot v % slots holds row v; slots = min(kh, h), so a PSF
- * taller than the image keeps one copy of every source row. */
+ * i.e. source row (v - a) % h.  Slot v % slots holds row v; slots = min(kh + rows - 1, h) for
+ * blocks of `rows` output rows, so a PSF taller than the image keeps one copy of every source
+ * row.  A slot's floats past w + kw - 1 are zero (room for a last vector of up to 16 lanes). */
 typedef struct pk_cv_ring {
     float *buf;
     size_t stride; /* floats per slot (a multiple of 16) */
     int slots;
 } pk_cv_ring;
 
-size_t pk_cv_ring_floats(const pk_cv_desc *d); /* what one ring needs */
-void pk_cv_ring_init(pk_cv_ring *r, const pk_cv_desc *d, float *buf);
+size_t pk_cv_ring_floats(const pk_cv_desc *d, int rows); /* what one ring needs */
+void pk_cv_ring_init(pk_cv_ring *r, const pk_cv_desc *d, int rows, float *buf);
 /* Build what output row oi needs: all rows when first, else only row oi + kh - 1. */
 void pk_cv_ring_advance(pk_cv_ring *r, const pk_cv_desc *d, const float *image, int oi, int first);
 static inline const float *pk_cv_ring_row(const pk_cv_ring *r, int v)

@@ -61,7 +61,7 @@ static void cv_simd(const pk_cv_desc *d, const float *image, const float *psf, f
                     float *ring_buf)
 {
     pk_cv_ring ring;
-    pk_cv_ring_init(&ring, d, ring_buf);
+    pk_cv_ring_init(&ring, d, 1, ring_buf);
     for (int oi = 0; oi < d->h; ++oi) {
         pk_cv_ring_advance(&ring, d, image, oi, oi == 0);
         float *acc = out + (size_t)oi * d->w;
@@ -87,7 +87,7 @@ pk_status pk_serial_cv_create(void *state, int device, const pk_cv_desc *desc, v
     h->nt = 1;
     h->ops = &pk_serial_cv_ops;
     if (cv_variant_id(h->variant) == CV_SIMD) {
-        const size_t floats = pk_cv_ring_floats(desc);
+        const size_t floats = pk_cv_ring_floats(desc, 1);
         h->priv = floats <= SIZE_MAX / sizeof(float) ? pk_alloc_aligned(floats * sizeof(float)) : NULL;
         h->priv_free = pk_free_aligned;
         if (!h->priv) {

@@ -275,7 +275,7 @@ static void im_destroy_plans(void *arg)
 
 static void im_host_free(im_host *h)
 {
-    if (h->row || h->col) pk_fftwf_planner(1, im_destroy_plans, h);
+    if (h->row || h->col) pk_fftwf_unplan(im_destroy_plans, h);
     pk_free_aligned(h->buf);
     pk_free_aligned(h->cols);
     free(h->scorr);

@@ -33,14 +33,25 @@ typedef struct param_def {
 
 /* In pk_param_id order. */
 static const param_def defs[PK_PARAM_COUNT] = {
-    /* 324: where the FFT variant overtook the best direct one on the 813 x 5271 frame
-     * (docs/PERFORMANCE.md, `portkern bench --kernels conv2d --size paper --psf-sweep`) */
+    /* 676 (26 x 26): omp-rb against the fft tiles on the 813 x 5271 frame tied at 25 x 25
+     * (direct six of ten sweeps, the FFT four), direct won at 23 x 23 and the FFT from 31 x 31
+     * (2-core Xeon; docs/PERFORMANCE.md, `portkern bench --kernels conv2d --size paper
+     * --psf-sweep`) */
     [PK_PARAM_CONV2D_FFT_TAPS] = {"conv2d.fft_taps", NULL, T_INT, 1, INT_MAX, NULL,
-        "an integer in [1, 2147483647]", "324", 0,
+        "an integer in [1, 2147483647]", "676", 0,
         "method auto runs the FFT from this many PSF taps (kh * kw) on"},
     [PK_PARAM_CONV2D_CL_SCHEME] = {"conv2d.cl_scheme", "PORTKERN_CL_CV_SCHEME", T_CHOICE, 0, 0,
         "auto,vec,scalar", "auto, vec or scalar", "auto", 0,
         "OpenCL direct kernel: 16-wide rows (vec) or one pixel per item; auto: vec on CPUs"},
+    [PK_PARAM_CONV2D_ISA] = {"conv2d.isa", NULL, T_CHOICE, 0, 0, ISA_CHOICES, ISA_VALUES,
+        "auto", 0, "OpenMP omp-rb: lower the SIMD level (auto: the CPU's best)"},
+    /* measure: FFTW_MEASURE plans, ~0.9 s for conv2d's 256 x 384 tile pair and 20% faster
+     * transforms (0.405 against 0.504 ms), kept in the wisdom file; auto takes such a plan
+     * from the wisdom when one is there (FFTW_WISDOM_ONLY), else estimates (3 ms) */
+    [PK_PARAM_CONV2D_FFT_PLAN] = {"conv2d.fft_plan", NULL, T_CHOICE, 0, 0,
+        "auto,estimate,measure", "auto, estimate or measure", "auto", 0,
+        "OpenMP fft: FFTW's planning rigor (auto: measured plans from the wisdom file when "
+        "there, else estimated)"},
     [PK_PARAM_DIFFUSION3D_CL_SCHEME] = {"diffusion3d.cl_scheme", "PORTKERN_CL_D3_SCHEME",
         T_CHOICE, 0, 0, "auto,xvec,zmarch", "auto, xvec or zmarch", "auto", 0,
         "OpenCL kernel: x-vectorised (xvec) or marching in z (zmarch); auto: zmarch on GPUs"},

@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 const char *pk_version(void) { return PORTKERN_VERSION_STRING; }
 
@@ -41,10 +43,21 @@ void *pk_alloc_aligned(size_t bytes)
     const size_t align = bytes >= 2 * huge ? huge : 64;
     void *p = NULL;
     if (posix_memalign(&p, align, bytes ? bytes : 64) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-    if (align == huge) (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice only: errors ignored */
-#endif
+    pk_advise_huge(p, bytes);
     return p;
+}
+
+void pk_advise_huge(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20, a = (uintptr_t)p;
+    if (bytes < 2 * huge || a > UINTPTR_MAX - bytes) return;
+    const uintptr_t lo = (a + huge - 1) & ~(huge - 1), hi = (a + bytes) & ~(huge - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
 }
 
 void pk_free_aligned(void *p) { free(p); }
@@ -165,6 +178,56 @@ const char *pk_getenv(const char *name)
 {
     const char *v = getenv(name);
     return (v && *v) ? v : NULL;
+}
+
+static int env_says_off(const char *v)
+{
+    return v && (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") ||
+                 !strcasecmp(v, "false"));
+}
+
+int pk_cache_dir(char *dir, size_t len, int *check_owner)
+{
+    const char *set = pk_getenv("PORTKERN_CACHE_DIR"), *base;
+    int n;
+    *check_owner = 0;
+    if (len == 0) return 0;
+    dir[0] = '\0';
+    if (env_says_off(pk_getenv("PORTKERN_CACHE")) || env_says_off(set)) return 0;
+    if (set)
+        n = snprintf(dir, len, "%s", set);
+    else if ((base = pk_getenv("XDG_CACHE_HOME")) && base[0] == '/')
+        n = snprintf(dir, len, "%s/portkern", base);
+    else if ((base = pk_getenv("HOME")))
+        n = snprintf(dir, len, "%s/.cache/portkern", base);
+    else {
+        n = snprintf(dir, len, "/tmp/portkern-%lu", (unsigned long)getuid());
+        *check_owner = 1;
+    }
+    return n > 0 && (size_t)n < len;
+}
+
+int pk_cache_dir_private(const char *dir, int check_owner)
+{
+    struct stat sb;
+    if (!check_owner) return 1;
+    return lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == getuid() &&
+           (sb.st_mode & 022) == 0;
+}
+
+int pk_mkdir_p(const char *dir)
+{
+    char path[1024];
+    pk_strlcpy(path, dir, sizeof path);
+    for (char *p = path + 1; *p; ++p) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(path, 0700) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) return -1;
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : -1;
 }
 
 uint64_t pk_test_local_mem_cap(uint64_t bytes)

@@ -1,21 +1,35 @@
 /* conv2d_omp.c - the OpenMP backend's conv2d variants (docs/KERNELS.md section 5):
+ *   omp-rb  register blocks (omp/conv2d_rb.h): per thread a band of output rows taken R at
+ *        a time (4; 2 in portable C), each block of R rows x 2-4 vectors kept in registers
+ *        while its R + kh - 1 halo rows stream past, so one loaded image vector feeds up to
+ *        R FMAs (omp: 1) and each output is stored once.  AVX-512, AVX2+FMA or portable C
+ *        by the CPU, lowered by conv2d.isa.  The best direct variant: the backend's first.
  *   omp  the StrayLight report's cache-optimal order: for each output row (a band of rows
  *        per thread), for each pair of kernel rows k, k + 1, their wrapped halo rows of
  *        the image (each built once per band into a per-thread ring, so no wrap test in
  *        the loops), then the x loops: 64 output pixels in 8 vector registers accumulate
  *        the 2 kw taps and are added into the output row.  One load and one FMA per tap
  *        and vector.
- *   fft  FFTW single precision (r2c / c2r, threads): the periodic correlation as a product
- *        of spectra.  Per dimension the transform is either exact on the torus (a 7-smooth
- *        extent: the PSF is folded and shifted onto it) or, for other extents, a linear
- *        correlation of the image padded with wrapped pixels to the next 7-smooth size
- *        >= n + k - 1 (5271 = 3 * 7 * 251 and 813 = 3 * 271 transform 8x slower than 5292
- *        and 840).  Plans (FFTW_ESTIMATE: MEASURE costs seconds per size and measured no
- *        faster here) and the PSF's spectrum are made once, in create.
- * Built without FFTW, the fft variant is absent from the backend's list. */
+ *   fft  FFTW single precision, overlap-save: output tiles of vy x vx pixels, each the
+ *        valid part of a circular correlation of its (vy + kh - 1) x (vx + kw - 1) window of
+ *        the wrapped image (transform extents 2^a or 3 x 2^a, chosen for the least FFT work within
+ *        2^18 points: a thread's tile stays in its L2), the PSF's spectrum made once per
+ *        plan, the threads over tiles (one single-threaded r2c, product, c2r each); or
+ *        frame-fft's path where that is cheaper (large PSFs, PSFs larger than the image).
+ *   frame-fft  FFTW over the whole frame (r2c / c2r, threads): the periodic correlation as
+ *        a product of spectra.  Per dimension the transform is either exact on the torus (a
+ *        7-smooth extent: the PSF is folded and shifted onto it) or, for other extents, a
+ *        linear correlation of the image padded with wrapped pixels to the next 7-smooth
+ *        size >= n + k - 1 (5271 = 3 * 7 * 251 and 813 = 3 * 271 transform 8x slower than
+ *        5292 and 840).  Plans (FFTW_ESTIMATE: MEASURE costs seconds per size and measured
+ *        no faster here) and the PSF's spectrum are made once, in create.  Kept for PSFs
+ *        larger than the image (folded onto the torus, where tiles would have to be
+ *        PSF-sized) and as the reference point of the tiles.
+ * Built without FFTW, the FFT variants are absent from the backend's list. */
 #include "conv2d_host.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef PK_HAVE_OPENMP
@@ -25,7 +39,8 @@
 #include <fftw3.h>
 #endif
 
-enum { CV_OMP, CV_FFT };
+/* pk_cv_host_plan.path: what pk_omp_cv_run runs. */
+enum { CV_PATH_OMP, CV_PATH_RB, CV_PATH_TILES, CV_PATH_FRAME };
 
 static int cv_threads(const pk_cv_desc *d)
 {
@@ -95,7 +110,7 @@ static void row_taps(const float *const *src, int nrows, const float *restrict p
 static void run_omp(pk_cv_host_plan *h)
 {
     const pk_cv_desc *d = &h->d;
-    const size_t per = pk_cv_ring_floats(d);
+    const size_t per = pk_cv_ring_floats(d, 1);
     float *rings = h->priv;
 #pragma omp parallel num_threads(h->nt)
     {
@@ -107,7 +122,7 @@ static void run_omp(pk_cv_host_plan *h)
         /* A contiguous band of output rows per thread: its ring advances one row per row. */
         const int i0 = (int)((long long)d->h * t / nt), i1 = (int)((long long)d->h * (t + 1) / nt);
         pk_cv_ring ring;
-        pk_cv_ring_init(&ring, d, rings + per * (size_t)t);
+        pk_cv_ring_init(&ring, d, 1, rings + per * (size_t)t);
         for (int oi = i0; oi < i1; ++oi) {
             pk_cv_ring_advance(&ring, d, h->image, oi, oi == i0);
             float *acc = h->out + (size_t)oi * d->w;
@@ -122,7 +137,168 @@ static void run_omp(pk_cv_host_plan *h)
     }
 }
 
-/* ---- fft --------------------------------------------------------------------------------- */
+/* ---- omp-rb ------------------------------------------------------------------------------ */
+/* The block kernel (omp/conv2d_rb.h) per SIMD level.  AVX-512: 4 rows x 4 vectors of 16
+ * (16 accumulators, 4 image vectors, 32 registers); AVX2: 4 x 2 of 8 in 16 registers;
+ * portable C: 2 x 4 of 4 (SSE2's 16 registers on x86-64). */
+#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
+    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
+#define CV_X86 1
+#endif
+
+#define CV_RB_RMAX 4 /* the most rows any level blocks: the ring holds kh + 3 rows */
+typedef float cv_v4 __attribute__((vector_size(16), aligned(4), may_alias));
+
+#define CV_RB_NAME(x) cv_rb_generic_##x
+#define CV_RB_TARGET
+#define CV_RB_VT cv_v4
+#define CV_RB_W 4
+#define CV_RB_R 2
+#define CV_RB_V 4
+#include "conv2d_rb.h"
+#undef CV_RB_NAME
+#undef CV_RB_TARGET
+#undef CV_RB_VT
+#undef CV_RB_W
+#undef CV_RB_R
+#undef CV_RB_V
+
+#ifdef CV_X86
+typedef float cv_v16 __attribute__((vector_size(64), aligned(4), may_alias));
+#define CV_RB_NAME(x) cv_rb_avx2_##x
+#define CV_RB_TARGET __attribute__((target("avx2,fma")))
+#define CV_RB_VT cv_v8
+#define CV_RB_W 8
+#define CV_RB_R 4
+#define CV_RB_V 2
+#include "conv2d_rb.h"
+#undef CV_RB_NAME
+#undef CV_RB_TARGET
+#undef CV_RB_VT
+#undef CV_RB_W
+#undef CV_RB_R
+#undef CV_RB_V
+
+#define CV_RB_NAME(x) cv_rb_avx512_##x
+#define CV_RB_TARGET __attribute__((target("avx512f")))
+#define CV_RB_VT cv_v16
+#define CV_RB_W 16
+#define CV_RB_R 4
+#define CV_RB_V 4
+#include "conv2d_rb.h"
+#undef CV_RB_NAME
+#undef CV_RB_TARGET
+#undef CV_RB_VT
+#undef CV_RB_W
+#undef CV_RB_R
+#undef CV_RB_V
+#endif
+
+typedef void (*cv_rb_fn)(const float *const *src, const float *restrict psf, int kh, int kw,
+                         float *const *out, int r_n, int w);
+
+/* The CPU's best level (__builtin_cpu_supports also checks that the OS saves the state). */
+static int cv_cpu_isa(void)
+{
+#ifdef CV_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return PK_SIMD_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return PK_SIMD_AVX2;
+#endif
+    return PK_SIMD_GENERIC;
+}
+
+static void cv_rb_pick(int isa, cv_rb_fn *fn, int *rows)
+{
+#ifdef CV_X86
+    if (isa == PK_SIMD_AVX512) {
+        *fn = cv_rb_avx512_rows;
+        *rows = 4;
+        return;
+    }
+    if (isa == PK_SIMD_AVX2) {
+        *fn = cv_rb_avx2_rows;
+        *rows = 4;
+        return;
+    }
+#endif
+    (void)isa;
+    *fn = cv_rb_generic_rows;
+    *rows = 2;
+}
+
+/* omp-rb's state: per thread a ring of kh + 3 halo rows and kh + 3 row pointers. */
+typedef struct cv_rb {
+    float *rings;
+    const float **src;
+    int isa;
+} cv_rb;
+
+static void rb_free(void *p)
+{
+    cv_rb *b = p;
+    if (!b) return;
+    pk_free_aligned(b->rings);
+    free(b->src);
+    free(b);
+}
+
+static pk_status rb_create(pk_cv_host_plan *h)
+{
+    const pk_cv_desc *d = &h->d;
+    cv_rb *b = calloc(1, sizeof *b);
+    if (!b) return pk_fail(PK_ENOMEM, "conv2d omp-rb: out of host memory");
+    h->priv = b;
+    h->priv_free = rb_free;
+    PK_TRY(pk_simd_level(d->tuning, PK_PARAM_CONV2D_ISA, cv_cpu_isa(), &b->isa));
+    const size_t per = pk_cv_ring_floats(d, CV_RB_RMAX), ptrs = (size_t)d->kh + CV_RB_RMAX - 1;
+    size_t bytes, pbytes;
+    PK_CHECK(pk_mul3_size(per, (size_t)h->nt, sizeof(float), &bytes) == 0 &&
+                 pk_mul3_size(ptrs, (size_t)h->nt, sizeof *b->src, &pbytes) == 0,
+             PK_EOVERFLOW, "conv2d omp-rb: %d rings of %zu floats overflow size_t", h->nt, per);
+    b->rings = pk_alloc_aligned(bytes);
+    b->src = malloc(pbytes);
+    PK_CHECK(b->rings && b->src, PK_ENOMEM, "conv2d omp-rb: cannot allocate %d rings of %zu "
+             "floats", h->nt, per);
+    return PK_OK;
+}
+
+static void run_omp_rb(pk_cv_host_plan *h)
+{
+    const pk_cv_desc *d = &h->d;
+    const cv_rb *b = h->priv;
+    const size_t per = pk_cv_ring_floats(d, CV_RB_RMAX), ptrs = (size_t)d->kh + CV_RB_RMAX - 1;
+    cv_rb_fn fn;
+    int rows;
+    cv_rb_pick(b->isa, &fn, &rows);
+#pragma omp parallel num_threads(h->nt)
+    {
+#ifdef PK_HAVE_OPENMP
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+        const int nt = 1, t = 0;
+#endif
+        /* A contiguous band per thread, so that its ring advances one row per output row and
+         * the thread first-touches (on a fresh array) the output pages it writes. */
+        const int i0 = (int)((long long)d->h * t / nt), i1 = (int)((long long)d->h * (t + 1) / nt);
+        const float **src = b->src + ptrs * (size_t)t;
+        pk_cv_ring ring;
+        pk_cv_ring_init(&ring, d, CV_RB_RMAX, b->rings + per * (size_t)t);
+        for (int oi = i0; oi < i1; oi += rows) {
+            const int r_n = i1 - oi < rows ? i1 - oi : rows;
+            float *out[CV_RB_RMAX];
+            for (int r = 0; r < r_n; ++r) {
+                pk_cv_ring_advance(&ring, d, h->image, oi + r, oi + r == i0);
+                out[r] = h->out + (size_t)(oi + r) * d->w;
+            }
+            for (int s = 0; s < r_n + d->kh - 1; ++s) src[s] = pk_cv_ring_row(&ring, oi + s);
+            fn(src, h->psf, d->kh, d->kw, out, r_n, d->w);
+        }
+    }
+}
+
+/* ---- frame-fft --------------------------------------------------------------------------- */
 #ifdef PK_HAVE_FFTW
 typedef struct cv_fft {
     int ph, pw, pwc;       /* transform extents; pwc = pw / 2 + 1 complex columns */
@@ -154,7 +330,7 @@ static void fft_free(void *p)
 {
     cv_fft *f = p;
     if (!f) return;
-    pk_fftwf_planner(1, fft_destroy_plans, f);
+    pk_fftwf_unplan(fft_destroy_plans, f);
     pk_free_aligned(f->real);
     pk_free_aligned(f->spec);
     pk_free_aligned(f->kern);
@@ -286,6 +462,231 @@ static void run_fft(pk_cv_host_plan *h)
     for (int y = 0; y < d->h; ++y)
         memcpy(h->out + (size_t)y * d->w, f->real + (size_t)y * f->pw, (size_t)d->w * sizeof(float));
 }
+
+/* ---- fft: overlap-save tiles ------------------------------------------------------------- */
+/* Output tiles of vy x vx pixels, each the valid part of an ny x nx circular correlation
+ * (ny = vy + kh - 1, nx = vx + kw - 1, 2^a or 3 x 2^a) of the wrapped image rows and columns it
+ * reads: out[i][j] = sum_{k,l} in[i + k][j + l] psf[k][l] never wraps for i < vy, j < vx.
+ * The PSF's spectrum is made once per plan; the threads take whole tiles, each transform
+ * single-threaded on the thread's own cache-sized buffers (new-array execute of one plan
+ * pair).  So no frame-sized transform buffers (frame-fft's 3 x 18 MB at 813 x 5271,
+ * first-touched by a one-shot call) and no frame-sized planning. */
+typedef struct cv_os {
+    int ny, nx, nxc; /* transform extents; nxc = nx / 2 + 1 */
+    int vy, vx;      /* valid outputs per tile */
+    int ty, tx;      /* tiles down and across */
+    size_t rstride, cstride; /* per-thread buffer sizes (floats, complex), 64-byte multiples */
+    float *real;     /* nt x ny x nx */
+    fftwf_complex *spec; /* nt x ny x nxc */
+    fftwf_complex *kern; /* ny x nxc: conj(spectrum of the PSF) / (ny nx) */
+    fftwf_plan fwd, inv;
+    int rigor;       /* conv2d.fft_plan: 0 auto, 1 estimate, 2 measure */
+    double cost;     /* of the tiles, in the size choice's units */
+} cv_os;
+
+/* The largest tile transform the size choice takes, in floats (1 MiB real + 1 MiB complex
+ * per thread: an L2 share), unless the PSF needs more. */
+#define CV_OS_MAX_POINTS (1 << 18)
+
+/* Next integer >= n of the form 2^a or 3 x 2^a, 0 beyond INT_MAX.  Tiles take only those:
+ * FFTW (r2c + c2r, one thread, this Xeon) took per valid output of a 31 x 31 PSF 6.6 ns at
+ * 256 x 512, 6.7 at 512 x 512, 6.8 at 384 x 384, but 7.9 at 432 x 384 (3^3), 8.3 at
+ * 448 x 384 (7) and 11.4 at 441 x 360 (3^2 7^2 x 2^3 3^2 5), and planned them faster. */
+static int pow23_up(long long n)
+{
+    long long p2 = 1, p3 = 3;
+    while (p2 < n) p2 *= 2;
+    while (p3 < n) p3 *= 2;
+    const long long m = n <= 1 ? 1 : p2 < p3 ? p2 : p3;
+    return m <= INT_MAX ? (int)m : 0;
+}
+
+/* Tile extents minimising the FFT work, tiles x ny nx log2(ny nx), within CV_OS_MAX_POINTS;
+ * when the PSF allows none within it, the smallest (ny >= kh, nx >= kw).  Candidates per
+ * dimension: the n = 2^a or 3 x 2^a from k up to the first >= extent + k - 1 (a few
+ * dozen); tiles of n - k + 1 valid outputs. */
+static pk_status os_choose(const pk_cv_desc *d, cv_os *o)
+{
+    const int top_x = pow23_up((long long)d->w + d->kw - 1);
+    const int top_y = pow23_up((long long)d->h + d->kh - 1);
+    PK_CHECK(top_x > 0 && top_y > 0, PK_EOVERFLOW, "conv2d fft: no transform size for %d "
+             "x %d with psf %d x %d", d->h, d->w, d->kh, d->kw);
+    int cx = 0, *xs = NULL;
+    for (int pass = 0; pass < 2; ++pass) { /* count, then fill */
+        int c = 0;
+        for (int n = pow23_up(d->kw); n > 0 && n <= top_x; n = n < top_x ? pow23_up(n + 1LL) : 0)
+            if (pass) xs[c++] = n;
+            else ++c;
+        if (!pass && !(xs = malloc((size_t)c * sizeof *xs)))
+            return pk_fail(PK_ENOMEM, "conv2d fft: out of host memory");
+        cx = c;
+    }
+    double best = -1;
+    o->ny = pow23_up(d->kh);
+    o->nx = xs[0];
+    for (int ny = o->ny; ny > 0 && ny <= top_y; ny = ny < top_y ? pow23_up(ny + 1LL) : 0) {
+        const long long ty = (d->h + (long long)(ny - d->kh)) / (ny - d->kh + 1);
+        for (int i = 0; i < cx; ++i) {
+            const double pts = (double)ny * xs[i];
+            if (pts > CV_OS_MAX_POINTS) break;
+            const long long tx = (d->w + (long long)(xs[i] - d->kw)) / (xs[i] - d->kw + 1);
+            const double cost = (double)ty * (double)tx * pts * log2(pts > 2 ? pts : 2);
+            if (best < 0 || cost < best) {
+                best = cost;
+                o->ny = ny;
+                o->nx = xs[i];
+            }
+        }
+    }
+    free(xs);
+    o->cost = best;
+    o->vy = o->ny - d->kh + 1;
+    o->vx = o->nx - d->kw + 1;
+    o->ty = (d->h + o->vy - 1) / o->vy;
+    o->tx = (d->w + o->vx - 1) / o->vx;
+    o->nxc = o->nx / 2 + 1;
+    PK_CHECK((long long)o->ty * o->tx <= INT_MAX, PK_EUNSUPPORTED, "conv2d fft: %d x %d "
+             "tiles of %d x %d exceed 2^31 - 1", o->ty, o->tx, o->ny, o->nx);
+    return PK_OK;
+}
+
+static void os_destroy_plans(void *p)
+{
+    cv_os *o = p;
+    if (o->fwd) fftwf_destroy_plan(o->fwd);
+    if (o->inv) fftwf_destroy_plan(o->inv);
+}
+
+static void os_free(void *p)
+{
+    cv_os *o = p;
+    if (!o) return;
+    pk_fftwf_unplan(os_destroy_plans, o);
+    pk_free_aligned(o->real);
+    pk_free_aligned(o->spec);
+    pk_free_aligned(o->kern);
+    free(o);
+}
+
+/* One thread's plans (the threads run tiles, not transforms), on thread 0's buffers; every
+ * thread's buffers have the same (64-byte) alignment, as new-array execute needs. */
+static void os_plan_pair(cv_os *o, unsigned flags)
+{
+    o->fwd = fftwf_plan_dft_r2c_2d(o->ny, o->nx, o->real, o->spec, flags);
+    o->inv = fftwf_plan_dft_c2r_2d(o->ny, o->nx, o->spec, o->real, flags | FFTW_DESTROY_INPUT);
+    if (o->fwd && o->inv) return;
+    if (o->fwd) fftwf_destroy_plan(o->fwd);
+    if (o->inv) fftwf_destroy_plan(o->inv);
+    o->fwd = o->inv = NULL;
+}
+
+/* Measured plans (they overwrite the buffers: made before the PSF's spectrum) when asked,
+ * or under auto when the wisdom has them; estimated ones otherwise. */
+static void os_make_plans(void *p)
+{
+    cv_os *o = p;
+    if (o->rigor != 1) os_plan_pair(o, FFTW_MEASURE | (o->rigor == 0 ? FFTW_WISDOM_ONLY : 0));
+    if (!o->fwd) os_plan_pair(o, FFTW_ESTIMATE);
+}
+
+/* The method's FFT on the whole frame instead of tiles when that is cheaper: large PSFs
+ * (a tile of at most 2^18 points keeps few valid outputs: from about 250 x 250 on the
+ * 813 x 5271 frame) and PSFs larger than the image (folded onto the frame's torus).  The frame's transforms ran 1.4-2.4x slower per
+ * n log2 n than the tiles' (7-smooth extents with factors 5 and 7, FFTW's threads inside
+ * each transform instead of one tile per thread; 813 x 5271, 11 x 11 and 31 x 31): weighed 2x. */
+#define CV_FRAME_WEIGHT 2.0
+static int frame_cheaper(const pk_cv_desc *d, const cv_os *tiles)
+{
+    int pad;
+    const double ph = fft_extent(d->h, d->kh, &pad), pw = fft_extent(d->w, d->kw, &pad);
+    if (ph <= 0 || pw <= 0) return 0;
+    const double pts = ph * pw;
+    return tiles->cost < 0 || CV_FRAME_WEIGHT * pts * log2(pts > 2 ? pts : 2) < tiles->cost;
+}
+
+static pk_status os_create(pk_cv_host_plan *h)
+{
+    const pk_cv_desc *d = &h->d;
+    cv_os *o = calloc(1, sizeof *o);
+    if (!o) return pk_fail(PK_ENOMEM, "conv2d fft: out of host memory");
+    h->priv = o;
+    h->priv_free = os_free;
+    int rigor[2] = {0, 0};
+    PK_TRY(pk_param_get(d->tuning, PK_PARAM_CONV2D_FFT_PLAN, rigor));
+    o->rigor = rigor[0];
+    PK_TRY(os_choose(d, o));
+    const size_t pts = (size_t)o->ny * (size_t)o->nx, cpts = (size_t)o->ny * (size_t)o->nxc;
+    o->rstride = (pts + 15) & ~(size_t)15;
+    o->cstride = (cpts + 7) & ~(size_t)7;
+    size_t rb, cb, kb;
+    PK_CHECK(pk_mul3_size(o->rstride, (size_t)h->nt, sizeof(float), &rb) == 0 &&
+                 pk_mul3_size(o->cstride, (size_t)h->nt, sizeof(fftwf_complex), &cb) == 0 &&
+                 pk_mul3_size(cpts, 1, sizeof(fftwf_complex), &kb) == 0,
+             PK_EOVERFLOW, "conv2d fft: %d threads' %d x %d tiles overflow size_t", h->nt,
+             o->ny, o->nx);
+    o->real = pk_alloc_aligned(rb);
+    o->spec = pk_alloc_aligned(cb);
+    o->kern = pk_alloc_aligned(kb);
+    PK_CHECK(o->real && o->spec && o->kern, PK_ENOMEM, "conv2d fft: cannot allocate %zu + "
+             "%zu + %zu bytes of %d x %d tiles", rb, cb, kb, o->ny, o->nx);
+    pk_fftwf_planner(1, os_make_plans, o);
+    PK_CHECK(o->fwd && o->inv, PK_EINTERNAL, "conv2d fft: FFTW could not plan a %d x %d "
+             "r2c/c2r", o->ny, o->nx);
+    /* the PSF at the tile's origin, scaled by 1 / (ny nx) (FFTW's transforms are
+     * unnormalised), its spectrum conjugated: a correlation */
+    memset(o->real, 0, pts * sizeof(float));
+    for (int k = 0; k < d->kh; ++k)
+        for (int l = 0; l < d->kw; ++l)
+            o->real[(size_t)k * o->nx + l] = (float)((double)h->psf[(size_t)k * d->kw + l] / (double)pts);
+    fftwf_execute(o->fwd);
+    for (size_t i = 0; i < cpts; ++i) {
+        o->kern[i][0] = o->spec[i][0];
+        o->kern[i][1] = -o->spec[i][1];
+    }
+    return PK_OK;
+}
+
+static void run_os(pk_cv_host_plan *h)
+{
+    const pk_cv_desc *d = &h->d;
+    const cv_os *o = h->priv;
+    const int a = d->kh / 2, b = d->kw / 2, tiles = o->ty * o->tx;
+    const size_t cpts = (size_t)o->ny * (size_t)o->nxc;
+#pragma omp parallel num_threads(h->nt)
+    {
+#ifdef PK_HAVE_OPENMP
+        const int t = omp_get_thread_num();
+#else
+        const int t = 0;
+#endif
+        float *real = o->real + o->rstride * (size_t)t;
+        fftwf_complex *restrict spec = o->spec + o->cstride * (size_t)t;
+        const fftwf_complex *restrict g = o->kern;
+#pragma omp for schedule(dynamic, 1)
+        for (int k = 0; k < tiles; ++k) {
+            const int oi0 = k / o->tx * o->vy, oj0 = k % o->tx * o->vx;
+            /* rows oi0 .. oi0 + ny - 1 of the wrapped image, columns oj0 .. oj0 + nx - 1 */
+            for (int y = 0; y < o->ny; ++y) {
+                const int src = (int)((((long long)oi0 + y - a) % d->h + d->h) % d->h);
+                pk_cv_wrap_row(h->image + (size_t)src * d->w, d->w,
+                               (int)(((long long)b - oj0) % d->w), o->nx, real + (size_t)y * o->nx);
+            }
+            fftwf_execute_dft_r2c(o->fwd, real, spec);
+            for (size_t i = 0; i < cpts; ++i) {
+                const float re = spec[i][0] * g[i][0] - spec[i][1] * g[i][1];
+                const float im = spec[i][0] * g[i][1] + spec[i][1] * g[i][0];
+                spec[i][0] = re;
+                spec[i][1] = im;
+            }
+            fftwf_execute_dft_c2r(o->inv, spec, real);
+            const int rows = d->h - oi0 < o->vy ? d->h - oi0 : o->vy;
+            const int cols = d->w - oj0 < o->vx ? d->w - oj0 : o->vx;
+            for (int y = 0; y < rows; ++y)
+                memcpy(h->out + (size_t)(oi0 + y) * d->w + oj0, real + (size_t)y * o->nx,
+                       (size_t)cols * sizeof(float));
+        }
+    }
+}
 #endif /* PK_HAVE_FFTW */
 
 /* ---- the backend entry points -------------------------------------------------------------- */
@@ -297,16 +698,27 @@ pk_status pk_omp_cv_create(void *state, int device, const pk_cv_desc *desc, void
     h->ops = &pk_openmp_cv_ops;
     pk_status s = PK_OK;
 #ifdef PK_HAVE_FFTW
-    if (strcmp(h->variant, "fft") == 0) {
+    cv_os probe;
+    if (strcmp(h->variant, "frame-fft") == 0) {
+        h->path = CV_PATH_FRAME;
         s = fft_create(h);
+    } else if (strcmp(h->variant, "fft") == 0) {
+        memset(&probe, 0, sizeof probe);
+        s = os_choose(&h->d, &probe);
+        h->path = s == PK_OK && frame_cheaper(&h->d, &probe) ? CV_PATH_FRAME : CV_PATH_TILES;
+        if (s == PK_OK) s = h->path == CV_PATH_FRAME ? fft_create(h) : os_create(h);
     } else
 #endif
-    {
+    if (strcmp(h->variant, "omp-rb") == 0) {
+        h->path = CV_PATH_RB;
+        s = rb_create(h);
+    } else {
+        h->path = CV_PATH_OMP;
         size_t bytes;
-        if (pk_mul3_size(pk_cv_ring_floats(desc), (size_t)h->nt, sizeof(float), &bytes) != 0 ||
+        if (pk_mul3_size(pk_cv_ring_floats(desc, 1), (size_t)h->nt, sizeof(float), &bytes) != 0 ||
             !(h->priv = pk_alloc_aligned(bytes)))
             s = pk_fail(PK_ENOMEM, "conv2d omp: cannot allocate %d rings of %zu floats", h->nt,
-                        pk_cv_ring_floats(desc));
+                        pk_cv_ring_floats(desc, 1));
         h->priv_free = pk_free_aligned;
     }
     if (s != PK_OK) {
@@ -321,12 +733,14 @@ pk_status pk_omp_cv_run(void *impl, double *seconds)
 {
     pk_cv_host_plan *h = impl;
     double t0 = pk_now();
+    switch (h->path) {
 #ifdef PK_HAVE_FFTW
-    if (strcmp(h->variant, "fft") == 0)
-        run_fft(h);
-    else
+    case CV_PATH_FRAME: run_fft(h); break;
+    case CV_PATH_TILES: run_os(h); break;
 #endif
-        run_omp(h);
+    case CV_PATH_RB: run_omp_rb(h); break;
+    default: run_omp(h);
+    }
     *seconds = pk_now() - t0;
     return PK_OK;
 }
@@ -334,9 +748,9 @@ pk_status pk_omp_cv_run(void *impl, double *seconds)
 /* The conv2d kernel family on this backend (lib/internal.h, pk_cv_ops). */
 const pk_cv_ops pk_openmp_cv_ops = {
 #ifdef PK_HAVE_FFTW
-    .variants = "omp,fft",
+    .variants = "omp-rb,omp,fft,frame-fft",
 #else
-    .variants = "omp", /* no FFTW at configure time: no fft variant */
+    .variants = "omp-rb,omp", /* no FFTW at configure time: no fft variant */
 #endif
     .create = pk_omp_cv_create,
     .upload = pk_cv_host_upload,

@@ -4,7 +4,11 @@
  *    double sums) with the StrayLight differ, rtol 1e-5, zero 1e-10: odd sizes, a 1 x 1
  *    PSF, PSFs larger than the image in one and in both dimensions (wrapping more than
  *    once), even and odd PSF sizes, rows shorter and longer than the vector blocks, and the
- *    real frame once per variant (813 x 5271, 11 x 11, pk_conv2d_generate).
+ *    real frame once per variant (813 x 5271, 11 x 11, pk_conv2d_generate).  omp-rb again
+ *    under each conv2d.isa level (AVX-512, AVX2, portable C) and on 3 and 7 threads, with
+ *    prime extents, 1-row frames and frames shorter than the PSF among the sizes.  OpenMP's
+ *    fft again under each conv2d.fft_plan (estimated, measured, and auto after measuring:
+ *    from the wisdom).
  * 2. Plans: several frames through one plan; repeated runs; the run info's counts.
  *    plan_execute: two frames executed into two output arrays each equal the reference
  *    (the first output untouched by the second call: the call uses the arrays it is
@@ -127,6 +131,10 @@ static const int cv_sizes[][4] = {
     {6, 4, 3, 11},  {4, 6, 11, 13},  {3, 2, 7, 8},    {17, 29, 4, 6}, {17, 29, 2, 2},
     {31, 67, 5, 7}, {9, 150, 1, 12}, {150, 9, 12, 1}, {2, 73, 12, 12}, {64, 64, 8, 8},
     {61, 203, 11, 11}, {40, 1000, 2, 65},
+    /* omp-rb's blocks (4 rows x 64 columns, vectors of 4-16 with a last partial one): prime
+     * extents, 1-row frames, a frame shorter than the PSF, widths around 16 and 64 */
+    {53, 211, 11, 13}, {1, 97, 5, 7}, {1, 16, 11, 11}, {3, 101, 11, 13}, {7, 65, 4, 16},
+    {10, 17, 9, 9},   {5, 129, 1, 3},
 };
 #define CV_NSIZES (sizeof cv_sizes / sizeof cv_sizes[0])
 
@@ -138,24 +146,6 @@ static const int cv_fft_cases[][4] = {{813, 5271, 11, 11}, {200, 300, 31, 25}, {
 /* The norm-wise bound of an FFT convolution on n pixels (transforms up to about 4n): see
  * the top. */
 static double cv_fft_bound(size_t n) { return 8 * log2(4.0 * n) * ldexp(1.0, -24); }
-
-static void cv_check_reference(const char *variant, int h, int w, int kh, int kw)
-{
-    pk_conv2d_params p;
-    cv_params(&p, h, w, kh, kw, PK_CONV2D_AUTO);
-    size_t n = (size_t)h * w;
-    float *image = cv_alloc(n), *psf = cv_alloc((size_t)kh * kw), *ref = cv_alloc(n);
-    cv_fill(image, n, (unsigned)(h * 131 + w * 7 + kh * 3 + kw), 0.5f, 1.0f);
-    cv_psf(psf, kh, kw, (unsigned)(kh * 17 + kw));
-    if (pk_conv2d_reference(&p, image, psf, ref) != PK_OK) {
-        printf("Bail out! reference: %s\n", pk_last_error());
-        exit(1);
-    }
-    cv_expect(variant, &p, image, psf, ref, "");
-    free(image);
-    free(psf);
-    free(ref);
-}
 
 /* The real frame and its reference, computed once for all variants. */
 #define CV_FRAME_H 813
@@ -179,6 +169,61 @@ static void cv_check_frame(const char *variant)
         }
     }
     cv_expect(variant, &p, cv_frame, cv_frame_psf, cv_frame_ref, " (the StrayLight frame)");
+}
+
+/* Every reference size again on cv_ctx, the label naming the setting. */
+static void cv_check_sizes(const char *variant, const char *label)
+{
+    for (size_t i = 0; i < CV_NSIZES; ++i) {
+        pk_conv2d_params p;
+        cv_params(&p, cv_sizes[i][0], cv_sizes[i][1], cv_sizes[i][2], cv_sizes[i][3],
+                  PK_CONV2D_AUTO);
+        const size_t n = (size_t)p.h * p.w, taps = (size_t)p.kh * p.kw;
+        float *image = cv_alloc(n), *psf = cv_alloc(taps), *ref = cv_alloc(n);
+        cv_fill(image, n, (unsigned)(p.h * 131 + p.w * 7 + p.kh * 3 + p.kw), 0.5f, 1.0f);
+        cv_psf(psf, p.kh, p.kw, (unsigned)(p.kh * 17 + p.kw));
+        if (pk_conv2d_reference(&p, image, psf, ref) != PK_OK) {
+            printf("Bail out! reference: %s\n", pk_last_error());
+            exit(1);
+        }
+        cv_expect(variant, &p, image, psf, ref, label);
+        free(image);
+        free(psf);
+        free(ref);
+    }
+}
+
+/* omp-rb's code paths: each SIMD level conv2d.isa picks at plan creation (those below the
+ * CPU's best run as asked, see pk_simd_level), and odd thread counts (bands shorter than a
+ * block of rows, more threads than rows). */
+static void cv_check_paths(const char *variant)
+{
+    static const char *const isa[] = {"avx512", "avx2", "generic"};
+    char label[64];
+    for (size_t k = 0; k < sizeof isa / sizeof isa[0]; ++k) {
+        pk_context_set_param(cv_ctx, "conv2d.isa", isa[k]);
+        snprintf(label, sizeof label, " under conv2d.isa=%s", isa[k]);
+        cv_check_sizes(variant, label);
+    }
+    pk_context_set_param(cv_ctx, "conv2d.isa", NULL);
+    static const int nts[] = {3, 7};
+    pk_context *keep = cv_ctx;
+    for (size_t t = 0; t < sizeof nts / sizeof nts[0]; ++t) {
+        pk_context_options opt;
+        pk_context_options_init(&opt);
+        opt.backend = cv_backend;
+        opt.flags = PK_OPT_IGNORE_ENV;
+        opt.threads = nts[t];
+        if (pk_context_create(&cv_ctx, &opt) != PK_OK) {
+            ok(0, "context with %d threads: %s", nts[t], pk_last_error());
+            cv_ctx = keep;
+            continue;
+        }
+        snprintf(label, sizeof label, " on %d threads", nts[t]);
+        cv_check_sizes(variant, label);
+        pk_context_destroy(cv_ctx);
+        cv_ctx = keep;
+    }
 }
 
 /* Frames through one plan: each equals the reference; a second run repeats the result. */
@@ -492,13 +537,23 @@ static int cv_run_suite(pk_backend_id backend)
     }
     for (char *v = strtok(variants, ","); v; v = strtok(NULL, ",")) {
         if (!first[0]) snprintf(first, sizeof first, "%s", v);
-        if (cv_is_fft(v)) snprintf(fft, sizeof fft, "%s", v);
-        for (size_t i = 0; i < CV_NSIZES; ++i)
-            cv_check_reference(v, cv_sizes[i][0], cv_sizes[i][1], cv_sizes[i][2], cv_sizes[i][3]);
+        if (cv_is_fft(v) && !fft[0]) snprintf(fft, sizeof fft, "%s", v); /* the method's */
+        cv_check_sizes(v, "");
         cv_check_frame(v);
         cv_check_plan(v);
         cv_check_execute(v);
         if (cv_is_fft(v)) cv_check_fft(v, first);
+        if (strcmp(v, "omp-rb") == 0) cv_check_paths(v);
+        if (strcmp(v, "fft") == 0 && backend == PK_BACKEND_OPENMP) { /* FFTW's planning */
+            static const char *const rigor[] = {"estimate", "measure", "auto"};
+            for (size_t k = 0; k < sizeof rigor / sizeof rigor[0]; ++k) {
+                char label[64];
+                pk_context_set_param(cv_ctx, "conv2d.fft_plan", rigor[k]);
+                snprintf(label, sizeof label, " under conv2d.fft_plan=%s", rigor[k]);
+                cv_check_sizes(v, label);
+            }
+            pk_context_set_param(cv_ctx, "conv2d.fft_plan", NULL);
+        }
     }
     cv_check_method(first, fft[0] ? fft : NULL);
     free(cv_frame);

@@ -172,15 +172,16 @@ static void simd_switches(void)
     o.backend = PK_BACKEND_OPENMP;
     pk_context *ctx = NULL;
     if (pk_context_create(&ctx, &o) != PK_OK || !pk_backend_available(ctx, PK_BACKEND_OPENMP, NULL)) {
-        tap_skip("openmp unavailable", "PORTKERN_*_ISA=bogus (4 checks)");
+        tap_skip("openmp unavailable", "PORTKERN_*_ISA=bogus (5 checks)");
         pk_context_destroy(ctx);
         return;
     }
     static double u[2 * 9 * 256], psi[2 * 12 * 256], chi[2 * 12 * 256], x[4096], y[4096];
-    static float phi[64 * 64];
-    for (int k = 0; k < 4; ++k) {
-        static const char *const var[4] = {"PORTKERN_MF_ISA", "PORTKERN_S3_ISA",
-                                           "PORTKERN_LP_ISA", "PORTKERN_DS_ISA"};
+    static float phi[64 * 64], cimg[16 * 16], cout[16 * 16];
+    for (int k = 0; k < 5; ++k) {
+        static const char *const var[5] = {"PORTKERN_MF_ISA", "PORTKERN_S3_ISA",
+                                           "PORTKERN_LP_ISA", "PORTKERN_DS_ISA",
+                                           "PORTKERN_CONV2D_ISA"};
         setenv(var[k], "bogus", 1);
         pk_context_destroy(ctx);
         pk_status s = pk_context_create(&ctx, &o);
@@ -193,9 +194,13 @@ static void simd_switches(void)
         } else if (s == PK_OK && k == 2) {
             pk_laplace2d_params p = {64, 1, 0.1, PK_LAP_LEXI, 0};
             s = pk_laplace2d(ctx, &p, "omp-simd", phi, NULL);
-        } else if (s == PK_OK) {
+        } else if (s == PK_OK && k == 3) {
             pk_dslash_params p = {4, 4, 4, 4, 0.1, 0};
             s = pk_dslash(ctx, &p, "omp-vnode", u, psi, chi, NULL);
+        } else if (s == PK_OK) {
+            pk_conv2d_params p = {16, 16, 3, 3, PK_CONV2D_AUTO};
+            static const float psf[9] = {0.1f, 0.1f, 0.1f, 0.1f, 0.2f, 0.1f, 0.1f, 0.1f, 0.1f};
+            s = pk_conv2d(ctx, &p, "omp-rb", cimg, psf, cout, NULL);
         }
         char what[96];
         snprintf(what, sizeof what, "%s=bogus: the openmp call", var[k]);

@@ -6,7 +6,7 @@
 : "${top_srcdir:=${top_builddir:-.}}"
 . "$top_srcdir/tests/cli_lib.sh"
 cli_begin cli
-echo "1..91"
+echo "1..92"
 
 # json_valid FILE: one JSON document.
 json_valid() {
@@ -196,15 +196,31 @@ expect 0 "run conv2d --backend openmp --method fft --in --out --verify" \
 if grep -q '"variant": "fft"' "$T/out"; then
     cv_line_ok "$T/out" fft
 else # built without FFTW: the method runs direct and says why
-    cv_line_ok "$T/out" omp && grep -q 'no FFT variant' "$T/out"
+    cv_line_ok "$T/out" omp-rb && grep -q 'no FFT variant' "$T/out"
 fi
 result $? "--method fft runs the openmp fft variant (or says there is none), verified"
 expect 0 "diff of the serial and fft results: equal" \
     "$PK" diff "$T/cv-serial/out.npy" "$T/cv-fft/out.npy"
+# FFTW wisdom (lib/fftw_planner.c), in a cache directory of its own: the fft run leaves
+# fftw-wisdom-f; a damaged file is refused by FFTW, the run plans as before and rewrites it.
+if grep -q '"variant": "fft"' "$T/out"; then
+    W="$T/wcache"
+    PORTKERN_CACHE_DIR="$W" "$PK" run conv2d --backend openmp --method fft --threads 2 \
+        --in "$T/cv" --out "$T/cv-w1" >/dev/null 2>&1 &&
+        head -c 6 "$W/fftw-wisdom-f" | grep -q '(fftw' &&
+        printf '(fftw-3 damaged' >"$W/fftw-wisdom-f" &&
+        PORTKERN_CACHE_DIR="$W" "$PK" run conv2d --backend openmp --method fft --threads 2 \
+            --in "$T/cv" --out "$T/cv-w2" >/dev/null 2>&1 &&
+        "$PK" diff "$T/cv-fft/out.npy" "$T/cv-w2/out.npy" >/dev/null 2>&1 &&
+        head -c 6 "$W/fftw-wisdom-f" | grep -q '(fftw' && ! grep -q damaged "$W/fftw-wisdom-f"
+else
+    true # built without FFTW
+fi
+result $? "FFTW wisdom: an fft run writes <cache>/fftw-wisdom-f; a damaged one is refused and rewritten"
 expect 0 "options before the kernel operand: run --backend openmp conv2d --method direct" \
     "$PK" run --backend openmp conv2d --method direct --h 9 --w 11 --kh 3 --kw 5 --verify
-grep -q '"variant": "omp"' "$T/out" && grep -q '"equal": true' "$T/out"
-result $? "--method direct runs omp, verified"
+grep -q '"variant": "omp-rb"' "$T/out" && grep -q '"equal": true' "$T/out"
+result $? "--method direct runs omp-rb (the best direct variant), verified"
 expect 2 "run conv2d --in with --kh that contradicts psf.npy: exit 2" \
     "$PK" run conv2d --in "$T/cv" --kh 5
 expect 2 "run conv2d --method bogus: exit 2" "$PK" run conv2d --method bogus --h 4 --w 4
@@ -236,7 +252,7 @@ expect 0 "portkern-probe --params" \
 # as many lines as the library has parameters (the JSON list's names), at least the 15 of now
 nparams=$("$PROBE" --params --json | grep -o '"name": "[a-z0-9]*\.[a-z0-9_]*"' | wc -l)
 [ "$nparams" -ge 15 ] && [ "$(grep -c '^[a-z0-9]*\.[a-z0-9_]* = ' "$T/out")" -eq "$nparams" ] &&
-    grep -q '^su3.isa = avx2 (env)$' "$T/out" && grep -q '^conv2d.fft_taps = 324 (default)$' "$T/out" &&
+    grep -q '^su3.isa = avx2 (env)$' "$T/out" && grep -q '^conv2d.fft_taps = 676 (default)$' "$T/out" &&
     grep -q '^diffusion3d.tb_depth = 4 (default)$' "$T/out" &&
     grep -q '^magicfilter3d.cl_scheme = bogus (env): INVALID: PORTKERN_CL_MF_SCHEME' "$T/out"
 result $? "probe --params lists every parameter ($nparams) with value and source (env, default, invalid)"
@@ -254,15 +270,15 @@ expect 2 "bench --psf-sweep without conv2d: exit 2" "$PK" bench --kernels diffus
 expect 0 "bench --kernels conv2d --size small --backends serial,openmp --reps 1 --json" \
     "$PK" bench --kernels conv2d --size small --backends serial,openmp --reps 1 \
     --json "$T/cvbench.json"
-grep -q '^StrayLight sequence: naive .* -> serial .* -> simd .* -> omp ' "$T/out"
-result $? "bench prints the StrayLight sequence naive -> serial -> simd -> omp"
+grep -q '^StrayLight sequence: naive .* -> serial .* -> simd .* -> omp .* -> omp-rb ' "$T/out"
+result $? "bench prints the StrayLight sequence naive -> serial -> simd -> omp -> omp-rb"
 if [ $have_py = yes ]; then
     python3 - "$T/cvbench.json" <<'EOF2'
 import json, sys
 d = json.load(open(sys.argv[1]))
 rows = [r for r in d["rows"] if r["kernel"] == "conv2d" and r["status"] == "ok"]
 assert rows and all(r["verified"] for r in rows), d["rows"]
-assert {"naive", "serial", "simd", "omp"} <= {r["variant"] for r in rows}
+assert {"naive", "serial", "simd", "omp", "omp-rb"} <= {r["variant"] for r in rows}
 assert "conv2d" in d and d["conv2d"]["flops_model"]
 EOF2
 else

@@ -1484,6 +1484,7 @@ typedef struct tune_dim {
 
 static const tune_dim tune_space[] = {
     {"conv2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec scalar", "vec", 0, 0},
+    {"conv2d.isa", PK_BACKEND_OPENMP, "omp-rb", "avx512 avx2 generic", NULL, 1, 0},
     {"conv2d.fft_taps", PK_BACKEND_AUTO, NULL, NULL, NULL, 0, 0}, /* the crossover at the case's PSF */
     {"diffusion3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "xvec zmarch", "xvec", 0, 0},
     {"diffusion3d.tb_depth", PK_BACKEND_OPENMP, "omp-tb", "2 3 6 8", NULL, 0, 0},

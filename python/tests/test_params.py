@@ -23,7 +23,7 @@ def test_params_lists_the_table():
     p = byname[TAPS]
     assert isinstance(p, portkern.Param)
     assert p.env == TAPS_ENV and p.env_alias is None
-    assert p.default == "324"
+    assert p.default == "676"
     assert "integer" in p.values and p.doc
     for p in ps:
         # one scheme: the kernel's name (conv2d.fft_taps) or, for a backend-wide setting, the
@@ -52,7 +52,7 @@ def test_set_get_round_trip_and_reset():
         ctx.set_param("su3.isa", "generic")
         assert ctx.get_param("su3.isa") == ("generic", "caller")
         ctx.set_param(TAPS, None)
-        assert ctx.get_param(TAPS) == ("324", "default")
+        assert ctx.get_param(TAPS) == ("676", "default")
         assert ctx.get_param("su3.isa") == ("generic", "caller")  # the others stay
 
 
@@ -65,7 +65,7 @@ def test_environment_source_and_reset_to_it(monkeypatch):
         ctx.set_param(TAPS, None)
         assert ctx.get_param(TAPS) == ("100", "env")
     with portkern.Context(ignore_env=True) as ctx:
-        assert ctx.get_param(TAPS) == ("324", "default")
+        assert ctx.get_param(TAPS) == ("676", "default")
 
 
 def test_bad_environment_value_is_reported_naming_the_variable(monkeypatch):
@@ -94,7 +94,7 @@ def test_bad_name_or_value_raises_naming_the_parameter(name, value):
         if name not in {p.name for p in portkern.params()}:
             with pytest.raises(portkern.InvalidArgumentError, match=name):
                 ctx.get_param(name)  # an unknown name cannot be read either
-        assert ctx.get_param(TAPS) == ("324", "default")  # nothing changed
+        assert ctx.get_param(TAPS) == ("676", "default")  # nothing changed
 
 
 @pytest.mark.parametrize("value", [1.5, True, [4], b"4"])
@@ -112,7 +112,7 @@ def test_context_params_at_construction():
         assert ctx.get_param("su3.isa") == ("generic", "caller")
         assert ctx.get_param("dslash.isa") == ("auto", "default")
     with portkern.Context(ignore_env=True, params={}) as ctx:
-        assert ctx.get_param(TAPS) == ("324", "default")
+        assert ctx.get_param(TAPS) == ("676", "default")
 
 
 def test_context_params_errors():
@@ -157,8 +157,8 @@ def test_fft_taps_moves_auto_to_the_fft(backend):
     # test_kernels.test_conv2d's rules: FFT element-wise rtol 1e-5, direct gamma_{kh kw}
     rtol = 1e-5 if fft else O.gamma(psf.size, O.U32)
     with portkern.Context(backend, ignore_env=True) as ctx:
-        out, info = ctx.conv2d(image, psf)  # 9 taps < 324: direct
-        assert "method auto: 9 taps < 324: direct" in info.reason, info.reason
+        out, info = ctx.conv2d(image, psf)  # 9 taps < 676: direct
+        assert "method auto: 9 taps < 676: direct" in info.reason, info.reason
         assert not info.variant.endswith("fft")
         direct = info.variant
         ctx.set_param(TAPS, 4)
@@ -172,7 +172,7 @@ def test_fft_taps_moves_auto_to_the_fft(backend):
         assert np.max(np.abs(out - ref) / np.abs(ref)) <= rtol
         ctx.set_param(TAPS, None)  # the kept plans are released: auto is direct again
         _, info = ctx.conv2d(image, psf)
-        assert info.variant == direct and "9 taps < 324: direct" in info.reason
+        assert info.variant == direct and "9 taps < 676: direct" in info.reason
     with portkern.Context(backend, ignore_env=True, params={TAPS: 9}) as ctx:
         _, info = ctx.conv2d(image, psf)
         assert "9 taps >= 9 (conv2d.fft_taps): fft" in info.reason
