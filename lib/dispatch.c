@@ -420,7 +420,7 @@ static void entry_drop(pk_plan_cache *cache, plan_entry *e)
     if (!e->kc) return;
     cache->bytes -= e->bytes;
     if (e->c.impl) e->kc->destroy(e->c.kops, e->c.impl);
-    free(e->key);
+    pk_free_aligned(e->key);
     memset(e, 0, sizeof *e);
 }
 
@@ -500,7 +500,7 @@ static int cache_keep(pk_context *ctx, const pk_kernel_class *kc, const char *va
         if (slot && cache->bytes + bytes <= (double)ctx->cache_limit) break;
         entry_drop(cache, oldest); /* full, or over the ceiling: oldest exists then */
     }
-    unsigned char *k = malloc(key_len ? key_len : 1);
+    unsigned char *k = pk_alloc_aligned(key_len); /* huge pages for a large stack's copy */
     if (!k) return 0;
     for (size_t i = 0, at = 0; i < (size_t)nparts; at += key[i++].len) /* back to back */
         if (key[i].len) memcpy(k + at, key[i].p, key[i].len);
