@@ -420,7 +420,7 @@ static void entry_drop(pk_plan_cache *cache, plan_entry *e)
     if (!e->kc) return;
     cache->bytes -= e->bytes;
     if (e->c.impl) e->kc->destroy(e->c.kops, e->c.impl);
-    free(e->key);
+    pk_free_aligned(e->key);
     memset(e, 0, sizeof *e);
 }
 
@@ -445,14 +445,29 @@ void pk_plan_cache_trim(pk_context *ctx)
     }
 }
 
+static size_t key_length(const pk_key_part *key, int nparts)
+{
+    size_t len = 0;
+    for (int i = 0; i < nparts; ++i) len += key[i].len;
+    return len;
+}
+
+static int key_equal(const unsigned char *kept, const pk_key_part *key, int nparts)
+{
+    for (int i = 0; i < nparts; kept += key[i++].len)
+        if (key[i].len && memcmp(kept, key[i].p, key[i].len) != 0) return 0;
+    return 1;
+}
+
 static plan_entry *cache_find(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
-                              const void *key, size_t key_len)
+                              const pk_key_part *key, int nparts)
 {
     if (!ctx->cache) return NULL;
+    const size_t key_len = key_length(key, nparts);
     for (int i = 0; i < PK_PLAN_CACHE_SLOTS; ++i) {
         plan_entry *e = &ctx->cache->e[i];
         if (e->kc == kc && e->key_len == key_len && !strcmp(e->variant, variant) &&
-            memcmp(e->key, key, key_len) == 0)
+            key_equal(e->key, key, nparts))
             return e;
     }
     return NULL;
@@ -460,10 +475,13 @@ static plan_entry *cache_find(pk_context *ctx, const pk_kernel_class *kc, const 
 
 /* Keep c (a created plan) under (kc, variant, key); 0 when it is not kept (larger than the
  * context's ceiling, or no memory): the caller then destroys it.  The least recently used
- * plans go first, until a slot is free and the kept bytes stay within the ceiling. */
+ * plans go first, until a slot is free and the kept bytes (plans and their keys) stay
+ * within the ceiling. */
 static int cache_keep(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
-                      const void *key, size_t key_len, double bytes, const pk_choice *c)
+                      const pk_key_part *key, int nparts, double bytes, const pk_choice *c)
 {
+    const size_t key_len = key_length(key, nparts);
+    bytes += (double)key_len;
     if (bytes > (double)ctx->cache_limit) return 0;
     if (!ctx->cache && !(ctx->cache = calloc(1, sizeof *ctx->cache))) return 0;
     pk_plan_cache *cache = ctx->cache;
@@ -482,9 +500,10 @@ static int cache_keep(pk_context *ctx, const pk_kernel_class *kc, const char *va
         if (slot && cache->bytes + bytes <= (double)ctx->cache_limit) break;
         entry_drop(cache, oldest); /* full, or over the ceiling: oldest exists then */
     }
-    unsigned char *k = malloc(key_len ? key_len : 1);
+    unsigned char *k = pk_alloc_aligned(key_len); /* huge pages for a large stack's copy */
     if (!k) return 0;
-    memcpy(k, key, key_len);
+    for (size_t i = 0, at = 0; i < (size_t)nparts; at += key[i++].len) /* back to back */
+        if (key[i].len) memcpy(k + at, key[i].p, key[i].len);
     slot->kc = kc;
     pk_strlcpy(slot->variant, variant, sizeof slot->variant);
     slot->key = k;
@@ -501,10 +520,21 @@ pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const 
                               pk_choice_work work, void *arg,
                               void (*finish)(pk_choice *c, const void *desc), pk_choice *out)
 {
+    const pk_key_part part = {key, key_len};
+    return pk_dispatch_oneshot_parts(ctx, kc, variant, desc, key ? &part : NULL, 1, work, arg,
+                                     finish, out);
+}
+
+pk_status pk_dispatch_oneshot_parts(pk_context *ctx, const pk_kernel_class *kc,
+                                    const char *variant, const void *desc,
+                                    const pk_key_part *key, int nparts, pk_choice_work work,
+                                    void *arg, void (*finish)(pk_choice *c, const void *desc),
+                                    pk_choice *out)
+{
     PK_CHECK_NULL(ctx);
     const char *named = variant ? variant : "";
     const int cached = key != NULL && !ctx->cache_off && strlen(named) < 32;
-    plan_entry *e = cached ? cache_find(ctx, kc, named, key, key_len) : NULL;
+    plan_entry *e = cached ? cache_find(ctx, kc, named, key, nparts) : NULL;
     if (e) {
         *out = e->c;
         out->setup_s = 0;
@@ -529,7 +559,7 @@ pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const 
     /* said now, while the plan lives, but not kept in the cached choice's reason */
     char xfer[PK_REASON_LEN] = "";
     choice_transfer_note(out, xfer, sizeof xfer);
-    if (!cached || !cache_keep(ctx, kc, named, key, key_len, kc->plan_bytes(desc), out)) {
+    if (!cached || !cache_keep(ctx, kc, named, key, nparts, kc->plan_bytes(desc), out)) {
         kc->destroy(out->kops, out->impl);
         out->impl = NULL;
     }

@@ -426,9 +426,19 @@ pk_status pk_grid(pk_context *ctx, const pk_grid_params *p, const char *variant,
     o.data = d;
     o.grid = grid;
     pk_choice c;
-    /* not cached: the key would be the whole kernel stack, compared on every call */
-    pk_status s = pk_dispatch_oneshot(ctx, &gr_class, variant, &st.d, NULL, 0, gr_oneshot_work,
-                                      &o, NULL, &c);
+    /* the context's cache: a plan is its parameters, supports and kernel stack (compact),
+     * all compared (the stack byte for byte: a few ms at the paper size against the plan's
+     * reordered rows, kernel sums and kept scratch, which a repeated call would otherwise
+     * make again and fault in) */
+    const pk_grid_params *q = &st.d.p;
+    const double kp[8] = {q->grid_size,    q->oversample, q->cell_size_rad,  q->w_scale,
+                          q->num_w_planes, q->tile_size,  q->central_radius, q->tile_factor};
+    const size_t np = (size_t)q->num_w_planes;
+    const pk_key_part key[3] = {{kp, sizeof kp},
+                                {support, np * sizeof *support},
+                                {st.d.kernels, 2 * st.plane_offset[np] * sizeof(float)}};
+    pk_status s = pk_dispatch_oneshot_parts(ctx, &gr_class, variant, &st.d, key, 3,
+                                            gr_oneshot_work, &o, NULL, &c);
     pk_gr_stack_free(&st);
     if (s != PK_OK) return s;
     *norm += o.r.norm;

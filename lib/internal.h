@@ -872,6 +872,18 @@ pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const 
                               const void *desc, const void *key, size_t key_len,
                               pk_choice_work work, void *arg,
                               void (*finish)(pk_choice *c, const void *desc), pk_choice *out);
+/* A key in parts: the key is their concatenation, compared part by part and copied only
+ * when a plan is kept (grid: sizes, supports, the whole kernel stack, without building a
+ * copy of the stack on every call). */
+typedef struct pk_key_part {
+    const void *p;
+    size_t len;
+} pk_key_part;
+pk_status pk_dispatch_oneshot_parts(pk_context *ctx, const pk_kernel_class *kc,
+                                    const char *variant, const void *desc,
+                                    const pk_key_part *key, int nparts, pk_choice_work work,
+                                    void *arg, void (*finish)(pk_choice *c, const void *desc),
+                                    pk_choice *out);
 /** Destroy every cached plan of ctx (pk_context_release_cache, pk_context_destroy). */
 void pk_plan_cache_release(pk_context *ctx);
 /** Drop the least recently used plans until the kept bytes fit ctx->cache_limit. */

@@ -46,6 +46,10 @@ void pk_mf_pass_unrolled(const pk_mf_pass *p, const double *g, const double *src
                          long d0, long d1);
 void pk_mf_pass_simd(const pk_mf_pass *p, const double *g, const double *src, double *dst,
                      long d0, long d1);
+/** Lines from line d of a pass's output dst (a transposed row holds lines d, d + 1, ...)
+ *  to the first whose rows start a 64-byte line (0..7; dst at a double's address): where the
+ *  simd pass starts its line groups, and the OpenMP backend its threads' shares. */
+long pk_mf_line_lead(const double *dst, long d);
 /** A plan of the simd pass: its passes' ISA, the CPU's best lowered by magicfilter3d.isa
  *  (PK_EINVAL naming the variable when the environment's value names no ISA). */
 pk_status pk_mf_simd_plan(pk_mf_host_plan *h);

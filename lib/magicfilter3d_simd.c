@@ -193,8 +193,18 @@ static void mf_prefetch(const double *line, long t0, int n, long nin)
 #endif
 }
 
+long pk_mf_line_lead(const double *dst, long d)
+{
+    const long off = (long)(((uintptr_t)(dst + d) & 63) / sizeof(double));
+    return off ? 8 - off : 0;
+}
+
 /* The pass over lines [d0, d1): groups of MF_LG lines, each walked in chunks of outputs
- * (mf_chunk_end); a partial group at the end goes through a scratch block. */
+ * (mf_chunk_end).  The groups start where dst's rows start a 64-byte line, so that each row
+ * gets whole lines to stream even when dst is off a line (a caller's y at malloc's 16
+ * bytes: without this every row store was a partial line, read for ownership, 2x slower at
+ * 256^3); the few lines before that and a partial group at the end go through a scratch
+ * block. */
 static void mf_drive(const mf_isa_impl *k, const pk_mf_pass *p, const double *g,
                      const double *src, double *dst, long d0, long d1)
 {
@@ -207,16 +217,19 @@ static void mf_drive(const mf_isa_impl *k, const pk_mf_pass *p, const double *g,
     const size_t ndat = (size_t)p->ndat, nin = (size_t)p->nin;
     const int nt = (double)p->nout * (double)ndat * sizeof(double) >= MF_NT_BYTES;
     const int pf = (double)p->nin * (double)ndat * sizeof(double) >= MF_NT_BYTES;
-    for (long d = d0; d < d1; d += MF_LG) {
-        const int nl = d1 - d < MF_LG ? (int)(d1 - d) : MF_LG;
+    const long lead = d0 + pk_mf_line_lead(dst, d0);
+    for (long d = d0, dn; d < d1; d = dn) {
+        dn = d < lead ? lead : d + MF_LG;
+        if (dn > d1) dn = d1;
+        const int nl = (int)(dn - d);
         for (long j0 = 0, j1; j0 < p->nout; j0 = j1) {
             j1 = mf_chunk_end(p, j0);
             const int nc = (int)(j1 - j0);
             const double *in[MF_LG];
             for (int l = 0; l < nl; ++l) {
                 const double *line = src + (size_t)(d + l) * nin;
-                if (pf && d + l + MF_LG < d1) /* the same piece of the next group's line */
-                    mf_prefetch(line + MF_LG * nin, j0 + p->off, nc + 15, (long)nin);
+                if (pf && dn + l < d1) /* the same piece of the next group's line */
+                    mf_prefetch(line + (size_t)nl * nin, j0 + p->off, nc + 15, (long)nin);
                 in[l] = mf_fetch(p, line, j0 + p->off, (nc + 7) / 8 * 8 + 15, buf[l]);
             }
             for (int l = nl; l < MF_LG; ++l) in[l] = in[0]; /* computed, never stored */

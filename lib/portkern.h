@@ -148,8 +148,10 @@ PK_API void pk_context_destroy(pk_context *ctx);
  *  destroys it before returning).  The ceiling is a quarter of the physical memory, or
  *  PORTKERN_PLAN_CACHE_MB, or what pk_context_set_cache_limit sets (0: keep nothing).  This
  *  frees them all now; pk_context_destroy does too.  PORTKERN_PLAN_CACHE=0 keeps none.
- *  grid's one-shot call is not cached (its kernel stack would have to be compared on every
- *  call). */
+ *  grid's one-shot plan is kept under its parameters, supports and whole kernel stack
+ *  (compared on every call, and a copy of the stack kept with the plan), with the scratch
+ *  of its last run (OpenMP omp-tiled: 32 bytes per visibility and 4 per visibility-tile
+ *  pair). */
 PK_API void pk_context_release_cache(pk_context *ctx);
 /** Set the ceiling in bytes of what the context's kept plans may hold; plans beyond it are
  *  dropped now, least recently used first. */

@@ -2,19 +2,21 @@
  *
  *   omp-tiled   the NAG tiled algorithm, in stages timed into the run info:
  *     bbox     locate every visibility (pk_gr_locate_inline: the reference's float geometry
- *              and guards), keep its 32-byte record (cells, plane, offsets, vis * weight,
- *              conjugation sign), bounding box of the touched cells, per-part w-plane
- *              histogram, num_skipped, norm (from the plan's per-(plane, off_v, off_u) kernel
- *              sums: the reference's double sum bit for bit, added once per visibility; the
- *              parts' sums added in part order, so runs are bit-reproducible);
- *     count    the records moved into w-plane order (a stable counting sort), then per-part
- *              counts of the (visibility, tile) pairs and of the work per tile (the updates
- *              of each footprint clipped to the tile: the work estimate, not the count);
- *     sort     prefix sum, the pair array sized exactly, bucket sort: a record is copied
- *              into every tile its footprint touches.  Part p scatters a contiguous range of
- *              the plane-sorted records into its own slice of each bucket, so every bucket
- *              is sorted by w-plane (the plane's kernel rows stay in cache) and read
- *              sequentially, and the order does not depend on the schedule;
+ *              and guards): bounding box of the touched cells, per-part w-plane histogram,
+ *              num_skipped, norm (from the plan's per-(plane, off_v, off_u) kernel sums: the
+ *              reference's double sum bit for bit, added once per visibility; the parts'
+ *              sums added in part order, so runs are bit-reproducible);
+ *     count    every visibility located again and its 32-byte record (cells, plane,
+ *              offsets, vis * weight, conjugation sign) stored in w-plane order (a stable
+ *              counting sort), then per-part counts of the (visibility, tile) pairs and of
+ *              the work per tile (the updates of each footprint clipped to the tile: the
+ *              work estimate, not the count);
+ *     sort     prefix sum, the pair array sized exactly, bucket sort: a record's index
+ *              (4 bytes) goes into every tile its footprint touches.  Part p scatters a
+ *              contiguous range of the plane-sorted records into its own slice of each
+ *              bucket, so every bucket is sorted by w-plane (the plane's kernel rows stay in
+ *              cache) and rises through the records, and the order does not depend on the
+ *              schedule;
  *     outer    the tiles outside the central box, heaviest first, one thread per tile
  *              (dynamic schedule), each writing only its tile's cells (footprints clipped
  *              to the tile) of the caller's grid: no atomics;
@@ -29,11 +31,14 @@
  *     of the outer queue costs at most a quarter of a thread's share), none on one thread,
  *     at most 256 MiB of private copies; -1 = none.  "Parts" are the nt logical threads of
  *     the plan (OpenMP may give a smaller team: each thread then runs several parts).
- *     Memory: records (32 B per visibility) and pairs (32 B per visibility-tile pair; per
- *     visibility 2.15 / 1.56 / 1.33 / 1.22 at tile 32 / 64 / 128 / 256 on EL82-70) are kept in the plan between runs (no page
- *     faults per run); when they, the tile counters or the central copies cannot be
- *     allocated the run fails with PK_ENOMEM before the grid is written.  Lists of more
- *     than 2^26 visibilities run in chunks (bounds that scratch).
+ *     Memory: records (32 B per visibility) and pairs (4 B per visibility-tile pair; per
+ *     visibility 2.15 / 1.56 / 1.33 / 1.22 at tile 32 / 64 / 128 / 256 on EL82-70) are
+ *     kept in the plan between runs (no page faults per run; a plan's first run faults in
+ *     120 MB at the paper size, where records in input order and copied into the buckets
+ *     took 257 MB: a fresh huge page cost 0.2-1 ms per MB on the 2-core KVM Xeon); when they,
+ *     the tile counters or the central copies cannot be allocated the run fails with
+ *     PK_ENOMEM before the grid is written.  Lists of more than 2^26 visibilities run in
+ *     chunks (bounds that scratch, and keeps a record's index within 32 bits).
  *   omp-atomic  parallel over visibilities (dynamic chunks of 256), every grid update an
  *              OpenMP atomic float add (a compare-and-swap loop on x86), norm /
  *              num_skipped / updates by reduction.
@@ -104,7 +109,8 @@ typedef struct gr_omp_plan {
     size_t *row_base;    /* [np]: complex offset of plane w's rows */
     float *rows;         /* the reordered kernel rows (see the top) */
     double *ksum;        /* [np][os + 1][os + 1]: sum of Re K over the footprint, [ov][ou] */
-    gr_vis *rec, *pairs; /* scratch kept between runs (no page faults on every run) */
+    gr_vis *rec;         /* scratch kept between runs (no page faults on every run) */
+    uint32_t *pairs;
     size_t rec_cap, pairs_cap;
 } gr_omp_plan;
 
@@ -239,15 +245,21 @@ static inline double gr_ksum(const gr_omp_plan *h, int w, int ou, int ov)
 }
 
 /* ---- the gridding loop ---------------------------------------------------------------- */
-/* Visibilities list[0 .. n), each clipped to the cells [x0, x1) x [y0, y1), into dst:
- * cell (x, y) at dst[2 ((y - dy) stride + x - dx)]. */
+/* Visibilities rec[list[0 .. n)], each clipped to the cells [x0, x1) x [y0, y1), into dst:
+ * cell (x, y) at dst[2 ((y - dy) stride + x - dx)].  A tile's list rises through rec (the
+ * buckets keep plane order): the record a few entries ahead is prefetched. */
+#define GR_PREFETCH 8
 PK_SIMD_CLONES
-static void gr_grid_list(const gr_omp_plan *h, const gr_vis *list, size_t n, int x0, int x1,
-                         int y0, int y1, float *dst, size_t stride, int dx, int dy)
+static void gr_grid_list(const gr_omp_plan *h, const gr_vis *rec, const uint32_t *list, size_t n,
+                         int x0, int x1, int y0, int y1, float *dst, size_t stride, int dx,
+                         int dy)
 {
     const int os = h->d.p.oversample, half = os / 2;
     for (size_t e = 0; e < n; ++e) {
-        const gr_vis *v = &list[e];
+#if defined(__GNUC__)
+        if (e + GR_PREFETCH < n) __builtin_prefetch(&rec[list[e + GR_PREFETCH]], 0, 3);
+#endif
+        const gr_vis *v = &rec[list[e]];
         const int s = h->support[v->w], L = 2 * s + 1, m = half + s * os + 1;
         const int k0 = gr_max(-s, x0 - v->gu), k1 = gr_min(s, x1 - 1 - v->gu);
         const int j0 = gr_max(-s, y0 - v->gv), j1 = gr_min(s, y1 - 1 - v->gv);
@@ -366,7 +378,7 @@ typedef struct gr_pass {
     size_t *tcount;      /* [nt][ntiles]: pair counts, then scatter cursors */
     double *twork;       /* [nt][ntiles] then [ntiles] (part 0 holds the sum) */
     size_t *tstart;      /* [ntiles + 1]: bucket starts */
-    gr_vis *bucket;      /* [pairs]: copies of the records, by tile (the plan's scratch) */
+    uint32_t *bucket;    /* [pairs]: indices into rec, by tile (the plan's scratch) */
     gr_queue_item *queue;
     size_t *central;     /* central tiles, row-major */
     double *cprefix;     /* [ncentral + 1]: work prefix */
@@ -416,11 +428,33 @@ static void gr_central_start(const gr_omp_plan *h, const gr_pass *ps, const gr_l
     size_t i = ps->tstart[tile];
     const size_t end = ps->tstart[tile + 1];
     for (; i < end && acc < b; ++i) {
-        const gr_vis *v = &ps->bucket[i];
+        const gr_vis *v = &ps->rec[ps->bucket[i]];
         acc += gr_clip_area(v, h->support[v->w], x0, x1, y0, y1);
     }
     *k = lo;
     *e = i - ps->tstart[tile];
+}
+
+/* The record of visibility i (the reference's geometry, pk_gr_locate_inline); 1 when it is
+ * skipped.  Made twice per run (bbox counts, count stores them in plane order): locating
+ * again costs less than a record array in input order would in memory and page faults. */
+static inline int gr_record(const gr_omp_plan *h, const pk_grid_data *dat, size_t i, gr_vis *v)
+{
+    int w, gu, gv, ou, ov;
+    const float vre = dat->vis[2 * i], vim = dat->vis[2 * i + 1], wt = dat->weight[i];
+    if (pk_gr_locate_inline(&h->d, dat->uu[i], dat->vv[i], dat->ww[i], vre, vim, wt, &w, &gu, &gv,
+                            &ou, &ov))
+        return 1;
+    v->gu = gu;
+    v->gv = gv;
+    v->w = w;
+    v->ou = (int16_t)ou;
+    v->ov = (int16_t)ov;
+    v->a = vre * wt;
+    v->b = vim * wt;
+    v->sign = dat->ww[i] > 0 ? -1.0f : 1.0f;
+    v->pad = 0;
+    return 0;
 }
 
 /* One pass over at most GR_CHUNK_VIS visibilities; stage times added to st[]. */
@@ -437,22 +471,6 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     double t0 = pk_now();
     ps.pcount = calloc((size_t)nt * np, sizeof *ps.pcount);
     if (!ps.pcount) return pk_fail(PK_ENOMEM, "grid: out of host memory");
-    /* the located records in input order go to the pairs scratch (needed again only after
-     * the count stage, and pairs >= records) */
-    if (h->pairs_cap < n) {
-        /* room for 2 pairs per record (1.56 at 64 x 64 on EL82-70): pages never touched
-         * cost nothing, and the pairs then fit without a second allocation (and a second
-         * round of page faults) on a plan's first run */
-        const size_t cap = n <= SIZE_MAX / (2 * sizeof(gr_vis)) ? 2 * n : n;
-        pk_free_aligned(h->pairs);
-        h->pairs = pk_alloc_aligned(cap * sizeof *h->pairs);
-        h->pairs_cap = h->pairs ? cap : 0;
-        if (!h->pairs) {
-            gr_pass_free(&ps);
-            return pk_fail(PK_ENOMEM, "grid omp-tiled: cannot allocate %zu visibility records", n);
-        }
-    }
-    gr_vis *const located = h->pairs;
     int bx0 = INT_MAX, bx1 = INT_MIN, by0 = INT_MAX, by1 = INT_MIN;
     double updates = 0;
     int64_t skipped = 0;
@@ -469,31 +487,18 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
         size_t *cnt = ps.pcount + (size_t)p * np;
         double norm = 0;
         for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i) {
-            int w, gu, gv, ou, ov;
-            const float vre = dat->vis[2 * i], vim = dat->vis[2 * i + 1], wt = dat->weight[i];
-            gr_vis *v = &located[i];
-            if (pk_gr_locate_inline(&h->d, dat->uu[i], dat->vv[i], dat->ww[i], vre, vim, wt, &w,
-                                    &gu, &gv, &ou, &ov)) {
-                v->w = -1;
+            gr_vis v;
+            if (gr_record(h, dat, i, &v)) {
                 ++skipped;
                 continue;
             }
-            v->gu = gu;
-            v->gv = gv;
-            v->w = w;
-            v->ou = (int16_t)ou;
-            v->ov = (int16_t)ov;
-            v->a = vre * wt;
-            v->b = vim * wt;
-            v->sign = dat->ww[i] > 0 ? -1.0f : 1.0f;
-            v->pad = 0;
-            const int s = h->support[w];
-            ++cnt[w];
-            bx0 = gr_min(bx0, gu - s);
-            bx1 = gr_max(bx1, gu + s);
-            by0 = gr_min(by0, gv - s);
-            by1 = gr_max(by1, gv + s);
-            norm += gr_ksum(h, w, ou, ov) * wt;
+            const int s = h->support[v.w];
+            ++cnt[v.w];
+            bx0 = gr_min(bx0, v.gu - s);
+            bx1 = gr_max(bx1, v.gu + s);
+            by0 = gr_min(by0, v.gv - s);
+            by1 = gr_max(by1, v.gv + s);
+            norm += gr_ksum(h, v.w, v.ou, v.ov) * dat->weight[i];
             updates += (double)(2 * s + 1) * (2 * s + 1);
         }
         part_norm[p] = norm;
@@ -553,8 +558,10 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     {
         for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
             size_t *cur = ps.pcount + (size_t)p * np;
-            for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i)
-                if (located[i].w >= 0) ps.rec[cur[located[i].w]++] = located[i];
+            for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i) {
+                gr_vis v;
+                if (!gr_record(h, dat, i, &v)) ps.rec[cur[v.w]++] = v;
+            }
         }
 #pragma omp barrier
         for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
@@ -607,7 +614,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
         gr_pass_free(&ps);
         return pk_fail(PK_ENOMEM, "grid omp-tiled: cannot allocate the tile buckets (%zu "
                        "visibility-tile pairs of %zu bytes; tile_size %d)", pairs,
-                       sizeof(gr_vis), lt.T);
+                       sizeof *h->pairs, lt.T);
     }
 #pragma omp parallel num_threads(nt)
     for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
@@ -620,7 +627,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                          &ty1);
             for (int ty = ty0; ty <= ty1; ++ty)
                 for (int tx = tx0; tx <= tx1; ++tx)
-                    ps.bucket[cur[(size_t)ty * lt.ntx + tx]++] = *v;
+                    ps.bucket[cur[(size_t)ty * lt.ntx + tx]++] = (uint32_t)r;
         }
     }
 
@@ -711,8 +718,8 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
         int x0, x1, y0, y1;
         gr_tile_rect(&lt, (int)(tile % (size_t)lt.ntx), (int)(tile / (size_t)lt.ntx), &x0, &x1,
                      &y0, &y1);
-        gr_grid_list(h, ps.bucket + ps.tstart[tile], ps.tstart[tile + 1] - ps.tstart[tile], x0,
-                     x1, y0, y1, grid, (size_t)g, 0, 0);
+        gr_grid_list(h, ps.rec, ps.bucket + ps.tstart[tile], ps.tstart[tile + 1] - ps.tstart[tile],
+                     x0, x1, y0, y1, grid, (size_t)g, 0, 0);
     }
     st[ST_OUTER] += pk_now() - t0;
 
@@ -733,8 +740,8 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                 int x0, x1, y0, y1;
                 gr_tile_rect(&lt, (int)(tile % (size_t)lt.ntx), (int)(tile / (size_t)lt.ntx),
                              &x0, &x1, &y0, &y1);
-                gr_grid_list(h, ps.bucket + ps.tstart[tile] + e, stop - e, x0, x1, y0, y1, copy,
-                             bw, box_x0, box_y0);
+                gr_grid_list(h, ps.rec, ps.bucket + ps.tstart[tile] + e, stop - e, x0, x1, y0, y1,
+                             copy, bw, box_x0, box_y0);
             }
         }
         st[ST_CENTRAL] += pk_now() - t0;

@@ -1,8 +1,9 @@
 /* magicfilter3d_omp.c - the OpenMP backend's magicfilter3d variant (docs/KERNELS.md section 2):
  *   omp  the SIMD pass kernel (lib/magicfilter3d_simd.c) on all cores.  Each pass splits
- *        its lines between the threads in contiguous ranges, rounded to multiples of 8
- *        lines so that two threads never write the same 64-byte line of a transposed
- *        output row; the three passes are separated by the team's barrier. */
+ *        its lines between the threads in contiguous ranges, cut at multiples of 8 lines
+ *        from the first line on a 64-byte boundary of the output rows (wherever the
+ *        caller's y lies), so that two threads never write the same 64-byte line of a
+ *        transposed output row; the three passes are separated by the team's barrier. */
 #include "magicfilter3d_host.h"
 
 #ifdef PK_HAVE_OPENMP
@@ -31,13 +32,16 @@ pk_status pk_omp_mf_create(void *state, int device, const pk_mf_desc *desc, void
     return PK_OK;
 }
 
-/* Lines [d0, d1) of thread t of nt. */
-static void mf_share(long ndat, int t, int nt, long *d0, long *d1)
+/* Lines [d0, d1) of thread t of nt: groups of MF_LINE_GRAIN lines counted from the first
+ * line (lead) whose dst rows start a 64-byte line, thread 0 taking the lines before it, so
+ * that each thread's range starts on a line of dst's rows at any dst alignment. */
+static void mf_share(long ndat, long lead, int t, int nt, long *d0, long *d1)
 {
-    const long groups = (ndat + MF_LINE_GRAIN - 1) / MF_LINE_GRAIN;
+    if (lead > ndat) lead = ndat;
+    const long groups = (ndat - lead + MF_LINE_GRAIN - 1) / MF_LINE_GRAIN;
     const long g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
-    *d0 = g0 * MF_LINE_GRAIN;
-    *d1 = g1 * MF_LINE_GRAIN < ndat ? g1 * MF_LINE_GRAIN : ndat;
+    *d0 = t == 0 ? 0 : lead + g0 * MF_LINE_GRAIN;
+    *d1 = lead + g1 * MF_LINE_GRAIN < ndat ? lead + g1 * MF_LINE_GRAIN : ndat;
 }
 
 pk_status pk_omp_mf_run(void *impl, double *seconds)
@@ -53,7 +57,7 @@ pk_status pk_omp_mf_run(void *impl, double *seconds)
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
         for (int a = 0; a < 3; ++a) {
             long d0, d1;
-            mf_share(d->pass[a].ndat, t, nt, &d0, &d1);
+            mf_share(d->pass[a].ndat, pk_mf_line_lead(dst[a], 0), t, nt, &d0, &d1);
             if (d0 < d1) h->pass(&d->pass[a], d->g, src[a], dst[a], d0, d1);
 #pragma omp barrier
         }

@@ -29,7 +29,9 @@
  *    new result; run before any upload, download before any run (also right after a new
  *    upload) are PK_ESTATE; the run info names the backend and variant and counts 96
  *    flops per point (periodic), 32 per output point per pass (grow, shrink); a NULL
- *    variant runs the backend's first one.
+ *    variant runs the backend's first one.  On the host backends the one-shot call runs
+ *    on x and y at each of the 8 double offsets from a 64-byte line, on grids large enough
+ *    for the simd pass's streaming stores: nothing copied, nothing written outside y.
  * 4. Bad input (serial suite): NULL arguments, sizes <= 0, sizes whose bytes overflow,
  *    transpose / bc out of range, unknown variants, the reference with y overlapping x.
  * The simd (serial suite) and omp (openmp suite) variants are also run under
@@ -700,6 +702,77 @@ static void mf_check_execute(const char *variant)
     }
 }
 
+/* The one-shot call on caller arrays at every double's offset from a 64-byte line (malloc's
+ * and numpy's 16 bytes among them), on grids whose passes are >= 2 MiB (the simd pass's
+ * streaming stores; its line groups start where y's rows start a line, the lines before
+ * that go through its scratch block) and whose output rows alternate between two
+ * alignments 32 bytes apart (66 x 62 x 66: n2 n3, n3 n1 and n1 n2 are 4 mod 8) or share one
+ * (64 x 64 x 66); OpenMP also on 3 threads (shares cut at odd places).  Against the
+ * reference, nothing copied, no double before or after y written, x unchanged. */
+static void mf_check_line_offsets(const char *variant)
+{
+    static const int shapes[2][4] = {{66, 62, 66, 0}, {64, 64, 66, 1}}; /* n1 n2 n3 transpose */
+    const int host = mf_backend == PK_BACKEND_SERIAL || mf_backend == PK_BACKEND_OPENMP;
+    if (!host || mf_is_direct(variant)) return;
+    pk_context *ctx3 = NULL;
+    if (mf_backend == PK_BACKEND_OPENMP) {
+        pk_context_options opt;
+        pk_context_options_init(&opt);
+        opt.backend = mf_backend;
+        opt.flags = PK_OPT_IGNORE_ENV;
+        opt.threads = 3;
+        if (pk_context_create(&ctx3, &opt) != PK_OK) ctx3 = NULL;
+    }
+    for (int c = 0; c < 2; ++c) {
+        pk_magicfilter3d_params p = mf_params(shapes[c][0], shapes[c][1], shapes[c][2],
+                                              shapes[c][3], PK_MF_PERIODIC);
+        size_t n;
+        mf_counts(&p, &n, NULL, NULL, NULL);
+        double *xb = NULL, *yb = NULL, *r = mf_alloc(n), *src = mf_alloc(n);
+        mf_fill(src, n, 700 + (unsigned)c, -1.0, 2.0);
+        int s = posix_memalign((void **)&xb, 64, (n + 8) * sizeof(double)) ||
+                        posix_memalign((void **)&yb, 64, (n + 16) * sizeof(double))
+                    ? PK_ENOMEM
+                    : pk_magicfilter3d_reference(&p, src, r);
+        double worst = 0;
+        int good = s == PK_OK;
+        char why[512] = "";
+        for (int a = 0; a < 8 && s == PK_OK; ++a)
+            for (int k = 0; k < (ctx3 ? 2 : 1); ++k) {
+                double *x = xb + (a + 3) % 8, *y = yb + 4 + a; /* 4 guard doubles before y */
+                memcpy(x, src, n * sizeof(double));
+                for (size_t i = 0; i < n + 16; ++i) yb[i] = MF_SENTINEL;
+                for (size_t i = 0; i < n; ++i) y[i] = NAN;
+                pk_run_info info;
+                memset(&info, 0, sizeof info);
+                const int st = pk_magicfilter3d(k ? ctx3 : mf_ctx, &p, variant, x, y, &info);
+                size_t nfail = 0, outside = 0;
+                const double e = st == PK_OK ? mf_maxdiff(y, r, n, MF_TOL, &nfail, NULL) : -1;
+                for (size_t i = 0; i < n + 16; ++i)
+                    outside += (yb + i < y || yb + i >= y + n) && yb[i] != MF_SENTINEL;
+                const int xsame = memcmp(x, src, n * sizeof(double)) == 0;
+                if (st != PK_OK || nfail || outside || info.transfer_s != 0 || !xsame) {
+                    size_t l = strlen(why);
+                    snprintf(why + l, sizeof why - l, "; y %d doubles off a line%s: %s, %zu over, "
+                             "%zu written outside, transfer %.2e%s", a, k ? ", 3 threads" : "",
+                             st ? pk_last_error() : "ok", nfail, outside, info.transfer_s,
+                             xsame ? "" : ", x modified");
+                    good = 0;
+                }
+                if (e > worst) worst = e;
+            }
+        ok(good, "%s %dx%dx%d periodic %s, one-shot on x and y 0..7 doubles off a 64-byte line%s:"
+           " the reference's y (max abs %.2e <= %.0e), nothing copied, nothing written outside "
+           "y%s", variant, shapes[c][0], shapes[c][1], shapes[c][2], mf_tr_name[shapes[c][3]],
+           ctx3 ? " (the default team and 3 threads)" : "", worst, MF_TOL, why);
+        free(xb);
+        free(yb);
+        free(r);
+        free(src);
+    }
+    pk_context_destroy(ctx3);
+}
+
 static void mf_check_plan(const char *variant)
 {
     const int n1 = 13, n2 = 9, n3 = 7;
@@ -1053,6 +1126,7 @@ static int mf_run_suite(pk_backend_id backend)
         mf_check_shift(v);
         mf_check_plan(v);
         mf_check_execute(v);
+        mf_check_line_offsets(v);
         if (strcmp(v, "simd") == 0 || strcmp(v, "omp") == 0) {
             static const char *const isa[] = {"avx512", "avx2", "generic"};
             mf_check_env(v, "magicfilter3d.isa", isa, 3);

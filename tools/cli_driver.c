@@ -1432,15 +1432,22 @@ static void print_rows(const cli_bench_result *res)
                "of the later ones; the library's wall, all of it)\n", res->req->calls);
         printf("%-13s %-7s %-13s", "kernel", "backend", "variant");
         if (cases) printf(" %-16s", "case");
-        printf(" %9s %10s %10s %8s %8s\n", "plan ms", "first ms", "repeat ms", "x plan", "first x");
+        printf(" %9s %10s %10s %8s %8s %7s\n", "plan ms", "first ms", "repeat ms", "x plan", "first x",
+               "x roof");
         for (int i = 0; i < res->nrows; ++i) {
             const cli_bench_row *r = &res->rows[i];
             if (r->status != CLI_ROW_OK) continue;
             printf("%-13s %-7s %-13s", k->name, pk_backend_name(r->backend), r->variant);
             if (cases) printf(" %-16.16s", r->case_name[0] ? r->case_name : "-");
-            printf(" %9.3f %10.3f %10.3f %7.2fx %7.2fx\n", 1e3 * r->t_min, 1e3 * r->call_first_s,
+            printf(" %9.3f %10.3f %10.3f %7.2fx %7.2fx", 1e3 * r->t_min, 1e3 * r->call_first_s,
                    1e3 * r->call_repeat_s, r->call_repeat_s / r->t_min,
                    r->call_first_s / r->t_min);
+            /* the repeated call's bytes per second against the copy bandwidth, as the plan's
+             * "x roof" above (the one call against the roofline) */
+            if (r->bw > 0)
+                printf(" %6.2fx\n", cli_row_gbs(r) * 1e9 / r->bw * r->t_min / r->call_repeat_s);
+            else
+                printf(" %7s\n", "-");
         }
     }
     for (int i = 0; i < res->nrows; ++i) {
