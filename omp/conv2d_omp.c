@@ -300,14 +300,48 @@ static void run_omp_rb(pk_cv_host_plan *h)
 
 /* ---- frame-fft --------------------------------------------------------------------------- */
 #ifdef PK_HAVE_FFTW
+/* What both FFT methods hold: an r2c / c2r plan pair, real and complex work buffers, and
+ * the PSF's conjugated spectrum (the correlation's factor), normalised by the points. */
+typedef struct cv_spectra {
+    float *real;         /* the padded image (or tile), then the result */
+    fftwf_complex *spec; /* its spectrum */
+    fftwf_complex *kern; /* conj(spectrum of the PSF) / points */
+    fftwf_plan fwd, inv;
+} cv_spectra;
+
 typedef struct cv_fft {
+    cv_spectra sp;         /* real ph x pw, spec and kern ph x pwc */
     int ph, pw, pwc;       /* transform extents; pwc = pw / 2 + 1 complex columns */
     int pad_y, pad_x;      /* 1: linear with wrapped-pixel padding; 0: exact on the torus */
-    float *real;           /* ph x pw: the padded image, then the result */
-    fftwf_complex *spec;   /* ph x pwc: its spectrum */
-    fftwf_complex *kern;   /* ph x pwc: conj(spectrum of the PSF) / (ph pw) */
-    fftwf_plan fwd, inv;
 } cv_fft;
+
+/* The planner is not thread-safe (only fftwf_execute is): plans are made and destroyed under
+ * the library's planner lock (pk_fftwf_planner, lib/fftw_planner.c). */
+static void spectra_destroy_plans(void *p)
+{
+    cv_spectra *sp = p;
+    if (sp->fwd) fftwf_destroy_plan(sp->fwd);
+    if (sp->inv) fftwf_destroy_plan(sp->inv);
+    sp->fwd = sp->inv = NULL;
+}
+
+static void spectra_free(cv_spectra *sp)
+{
+    pk_fftwf_unplan(spectra_destroy_plans, sp);
+    pk_free_aligned(sp->real);
+    pk_free_aligned(sp->spec);
+    pk_free_aligned(sp->kern);
+}
+
+/* kern = conj(spec) over n complex points: the PSF's spectrum, just transformed. */
+static void spectra_keep_psf(cv_spectra *sp, size_t n, int nt)
+{
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (size_t i = 0; i < n; ++i) {
+        sp->kern[i][0] = sp->spec[i][0];
+        sp->kern[i][1] = -sp->spec[i][1];
+    }
+}
 
 static int smooth7(long long n)
 {
@@ -317,31 +351,19 @@ static int smooth7(long long n)
     return n == 1;
 }
 
-/* The planner is not thread-safe (only fftwf_execute is): plans are made and destroyed under
- * the library's planner lock (pk_fftwf_planner, lib/fftw_planner.c). */
-static void fft_destroy_plans(void *p)
-{
-    cv_fft *f = p;
-    if (f->fwd) fftwf_destroy_plan(f->fwd);
-    if (f->inv) fftwf_destroy_plan(f->inv);
-}
-
 static void fft_free(void *p)
 {
     cv_fft *f = p;
     if (!f) return;
-    pk_fftwf_unplan(fft_destroy_plans, f);
-    pk_free_aligned(f->real);
-    pk_free_aligned(f->spec);
-    pk_free_aligned(f->kern);
+    spectra_free(&f->sp);
     free(f);
 }
 
 static void fft_make_plans(void *p)
 {
     cv_fft *f = p;
-    f->fwd = fftwf_plan_dft_r2c_2d(f->ph, f->pw, f->real, f->spec, FFTW_ESTIMATE);
-    f->inv = fftwf_plan_dft_c2r_2d(f->ph, f->pw, f->spec, f->real,
+    f->sp.fwd = fftwf_plan_dft_r2c_2d(f->ph, f->pw, f->sp.real, f->sp.spec, FFTW_ESTIMATE);
+    f->sp.inv = fftwf_plan_dft_c2r_2d(f->ph, f->pw, f->sp.spec, f->sp.real,
                                    FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
 }
 
@@ -372,7 +394,7 @@ static pk_status fft_kernel(cv_fft *f, const pk_cv_desc *d, const float *psf, in
     const int folds = d->kh > d->h || d->kw > d->w;
     double *g = folds ? calloc(np, sizeof *g) : NULL;
     if (folds && !g) return pk_fail(PK_ENOMEM, "conv2d fft: cannot allocate %zu doubles", np);
-    if (!folds) memset(f->real, 0, np * sizeof *f->real);
+    if (!folds) memset(f->sp.real, 0, np * sizeof *f->sp.real);
     for (long k = 0; k < d->kh; ++k) {
         const long u = f->pad_y ? k % h : ((k - a) % h + h) % h;
         for (long l = 0; l < d->kw; ++l) {
@@ -381,18 +403,14 @@ static pk_status fft_kernel(cv_fft *f, const pk_cv_desc *d, const float *psf, in
             if (folds)
                 g[at] += psf[k * d->kw + l];
             else
-                f->real[at] = (float)((double)psf[k * d->kw + l] / (double)np);
+                f->sp.real[at] = (float)((double)psf[k * d->kw + l] / (double)np);
         }
     }
     if (folds)
-        for (size_t i = 0; i < np; ++i) f->real[i] = (float)(g[i] / (double)np);
+        for (size_t i = 0; i < np; ++i) f->sp.real[i] = (float)(g[i] / (double)np);
     free(g);
-    fftwf_execute(f->fwd);
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (size_t i = 0; i < nc; ++i) {
-        f->kern[i][0] = f->spec[i][0];
-        f->kern[i][1] = -f->spec[i][1];
-    }
+    fftwf_execute(f->sp.fwd);
+    spectra_keep_psf(&f->sp, nc, nt);
     return PK_OK;
 }
 
@@ -415,14 +433,14 @@ static pk_status fft_create(pk_cv_host_plan *h)
              PK_EOVERFLOW, "conv2d fft: a %d x %d spectrum overflows size_t", f->ph, f->pwc);
     /* pk_alloc_aligned, not fftwf_malloc: 3 x 18 MB at the StrayLight frame, advised for huge
      * pages (a one-shot call's first touch took ~13k page faults); 64 bytes covers FFTW's SIMD. */
-    f->real = pk_alloc_aligned(nr);
-    f->spec = pk_alloc_aligned(nc);
-    f->kern = pk_alloc_aligned(nc);
-    PK_CHECK(f->real && f->spec && f->kern, PK_ENOMEM,
+    f->sp.real = pk_alloc_aligned(nr);
+    f->sp.spec = pk_alloc_aligned(nc);
+    f->sp.kern = pk_alloc_aligned(nc);
+    PK_CHECK(f->sp.real && f->sp.spec && f->sp.kern, PK_ENOMEM,
              "conv2d fft: cannot allocate %zu + 2 x %zu bytes for a %d x %d transform", nr, nc,
              f->ph, f->pw);
     fft_plan(f, h->nt);
-    PK_CHECK(f->fwd && f->inv, PK_EINTERNAL, "conv2d fft: FFTW could not plan a %d x %d r2c/c2r",
+    PK_CHECK(f->sp.fwd && f->sp.inv, PK_EINTERNAL, "conv2d fft: FFTW could not plan a %d x %d r2c/c2r",
              f->ph, f->pw);
     return fft_kernel(f, d, h->psf, h->nt);
 }
@@ -438,7 +456,7 @@ static void run_fft(pk_cv_host_plan *h)
     const long nc = (long)f->ph * f->pwc;
 #pragma omp parallel for schedule(static) num_threads(h->nt)
     for (int y = 0; y < f->ph; ++y) {
-        float *dst = f->real + (size_t)y * f->pw;
+        float *dst = f->sp.real + (size_t)y * f->pw;
         if (y < ey) {
             const int src = f->pad_y ? (int)((((long long)y - a) % d->h + d->h) % d->h) : y;
             pk_cv_wrap_row(h->image + (size_t)src * d->w, d->w, f->pad_x ? b : 0, ex, dst);
@@ -447,9 +465,9 @@ static void run_fft(pk_cv_host_plan *h)
             memset(dst, 0, (size_t)f->pw * sizeof(float));
         }
     }
-    fftwf_execute(f->fwd);
-    fftwf_complex *restrict s = f->spec;
-    const fftwf_complex *restrict g = f->kern;
+    fftwf_execute(f->sp.fwd);
+    fftwf_complex *restrict s = f->sp.spec;
+    const fftwf_complex *restrict g = f->sp.kern;
 #pragma omp parallel for schedule(static) num_threads(h->nt)
     for (long i = 0; i < nc; ++i) {
         const float re = s[i][0] * g[i][0] - s[i][1] * g[i][1];
@@ -457,10 +475,10 @@ static void run_fft(pk_cv_host_plan *h)
         s[i][0] = re;
         s[i][1] = im;
     }
-    fftwf_execute(f->inv);
+    fftwf_execute(f->sp.inv);
 #pragma omp parallel for schedule(static) num_threads(h->nt)
     for (int y = 0; y < d->h; ++y)
-        memcpy(h->out + (size_t)y * d->w, f->real + (size_t)y * f->pw, (size_t)d->w * sizeof(float));
+        memcpy(h->out + (size_t)y * d->w, f->sp.real + (size_t)y * f->pw, (size_t)d->w * sizeof(float));
 }
 
 /* ---- fft: overlap-save tiles ------------------------------------------------------------- */
@@ -472,14 +490,11 @@ static void run_fft(pk_cv_host_plan *h)
  * pair).  So no frame-sized transform buffers (frame-fft's 3 x 18 MB at 813 x 5271,
  * first-touched by a one-shot call) and no frame-sized planning. */
 typedef struct cv_os {
+    cv_spectra sp;   /* real nt x ny x nx, spec nt x ny x nxc (per thread), kern ny x nxc */
     int ny, nx, nxc; /* transform extents; nxc = nx / 2 + 1 */
     int vy, vx;      /* valid outputs per tile */
     int ty, tx;      /* tiles down and across */
     size_t rstride, cstride; /* per-thread buffer sizes (floats, complex), 64-byte multiples */
-    float *real;     /* nt x ny x nx */
-    fftwf_complex *spec; /* nt x ny x nxc */
-    fftwf_complex *kern; /* ny x nxc: conj(spectrum of the PSF) / (ny nx) */
-    fftwf_plan fwd, inv;
     int rigor;       /* conv2d.fft_plan: 0 auto, 1 estimate, 2 measure */
     double cost;     /* of the tiles, in the size choice's units */
 } cv_os;
@@ -550,21 +565,11 @@ static pk_status os_choose(const pk_cv_desc *d, cv_os *o)
     return PK_OK;
 }
 
-static void os_destroy_plans(void *p)
-{
-    cv_os *o = p;
-    if (o->fwd) fftwf_destroy_plan(o->fwd);
-    if (o->inv) fftwf_destroy_plan(o->inv);
-}
-
 static void os_free(void *p)
 {
     cv_os *o = p;
     if (!o) return;
-    pk_fftwf_unplan(os_destroy_plans, o);
-    pk_free_aligned(o->real);
-    pk_free_aligned(o->spec);
-    pk_free_aligned(o->kern);
+    spectra_free(&o->sp);
     free(o);
 }
 
@@ -572,12 +577,9 @@ static void os_free(void *p)
  * thread's buffers have the same (64-byte) alignment, as new-array execute needs. */
 static void os_plan_pair(cv_os *o, unsigned flags)
 {
-    o->fwd = fftwf_plan_dft_r2c_2d(o->ny, o->nx, o->real, o->spec, flags);
-    o->inv = fftwf_plan_dft_c2r_2d(o->ny, o->nx, o->spec, o->real, flags | FFTW_DESTROY_INPUT);
-    if (o->fwd && o->inv) return;
-    if (o->fwd) fftwf_destroy_plan(o->fwd);
-    if (o->inv) fftwf_destroy_plan(o->inv);
-    o->fwd = o->inv = NULL;
+    o->sp.fwd = fftwf_plan_dft_r2c_2d(o->ny, o->nx, o->sp.real, o->sp.spec, flags);
+    o->sp.inv = fftwf_plan_dft_c2r_2d(o->ny, o->nx, o->sp.spec, o->sp.real, flags | FFTW_DESTROY_INPUT);
+    if (!o->sp.fwd || !o->sp.inv) spectra_destroy_plans(&o->sp); /* both or neither */
 }
 
 /* Measured plans (they overwrite the buffers: made before the PSF's spectrum) when asked,
@@ -586,7 +588,7 @@ static void os_make_plans(void *p)
 {
     cv_os *o = p;
     if (o->rigor != 1) os_plan_pair(o, FFTW_MEASURE | (o->rigor == 0 ? FFTW_WISDOM_ONLY : 0));
-    if (!o->fwd) os_plan_pair(o, FFTW_ESTIMATE);
+    if (!o->sp.fwd) os_plan_pair(o, FFTW_ESTIMATE);
 }
 
 /* The method's FFT on the whole frame instead of tiles when that is cheaper: large PSFs
@@ -624,25 +626,22 @@ static pk_status os_create(pk_cv_host_plan *h)
                  pk_mul3_size(cpts, 1, sizeof(fftwf_complex), &kb) == 0,
              PK_EOVERFLOW, "conv2d fft: %d threads' %d x %d tiles overflow size_t", h->nt,
              o->ny, o->nx);
-    o->real = pk_alloc_aligned(rb);
-    o->spec = pk_alloc_aligned(cb);
-    o->kern = pk_alloc_aligned(kb);
-    PK_CHECK(o->real && o->spec && o->kern, PK_ENOMEM, "conv2d fft: cannot allocate %zu + "
+    o->sp.real = pk_alloc_aligned(rb);
+    o->sp.spec = pk_alloc_aligned(cb);
+    o->sp.kern = pk_alloc_aligned(kb);
+    PK_CHECK(o->sp.real && o->sp.spec && o->sp.kern, PK_ENOMEM, "conv2d fft: cannot allocate %zu + "
              "%zu + %zu bytes of %d x %d tiles", rb, cb, kb, o->ny, o->nx);
     pk_fftwf_planner(1, os_make_plans, o);
-    PK_CHECK(o->fwd && o->inv, PK_EINTERNAL, "conv2d fft: FFTW could not plan a %d x %d "
+    PK_CHECK(o->sp.fwd && o->sp.inv, PK_EINTERNAL, "conv2d fft: FFTW could not plan a %d x %d "
              "r2c/c2r", o->ny, o->nx);
     /* the PSF at the tile's origin, scaled by 1 / (ny nx) (FFTW's transforms are
      * unnormalised), its spectrum conjugated: a correlation */
-    memset(o->real, 0, pts * sizeof(float));
+    memset(o->sp.real, 0, pts * sizeof(float));
     for (int k = 0; k < d->kh; ++k)
         for (int l = 0; l < d->kw; ++l)
-            o->real[(size_t)k * o->nx + l] = (float)((double)h->psf[(size_t)k * d->kw + l] / (double)pts);
-    fftwf_execute(o->fwd);
-    for (size_t i = 0; i < cpts; ++i) {
-        o->kern[i][0] = o->spec[i][0];
-        o->kern[i][1] = -o->spec[i][1];
-    }
+            o->sp.real[(size_t)k * o->nx + l] = (float)((double)h->psf[(size_t)k * d->kw + l] / (double)pts);
+    fftwf_execute(o->sp.fwd);
+    spectra_keep_psf(&o->sp, cpts, 1);
     return PK_OK;
 }
 
@@ -659,9 +658,9 @@ static void run_os(pk_cv_host_plan *h)
 #else
         const int t = 0;
 #endif
-        float *real = o->real + o->rstride * (size_t)t;
-        fftwf_complex *restrict spec = o->spec + o->cstride * (size_t)t;
-        const fftwf_complex *restrict g = o->kern;
+        float *real = o->sp.real + o->rstride * (size_t)t;
+        fftwf_complex *restrict spec = o->sp.spec + o->cstride * (size_t)t;
+        const fftwf_complex *restrict g = o->sp.kern;
 #pragma omp for schedule(dynamic, 1)
         for (int k = 0; k < tiles; ++k) {
             const int oi0 = k / o->tx * o->vy, oj0 = k % o->tx * o->vx;
@@ -671,14 +670,14 @@ static void run_os(pk_cv_host_plan *h)
                 pk_cv_wrap_row(h->image + (size_t)src * d->w, d->w,
                                (int)(((long long)b - oj0) % d->w), o->nx, real + (size_t)y * o->nx);
             }
-            fftwf_execute_dft_r2c(o->fwd, real, spec);
+            fftwf_execute_dft_r2c(o->sp.fwd, real, spec);
             for (size_t i = 0; i < cpts; ++i) {
                 const float re = spec[i][0] * g[i][0] - spec[i][1] * g[i][1];
                 const float im = spec[i][0] * g[i][1] + spec[i][1] * g[i][0];
                 spec[i][0] = re;
                 spec[i][1] = im;
             }
-            fftwf_execute_dft_c2r(o->inv, spec, real);
+            fftwf_execute_dft_c2r(o->sp.inv, spec, real);
             const int rows = d->h - oi0 < o->vy ? d->h - oi0 : o->vy;
             const int cols = d->w - oj0 < o->vx ? d->w - oj0 : o->vx;
             for (int y = 0; y < rows; ++y)

@@ -158,27 +158,10 @@ S3_T512 static void s3_aos512(const pk_s3_desc *d, const double *u, const double
         s3_aos512_shifted(d, u, psi, chi, s0, s1, o);
         return;
     }
-    const __m512d zero = _mm512_setzero_pd();
     for (size_t s = s0; s < s1; ++s) {
-        double m[18];
-        const double *U = s3_link(d, u, s, m), *P = psi + 24 * s;
-        double *X = chi + 24 * s;
-        __m512d p[3], q[3];
-        for (int cp = 0; cp < 3; ++cp) {
-            p[cp] = _mm512_loadu_pd(P + 8 * cp); /* psi[c'][0..3]: re, im interleaved */
-            const __m512d sw = _mm512_permute_pd(p[cp], 0x55);   /* (im, re) */
-            q[cp] = _mm512_mask_sub_pd(sw, 0x55, zero, sw);      /* (-im, re) */
-        }
-        for (int c = 0; c < 3; ++c) {
-            const double *r = U + 6 * c;
-            __m512d a = _mm512_mul_pd(_mm512_set1_pd(r[0]), p[0]);
-            a = _mm512_fmadd_pd(_mm512_set1_pd(r[1]), q[0], a);
-            a = _mm512_fmadd_pd(_mm512_set1_pd(r[2]), p[1], a);
-            a = _mm512_fmadd_pd(_mm512_set1_pd(r[3]), q[1], a);
-            a = _mm512_fmadd_pd(_mm512_set1_pd(r[4]), p[2], a);
-            a = _mm512_fmadd_pd(_mm512_set1_pd(r[5]), q[2], a);
-            s3_put512(X + 8 * c, a, stream);
-        }
+        __m512d a[3];
+        s3_aos512_site(d, u, psi, s, a);
+        for (int c = 0; c < 3; ++c) s3_put512(chi + 24 * s + 8 * c, a[c], stream);
     }
 }
 
