@@ -152,26 +152,26 @@ __attribute__((target("avx2"))) static void lp_transpose_avx2(const float *src, 
 
 /* (lexi column x lies at pk_lp_hvfo_col(l, nw, x) in hvfo, lib/lattice_index.h: the rule
  * the CUDA plan's device reorder calls per float; a row is that transpose.) */
+void pk_lp_reorder_row(int l, int nw, const float *src, float *dst, int to_hvfo)
+{
+    const int m = l / nw;
+    /* to hvfo: the row as nw x m (lane w holds x = w m ..) -> m x nw; back: the reverse */
+    const int r = to_hvfo ? nw : m, c = to_hvfo ? m : nw;
+#ifdef LP_HAVE_T8
+    if (r >= 8 && c >= 8 && __builtin_cpu_supports("avx2")) {
+        lp_transpose_avx2(src, r, c, dst);
+        return;
+    }
+#endif
+    lp_transpose_scalar(src, r, c, dst, 0);
+}
+
 static void lp_reorder_rows(void *arg, size_t y0, size_t y1)
 {
     const lp_reorder_job *j = arg;
-    const int l = j->l, nw = j->nw, m = l / nw;
-    /* to hvfo: the row as nw x m (lane w holds x = w m ..) -> m x nw; back: the reverse */
-    const int r = j->to_hvfo ? nw : m, c = j->to_hvfo ? m : nw;
-#ifdef LP_HAVE_T8
-    const int simd = r >= 8 && c >= 8 && __builtin_cpu_supports("avx2");
-#endif
-    for (size_t y = y0; y < y1; ++y) {
-        const float *in = j->src + y * (size_t)l;
-        float *out = j->dst + y * (size_t)l;
-#ifdef LP_HAVE_T8
-        if (simd) {
-            lp_transpose_avx2(in, r, c, out);
-            continue;
-        }
-#endif
-        lp_transpose_scalar(in, r, c, out, 0);
-    }
+    for (size_t y = y0; y < y1; ++y)
+        pk_lp_reorder_row(j->l, j->nw, j->src + y * (size_t)j->l, j->dst + y * (size_t)j->l,
+                          j->to_hvfo);
 }
 
 static void lp_reorder(int l, int nw, const float *src, float *dst, int to_hvfo, int threads)
@@ -422,19 +422,51 @@ void pk_lp_host_destroy(void *impl)
 }
 
 /* ---- calls ------------------------------------------------------------------------------ */
+/* An hvfo call on the caller's lexi field goes to the backend's execute_canonical when it has
+ * one for that memory: CUDA for device memory of the plan's device, a host backend (no
+ * memory query) for host memory.  Otherwise the host reorders it around the run. */
+static int lp_canonical(const pk_choice *c, const float *phi, size_t bytes)
+{
+    if (!lp_ops(c)->execute_canonical) return 0;
+    if (c->ops && c->ops->memory) return pk_choice_memory(c, phi, bytes) == PK_MEM_DEVICE;
+    return 1;
+}
+
 typedef struct lp_oneshot {
-    const float *in; /* the field in the layout */
-    float *out;      /* where the result goes in the layout (phi itself for lexi) */
-    int in_place;    /* out is the caller's phi */
+    float *lexi;      /* hvfo: the caller's lexi field; NULL for a lexi call */
+    const pk_lp_desc *d;
+    int threads;      /* the host reorders' team */
+    pk_scratch *stage; /* hvfo: where the field is reordered to when the backend cannot */
+    const float *in;  /* the field in the layout */
+    float *out;       /* where the result goes in the layout (phi itself for lexi) */
+    int in_place;     /* out is the caller's phi */
     int count;
-    size_t bytes;    /* the field's */
-    double up, kern, down;
+    size_t bytes;     /* the field's */
+    double up, kern, down, layout;
 } lp_oneshot;
 
 /* The one-shot call's work on a fresh plan: a device failure here falls back too. */
 static pk_status lp_oneshot_work(pk_choice *c, void *arg)
 {
     lp_oneshot *o = arg;
+    if (o->lexi && lp_canonical(c, o->lexi, o->bytes)) {
+        c->no_fallback = 1; /* it writes phi as it goes */
+        double lay = 0;
+        PK_TRY(lp_ops(c)->execute_canonical(c->impl, o->lexi, o->count, &o->kern, &lay));
+        o->layout += lay;
+        o->in = NULL; /* no reorder back */
+        return PK_OK;
+    }
+    if (o->lexi && !o->in) { /* staged once: a fallback backend reuses it */
+        float *buf = pk_scratch_get(o->stage, o->bytes);
+        if (!buf)
+            return pk_fail(PK_ENOMEM, "laplace2d: cannot allocate %zu bytes for the hvfo field",
+                           o->bytes);
+        const double tl = pk_now();
+        lp_reorder(o->d->l, o->d->nw, o->lexi, buf, 1, o->threads);
+        o->layout += pk_now() - tl;
+        o->in = o->out = buf;
+    }
     const void *f = o->out;
     /* on the field itself: host memory on a host backend, device memory on CUDA */
     if (lp_ops(c)->execute && o->in == o->out && pk_choice_direct(c, &f, &o->bytes, 1)) {
@@ -448,6 +480,15 @@ static pk_status lp_oneshot_work(pk_choice *c, void *arg)
     return lp_ops(c)->download(c->impl, o->out, &o->down);
 }
 
+/* After lp_oneshot_work: a staged hvfo field reordered back into the caller's. */
+static void lp_oneshot_end(lp_oneshot *o)
+{
+    if (!o->lexi || !o->in) return;
+    const double tl = pk_now();
+    lp_reorder(o->d->l, o->d->nw, o->out, o->lexi, 0, o->threads);
+    o->layout += pk_now() - tl;
+}
+
 pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char *variant,
                        float *phi, pk_run_info *info)
 {
@@ -459,37 +500,26 @@ pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char
     size_t n = 0;
     PK_TRY(lp_validate(p, &d, &n));
     PK_CHECK_NULL(phi);
-    float *buf = NULL;
-    double layout_s = 0;
-    if (d.layout == PK_LAP_HVFO) { /* staged in the context: a repeated call faults nothing */
-        buf = pk_scratch_get(&ctx->scratch[0], n * sizeof(float));
-        if (!buf)
-            return pk_fail(PK_ENOMEM, "laplace2d: cannot allocate %zu bytes for the hvfo field",
-                           n * sizeof(float));
-        const double tl = pk_now();
-        lp_reorder(d.l, d.nw, phi, buf, 1, ctx->opt.threads);
-        layout_s = pk_now() - tl;
-    }
-    lp_oneshot o = {buf ? buf : phi, buf ? buf : phi, buf == NULL, p->count, n * sizeof(float),
-                    0, 0, 0};
+    const int hvfo = d.layout == PK_LAP_HVFO;
+    /* hvfo staged in the context's scratch when the backend cannot convert: a repeated call
+     * faults nothing */
+    lp_oneshot o = {hvfo ? phi : NULL, &d, ctx->opt.threads, &ctx->scratch[0],
+                    hvfo ? NULL : phi, hvfo ? NULL : phi, !hvfo, p->count, n * sizeof(float),
+                    0, 0, 0, 0};
     pk_choice c;
     struct { int l, layout, nw; float sigma, inv; } key; /* the context's cache */
     memset(&key, 0, sizeof key);
     key.l = d.l, key.layout = d.layout, key.nw = d.nw, key.sigma = d.sigma, key.inv = d.inv;
     pk_status s = pk_dispatch_oneshot(ctx, &lp_class, variant, &d, &key, sizeof key,
                                       lp_oneshot_work, &o, NULL, &c);
-    if (s == PK_OK && buf) {
-        const double tl = pk_now();
-        lp_reorder(d.l, d.nw, buf, phi, 0, ctx->opt.threads);
-        layout_s += pk_now() - tl;
-    }
+    if (s == PK_OK) lp_oneshot_end(&o);
     pk_context_scratch_end(ctx);
     PK_TRY(s);
     if (info) {
         pk_choice_info(&c, info);
         info->transfer_s = o.up + o.down;
         info->kernel_s = o.kern;
-        info->layout_s = layout_s;
+        info->layout_s = o.layout;
         lp_counts(n, p->count, &info->flops, &info->bytes);
         info->wall_s = pk_now() - t0;
     }
@@ -585,9 +615,9 @@ pk_status pk_laplace2d_plan_execute(pk_laplace2d_plan *plan, float *phi, int cou
     PK_CHECK_NULL(plan);
     PK_CHECK_NULL(phi);
     PK_CHECK(count >= 0, PK_ESIZE, "count: must be >= 0, got %d", count);
-    if (plan->buf && lp_ops(&plan->c)->execute_canonical &&
-        pk_choice_memory(&plan->c, phi, plan->n * sizeof(float)) == PK_MEM_DEVICE) {
-        /* hvfo on the caller's device field: reordered on the device, nothing copied */
+    if (plan->buf && lp_canonical(&plan->c, phi, plan->n * sizeof(float))) {
+        /* hvfo on the caller's lexi field, converted by the backend: on the device for a
+         * device field (nothing copied), in the passes' rows on OpenMP */
         const double t0 = pk_now();
         double kern = 0, lay = 0, flops, bytes;
         plan->uploaded = 0; /* the resident field is undefined now */
@@ -606,7 +636,8 @@ pk_status pk_laplace2d_plan_execute(pk_laplace2d_plan *plan, float *phi, int cou
     if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, phi, plan->buf, 1, plan->d.threads);
     layout_s += pk_now() - tl;
     float *field = plan->buf ? plan->buf : phi;
-    lp_oneshot o = {field, field, plan->buf == NULL, count, plan->n * sizeof(float), 0, 0, 0};
+    lp_oneshot o = {NULL, &plan->d, plan->d.threads, NULL, field, field, plan->buf == NULL,
+                    count, plan->n * sizeof(float), 0, 0, 0, 0};
     PK_TRY(lp_oneshot_work(&plan->c, &o));
     tl = pk_now();
     if (plan->buf) lp_reorder(plan->d.l, plan->d.nw, plan->buf, phi, 0, plan->d.threads);

@@ -50,6 +50,10 @@ static inline void pk_lp_row(int l, int nw, float a, float inv, const float *res
     }
 }
 
+/* One row of l floats from lexi to hvfo with nw lanes (to_hvfo) or back: a transpose of nw x
+ * l/nw floats (lib/laplace2d.c; AVX2 blocks where the CPU has them).  src and dst apart. */
+void pk_lp_reorder_row(int l, int nw, const float *src, float *dst, int to_hvfo);
+
 /* Rows [y0, y1) of thread t of nt: the static partition of every host loop over the fields
  * (first touch, copies, iterations), so each thread sweeps the rows it placed. */
 static inline void pk_lp_rows_of(int l, int t, int nt, int *y0, int *y1)

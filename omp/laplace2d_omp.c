@@ -335,62 +335,88 @@ static inline void stream_fence(int stream)
 #endif
 }
 
-/* Rows [y0, y1) of one iteration src -> dst. */
-static void sweep_rows(const lp_omp *o, const float *src, float *dst, int y0, int y1, float *buf)
-{
-    const size_t l = (size_t)o->k.l;
-    for (int y = y0; y < y1; ++y) {
-        const size_t yn = y == 0 ? l - 1 : (size_t)y - 1, ys = (size_t)y + 1 == l ? 0 : (size_t)y + 1;
-        o->row(&o->k, src + (size_t)y * l, src + yn * l, src + ys * l, dst + (size_t)y * l,
-               o->h->stream, buf);
-    }
-}
-
 static inline int mod3(int r) { return ((r % 3) + 3) % 3; }
 
-/* One pass of omp-tb over rows [y0, y1): T iterations src -> dst.  ring[k]
+/* A thread's rows of scratch: buf (the stream row), the rings of omp-tb's intermediate
+ * iterations, and for a call on the caller's lexi field (hvfo plans) the three lexi rows of
+ * the input converted to hvfo (row q in slot q mod 3) and one hvfo row converted out. */
+typedef struct lp_rows {
+    float *buf;
+    float *ring[LP_TB_MAX_DEPTH];
+    float *in;
+    float *out;
+    size_t stride;
+} lp_rows;
+
+/* One pass over rows [y0, y1): T iterations src -> dst (T = 1: one sweep).  ring[k]
  * (k = 1 .. T-1) holds three rows of iteration k, row r in slot r mod 3; iteration 0 is src
  * (row r mod l).  At step zz iteration k computes row zz - (k - 1): its rows r-1, r, r+1 of
- * iteration k-1 were computed at steps zz-2, zz-1 and, earlier in this step, zz. */
-static void tb_band(const lp_omp *o, int T, const float *src, float *dst, float *const *ring,
-                    size_t stride, int y0, int y1, float *buf)
+ * iteration k-1 were computed at steps zz-2, zz-1 and, earlier in this step, zz.
+ * lexi_src: src is a lexi field, each row converted to hvfo once, when iteration 1 first
+ * needs it (row zz + 1 at step zz); lexi_dst: the last iteration's rows are converted into
+ * the lexi field dst.  The rows and the operations are those of the hvfo field: the bits
+ * are the same as reordering the whole field before and after. */
+static void tb_band(const lp_omp *o, int T, const float *src, float *dst, int lexi_src,
+                    int lexi_dst, const lp_rows *w, int y0, int y1)
 {
-    const int l = o->k.l;
+    const int l = o->k.l, nw = o->k.nw;
+    const size_t stride = w->stride;
+    if (lexi_src)
+        for (int q = y0 - T; q < y0 - T + 2; ++q)
+            pk_lp_reorder_row(l, nw, src + (size_t)(((q % l) + l) % l) * (size_t)l,
+                              w->in + (size_t)mod3(q) * stride, 1);
     for (int zz = y0 - (T - 1); zz < y1 + (T - 1); ++zz) {
+        if (lexi_src) {
+            const int q = zz + 1;
+            pk_lp_reorder_row(l, nw, src + (size_t)(((q % l) + l) % l) * (size_t)l,
+                              w->in + (size_t)mod3(q) * stride, 1);
+        }
         for (int k = 1; k <= T; ++k) {
             const int r = zz - (k - 1);
             if (r < y0 - (T - k) || r >= y1 + (T - k)) continue;
             const float *rows[3];
             for (int j = 0; j < 3; ++j) {
                 const int q = r - 1 + j;
-                rows[j] = k == 1 ? src + (size_t)(((q % l) + l) % l) * (size_t)l
-                                 : ring[k - 1] + (size_t)mod3(q) * stride;
+                rows[j] = k > 1      ? w->ring[k - 1] + (size_t)mod3(q) * stride
+                          : lexi_src ? w->in + (size_t)mod3(q) * stride
+                                     : src + (size_t)(((q % l) + l) % l) * (size_t)l;
             }
-            if (k < T)
-                o->row(&o->k, rows[1], rows[0], rows[2], ring[k] + (size_t)mod3(r) * stride, 0,
-                       buf);
-            else
+            if (k < T) {
+                o->row(&o->k, rows[1], rows[0], rows[2], w->ring[k] + (size_t)mod3(r) * stride,
+                       0, w->buf);
+            } else if (lexi_dst) {
+                o->row(&o->k, rows[1], rows[0], rows[2], w->out, 0, w->buf);
+                pk_lp_reorder_row(l, nw, w->out, dst + (size_t)r * (size_t)l, 0);
+            } else {
                 o->row(&o->k, rows[1], rows[0], rows[2], dst + (size_t)r * (size_t)l,
-                       o->h->stream, buf);
+                       o->h->stream, w->buf);
+            }
         }
     }
 }
 
-/* Per-thread scratch: one stream row, and for omp-tb (T-1) rings of three rows. */
+/* Per-thread scratch: the stream row, omp-tb's (T-1) rings of three rows, and in hvfo the
+ * four rows of a call on a lexi field. */
 static size_t lp_row_stride(int l) { return ((size_t)l + 15) / 16 * 16; }
 
-static size_t lp_scratch_floats(int l, int kind, int T)
+static size_t lp_scratch_floats(int l, int kind, int T, int hvfo)
 {
-    const size_t rows = 1 + (kind == LP_OMP_TB ? 3 * (size_t)(T - 1) : 0);
+    const size_t rows = 1 + (kind == LP_OMP_TB ? 3 * (size_t)(T - 1) : 0) + (hvfo ? 4 : 0);
     return rows * lp_row_stride(l);
 }
 
-static void lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count)
+/* count iterations as ops: count / T passes of T iterations (omp-tb; T = 1 otherwise), then
+ * count % T single sweeps, a barrier after each.  lexi NULL: the plan's fields from h->cur,
+ * ping-pong.  Else the caller's lexi field (an hvfo plan): the first op reads it and the last
+ * writes it (rows converted in the threads' scratch), the plan's fields between them; one
+ * op alone cannot read and write the same field, so it writes f2 and each thread converts
+ * its rows into lexi after the barrier. */
+static void lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count, float *lexi)
 {
-    const int tb = h->kind == LP_OMP_TB, T = h->tb_depth;
-    const int passes = tb ? count / T : 0, sweeps = tb ? count % T : count;
-    const size_t stride = lp_row_stride(h->d.l);
+    const int T = h->kind == LP_OMP_TB ? h->tb_depth : 1;
+    const int passes = count / T, ops = passes + count % T;
     float *f[2] = {h->cur, h->cur == h->f1 ? h->f2 : h->f1};
+    if (lexi) f[0] = h->f1, f[1] = h->f2;
 #pragma omp parallel num_threads(h->nt)
     {
 #ifdef PK_HAVE_OPENMP
@@ -400,23 +426,27 @@ static void lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count)
 #endif
         int y0, y1;
         pk_lp_rows_of(h->d.l, t, nt, &y0, &y1);
-        float *work = h->scratch + (size_t)t * h->scratch_per_thread;
-        float *ring[LP_TB_MAX_DEPTH];
-        for (int k = 1; k < T; ++k) ring[k] = work + (size_t)(1 + 3 * (k - 1)) * stride;
-        ring[0] = NULL;
-        int cur = 0;
-        for (int p = 0; p < passes; ++p, cur ^= 1) {
-            if (y1 > y0) tb_band(o, T, f[cur], f[cur ^ 1], ring, stride, y0, y1, work);
+        lp_rows w;
+        w.stride = lp_row_stride(h->d.l);
+        w.buf = h->scratch + (size_t)t * h->scratch_per_thread;
+        for (int k = 1; k < T; ++k) w.ring[k] = w.buf + (size_t)(1 + 3 * (k - 1)) * w.stride;
+        w.ring[0] = NULL;
+        w.in = w.buf + (size_t)(1 + 3 * (T - 1)) * w.stride;
+        w.out = w.in + 3 * w.stride;
+        for (int i = 0; i < ops; ++i) {
+            const int lexi_src = lexi && i == 0, lexi_dst = lexi && i == ops - 1 && ops > 1;
+            const float *src = lexi_src ? lexi : f[i & 1];
+            float *dst = lexi_dst ? lexi : f[(i + 1) & 1];
+            if (y1 > y0) tb_band(o, i < passes ? T : 1, src, dst, lexi_src, lexi_dst, &w, y0, y1);
             stream_fence(h->stream);
 #pragma omp barrier
         }
-        for (int it = 0; it < sweeps; ++it, cur ^= 1) {
-            sweep_rows(o, f[cur], f[cur ^ 1], y0, y1, work);
-            stream_fence(h->stream);
-#pragma omp barrier
-        }
+        if (lexi && ops == 1)
+            for (int y = y0; y < y1; ++y)
+                pk_lp_reorder_row(h->d.l, h->d.nw, f[1] + (size_t)y * h->d.l,
+                                  lexi + (size_t)y * h->d.l, 0);
     }
-    if ((passes + sweeps) & 1) h->cur = f[1];
+    if (!lexi && (ops & 1)) h->cur = f[1];
 }
 
 /* ---- the backend entry points ------------------------------------------------------------- */
@@ -440,7 +470,8 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
     int depth[2];
     (void)pk_param_get(desc->tuning, PK_PARAM_LAPLACE2D_TB_DEPTH, depth);
     h->tb_depth = depth[0];
-    h->scratch_per_thread = lp_scratch_floats(desc->l, h->kind, h->tb_depth);
+    h->scratch_per_thread =
+        lp_scratch_floats(desc->l, h->kind, h->tb_depth, desc->layout == PK_LAP_HVFO);
     /* Stream only when the pair of fields cannot stay in the last-level cache. */
     long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (llc <= 0) llc = 32L << 20;
@@ -470,21 +501,43 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
     return PK_OK;
 }
 
+static void lp_omp_init(pk_lp_host_plan *h, lp_omp *o)
+{
+    const pk_lp_desc *d = &h->d;
+    o->h = h;
+    o->row = h->kind == LP_OMP_AUTO ? row_auto : lp_simd_row(d, h->isa);
+    o->k.l = d->l;
+    o->k.nw = d->nw;
+    o->k.m = d->l / d->nw;
+    o->k.a = d->sigma;
+    o->k.inv = d->inv;
+}
+
 pk_status pk_omp_lp_run(void *impl, int count, double *kernel_seconds)
 {
     pk_lp_host_plan *h = impl;
-    const pk_lp_desc *d = &h->d;
     lp_omp o;
-    o.h = h;
-    o.row = h->kind == LP_OMP_AUTO ? row_auto : lp_simd_row(d, h->isa);
-    o.k.l = d->l;
-    o.k.nw = d->nw;
-    o.k.m = d->l / d->nw;
-    o.k.a = d->sigma;
-    o.k.inv = d->inv;
+    lp_omp_init(h, &o);
     const double t0 = pk_now();
-    if (count > 0) lp_omp_steps(h, &o, count);
+    if (count > 0) lp_omp_steps(h, &o, count, NULL);
     *kernel_seconds = pk_now() - t0;
+    return PK_OK;
+}
+
+/* An hvfo plan on the caller's lexi field, in place: the first pass reads lexi rows and the
+ * last writes them, each converted in a thread's scratch rows, so the call moves the bytes
+ * of the resident run instead of reordering the whole field in and out (two passes more
+ * over memory).  The conversions are inside the kernel's time: *layout_seconds is 0. */
+static pk_status pk_omp_lp_execute_canonical(void *impl, float *phi, int count,
+                                             double *kernel_seconds, double *layout_seconds)
+{
+    pk_lp_host_plan *h = impl;
+    lp_omp o;
+    lp_omp_init(h, &o);
+    const double t0 = pk_now();
+    if (count > 0) lp_omp_steps(h, &o, count, phi);
+    *kernel_seconds = pk_now() - t0;
+    *layout_seconds = 0;
     return PK_OK;
 }
 
@@ -497,4 +550,5 @@ const pk_lp_ops pk_openmp_lp_ops = {
     .download = pk_lp_host_download,
     .destroy = pk_lp_host_destroy,
     .execute = pk_lp_host_execute,
+    .execute_canonical = pk_omp_lp_execute_canonical,
 };
