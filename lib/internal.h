@@ -90,6 +90,10 @@ void pk_parallel_range(size_t n, size_t grain, size_t bytes, int nt, pk_range_fn
 /** The calling thread's number in its OpenMP team (0 outside one or without OpenMP): the
  *  index of its per-thread scratch inside a pk_parallel_range function. */
 int pk_thread_num(void);
+/** Transpose an r x c matrix of doubles: dst[j ds + i] = src[i ss + j] (row strides ss and
+ *  ds in doubles; src and dst apart).  AVX2 4 x 4 blocks where the CPU has them: the
+ *  layout conversions (su3 hvfo, dslash omp-vnode) are transposes of a few sites' doubles. */
+void pk_transpose_f64(const double *src, size_t ss, double *dst, size_t ds, size_t r, size_t c);
 /** The team pk_parallel_range(..., nt, ...) starts: nt, OpenMP's default for 0, 1 without
  *  OpenMP (to size per-thread scratch). */
 int pk_host_threads(int nt);

@@ -149,63 +149,18 @@ typedef struct s3_conv {
  * or 256 (rows lie a multiple of 4 KiB apart: long runs alias) and than 4 */
 #define S3_VFO_TILE 16
 
-/* The conversions are transposes: an r x c matrix of units (1 double: hvfo; 2 doubles, a
- * complex number: vfo) at src with rows ss doubles apart to c x r at dst with rows ds apart,
- * dst[j ds + unit i + v] = src[i ss + unit j + v].  The scalar loop gathers one unit per
- * load: hvfo's single doubles packed at about 10 GB/s in L2, a quarter of a copy, so they go
- * through 4 x 4 blocks in AVX2 registers (8 shuffles per 16 doubles: 1.3-1.8x on packing in
- * L2, about 1.0x on unpacking, whose scalar stores are sequential already; 8 x 8 blocks in
- * AVX-512 measured slower).  vfo's complex pairs are whole 16-byte moves already (2 x 2
- * blocks in AVX2 measured slower). */
-static void s3_transpose_scalar(const double *src, size_t ss, double *dst, size_t ds, size_t r,
-                                size_t c, size_t unit, size_t i0, size_t j0)
+/* The conversions are transposes: hvfo of single doubles (pk_transpose_f64, in AVX2 blocks:
+ * the scalar gather packed at about 10 GB/s in L2, a quarter of a copy), vfo of complex
+ * numbers, whole 16-byte moves already (2 x 2 blocks of them in AVX2 measured slower):
+ * dst[j ds + 2 i + v] = src[i ss + 2 j + v]. */
+static void s3_transpose_complex(const double *src, size_t ss, double *dst, size_t ds, size_t r,
+                                 size_t c)
 {
-    for (size_t j = j0; j < c; ++j)
-        for (size_t i = 0; i < r; ++i)
-            for (size_t v = 0; v < unit; ++v)
-                dst[j * ds + unit * i + v] = src[i * ss + unit * j + v];
-    for (size_t j = 0; j < j0; ++j) /* rows i0.. of the columns the blocks covered */
-        for (size_t i = i0; i < r; ++i)
-            for (size_t v = 0; v < unit; ++v)
-                dst[j * ds + unit * i + v] = src[i * ss + unit * j + v];
-}
-
-#if defined(__GNUC__) && defined(__x86_64__)
-#include <immintrin.h>
-#define S3_HAVE_AVX2_T 1
-__attribute__((target("avx2"))) static void s3_transpose_avx2(const double *src, size_t ss,
-                                                              double *dst, size_t ds, size_t r,
-                                                              size_t c)
-{
-    const size_t r4 = r - r % 4, c4 = c - c % 4;
-    for (size_t j = 0; j < c4; j += 4) /* down a block column: each output row a stream */
-        for (size_t i = 0; i < r4; i += 4) {
-            const double *a = src + i * ss + j;
-            double *o = dst + j * ds + i;
-            const __m256d r0 = _mm256_loadu_pd(a), r1 = _mm256_loadu_pd(a + ss),
-                          r2 = _mm256_loadu_pd(a + 2 * ss), r3 = _mm256_loadu_pd(a + 3 * ss);
-            const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1),
-                          t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-            _mm256_storeu_pd(o, _mm256_permute2f128_pd(t0, t2, 0x20));
-            _mm256_storeu_pd(o + ds, _mm256_permute2f128_pd(t1, t3, 0x20));
-            _mm256_storeu_pd(o + 2 * ds, _mm256_permute2f128_pd(t0, t2, 0x31));
-            _mm256_storeu_pd(o + 3 * ds, _mm256_permute2f128_pd(t1, t3, 0x31));
+    for (size_t j = 0; j < c; ++j)
+        for (size_t i = 0; i < r; ++i) {
+            dst[j * ds + 2 * i] = src[i * ss + 2 * j];
+            dst[j * ds + 2 * i + 1] = src[i * ss + 2 * j + 1];
         }
-    s3_transpose_scalar(src, ss, dst, ds, r, c, 1, r4, c4);
-}
-#endif
-
-static void s3_transpose(const double *src, size_t ss, double *dst, size_t ds, size_t r, size_t c,
-                         size_t unit, int simd)
-{
-#ifdef S3_HAVE_AVX2_T
-    if (simd && unit == 1) {
-        s3_transpose_avx2(src, ss, dst, ds, r, c);
-        return;
-    }
-#endif
-    (void)simd;
-    s3_transpose_scalar(src, ss, dst, ds, r, c, unit, 0, 0);
 }
 
 static void s3_conv_sites(void *arg, size_t s0, size_t s1)
@@ -215,22 +170,17 @@ static void s3_conv_sites(void *arg, size_t s0, size_t s1)
     const size_t n = (size_t)c->n, m = (size_t)c->m, nv = d->nv;
     const double *src = c->src;
     double *dst = c->dst;
-#ifdef S3_HAVE_AVX2_T
-    const int simd = __builtin_cpu_supports("avx2");
-#else
-    const int simd = 0;
-#endif
     if (d->layout == PK_SU3_HVFO) { /* block [n][nw] per nw sites; s0 starts one */
         const size_t nw = (size_t)d->nw;
         for (size_t base = s0; base < s1; base += nw) {
             const size_t live = nv - base < nw ? nv - base : nw; /* the rest is padding */
             if (c->pack) {
                 double *blk = dst + n * base;
-                s3_transpose(src + n * base, n, blk, nw, live, n, 1, simd);
+                pk_transpose_f64(src + n * base, n, blk, nw, live, n);
                 for (size_t k = 0; k < n && live < nw; ++k)
                     memset(blk + k * nw + live, 0, (nw - live) * sizeof(double));
             } else {
-                s3_transpose(src + n * base, nw, dst + n * base, n, n, live, 1, simd);
+                pk_transpose_f64(src + n * base, nw, dst + n * base, n, n, live);
             }
         }
     } else if (d->layout == PK_SU3_VFO) { /* row e: element e of every site, 2 doubles each */
@@ -240,13 +190,13 @@ static void s3_conv_sites(void *arg, size_t s0, size_t s1)
             if (c->pack) {
                 const size_t live = t1 < nv ? t1 : nv; /* sites [live, t1) are padding */
                 if (live > t0)
-                    s3_transpose(src + n * t0, n, dst + 2 * t0, 2 * ns, live - t0, n / 2, 2, simd);
+                    s3_transpose_complex(src + n * t0, n, dst + 2 * t0, 2 * ns, live - t0, n / 2);
                 for (size_t e = 0; e < n / 2 && live < t1; ++e) {
                     const size_t from = live > t0 ? live : t0;
                     memset(dst + 2 * e * ns + 2 * from, 0, 2 * (t1 - from) * sizeof(double));
                 }
             } else {
-                s3_transpose(src + 2 * t0, 2 * ns, dst + n * t0, n, n / 2, t1 - t0, 2, simd);
+                s3_transpose_complex(src + 2 * t0, 2 * ns, dst + n * t0, n, n / 2, t1 - t0);
             }
         }
     } else if (m == n) { /* the same per-site size: one copy */

@@ -119,6 +119,56 @@ int pk_host_threads(int nt)
 #endif
 }
 
+/* dst[j ds + i] = src[i ss + j] for i < r, j < c; the blocks' leftover rows i0.. and
+ * columns j0.. by the scalar loop, which walks dst in order. */
+static void pk_transpose_rest(const double *src, size_t ss, double *dst, size_t ds, size_t r,
+                              size_t c, size_t i0, size_t j0)
+{
+    for (size_t j = j0; j < c; ++j)
+        for (size_t i = 0; i < r; ++i) dst[j * ds + i] = src[i * ss + j];
+    for (size_t j = 0; j < j0; ++j)
+        for (size_t i = i0; i < r; ++i) dst[j * ds + i] = src[i * ss + j];
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define PK_HAVE_AVX2_TRANSPOSE 1
+/* 4 x 4 blocks in AVX2 registers: 8 shuffles per 16 doubles instead of a gather per double
+ * (su3's hvfo packing ran 1.3-1.8x faster in L2; 8 x 8 blocks in AVX-512 measured slower).
+ * Down each block column, so that each output row is written as a stream. */
+__attribute__((target("avx2"))) static void pk_transpose_avx2(const double *src, size_t ss,
+                                                              double *dst, size_t ds, size_t r,
+                                                              size_t c)
+{
+    const size_t r4 = r - r % 4, c4 = c - c % 4;
+    for (size_t j = 0; j < c4; j += 4)
+        for (size_t i = 0; i < r4; i += 4) {
+            const double *a = src + i * ss + j;
+            double *o = dst + j * ds + i;
+            const __m256d r0 = _mm256_loadu_pd(a), r1 = _mm256_loadu_pd(a + ss),
+                          r2 = _mm256_loadu_pd(a + 2 * ss), r3 = _mm256_loadu_pd(a + 3 * ss);
+            const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1),
+                          t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+            _mm256_storeu_pd(o, _mm256_permute2f128_pd(t0, t2, 0x20));
+            _mm256_storeu_pd(o + ds, _mm256_permute2f128_pd(t1, t3, 0x20));
+            _mm256_storeu_pd(o + 2 * ds, _mm256_permute2f128_pd(t0, t2, 0x31));
+            _mm256_storeu_pd(o + 3 * ds, _mm256_permute2f128_pd(t1, t3, 0x31));
+        }
+    pk_transpose_rest(src, ss, dst, ds, r, c, r4, c4);
+}
+#endif
+
+void pk_transpose_f64(const double *src, size_t ss, double *dst, size_t ds, size_t r, size_t c)
+{
+#ifdef PK_HAVE_AVX2_TRANSPOSE
+    if (r >= 4 && c >= 4 && __builtin_cpu_supports("avx2")) {
+        pk_transpose_avx2(src, ss, dst, ds, r, c);
+        return;
+    }
+#endif
+    pk_transpose_rest(src, ss, dst, ds, r, c, 0, 0);
+}
+
 typedef struct pk_copy_job {
     char *dst;
     const char *src;

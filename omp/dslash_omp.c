@@ -178,15 +178,14 @@ static size_t ds_vnode_site(const pk_ds_vnode *g, const int *L, size_t o, int w)
     return ((c[3] * (size_t)L[2] + c[2]) * (size_t)L[1] + c[1]) * (size_t)L[0] + c[0];
 }
 
-/* One site's n doubles (re, im pairs) into lane w of a block of n vectors, or back. */
-static void ds_to_lane(double *block, const double *site, int n, int lanes, int w)
+/* Sites of lane w lie w * ds_lane_stride sites after lane 0's, and the outer sites of one row
+ * (x) are consecutive in every lane: a row of the vnode layout ([o][k][w], n doubles per
+ * site) is the transpose of W lexicographic runs of n X doubles, one per lane. */
+static size_t ds_lane_stride(const pk_ds_vnode *g, const int *L)
 {
-    for (int k = 0; k < n; ++k) block[(size_t)k * lanes + w] = site[k];
-}
-
-static void ds_from_lane(double *site, const double *block, int n, int lanes, int w)
-{
-    for (int k = 0; k < n; ++k) site[k] = block[(size_t)k * lanes + w];
+    size_t s = (size_t)g->lr[g->split];
+    for (int mu = 0; mu < g->split; ++mu) s *= (size_t)L[mu];
+    return s;
 }
 
 static void ds_vnode_pack(pk_ds_host_plan *h, const double *u, const double *psi)
@@ -194,18 +193,20 @@ static void ds_vnode_pack(pk_ds_host_plan *h, const double *u, const double *psi
     const pk_ds_vnode *g = &h->vn;
     const int W = g->lanes, ld = h->d.recon12 ? 12 : 18, *L = h->d.dims;
     const size_t X = (size_t)g->lr[0], rows = ds_rows(h), V = h->d.volume;
+    const size_t lane = ds_lane_stride(g, L);
 #pragma omp parallel num_threads(h->nt)
     {
         size_t r0, r1;
         ds_share(rows, ds_thread(), ds_team(), &r0, &r1);
-        for (size_t o = r0 * X; o < r1 * X; ++o)
-            for (int w = 0; w < W; ++w) {
-                const size_t s = ds_vnode_site(g, L, o, w);
-                ds_to_lane(h->psi + 24 * W * o, psi + 24 * s, 24, W, w);
-                for (size_t mu = 0; mu < 4; ++mu)
-                    ds_to_lane(h->u + (size_t)ld * W * (mu * g->vo + o), u + ld * (mu * V + s),
-                               ld, W, w);
-            }
+        for (size_t r = r0; r < r1; ++r) {
+            const size_t o = r * X, s = ds_vnode_site(g, L, o, 0);
+            pk_transpose_f64(psi + 24 * s, 24 * lane, h->psi + 24 * W * o, (size_t)W, (size_t)W,
+                             24 * X);
+            for (size_t mu = 0; mu < 4; ++mu)
+                pk_transpose_f64(u + ld * (mu * V + s), ld * lane,
+                                 h->u + (size_t)ld * W * (mu * g->vo + o), (size_t)W, (size_t)W,
+                                 ld * X);
+        }
     }
 }
 
@@ -213,14 +214,16 @@ static void ds_vnode_unpack(const pk_ds_host_plan *h, double *chi)
 {
     const pk_ds_vnode *g = &h->vn;
     const int W = g->lanes, *L = h->d.dims;
-    const size_t X = (size_t)g->lr[0], rows = ds_rows(h);
+    const size_t X = (size_t)g->lr[0], rows = ds_rows(h), lane = ds_lane_stride(g, L);
 #pragma omp parallel num_threads(h->nt)
     {
         size_t r0, r1;
         ds_share(rows, ds_thread(), ds_team(), &r0, &r1);
-        for (size_t o = r0 * X; o < r1 * X; ++o)
-            for (int w = 0; w < W; ++w)
-                ds_from_lane(chi + 24 * ds_vnode_site(g, L, o, w), h->chi + 24 * W * o, 24, W, w);
+        for (size_t r = r0; r < r1; ++r) {
+            const size_t o = r * X;
+            pk_transpose_f64(h->chi + 24 * W * o, (size_t)W, chi + 24 * ds_vnode_site(g, L, o, 0),
+                             24 * lane, 24 * X, (size_t)W);
+        }
     }
 }
 
