@@ -238,7 +238,9 @@ typedef struct pk_run_info {
     double flops;
     int fell_back;         /* 1 when an earlier choice failed and a later backend ran */
     double layout_s;       /* host conversion to and from the kernel's data layout (laplace2d
-                              hvfo, su3 layouts, dslash recon12): apart from the kernel time */
+                              hvfo, su3 layouts, dslash recon12): apart from the kernel time
+                              (conversions fused into OpenMP laplace2d's passes count as
+                              kernel time) */
     int num_stages;        /* grid: per-stage timings, as in the NAG report's tables */
     char stage_name[8][16]; /* ("bbox", "count", "sort", "outer", "central", ...) */
     double stage_s[8];     /* host and OpenCL stages run one after another (sum <= wall_s);
@@ -821,9 +823,10 @@ PK_API pk_status pk_laplace2d_to_hvfo(int l, int nw, const float *lexi, float *h
 PK_API pk_status pk_laplace2d_from_hvfo(int l, int nw, const float *hvfo, float *lexi);
 /** Serial reference on lexicographic data, in place (p->layout and p->nw are ignored). */
 PK_API pk_status pk_laplace2d_reference(const pk_laplace2d_params *p, float *phi);
-/** p->count iterations on phi (lexicographic, in place) on the context's backend; the
+/** p->count iterations on phi (lexicographic, in place) on the context's backend; an hvfo
  *  field is reordered to p->layout and back on the host (info->layout_s, apart from
- *  kernel_s).  info->bytes counts 8 B per site and iteration (one float read, one written:
+ *  kernel_s), except on OpenMP, whose first and last pass convert phi's rows as they read and
+ *  write them (inside kernel_s, layout_s 0; the same bits).  info->bytes counts 8 B per site and iteration (one float read, one written:
  *  the ideal traffic), info->flops 7 per site and iteration. */
 PK_API pk_status pk_laplace2d(pk_context *ctx, const pk_laplace2d_params *p, const char *variant,
                               float *phi, pk_run_info *info);
@@ -840,8 +843,9 @@ PK_API pk_status pk_laplace2d_plan_run(pk_laplace2d_plan *plan, int count, pk_ru
 PK_API pk_status pk_laplace2d_plan_download(pk_laplace2d_plan *plan, float *phi);
 /** count iterations on phi (lexicographic, in place) with the plan, as pk_laplace2d does on
  *  the plan its context keeps: on serial and OpenMP the sweeps run on the field itself (phi
- *  for lexi, the plan's reordered copy for hvfo) when it is 64-byte aligned, nothing copied
- *  in or out but an odd pass's result; on OpenCL and CUDA it is uploaded and downloaded.
+ *  for lexi, the plan's reordered copy for hvfo; OpenMP's hvfo converts phi's rows in its
+ *  first and last pass instead) when it is 64-byte aligned, nothing copied in or out but an
+ *  odd pass's result; on OpenCL and CUDA it is uploaded and downloaded.
  *  On CUDA, phi in device memory of the plan's device (cudaMalloc, CuPy, PyTorch) stays
  *  there: lexi iterates on it, hvfo is reordered into the plan's device buffer and back on
  *  the device (info->layout_s; transfer_s 0, the reason says "transfer: device pointers,
