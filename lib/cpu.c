@@ -166,12 +166,8 @@ pk_status pk_host_bandwidth(int threads, size_t bytes, int reps, double *bps)
         double t0 = pk_now();
 #pragma omp parallel num_threads(nt)
         {
-#ifdef PK_HAVE_OPENMP
-            int id = omp_get_thread_num(), cnt = omp_get_num_threads();
-#else
-            int id = 0, cnt = 1;
-#endif
-            size_t lo = chunks * (size_t)id / (size_t)cnt, hi = chunks * (size_t)(id + 1) / (size_t)cnt;
+            const int id = pk_thread_num(), cnt = pk_team_size();
+            const size_t lo = pk_share_lo(chunks, id, cnt), hi = pk_share_lo(chunks, id + 1, cnt);
             copy_block(b + lo * 1024, a + lo * 1024, (hi - lo) * 1024);
         }
         double t = pk_now() - t0;

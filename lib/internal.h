@@ -15,6 +15,9 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -87,9 +90,33 @@ void pk_scratch_free(pk_scratch *s);
  *  whole grains (a vector block, a cache line of every row) never write the same line. */
 typedef void (*pk_range_fn)(void *arg, size_t lo, size_t hi);
 void pk_parallel_range(size_t n, size_t grain, size_t bytes, int nt, pk_range_fn fn, void *arg);
-/** The calling thread's number in its OpenMP team (0 outside one or without OpenMP): the
- *  index of its per-thread scratch inside a pk_parallel_range function. */
-int pk_thread_num(void);
+/* The calling thread's number in its OpenMP team and the team's size: 0 and 1 outside a
+ * parallel region or without OpenMP (tested on _OPENMP, not PK_HAVE_OPENMP: the .cu files
+ * include this header without -fopenmp).  The number also indexes per-thread scratch. */
+static inline int pk_thread_num(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+static inline int pk_team_size(void)
+{
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+/** Where thread t's contiguous share of n items starts among nt threads; it ends where
+ *  t + 1's starts: [n t / nt, n (t + 1) / nt), rounded down.  The row bands of the OpenMP
+ *  kernels and of the first touch and copies that place their pages: one formula, so those
+ *  cannot drift apart.  (pk_parallel_range and pk_s3_share split whole grains instead.) */
+static inline size_t pk_share_lo(size_t n, int t, int nt)
+{
+    return n * (size_t)t / (size_t)nt;
+}
 /** Transpose an r x c matrix of doubles: dst[j ds + i] = src[i ss + j] (row strides ss and
  *  ds in doubles; src and dst apart).  AVX2 4 x 4 blocks where the CPU has them: the
  *  layout conversions (su3 hvfo, dslash omp-vnode) are transposes of a few sites' doubles. */

@@ -16,9 +16,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef PK_HAVE_OPENMP
-#include <omp.h>
-#endif
 
 /* Per site and iteration: 4 additions of neighbours, the multiply by a, the add of the centre,
  * the multiply by 1/(1+4a).  Bytes: the ideal traffic of one float read and one written (the
@@ -322,11 +319,7 @@ static void lp_host_copy(const pk_lp_host_plan *h, float *dst, const float *src)
     const size_t row = (size_t)h->d.l * sizeof(float);
 #pragma omp parallel num_threads(h->nt) if (h->nt > 1 && h->n >= LP_PARALLEL_SITES)
     {
-#ifdef PK_HAVE_OPENMP
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        const int t = 0, nt = 1;
-#endif
+        const int t = pk_thread_num(), nt = pk_team_size();
         int y0, y1;
         pk_lp_rows_of(h->d.l, t, nt, &y0, &y1);
         if (y1 > y0) {

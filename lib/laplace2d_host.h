@@ -58,8 +58,8 @@ void pk_lp_reorder_row(int l, int nw, const float *src, float *dst, int to_hvfo)
  * (first touch, copies, iterations), so each thread sweeps the rows it placed. */
 static inline void pk_lp_rows_of(int l, int t, int nt, int *y0, int *y1)
 {
-    *y0 = (int)((long long)l * t / nt);
-    *y1 = (int)((long long)l * (t + 1) / nt);
+    *y0 = (int)pk_share_lo((size_t)l, t, nt);
+    *y1 = (int)pk_share_lo((size_t)l, t + 1, nt);
 }
 
 /* ---- the host plan ---------------------------------------------------------------------

@@ -83,7 +83,7 @@ void pk_parallel_range(size_t n, size_t grain, size_t bytes, int nt, pk_range_fn
     if (nt != 1 && groups > 1 && bytes >= pk_parallel_min_bytes()) {
 #pragma omp parallel num_threads(nt > 0 ? nt : omp_get_max_threads())
         {
-            const size_t t = (size_t)omp_get_thread_num(), k = (size_t)omp_get_num_threads();
+            const size_t t = (size_t)pk_thread_num(), k = (size_t)pk_team_size();
             const size_t q = groups / k, r = groups % k;
             const size_t lo = (q * t + (t < r ? t : r)) * grain;
             size_t hi = (q * (t + 1) + (t + 1 < r ? t + 1 : r)) * grain;
@@ -98,15 +98,6 @@ void pk_parallel_range(size_t n, size_t grain, size_t bytes, int nt, pk_range_fn
     (void)nt;
 #endif
     fn(arg, 0, n);
-}
-
-int pk_thread_num(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
 }
 
 int pk_host_threads(int nt)

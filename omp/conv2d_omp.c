@@ -114,13 +114,10 @@ static void run_omp(pk_cv_host_plan *h)
     float *rings = h->priv;
 #pragma omp parallel num_threads(h->nt)
     {
-#ifdef PK_HAVE_OPENMP
-        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-        const int nt = 1, t = 0;
-#endif
+        const int nt = pk_team_size(), t = pk_thread_num();
         /* A contiguous band of output rows per thread: its ring advances one row per row. */
-        const int i0 = (int)((long long)d->h * t / nt), i1 = (int)((long long)d->h * (t + 1) / nt);
+        const int i0 = (int)pk_share_lo((size_t)d->h, t, nt);
+        const int i1 = (int)pk_share_lo((size_t)d->h, t + 1, nt);
         pk_cv_ring ring;
         pk_cv_ring_init(&ring, d, 1, rings + per * (size_t)t);
         for (int oi = i0; oi < i1; ++oi) {
@@ -274,14 +271,11 @@ static void run_omp_rb(pk_cv_host_plan *h)
     cv_rb_pick(b->isa, &fn, &rows);
 #pragma omp parallel num_threads(h->nt)
     {
-#ifdef PK_HAVE_OPENMP
-        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-        const int nt = 1, t = 0;
-#endif
+        const int nt = pk_team_size(), t = pk_thread_num();
         /* A contiguous band per thread, so that its ring advances one row per output row and
          * the thread first-touches (on a fresh array) the output pages it writes. */
-        const int i0 = (int)((long long)d->h * t / nt), i1 = (int)((long long)d->h * (t + 1) / nt);
+        const int i0 = (int)pk_share_lo((size_t)d->h, t, nt);
+        const int i1 = (int)pk_share_lo((size_t)d->h, t + 1, nt);
         const float **src = b->src + ptrs * (size_t)t;
         pk_cv_ring ring;
         pk_cv_ring_init(&ring, d, CV_RB_RMAX, b->rings + per * (size_t)t);
@@ -653,11 +647,7 @@ static void run_os(pk_cv_host_plan *h)
     const size_t cpts = (size_t)o->ny * (size_t)o->nxc;
 #pragma omp parallel num_threads(h->nt)
     {
-#ifdef PK_HAVE_OPENMP
-        const int t = omp_get_thread_num();
-#else
-        const int t = 0;
-#endif
+        const int t = pk_thread_num();
         float *real = o->sp.real + o->rstride * (size_t)t;
         fftwf_complex *restrict spec = o->sp.spec + o->cstride * (size_t)t;
         const fftwf_complex *restrict g = o->sp.kern;

@@ -195,18 +195,15 @@ static void steps_phalanx(pk_d3_host_plan *h, int count, int nt)
     float *f1 = h->cur, *f2 = h->cur == h->f1 ? h->f2 : h->f1;
 #pragma omp parallel num_threads(nt)
     {
-#ifdef PK_HAVE_OPENMP
-        const int tid = omp_get_thread_num();
-#else
-        const int tid = 0;
-#endif
+        const int tid = pk_thread_num();
         const int core = tid / nht, ht = tid % nht;
         cpu_set_t saved;
         const int pinned = pin_to(h->cpu_of_slot ? h->cpu_of_slot[tid] : -1, &saved);
         float *buf = stream ? pk_alloc_aligned((size_t)d->nx * sizeof(float)) : NULL;
         const int use_stream = stream && buf;
         /* Contiguous squads per core; its HTs walk them together, one z column each. */
-        const long s0 = nsquads * core / ncores, s1 = nsquads * (core + 1) / ncores;
+        const long s0 = (long)pk_share_lo((size_t)nsquads, core, ncores);
+        const long s1 = (long)pk_share_lo((size_t)nsquads, core + 1, ncores);
         for (int it = 0; it < count; ++it) {
             const float *src = (it & 1) ? f2 : f1;
             float *dst = (it & 1) ? f1 : f2;
@@ -340,11 +337,7 @@ static void steps_tb(pk_d3_host_plan *h, int count)
     float *f1 = h->cur, *f2 = h->cur == h->f1 ? h->f2 : h->f1;
 #pragma omp parallel num_threads(nt)
     {
-#ifdef PK_HAVE_OPENMP
-        float *work = h->scratch + per * (size_t)omp_get_thread_num();
-#else
-        float *work = h->scratch;
-#endif
+        float *work = h->scratch + per * (size_t)pk_thread_num();
         tb_ring ring[D3_TB_MAX_DEPTH];
         for (int k = 1; k < T; ++k)
             for (int i = 0; i < 3; ++i)

@@ -133,29 +133,13 @@ static void ds_vnode_geometry(const pk_ds_desc *d, int width, pk_ds_vnode *g)
 }
 
 /* ---- threads ------------------------------------------------------------------------------ */
-/* Rows [*r0, *r1) of thread t of nt. */
-static void ds_share(size_t rows, int t, int nt, size_t *r0, size_t *r1)
+/* Rows [*r0, *r1) of the calling thread: one split for the kernel, the packing and the
+ * first touch, so each thread sweeps the pages it placed. */
+static void ds_share(size_t rows, size_t *r0, size_t *r1)
 {
-    *r0 = rows * (size_t)t / (size_t)nt;
-    *r1 = rows * (size_t)(t + 1) / (size_t)nt;
-}
-
-static int ds_thread(void)
-{
-#ifdef PK_HAVE_OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
-static int ds_team(void)
-{
-#ifdef PK_HAVE_OPENMP
-    return omp_get_num_threads();
-#else
-    return 1;
-#endif
+    const int t = pk_thread_num(), nt = pk_team_size();
+    *r0 = pk_share_lo(rows, t, nt);
+    *r1 = pk_share_lo(rows, t + 1, nt);
 }
 
 /* Rows of the lattice the kernel walks: (t, z, y) of the reduced lattice for omp-vnode. */
@@ -197,7 +181,7 @@ static void ds_vnode_pack(pk_ds_host_plan *h, const double *u, const double *psi
 #pragma omp parallel num_threads(h->nt)
     {
         size_t r0, r1;
-        ds_share(rows, ds_thread(), ds_team(), &r0, &r1);
+        ds_share(rows, &r0, &r1);
         for (size_t r = r0; r < r1; ++r) {
             const size_t o = r * X, s = ds_vnode_site(g, L, o, 0);
             pk_transpose_f64(psi + 24 * s, 24 * lane, h->psi + 24 * W * o, (size_t)W, (size_t)W,
@@ -218,7 +202,7 @@ static void ds_vnode_unpack(const pk_ds_host_plan *h, double *chi)
 #pragma omp parallel num_threads(h->nt)
     {
         size_t r0, r1;
-        ds_share(rows, ds_thread(), ds_team(), &r0, &r1);
+        ds_share(rows, &r0, &r1);
         for (size_t r = r0; r < r1; ++r) {
             const size_t o = r * X;
             pk_transpose_f64(h->chi + 24 * W * o, (size_t)W, chi + 24 * ds_vnode_site(g, L, o, 0),
@@ -237,7 +221,7 @@ static void ds_first_touch(pk_ds_host_plan *h)
 #pragma omp parallel num_threads(h->nt)
     {
         size_t r0, r1;
-        ds_share(rows, ds_thread(), ds_team(), &r0, &r1);
+        ds_share(rows, &r0, &r1);
         memset(h->psi + r0 * per_row_s, 0, (r1 - r0) * per_row_s * sizeof(double));
         memset(h->chi + r0 * per_row_s, 0, (r1 - r0) * per_row_s * sizeof(double));
         for (size_t mu = 0; mu < 4; ++mu)
@@ -288,7 +272,7 @@ pk_status pk_omp_ds_run(void *impl, double *kernel_seconds)
 #pragma omp parallel num_threads(h->nt)
     {
         size_t r0, r1;
-        ds_share(rows, ds_thread(), ds_team(), &r0, &r1);
+        ds_share(rows, &r0, &r1);
         if (r0 < r1) {
             if (h->vnode_rows)
                 h->vnode_rows(&h->vn, h->u, h->psi, h->chi, r0, r1);

@@ -124,15 +124,9 @@ static int gr_threads(const pk_gr_desc *d)
 #endif
 }
 
-/* Logical parts of a parallel region: fixed at nt, whatever team size OpenMP gives, so that
- * the per-part counts of one stage match the partition of the next. */
-#ifdef PK_HAVE_OPENMP
-#define GR_PART_FIRST omp_get_thread_num()
-#define GR_PART_STEP omp_get_num_threads()
-#else
-#define GR_PART_FIRST 0
-#define GR_PART_STEP 1
-#endif
+/* Logical parts of a parallel region (p = pk_thread_num(); p < nt; p += pk_team_size()): fixed
+ * at nt, whatever team size OpenMP gives, so that the per-part counts of one stage match the
+ * partition of the next.  Part p holds [pk_share_lo(n, p, nt), pk_share_lo(n, p + 1, nt)). */
 
 static inline int gr_min(int a, int b) { return a < b ? a : b; }
 static inline int gr_max(int a, int b) { return a > b ? a : b; }
@@ -483,10 +477,10 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     }
 #pragma omp parallel num_threads(nt) reduction(min : bx0, by0) reduction(max : bx1, by1) \
     reduction(+ : updates, skipped)
-    for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
+    for (int p = pk_thread_num(); p < nt; p += pk_team_size()) {
         size_t *cnt = ps.pcount + (size_t)p * np;
         double norm = 0;
-        for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i) {
+        for (size_t i = pk_share_lo(n, p, nt); i < pk_share_lo(n, p + 1, nt); ++i) {
             gr_vis v;
             if (gr_record(h, dat, i, &v)) {
                 ++skipped;
@@ -556,18 +550,18 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     }
 #pragma omp parallel num_threads(nt)
     {
-        for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
+        for (int p = pk_thread_num(); p < nt; p += pk_team_size()) {
             size_t *cur = ps.pcount + (size_t)p * np;
-            for (size_t i = n * p / nt; i < n * (p + 1) / nt; ++i) {
+            for (size_t i = pk_share_lo(n, p, nt); i < pk_share_lo(n, p + 1, nt); ++i) {
                 gr_vis v;
                 if (!gr_record(h, dat, i, &v)) ps.rec[cur[v.w]++] = v;
             }
         }
 #pragma omp barrier
-        for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
+        for (int p = pk_thread_num(); p < nt; p += pk_team_size()) {
             size_t *cnt = ps.tcount + (size_t)p * ntiles;
             double *wk = ps.twork + (size_t)p * ntiles;
-            for (size_t r = ng * p / nt; r < ng * (p + 1) / nt; ++r) {
+            for (size_t r = pk_share_lo(ng, p, nt); r < pk_share_lo(ng, p + 1, nt); ++r) {
                 const gr_vis *v = &ps.rec[r];
                 const int s = h->support[v->w];
                 int tx0, tx1, ty0, ty1;
@@ -617,9 +611,9 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                        sizeof *h->pairs, lt.T);
     }
 #pragma omp parallel num_threads(nt)
-    for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
+    for (int p = pk_thread_num(); p < nt; p += pk_team_size()) {
         size_t *cur = ps.tcount + (size_t)p * ntiles;
-        for (size_t r = ng * p / nt; r < ng * (p + 1) / nt; ++r) {
+        for (size_t r = pk_share_lo(ng, p, nt); r < pk_share_lo(ng, p + 1, nt); ++r) {
             const gr_vis *v = &ps.rec[r];
             const int s = h->support[v->w];
             int tx0, tx1, ty0, ty1;
@@ -727,7 +721,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     if (ncentral) {
         t0 = pk_now();
 #pragma omp parallel num_threads(nt)
-        for (int p = GR_PART_FIRST; p < nt; p += GR_PART_STEP) {
+        for (int p = pk_thread_num(); p < nt; p += pk_team_size()) {
             float *copy = ps.copies + (size_t)p * bw * bh * 2;
             memset(copy, 0, bw * bh * 2 * sizeof(float));
             size_t k, e, kend, eend;

@@ -419,11 +419,7 @@ static void lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count, float *
     if (lexi) f[0] = h->f1, f[1] = h->f2;
 #pragma omp parallel num_threads(h->nt)
     {
-#ifdef PK_HAVE_OPENMP
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        const int t = 0, nt = 1;
-#endif
+        const int t = pk_thread_num(), nt = pk_team_size();
         int y0, y1;
         pk_lp_rows_of(h->d.l, t, nt, &y0, &y1);
         lp_rows w;

@@ -39,7 +39,8 @@ static void mf_share(long ndat, long lead, int t, int nt, long *d0, long *d1)
 {
     if (lead > ndat) lead = ndat;
     const long groups = (ndat - lead + MF_LINE_GRAIN - 1) / MF_LINE_GRAIN;
-    const long g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
+    const long g0 = (long)pk_share_lo((size_t)groups, t, nt);
+    const long g1 = (long)pk_share_lo((size_t)groups, t + 1, nt);
     *d0 = t == 0 ? 0 : lead + g0 * MF_LINE_GRAIN;
     *d1 = lead + g1 * MF_LINE_GRAIN < ndat ? lead + g1 * MF_LINE_GRAIN : ndat;
 }
@@ -54,7 +55,7 @@ pk_status pk_omp_mf_run(void *impl, double *seconds)
 #ifdef PK_HAVE_OPENMP
 #pragma omp parallel num_threads(h->nt)
     {
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int t = pk_thread_num(), nt = pk_team_size();
         for (int a = 0; a < 3; ++a) {
             long d0, d1;
             mf_share(d->pass[a].ndat, pk_mf_line_lead(dst[a], 0), t, nt, &d0, &d1);

@@ -419,11 +419,7 @@ static void s3_copy_all(pk_s3_host_plan *h, double *const dst[3], const double *
 #pragma omp parallel num_threads(nt)
 #endif
     {
-#ifdef PK_HAVE_OPENMP
-        const int t = omp_get_thread_num(), team = omp_get_num_threads();
-#else
-        const int t = 0, team = 1;
-#endif
+        const int t = pk_thread_num(), team = pk_team_size();
         (void)nt;
         for (int f = 0; f < 3; ++f)
             if (dst[f]) s3_copy_share(&h->d, f == 0 ? 0 : 1, t, team, dst[f], src[f]);
@@ -511,11 +507,7 @@ pk_status pk_omp_s3_run(void *impl, double *kernel_seconds)
 #pragma omp parallel num_threads(nt)
 #endif
     {
-#ifdef PK_HAVE_OPENMP
-        const int t = omp_get_thread_num(), team = omp_get_num_threads();
-#else
-        const int t = 0, team = 1;
-#endif
+        const int t = pk_thread_num(), team = pk_team_size();
         size_t s0, s1;
         (void)nt;
         pk_s3_share(d, t, team, &s0, &s1);
