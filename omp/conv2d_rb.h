@@ -17,6 +17,27 @@
 #endif
 #endif
 
+/* The kw taps of source row s (p: its column j) into the rows [r_lo, r_hi] of acc.  Called
+ * twice, with 0 and r_n - 1 for a row that feeds the whole block: there the row test folds
+ * away and the unrolled r loop has no branch. */
+CV_RB_TARGET static inline __attribute__((always_inline)) void
+CV_RB_NAME(taps)(const float *p, const float *restrict psf, int kw, int s,
+                 CV_RB_VT acc[CV_RB_R][CV_RB_V], const int r_n, const int nv, int r_lo, int r_hi)
+{
+    for (int l = 0; l < kw; ++l) {
+        CV_RB_VT x[CV_RB_V];
+        for (int v = 0; v < nv; ++v) {
+            x[v] = *(const CV_RB_VT *)(p + v * CV_RB_W + l);
+            CV_RB_KEEP(x[v]);
+        }
+        for (int r = 0; r < r_n; ++r) {
+            if (r < r_lo || r > r_hi) continue;
+            const float c = psf[(size_t)(s - r) * kw + l];
+            for (int v = 0; v < nv; ++v) acc[r][v] += x[v] * c;
+        }
+    }
+}
+
 /* The block at columns [j, j + CV_RB_V * CV_RB_W), or one vector (nv = 1) at j whose lanes
  * from w on are dropped (its loads read the ring's zeroed pad).  r_n <= CV_RB_R rows. */
 CV_RB_TARGET static inline __attribute__((always_inline)) void
@@ -30,32 +51,10 @@ CV_RB_NAME(tile)(const float *const *src, const float *restrict psf, int kh, int
         const float *p = src[s] + j;
         /* rows r with kernel row s - r in [0, kh): all of them inside, fewer at the ends */
         const int r_lo = s - kh + 1 > 0 ? s - kh + 1 : 0, r_hi = s < r_n - 1 ? s : r_n - 1;
-        if (r_lo == 0 && r_hi == r_n - 1) {
-            for (int l = 0; l < kw; ++l) {
-                CV_RB_VT x[CV_RB_V];
-                for (int v = 0; v < nv; ++v) {
-                    x[v] = *(const CV_RB_VT *)(p + v * CV_RB_W + l);
-                    CV_RB_KEEP(x[v]);
-                }
-                for (int r = 0; r < r_n; ++r) {
-                    const float c = psf[(size_t)(s - r) * kw + l];
-                    for (int v = 0; v < nv; ++v) acc[r][v] += x[v] * c;
-                }
-            }
-        } else {
-            for (int l = 0; l < kw; ++l) {
-                CV_RB_VT x[CV_RB_V];
-                for (int v = 0; v < nv; ++v) {
-                    x[v] = *(const CV_RB_VT *)(p + v * CV_RB_W + l);
-                    CV_RB_KEEP(x[v]);
-                }
-                for (int r = 0; r < r_n; ++r) {
-                    if (r < r_lo || r > r_hi) continue;
-                    const float c = psf[(size_t)(s - r) * kw + l];
-                    for (int v = 0; v < nv; ++v) acc[r][v] += x[v] * c;
-                }
-            }
-        }
+        if (r_lo == 0 && r_hi == r_n - 1)
+            CV_RB_NAME(taps)(p, psf, kw, s, acc, r_n, nv, 0, r_n - 1);
+        else
+            CV_RB_NAME(taps)(p, psf, kw, s, acc, r_n, nv, r_lo, r_hi);
     }
     if (j + nv * CV_RB_W <= w) {
         for (int r = 0; r < r_n; ++r)
