@@ -1212,6 +1212,7 @@ static void *short_ref(cli_bench_result *res, int c, int n)
     }
     res->sref_last_s = cli_now_s() - t0;
     res->setup_wall_s += res->sref_last_s;
+    res->ref_wall_s += res->sref_last_s;
     return copy;
 }
 
@@ -1375,12 +1376,16 @@ static int bench_setup(cli_bench_result *res)
                      res->is_proxy ? ", tune's proxy" : "");
         if (!(res->data[d] = calloc(1, k->data_size))) goto nomem;
         res->ndata = d + 1;
+        const double t_gen = cli_now_s();
         if ((rc = alloc_arrays(&call, res->data[d], CLI_A_IN)) ||
             (rc = k->generate(&call, res->data[d])) ||
             (rc = alloc_arrays(&call, res->data[d], CLI_A_OUT | CLI_A_REF)))
             return rc;
+        const double t_ref = cli_now_s();
+        res->gen_wall_s += t_ref - t_gen;
         pk_status s = k->call(CLI_REFERENCE, NULL, NULL, NULL, call.args, res->data[d],
                               res->req->reps + 1, NULL);
+        res->ref_wall_s += cli_now_s() - t_ref;
         if (s != PK_OK) return cli_lib_error(MAIN_PROG, s);
     }
     return 0;
@@ -1759,6 +1764,21 @@ static void tune_account(const cli_bench_result *res)
                r->tuning, r->wall_s);
     }
     printf("%s\n", top[0] >= 0 ? ")" : "");
+    /* the profile: the data's part split into generation and references, the rows' into
+     * plans (with their uploads), timed runs (the warm-up and downloads included) and the
+     * verification (hashing included); the rest of the kernel's wall is contexts, program
+     * builds and the report */
+    double plans = 0, verify = 0;
+    for (int i = 0; i < res->nrows; ++i) {
+        const cli_bench_row *r = &res->rows[i];
+        if (r->status == CLI_ROW_SKIPPED) continue;
+        plans += r->setup_s + r->upload_s;
+        verify += r->verify_s;
+    }
+    printf("tune profile: %s: generation %.1f s, references %.1f s, rows' plans %.1f s, timed "
+           "runs %.1f s, verification %.1f s, other %.1f s\n", res->k->name, res->gen_wall_s,
+           res->ref_wall_s, plans, rows - plans - verify, verify,
+           cli_now_s() - res->t0 - res->proxy_wall_s - res->setup_wall_s - rows);
     int nshort = 0, nsame = 0;
     for (int i = 0; i < res->nrows; ++i) nshort += res->rows[i].short_runs > 0;
     for (int i = 0; i < res->nrows; ++i) nsame += res->rows[i].same_as > 0;
@@ -1895,6 +1915,7 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
         if (prc && !px->nrows) goto done; /* its data could not be made */
     }
     const double t_setup = cli_now_s();
+    res->proxy_wall_s = px ? t_setup - res->t0 : 0;
     if (total > 0) {
         const int src = bench_setup(res);
         if (src) {

@@ -212,6 +212,9 @@ typedef struct cli_bench_result {
     void *extra;                  /* the report's own results (free()d) */
     int failed;        /* set by the report hook when the kernel's own extras failed: exit 1 */
     double setup_wall_s;          /* the data sets and references (bench_setup), wall */
+    double gen_wall_s, ref_wall_s; /* tune's profile: of setup_wall_s, the inputs' generation
+                                      and the references' (short references included) */
+    double proxy_wall_s;          /* tune: the proxy's wall (tune_proxy), within the kernel's */
     double t0;                    /* when the kernel started (cli_now_s) */
     double deadline;              /* tune: the end of the kernel's share of the budget, after
                                      which its search starts no row (0: none) */
