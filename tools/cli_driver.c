@@ -1356,7 +1356,7 @@ done:
 /* Every case's args, and the data set of each (inputs generated, outputs allocated, the
  * reference after the warm-up and the timed runs; data sets numbered in the order of their
  * first case): 0 or the exit code. */
-static int bench_setup(cli_bench_result *res)
+static int bench_setup(cli_bench_result *res, cli_bench_result *prior)
 {
     const cli_kernel *k = res->k;
     const int size = cli_size_index(res->req->size);
@@ -1377,14 +1377,25 @@ static int bench_setup(cli_bench_result *res)
         if (!(res->data[d] = calloc(1, k->data_size))) goto nomem;
         res->ndata = d + 1;
         const double t_gen = cli_now_s();
-        if ((rc = alloc_arrays(&call, res->data[d], CLI_A_IN)) ||
-            (rc = k->generate(&call, res->data[d])) ||
+        /* tune: a data set an earlier kernel made (image and degrid: grid's) borrowed, and a
+         * reference from what that kernel verified, where the kernel knows how */
+        const int reuse = res->req->tune && !res->is_proxy && prior;
+        int borrowed = 0;
+        if ((rc = alloc_arrays(&call, res->data[d], CLI_A_IN))) return rc;
+        if (reuse && k->borrow) {
+            if ((rc = k->borrow(&call, res->data[d], prior)) > 0) return rc;
+            borrowed = rc == 0;
+        }
+        if ((!borrowed && (rc = k->generate(&call, res->data[d]))) ||
             (rc = alloc_arrays(&call, res->data[d], CLI_A_OUT | CLI_A_REF)))
             return rc;
         const double t_ref = cli_now_s();
         res->gen_wall_s += t_ref - t_gen;
-        pk_status s = k->call(CLI_REFERENCE, NULL, NULL, NULL, call.args, res->data[d],
-                              res->req->reps + 1, NULL);
+        pk_status s = reuse && k->ref_from ? k->ref_from(call.args, res->data[d], prior)
+                                           : PK_EUNSUPPORTED;
+        if (s == PK_EUNSUPPORTED)
+            s = k->call(CLI_REFERENCE, NULL, NULL, NULL, call.args, res->data[d],
+                        res->req->reps + 1, NULL);
         res->ref_wall_s += cli_now_s() - t_ref;
         if (s != PK_OK) return cli_lib_error(MAIN_PROG, s);
     }
@@ -1815,7 +1826,7 @@ static cli_bench_result *tune_proxy(const cli_bench_result *res, const pk_backen
     px->set = res->set; /* the contexts, shared (closed with res's) */
     px->is_proxy = 1;
     px->t0 = cli_now_s();
-    if ((*rc = bench_setup(px))) return px;
+    if ((*rc = bench_setup(px, NULL))) return px;
     px->setup_wall_s = cli_now_s() - px->t0;
     char what[128] = "";
     if (px->ncases) { /* the proxy's words, from a copy of a case's args */
@@ -1887,7 +1898,7 @@ static const char *tune_proxy_skip(const cli_bench_result *px, pk_backend_id be,
 }
 
 static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
-                        const pk_backend_id *backends, int nb, const cli_bench_result *prior,
+                        const pk_backend_id *backends, int nb, cli_bench_result *prior,
                         double share, cli_bench_result **out)
 {
     cli_bench_result *res = calloc(1, sizeof *res), *px = NULL; /* px: tune's proxy */
@@ -1917,7 +1928,7 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
     const double t_setup = cli_now_s();
     res->proxy_wall_s = px ? t_setup - res->t0 : 0;
     if (total > 0) {
-        const int src = bench_setup(res);
+        const int src = bench_setup(res, prior);
         if (src) {
             rc = src;
             goto done;
@@ -2203,7 +2214,7 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
             continue;
         }
         if (i) printf("\n");
-        const cli_bench_result *grid = NULL; /* tune_prior_skip's */
+        cli_bench_result *grid = NULL; /* tune_prior_skip's, borrow's and ref_from's */
         for (int j = 0; j < i; ++j)
             if (res[j] && !strcmp(res[j]->k->name, "grid")) grid = res[j];
         /* tune: the kernel's share of what is left of the budget, the kernels still to come
@@ -2214,14 +2225,19 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
         if (tune && res[i]) tune_record(res[i], tune);
         if (res[i] && res[i]->ndata) tune_check(res[i], tune);
         if (tune && res[i]) { /* the outputs and references are done with: their memory (grid's
-                                 7.8 GB at paper size) for the kernels after it */
+                                 7.8 GB at paper size) for the kernels after it; a reference
+                                 the next kernel may take (ref_from: grid's double grid for
+                                 image) once that kernel has made its own */
+            const int keep = i + 1 < nk && kernels[i + 1]->ref_from;
             short_refs_free(res[i]);
-            for (int d = 0; d < res[i]->ndata; ++d)
-                for (const cli_array *a = kernels[i]->arrays; a && a->file; ++a)
-                    if (a->role & (CLI_A_OUT | CLI_A_REF)) {
-                        free(*array_ptr(res[i]->data[d], a));
-                        *array_ptr(res[i]->data[d], a) = NULL;
-                    }
+            for (int r = 0; r <= i; ++r)
+                for (int d = 0; res[r] && d < res[r]->ndata; ++d)
+                    for (const cli_array *a = res[r]->k->arrays; a && a->file; ++a)
+                        if ((a->role & CLI_A_OUT) ||
+                            ((a->role & CLI_A_REF) && !(keep && r == i))) {
+                            free(*array_ptr(res[r]->data[d], a));
+                            *array_ptr(res[r]->data[d], a) = NULL;
+                        }
         }
     }
     if (json) {

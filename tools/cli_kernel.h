@@ -316,6 +316,17 @@ struct cli_kernel {
      * bitwise those of a verified row of its case as verified (a kernel without a check hook
      * is such). */
     int verdict_of_outputs;
+    /* Optional (tune, not on a proxy): a data set of an earlier kernel of the same tune
+     * (prior: its result; image and degrid take grid's) instead of generating the same one
+     * again: 0 taken (its inputs borrowed, the prior's to free), -1 not the same data set
+     * (then generate), else an exit code. */
+    int (*borrow)(cli_call *c, void *data, const cli_bench_result *prior);
+    /* Optional (tune): the reference of a data set from what prior already verified (image:
+     * grid's double reference grid through pk_image_from_grid), instead of CLI_REFERENCE:
+     * PK_OK made, PK_EUNSUPPORTED not possible here (not the same data set and parameters,
+     * or prior's reference gone: then CLI_REFERENCE), else a failure.  May free prior's
+     * reference arrays (NULL then). */
+    pk_status (*ref_from)(const void *args, void *data, cli_bench_result *prior);
     int runs_add_up; /* each run steps the data in place (the reference is of reps + 1 runs):
                         bench always makes all reps timed runs */
     void (*describe)(const cli_bench_result *r); /* the lines above the table */
