@@ -1936,8 +1936,16 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
     }
     res->setup_wall_s = cli_now_s() - t_setup;
     if (res->ndata && k->describe) k->describe(res);
-    for (int i = 0; total > 0 && i < nb; ++i) {
-        const pk_backend_id be = backends[i];
+    pk_backend_id order[PK_BACKEND_COUNT]; /* the backends' order of the rows at defaults */
+    int no = 0;
+    for (int i = 0; i < nb && no < PK_BACKEND_COUNT; ++i)
+        if (!(req->tune && k->tune_serial_last && backends[i] == PK_BACKEND_SERIAL))
+            order[no++] = backends[i];
+    for (int i = 0; i < nb && no < PK_BACKEND_COUNT; ++i)
+        if (req->tune && k->tune_serial_last && backends[i] == PK_BACKEND_SERIAL)
+            order[no++] = backends[i];
+    for (int i = 0; total > 0 && i < no; ++i) {
+        const pk_backend_id be = order[i];
         for (int v = 0; v < res->set.nvars[be]; ++v)
             for (int c = 0; c < res->ncases; ++c) {
                 const char *var = res->set.vars[be][v];

@@ -316,6 +316,10 @@ struct cli_kernel {
      * bitwise those of a verified row of its case as verified (a kernel without a check hook
      * is such). */
     int verdict_of_outputs;
+    /* tune: the serial backend's rows after the other backends' (at its defaults), so that
+     * the cut applies to them: where one serial run costs tens of seconds and cannot win
+     * (degrid's one-thread FFT of the whole grid at paper size). */
+    int tune_serial_last;
     /* Optional (tune, not on a proxy): a data set of an earlier kernel of the same tune
      * (prior: its result; image and degrid take grid's) instead of generating the same one
      * again: 0 taken (its inputs borrowed, the prior's to free), -1 not the same data set
