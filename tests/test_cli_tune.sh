@@ -177,7 +177,7 @@ nv=$(grep -c '^\(image\|degrid\)  *\(serial\|openmp\) .* yes' "$T/out")
     grep -q "^image small: .*(grid's data set of this tune, not generated again, reference from grid's double grid [0-9.]* s)" "$T/out" &&
     grep -q "^degrid small: .*(grid's data set of this tune, not generated again, serial reference [0-9.]* s)" "$T/out"
 result $? "tune grid,image,degrid: image and degrid on grid's data set, image's reference from grid's double grid, $nv rows verified (exit $rc)"
-[ "$(grep -c '^tune profile: \(grid\|image\|degrid\): generation [0-9.]* s, references [0-9.]* s, rows.* plans [0-9.]* s, timed runs [0-9.-]* s, verification [0-9.]* s' "$T/out")" -eq 3 ]
+[ "$(grep -c '^tune profile: \(grid\|image\|degrid\): generation (inputs, outputs allocated) [0-9.]* s, references [0-9.]* s, rows.* plans [0-9.]* s, timed runs [0-9.-]* s, verification [0-9.]* s' "$T/out")" -eq 3 ]
 result $? "tune prints each kernel's profile (generation, references, plans, timed runs, verification)"
 "$PK" tune --proxy sometimes >/dev/null 2>"$T/err"
 rc=$?

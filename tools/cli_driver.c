@@ -1786,7 +1786,8 @@ static void tune_account(const cli_bench_result *res)
         plans += r->setup_s + r->upload_s;
         verify += r->verify_s;
     }
-    printf("tune profile: %s: generation %.1f s, references %.1f s, rows' plans %.1f s, timed "
+    printf("tune profile: %s: generation (inputs, outputs allocated) %.1f s, references %.1f s, "
+           "rows' plans %.1f s, timed "
            "runs %.1f s, verification %.1f s, other %.1f s\n", res->k->name, res->gen_wall_s,
            res->ref_wall_s, plans, rows - plans - verify, verify,
            cli_now_s() - res->t0 - res->proxy_wall_s - res->setup_wall_s - rows);

@@ -156,18 +156,24 @@ static void gr_max_support(gr_data *g)
         if (g->support[i] > g->max_support) g->max_support = g->support[i];
 }
 
-/* Generate a data set in memory (kernels + visibilities); layout FULL or COMPACT. */
-static int gr_generate(const char *prog, const pk_grid_gen_options *o, gr_data *g)
+/* The run's view of the generated set g->gen: its parameters, kernels and visibilities. */
+static void gr_from_gen(gr_data *g)
 {
-    const double t0 = cli_now_s();
-    const pk_status s = pk_grid_generate(o, &g->gen);
-    if (s != PK_OK) return gg_error(prog, s);
     g->p = g->gen.params;
     g->support = g->gen.support.data;
     g->kernels = g->gen.kernels.data;
     gr_max_support(g);
     g->d = g->gen.data;
     g->dataset = g->gen.name;
+}
+
+/* Generate a data set in memory (kernels + visibilities); layout FULL or COMPACT. */
+static int gr_generate(const char *prog, const pk_grid_gen_options *o, gr_data *g)
+{
+    const double t0 = cli_now_s();
+    const pk_status s = pk_grid_generate(o, &g->gen);
+    if (s != PK_OK) return gg_error(prog, s);
+    gr_from_gen(g);
     g->gen_s = cli_now_s() - t0;
     return 0;
 }
@@ -242,12 +248,7 @@ int gr_borrow(cli_call *c, void *data, const cli_bench_result *prior)
             continue;
         g->gen = o->gen; /* its arrays stay o's (gr_data_free skips them: g->from) */
         g->from = o;
-        g->p = g->gen.params;
-        g->support = g->gen.support.data;
-        g->kernels = g->gen.kernels.data;
-        gr_max_support(g);
-        g->d = g->gen.data;
-        g->dataset = g->gen.name;
+        gr_from_gen(g);
         g->gen_s = 0;
         return gr_finish(c, g, g->gen.kernels.count);
     }
