@@ -771,6 +771,42 @@ pk_status pk_image(pk_context *ctx, const pk_image_params *p, const char *varian
     return s;
 }
 
+pk_status pk_image_from_grid(pk_context *ctx, const pk_image_params *p, const int32_t *support,
+                             const float *kernels, const float *grid, double norm, float *image)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(grid);
+    PK_CHECK_NULL(image);
+#ifndef PK_HAVE_FFTW
+    (void)ctx;
+    (void)p;
+    (void)support;
+    (void)kernels;
+    (void)norm;
+    return pk_fail(PK_EUNSUPPORTED, "pk_image_from_grid: %s", IM_NO_FFTW);
+#else
+    PK_TRY(im_validate(p, support));
+    const int nt = ctx ? pk_host_threads(ctx->opt.threads) : 1;
+    im_host h;
+    pk_status s = im_host_init(&h, p, support, kernels, FFTW_BACKWARD, nt);
+    if (s == PK_OK) {
+        /* the execute's passes after its grid step, on a copy of the caller's grid */
+        const int g = p->grid.grid_size;
+        const double gg = (double)g * g;
+        memcpy(h.buf, grid, (size_t)g * (size_t)g * sizeof(fftwf_complex));
+        im_rows r = {&h, NULL, image, norm != 0 ? (float)(1.0 / norm) : 0.0f, 0};
+        pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h.nt, im_image_rows, &r);
+        pk_parallel_range((size_t)p->image_size, IM_BATCH, (size_t)(gg * 8), h.nt, im_image_cols,
+                          &r);
+        if (r.nomem)
+            s = pk_fail(PK_ENOMEM, "image: cannot allocate a column buffer (%d x %d complex)",
+                        IM_BATCH, g);
+    }
+    im_host_free(&h);
+    return s;
+#endif
+}
+
 /* ---- pk_degrid ----------------------------------------------------------------------------- */
 struct pk_degrid_plan {
 #ifdef PK_HAVE_FFTW

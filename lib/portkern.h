@@ -742,6 +742,16 @@ PK_API pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx,
 PK_API pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, float *image,
                                        double *norm, int64_t *num_skipped, pk_run_info *info);
 PK_API void pk_image_plan_destroy(pk_image_plan *plan);
+/** The steps of pk_image after its grid step, on a grid the caller made: grid complex64
+ *  [g][g] as pk_grid leaves it for p->grid (zeroed, then the visibilities), norm the
+ *  gridder's norm; image float32 [N][N] (overwritten) is what pk_image makes from a grid
+ *  bitwise equal to it (tested).  On the host (FFTW single precision) whatever ctx's backend,
+ *  on ctx's host threads (ctx NULL: one thread); grid is read, not modified (copied into a
+ *  g x g buffer of the call's).  For a reference: the image of a grid already verified
+ *  (portkern tune: grid's double reference rounded to complex64). */
+PK_API pk_status pk_image_from_grid(pk_context *ctx, const pk_image_params *p,
+                                    const int32_t *support, const float *kernels,
+                                    const float *grid, double norm, float *image);
 
 /** Model visibilities of the model image float32 [N][N] at d's uu, vv, ww (d->weight may be
  *  NULL: all 1; d->vis is not read) into vis complex64 [d->num_vis] (overwritten).  variant:

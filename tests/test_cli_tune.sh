@@ -11,7 +11,7 @@
 . "$top_srcdir/tests/cli_lib.sh"
 cli_begin clitune
 unset PORTKERN_THREADS PORTKERN_OPENMP_THREADS
-echo "1..21"
+echo "1..23"
 
 W=$T/wisdom.json
 "$PK" tune --kernels su3 --backends serial,openmp --size small --reps 1 --wisdom "$W" \
@@ -166,6 +166,19 @@ np=$(grep -c '^grid  *\(serial\|openmp\) .* proxy  .* yes' "$T/out")
     { ! grep -q 'skipped: .*proxy' "$T/out" ||
       grep -q '^grid [a-z]* skipped: [a-z-]* tune: not run at full size: its proxy run took [0-9.]* ms, [0-9.]*x the proxy.s best' "$T/out"; }
 result $? "tune --proxy on: grid's variants ranked on a verified proxy first ($np rows), a row left out says why (exit $rc)"
+# grid, image and degrid in one tune: image and degrid take grid's data set (not generated
+# again), image's reference is grid's double grid through the library's FFT and crop; every
+# row still verified; each kernel's profile printed
+"$PK" tune --kernels grid,image,degrid --backends serial,openmp --size small --reps 1 \
+    --wisdom "$T/share.json" >"$T/out" 2>"$T/err"
+rc=$?
+nv=$(grep -c '^\(image\|degrid\)  *\(serial\|openmp\) .* yes' "$T/out")
+[ $rc -eq 0 ] && [ "$nv" -ge 4 ] && ! grep -q 'NOT verified' "$T/out" &&
+    grep -q "^image small: .*(grid's data set of this tune, not generated again, reference from grid's double grid [0-9.]* s)" "$T/out" &&
+    grep -q "^degrid small: .*(grid's data set of this tune, not generated again, serial reference [0-9.]* s)" "$T/out"
+result $? "tune grid,image,degrid: image and degrid on grid's data set, image's reference from grid's double grid, $nv rows verified (exit $rc)"
+[ "$(grep -c '^tune profile: \(grid\|image\|degrid\): generation (inputs, outputs allocated) [0-9.]* s, references [0-9.]* s, rows.* plans [0-9.]* s, timed runs [0-9.-]* s, verification [0-9.]* s' "$T/out")" -eq 3 ]
+result $? "tune prints each kernel's profile (generation, references, plans, timed runs, verification)"
 "$PK" tune --proxy sometimes >/dev/null 2>"$T/err"
 rc=$?
 [ $rc -eq 2 ] && grep -q "option --proxy: 'sometimes'" "$T/err"

@@ -780,6 +780,42 @@ static void test_threads(const im_case *c)
     free(model);
 }
 
+/* pk_image_from_grid: the image of the serial grid (pk_grid on a serial context, its norm) is
+ * bitwise pk_image's on a serial context, on one thread and on the OpenMP context's; NULL
+ * arrays refused. */
+static void test_from_grid(const im_case *c, const char *name)
+{
+    const int n = c->ip.image_size, g = c->ip.grid.grid_size;
+    const size_t nn = (size_t)n * n;
+    pk_context *sc = ctx_for(PK_BACKEND_SERIAL), *oc = ctx_for(PK_BACKEND_AUTO);
+    float *grid = calloc(2 * (size_t)g * g, sizeof(float));
+    float *want = malloc(nn * sizeof(float)), *img = malloc(nn * sizeof(float));
+    double norm = 0;
+    int64_t sk = 0;
+    pk_status s = pk_grid(sc, &c->ip.grid, NULL, c->k.support, c->k.compact, &c->d, grid, &norm,
+                          &sk, NULL);
+    if (s != PK_OK) tap_diag("%s: pk_grid: %s", name, pk_last_error());
+    if (s == PK_OK)
+        s = pk_image(sc, &c->ip, NULL, c->k.support, c->k.compact, &c->d, want, NULL, NULL, NULL);
+    for (int t = 0; t < 2; ++t) {
+        memset(img, 0xff, nn * sizeof(float));
+        const pk_status si = pk_image_from_grid(t ? oc : NULL, &c->ip, c->k.support,
+                                                c->k.compact, grid, norm, img);
+        ok(s == PK_OK && si == PK_OK && memcmp(img, want, nn * sizeof(float)) == 0,
+           "%s: pk_image_from_grid of the serial grid (%s) = serial pk_image, bitwise: %s", name,
+           t ? "the auto context's threads" : "one thread",
+           s != PK_OK || si != PK_OK ? pk_last_error() : "ok");
+    }
+    ok(pk_image_from_grid(NULL, &c->ip, c->k.support, c->k.compact, NULL, norm, img) ==
+           PK_ENULL,
+       "%s: pk_image_from_grid refuses a NULL grid", name);
+    pk_context_destroy(sc);
+    pk_context_destroy(oc);
+    free(grid);
+    free(want);
+    free(img);
+}
+
 /* ---- 6. bad input ---------------------------------------------------------------------------- */
 static void test_bad(const im_case *c)
 {
@@ -1008,6 +1044,7 @@ int main(void)
     test_bad(&a);
     test_skips(&b);
     test_threads(&d);
+    test_from_grid(&b, "b");
     test_adjoint(&a, "a");
     test_adjoint(&b, "b");
     /* grids that are not powers of two (the generated sets' 18000 = 2^4 3^2 5^3): f, g 180 =
@@ -1022,6 +1059,7 @@ int main(void)
         case_data(&f, 2000, 0.6, 0, src, 3);
         test_pipeline(&f, "f");
         test_adjoint(&f, "f");
+        test_from_grid(&f, "f");
     }
     const int kh = case_kernels(&hh, cell, 64, 106, 4, 4 * 32, 1, 0);
     ok(kh, "case h: g 106, N 64, os 4: %s", kh ? "correction ok" : pk_last_error());

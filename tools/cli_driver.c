@@ -1212,6 +1212,7 @@ static void *short_ref(cli_bench_result *res, int c, int n)
     }
     res->sref_last_s = cli_now_s() - t0;
     res->setup_wall_s += res->sref_last_s;
+    res->ref_wall_s += res->sref_last_s;
     return copy;
 }
 
@@ -1355,7 +1356,7 @@ done:
 /* Every case's args, and the data set of each (inputs generated, outputs allocated, the
  * reference after the warm-up and the timed runs; data sets numbered in the order of their
  * first case): 0 or the exit code. */
-static int bench_setup(cli_bench_result *res)
+static int bench_setup(cli_bench_result *res, cli_bench_result *prior)
 {
     const cli_kernel *k = res->k;
     const int size = cli_size_index(res->req->size);
@@ -1375,12 +1376,27 @@ static int bench_setup(cli_bench_result *res)
                      res->is_proxy ? ", tune's proxy" : "");
         if (!(res->data[d] = calloc(1, k->data_size))) goto nomem;
         res->ndata = d + 1;
-        if ((rc = alloc_arrays(&call, res->data[d], CLI_A_IN)) ||
-            (rc = k->generate(&call, res->data[d])) ||
+        const double t_gen = cli_now_s();
+        /* tune: a data set an earlier kernel made (image and degrid: grid's) borrowed, and a
+         * reference from what that kernel verified, where the kernel knows how */
+        const int reuse = res->req->tune && !res->is_proxy && prior;
+        int borrowed = 0;
+        if ((rc = alloc_arrays(&call, res->data[d], CLI_A_IN))) return rc;
+        if (reuse && k->borrow) {
+            if ((rc = k->borrow(&call, res->data[d], prior)) > 0) return rc;
+            borrowed = rc == 0;
+        }
+        if ((!borrowed && (rc = k->generate(&call, res->data[d]))) ||
             (rc = alloc_arrays(&call, res->data[d], CLI_A_OUT | CLI_A_REF)))
             return rc;
-        pk_status s = k->call(CLI_REFERENCE, NULL, NULL, NULL, call.args, res->data[d],
-                              res->req->reps + 1, NULL);
+        const double t_ref = cli_now_s();
+        res->gen_wall_s += t_ref - t_gen;
+        pk_status s = reuse && k->ref_from ? k->ref_from(call.args, res->data[d], prior)
+                                           : PK_EUNSUPPORTED;
+        if (s == PK_EUNSUPPORTED)
+            s = k->call(CLI_REFERENCE, NULL, NULL, NULL, call.args, res->data[d],
+                        res->req->reps + 1, NULL);
+        res->ref_wall_s += cli_now_s() - t_ref;
         if (s != PK_OK) return cli_lib_error(MAIN_PROG, s);
     }
     return 0;
@@ -1759,6 +1775,22 @@ static void tune_account(const cli_bench_result *res)
                r->tuning, r->wall_s);
     }
     printf("%s\n", top[0] >= 0 ? ")" : "");
+    /* the profile: the data's part split into generation and references, the rows' into
+     * plans (with their uploads), timed runs (the warm-up and downloads included) and the
+     * verification (hashing included); the rest of the kernel's wall is contexts, program
+     * builds and the report */
+    double plans = 0, verify = 0;
+    for (int i = 0; i < res->nrows; ++i) {
+        const cli_bench_row *r = &res->rows[i];
+        if (r->status == CLI_ROW_SKIPPED) continue;
+        plans += r->setup_s + r->upload_s;
+        verify += r->verify_s;
+    }
+    printf("tune profile: %s: generation (inputs, outputs allocated) %.1f s, references %.1f s, "
+           "rows' plans %.1f s, timed "
+           "runs %.1f s, verification %.1f s, other %.1f s\n", res->k->name, res->gen_wall_s,
+           res->ref_wall_s, plans, rows - plans - verify, verify,
+           cli_now_s() - res->t0 - res->proxy_wall_s - res->setup_wall_s - rows);
     int nshort = 0, nsame = 0;
     for (int i = 0; i < res->nrows; ++i) nshort += res->rows[i].short_runs > 0;
     for (int i = 0; i < res->nrows; ++i) nsame += res->rows[i].same_as > 0;
@@ -1795,7 +1827,7 @@ static cli_bench_result *tune_proxy(const cli_bench_result *res, const pk_backen
     px->set = res->set; /* the contexts, shared (closed with res's) */
     px->is_proxy = 1;
     px->t0 = cli_now_s();
-    if ((*rc = bench_setup(px))) return px;
+    if ((*rc = bench_setup(px, NULL))) return px;
     px->setup_wall_s = cli_now_s() - px->t0;
     char what[128] = "";
     if (px->ncases) { /* the proxy's words, from a copy of a case's args */
@@ -1867,7 +1899,7 @@ static const char *tune_proxy_skip(const cli_bench_result *px, pk_backend_id be,
 }
 
 static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
-                        const pk_backend_id *backends, int nb, const cli_bench_result *prior,
+                        const pk_backend_id *backends, int nb, cli_bench_result *prior,
                         double share, cli_bench_result **out)
 {
     cli_bench_result *res = calloc(1, sizeof *res), *px = NULL; /* px: tune's proxy */
@@ -1895,8 +1927,9 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
         if (prc && !px->nrows) goto done; /* its data could not be made */
     }
     const double t_setup = cli_now_s();
+    res->proxy_wall_s = px ? t_setup - res->t0 : 0;
     if (total > 0) {
-        const int src = bench_setup(res);
+        const int src = bench_setup(res, prior);
         if (src) {
             rc = src;
             goto done;
@@ -1904,8 +1937,16 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
     }
     res->setup_wall_s = cli_now_s() - t_setup;
     if (res->ndata && k->describe) k->describe(res);
-    for (int i = 0; total > 0 && i < nb; ++i) {
-        const pk_backend_id be = backends[i];
+    pk_backend_id order[PK_BACKEND_COUNT]; /* the backends' order of the rows at defaults */
+    int no = 0;
+    for (int i = 0; i < nb && no < PK_BACKEND_COUNT; ++i)
+        if (!(req->tune && k->tune_serial_last && backends[i] == PK_BACKEND_SERIAL))
+            order[no++] = backends[i];
+    for (int i = 0; i < nb && no < PK_BACKEND_COUNT; ++i)
+        if (req->tune && k->tune_serial_last && backends[i] == PK_BACKEND_SERIAL)
+            order[no++] = backends[i];
+    for (int i = 0; total > 0 && i < no; ++i) {
+        const pk_backend_id be = order[i];
         for (int v = 0; v < res->set.nvars[be]; ++v)
             for (int c = 0; c < res->ncases; ++c) {
                 const char *var = res->set.vars[be][v];
@@ -2182,7 +2223,7 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
             continue;
         }
         if (i) printf("\n");
-        const cli_bench_result *grid = NULL; /* tune_prior_skip's */
+        cli_bench_result *grid = NULL; /* tune_prior_skip's, borrow's and ref_from's */
         for (int j = 0; j < i; ++j)
             if (res[j] && !strcmp(res[j]->k->name, "grid")) grid = res[j];
         /* tune: the kernel's share of what is left of the budget, the kernels still to come
@@ -2193,14 +2234,19 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
         if (tune && res[i]) tune_record(res[i], tune);
         if (res[i] && res[i]->ndata) tune_check(res[i], tune);
         if (tune && res[i]) { /* the outputs and references are done with: their memory (grid's
-                                 7.8 GB at paper size) for the kernels after it */
+                                 7.8 GB at paper size) for the kernels after it; a reference
+                                 the next kernel may take (ref_from: grid's double grid for
+                                 image) once that kernel has made its own */
+            const int keep = i + 1 < nk && kernels[i + 1]->ref_from;
             short_refs_free(res[i]);
-            for (int d = 0; d < res[i]->ndata; ++d)
-                for (const cli_array *a = kernels[i]->arrays; a && a->file; ++a)
-                    if (a->role & (CLI_A_OUT | CLI_A_REF)) {
-                        free(*array_ptr(res[i]->data[d], a));
-                        *array_ptr(res[i]->data[d], a) = NULL;
-                    }
+            for (int r = 0; r <= i; ++r)
+                for (int d = 0; res[r] && d < res[r]->ndata; ++d)
+                    for (const cli_array *a = res[r]->k->arrays; a && a->file; ++a)
+                        if ((a->role & CLI_A_OUT) ||
+                            ((a->role & CLI_A_REF) && !(keep && r == i))) {
+                            free(*array_ptr(res[r]->data[d], a));
+                            *array_ptr(res[r]->data[d], a) = NULL;
+                        }
         }
     }
     if (json) {

@@ -144,9 +144,10 @@ void gr_data_free(void *data)
 {
     gr_data *g = data;
     for (int k = 0; k < 7; ++k) pk_array_free(&g->arr[k]);
-    pk_grid_dataset_free(&g->gen);
+    if (!g->from) pk_grid_dataset_free(&g->gen); /* borrowed: the owner's */
     memset(g, 0, sizeof *g);
 }
+
 
 static void gr_max_support(gr_data *g)
 {
@@ -155,18 +156,24 @@ static void gr_max_support(gr_data *g)
         if (g->support[i] > g->max_support) g->max_support = g->support[i];
 }
 
-/* Generate a data set in memory (kernels + visibilities); layout FULL or COMPACT. */
-static int gr_generate(const char *prog, const pk_grid_gen_options *o, gr_data *g)
+/* The run's view of the generated set g->gen: its parameters, kernels and visibilities. */
+static void gr_from_gen(gr_data *g)
 {
-    const double t0 = cli_now_s();
-    const pk_status s = pk_grid_generate(o, &g->gen);
-    if (s != PK_OK) return gg_error(prog, s);
     g->p = g->gen.params;
     g->support = g->gen.support.data;
     g->kernels = g->gen.kernels.data;
     gr_max_support(g);
     g->d = g->gen.data;
     g->dataset = g->gen.name;
+}
+
+/* Generate a data set in memory (kernels + visibilities); layout FULL or COMPACT. */
+static int gr_generate(const char *prog, const pk_grid_gen_options *o, gr_data *g)
+{
+    const double t0 = cli_now_s();
+    const pk_status s = pk_grid_generate(o, &g->gen);
+    if (s != PK_OK) return gg_error(prog, s);
+    gr_from_gen(g);
     g->gen_s = cli_now_s() - t0;
     return 0;
 }
@@ -220,6 +227,32 @@ int gr_make(cli_call *c, void *data)
     o.kernel_layout = c->where == CLI_IN_GEN ? a->kernel_layout : PK_GRID_KERNELS_COMPACT;
     int rc = gr_generate(c->prog, &o, g);
     return rc ? rc : gr_finish(c, g, g->gen.kernels.count);
+}
+
+int gr_borrow(cli_call *c, void *data, const cli_bench_result *prior)
+{
+    gr_args *a = c->args;
+    gr_data *g = data;
+    if (!prior || prior->k->generate != gr_make || prior->is_proxy || c->where != CLI_IN_RUN)
+        return -1;
+    for (int d = 0; d < prior->ndata; ++d) {
+        int c0 = -1;
+        for (int k = 0; k < prior->ncases && c0 < 0; ++k)
+            if (prior->data_of[k] == d) c0 = k;
+        gr_data *o = prior->data[d];
+        const gr_args *oa = c0 >= 0 ? prior->args[c0] : NULL;
+        if (!o || !oa || o->from || !o->gen.data.num_vis || !oa->dataset || !a->dataset ||
+            strcmp(oa->dataset, a->dataset) || oa->scale != a->scale || oa->seed != a->seed ||
+            oa->unit_vis != a->unit_vis || (!oa->layout) != (!a->layout) ||
+            (a->layout && strcmp(oa->layout, a->layout)))
+            continue;
+        g->gen = o->gen; /* its arrays stay o's (gr_data_free skips them: g->from) */
+        g->from = o;
+        gr_from_gen(g);
+        g->gen_s = 0;
+        return gr_finish(c, g, g->gen.kernels.count);
+    }
+    return -1;
 }
 
 /* run --in DIR: the seven arrays, their lengths agreeing, and params.json's parameters. */

@@ -47,7 +47,8 @@ typedef struct gr_check {
     double ref_s;
 } gr_check;
 
-typedef struct gr_data {
+typedef struct gr_data gr_data;
+struct gr_data {
     pk_grid_params p;
     pk_grid_data d;
     const int32_t *support;
@@ -65,7 +66,9 @@ typedef struct gr_data {
     int64_t skipped;
     int verified; /* --verify ran: chk holds the reference's figures */
     gr_check chk;
-} gr_data;
+    gr_data *from; /* tune: the data set was borrowed from this one's (gr_borrow): gen's
+                      arrays are its, not freed here */
+};
 
 /* The parameters of a grid data set and of the gridding (the data set's keys of params.json,
  * --dataset, --scale, --seed, --layout, --unit-vis, --kernels, --grid-size, --cell-size,
@@ -142,6 +145,12 @@ int gr_load(cli_call *c, const char *dir, void *data);
 int gr_write_inputs(cli_call *c, const char *dir, const void *data);
 void gr_params_info(cli_json *j, const void *args, const void *data);
 void gr_data_free(void *data);
+/* tune: the data set of prior's data set (a gr_data made by gr_make) when prior's generation
+ * options (data set, scale, seed, layout, unit_vis) are this call's: pk_grid_generate is
+ * deterministic in them, so the bytes are those gr_make would generate; then gr_finish on
+ * this call's options, as gr_make.  0 borrowed (g->from set), -1 not the same, else an exit
+ * code. */
+int gr_borrow(cli_call *c, void *data, const cli_bench_result *prior);
 /* "stages" {name: seconds} of a run info's stages. */
 void gr_stages_json(cli_json *j, int n, const char (*name)[16], const double *s);
 /* 8-bit RGB PNG (rgb: h rows of w pixels, row 0 at the top), written whole: 0 or -1 (errno). */

@@ -212,6 +212,9 @@ typedef struct cli_bench_result {
     void *extra;                  /* the report's own results (free()d) */
     int failed;        /* set by the report hook when the kernel's own extras failed: exit 1 */
     double setup_wall_s;          /* the data sets and references (bench_setup), wall */
+    double gen_wall_s, ref_wall_s; /* tune's profile: of setup_wall_s, the inputs' generation
+                                      and the references' (short references included) */
+    double proxy_wall_s;          /* tune: the proxy's wall (tune_proxy), within the kernel's */
     double t0;                    /* when the kernel started (cli_now_s) */
     double deadline;              /* tune: the end of the kernel's share of the budget, after
                                      which its search starts no row (0: none) */
@@ -313,6 +316,21 @@ struct cli_kernel {
      * bitwise those of a verified row of its case as verified (a kernel without a check hook
      * is such). */
     int verdict_of_outputs;
+    /* tune: the serial backend's rows after the other backends' (at its defaults), so that
+     * the cut applies to them: where one serial run costs tens of seconds and cannot win
+     * (degrid's one-thread FFT of the whole grid at paper size). */
+    int tune_serial_last;
+    /* Optional (tune, not on a proxy): a data set of an earlier kernel of the same tune
+     * (prior: its result; image and degrid take grid's) instead of generating the same one
+     * again: 0 taken (its inputs borrowed, the prior's to free), -1 not the same data set
+     * (then generate), else an exit code. */
+    int (*borrow)(cli_call *c, void *data, const cli_bench_result *prior);
+    /* Optional (tune): the reference of a data set from what prior already verified (image:
+     * grid's double reference grid through pk_image_from_grid), instead of CLI_REFERENCE:
+     * PK_OK made, PK_EUNSUPPORTED not possible here (not the same data set and parameters,
+     * or prior's reference gone: then CLI_REFERENCE), else a failure.  May free prior's
+     * reference arrays (NULL then). */
+    pk_status (*ref_from)(const void *args, void *data, cli_bench_result *prior);
     int runs_add_up; /* each run steps the data in place (the reference is of reps + 1 runs):
                         bench always makes all reps timed runs */
     void (*describe)(const cli_bench_result *r); /* the lines above the table */
