@@ -427,8 +427,8 @@ static void lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count, float *
         w.buf = h->scratch + (size_t)t * h->scratch_per_thread;
         for (int k = 1; k < T; ++k) w.ring[k] = w.buf + (size_t)(1 + 3 * (k - 1)) * w.stride;
         w.ring[0] = NULL;
-        w.in = w.buf + (size_t)(1 + 3 * (T - 1)) * w.stride;
-        w.out = w.in + 3 * w.stride;
+        w.in = lexi ? w.buf + (size_t)(1 + 3 * (T - 1)) * w.stride : NULL; /* hvfo plans' */
+        w.out = lexi ? w.in + 3 * w.stride : NULL;
         for (int i = 0; i < ops; ++i) {
             const int lexi_src = lexi && i == 0, lexi_dst = lexi && i == ops - 1 && ops > 1;
             const float *src = lexi_src ? lexi : f[i & 1];
