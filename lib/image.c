@@ -432,6 +432,22 @@ static void im_image_cols(void *arg, size_t lo, size_t hi)
     pk_free_aligned(cb);
 }
 
+/* The steps after the grid step, on the grid in h->buf: the row FFTs, then the column FFTs,
+ * correction and crop into image, scaled by 1 / norm.  *t_rows: when the row pass ended. */
+static pk_status im_grid_to_image(im_host *h, float *image, double norm, double *t_rows)
+{
+    const int g = h->p.grid.grid_size;
+    const double gg = (double)g * g;
+    im_rows r = {h, NULL, image, norm != 0 ? (float)(1.0 / norm) : 0.0f, 0};
+    pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_image_rows, &r);
+    *t_rows = pk_now();
+    pk_parallel_range((size_t)h->p.image_size, IM_BATCH, (size_t)(gg * 8), h->nt, im_image_cols,
+                      &r);
+    PK_CHECK(!r.nomem, PK_ENOMEM, "image: cannot allocate a column buffer (%d x %d complex)",
+             IM_BATCH, g);
+    return PK_OK;
+}
+
 /* degrid's column pass over model columns [lo, hi): placed with (-1)^(px + py) / (kappa c c),
  * transformed, scattered into the grid's columns (every row) */
 static void im_degrid_cols(void *arg, size_t lo, size_t hi)
@@ -720,13 +736,9 @@ pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, floa
     pk_run_info gi;
     PK_TRY(pk_grid_plan_execute(plan->gp, d, (float *)h->buf, &nrm, &sk, &gi));
     const double t2 = pk_now();
-    pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_image_rows, &r);
-    const double t3 = pk_now();
-    r.scale = nrm != 0 ? (float)(1.0 / nrm) : 0.0f;
-    pk_parallel_range((size_t)n, IM_BATCH, (size_t)(gg * 8), h->nt, im_image_cols, &r);
+    double t3;
+    PK_TRY(im_grid_to_image(h, image, nrm, &t3));
     const double t4 = pk_now();
-    PK_CHECK(!r.nomem, PK_ENOMEM, "image: cannot allocate a column buffer (%d x %d complex)",
-             IM_BATCH, g);
     if (norm) *norm = nrm;
     if (num_skipped) *num_skipped = sk;
     if (info) {
@@ -791,16 +803,10 @@ pk_status pk_image_from_grid(pk_context *ctx, const pk_image_params *p, const in
     pk_status s = im_host_init(&h, p, support, kernels, FFTW_BACKWARD, nt);
     if (s == PK_OK) {
         /* the execute's passes after its grid step, on a copy of the caller's grid */
-        const int g = p->grid.grid_size;
-        const double gg = (double)g * g;
-        memcpy(h.buf, grid, (size_t)g * (size_t)g * sizeof(fftwf_complex));
-        im_rows r = {&h, NULL, image, norm != 0 ? (float)(1.0 / norm) : 0.0f, 0};
-        pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h.nt, im_image_rows, &r);
-        pk_parallel_range((size_t)p->image_size, IM_BATCH, (size_t)(gg * 8), h.nt, im_image_cols,
-                          &r);
-        if (r.nomem)
-            s = pk_fail(PK_ENOMEM, "image: cannot allocate a column buffer (%d x %d complex)",
-                        IM_BATCH, g);
+        const size_t g = (size_t)p->grid.grid_size;
+        memcpy(h.buf, grid, g * g * sizeof(fftwf_complex));
+        double t_rows;
+        s = im_grid_to_image(&h, image, norm, &t_rows);
     }
     im_host_free(&h);
     return s;
