@@ -55,6 +55,10 @@ static pk_status ds_validate(const pk_dslash_params *p, pk_ds_desc *d)
     PK_CHECK(p->kappa > 0, PK_EINVAL, "kappa: must be > 0, got %g", p->kappa);
     PK_CHECK(p->recon12 == 0 || p->recon12 == 1, PK_EINVAL,
              "recon12: must be 0 (full links) or 1 (two rows), got %d", p->recon12);
+    PK_CHECK((p->t_begin == 0 && p->t_end == 0) ||
+                 (p->t_begin >= 0 && p->t_begin < p->t_end && p->t_end <= L[3]),
+             PK_EINVAL, "t_begin, t_end: must be 0, 0 (all t-planes) or 0 <= t_begin < t_end "
+             "<= t = %d, got %d, %d", L[3], p->t_begin, p->t_end);
     /* The largest array is u: 4 x volume x 18 doubles. */
     size_t v;
     PK_CHECK(pk_mul3_size((size_t)L[0], (size_t)L[1], (size_t)L[2], &v) == 0 &&
@@ -69,6 +73,9 @@ static pk_status ds_validate(const pk_dslash_params *p, pk_ds_desc *d)
     d->recon12 = p->recon12;
     d->u_doubles = 4 * d->volume * (p->recon12 ? 12 : 18);
     d->spinor_doubles = 24 * d->volume;
+    d->t0 = p->t_end ? p->t_begin : 0;
+    d->t1 = p->t_end ? p->t_end : L[3];
+    d->sites = v * (size_t)(d->t1 - d->t0);
     return PK_OK;
 }
 
@@ -76,6 +83,13 @@ static int ds_overlap(const void *a, size_t abytes, const void *b, size_t bbytes
 {
     const uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
     return !(a0 + abytes <= b0 || b0 + bbytes <= a0);
+}
+
+/* The bytes of chi a call reads or writes: its first t1 planes (all of them without a
+ * t-range). */
+static size_t ds_chi_bytes(const pk_ds_desc *d)
+{
+    return d->spinor_doubles / (size_t)d->dims[3] * (size_t)d->t1 * sizeof(double);
 }
 
 pk_status pk_dslash_reference(const pk_dslash_params *p, const double *u, const double *psi,
@@ -87,9 +101,9 @@ pk_status pk_dslash_reference(const pk_dslash_params *p, const double *u, const 
     PK_CHECK_NULL(u);
     PK_CHECK_NULL(psi);
     PK_CHECK_NULL(chi);
-    const size_t sb = d.spinor_doubles * sizeof(double);
-    PK_CHECK(!ds_overlap(psi, sb, chi, sb) && !ds_overlap(u, 4 * d.volume * 18 * sizeof(double),
-                                                          chi, sb),
+    const size_t sb = d.spinor_doubles * sizeof(double), cb = ds_chi_bytes(&d);
+    PK_CHECK(!ds_overlap(psi, sb, chi, cb) && !ds_overlap(u, 4 * d.volume * 18 * sizeof(double),
+                                                          chi, cb),
              PK_EINVAL, "chi: must not overlap psi or u (the reference does not work in place)");
     pk_ds_ref_apply(&d, u, psi, chi);
     return PK_OK;
@@ -102,6 +116,11 @@ static pk_status ds_create_on(const pk_backend_ops *backend, const void *kops, v
                               const pk_tuning *tuning, void **impl)
 {
     pk_ds_desc d = *(const pk_ds_desc *)desc;
+    if ((d.t0 != 0 || d.t1 != d.dims[3]) && backend->id != PK_BACKEND_SERIAL &&
+        backend->id != PK_BACKEND_OPENMP)
+        return pk_fail(PK_EUNSUPPORTED, "dslash: a range of t-planes (t_begin %d, t_end %d) "
+                                        "runs on the serial and openmp backends only, not on %s",
+                       d.t0, d.t1, backend->name);
     d.variant = variant;
     d.threads = threads;
     d.tuning = tuning;
@@ -136,13 +155,17 @@ static double ds_plan_bytes(const void *desc)
 }
 static void ds_wisdom_key(const void *desc, char *key, size_t len)
 {
-    snprintf(key, len, "recon12=%d", ((const pk_ds_desc *)desc)->recon12);
+    const pk_ds_desc *d = desc;
+    if (d->t0 == 0 && d->t1 == d->dims[3])
+        snprintf(key, len, "recon12=%d", d->recon12);
+    else
+        snprintf(key, len, "recon12=%d,t=%d..%d", d->recon12, d->t0, d->t1);
 }
 static void ds_counts(const pk_ds_desc *d, double *flops, double *bytes)
 {
-    *flops = DS_FLOPS_PER_SITE * (double)d->volume;
+    *flops = DS_FLOPS_PER_SITE * (double)d->sites;
     *bytes = sizeof(double) * (double)(d->recon12 ? DS_REALS_RECON12 : DS_REALS_FULL) *
-             (double)d->volume;
+             (double)d->sites;
 }
 static void ds_cost(const void *desc, pk_cost *c)
 {
@@ -208,7 +231,7 @@ static pk_status ds_host_arrays(const pk_choice *c, const pk_ds_desc *d, const d
 {
     const void *p[3] = {u, psi, chi};
     const size_t b[3] = {4 * d->volume * 18 * sizeof(double),
-                         d->spinor_doubles * sizeof(double), d->spinor_doubles * sizeof(double)};
+                         d->spinor_doubles * sizeof(double), ds_chi_bytes(d)};
     const char *const names[3] = {"u", "psi", "chi"};
     const char *step = ds_ops(c)->execute_canonical
                            ? "plan_upload and plan_download take host memory (plan_execute "
@@ -285,10 +308,13 @@ pk_status pk_ds_host_download(void *impl, double *chi, double *seconds)
 {
     pk_ds_host_plan *h = impl;
     const double t0 = pk_now();
-    if (h->unpack)
+    if (h->unpack) {
         h->unpack(h, chi);
-    else
-        memcpy(chi, h->chi, h->d.spinor_doubles * sizeof(double));
+    } else { /* the planes [t0, t1) only: the others of chi are the caller's */
+        const size_t plane = h->d.spinor_doubles / (size_t)h->d.dims[3];
+        memcpy(chi + (size_t)h->d.t0 * plane, h->chi + (size_t)h->d.t0 * plane,
+               (size_t)(h->d.t1 - h->d.t0) * plane * sizeof(double));
+    }
     *seconds = pk_now() - t0;
     return PK_OK;
 }
@@ -298,8 +324,9 @@ pk_status pk_ds_host_execute(void *impl, const double *u, const double *psi, dou
 {
     pk_ds_host_plan *h = impl;
     const size_t ub = h->d.u_doubles * sizeof(double), sb = h->d.spinor_doubles * sizeof(double);
+    const size_t cb = ds_chi_bytes(&h->d);
     *kernel_seconds = 0;
-    if (h->pack || h->unpack || ds_overlap(chi, sb, u, ub) || ds_overlap(chi, sb, psi, sb)) {
+    if (h->pack || h->unpack || ds_overlap(chi, cb, u, ub) || ds_overlap(chi, cb, psi, sb)) {
         double up = 0, down = 0;
         PK_TRY(pk_ds_host_upload(h, u, psi, &up));
         PK_TRY(h->ops->run(h, kernel_seconds));
@@ -344,9 +371,9 @@ static pk_status ds_oneshot_work(pk_choice *c, void *arg)
 {
     ds_oneshot *o = arg;
     /* chi over psi or u: a failure part way leaves no intact input to retry another on */
-    const size_t sb = o->d->spinor_doubles * sizeof(double);
-    const int overlaps = ds_overlap(o->chi, sb, o->psi, sb) ||
-                         ds_overlap(o->chi, sb, o->u, 4 * o->d->volume * 18 * sizeof(double));
+    const size_t sb = o->d->spinor_doubles * sizeof(double), cb = ds_chi_bytes(o->d);
+    const int overlaps = ds_overlap(o->chi, cb, o->psi, sb) ||
+                         ds_overlap(o->chi, cb, o->u, 4 * o->d->volume * 18 * sizeof(double));
     if (ds_ops(c)->execute) { /* host memory: on the caller's arrays */
         const double *uk = o->u;
         o->layout = 0;
@@ -377,10 +404,11 @@ pk_status pk_dslash(pk_context *ctx, const pk_dslash_params *p, const char *vari
     PK_CHECK_NULL(chi);
     ds_oneshot o = {&d, u, psi, chi, &ctx->scratch[0], 0, 0, 0, 0};
     pk_choice c;
-    struct { int dims[4], recon12; double kappa; } key; /* the context's cache */
+    struct { int dims[4], recon12, t0, t1; double kappa; } key; /* the context's cache */
     memset(&key, 0, sizeof key);
     memcpy(key.dims, d.dims, sizeof key.dims);
     key.recon12 = d.recon12, key.kappa = d.kappa;
+    key.t0 = d.t0, key.t1 = d.t1;
     const pk_status s = pk_dispatch_oneshot(ctx, &ds_class, variant, &d, &key, sizeof key,
                                             ds_oneshot_work, &o, ds_finish, &c);
     pk_context_scratch_end(ctx);

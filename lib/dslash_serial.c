@@ -145,7 +145,8 @@ pk_status pk_serial_ds_run(void *impl, double *kernel_seconds)
     pk_ds_host_plan *h = impl;
     const pk_ds_desc *d = &h->d;
     const double t0 = pk_now();
-    pk_ds_rows(d, h->u, h->psi, h->chi, 0, (size_t)d->dims[1] * d->dims[2] * d->dims[3]);
+    const size_t plane = (size_t)d->dims[1] * (size_t)d->dims[2]; /* rows of a t-plane */
+    pk_ds_rows(d, h->u, h->psi, h->chi, (size_t)d->t0 * plane, (size_t)d->t1 * plane);
     *kernel_seconds = pk_now() - t0;
     return PK_OK;
 }

@@ -473,6 +473,9 @@ typedef struct pk_ds_desc {
     int recon12;          /* links stored as two rows */
     size_t u_doubles;     /* 4 * volume * (18 or 12) */
     size_t spinor_doubles; /* volume * 24 */
+    int t0, t1;           /* the t-planes computed, [t0, t1) (0, dims[3]: all; chi's others
+                             untouched, chi read and written only below plane t1) */
+    size_t sites;         /* sites computed: volume / dims[3] * (t1 - t0) */
     const char *variant;
     int threads;
     const pk_tuning *tuning; /* the context's parameters (NULL: defaults); create only */

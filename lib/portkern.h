@@ -961,11 +961,19 @@ PK_API void pk_su3_plan_destroy(pk_su3_plan *plan);
  * no-reuse model: 3072 per site, 2688 with recon12 (docs/PERFORMANCE.md).
  * recon12: the library keeps the first two rows of each link (compressed on the host when
  * uploading, timed into info->layout_s of one-shot calls) and the kernels rebuild the third
- * as conj(row0 x row1): right for SU(3) links only.  The caller always passes full links. */
+ * as conj(row0 x row1): right for SU(3) links only.  The caller always passes full links.
+ * t_begin, t_end: chi on the t-planes [t_begin, t_end) only (0 <= t_begin < t_end <= t; both
+ * 0, the default: all), the same bits as those planes of the whole call; chi's other planes
+ * are left as they are, and chi need only hold the first t_end planes (u and psi: the whole
+ * lattice; the range's hops read psi's planes t_begin - 1 and t_end, mod t).  The serial
+ * and openmp backends only (omp-vnode then never lanes along t); OpenCL and CUDA refuse it
+ * (PK_EUNSUPPORTED).  flops and bytes count the range's sites.  A distributed dslash
+ * (libportkern-mpi) computes its interior planes while the halos travel with it. */
 typedef struct pk_dslash_params {
     int x, y, z, t; /* lattice extents (>= 1) */
     double kappa;   /* hopping parameter (> 0, finite) */
     int recon12;    /* 1: links kept as two rows, the third reconstructed in the kernel */
+    int t_begin, t_end; /* t-planes of chi computed, [t_begin, t_end); 0, 0: all */
 } pk_dslash_params;
 
 /** Serial reference (the oracle; plain loops over the formula above with full 4x4 gammas and

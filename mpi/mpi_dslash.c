@@ -16,6 +16,17 @@
  * four mu, both sides: real links, so recon12 rebuilds honest rows there too) are exchanged
  * once at plan creation, psi's every execute.
  *
+ * Overlapped (t-slabs only, without ranks_z; pk_mpi_options.overlap not 0): the block is laid
+ * out with its own planes first, then the halo plane above (from the rank above), then the
+ * one below (the local call's periodic wrap of t makes them the own planes' neighbours).  An
+ * execute copies the caller's psi into the own planes, posts the receives into the halo
+ * planes and the sends of its two face planes, computes the interior own planes [1, L - 1)
+ * (which read no halo) while the faces travel, waits, then the two boundary planes 0 and
+ * L - 1: three local plans on t-ranges (pk_dslash_params t_begin, t_end), chi written
+ * straight into the caller's chi, no halo plane computed, nothing copied back.  With
+ * ranks_z > 1, overlap 0, or a backend that refuses t-ranges (OpenCL, CUDA), the block is
+ * run whole as above (halo planes computed and dropped, chi copied out).
+ *
  * Half spinors (pk_mpi_options.half): an own site uses the plane below along mu only through
  * (1 + gamma_mu) psi and the plane above through (1 - gamma_mu) psi, each fixed by two spin
  * components (docs/KERNELS.md 4c, DeGrand-Rossi):
@@ -41,6 +52,8 @@ struct pk_mpi_dslash_plan {
     int half;
     int lt, lz;            /* own t- and z-planes */
     int wt, wz, ot, oz;    /* the widened block's extents, the own planes' offset in it */
+    int wlo, whi;          /* t-index of the halo plane below and above in the block */
+    int ovl;               /* the overlapped path (header): part[] runs, local is NULL */
     int t_lo, t_hi, z_lo, z_hi; /* neighbours in tcomm / zcomm (-1: the axis is whole) */
     size_t vol2;           /* sites per (z, t) plane: x y */
     double *face[8];       /* half: t sent up, sent down, received below, above; z the same */
@@ -51,10 +64,14 @@ struct pk_mpi_dslash_plan {
                               [wt][wz][vol2][24]; NULL on a rank alone (the caller's psi
                               and chi are used, the links kept in u) */
     pk_dslash_plan *local;
+    pk_dslash_plan *part[3]; /* overlapped: interior [1, lt - 1), bottom [0, 1), top
+                                [lt - 1, lt) (NULL where empty) */
 };
 
 static void ds_free(pk_mpi_dslash_plan *pl) {
     pk_dslash_plan_destroy(pl->local);
+    for (int k = 0; k < 3; k++)
+        pk_dslash_plan_destroy(pl->part[k]);
     free(pl->u);
     free(pl->psi);
     free(pl->chi);
@@ -88,9 +105,9 @@ static void exchange(const pk_mpi_dslash_plan *pl, const double *src, double *w,
     MPI_Request req[8];
     int n = 0;
     if (pl->t_lo >= 0) { /* whole own-z planes: tp doubles, contiguous on both sides */
-        MPI_Irecv(w + wsite(pl, 0, pl->oz) * nd, (int)tp, MPI_DOUBLE, pl->t_lo, TAG_T_UP,
+        MPI_Irecv(w + wsite(pl, pl->wlo, pl->oz) * nd, (int)tp, MPI_DOUBLE, pl->t_lo, TAG_T_UP,
                   pl->tcomm, &req[n++]);
-        MPI_Irecv(w + wsite(pl, pl->wt - 1, pl->oz) * nd, (int)tp, MPI_DOUBLE, pl->t_hi,
+        MPI_Irecv(w + wsite(pl, pl->whi, pl->oz) * nd, (int)tp, MPI_DOUBLE, pl->t_hi,
                   TAG_T_DOWN, pl->tcomm, &req[n++]);
         MPI_Isend(src, (int)tp, MPI_DOUBLE, pl->t_lo, TAG_T_DOWN, pl->tcomm, &req[n++]);
         MPI_Isend(src + (size_t)(pl->lt - 1) * tp, (int)tp, MPI_DOUBLE, pl->t_hi, TAG_T_UP,
@@ -191,8 +208,8 @@ static void exchange_half(const pk_mpi_dslash_plan *pl, const double *src, doubl
     }
     MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
     if (pl->t_lo >= 0) {
-        rebuild(f[2], ts, w + wsite(pl, 0, pl->oz) * 24);
-        rebuild(f[3], ts, w + wsite(pl, pl->wt - 1, pl->oz) * 24);
+        rebuild(f[2], ts, w + wsite(pl, pl->wlo, pl->oz) * 24);
+        rebuild(f[3], ts, w + wsite(pl, pl->whi, pl->oz) * 24);
     }
     for (int t = 0; pl->z_lo >= 0 && t < pl->lt; t++) {
         rebuild(f[6] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, 0) * 24);
@@ -218,7 +235,61 @@ static pk_mpi_info *ds_info(const pk_mpi_dslash_plan *pl, pk_mpi_info *info,
     info->nranks = pl->nranks;
     info->z0 = pl->sz.i0 ? pl->sz.i0[pl->sz.rank] : -1;
     info->z1 = pl->sz.i0 ? pl->sz.i1[pl->sz.rank] : -1;
+    info->overlap = pl->part[0] != NULL; /* interior planes computed while the faces travel */
     return info;
+}
+
+/* Overlapped execute (header): psi into the own planes, the faces posted, the interior
+ * computed, the halos awaited (and rebuilt from half spinors), the two boundary planes
+ * computed; chi written by the local plans on their planes only.  Times into info. */
+static pk_status execute_overlapped(pk_mpi_dslash_plan *pl, const double *psi, double *chi,
+                                    pk_mpi_info *info) {
+    const size_t ts = (size_t)pl->lz * pl->vol2, tp = ts * 24; /* sites, doubles of a plane */
+    double *w = pl->psi, *const *f = pl->face;
+    const double t1 = pkm_now();
+    /* chi may be psi: the kernels and the sends read the block's copy only */
+    memcpy(w, psi, (size_t)pl->lt * tp * sizeof *w);
+    MPI_Request req[4];
+    int n = 0;
+    if (pl->half) {
+        project(w + (size_t)(pl->lt - 1) * tp, ts, 't', 1, f[0]); /* top: up */
+        project(w, ts, 't', -1, f[1]);                              /* bottom: down */
+        MPI_Irecv(f[2], (int)(ts * 12), MPI_DOUBLE, pl->t_lo, TAG_T_UP, pl->tcomm, &req[n++]);
+        MPI_Irecv(f[3], (int)(ts * 12), MPI_DOUBLE, pl->t_hi, TAG_T_DOWN, pl->tcomm, &req[n++]);
+        MPI_Isend(f[0], (int)(ts * 12), MPI_DOUBLE, pl->t_hi, TAG_T_UP, pl->tcomm, &req[n++]);
+        MPI_Isend(f[1], (int)(ts * 12), MPI_DOUBLE, pl->t_lo, TAG_T_DOWN, pl->tcomm, &req[n++]);
+    } else {
+        MPI_Irecv(w + (size_t)pl->wlo * tp, (int)tp, MPI_DOUBLE, pl->t_lo, TAG_T_UP, pl->tcomm,
+                  &req[n++]);
+        MPI_Irecv(w + (size_t)pl->whi * tp, (int)tp, MPI_DOUBLE, pl->t_hi, TAG_T_DOWN,
+                  pl->tcomm, &req[n++]);
+        MPI_Isend(w, (int)tp, MPI_DOUBLE, pl->t_lo, TAG_T_DOWN, pl->tcomm, &req[n++]);
+        MPI_Isend(w + (size_t)(pl->lt - 1) * tp, (int)tp, MPI_DOUBLE, pl->t_hi, TAG_T_UP,
+                  pl->tcomm, &req[n++]);
+    }
+    int done = 0; /* one pass of progress: the rendezvous handshakes start before the kernel */
+    MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
+    const double t2 = pkm_now();
+    pk_status st = PK_OK;
+    if (pl->part[0]) /* the interior: reads the own planes only */
+        st = pk_dslash_plan_execute(pl->part[0], pl->u, w, chi, &info->local);
+    const double t3 = pkm_now();
+    if (!done)
+        MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    if (pl->half) {
+        rebuild(f[2], ts, w + (size_t)pl->wlo * tp);
+        rebuild(f[3], ts, w + (size_t)pl->whi * tp);
+    }
+    const double t4 = pkm_now();
+    for (int k = 1; st == PK_OK && k < 3; k++) /* the boundary planes */
+        if (pl->part[k])
+            st = pk_dslash_plan_execute(pl->part[k], pl->u, w, chi, &info->local);
+    info->halo_bytes += 2.0 * (double)(pl->half ? ts * 12 : tp) * sizeof(double);
+    info->messages += n / 2;
+    info->exchanges += 1;
+    info->comm_s += (t2 - t1) + (t4 - t3);
+    info->compute_s += (t3 - t2) + (pkm_now() - t4);
+    return st;
 }
 
 PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Comm comm,
@@ -240,6 +311,13 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
         pkm_set_error("x, y, z, t: must be >= 1, and one t-plane of psi within one MPI message "
                       "(2^31 bytes), got %d x %d x %d x %d", p->x, p->y, p->z, p->t);
         st = PK_ESIZE;
+    } else if (p->t_begin != 0 || p->t_end != 0) {
+        pkm_set_error("t_begin, t_end: a distributed dslash computes every rank's planes "
+                      "(both must be 0), got %d, %d", p->t_begin, p->t_end);
+        st = PK_EINVAL;
+    } else if (opt && (opt->overlap < -1 || opt->overlap > 1)) {
+        pkm_set_error("overlap: must be -1 (the default), 0 or 1, got %d", opt->overlap);
+        st = PK_EINVAL;
     } else if (opt && opt->ranks_z < 0) {
         pkm_set_error("ranks_z: must be >= 0, got %d", opt->ranks_z);
         st = PK_EINVAL;
@@ -265,11 +343,11 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
     pl->p.t = p->t;
     pl->p.kappa = p->kappa;
     pl->p.recon12 = p->recon12;
-    int grid[2] = {pz, pl->half};
+    int grid[3] = {pz, pl->half, opt ? opt->overlap : -1};
     /* both comparisons on every rank (collectives), then one agreement */
     st = pkm_same_as_root(pl->comm, &pl->p, sizeof pl->p,
                           "dslash parameters (x, y, z, t, kappa, recon12)");
-    pk_status gst = pkm_same_as_root(pl->comm, grid, sizeof grid, "ranks_z and half");
+    pk_status gst = pkm_same_as_root(pl->comm, grid, sizeof grid, "ranks_z, half and overlap");
     st = pkm_agree(pl->comm, st != PK_OK ? st : gst, NULL, NULL);
     if (st != PK_OK)
         goto fail;
@@ -296,10 +374,41 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
     const int pt = pl->s.nranks, ct = pl->s.rank, cz = pl->sz.rank;
     pl->lt = pl->s.i1[ct] - pl->s.i0[ct];
     pl->lz = pl->sz.i1[cz] - pl->sz.i0[cz];
-    pl->ot = pt > 1;
+    /* overlapped: own planes first, then the halo above, then the one below (header) */
+    pl->ovl = pt > 1 && pz == 1 && (!opt || opt->overlap != 0);
+    pk_run_info li;
+    memset(&li, 0, sizeof li);
+    st = pkm_context(ctx, &pl->ctx, &pl->owned);
+    if (st == PK_OK && pl->ovl) { /* the three local plans on t-ranges of the block */
+        pk_dslash_params lp = pl->p;
+        lp.t = pl->lt + 2;
+        const int lt = pl->lt, rb[3][2] = {{1, lt - 1}, {0, 1}, {lt - 1, lt}};
+        for (int k = 0; st == PK_OK && k < 3; k++) {
+            if (rb[k][1] <= rb[k][0] || (k == 2 && lt == 1))
+                continue; /* no interior (lt <= 2); one plane is both boundaries */
+            lp.t_begin = rb[k][0];
+            lp.t_end = rb[k][1];
+            st = pk_dslash_plan_create(&pl->part[k], pl->ctx, &lp, opt ? opt->variant : NULL,
+                                       &li);
+        }
+        if (st == PK_EUNSUPPORTED) { /* a device backend: the block whole, as with ranks_z */
+            for (int k = 0; k < 3; k++) {
+                pk_dslash_plan_destroy(pl->part[k]);
+                pl->part[k] = NULL;
+            }
+            pl->ovl = 0;
+            st = PK_OK;
+        } else if (st != PK_OK) {
+            pkm_set_error("local dslash plan (t-range of %d + 2 planes): %s", lt,
+                          pk_last_error());
+        }
+    }
+    pl->ot = pt > 1 && !pl->ovl;
     pl->oz = pz > 1;
-    pl->wt = pl->lt + 2 * pl->ot;
+    pl->wt = pl->lt + 2 * (pt > 1);
     pl->wz = pl->lz + 2 * pl->oz;
+    pl->wlo = pl->ovl ? pl->lt + 1 : 0;
+    pl->whi = pl->ovl ? pl->lt : pl->wt - 1;
     pl->t_lo = pt > 1 ? (ct + pt - 1) % pt : -1;
     pl->t_hi = pt > 1 ? (ct + 1) % pt : -1;
     pl->z_lo = pz > 1 ? (cz + pz - 1) % pz : -1;
@@ -311,9 +420,10 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
     pl->u = calloc(4 * wsites * 18, sizeof(double));
     if (!alone) {
         pl->psi = calloc(wsites * 24, sizeof(double));
-        pl->chi = calloc(wsites * 24, sizeof(double));
+        if (!pl->ovl) /* overlapped: chi written straight into the caller's */
+            pl->chi = calloc(wsites * 24, sizeof(double));
     }
-    int ok = pl->u && (alone || (pl->psi && pl->chi));
+    int ok = st != PK_OK || (pl->u && (alone || (pl->psi && (pl->ovl || pl->chi))));
     if (pl->half) {
         const size_t ts = (size_t)pl->lz * pl->vol2, zf = (size_t)pl->lt * pl->vol2;
         for (int k = 0; k < 8; k++)
@@ -325,17 +435,7 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
                       pl->wt, pl->wz);
         st = PK_ENOMEM;
     }
-    st = pkm_agree(pl->comm, st, NULL, NULL);
-    if (st != PK_OK)
-        goto fail;
-    /* the links' halo planes, once, one exchange per direction mu */
-    const size_t own = (size_t)pl->lt * (size_t)pl->lz * pl->vol2 * 18;
-    for (int mu = 0; mu < 4; mu++)
-        exchange(pl, u + (size_t)mu * own, pl->u + (size_t)mu * wsites * 18, 18, NULL);
-    pk_run_info li;
-    memset(&li, 0, sizeof li);
-    st = pkm_context(ctx, &pl->ctx, &pl->owned);
-    if (st == PK_OK) {
+    if (st == PK_OK && !pl->ovl) {
         pk_dslash_params lp = pl->p;
         lp.t = pl->wt;
         lp.z = pl->wz;
@@ -346,6 +446,10 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
     st = pkm_agree(pl->comm, st, NULL, NULL);
     if (st != PK_OK)
         goto fail;
+    /* the links' halo planes, once, one exchange per direction mu */
+    const size_t own = (size_t)pl->lt * (size_t)pl->lz * pl->vol2 * 18;
+    for (int mu = 0; mu < 4; mu++)
+        exchange(pl, u + (size_t)mu * own, pl->u + (size_t)mu * wsites * 18, 18, NULL);
     if (info) {
         info->local = li;
         ds_info(pl, info, NULL);
@@ -375,6 +479,14 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_execute(pk_mpi_dslash_plan *pl, const do
     if (st != PK_OK)
         return st;
     double t1 = pkm_now(), t2 = t1;
+    if (pl->ovl) {
+        st = execute_overlapped(pl, psi, chi, info);
+        if (st != PK_OK)
+            pkm_set_error("local dslash: %s", pk_last_error());
+        st = pkm_agree(pl->comm, st, NULL, &info->agree_s);
+        info->wall_s = pkm_now() - t0;
+        return st;
+    }
     if (!pl->psi) { /* a rank alone: the whole lattice, on the caller's arrays */
         st = pk_dslash_plan_execute(pl->local, pl->u, psi, chi, &info->local);
     } else {

@@ -10,7 +10,11 @@
  *              direction is the first of t, z, y, x whose extent W divides (t first: its
  *              boundary is a whole time slice, so the rotate-or-not branch is per row); when
  *              none does, the largest W' = W/2, W/4, ..., 1 that divides one (an all-odd
- *              lattice runs 1 lane: the same code on scalars).  psi and u are converted into
+ *              lattice runs 1 lane: the same code on scalars).  A plan of a range of
+ *              t-planes (pk_dslash_params t_begin, t_end) never splits along t, so that its
+ *              rows are whole t-planes: it runs the range's rows, converts only the planes
+ *              they read (psi's [t_begin - 1, t_end], u's [t_begin - 1, t_end), mod t) and
+ *              brings back only the range's chi.  psi and u are converted into
  *              lanes on upload and chi back on download (host plan hooks): a plan runs any
  *              number of times on the converted fields.
  *   omp        site-parallel spin-projected kernel on lexicographic data (lib/dslash_serial.c,
@@ -111,7 +115,11 @@ static const char *ds_lanes_isa(int lanes)
     return ds_isa_name[lanes == 8 ? DS_ISA_AVX512 : lanes == 4 ? DS_ISA_AVX2 : DS_ISA_GENERIC];
 }
 
-/* Lanes and split direction: the widest W' <= W dividing an extent, t preferred. */
+/* Whether the plan computes a range of t-planes only (pk_dslash_params t_begin, t_end). */
+static int ds_ranged(const pk_ds_desc *d) { return d->t0 != 0 || d->t1 != d->dims[3]; }
+
+/* Lanes and split direction: the widest W' <= W dividing an extent, t preferred (never t
+ * for a range of t-planes: its rows must be whole t-planes). */
 static void ds_vnode_geometry(const pk_ds_desc *d, int width, pk_ds_vnode *g)
 {
     static const int order[4] = {3, 2, 1, 0};
@@ -119,7 +127,7 @@ static void ds_vnode_geometry(const pk_ds_desc *d, int width, pk_ds_vnode *g)
     g->lanes = 1;
     g->split = 3;
     for (int w = width; w > 1 && g->lanes == 1; w /= 2)
-        for (int i = 0; i < 4; ++i)
+        for (int i = ds_ranged(d) ? 1 : 0; i < 4; ++i)
             if (d->dims[order[i]] % w == 0) {
                 g->lanes = w;
                 g->split = order[i];
@@ -147,6 +155,22 @@ static size_t ds_rows(const pk_ds_host_plan *h)
 {
     const int *L = h->vnode_rows ? h->vn.lr : h->d.dims;
     return (size_t)L[1] * (size_t)L[2] * (size_t)L[3];
+}
+
+/* Rows of one t-plane (of the reduced lattice for omp-vnode). */
+static size_t ds_plane_rows(const pk_ds_host_plan *h)
+{
+    const int *L = h->vnode_rows ? h->vn.lr : h->d.dims;
+    return (size_t)L[1] * (size_t)L[2];
+}
+
+/* The rows the kernel computes, [*first, *first + *rows): all, or a range's t-planes (a
+ * ranged omp-vnode plan does not split t, so its planes are the lattice's). */
+static void ds_range_rows(const pk_ds_host_plan *h, size_t *first, size_t *rows)
+{
+    const size_t pr = ds_plane_rows(h);
+    *first = ds_ranged(&h->d) ? (size_t)h->d.t0 * pr : 0;
+    *rows = ds_ranged(&h->d) ? (size_t)(h->d.t1 - h->d.t0) * pr : ds_rows(h);
 }
 
 /* ---- the vnode layout --------------------------------------------------------------------- */
@@ -178,14 +202,23 @@ static void ds_vnode_pack(pk_ds_host_plan *h, const double *u, const double *psi
     const int W = g->lanes, ld = h->d.recon12 ? 12 : 18, *L = h->d.dims;
     const size_t X = (size_t)g->lr[0], rows = ds_rows(h), V = h->d.volume;
     const size_t lane = ds_lane_stride(g, L);
+    /* A range of t-planes reads psi's planes [t0 - 1, t1] and u's [t0 - 1, t1) (mod T): the
+     * rows of those planes, from plane (t0 - 1) mod T on, u's but for the last plane. */
+    const size_t T = (size_t)g->lr[3], pr = ds_plane_rows(h);
+    const int some = ds_ranged(&h->d) && (size_t)(h->d.t1 - h->d.t0) + 2 < T;
+    const size_t first = some ? ((size_t)h->d.t0 + T - 1) % T : 0;
+    const size_t nrows = some ? (size_t)(h->d.t1 - h->d.t0 + 2) * pr : rows;
+    const size_t urows = some ? nrows - pr : rows;
 #pragma omp parallel num_threads(h->nt)
     {
-        size_t r0, r1;
-        ds_share(rows, &r0, &r1);
-        for (size_t r = r0; r < r1; ++r) {
+        size_t k0, k1;
+        ds_share(nrows, &k0, &k1);
+        for (size_t k = k0; k < k1; ++k) {
+            const size_t r = ((first + k / pr) % T) * pr + k % pr;
             const size_t o = r * X, s = ds_vnode_site(g, L, o, 0);
             pk_transpose_f64(psi + 24 * s, 24 * lane, h->psi + 24 * W * o, (size_t)W, (size_t)W,
                              24 * X);
+            if (k >= urows) continue;
             for (size_t mu = 0; mu < 4; ++mu)
                 pk_transpose_f64(u + ld * (mu * V + s), ld * lane,
                                  h->u + (size_t)ld * W * (mu * g->vo + o), (size_t)W, (size_t)W,
@@ -198,12 +231,14 @@ static void ds_vnode_unpack(const pk_ds_host_plan *h, double *chi)
 {
     const pk_ds_vnode *g = &h->vn;
     const int W = g->lanes, *L = h->d.dims;
-    const size_t X = (size_t)g->lr[0], rows = ds_rows(h), lane = ds_lane_stride(g, L);
+    const size_t X = (size_t)g->lr[0], lane = ds_lane_stride(g, L);
+    size_t first, rows;
+    ds_range_rows(h, &first, &rows);
 #pragma omp parallel num_threads(h->nt)
     {
         size_t r0, r1;
         ds_share(rows, &r0, &r1);
-        for (size_t r = r0; r < r1; ++r) {
+        for (size_t r = first + r0; r < first + r1; ++r) {
             const size_t o = r * X;
             pk_transpose_f64(h->chi + 24 * W * o, (size_t)W, chi + 24 * ds_vnode_site(g, L, o, 0),
                              24 * lane, 24 * X, (size_t)W);
@@ -255,8 +290,10 @@ pk_status pk_omp_ds_create(void *state, int device, const pk_ds_desc *desc, void
         const int full = isa == DS_ISA_AVX512 ? 8 : isa == DS_ISA_AVX2 ? 4 : 2;
         snprintf(h->note, sizeof h->note, "omp-vnode: %d lane%s along %c (%s kernel)%s", g.lanes,
                  g.lanes == 1 ? "" : "s", dir[g.split], ds_lanes_isa(g.lanes),
-                 g.lanes < full ? "; fewer lanes than the ISA's width: no extent is a multiple "
-                                  "of it"
+                 g.lanes < full ? (ds_ranged(desc) ? "; fewer lanes than the ISA's width: no "
+                                                     "extent but t (a t-range) is a multiple of it"
+                                                   : "; fewer lanes than the ISA's width: no "
+                                                     "extent is a multiple of it")
                                 : "");
     }
     h->first_touch = ds_first_touch;
@@ -267,12 +304,15 @@ pk_status pk_omp_ds_create(void *state, int device, const pk_ds_desc *desc, void
 pk_status pk_omp_ds_run(void *impl, double *kernel_seconds)
 {
     pk_ds_host_plan *h = impl;
-    const size_t rows = ds_rows(h);
+    size_t first, rows;
+    ds_range_rows(h, &first, &rows);
     const double t0 = pk_now();
 #pragma omp parallel num_threads(h->nt)
     {
         size_t r0, r1;
         ds_share(rows, &r0, &r1);
+        r0 += first;
+        r1 += first;
         if (r0 < r1) {
             if (h->vnode_rows)
                 h->vnode_rows(&h->vn, h->u, h->psi, h->chi, r0, r1);

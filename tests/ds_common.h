@@ -37,6 +37,17 @@
  *    kappa <= 0, NaN or Inf, recon12 not 0/1, unknown variants, the reference in place.
  * 5. CUDA suite only: plan_execute on cudaMalloc'd u, psi and chi (cuda_devmem.h), full links
  *    and recon12 (ds_check_device_arrays; reordered on the device).
+ * 6. t-ranges (pk_dslash_params t_begin, t_end; ds_check_range): on serial and OpenMP every
+ *    variant, with and without recon12, on lattices whose omp-vnode whole call and range
+ *    take the same lane count (2x3x8x8: 8 along t / 8 along z; 3x5x2x7; 4x4x4x6) and one
+ *    that does not (2x2x2x8), the ranges [0, T), [0, 1), [T - 1, T), [1, T - 1) and [2, 3)
+ *    through the one-shot call, a plan (upload, run, download) and plan_execute: the
+ *    range's planes are the bits of the whole call (omp-vnode on other lanes: within the
+ *    bound), chi's other planes untouched, plan_execute on a chi of only t_end planes
+ *    (with the guard after it), run info's flops 1320 per site of the range; the
+ *    reference's range equals its whole call's planes; empty, reversed and out-of-lattice
+ *    ranges PK_EINVAL from the one-shot call, plan_create and the reference.  OpenCL and
+ *    CUDA: a range is PK_EUNSUPPORTED at plan_create.
  * omp-vnode also runs under dslash.isa = avx512, avx2, generic and auto (the lanes it
  * chose must match the rule under generic: 2 lanes along the first of t, z, y, x with an
  * even extent, else 1), and both OpenMP variants on 3 threads.  A suite SKIPs as a whole when
@@ -108,7 +119,7 @@ static double *ds_alloc(size_t n)
 
 static pk_dslash_params ds_params(int x, int y, int z, int t, double kappa, int recon12)
 {
-    pk_dslash_params p;
+    pk_dslash_params p = {0}; /* t_begin, t_end 0: all planes */
     p.x = x;
     p.y = y;
     p.z = z;
@@ -973,6 +984,118 @@ static pk_context *ds_context(pk_backend_id backend)
     return ctx;
 }
 
+/* 6. t-ranges (see the top). */
+static void ds_check_range(const char *variant, int recon12)
+{
+    static const int sizes[][4] = {{2, 3, 8, 8}, {3, 5, 2, 7}, {4, 4, 4, 6}, {2, 2, 2, 8}};
+    const int host = ds_backend == PK_BACKEND_SERIAL || ds_backend == PK_BACKEND_OPENMP;
+    const int vnode = strcmp(variant, "omp-vnode") == 0;
+    const char *r12 = recon12 ? " recon12" : "";
+    if (!host) { /* refused, and said so */
+        pk_dslash_params p = ds_params(2, 2, 2, 4, 0.125, recon12);
+        p.t_begin = 1;
+        p.t_end = 3;
+        pk_dslash_plan *plan = NULL;
+        const int s = pk_dslash_plan_create(&plan, ds_ctx, &p, variant, NULL);
+        ok(s == PK_EUNSUPPORTED && strstr(pk_last_error(), "serial and openmp") && !plan,
+           "%s%s: a t-range is PK_EUNSUPPORTED at plan_create (%s)", variant, r12,
+           pk_last_error());
+        pk_dslash_plan_destroy(plan);
+        return;
+    }
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
+        const int *L = sizes[k], T = L[3];
+        pk_dslash_params p = ds_params(L[0], L[1], L[2], T, 0.125, recon12);
+        const size_t V = ds_volume(&p), ns = 24 * V, plane = ns / (size_t)T;
+        double *u, *psi, *whole = ds_alloc(ns), *ref = ds_alloc(ns), *chi = ds_alloc(ns + DS_GUARD);
+        ds_fields(&p, 41 + (unsigned)k, &u, &psi);
+        int s = pk_dslash(ds_ctx, &p, variant, u, psi, whole, NULL);
+        pk_dslash_reference(&p, u, psi, ref);
+        const int ranges[][2] = {{0, T}, {0, 1}, {T - 1, T}, {1, T - 1}, {2, 3}};
+        int bad = s != PK_OK, inexact = 0;
+        double worst = 0;
+        char what[200] = "";
+        for (size_t r = 0; r < 5 && !bad; ++r) {
+            const int tb = ranges[r][0], te = ranges[r][1];
+            if (te <= tb || te > T) continue;
+            pk_dslash_params q = p;
+            q.t_begin = tb;
+            q.t_end = te;
+            for (int mode = DS_REF; mode <= DS_EXECUTE && !bad; ++mode) {
+                /* plan_execute: a chi of t_end planes only, the guard right after it */
+                const size_t held = mode == DS_EXECUTE ? (size_t)te * plane : ns;
+                for (size_t i = 0; i < held; ++i) chi[i] = DS_SENTINEL;
+                for (size_t i = held; i < held + DS_GUARD; ++i) chi[i] = -DS_SENTINEL;
+                pk_run_info info;
+                memset(&info, 0, sizeof info);
+                if (mode == DS_REF) {
+                    s = pk_dslash_reference(&q, u, psi, chi);
+                } else if (mode == DS_ONESHOT) {
+                    s = pk_dslash(ds_ctx, &q, variant, u, psi, chi, &info);
+                } else {
+                    pk_dslash_plan *plan = NULL;
+                    s = pk_dslash_plan_create(&plan, ds_ctx, &q, variant, NULL);
+                    if (s == PK_OK && mode == DS_EXECUTE)
+                        s = pk_dslash_plan_execute(plan, u, psi, chi, &info);
+                    if (s == PK_OK && mode == DS_PLAN) s = pk_dslash_plan_upload(plan, u, psi);
+                    if (s == PK_OK && mode == DS_PLAN) s = pk_dslash_plan_run(plan, &info);
+                    if (s == PK_OK && mode == DS_PLAN) s = pk_dslash_plan_download(plan, chi);
+                    pk_dslash_plan_destroy(plan);
+                }
+                const double *want = mode == DS_REF ? ref : whole;
+                const size_t lo = (size_t)tb * plane, hi = (size_t)te * plane;
+                size_t touched = 0, guard = 0;
+                for (size_t i = 0; i < held; ++i)
+                    if ((i < lo || i >= hi) && chi[i] != DS_SENTINEL) ++touched;
+                for (size_t i = held; i < held + DS_GUARD; ++i) guard += chi[i] != -DS_SENTINEL;
+                const int same = memcmp(chi + lo, want + lo, (hi - lo) * sizeof(double)) == 0;
+                const double e = ds_relerr(chi + lo, want + lo, hi - lo);
+                const double flops = 1320.0 * (double)(V / (size_t)T) * (double)(te - tb);
+                bad = s != PK_OK || touched || guard || (!same && !(vnode && k == 3 && e <= 1e-13)) ||
+                      (mode != DS_REF && info.flops != flops);
+                inexact += !same;
+                worst = e > worst ? e : worst;
+                if (bad)
+                    snprintf(what, sizeof what, "; [%d, %d) mode %d: status %d (%s), %zu outside "
+                             "written, %zu guard, bitwise %d (rel %.2g), flops %g / %g", tb, te,
+                             mode, s, s ? pk_last_error() : "", touched, guard, same, e,
+                             info.flops, flops);
+            }
+        }
+        if (vnode)
+            ok(!bad, "%s%s %dx%dx%dx%d: t-ranges (one-shot, plan, plan_execute on t_end planes) "
+               "equal the whole call's planes (%d not bitwise, rel <= %.2g; bitwise but on 2x2x2x8, "
+               "whose whole call may lane wider along t than a range along z), "
+               "the other planes untouched%s", variant, r12, L[0], L[1], L[2], T, inexact,
+               worst, what);
+        else
+            ok(!bad, "%s%s %dx%dx%dx%d: t-ranges (one-shot, plan, plan_execute on t_end planes) "
+               "are the whole call's planes bitwise, the other planes untouched%s", variant,
+               r12, L[0], L[1], L[2], T, what);
+        free(u);
+        free(psi);
+        free(whole);
+        free(ref);
+        free(chi);
+    }
+    /* refused ranges, on every entry point */
+    static const int badr[][2] = {{2, 2}, {3, 1}, {-1, 2}, {0, 5}, {1, 0}, {4, 5}};
+    int refused = 1;
+    pk_dslash_params p = ds_params(2, 2, 2, 4, 0.125, recon12);
+    static double u[4 * 16 * 18], psi[16 * 24], chi[16 * 24];
+    for (size_t k = 0; k < sizeof badr / sizeof badr[0]; ++k) {
+        p.t_begin = badr[k][0];
+        p.t_end = badr[k][1];
+        pk_dslash_plan *plan = NULL;
+        refused &= pk_dslash(ds_ctx, &p, variant, u, psi, chi, NULL) == PK_EINVAL &&
+                   strstr(pk_last_error(), "t_begin") != NULL;
+        refused &= pk_dslash_plan_create(&plan, ds_ctx, &p, variant, NULL) == PK_EINVAL && !plan;
+        refused &= pk_dslash_reference(&p, u, psi, chi) == PK_EINVAL;
+    }
+    ok(refused, "%s%s: empty, reversed and out-of-lattice t-ranges PK_EINVAL (one-shot, "
+       "plan_create, reference)", variant, r12);
+}
+
 static int ds_run_suite(pk_backend_id backend)
 {
     ds_ctx = ds_context(backend);
@@ -1016,6 +1139,8 @@ static int ds_run_suite(pk_backend_id backend)
         ds_check_plan(v);
         ds_check_execute(v, 0);
         ds_check_execute(v, 1);
+        ds_check_range(v, 0);
+        ds_check_range(v, 1);
         if (backend == PK_BACKEND_CUDA) ds_check_device_arrays(v);
         if (strcmp(v, "omp-vnode") == 0) ds_check_env(v);
         if (backend == PK_BACKEND_OPENMP) ds_check_threads(v);

@@ -377,10 +377,12 @@ static void ds_block(const double *g, int Z, size_t plane, int t0, int t1, int z
                (size_t)(z1 - z0) * plane * sizeof *g);
 }
 
-/* pz: ranks along z (pk_mpi_options.ranks_z; 1: t only) */
+/* pz: ranks along z (pk_mpi_options.ranks_z; 1: t only); overlap: pk_mpi_options.overlap
+ * (-1, the default, and 1: t-slabs compute the interior while the faces travel, info.overlap
+ * says so exactly when a rank has interior planes, more than 2; 0: the block whole) */
 static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, int T,
-                    int recon12, int in_place, int half, int pz) {
-    pk_dslash_params p = {X, Y, Z, T, 0.125, recon12};
+                    int recon12, int in_place, int half, int pz, int overlap) {
+    pk_dslash_params p = {X, Y, Z, T, 0.125, recon12, 0, 0};
     size_t vol2 = (size_t)X * Y, vol3 = vol2 * (size_t)Z, vol = vol3 * (size_t)T;
     double *u = malloc(4 * vol * 18 * sizeof *u), *psi = malloc(vol * 24 * sizeof *psi);
     double *ref = malloc(vol * 24 * sizeof *ref);
@@ -391,6 +393,7 @@ static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, i
     o.variant = variant;
     o.half = half;
     o.ranks_z = pz;
+    o.overlap = overlap;
     /* this rank's block (the block rule along both axes, as the plan applies it) */
     int i0 = 0, i1 = 0, z0 = 0, z1 = 0;
     int ok = pk_mpi_block(T, nranks / pz, rank / pz, &i0, &i1) == PK_OK &&
@@ -422,6 +425,12 @@ static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, i
         ok = pk_mpi_dslash_plan_execute(pl, pl_psi, out, &info) == PK_OK;
         if (!ok)
             fprintf(stderr, "rank %d: dslash execute: %s\n", rank, pk_mpi_last_error());
+        const int want = overlap != 0 && pz == 1 && nranks > 1 && i1 - i0 > 2;
+        if (ok && info.overlap != want) {
+            fprintf(stderr, "rank %d: dslash info.overlap %d, expected %d\n", rank,
+                    info.overlap, want);
+            ok = 0;
+        }
         if (ok && pk_dslash(ctx, &p, variant, u, psi, ref, NULL) != PK_OK) {
             fprintf(stderr, "rank %d: pk_dslash: %s\n", rank, pk_last_error());
             ok = 0;
@@ -449,6 +458,8 @@ static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, i
     char grid[48] = "t-slabs";
     if (pz > 1)
         snprintf(grid, sizeof grid, "%d x %d blocks (t x z)", nranks / pz, pz);
+    if (overlap >= 0)
+        snprintf(grid + strlen(grid), sizeof grid - strlen(grid), ", overlap %d", overlap);
     if (!exact)
         check(ok, "dslash %s %dx%dx%dx%d%s%s%s, %s: within 1e-12 norm-wise of one process "
                   "(rel %.2g, %.0f of %zu reals differ)", variant, X, Y, Z, T,
@@ -615,7 +626,7 @@ static void failures_cases(pk_context *ctx) {
     pk_mpi_magicfilter3d_plan_destroy(mpl);
 
     /* dslash: t < ranks (each rank must hold a t-plane); another kappa on rank 0 */
-    pk_dslash_params dp = {2, 2, 2, nranks - 1, 0.125, 0};
+    pk_dslash_params dp = {2, 2, 2, nranks - 1, 0.125, 0, 0, 0};
     double dlinks[4 * 8 * 18];
     pk_lqcd_random_su3(1, 4 * 8, dlinks);
     pk_mpi_dslash_plan *dpl = NULL;
@@ -647,7 +658,22 @@ static void failures_cases(pk_context *ctx) {
         st = pk_mpi_dslash_plan_create(&dpl, MPI_COMM_WORLD, ctx, &dp, dlinks, &zo, NULL);
         agreed_failure(st, "more ranks than z planes", "dslash with z = ranks_z - 1");
         pk_mpi_dslash_plan_destroy(dpl);
+        dpl = NULL;
     }
+    /* overlap out of -1..1 on the last rank; a t-range (the distributed plan computes all) */
+    pk_mpi_options_init(&zo);
+    dp.z = 2;
+    dp.t = nranks; /* one t-plane a rank: dlinks' 8 sites */
+    zo.overlap = rank == nranks - 1 ? 2 : -1;
+    st = pk_mpi_dslash_plan_create(&dpl, MPI_COMM_WORLD, ctx, &dp, dlinks, &zo, NULL);
+    agreed_failure(st, nranks > 1 ? NULL : "overlap", "dslash with overlap 2 on the last rank");
+    pk_mpi_dslash_plan_destroy(dpl);
+    dpl = NULL;
+    dp.t_begin = 0;
+    dp.t_end = 1;
+    st = pk_mpi_dslash_plan_create(&dpl, MPI_COMM_WORLD, ctx, &dp, dlinks, NULL, NULL);
+    agreed_failure(st, "t_begin", "dslash with a t-range");
+    pk_mpi_dslash_plan_destroy(dpl);
 }
 
 /* ---- grid ------------------------------------------------------------------------------- */
@@ -904,21 +930,26 @@ int main(int argc, char **argv) {
     }
     int nd = variants_of(ctx, pk_dslash_variants, names, 16);
     for (int v = 0; v < nd; v++) {
-        ds_case(ctx, names[v], 4, 3, 2, 7, 0, 0, 0, 1); /* uneven t over 2, 3, 4 ranks */
-        ds_case(ctx, names[v], 4, 4, 4, 8, 1, 0, 0, 1);
-        ds_case(ctx, names[v], 2, 4, 3, nranks, 0, 1, 0, 1); /* one t-plane per rank, chi = psi */
-        ds_case(ctx, names[v], 4, 3, 2, 7, 0, 0, 1, 1);      /* half-spinor faces */
-        ds_case(ctx, names[v], 4, 4, 4, 8, 1, 0, 1, 1);
-        ds_case(ctx, names[v], 2, 4, 3, nranks, 0, 1, 1, 1);
+        ds_case(ctx, names[v], 4, 3, 2, 7, 0, 0, 0, 1, -1); /* uneven t over 2, 3, 4 ranks */
+        ds_case(ctx, names[v], 4, 4, 4, 8, 1, 0, 0, 1, -1);
+        ds_case(ctx, names[v], 2, 4, 3, nranks, 0, 1, 0, 1, -1); /* one t-plane per rank, chi = psi */
+        ds_case(ctx, names[v], 4, 3, 2, 7, 0, 0, 1, 1, -1);      /* half-spinor faces */
+        ds_case(ctx, names[v], 4, 4, 4, 8, 1, 0, 1, 1, -1);
+        ds_case(ctx, names[v], 2, 4, 3, nranks, 0, 1, 1, 1, -1);
+        /* overlap 0: the block whole with its halos; 1: three or more planes a rank */
+        ds_case(ctx, names[v], 4, 3, 2, 7, 0, 0, 0, 1, 0);
+        ds_case(ctx, names[v], 4, 3, 2, 7, 1, 1, 1, 1, 0);
+        ds_case(ctx, names[v], 3, 2, 2, 3 * nranks + 1, 1, 1, 0, 1, 1);
+        ds_case(ctx, names[v], 3, 2, 2, 3 * nranks + 1, 0, 0, 1, 1, 1);
         /* split along z too: every ranks_z that divides the ranks (all along z; 2 x 2 on 4),
          * uneven z, one z-plane per rank, full and half spinors, recon12 */
         for (int pz = 2; pz <= nranks; pz++) {
             if (nranks % pz)
                 continue;
-            ds_case(ctx, names[v], 3, 2, 5, 6, 0, 0, 0, pz);
-            ds_case(ctx, names[v], 2, 3, pz, 2 * (nranks / pz) + 1, 1, 1, 0, pz);
-            ds_case(ctx, names[v], 3, 2, 5, 6, 0, 0, 1, pz);
-            ds_case(ctx, names[v], 2, 3, pz, 2 * (nranks / pz) + 1, 1, 1, 1, pz);
+            ds_case(ctx, names[v], 3, 2, 5, 6, 0, 0, 0, pz, -1);
+            ds_case(ctx, names[v], 2, 3, pz, 2 * (nranks / pz) + 1, 1, 1, 0, pz, -1);
+            ds_case(ctx, names[v], 3, 2, 5, 6, 0, 0, 1, pz, -1);
+            ds_case(ctx, names[v], 2, 3, pz, 2 * (nranks / pz) + 1, 1, 1, 1, pz, -1);
         }
     }
     if (nv == 0 || nl == 0 || nc == 0 || ns == 0 || nm == 0 || nd == 0)

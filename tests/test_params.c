@@ -318,7 +318,7 @@ static pk_status run_isa_kernel(pk_context *ctx, int k, pk_run_info *info)
         pk_laplace2d_params p = {64, 1, 0.1, PK_LAP_LEXI, 0};
         return pk_laplace2d(ctx, &p, "omp-simd", lp_phi, info);
     }
-    pk_dslash_params p = {4, 4, 4, 4, 0.1, 0};
+    pk_dslash_params p = {4, 4, 4, 4, 0.1, 0, 0, 0};
     return pk_dslash(ctx, &p, "omp-vnode", ds_u, ds_psi, ds_chi, info);
 }
 

@@ -39,7 +39,7 @@ static const struct {
     {"conv2d", " h w kh kw verify "},
     {"su3", " nv verify "},
     {"magicfilter3d", " n1 n2 n3 size transpose bc verify "},
-    {"dslash", " x y z t dims kappa recon12 half ranks-z verify "},
+    {"dslash", " x y z t dims kappa recon12 half ranks-z overlap verify "},
     {"grid", " dataset scale in out verify "},
     {NULL, NULL},
 };
@@ -59,6 +59,7 @@ typedef struct mpi_grid {
 typedef struct mpi_args {
     const char *variant, *backend, *size, *dims, *bc, *dataset, *in, *out;
     int mpi, threads, repeat, seed, count, transpose, recon12, half, ranks_z, verify;
+    int overlap; /* dslash: pk_mpi_options.overlap (-1: the default) */
     int nx, ny, nz, h, w, kh, kw, nv, n1, n2, n3, x, y, z, t;
     double kappa, scale;
     mpi_grid *grid;
@@ -115,10 +116,11 @@ static void report(MPI_Comm comm, const char *kernel, const char *params_json,
     int rank = 0, n = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &n);
-    enum { ND = 12, NS = 3, SL = 128 };
+    enum { ND = 13, NS = 3, SL = 128 };
     double mine[ND] = {best->i0, best->i1, best->compute_s, best->comm_s, best->agree_s,
                        best->wall_s, best->halo_bytes, (double)best->messages,
-                       best->local.device, (double)items, best->z0, best->z1};
+                       best->local.device, (double)items, best->z0, best->z1,
+                       best->overlap};
     char smine[NS][SL];
     int len = SL;
     memset(smine, 0, sizeof smine);
@@ -170,6 +172,7 @@ static void report(MPI_Comm comm, const char *kernel, const char *params_json,
             if (a[11] > 0) { /* dslash: the z-planes too */
                 cj_int(&j, "z0", (long long)a[10]);
                 cj_int(&j, "z1", (long long)a[11]);
+                cj_bool(&j, "overlap", a[12] != 0); /* interior while the faces travel */
             }
             cj_num(&j, "compute_s", a[2]);
             cj_num(&j, "comm_s", a[3]);
@@ -788,11 +791,12 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
         free(y);
         pk_mpi_magicfilter3d_plan_destroy(pl);
     } else { /* dslash */
-        pk_dslash_params p = {a->x, a->y, a->z, a->t, a->kappa, a->recon12};
+        pk_dslash_params p = {a->x, a->y, a->z, a->t, a->kappa, a->recon12, 0, 0};
         int i0 = 0, i1 = 0, z0 = 0, z1 = 0, rank = 0, n = 1, pz = a->ranks_z;
         MPI_Comm_rank(comm, &rank);
         MPI_Comm_size(comm, &n);
         o.ranks_z = pz;
+        o.overlap = a->overlap;
         snprintf(pj, pjlen, "\"x\": %d, \"y\": %d, \"z\": %d, \"t\": %d, \"kappa\": %.17g, "
                  "\"recon12\": %s, \"half\": %s, \"ranks_z\": %d", a->x, a->y, a->z, a->t,
                  a->kappa, a->recon12 ? "true" : "false", a->half ? "true" : "false", pz);
@@ -894,7 +898,9 @@ static void mpi_run_usage(FILE *f)
         "  dslash         --dims X,Y,Z,T | --x N --y N --z N --t N (8,8,8,16) --kappa F\n"
         "                 (0.125) --recon12 --half (half-spinor faces: 12 doubles a site)\n"
         "                 --ranks-z N (split z over N ranks too: a grid of ranks/N along t\n"
-        "                 by N along z; 1, the default: t only)\n"
+        "                 by N along z; 1, the default: t only) --overlap 0|1 (1, the\n"
+        "                 default: t-slabs compute their interior planes while the faces\n"
+        "                 travel; 0: the block with its halo planes after the exchange)\n"
         "  grid           --dataset NAME (small) --scale F (1) | --in DIR (a 'portkern gen\n"
         "                 grid' directory); every rank loads the set and grids its block of\n"
         "                 the visibilities, the grid is reduced to row bands\n"
@@ -934,6 +940,7 @@ int cli_mpi_run(int argc, char **argv)
     a.x = a.y = a.z = 8;
     a.t = 16;
     a.ranks_z = 1;
+    a.overlap = -1;
     a.kappa = 0.125;
     a.scale = 1;
     a.items = -1;
@@ -977,6 +984,7 @@ int cli_mpi_run(int argc, char **argv)
     n = cli_opt_add(opts, n, "recon12", CLI_FLAG, &a.recon12, &seen[n], 0, 0);
     n = cli_opt_add(opts, n, "half", CLI_FLAG, &a.half, &seen[n], 0, 0);
     n = cli_opt_add(opts, n, "ranks-z", CLI_INT, &a.ranks_z, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "overlap", CLI_INT, &a.overlap, &seen[n], 0, 1);
     n = cli_opt_add(opts, n, "dataset", CLI_STRING, &a.dataset, &seen[n], 0, 0);
     n = cli_opt_add(opts, n, "scale", CLI_DOUBLE, &a.scale, &seen[n], 1e-300, 1);
     n = cli_opt_add(opts, n, "in", CLI_STRING, &a.in, &seen[n], 0, 0);

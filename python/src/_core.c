@@ -1288,7 +1288,7 @@ static PyObject *ctx_dslash(ContextObject *self, PyObject *args, PyObject *kw)
         return NULL;
     const char *fn = "dslash", *variant;
     PyArrayObject *u, *psi;
-    pk_dslash_params p;
+    pk_dslash_params p = {0}; /* t_begin, t_end 0: all planes */
     if (ds_arrays(uo, psio, fn, &u, &psi, &p) || parse_variant(varo, fn, &variant))
         return NULL;
     p.kappa = kappa;
@@ -1984,7 +1984,7 @@ static PyObject *ctx_dslash_plan(ContextObject *self, PyObject *args, PyObject *
         return NULL;
     const char *fn = "dslash_plan", *variant;
     if (parse_variant(varo, fn, &variant)) return NULL;
-    pk_dslash_params prm = {x, y, z, t, kappa, recon12};
+    pk_dslash_params prm = {x, y, z, t, kappa, recon12, 0, 0};
     return (PyObject *)plan_create(self, K_DS, &prm, sizeof prm, variant, NULL, NULL, fn);
 }
 
