@@ -37,6 +37,7 @@ struct pk_dslash_plan {
     pk_ds_desc d;
     double flops, bytes;
     int state; /* DS_EMPTY, DS_UPLOADED (runnable), DS_RAN (chi downloadable) */
+    int links; /* the links of the last plan_upload are resident (plan_execute_psi) */
     pk_scratch u12; /* recon12: the two-row links, kept for the next upload/execute */
 };
 
@@ -294,10 +295,10 @@ pk_status pk_ds_host_upload(void *impl, const double *u, const double *psi, doub
     if (!h->touched && h->first_touch) h->first_touch(h);
     h->touched = 1;
     const double t0 = pk_now();
-    if (h->pack) {
+    if (h->pack) { /* u NULL: psi only, the links resident */
         h->pack(h, u, psi);
     } else {
-        memcpy(h->u, u, h->d.u_doubles * sizeof(double));
+        if (u) memcpy(h->u, u, h->d.u_doubles * sizeof(double));
         memcpy(h->psi, psi, h->d.spinor_doubles * sizeof(double));
     }
     *seconds = pk_now() - t0;
@@ -325,10 +326,12 @@ pk_status pk_ds_host_execute(void *impl, const double *u, const double *psi, dou
     pk_ds_host_plan *h = impl;
     const size_t ub = h->d.u_doubles * sizeof(double), sb = h->d.spinor_doubles * sizeof(double);
     const size_t cb = ds_chi_bytes(&h->d);
+    const int resident = !u; /* plan_execute_psi: the plan's own links */
+    if (resident) u = h->u;
     *kernel_seconds = 0;
     if (h->pack || h->unpack || ds_overlap(chi, cb, u, ub) || ds_overlap(chi, cb, psi, sb)) {
         double up = 0, down = 0;
-        PK_TRY(pk_ds_host_upload(h, u, psi, &up));
+        PK_TRY(pk_ds_host_upload(h, resident ? NULL : u, psi, &up));
         PK_TRY(h->ops->run(h, kernel_seconds));
         PK_TRY(pk_ds_host_download(h, chi, &down));
         *transfer_seconds = up + down;
@@ -461,8 +464,10 @@ pk_status pk_dslash_plan_upload(pk_dslash_plan *plan, const double *u, const dou
     PK_CHECK_NULL(psi);
     double up, layout;
     plan->state = DS_EMPTY; /* a failed upload may have left half of the new fields */
+    plan->links = 0;
     PK_TRY(ds_upload(&plan->c, &plan->d, u, psi, &plan->u12, &up, &layout));
     plan->state = DS_UPLOADED;
+    plan->links = 1;
     return PK_OK;
 }
 
@@ -505,6 +510,7 @@ pk_status pk_dslash_plan_execute(pk_dslash_plan *plan, const double *u, const do
     const double t0 = pk_now();
     ds_oneshot o = {&plan->d, u, psi, chi, &plan->u12, 0, 0, 0, 0};
     plan->state = DS_EMPTY; /* the resident u, psi and chi are undefined from here on */
+    plan->links = 0;
     if (ds_on_device(&plan->c, &plan->d, u, psi, chi)) /* reordered on the device, no copy */
         PK_TRY(ds_ops(&plan->c)->execute_canonical(plan->c.impl, u, psi, chi, &o.kern,
                                                     &o.layout));
@@ -514,6 +520,31 @@ pk_status pk_dslash_plan_execute(pk_dslash_plan *plan, const double *u, const do
     if (info) {
         info->transfer_s = o.up + o.down;
         info->layout_s = o.layout;
+    }
+    return PK_OK;
+}
+
+pk_status pk_dslash_plan_execute_psi(pk_dslash_plan *plan, const double *psi, double *chi,
+                                     pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    PK_CHECK_NULL(plan);
+    PK_CHECK_NULL(psi);
+    PK_CHECK_NULL(chi);
+    PK_CHECK(plan->c.backend == PK_BACKEND_SERIAL || plan->c.backend == PK_BACKEND_OPENMP,
+             PK_EUNSUPPORTED, "plan_execute_psi: serial and openmp plans only (this one runs "
+             "on %s)", pk_backend_name(plan->c.backend));
+    PK_CHECK(plan->links, PK_ESTATE, "plan_execute_psi: no links resident (plan_upload them "
+             "first; plan_execute and a failed upload replace them)");
+    const double t0 = pk_now();
+    double kern = 0, transfer = 0;
+    plan->state = DS_EMPTY; /* the resident psi and chi are undefined; the links stay */
+    PK_TRY(pk_ds_host_execute(plan->c.impl, NULL, psi, chi, &kern, &transfer));
+    pk_choice_run_info(&plan->c, info, kern, plan->flops, plan->bytes, t0);
+    if (info) {
+        info->transfer_s = transfer;
+        info->layout_s = 0;
     }
     return PK_OK;
 }

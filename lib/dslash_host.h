@@ -55,7 +55,7 @@ struct pk_ds_host_plan {
     size_t u_len, spinor_len; /* doubles held */
     int nt;                   /* host threads (OpenMP); 1 for serial */
     const pk_ds_ops *ops;     /* the backend's own table (its run) */
-    /* Backend layout (NULL: lexicographic, plain copies). */
+    /* Backend layout (NULL: lexicographic, plain copies); pack's u NULL: psi only. */
     void (*pack)(pk_ds_host_plan *h, const double *u, const double *psi);
     void (*unpack)(const pk_ds_host_plan *h, double *chi);
     /* The first upload's first touch of the fields (NULL: the copies touch them): OpenMP
@@ -73,6 +73,7 @@ struct pk_ds_host_plan {
  *  a run before any upload is refused by lib/dslash.c's plan state). */
 pk_status pk_ds_host_create(const pk_ds_desc *desc, size_t u_len, size_t spinor_len,
                             pk_ds_host_plan **plan);
+/** u NULL: psi only, the links already in the plan (plan_execute_psi). */
 pk_status pk_ds_host_upload(void *impl, const double *u, const double *psi, double *seconds);
 pk_status pk_ds_host_download(void *impl, double *chi, double *seconds);
 /** The host backends' execute: on lexicographic plans (serial, omp) the kernel reads the
@@ -80,7 +81,7 @@ pk_status pk_ds_host_download(void *impl, double *chi, double *seconds);
  *  in for the plan's arrays), nothing copied; the scalar kernel needs no alignment.  A plan
  *  in a backend layout (omp-vnode: the pack and unpack hooks are its upload and download),
  *  or a chi that overlaps u or psi, goes through the plan's arrays (upload, run, download:
- *  transfer). */
+ *  transfer).  u NULL: the links the plan holds (uploaded before; plan_execute_psi). */
 pk_status pk_ds_host_execute(void *impl, const double *u, const double *psi, double *chi,
                              double *kernel_seconds, double *transfer_seconds);
 void pk_ds_host_destroy(void *impl);

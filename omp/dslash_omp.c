@@ -218,7 +218,7 @@ static void ds_vnode_pack(pk_ds_host_plan *h, const double *u, const double *psi
             const size_t o = r * X, s = ds_vnode_site(g, L, o, 0);
             pk_transpose_f64(psi + 24 * s, 24 * lane, h->psi + 24 * W * o, (size_t)W, (size_t)W,
                              24 * X);
-            if (k >= urows) continue;
+            if (k >= urows || !u) continue; /* u NULL: the links stay (plan_execute_psi) */
             for (size_t mu = 0; mu < 4; ++mu)
                 pk_transpose_f64(u + ld * (mu * V + s), ld * lane,
                                  h->u + (size_t)ld * W * (mu * g->vo + o), (size_t)W, (size_t)W,

@@ -41,13 +41,16 @@
  *    variant, with and without recon12, on lattices whose omp-vnode whole call and range
  *    take the same lane count (2x3x8x8: 8 along t / 8 along z; 3x5x2x7; 4x4x4x6) and one
  *    that does not (2x2x2x8), the ranges [0, T), [0, 1), [T - 1, T), [1, T - 1) and [2, 3)
- *    through the one-shot call, a plan (upload, run, download) and plan_execute: the
+ *    through the one-shot call, a plan (upload, run, download), plan_execute and
+ *    plan_execute_psi: the
  *    range's planes are the bits of the whole call (omp-vnode on other lanes: within the
  *    bound), chi's other planes untouched, plan_execute on a chi of only t_end planes
  *    (with the guard after it), run info's flops 1320 per site of the range; the
  *    reference's range equals its whole call's planes; empty, reversed and out-of-lattice
  *    ranges PK_EINVAL from the one-shot call, plan_create and the reference.  OpenCL and
- *    CUDA: a range is PK_EUNSUPPORTED at plan_create.
+ *    CUDA: a range is PK_EUNSUPPORTED at plan_create.  plan_execute_psi (the links of
+ *    plan_upload kept) gives the same, PK_ESTATE before any upload; OpenCL and CUDA:
+ *    PK_EUNSUPPORTED.
  * omp-vnode also runs under dslash.isa = avx512, avx2, generic and auto (the lanes it
  * chose must match the rule under generic: 2 lanes along the first of t, z, y, x with an
  * even extent, else 1), and both OpenMP variants on 3 threads.  A suite SKIPs as a whole when
@@ -993,10 +996,18 @@ static void ds_check_range(const char *variant, int recon12)
     const char *r12 = recon12 ? " recon12" : "";
     if (!host) { /* refused, and said so */
         pk_dslash_params p = ds_params(2, 2, 2, 4, 0.125, recon12);
+        static double u[4 * 32 * 18], psi[32 * 24], chi[32 * 24];
+        pk_dslash_plan *whole = NULL;
+        int s = pk_dslash_plan_create(&whole, ds_ctx, &p, variant, NULL);
+        if (s == PK_OK) s = pk_dslash_plan_upload(whole, u, psi);
+        if (s == PK_OK) s = pk_dslash_plan_execute_psi(whole, psi, chi, NULL);
+        ok(s == PK_EUNSUPPORTED, "%s%s: plan_execute_psi is PK_EUNSUPPORTED (%s)", variant,
+           r12, pk_last_error());
+        pk_dslash_plan_destroy(whole);
         p.t_begin = 1;
         p.t_end = 3;
         pk_dslash_plan *plan = NULL;
-        const int s = pk_dslash_plan_create(&plan, ds_ctx, &p, variant, NULL);
+        s = pk_dslash_plan_create(&plan, ds_ctx, &p, variant, NULL);
         ok(s == PK_EUNSUPPORTED && strstr(pk_last_error(), "serial and openmp") && !plan,
            "%s%s: a t-range is PK_EUNSUPPORTED at plan_create (%s)", variant, r12,
            pk_last_error());
@@ -1021,9 +1032,10 @@ static void ds_check_range(const char *variant, int recon12)
             pk_dslash_params q = p;
             q.t_begin = tb;
             q.t_end = te;
-            for (int mode = DS_REF; mode <= DS_EXECUTE && !bad; ++mode) {
-                /* plan_execute: a chi of t_end planes only, the guard right after it */
-                const size_t held = mode == DS_EXECUTE ? (size_t)te * plane : ns;
+            /* mode DS_EXECUTE + 1: plan_upload (u and another psi), then plan_execute_psi */
+            for (int mode = DS_REF; mode <= DS_EXECUTE + 1 && !bad; ++mode) {
+                /* plan_execute(_psi): a chi of t_end planes only, the guard right after it */
+                const size_t held = mode >= DS_EXECUTE ? (size_t)te * plane : ns;
                 for (size_t i = 0; i < held; ++i) chi[i] = DS_SENTINEL;
                 for (size_t i = held; i < held + DS_GUARD; ++i) chi[i] = -DS_SENTINEL;
                 pk_run_info info;
@@ -1040,6 +1052,12 @@ static void ds_check_range(const char *variant, int recon12)
                     if (s == PK_OK && mode == DS_PLAN) s = pk_dslash_plan_upload(plan, u, psi);
                     if (s == PK_OK && mode == DS_PLAN) s = pk_dslash_plan_run(plan, &info);
                     if (s == PK_OK && mode == DS_PLAN) s = pk_dslash_plan_download(plan, chi);
+                    if (s == PK_OK && mode == DS_EXECUTE + 1) {
+                        const int early = pk_dslash_plan_execute_psi(plan, psi, chi, NULL);
+                        s = pk_dslash_plan_upload(plan, u, whole); /* another psi */
+                        if (s == PK_OK) s = pk_dslash_plan_execute_psi(plan, psi, chi, &info);
+                        if (s == PK_OK && early != PK_ESTATE) s = PK_EINTERNAL;
+                    }
                     pk_dslash_plan_destroy(plan);
                 }
                 const double *want = mode == DS_REF ? ref : whole;
@@ -1063,13 +1081,13 @@ static void ds_check_range(const char *variant, int recon12)
             }
         }
         if (vnode)
-            ok(!bad, "%s%s %dx%dx%dx%d: t-ranges (one-shot, plan, plan_execute on t_end planes) "
+            ok(!bad, "%s%s %dx%dx%dx%d: t-ranges (one-shot, plan, plan_execute(_psi) on t_end planes) "
                "equal the whole call's planes (%d not bitwise, rel <= %.2g; bitwise but on 2x2x2x8, "
                "whose whole call may lane wider along t than a range along z), "
                "the other planes untouched%s", variant, r12, L[0], L[1], L[2], T, inexact,
                worst, what);
         else
-            ok(!bad, "%s%s %dx%dx%dx%d: t-ranges (one-shot, plan, plan_execute on t_end planes) "
+            ok(!bad, "%s%s %dx%dx%dx%d: t-ranges (one-shot, plan, plan_execute(_psi) on t_end planes) "
                "are the whole call's planes bitwise, the other planes untouched%s", variant,
                r12, L[0], L[1], L[2], T, what);
         free(u);
