@@ -66,6 +66,7 @@ done
 pk=./tools/portkern
 for np in 1 3; do
     for args in "dslash --dims 2,2,3,5 --recon12 --verify" "dslash --dims 2,3,2,4 --half --verify" \
+                "dslash --dims 2,2,3,9 --verify" "dslash --dims 2,2,3,9 --overlap 0 --verify" \
                 "magicfilter3d --size 8x6x9 --bc shrink --verify" "magicfilter3d --size 7 --bc grow --verify" \
                 "magicfilter3d --size 7 --transpose --verify" "diffusion3d --nx 8 --ny 8 --nz 9 --count 3 --verify" \
                 "conv2d --h 9 --w 8 --kh 3 --kw 3 --verify" "conv2d --h 16 --w 12 --kh 5 --kw 3 --variant fft --verify" \
@@ -83,6 +84,14 @@ for np in 1 3; do
         # --verify: rank 0's gathered slabs equal its one-process run (bitwise but for the
         # FFT variants and dslash: omp-vnode, auto's choice here, differs from one process in
         # the last bits on some lattices, docs/SCALING.md 3)
+        # dslash t-slabs of 3 planes (2,2,3,9 on 3 ranks, 9 and 5 planes on 1): every rank
+        # computes its interior while the faces travel ("overlap": true), none with --overlap 0
+        case "$np $args" in
+            "1 dslash --dims 2,2,3,9 --verify") grep -q '"overlap": false' "$out.cli" || ok=1;;
+            "3 dslash --dims 2,2,3,9 --verify")
+                [ "$(grep -o '"overlap": true' "$out.cli" | wc -l)" -eq 3 ] || ok=1;;
+            *"--overlap 0"*) ! grep -q '"overlap": true' "$out.cli" || ok=1;;
+        esac
         case "$args" in
             *--verify*) grep -q '"verify": {"equal": true' "$out.cli" || ok=1
                         case "$args" in *fft*|dslash*) ;; *) grep -q '"bitwise": true' "$out.cli" || ok=1;; esac;;
