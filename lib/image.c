@@ -944,6 +944,25 @@ static void dg_device_done(const pk_degrid_plan *plan, const pk_dg_result *res,
 }
 #endif
 
+#ifdef PK_HAVE_FFTW
+/* The host passes of a prediction: the model placed (sign, correction, 1 / kappa) and
+ * transformed into h->buf, columns then rows, on h->nt threads; *t1, *t2: when each ended. */
+static pk_status dg_host_passes(const im_host *h, const float *model, double *t1, double *t2)
+{
+    const int g = h->p.grid.grid_size;
+    const double gg = (double)g * g;
+    im_rows r = {h, model, NULL, (float)(1.0 / h->kappa), 0};
+    pk_parallel_range((size_t)h->p.image_size, IM_BATCH, (size_t)(gg * 8), h->nt, im_degrid_cols,
+                      &r);
+    *t1 = pk_now();
+    PK_CHECK(!r.nomem, PK_ENOMEM, "degrid: cannot allocate a column buffer (%d x %d complex)",
+             IM_BATCH, g);
+    pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_degrid_rows, &r);
+    *t2 = pk_now();
+    return PK_OK;
+}
+#endif
+
 pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model, const pk_grid_data *d,
                                  float *vis, int64_t *num_skipped, pk_run_info *info)
 {
@@ -979,14 +998,8 @@ pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model, const
         return PK_OK;
     }
 #endif
-    im_rows r = {h, model, NULL, (float)(1.0 / h->kappa), 0};
-    pk_parallel_range((size_t)h->p.image_size, IM_BATCH, (size_t)(gg * 8), h->nt, im_degrid_cols,
-                      &r);
-    const double t1 = pk_now();
-    PK_CHECK(!r.nomem, PK_ENOMEM, "degrid: cannot allocate a column buffer (%d x %d complex)",
-             IM_BATCH, g);
-    pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_degrid_rows, &r);
-    const double t2 = pk_now();
+    double t1, t2;
+    PK_TRY(dg_host_passes(h, model, &t1, &t2));
     pk_dg_result res;
     memset(&res, 0, sizeof res);
     PK_TRY(((const pk_dg_ops *)plan->c.kops)->run(plan->c.impl, (const float *)h->buf, d, vis,
@@ -1030,4 +1043,37 @@ pk_status pk_degrid(pk_context *ctx, const pk_image_params *p, const char *varia
         info->wall_s = pk_now() - t0;
     }
     return s;
+}
+
+pk_status pk_degrid_host_reference(pk_context *ctx, const pk_image_params *p,
+                                   const int32_t *support, const float *kernels,
+                                   const float *model, const pk_grid_data *d, float *vis,
+                                   int64_t *num_skipped)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(model);
+    PK_TRY(dg_validate_data(d));
+    PK_CHECK(vis || d->num_vis == 0, PK_ENULL, "vis: must not be NULL");
+#ifndef PK_HAVE_FFTW
+    (void)ctx, (void)p, (void)support, (void)kernels, (void)num_skipped;
+    return pk_fail(PK_EUNSUPPORTED, "pk_degrid_host_reference: %s", IM_NO_FFTW);
+#else
+    PK_TRY(im_validate(p, support));
+    PK_TRY(im_correction(p, support, kernels, NULL, NULL));
+    im_host h;
+    pk_status s = im_host_init(&h, p, support, kernels, FFTW_FORWARD,
+                               ctx ? pk_host_threads(ctx->opt.threads) : 1);
+    if (s == PK_OK) {
+        /* the serial plan's passes (pk_degrid_plan_execute), on h.nt threads: each column
+         * batch and each row is one 1-D transform of the same plans whatever the count */
+        double t1, t2;
+        s = dg_host_passes(&h, model, &t1, &t2);
+    }
+    /* then the serial backend's gather: the reference loop (lib/degrid_serial.c) */
+    if (s == PK_OK)
+        s = dg_reference(&p->grid, support, kernels, (const float *)h.buf, NULL, d, vis, NULL,
+                         num_skipped);
+    im_host_free(&h);
+    return s;
+#endif
 }

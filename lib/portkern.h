@@ -761,6 +761,15 @@ PK_API pk_status pk_degrid(pk_context *ctx, const pk_image_params *p, const char
                            const int32_t *support, const float *kernels, const float *model,
                            const pk_grid_data *d, float *vis, int64_t *num_skipped,
                            pk_run_info *info);
+/** pk_degrid on the serial backend (its FFT passes, then the reference loop), the passes on
+ *  ctx's host threads (ctx NULL: one thread) whatever ctx's backend: vis bitwise those of
+ *  pk_degrid on a serial context (tested; each column batch and each row is one 1-D FFTW
+ *  transform of the same plans, whatever the thread count).  For a reference (portkern
+ *  tune: degrid's, where the one-thread FFT of an 18000^2 grid was most of its cost). */
+PK_API pk_status pk_degrid_host_reference(pk_context *ctx, const pk_image_params *p,
+                                          const int32_t *support, const float *kernels,
+                                          const float *model, const pk_grid_data *d,
+                                          float *vis, int64_t *num_skipped);
 /** Comma-separated degrid variants of a backend ("serial"; OpenMP "omp-tiled": visibilities
  *  in parallel in the order of their 64 x 64-cell tile, a SIMD gather without atomics, and
  *  "omp": the serial loop in the list's order; OpenCL "opencl": a work-item per visibility, the box of the

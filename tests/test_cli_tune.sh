@@ -11,7 +11,7 @@
 . "$top_srcdir/tests/cli_lib.sh"
 cli_begin clitune
 unset PORTKERN_THREADS PORTKERN_OPENMP_THREADS
-echo "1..23"
+echo "1..24"
 
 W=$T/wisdom.json
 "$PK" tune --kernels su3 --backends serial,openmp --size small --reps 1 --wisdom "$W" \
@@ -192,4 +192,23 @@ result $? "tune --size huge: exit 2 (exit $rc)"
 rc=$?
 [ $rc -eq 1 ] && grep -q 'w.json' "$T/err"
 result $? "tune --wisdom into an unwritable place: exit 1 naming the file (exit $rc)"
+# su3's layouts share a data set and give chi back in AoS: a row whose outputs are bitwise
+# those of a verified row of another layout takes that verdict (the reason names the row and
+# its layout); every row is still verified
+"$PK" tune --kernels su3 --backends serial,openmp --size small --reps 1 --wisdom "$T/s3.json" \
+    --json "$T/s3rows.json" >"$T/out" 2>"$T/err"
+rc=$?
+if [ $rc -eq 0 ] && command -v python3 >/dev/null 2>&1; then
+    python3 - "$T/s3rows.json" <<'PYEOF'
+import json, re, sys
+rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r["status"] == "ok"]
+assert rows and all(r["verified"] for r in rows), rows
+pat = re.compile(r"bitwise those of the verified row (serial|openmp) (\S+) "
+                 r"(aos|short|padded|vfo|hvfo|recon12)\b")
+cross = [(r["case"], m.group(3)) for r in rows for m in [pat.search(r["reason"] or "")] if m]
+assert cross and all(c != o for c, o in cross), cross
+PYEOF
+    rc=$?
+fi
+result $rc "tune su3: rows of one layout take the verdict of a bitwise equal row of another"
 [ $fails -eq 0 ]

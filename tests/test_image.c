@@ -816,6 +816,47 @@ static void test_from_grid(const im_case *c, const char *name)
     free(img);
 }
 
+/* pk_degrid_host_reference: on one thread and on 3 host threads, the visibilities are
+ * bitwise pk_degrid's on a serial context (the FFT passes split over threads, the same 1-D
+ * transforms); a NULL model refused. */
+static void test_host_reference(const im_case *c, const char *name)
+{
+    const int n = c->ip.image_size;
+    pk_context *sc = ctx_for(PK_BACKEND_SERIAL), *tc = NULL;
+    pk_context_options o;
+    pk_context_options_init(&o);
+    o.backend = PK_BACKEND_SERIAL;
+    o.threads = 3;
+    o.flags = PK_OPT_IGNORE_ENV;
+    const pk_status so = pk_context_create(&tc, &o);
+    float *model = malloc((size_t)n * n * sizeof(float));
+    float *want = malloc(2 * c->n * sizeof(float)), *vis = malloc(2 * c->n * sizeof(float));
+    for (size_t i = 0; i < (size_t)n * n; ++i) model[i] = (float)((i * 7919u) % 1000) / 1000.0f;
+    int64_t sk = -1, sk2 = -2;
+    pk_status s = pk_degrid(sc, &c->ip, NULL, c->k.support, c->k.compact, model, &c->d, want,
+                            &sk, NULL);
+    for (int t = 0; t < 2; ++t) {
+        memset(vis, 0xff, 2 * c->n * sizeof(float));
+        const pk_status sh = so != PK_OK ? so
+                                         : pk_degrid_host_reference(t ? tc : NULL, &c->ip,
+                                                                    c->k.support, c->k.compact,
+                                                                    model, &c->d, vis, &sk2);
+        ok(s == PK_OK && sh == PK_OK && sk == sk2 &&
+               memcmp(vis, want, 2 * c->n * sizeof(float)) == 0,
+           "%s: pk_degrid_host_reference (%s) = serial pk_degrid, bitwise: %s", name,
+           t ? "3 host threads" : "one thread",
+           s != PK_OK || sh != PK_OK ? pk_last_error() : "ok");
+    }
+    ok(pk_degrid_host_reference(NULL, &c->ip, c->k.support, c->k.compact, NULL, &c->d, vis,
+                                NULL) == PK_ENULL,
+       "%s: pk_degrid_host_reference refuses a NULL model", name);
+    pk_context_destroy(sc);
+    pk_context_destroy(tc);
+    free(model);
+    free(want);
+    free(vis);
+}
+
 /* ---- 6. bad input ---------------------------------------------------------------------------- */
 static void test_bad(const im_case *c)
 {
@@ -1045,6 +1086,7 @@ int main(void)
     test_skips(&b);
     test_threads(&d);
     test_from_grid(&b, "b");
+    test_host_reference(&b, "b");
     test_adjoint(&a, "a");
     test_adjoint(&b, "b");
     /* grids that are not powers of two (the generated sets' 18000 = 2^4 3^2 5^3): f, g 180 =
@@ -1060,6 +1102,7 @@ int main(void)
         test_pipeline(&f, "f");
         test_adjoint(&f, "f");
         test_from_grid(&f, "f");
+        test_host_reference(&f, "f");
     }
     const int kh = case_kernels(&hh, cell, 64, 106, 4, 4 * 32, 1, 0);
     ok(kh, "case h: g 106, N 64, os 4: %s", kh ? "correction ok" : pk_last_error());

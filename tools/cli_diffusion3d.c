@@ -138,6 +138,18 @@ static pk_status d3_call(cli_op op, void **plan, pk_context *ctx, const char *va
     return PK_OK;
 }
 
+/* tune: the reference after `from` runs stepped on to after `to` (the reference steps one at
+ * a time: bitwise CLI_REFERENCE's with to runs). */
+static pk_status d3_ref_more(const void *args, void *data, int from, int to)
+{
+    d3_data *d = data;
+    pk_diffusion3d_params p;
+    d3_params(args, &p);
+    if ((long long)p.count * to > INT_MAX) return PK_ESIZE;
+    p.count *= to - from;
+    return pk_diffusion3d_reference(&p, d->ref);
+}
+
 static void d3_run_json(cli_json *j, const void *args, const void *data, const pk_run_info *info)
 {
     static const char *const names[7] = {"cc", "cw", "ce", "cs", "cn", "cb", "ct"};
@@ -212,4 +224,5 @@ const cli_kernel cli_kernel_diffusion3d = {
     .describe = d3_describe,
     .report = d3_report,
     .runs_add_up = 1, /* steps in place: bench's reference is of all its runs */
+    .ref_more = d3_ref_more,
 };

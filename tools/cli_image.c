@@ -376,9 +376,10 @@ static pk_status dg_call(cli_op op, void **plan, pk_context *ctx, const char *va
         pk_context *sc = NULL;
         const double t0 = cli_now_s();
         pk_status s = serial_context(&sc);
+        /* the serial backend's pk_degrid, bitwise, its FFT passes on the host threads */
         if (s == PK_OK)
-            s = pk_degrid(sc, &d->ip, NULL, g->support, g->kernels, d->model, &g->d, d->ref_vis,
-                          NULL, NULL);
+            s = pk_degrid_host_reference(sc, &d->ip, g->support, g->kernels, d->model, &g->d,
+                                         d->ref_vis, NULL);
         pk_context_destroy(sc);
         d->ref_s = cli_now_s() - t0;
         return s;

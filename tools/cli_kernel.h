@@ -314,7 +314,9 @@ struct cli_kernel {
     /* The check hook's verdict depends on the outputs (the OUT arrays), the inputs and the
      * reference only (no other result of the run): tune then takes a row whose outputs are
      * bitwise those of a verified row of its case as verified (a kernel without a check hook
-     * is such). */
+     * is such).  2: also of another case on the same data set, where the check reads nothing
+     * of a case's args that the cases of a data set do not share (su3's layouts: chi comes
+     * back in AoS; laplace2d's lexi and hvfo: phi comes back lexicographic). */
     int verdict_of_outputs;
     /* tune: the serial backend's rows after the other backends' (at its defaults), so that
      * the cut applies to them: where one serial run costs tens of seconds and cannot win
@@ -333,6 +335,12 @@ struct cli_kernel {
     pk_status (*ref_from)(const void *args, void *data, cli_bench_result *prior);
     int runs_add_up; /* each run steps the data in place (the reference is of reps + 1 runs):
                         bench always makes all reps timed runs */
+    /* Optional, runs_add_up (tune): the REF arrays hold the reference after `from` runs; step
+     * them on to the reference after `to` runs, bitwise what CLI_REFERENCE with to runs makes
+     * (the reference steps one at a time from the input).  tune then makes a data set's
+     * references after 1 .. CLI_SHORT_REFS - 1 runs (for its rows cut short) on the way to
+     * its own, once. */
+    pk_status (*ref_more)(const void *args, void *data, int from, int to);
     void (*describe)(const cli_bench_result *r); /* the lines above the table */
     void (*report)(cli_bench_result *r);         /* optional: after the table */
     void (*bench_json)(cli_json *j, const cli_bench_result *r); /* optional: its object */

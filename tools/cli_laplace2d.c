@@ -148,6 +148,21 @@ static pk_status lp_call(cli_op op, void **plan, pk_context *ctx, const char *va
     return PK_OK;
 }
 
+/* tune: the reference after `from` runs stepped on to after `to` (the reference iterates one
+ * step at a time: bitwise CLI_REFERENCE's with to runs), and the bound of the verdict after
+ * to runs, as CLI_REFERENCE sets it. */
+static pk_status lp_ref_more(const void *args, void *data, int from, int to)
+{
+    const lp_args *a = args;
+    lp_data *d = data;
+    const size_t n = (size_t)a->l * (size_t)a->l;
+    pk_laplace2d_params p = lp_params(a);
+    if ((long long)p.count * to > INT_MAX) return PK_ESIZE;
+    d->atol = lp_atol(a->sigma, (double)p.count * to, cli_max_abs(PK_DTYPE_F32, d->phi0, n));
+    p.count *= to - from;
+    return pk_laplace2d_reference(&p, d->ref);
+}
+
 /* The verdict (see the top): the absolute bound; v->rtol 0: atol / max|phi_ref| for the
  * differ's relative figures. */
 static pk_status lp_check(const void *args, void *data, cli_verdict *v)
@@ -280,6 +295,8 @@ const cli_kernel cli_kernel_laplace2d = {
     .rtol = 0,
     .verify_rule = LP_VERIFY_RULE,
     .check = lp_check,
+    .verdict_of_outputs = 2, /* phi (lexicographic in both layouts) against the data set's
+                                reference and atol: lexi and hvfo share the data set and l */
     .run_json = lp_run_json,
     .flops_model = "7 flop per site and iteration",
     .bytes_model = LP_BYTES_MODEL,
@@ -288,4 +305,5 @@ const cli_kernel cli_kernel_laplace2d = {
     .describe = lp_describe,
     .report = lp_report,
     .runs_add_up = 1, /* iterates in place: bench's reference is of all its runs */
+    .ref_more = lp_ref_more,
 };
