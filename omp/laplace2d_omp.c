@@ -537,9 +537,14 @@ static pk_status pk_omp_lp_execute_canonical(void *impl, float *phi, int count,
     return PK_OK;
 }
 
-/* The laplace2d kernel family on this backend (lib/internal.h, pk_lp_ops). */
+/* The laplace2d kernel family on this backend (lib/internal.h, pk_lp_ops).  omp-tb first: a
+ * call that names no variant and finds no wisdom runs it.  It is omp-simd's row kernel with
+ * temporal blocking (plain sweeps where count < tb_depth, the same bits either way), and it
+ * was the fastest OpenMP variant in every bench case, quiet, 2-core Xeon 2026-11-29: omp-simd
+ * took 1.17-1.74x its time at l = 256 and 1024, 1.22-2.02x at 2048 and 4096
+ * (docs/PERFORMANCE.md, "Auto without wisdom"). */
 const pk_lp_ops pk_openmp_lp_ops = {
-    .variants = "omp-simd,omp,omp-tb",
+    .variants = "omp-tb,omp-simd,omp",
     .create = pk_omp_lp_create,
     .upload = pk_lp_host_upload,
     .run = pk_omp_lp_run,
