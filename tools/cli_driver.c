@@ -1591,6 +1591,9 @@ typedef struct tune_dim {
 static const tune_dim tune_space[] = {
     {"conv2d.cl_scheme", PK_BACKEND_OPENCL, NULL, "vec scalar", "vec", 0, 0},
     {"conv2d.isa", PK_BACKEND_OPENMP, "omp-rb", "avx512 avx2 generic", NULL, 1, 0},
+    /* FFTW's measured plans (~1 s of planning once, kept in FFTW's wisdom file) against the
+     * default, which takes them from that file when there and estimates otherwise */
+    {"conv2d.fft_plan", PK_BACKEND_OPENMP, "fft,frame-fft", "measure", NULL, 0, 0},
     {"conv2d.fft_taps", PK_BACKEND_AUTO, NULL, NULL, NULL, 0, 0}, /* the crossover at the case's PSF */
     {"diffusion3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "xvec zmarch", "xvec", 0, 0},
     {"diffusion3d.tb_depth", PK_BACKEND_OPENMP, "omp-tb", "2 3 6 8", NULL, 0, 0},
