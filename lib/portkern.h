@@ -761,10 +761,11 @@ PK_API pk_status pk_degrid(pk_context *ctx, const pk_image_params *p, const char
                            const int32_t *support, const float *kernels, const float *model,
                            const pk_grid_data *d, float *vis, int64_t *num_skipped,
                            pk_run_info *info);
-/** pk_degrid on the serial backend (its FFT passes, then the reference loop), the passes on
- *  ctx's host threads (ctx NULL: one thread) whatever ctx's backend: vis bitwise those of
- *  pk_degrid on a serial context (tested; each column batch and each row is one 1-D FFTW
- *  transform of the same plans, whatever the thread count).  For a reference (portkern
+/** pk_degrid on the serial backend (its FFT passes, then the reference loop), the passes and
+ *  the loop (shares of the visibilities) on ctx's host threads (ctx NULL: one thread) whatever
+ *  ctx's backend: vis bitwise those of pk_degrid on a serial context (tested; each column
+ *  batch and each row is one 1-D FFTW transform of the same plans, and each visibility's sum
+ *  its own, whatever the thread count).  For a reference (portkern
  *  tune: degrid's, where the one-thread FFT of an 18000^2 grid was most of its cost). */
 PK_API pk_status pk_degrid_host_reference(pk_context *ctx, const pk_image_params *p,
                                           const int32_t *support, const float *kernels,
