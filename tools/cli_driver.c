@@ -602,7 +602,7 @@ double cli_max_abs(pk_dtype dtype, const void *x, size_t n)
 }
 
 pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t n, double atol,
-                         double (*scale)(const void *ctx, size_t i), const void *ctx,
+                         double (*scale)(void *ctx, size_t i), void *ctx,
                          cli_verdict *v)
 {
     pk_diff_report *rep = &v->rep;

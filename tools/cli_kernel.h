@@ -143,7 +143,7 @@ double cli_max_abs(pk_dtype dtype, const void *x, size_t n);
  *  max_abs_err from |y - ref| <= atol (times scale(ctx, i) when given) for every element i
  *  (a NaN fails and enters no figure, as in the differ); float32 or float64. */
 pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t n, double atol,
-                         double (*scale)(const void *ctx, size_t i), const void *ctx,
+                         double (*scale)(void *ctx, size_t i), void *ctx,
                          cli_verdict *v);
 
 /* ---- bench: every case x backend x variant as a plan on resident data --------------------- */
