@@ -11,8 +11,10 @@
  */
 #include "internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Euclidean norm as scale * sqrt(ssq) (LAPACK's dnrm2 scheme): never overflows or
@@ -137,12 +139,137 @@ static pk_status diff_end(diff_state *s, int mode, pk_diff_report *report)
                    r->num_failed, r->count, s->rtol, r->first_fail);
 }
 
+/* The fast path of a block of pairs: plain sums of squares and maxima, no division, no
+ * branch (a loop the compiler vectorises).  It takes the block (1) only where the exact
+ * rule (diff_pair) would do nothing but add to the norms and to max_abs_err: every pair
+ * finite with a finite difference (else a sum is not finite), no pair's relative error
+ * possibly above min(rtol, max_rel_err so far) (tested as d - lim * ref > 0, lim a hair
+ * below that minimum so that rounding cannot hide one; refs below 2^-900, where the product
+ * loses its relative precision, go the exact way), and the block's largest |x - y| and |y|
+ * in [2^-500, 2^500] (or 0), where the squares neither overflow nor lose what matters to
+ * the norm.  Otherwise 0, and the caller runs the block pair by pair: the same report, bit
+ * for bit, but for the norms' rounding. */
+#define DIFF_BLOCK 256
+
+static int in_norm_range(double m) { return m == 0.0 || (m >= 0x1p-500 && m <= 0x1p500); }
+
+static int diff_block_fast(diff_state *s, const double *x, const double *y, size_t n)
+{
+    const double m = s->r.max_rel_err < s->rtol ? s->r.max_rel_err : s->rtol;
+    const double lim = m * (1.0 - 0x1p-50), zero = s->zero;
+    double sd = 0.0, sy = 0.0, md = 0.0, my = 0.0, mabs = 0.0, over = -1.0, tiny = 0.0;
+    /* an OpenMP simd loop: its reductions may reorder the sums, which only the norms see */
+#pragma omp simd reduction(+ : sd, sy) reduction(max : md, my, mabs, over, tiny)
+    for (size_t i = 0; i < n; ++i) {
+        const double ax = fabs(x[i]), ay = fabs(y[i]), d = fabs(x[i] - y[i]);
+        const double ref = ax > zero ? ax : ay > zero ? ay : 0.0;
+        const double dc = ref > 0.0 ? d : 0.0; /* ignored pairs enter no element figure */
+        const double o = dc - lim * ref, t = ref < 0x1p-900 ? ref : 0.0;
+        sd += d * d;
+        sy += ay * ay;
+        md = d > md ? d : md;
+        my = ay > my ? ay : my;
+        mabs = dc > mabs ? dc : mabs;
+        over = o > over ? o : over;
+        tiny = t > tiny ? t : tiny;
+    }
+    if (!isfinite(sd) || !isfinite(sy) || over > 0.0 || tiny > 0.0 || !in_norm_range(md) ||
+        !in_norm_range(my))
+        return 0;
+    if (mabs > s->r.max_abs_err) s->r.max_abs_err = mabs;
+    norm_add(&s->d, sqrt(sd));
+    norm_add(&s->y, sqrt(sy));
+    return 1;
+}
+
+/* Pairs [base, base + n) given as doubles (n <= DIFF_BLOCK). */
+static void diff_block(diff_state *s, const double *x, const double *y, size_t base, size_t n)
+{
+    if (diff_block_fast(s, x, y, n)) return;
+    for (size_t i = 0; i < n; ++i) diff_pair(s, base + i, x[i], y[i]);
+}
+
+/* Euclidean norms merged: b's terms added to a's. */
+static void norm_merge(norm_acc *a, const norm_acc *b)
+{
+    if (b->scale == 0.0) return;
+    if (a->scale < b->scale) {
+        const double r = a->scale / b->scale;
+        a->ssq = b->ssq + a->ssq * r * r;
+        a->scale = b->scale;
+    } else {
+        const double r = b->scale / a->scale;
+        a->ssq += b->ssq * r * r;
+    }
+}
+
+/* The pairs of blocks [lo, hi), float or double, into s. */
+typedef struct diff_job {
+    const void *x, *y;
+    size_t n;
+    int f32;
+    diff_state *part; /* one per thread: thread t's range follows thread t - 1's */
+} diff_job;
+
+static void diff_blocks(diff_state *s, const diff_job *j, size_t lo, size_t hi)
+{
+    double xd[DIFF_BLOCK], yd[DIFF_BLOCK];
+    for (size_t b = lo; b < hi; ++b) {
+        const size_t i = b * DIFF_BLOCK, nb = j->n - i < DIFF_BLOCK ? j->n - i : DIFF_BLOCK;
+        if (!j->f32) {
+            diff_block(s, (const double *)j->x + i, (const double *)j->y + i, i, nb);
+            continue;
+        }
+        for (size_t k = 0; k < nb; ++k) { /* widened exactly */
+            xd[k] = ((const float *)j->x)[i + k];
+            yd[k] = ((const float *)j->y)[i + k];
+        }
+        diff_block(s, xd, yd, i, nb);
+    }
+}
+
+static void diff_part(void *arg, size_t lo, size_t hi)
+{
+    const diff_job *j = arg;
+    diff_blocks(&j->part[pk_thread_num()], j, lo, hi);
+}
+
+/* Every pair: on the host's threads in contiguous ranges of blocks (arrays of 4 MiB and
+ * more; verification of a whole field is memory-bound), each range into a state of its
+ * own, merged in order: the counts, the first failure and the maxima exactly those of one
+ * pass, the norms to rounding. */
+static void diff_all(diff_state *s, const void *x, const void *y, size_t n, int f32)
+{
+    const size_t nblocks = (n + DIFF_BLOCK - 1) / DIFF_BLOCK;
+    const int nt = pk_host_threads(0);
+    diff_job j = {x, y, n, f32, NULL};
+    if (nt > 1 && nblocks > 1 && (j.part = calloc((size_t)nt, sizeof *j.part))) {
+        for (int t = 0; t < nt; ++t) j.part[t] = *s;
+        pk_parallel_range(nblocks, 1, n * (f32 ? 8 : 16), nt, diff_part, &j);
+        for (int t = 0; t < nt; ++t) {
+            const diff_state *p = &j.part[t];
+            if (s->r.num_failed == 0 && p->r.num_failed) s->r.first_fail = p->r.first_fail;
+            s->r.num_failed += p->r.num_failed;
+            if (p->r.max_abs_err > s->r.max_abs_err) s->r.max_abs_err = p->r.max_abs_err;
+            if (p->r.max_rel_err > s->r.max_rel_err) s->r.max_rel_err = p->r.max_rel_err;
+            s->has_nan |= p->has_nan;
+            s->inf_mismatch |= p->inf_mismatch;
+            norm_merge(&s->d, &p->d);
+            norm_merge(&s->d_half, &p->d_half);
+            norm_merge(&s->y, &p->y);
+        }
+        free(j.part);
+        return;
+    }
+    diff_blocks(s, &j, 0, nblocks);
+}
+
 pk_status pk_diff_f32(const float *x, const float *y, size_t n, double rtol, double zero,
                       int mode, pk_diff_report *report)
 {
     diff_state s;
     PK_TRY(diff_begin(&s, x, y, n, rtol, zero, mode, report));
-    for (size_t i = 0; i < n; ++i) diff_pair(&s, i, x[i], y[i]);
+    diff_all(&s, x, y, n, 1);
     return diff_end(&s, mode, report);
 }
 
@@ -151,7 +278,7 @@ pk_status pk_diff_f64(const double *x, const double *y, size_t n, double rtol, d
 {
     diff_state s;
     PK_TRY(diff_begin(&s, x, y, n, rtol, zero, mode, report));
-    for (size_t i = 0; i < n; ++i) diff_pair(&s, i, x[i], y[i]);
+    diff_all(&s, x, y, n, 0);
     return diff_end(&s, mode, report);
 }
 

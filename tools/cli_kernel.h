@@ -138,12 +138,13 @@ void cli_uniform(pk_dtype dtype, unsigned long long seed, size_t n, void *x);
 /** max |x[i]| of n float32 or float64 values. */
 double cli_max_abs(pk_dtype dtype, const void *x, size_t n);
 /** The verdict by an absolute bound (kernels whose contract bounds the error absolutely):
- *  the differ's relative and norm-wise figures (v->rtol; without scale, pairs with both
- *  sides <= atol left out of the relative ones), then equal, num_failed, first_fail and
- *  max_abs_err from |y - ref| <= atol (times scale(ctx, i) when given) for every element i
- *  (a NaN fails and enters no figure, as in the differ); float32 or float64. */
+ *  the differ's relative and norm-wise figures (without scale, pairs with both sides <= atol
+ *  left out of the relative ones), then equal, num_failed, first_fail and max_abs_err from
+ *  |y - ref| <= atol (times the element's scale when scale is given: it fills out[j] for
+ *  the elements i0 + j, j < n, of a block) for every element (a NaN fails and enters no
+ *  figure, as in the differ); float32 or float64. */
 pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t n, double atol,
-                         double (*scale)(void *ctx, size_t i), void *ctx,
+                         void (*scale)(void *ctx, size_t i0, size_t n, double *out), void *ctx,
                          cli_verdict *v);
 
 /* ---- bench: every case x backend x variant as a plan on resident data --------------------- */
