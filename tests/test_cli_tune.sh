@@ -11,7 +11,7 @@
 . "$top_srcdir/tests/cli_lib.sh"
 cli_begin clitune
 unset PORTKERN_THREADS PORTKERN_OPENMP_THREADS
-echo "1..24"
+echo "1..26"
 
 W=$T/wisdom.json
 "$PK" tune --kernels su3 --backends serial,openmp --size small --reps 1 --wisdom "$W" \
@@ -187,6 +187,18 @@ result $? "tune --proxy sometimes: exit 2 (exit $rc)"
 rc=$?
 [ $rc -eq 2 ] && grep -q "unknown size 'huge'" "$T/err"
 result $? "tune --size huge: exit 2 (exit $rc)"
+"$PK" tune --small maybe >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "option --small: 'maybe'" "$T/err"
+result $? "tune --small maybe: exit 2 (exit $rc)"
+# at paper size the small class is tuned first (--small on, the default): entries of both
+"$PK" tune --kernels conv2d --backends openmp --size paper --reps 1 --wisdom "$T/both.json" \
+    >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc -eq 0 ] && grep -q '^tune: the small class first' "$T/out" &&
+    grep -q '^tune: now the paper class' "$T/out" &&
+    grep -q '"size_class": "small' "$T/both.json" && grep -q '"size_class": "paper' "$T/both.json"
+result $? "tune --size paper: the small class tuned first, entries of both classes (exit $rc)"
 "$PK" tune --kernels su3 --backends serial --size small --reps 1 --wisdom /proc/self/w.json \
     >/dev/null 2>"$T/err"
 rc=$?

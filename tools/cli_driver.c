@@ -1148,16 +1148,21 @@ pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void
         /* a long warm-up far beyond the cut (builds and first touches cost less) stands for
          * the timing: it only overstates a time that cannot win.  Short ones are timed: a
          * cold first run of a millisecond says little, and costs little */
-        const int host = info.backend == PK_BACKEND_SERIAL || info.backend == PK_BACKEND_OPENMP;
-        /* ... and a long one on the host (no program builds: degrid's serial and omp rows,
-         * 10-11 s a run against the best's 6 s) stands for it beyond the cut itself */
+        /* no program built in a run: the host backends, and OpenCL, whose plans build their
+         * programs (and VkFFT its) at creation (each cl/KERNEL_opencl.c create); what a first run still
+         * pays (first touches, PoCL's compile for a new work-group size) only slows it */
+        const int no_build = info.backend == PK_BACKEND_SERIAL ||
+                             info.backend == PK_BACKEND_OPENMP || info.backend == PK_BACKEND_OPENCL;
+        /* ... and a long one there (degrid's serial and omp rows, 10-11 s a run against the
+         * best's 6 s) stands for it beyond the cut itself */
         const int hopeless = short_ && i == 0 && cut > 0 &&
                              ((info.kernel_s > 4 * cut && info.kernel_s > 0.5) ||
-                              (host && info.kernel_s > cut && info.kernel_s > TUNE_LONG_RUN_S));
-        /* tune, runs that do not add up: a long warm-up on the host is one of the timed runs
-         * (no program builds; first touches only make it slower, and the minimum is kept):
-         * image's and degrid's rows of 5-7 s then take two runs, not three or four */
-        const int warm_timed = short_ == 1 && i == 0 && host && info.kernel_s > TUNE_LONG_RUN_S;
+                              (no_build && info.kernel_s > cut && info.kernel_s > TUNE_LONG_RUN_S));
+        /* tune, runs that do not add up: a long warm-up there is one of the timed runs (the
+         * minimum is kept): image's and degrid's rows of 4-7 s then take two runs, not three
+         * or four */
+        const int warm_timed =
+            short_ == 1 && i == 0 && no_build && info.kernel_s > TUNE_LONG_RUN_S;
         if (i > 0 || hopeless || warm_timed) {
             ts[n++] = info.kernel_s;
             if (n == 1 || info.kernel_s < best->kernel_s) *best = info;
@@ -2098,10 +2103,10 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
     if (req->tune)
         printf("best of up to %d timed plan runs (min, median, max; fewer %sonce one of 0.1 s "
                "is beyond %.1fx the best so far; none when the warm-up took 4x that and 0.5 s, "
-               "or on the host that and 2 s) "
+               "or on serial, OpenMP and OpenCL that and 2 s) "
                "after 1 warm-up, data resident on the device\n", req->reps,
-               k->runs_add_up ? "" : "once two agree within 2% or two took over 2 s, a host warm-up "
-                                     "of over 2 s one of them, or ", TUNE_CUT);
+               k->runs_add_up ? "" : "once two agree within 2% or two took over 2 s, a serial, OpenMP "
+                                     "or OpenCL warm-up of over 2 s one of them, or ", TUNE_CUT);
     else
         printf("best of %d timed plan runs (min, median, max) after 1 warm-up, data resident on "
                "the device; 'portkern run' times one cold call instead\n", req->reps);
