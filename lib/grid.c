@@ -226,7 +226,8 @@ static pk_status gr_reference(const pk_grid_params *p, const int32_t *support,
     if (s == PK_OK && (!kernels || !norm || !num_skipped || (!grid && !grid64)))
         s = pk_fail(PK_ENULL, "kernels, grid, norm and num_skipped: must not be NULL");
     if (s == PK_OK) s = gr_validate_kernels(p, support, off, kernels);
-    if (s == PK_OK) pk_gr_ref_run(p, support, off, kernels, d, grid, grid64, norm, num_skipped, NULL);
+    if (s == PK_OK) pk_gr_ref_run(p, support, off, kernels, d, grid, grid64, norm, num_skipped, NULL,
+                                  0);
     free(off);
     return s;
 }

@@ -6,10 +6,12 @@
 
 /* The reference loop over a validated call: into the float grid (grid != NULL) or the
  * complex128 grid64; plane_offset[] locates compact planes (unused for FULL stacks).  norm is
- * accumulated into, num_skipped and updates (sum of (2s+1)^2; may be NULL) set. */
+ * accumulated into, num_skipped and updates (sum of (2s+1)^2; may be NULL) set.  threads: 1
+ * one pass (the serial backend), 0 the host's threads, each taking the grid rows of one
+ * residue: bitwise the one pass (the public references). */
 void pk_gr_ref_run(const pk_grid_params *p, const int32_t *support, const size_t *plane_offset,
                    const float *kernels, const pk_grid_data *d, float *grid, double *grid64,
-                   double *norm, int64_t *num_skipped, double *updates);
+                   double *norm, int64_t *num_skipped, double *updates, int threads);
 
 /* The stack as backends see it: compact (converted from FULL by pk_gr_stack_init, which
  * validates p, support and the readable samples first), with plane offsets.  lib/grid.c and

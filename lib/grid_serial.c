@@ -49,7 +49,7 @@ pk_status pk_serial_gr_run(void *impl, const pk_grid_data *data, float *grid, pk
     const double t0 = pk_now();
     res->grid_touched = 1;
     pk_gr_ref_run(&h->p, h->support, h->plane_offset, h->kernels, data, grid, NULL, &res->norm,
-                  &res->num_skipped, &res->updates);
+                  &res->num_skipped, &res->updates, 1);
     res->kernel_s = pk_now() - t0;
     pk_gr_stage(res, "grid", res->kernel_s);
     return PK_OK;

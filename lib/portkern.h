@@ -603,7 +603,10 @@ PK_API int pk_grid_locate(const pk_grid_params *p, const int32_t *support, const
 PK_API pk_status pk_grid_compact_kernels(const pk_grid_params *p, const int32_t *support,
                                          const float *full, float *compact);
 /** Serial reference: the loop above exactly (float grid, double norm).  grid is accumulated
- *  into, *norm is accumulated into, *num_skipped is set. */
+ *  into, *norm is accumulated into, *num_skipped is set.  On large lists it runs on the host's
+ *  OpenMP threads, each updating the grid rows of one residue modulo the thread count in the
+ *  loop's order: every cell receives its terms in the serial order, so the result is bitwise
+ *  the one-thread loop's (this and pk_grid_reference_f64). */
 PK_API pk_status pk_grid_reference(const pk_grid_params *p, const int32_t *support,
                                    const float *kernels, const pk_grid_data *d, float *grid,
                                    double *norm, int64_t *num_skipped);

@@ -1475,6 +1475,32 @@ static void gr_make_sets(gr_set sets[GR_NSETS], gr_oracle orc[GR_NSETS])
     for (int i = 0; i < GR_NSETS; ++i) gr_oracle_make(&orc[i], &sets[i]);
 }
 
+/* The double reference on the host threads at every size (one residue of the grid rows a
+ * thread) is bitwise the one-pass loop: grid, norm and skipped count, on every set. */
+static void gr_check_ref_threads(const gr_set sets[GR_NSETS], const gr_oracle orc[GR_NSETS])
+{
+    const char *was = getenv("PORTKERN_TEST_PARALLEL_BYTES");
+    int same = 1;
+    for (int i = 0; i < GR_NSETS; ++i) {
+        double *t[2], norm[2];
+        int64_t skipped[2];
+        for (int k = 0; k < 2; ++k) { /* one pass, then threaded at every size */
+            setenv("PORTKERN_TEST_PARALLEL_BYTES", k ? "0" : "18446744073709551615", 1);
+            t[k] = gr_xcalloc(2 * orc[i].cells, sizeof(double));
+            gr_ref64(&sets[i], t[k], &norm[k], &skipped[k]);
+        }
+        same &= !memcmp(t[0], t[1], 2 * orc[i].cells * sizeof(double)) && norm[0] == norm[1] &&
+                skipped[0] == skipped[1];
+        free(t[0]);
+        free(t[1]);
+    }
+    if (was)
+        setenv("PORTKERN_TEST_PARALLEL_BYTES", was, 1);
+    else
+        unsetenv("PORTKERN_TEST_PARALLEL_BYTES");
+    ok(same, "pk_grid_reference_f64 on the host threads: bitwise the one-pass loop on every set");
+}
+
 /* opencl-tiled's host pass (locate, bucket sort) on 3 threads, threaded at every size
  * (PORTKERN_TEST_PARALLEL_BYTES=0), gives the one-thread bits: buckets keep the record order.
  * No split tiles (central_radius -1): their atomic flushes are unordered. */
@@ -1518,6 +1544,7 @@ static int gr_run_suite(pk_backend_id backend)
     gr_set sets[GR_NSETS];
     gr_oracle orc[GR_NSETS];
     gr_make_sets(sets, orc);
+    if (backend == PK_BACKEND_SERIAL) gr_check_ref_threads(sets, orc);
     /* the plan test's second list: the central positions with the uniform set's kernels */
     gr_set second = sets[GR_UNIFORM];
     second.name = "central-on-uniform";
