@@ -139,44 +139,51 @@ static pk_status diff_end(diff_state *s, int mode, pk_diff_report *report)
                    r->num_failed, r->count, s->rtol, r->first_fail);
 }
 
-/* The fast path of a block of pairs: plain sums of squares and maxima, no division, no
- * branch (a loop the compiler vectorises).  It takes the block (1) only where the exact
- * rule (diff_pair) would do nothing but add to the norms and to max_abs_err: every pair
- * finite with a finite difference (else a sum is not finite), no pair's relative error
- * possibly above min(rtol, max_rel_err so far) (tested as d - lim * ref > 0, lim a hair
- * below that minimum so that rounding cannot hide one; refs below 2^-900, where the product
- * loses its relative precision, go the exact way), and the block's largest |x - y| and |y|
- * in [2^-500, 2^500] (or 0), where the squares neither overflow nor lose what matters to
- * the norm.  Otherwise 0, and the caller runs the block pair by pair: the same report, bit
- * for bit, but for the norms' rounding. */
+/* The fast path of a block of pairs: plain sums of squares and maxima, no branch (a loop the
+ * compiler vectorises); each pair's relative error the very quotient diff_pair forms, so the
+ * element-wise figures are exact.  It takes the block (1) only where every pair is finite
+ * with a finite difference (else a sum is not finite) and the block's largest |x - y| and
+ * |y| are in [2^-500, 2^500] (or 0), where the squares neither overflow nor lose what
+ * matters to the norm.  Otherwise 0, and the caller runs the block pair by pair: the same
+ * report, bit for bit, but for the norms' rounding. */
 #define DIFF_BLOCK 256
 
 static int in_norm_range(double m) { return m == 0.0 || (m >= 0x1p-500 && m <= 0x1p500); }
 
-static int diff_block_fast(diff_state *s, const double *x, const double *y, size_t n)
+static int diff_block_fast(diff_state *s, const double *x, const double *y, size_t base,
+                           size_t n)
 {
-    const double m = s->r.max_rel_err < s->rtol ? s->r.max_rel_err : s->rtol;
-    const double lim = m * (1.0 - 0x1p-50), zero = s->zero;
-    double sd = 0.0, sy = 0.0, md = 0.0, my = 0.0, mabs = 0.0, over = -1.0, tiny = 0.0;
+    const double zero = s->zero, rtol = s->rtol;
+    double sd = 0.0, sy = 0.0, md = 0.0, my = 0.0, mabs = 0.0, mrel = 0.0;
+    size_t fails = 0;
     /* an OpenMP simd loop: its reductions may reorder the sums, which only the norms see */
-#pragma omp simd reduction(+ : sd, sy) reduction(max : md, my, mabs, over, tiny)
+#pragma omp simd reduction(+ : sd, sy, fails) reduction(max : md, my, mabs, mrel)
     for (size_t i = 0; i < n; ++i) {
         const double ax = fabs(x[i]), ay = fabs(y[i]), d = fabs(x[i] - y[i]);
-        const double ref = ax > zero ? ax : ay > zero ? ay : 0.0;
-        const double dc = ref > 0.0 ? d : 0.0; /* ignored pairs enter no element figure */
-        const double o = dc - lim * ref, t = ref < 0x1p-900 ? ref : 0.0;
+        /* both <= zero: ignored (d / inf = 0 enters no element figure) */
+        const double ref = ax > zero ? ax : ay > zero ? ay : INFINITY;
+        const double dc = ref < INFINITY ? d : 0.0, rel = d / ref;
         sd += d * d;
         sy += ay * ay;
         md = d > md ? d : md;
         my = ay > my ? ay : my;
         mabs = dc > mabs ? dc : mabs;
-        over = o > over ? o : over;
-        tiny = t > tiny ? t : tiny;
+        mrel = rel > mrel ? rel : mrel;
+        fails += rel > rtol;
     }
-    if (!isfinite(sd) || !isfinite(sy) || over > 0.0 || tiny > 0.0 || !in_norm_range(md) ||
-        !in_norm_range(my))
-        return 0;
+    if (!isfinite(sd) || !isfinite(sy) || !in_norm_range(md) || !in_norm_range(my)) return 0;
+    if (fails && s->r.num_failed == 0)
+        for (size_t i = 0; i < n; ++i) {
+            const double ax = fabs(x[i]), ay = fabs(y[i]);
+            const double ref = ax > zero ? ax : ay > zero ? ay : INFINITY;
+            if (fabs(x[i] - y[i]) / ref > rtol) {
+                s->r.first_fail = base + i;
+                break;
+            }
+        }
+    s->r.num_failed += fails;
     if (mabs > s->r.max_abs_err) s->r.max_abs_err = mabs;
+    if (mrel > s->r.max_rel_err) s->r.max_rel_err = mrel;
     norm_add(&s->d, sqrt(sd));
     norm_add(&s->y, sqrt(sy));
     return 1;
@@ -185,7 +192,7 @@ static int diff_block_fast(diff_state *s, const double *x, const double *y, size
 /* Pairs [base, base + n) given as doubles (n <= DIFF_BLOCK). */
 static void diff_block(diff_state *s, const double *x, const double *y, size_t base, size_t n)
 {
-    if (diff_block_fast(s, x, y, n)) return;
+    if (diff_block_fast(s, x, y, base, n)) return;
     for (size_t i = 0; i < n; ++i) diff_pair(s, base + i, x[i], y[i]);
 }
 
