@@ -2064,14 +2064,16 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
     }
     res->setup_wall_s = cli_now_s() - t_setup;
     if (res->ndata && k->describe) k->describe(res);
-    pk_backend_id order[PK_BACKEND_COUNT]; /* the backends' order of the rows at defaults */
+    /* the backends' order of the rows at defaults; tune: the serial backend last (the
+     * reference: one thread, its entries used only where no other backend is), so that the
+     * cut applies to its rows (degrid's one-thread FFT of the whole grid: 10 s a run at paper
+     * size), and once the kernel's share of the budget is spent they are not run (said) */
+    pk_backend_id order[PK_BACKEND_COUNT];
     int no = 0;
     for (int i = 0; i < nb && no < PK_BACKEND_COUNT; ++i)
-        if (!(req->tune && k->tune_serial_last && backends[i] == PK_BACKEND_SERIAL))
-            order[no++] = backends[i];
+        if (!(req->tune && backends[i] == PK_BACKEND_SERIAL)) order[no++] = backends[i];
     for (int i = 0; i < nb && no < PK_BACKEND_COUNT; ++i)
-        if (req->tune && k->tune_serial_last && backends[i] == PK_BACKEND_SERIAL)
-            order[no++] = backends[i];
+        if (req->tune && backends[i] == PK_BACKEND_SERIAL) order[no++] = backends[i];
     for (int i = 0; total > 0 && i < no; ++i) {
         const pk_backend_id be = order[i];
         for (int v = 0; v < res->set.nvars[be]; ++v)
@@ -2087,6 +2089,12 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                              r->case_name);
                 const char *skip = tune_proxy_skip(px, be, var, c);
                 if (!skip) skip = tune_prior_skip(res, prior, be, var, c);
+                if (!skip && req->tune && be == PK_BACKEND_SERIAL && res->deadline > 0 &&
+                    cli_now_s() > res->deadline) {
+                    skip = "tune: not run, the kernel's share of the budget is spent (serial "
+                           "rows last)";
+                    ++res->serial_left;
+                }
                 if (skip) {
                     r->status = CLI_ROW_SKIPPED;
                     snprintf(r->reason, sizeof r->reason, "%s %s", var, skip);
@@ -2116,6 +2124,10 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
         printf("tune: %s's share of the budget (%.0f s) was spent: %d row%s of its search not "
                "run\n", k->name, res->deadline - res->t0, res->search_left,
                res->search_left == 1 ? "" : "s");
+    if (res->serial_left)
+        printf("tune: %s's share of the budget (%.0f s) was spent: %d serial row%s at the "
+               "defaults not run\n", k->name, res->deadline - res->t0, res->serial_left,
+               res->serial_left == 1 ? "" : "s");
     if (res->ndata && k->report) { /* the kernel's tables are of the variants at defaults */
         const int all = res->nrows;
         res->nrows = res->ndefault ? res->ndefault : all;

@@ -641,8 +641,7 @@ const cli_kernel cli_kernel_degrid = {
     /* no proxy, as image: degrid's cost at paper size is the FFT of the 18000^2 grid, the
      * same at a tenth of the visibilities (measured under load 4: the proxy's rows 41-76 s
      * against 27-56 s at full size; its 242 s only left serial out).  Its serial rows
-     * run last instead, cut like any row beyond the best so far. */
-    .tune_serial_last = 1,
+     * run last instead (as every kernel's in tune), cut like any row beyond the best. */
     .resolve = im_resolve,
     .arrays = dg_arrays,
     .shape = dg_shape,

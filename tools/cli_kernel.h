@@ -220,6 +220,7 @@ typedef struct cli_bench_result {
     double deadline;              /* tune: the end of the kernel's share of the budget, after
                                      which its search starts no row (0: none) */
     int search_left;              /* tune: the search's rows not started (the share spent) */
+    int serial_left;              /* tune: serial rows at the defaults not run (likewise) */
     int is_proxy;                 /* tune: the proxy's cases (k->proxy applied to each) */
     struct cli_bench_result *px;  /* tune: the kernel's proxy, its rows (its data freed) */
 #define CLI_SHORT_REFS 4
@@ -319,10 +320,6 @@ struct cli_kernel {
      * of a case's args that the cases of a data set do not share (su3's layouts: chi comes
      * back in AoS; laplace2d's lexi and hvfo: phi comes back lexicographic). */
     int verdict_of_outputs;
-    /* tune: the serial backend's rows after the other backends' (at its defaults), so that
-     * the cut applies to them: where one serial run costs tens of seconds and cannot win
-     * (degrid's one-thread FFT of the whole grid at paper size). */
-    int tune_serial_last;
     /* Optional (tune, not on a proxy): a data set of an earlier kernel of the same tune
      * (prior: its result; image and degrid take grid's) instead of generating the same one
      * again: 0 taken (its inputs borrowed, the prior's to free), -1 not the same data set
