@@ -57,7 +57,7 @@ pk_status pk_diffusion3d_reference(const pk_diffusion3d_params *p, float *f)
     float *tmp = malloc(n * sizeof(float));
     if (!tmp) return pk_fail(PK_ENOMEM, "reference: cannot allocate %zu bytes", n * sizeof(float));
     float *res;
-    pk_d3_ref_steps(&d, p->count, f, tmp, &res);
+    pk_d3_ref_steps(&d, p->count, f, tmp, &res, 0);
     if (res != f) memcpy(f, res, n * sizeof(float));
     free(tmp);
     return PK_OK;

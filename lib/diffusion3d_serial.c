@@ -18,7 +18,7 @@ static pk_status serial_d3_run(void *impl, int count, double *seconds)
     pk_d3_host_plan *h = impl;
     float *other = h->cur == h->f1 ? h->f2 : h->f1;
     double t0 = pk_now();
-    pk_d3_ref_steps(&h->d, count, h->cur, other, &h->cur);
+    pk_d3_ref_steps(&h->d, count, h->cur, other, &h->cur, 1);
     *seconds = pk_now() - t0;
     return PK_OK;
 }

@@ -272,8 +272,10 @@ typedef struct pk_d3_desc {
 enum { PK_D3_CC, PK_D3_CW, PK_D3_CE, PK_D3_CS, PK_D3_CN, PK_D3_CB, PK_D3_CT };
 
 /* Serial reference steps on host buffers; f1 holds the input, *result points at the buffer
- * holding the result after `count` steps (f1 or f2). */
-void pk_d3_ref_steps(const pk_d3_desc *d, int count, float *f1, float *f2, float **result);
+ * holding the result after `count` steps (f1 or f2).  threads: 1 one thread (the serial
+ * backend), 0 the host's threads (bitwise the same). */
+void pk_d3_ref_steps(const pk_d3_desc *d, int count, float *f1, float *f2, float **result,
+                     int threads);
 
 /* Host-memory plan shared by the serial and OpenMP backends: two 64-byte aligned buffers,
  * `cur` holds the latest field.  The backends supply only the steps. */

@@ -388,7 +388,9 @@ PK_API pk_status pk_diffusion3d_field(int nx, int ny, int nz, double t, float *f
 /** dt of the default parameters for a given nx. */
 PK_API double pk_diffusion3d_dt(int nx);
 
-/** Serial reference (the oracle; plain C, no context needed).  f is updated in place. */
+/** Serial reference (the oracle; plain C, no context needed).  f is updated in place.  A
+ *  large field's steps run on the host's OpenMP threads, a share of the planes each: every
+ *  point's expression is the same, so the bits are the one-thread loop's. */
 PK_API pk_status pk_diffusion3d_reference(const pk_diffusion3d_params *p, float *f);
 
 /** Run p->count steps on f (in place) on the context's backend.  variant: NULL or "" for
@@ -844,7 +846,8 @@ PK_API pk_status pk_laplace2d_layout_from_name(const char *name, int *layout);
  *  default), and back.  Not in place: the two arrays must not overlap. */
 PK_API pk_status pk_laplace2d_to_hvfo(int l, int nw, const float *lexi, float *hvfo);
 PK_API pk_status pk_laplace2d_from_hvfo(int l, int nw, const float *hvfo, float *lexi);
-/** Serial reference on lexicographic data, in place (p->layout and p->nw are ignored). */
+/** Serial reference on lexicographic data, in place (p->layout and p->nw are ignored); a
+ *  large field's rows on the host's OpenMP threads, bitwise the one-thread loop. */
 PK_API pk_status pk_laplace2d_reference(const pk_laplace2d_params *p, float *phi);
 /** p->count iterations on phi (lexicographic, in place) on the context's backend; an hvfo
  *  field is reordered to p->layout and back on the host (info->layout_s, apart from

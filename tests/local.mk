@@ -51,6 +51,7 @@ PK_TEST_PROGS = \
 	tests/test_npy \
 	tests/test_fits \
 	tests/test_differ \
+	tests/test_ref_threads \
 	tests/test_probe \
 	tests/test_peak \
 	tests/test_cost \

@@ -25,9 +25,20 @@ void pk_lp_coefficients(double sigma, float *a, float *inv)
     *inv = (float)(1.0 / (1.0 + 4.0 * (double)af));
 }
 
-LP_NO_CONTRACT static void ref_step(int l, float a, float inv, const float *phi, float *out)
+/* Rows [y0, y1) of one step. */
+typedef struct lp_ref_job {
+    int l;
+    float a, inv;
+    const float *phi;
+    float *out;
+} lp_ref_job;
+
+LP_NO_CONTRACT static void ref_rows(void *arg, size_t y0, size_t y1)
 {
-    for (int y = 0; y < l; ++y)
+    const lp_ref_job *j = arg;
+    const int l = j->l;
+    const float a = j->a, inv = j->inv, *phi = j->phi;
+    for (int y = (int)y0; y < (int)y1; ++y)
         for (int x = 0; x < l; ++x) {
             const float c = phi[(size_t)y * l + x];
             const float e = phi[(size_t)y * l + (x + 1) % l];
@@ -37,15 +48,18 @@ LP_NO_CONTRACT static void ref_step(int l, float a, float inv, const float *phi,
             const float sum = (e + w) + (n + s);
             const float t = a * sum;
             const float u = c + t;
-            out[(size_t)y * l + x] = u * inv;
+            j->out[(size_t)y * l + x] = u * inv;
         }
 }
 
+/* Each step's rows on the host's threads (large fields): every point's expression is the
+ * same whoever computes it, so the result is bitwise the one-thread loop's. */
 void pk_lp_ref_steps(int l, int count, float a, float inv, float *f1, float *f2, float **result)
 {
     float *src = f1, *dst = f2;
     for (int it = 0; it < count; ++it) {
-        ref_step(l, a, inv, src, dst);
+        lp_ref_job j = {l, a, inv, src, dst};
+        pk_parallel_range((size_t)l, 1, 8 * (size_t)l * (size_t)l, 0, ref_rows, &j);
         float *t = src;
         src = dst;
         dst = t;
