@@ -95,56 +95,6 @@ static size_t wsite(const pk_mpi_dslash_plan *pl, int t, int z) {
     return ((size_t)t * (size_t)pl->wz + (size_t)z) * pl->vol2;
 }
 
-/* The rank's own block src [lt][lz][vol2][nd] into the widened w; then the halo planes from
- * the neighbours' own blocks: along t the neighbours' own z-range (contiguous), along z every
- * own t-plane's (one strided message a side).  Counts halo bytes and messages in info. */
-static void exchange(const pk_mpi_dslash_plan *pl, const double *src, double *w, int nd,
-                     pk_mpi_info *info) {
-    const size_t zp = pl->vol2 * (size_t)nd, tp = (size_t)pl->lz * zp; /* doubles */
-    for (int t = 0; t < pl->lt; t++)
-        memcpy(w + wsite(pl, t + pl->ot, pl->oz) * nd, src + (size_t)t * tp, tp * sizeof *w);
-    MPI_Request req[8];
-    int n = 0;
-    if (pl->t_lo >= 0) { /* whole own-z planes: tp doubles, contiguous on both sides */
-        MPI_Irecv(w + wsite(pl, pl->wlo, pl->oz) * nd, (int)tp, MPI_DOUBLE, pl->t_lo, TAG_T_UP,
-                  pl->tcomm, &req[n++]);
-        MPI_Irecv(w + wsite(pl, pl->whi, pl->oz) * nd, (int)tp, MPI_DOUBLE, pl->t_hi,
-                  TAG_T_DOWN, pl->tcomm, &req[n++]);
-        MPI_Isend(src, (int)tp, MPI_DOUBLE, pl->t_lo, TAG_T_DOWN, pl->tcomm, &req[n++]);
-        MPI_Isend(src + (size_t)(pl->lt - 1) * tp, (int)tp, MPI_DOUBLE, pl->t_hi, TAG_T_UP,
-                  pl->tcomm, &req[n++]);
-    }
-    MPI_Datatype sendt = MPI_DATATYPE_NULL, recvt = MPI_DATATYPE_NULL;
-    if (pl->z_lo >= 0) { /* one z-plane of each own t-plane: strided */
-        MPI_Type_create_hvector(pl->lt, (int)zp, (MPI_Aint)(tp * sizeof(double)), MPI_DOUBLE,
-                                &sendt);
-        MPI_Type_create_hvector(pl->lt, (int)zp,
-                                (MPI_Aint)((size_t)pl->wz * zp * sizeof(double)), MPI_DOUBLE,
-                                &recvt);
-        MPI_Type_commit(&sendt);
-        MPI_Type_commit(&recvt);
-        MPI_Irecv(w + wsite(pl, pl->ot, 0) * nd, 1, recvt, pl->z_lo, TAG_Z_UP, pl->zcomm,
-                  &req[n++]);
-        MPI_Irecv(w + wsite(pl, pl->ot, pl->wz - 1) * nd, 1, recvt, pl->z_hi, TAG_Z_DOWN,
-                  pl->zcomm, &req[n++]);
-        MPI_Isend(src, 1, sendt, pl->z_lo, TAG_Z_DOWN, pl->zcomm, &req[n++]);
-        MPI_Isend(src + (size_t)(pl->lz - 1) * zp, 1, sendt, pl->z_hi, TAG_Z_UP, pl->zcomm,
-                  &req[n++]);
-    }
-    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
-    if (sendt != MPI_DATATYPE_NULL) {
-        MPI_Type_free(&sendt);
-        MPI_Type_free(&recvt);
-    }
-    if (info) {
-        info->halo_bytes += (pl->t_lo >= 0 ? 2.0 * (double)tp : 0.0) * sizeof(double) +
-                            (pl->z_lo >= 0 ? 2.0 * (double)pl->lt * (double)zp : 0.0) *
-                                sizeof(double);
-        info->messages += n / 2;
-        info->exchanges += 1;
-    }
-}
-
 /* The two spin components (12 reals) that fix (1 + sign gamma_mu) psi, for `sites` sites
  * of psi at stride 24 (mu: 't' or 'z'; the header's formulas). */
 static void project(const double *psi, size_t sites, char mu, int sign, double *half) {
@@ -176,6 +126,82 @@ static void rebuild(const double *half, size_t sites, double *psi) {
     }
 }
 
+/* The t-faces of a rank's planes posted (4 requests appended to req): bot and top are its
+ * first and last own t-planes (ts sites of nd doubles), lo and hi the halo planes they come
+ * into (full only).  Full: the planes themselves.  Half (psi, nd 24): the projected faces,
+ * sent from face[0] and face[1], received into face[2] and face[3] (finish_t rebuilds them
+ * after the wait). */
+static void post_t(const pk_mpi_dslash_plan *pl, const double *bot, const double *top,
+                   double *lo, double *hi, size_t ts, int nd, int half, MPI_Request *req,
+                   int *n) {
+    double *const *f = pl->face;
+    const int count = (int)(ts * (size_t)(half ? 12 : nd));
+    if (half) {
+        project(top, ts, 't', 1, f[0]); /* top: up */
+        project(bot, ts, 't', -1, f[1]); /* bottom: down */
+    }
+    MPI_Irecv(half ? f[2] : lo, count, MPI_DOUBLE, pl->t_lo, TAG_T_UP, pl->tcomm, &req[(*n)++]);
+    MPI_Irecv(half ? f[3] : hi, count, MPI_DOUBLE, pl->t_hi, TAG_T_DOWN, pl->tcomm,
+              &req[(*n)++]);
+    MPI_Isend(half ? f[1] : bot, count, MPI_DOUBLE, pl->t_lo, TAG_T_DOWN, pl->tcomm,
+              &req[(*n)++]);
+    MPI_Isend(half ? f[0] : top, count, MPI_DOUBLE, pl->t_hi, TAG_T_UP, pl->tcomm,
+              &req[(*n)++]);
+}
+
+/* After post_t's requests completed: half faces rebuilt into the halo planes. */
+static void finish_t(const pk_mpi_dslash_plan *pl, double *lo, double *hi, size_t ts,
+                     int half) {
+    if (!half)
+        return;
+    rebuild(pl->face[2], ts, lo);
+    rebuild(pl->face[3], ts, hi);
+}
+
+/* The rank's own block src [lt][lz][vol2][nd] into the widened w; then the halo planes from
+ * the neighbours' own blocks: along t the neighbours' own z-range (contiguous), along z every
+ * own t-plane's (one strided message a side).  Counts halo bytes and messages in info. */
+static void exchange(const pk_mpi_dslash_plan *pl, const double *src, double *w, int nd,
+                     pk_mpi_info *info) {
+    const size_t zp = pl->vol2 * (size_t)nd, tp = (size_t)pl->lz * zp; /* doubles */
+    for (int t = 0; t < pl->lt; t++)
+        memcpy(w + wsite(pl, t + pl->ot, pl->oz) * nd, src + (size_t)t * tp, tp * sizeof *w);
+    MPI_Request req[8];
+    int n = 0;
+    if (pl->t_lo >= 0) /* whole own-z planes: tp doubles, contiguous on both sides */
+        post_t(pl, src, src + (size_t)(pl->lt - 1) * tp, w + wsite(pl, pl->wlo, pl->oz) * nd,
+               w + wsite(pl, pl->whi, pl->oz) * nd, (size_t)pl->lz * pl->vol2, nd, 0, req, &n);
+    MPI_Datatype sendt = MPI_DATATYPE_NULL, recvt = MPI_DATATYPE_NULL;
+    if (pl->z_lo >= 0) { /* one z-plane of each own t-plane: strided */
+        MPI_Type_create_hvector(pl->lt, (int)zp, (MPI_Aint)(tp * sizeof(double)), MPI_DOUBLE,
+                                &sendt);
+        MPI_Type_create_hvector(pl->lt, (int)zp,
+                                (MPI_Aint)((size_t)pl->wz * zp * sizeof(double)), MPI_DOUBLE,
+                                &recvt);
+        MPI_Type_commit(&sendt);
+        MPI_Type_commit(&recvt);
+        MPI_Irecv(w + wsite(pl, pl->ot, 0) * nd, 1, recvt, pl->z_lo, TAG_Z_UP, pl->zcomm,
+                  &req[n++]);
+        MPI_Irecv(w + wsite(pl, pl->ot, pl->wz - 1) * nd, 1, recvt, pl->z_hi, TAG_Z_DOWN,
+                  pl->zcomm, &req[n++]);
+        MPI_Isend(src, 1, sendt, pl->z_lo, TAG_Z_DOWN, pl->zcomm, &req[n++]);
+        MPI_Isend(src + (size_t)(pl->lz - 1) * zp, 1, sendt, pl->z_hi, TAG_Z_UP, pl->zcomm,
+                  &req[n++]);
+    }
+    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    if (sendt != MPI_DATATYPE_NULL) {
+        MPI_Type_free(&sendt);
+        MPI_Type_free(&recvt);
+    }
+    if (info) {
+        info->halo_bytes += (pl->t_lo >= 0 ? 2.0 * (double)tp : 0.0) * sizeof(double) +
+                            (pl->z_lo >= 0 ? 2.0 * (double)pl->lt * (double)zp : 0.0) *
+                                sizeof(double);
+        info->messages += n / 2;
+        info->exchanges += 1;
+    }
+}
+
 /* Half spinors: the own block src into the widened psi, then the projected faces of its
  * top and bottom planes along each split axis, rebuilt into the halo planes. */
 static void exchange_half(const pk_mpi_dslash_plan *pl, const double *src, double *w,
@@ -187,14 +213,8 @@ static void exchange_half(const pk_mpi_dslash_plan *pl, const double *src, doubl
     MPI_Request req[8];
     int n = 0;
     double *const *f = pl->face;
-    if (pl->t_lo >= 0) {
-        project(src + (size_t)(pl->lt - 1) * ts * 24, ts, 't', 1, f[0]); /* top: up */
-        project(src, ts, 't', -1, f[1]);                                 /* bottom: down */
-        MPI_Irecv(f[2], (int)(ts * 12), MPI_DOUBLE, pl->t_lo, TAG_T_UP, pl->tcomm, &req[n++]);
-        MPI_Irecv(f[3], (int)(ts * 12), MPI_DOUBLE, pl->t_hi, TAG_T_DOWN, pl->tcomm, &req[n++]);
-        MPI_Isend(f[0], (int)(ts * 12), MPI_DOUBLE, pl->t_hi, TAG_T_UP, pl->tcomm, &req[n++]);
-        MPI_Isend(f[1], (int)(ts * 12), MPI_DOUBLE, pl->t_lo, TAG_T_DOWN, pl->tcomm, &req[n++]);
-    }
+    if (pl->t_lo >= 0)
+        post_t(pl, src, src + (size_t)(pl->lt - 1) * ts * 24, NULL, NULL, ts, 24, 1, req, &n);
     const size_t zf = (size_t)pl->lt * zs; /* sites of a z-face: one z-plane per own t */
     if (pl->z_lo >= 0) {
         for (int t = 0; t < pl->lt; t++) {
@@ -208,10 +228,9 @@ static void exchange_half(const pk_mpi_dslash_plan *pl, const double *src, doubl
         MPI_Isend(f[5], (int)(zf * 12), MPI_DOUBLE, pl->z_lo, TAG_Z_DOWN, pl->zcomm, &req[n++]);
     }
     MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
-    if (pl->t_lo >= 0) {
-        rebuild(f[2], ts, w + wsite(pl, pl->wlo, pl->oz) * 24);
-        rebuild(f[3], ts, w + wsite(pl, pl->whi, pl->oz) * 24);
-    }
+    if (pl->t_lo >= 0)
+        finish_t(pl, w + wsite(pl, pl->wlo, pl->oz) * 24, w + wsite(pl, pl->whi, pl->oz) * 24,
+                 ts, 1);
     for (int t = 0; pl->z_lo >= 0 && t < pl->lt; t++) {
         rebuild(f[6] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, 0) * 24);
         rebuild(f[7] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, pl->wz - 1) * 24);
@@ -253,28 +272,14 @@ static pk_status local_execute(const pk_mpi_dslash_plan *pl, pk_dslash_plan *lp,
 static pk_status execute_overlapped(pk_mpi_dslash_plan *pl, const double *psi, double *chi,
                                     pk_mpi_info *info) {
     const size_t ts = (size_t)pl->lz * pl->vol2, tp = ts * 24; /* sites, doubles of a plane */
-    double *w = pl->psi, *const *f = pl->face;
+    double *w = pl->psi;
     const double t1 = pkm_now();
     /* chi may be psi: the kernels and the sends read the block's copy only */
     memcpy(w, psi, (size_t)pl->lt * tp * sizeof *w);
     MPI_Request req[4];
     int n = 0;
-    if (pl->half) {
-        project(w + (size_t)(pl->lt - 1) * tp, ts, 't', 1, f[0]); /* top: up */
-        project(w, ts, 't', -1, f[1]);                              /* bottom: down */
-        MPI_Irecv(f[2], (int)(ts * 12), MPI_DOUBLE, pl->t_lo, TAG_T_UP, pl->tcomm, &req[n++]);
-        MPI_Irecv(f[3], (int)(ts * 12), MPI_DOUBLE, pl->t_hi, TAG_T_DOWN, pl->tcomm, &req[n++]);
-        MPI_Isend(f[0], (int)(ts * 12), MPI_DOUBLE, pl->t_hi, TAG_T_UP, pl->tcomm, &req[n++]);
-        MPI_Isend(f[1], (int)(ts * 12), MPI_DOUBLE, pl->t_lo, TAG_T_DOWN, pl->tcomm, &req[n++]);
-    } else {
-        MPI_Irecv(w + (size_t)pl->wlo * tp, (int)tp, MPI_DOUBLE, pl->t_lo, TAG_T_UP, pl->tcomm,
-                  &req[n++]);
-        MPI_Irecv(w + (size_t)pl->whi * tp, (int)tp, MPI_DOUBLE, pl->t_hi, TAG_T_DOWN,
-                  pl->tcomm, &req[n++]);
-        MPI_Isend(w, (int)tp, MPI_DOUBLE, pl->t_lo, TAG_T_DOWN, pl->tcomm, &req[n++]);
-        MPI_Isend(w + (size_t)(pl->lt - 1) * tp, (int)tp, MPI_DOUBLE, pl->t_hi, TAG_T_UP,
-                  pl->tcomm, &req[n++]);
-    }
+    double *lo = w + (size_t)pl->wlo * tp, *hi = w + (size_t)pl->whi * tp;
+    post_t(pl, w, w + (size_t)(pl->lt - 1) * tp, lo, hi, ts, 24, pl->half, req, &n);
     int done = 0; /* one pass of progress: the rendezvous handshakes start before the kernel */
     MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
     const double t2 = pkm_now();
@@ -284,10 +289,7 @@ static pk_status execute_overlapped(pk_mpi_dslash_plan *pl, const double *psi, d
     const double t3 = pkm_now();
     if (!done)
         MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
-    if (pl->half) {
-        rebuild(f[2], ts, w + (size_t)pl->wlo * tp);
-        rebuild(f[3], ts, w + (size_t)pl->whi * tp);
-    }
+    finish_t(pl, lo, hi, ts, pl->half);
     const double t4 = pkm_now();
     for (int k = 1; st == PK_OK && k < 3; k++) /* the boundary planes */
         if (pl->part[k])
