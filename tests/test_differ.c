@@ -276,8 +276,8 @@ static void test_long(int prec, const char *how)
                !r.equal,
            "f%d %zu pairs%s%s: %zu failed (first %zu), max rel %.17g, abs %.17g, norm %.17g as the "
            "pair-by-pair rule (%zu, %zu, %.17g, %.17g, %.17g)", prec, N,
-           pass ? " with a NaN and an infinity" : "", how, r.num_failed, r.first_fail, r.max_rel_err,
-           r.max_abs_err, r.norm_rel_err, w.num_failed, w.first_fail, w.max_rel_err,
+           pass ? " with a NaN and an infinity" : "", how, r.num_failed, r.first_fail,
+           r.max_rel_err, r.max_abs_err, r.norm_rel_err, w.num_failed, w.first_fail, w.max_rel_err,
            w.max_abs_err, w.norm_rel_err);
     }
     /* every figure equal but the norm's rounding, on bitwise-equal arrays */

@@ -602,13 +602,13 @@ double cli_max_abs(pk_dtype dtype, const void *x, size_t n)
 }
 
 pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t n, double atol,
-                         void (*scale)(void *ctx, size_t i0, size_t n, double *out), void *ctx,
-                         cli_verdict *v)
+                         void (*scale)(const void *ctx, size_t i0, size_t n, double *out),
+                         const void *ctx, cli_verdict *v)
 {
     pk_diff_report *rep = &v->rep;
     const double zero = scale ? 0 : atol;
-    /* the differ for the norm and max_rel_err only (the verdict is made below): at an rtol
-     * nothing exceeds, its fast path takes every block but those with a new max_rel_err */
+    /* the differ for the norm and max_rel_err only (the verdict is made below, its own
+     * failure count not wanted: an rtol nothing exceeds) */
     pk_status s = dtype == PK_DTYPE_F32
                       ? pk_diff_f32(ref, y, n, DBL_MAX, zero, PK_DIFF_ELEMENTWISE, rep)
                       : pk_diff_f64(ref, y, n, DBL_MAX, zero, PK_DIFF_ELEMENTWISE, rep);
@@ -1149,8 +1149,9 @@ pk_status cli_bench_time(const cli_kernel *k, void *plan, const void *args, void
          * the timing: it only overstates a time that cannot win.  Short ones are timed: a
          * cold first run of a millisecond says little, and costs little */
         /* no program built in a run: the host backends, and OpenCL, whose plans build their
-         * programs (and VkFFT its) at creation (each cl/KERNEL_opencl.c create); what a first run still
-         * pays (first touches, PoCL's compile for a new work-group size) only slows it */
+         * programs (and VkFFT its) at creation (each cl/KERNEL_opencl.c create); what a first
+         * run still pays (first touches, PoCL's compile for a new work-group size) only slows
+         * it */
         const int no_build = info.backend == PK_BACKEND_SERIAL ||
                              info.backend == PK_BACKEND_OPENMP || info.backend == PK_BACKEND_OPENCL;
         /* ... and a long one there (degrid's serial and omp rows, 10-11 s a run against the
@@ -2113,8 +2114,9 @@ static int bench_kernel(const cli_kernel *k, const cli_bench_req *req,
                "is beyond %.1fx the best so far; none when the warm-up took 4x that and 0.5 s, "
                "or on serial, OpenMP and OpenCL that and 2 s) "
                "after 1 warm-up, data resident on the device\n", req->reps,
-               k->runs_add_up ? "" : "once two agree within 2% or two took over 2 s, a serial, OpenMP "
-                                     "or OpenCL warm-up of over 2 s one of them, or ", TUNE_CUT);
+               k->runs_add_up ? "" : "once two agree within 2% or two took over 2 s, a serial, "
+                                     "OpenMP or OpenCL warm-up of over 2 s one of them, or ",
+               TUNE_CUT);
     else
         printf("best of %d timed plan runs (min, median, max) after 1 warm-up, data resident on "
                "the device; 'portkern run' times one cold call instead\n", req->reps);

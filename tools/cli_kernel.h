@@ -144,8 +144,8 @@ double cli_max_abs(pk_dtype dtype, const void *x, size_t n);
  *  the elements i0 + j, j < n, of a block) for every element (a NaN fails and enters no
  *  figure, as in the differ); float32 or float64. */
 pk_status cli_check_atol(pk_dtype dtype, const void *ref, const void *y, size_t n, double atol,
-                         void (*scale)(void *ctx, size_t i0, size_t n, double *out), void *ctx,
-                         cli_verdict *v);
+                         void (*scale)(const void *ctx, size_t i0, size_t n, double *out),
+                         const void *ctx, cli_verdict *v);
 
 /* ---- bench: every case x backend x variant as a plan on resident data --------------------- */
 typedef struct cli_bench_req {

@@ -78,7 +78,7 @@ static double s3_moved_per_site(const pk_su3_params *p)
 
 /* The 2-norms of the spinors psi(s,.,k) that elements i0 .. i0 + n - 1 of chi (doubles,
  * [nv][3][4][2]) come from, into out: each site's four made once per block it meets. */
-static void s3_psi_norms(void *ctx, size_t i0, size_t n, double *out)
+static void s3_psi_norms(const void *ctx, size_t i0, size_t n, double *out)
 {
     const double *psi = ctx;
     for (size_t i = i0; i < i0 + n;) {
@@ -87,8 +87,10 @@ static void s3_psi_norms(void *ctx, size_t i0, size_t n, double *out)
         double nk[4];
         for (int k = 0; k < 4; ++k) {
             double n2 = 0;
-            for (int a = 0; a < 3; ++a)
-                n2 += z[8 * a + 2 * k] * z[8 * a + 2 * k] + z[8 * a + 2 * k + 1] * z[8 * a + 2 * k + 1];
+            for (int a = 0; a < 3; ++a) {
+                const double re = z[8 * a + 2 * k], im = z[8 * a + 2 * k + 1];
+                n2 += re * re + im * im;
+            }
             nk[k] = sqrt(n2);
         }
         for (; i < end; ++i) out[i - i0] = nk[i / 2 % 4];
@@ -102,8 +104,8 @@ static pk_status s3_check(const void *args, void *data, cli_verdict *v)
     const size_t nv = ((const s3_args *)args)->nv, shape[4] = {nv, 3, 4, 2};
     memcpy(v->shape, shape, sizeof shape);
     v->ndim = 4;
-    return cli_check_atol(PK_DTYPE_F64, d->ref, d->chi, 24 * nv, v->rtol, s3_psi_norms,
-                          (void *)d->psi, v);
+    return cli_check_atol(PK_DTYPE_F64, d->ref, d->chi, 24 * nv, v->rtol, s3_psi_norms, d->psi,
+                          v);
 }
 
 /* The default inputs: random SU(3) links (seed) and Gaussian spinors (seed + 1). */
