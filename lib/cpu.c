@@ -51,6 +51,16 @@ static const char *simd_level(void)
 #endif
 }
 
+int pk_cpu_simd(void)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return PK_SIMD_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return PK_SIMD_AVX2;
+#endif
+    return PK_SIMD_GENERIC;
+}
+
 int pk_cpu_topology(int ncpu, int *core_of)
 {
     /* Linux sysfs: logical CPUs sharing a core_id (within a package) are SMT siblings. */

@@ -176,6 +176,7 @@ typedef enum pk_param_id {
     PK_PARAM_DIFFUSION3D_CL_SCHEME,
     PK_PARAM_DIFFUSION3D_TB_DEPTH,
     PK_PARAM_DIFFUSION3D_TB_ROWS,
+    PK_PARAM_DIFFUSION3D_ISA,
     PK_PARAM_DSLASH_ISA,
     PK_PARAM_GRID_CUDA_BLOCKS,
     PK_PARAM_GRID_TILE_SIZE,
@@ -235,6 +236,9 @@ int pk_tuning_threads(const pk_tuning *t, int context_threads);
 
 /** SIMD levels of the hand-vectorised host kernels. */
 enum { PK_SIMD_GENERIC = 0, PK_SIMD_AVX2 = 1, PK_SIMD_AVX512 = 2 };
+/** The CPU's best level (lib/cpu.c): AVX512 with avx512f, AVX2 with avx2 and fma, else
+ *  GENERIC (__builtin_cpu_supports also checks that the OS saves the registers). */
+int pk_cpu_simd(void);
 /** The level a kernel runs at: `cpu_level` (the CPU's best), lowered (never raised) by the
  *  ISA parameter id ("auto", "avx512" or "avx512f", "avx2", "generic").  A bad environment
  *  value is PK_EINVAL naming the variable, and *level is cpu_level. */
@@ -277,6 +281,11 @@ enum { PK_D3_CC, PK_D3_CW, PK_D3_CE, PK_D3_CS, PK_D3_CN, PK_D3_CB, PK_D3_CT };
 void pk_d3_ref_steps(const pk_d3_desc *d, int count, float *f1, float *f2, float **result,
                      int threads);
 
+/* One row of the stencil: out = the operator on centre row c with its neighbour rows n, s
+ * (y), b, t (z), each already clamped to c at a face. */
+typedef void (*pk_d3_row_fn)(const pk_d3_desc *d, const float *c, const float *n, const float *s,
+                             const float *b, const float *t, float *out);
+
 /* Host-memory plan shared by the serial and OpenMP backends: two 64-byte aligned buffers,
  * `cur` holds the latest field.  The backends supply only the steps. */
 typedef struct pk_d3_host_plan {
@@ -290,6 +299,8 @@ typedef struct pk_d3_host_plan {
     int nt;               /* OpenMP: team size fixed at creation */
     float *scratch;       /* OpenMP temporal blocking: per-thread ring buffers */
     int tb_depth, tb_rows; /* OpenMP omp-tb: steps per pass, rows per block (tuning) */
+    int isa;              /* OpenMP: SIMD level of the row kernel (PK_SIMD_*; diffusion3d.isa) */
+    pk_d3_row_fn row;     /* OpenMP: that row kernel */
     pk_status (*run)(void *impl, int count, double *seconds); /* the backend's steps */
 } pk_d3_host_plan;
 pk_status pk_d3_host_create(const pk_d3_desc *desc, pk_d3_host_plan **plan);

@@ -55,15 +55,19 @@ static const param_def defs[PK_PARAM_COUNT] = {
     [PK_PARAM_DIFFUSION3D_CL_SCHEME] = {"diffusion3d.cl_scheme", "PORTKERN_CL_D3_SCHEME",
         T_CHOICE, 0, 0, "auto,xvec,zmarch", "auto, xvec or zmarch", "auto", 0,
         "OpenCL kernel: x-vectorised (xvec) or marching in z (zmarch); auto: zmarch on GPUs"},
-    /* 4 steps x 64 rows: the best of the combinations measured at 256^3 (docs/PERFORMANCE.md,
-     * "omp-tb parameters"); a thread's rings, 3 (depth - 1) planes of rows + 2 (depth - 1)
-     * rows, should stay in its L2 */
+    /* 6 steps x 32 rows: with the AVX-512 rows 25% faster than 4 x 64 at 256^3 (8 x 32 and
+     * 8 x 24 the same, 10 x 32 8% slower; docs/PERFORMANCE.md, "diffusion3d: AVX-512 rows");
+     * a thread's rings, 3 (depth - 1) planes of rows + 2 (depth - 1), stay at 4 x 64's
+     * 630 KiB for nx = 256: they should stay in its L2 */
     [PK_PARAM_DIFFUSION3D_TB_DEPTH] = {"diffusion3d.tb_depth", NULL, T_INT, 1, 16, NULL,
-        "an integer in [1, 16]", "4", 0,
+        "an integer in [1, 16]", "6", 0,
         "OpenMP omp-tb: steps per pass over memory (temporal blocking depth)"},
     [PK_PARAM_DIFFUSION3D_TB_ROWS] = {"diffusion3d.tb_rows", NULL, T_INT, 1, 4096, NULL,
-        "an integer in [1, 4096]", "64", 0,
+        "an integer in [1, 4096]", "32", 0,
         "OpenMP omp-tb: y rows per block a thread marches along z"},
+    [PK_PARAM_DIFFUSION3D_ISA] = {"diffusion3d.isa", NULL, T_CHOICE, 0, 0, ISA_CHOICES,
+        ISA_VALUES, "auto", 0,
+        "OpenMP omp-tiled / omp-tb / omp-phalanx: lower the SIMD level (auto: the CPU's best)"},
     [PK_PARAM_DSLASH_ISA] = {"dslash.isa", "PORTKERN_DS_ISA", T_CHOICE, 0, 0, ISA_CHOICES,
         ISA_VALUES, "auto", 0, "OpenMP omp-vnode: lower the SIMD level (auto: the CPU's best)"},
     [PK_PARAM_GRID_CUDA_BLOCKS] = {"grid.cuda_blocks", "PORTKERN_CUDA_GR_BLOCKS", T_PAIR, 1, 1024,

@@ -22,6 +22,16 @@
 #include <emmintrin.h>
 #endif
 
+/* x86 row kernels: GCC >= 6 or clang >= 5 (target attributes with AVX-512 intrinsics). */
+#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
+    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
+#define D3_X86 1
+#include <immintrin.h>
+#define D3_T512 __attribute__((target("avx512f")))
+#define D3_T256 __attribute__((target("avx2,fma")))
+#endif
+
 #define D3_YBLOCK 16 /* rows per y block (the book's YBF) */
 
 static int omp_threads(const pk_d3_desc *d)
@@ -66,11 +76,17 @@ static void step_omp(const pk_d3_desc *d, const float *f1, float *f2, int nt)
 
 /* ---- one row with peeled edges (tiled, phalanx, temporal blocking) --------------------- */
 /* out[0..nx) = the stencil on one row given its centre row c and the rows n, s, b, t (each
- * already clamped to c at a face); out may be a private buffer or the target row. */
-PK_SIMD_CLONES
-static void row_kernel(const pk_d3_desc *d, const float *restrict c, const float *restrict n,
-                       const float *restrict s, const float *restrict b, const float *restrict t,
-                       float *restrict out)
+ * already clamped to c at a face); out may be a private buffer or the target row.  One
+ * function per SIMD level (diffusion3d.isa, fixed at plan creation: pk_d3_host_plan.row);
+ * every level sums in the same order, cw w first (the order GCC's contraction gives the
+ * vectorised loop), so a plan's variants and blockings agree bit for bit. */
+static inline __attribute__((always_inline)) void row_body(const pk_d3_desc *d,
+                                                           const float *restrict c,
+                                                           const float *restrict n,
+                                                           const float *restrict s,
+                                                           const float *restrict b,
+                                                           const float *restrict t,
+                                                           float *restrict out)
 {
     const int nx = d->nx;
     const float cc = d->c[PK_D3_CC], cw = d->c[PK_D3_CW], ce = d->c[PK_D3_CE];
@@ -89,13 +105,87 @@ static void row_kernel(const pk_d3_desc *d, const float *restrict c, const float
     out[l] = cc * c[l] + cw * c[l - 1] + ce * c[l] + cs * s[l] + cn * n[l] + cb * b[l] + ct * t[l];
 }
 
-/* The stencil on row (y, z) of the field f1. */
-static inline void row_peeled(const pk_d3_desc *d, const float *f1, float *out, int y, int z)
+static void row_generic(const pk_d3_desc *d, const float *c, const float *n, const float *s,
+                        const float *b, const float *t, float *out)
 {
+    row_body(d, c, n, s, b, t, out);
+}
+
+#ifdef D3_X86
+D3_T256 static void row_avx2(const pk_d3_desc *d, const float *c, const float *n,
+                             const float *s, const float *b, const float *t, float *out)
+{
+    row_body(d, c, n, s, b, t, out);
+}
+
+/* AVX-512: the centre row is loaded once per 16 points and its x - 1 and x + 1 neighbours
+ * are shifted out of the registers (valignd) instead of two unaligned loads, half of which
+ * split a cache line: 5 loads per 16 points.  The faces clamp w of x = 0 (lane 15 of the
+ * first `prev`) and e of x = nx - 1 (blended in).  In L1 2.2x the AVX2 loop's points per
+ * cycle, in L2 1.2x (docs/PERFORMANCE.md). */
+#define D3_512(W, C, E, S, N, B, T)                                                           \
+    _mm512_fmadd_ps(vct, T, _mm512_fmadd_ps(vcb, B, _mm512_fmadd_ps(vcn, N, _mm512_fmadd_ps(  \
+        vcs, S, _mm512_fmadd_ps(vce, E, _mm512_fmadd_ps(vcc, C, _mm512_mul_ps(vcw, W)))))))
+#define D3_SHIFT(hi, lo, k)                                                                   \
+    _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), k))
+
+D3_T512 static void row_avx512(const pk_d3_desc *d, const float *c, const float *n,
+                               const float *s, const float *b, const float *t, float *out)
+{
+    const int nx = d->nx;
+    const __m512 vcc = _mm512_set1_ps(d->c[PK_D3_CC]), vcw = _mm512_set1_ps(d->c[PK_D3_CW]);
+    const __m512 vce = _mm512_set1_ps(d->c[PK_D3_CE]), vcs = _mm512_set1_ps(d->c[PK_D3_CS]);
+    const __m512 vcn = _mm512_set1_ps(d->c[PK_D3_CN]), vcb = _mm512_set1_ps(d->c[PK_D3_CB]);
+    const __m512 vct = _mm512_set1_ps(d->c[PK_D3_CT]);
+    __m512 prev = _mm512_set1_ps(c[0]);
+    __m512 cur = nx >= 16 ? _mm512_loadu_ps(c) : _mm512_maskz_loadu_ps((__mmask16)((1u << nx) - 1), c);
+    int x = 0;
+    for (; x + 32 <= nx; x += 16) { /* the next 16 centre points exist: no clamp, no mask */
+        const __m512 next = _mm512_loadu_ps(c + x + 16);
+        _mm512_storeu_ps(out + x, D3_512(D3_SHIFT(cur, prev, 15), cur, D3_SHIFT(next, cur, 1),
+                                         _mm512_loadu_ps(s + x), _mm512_loadu_ps(n + x),
+                                         _mm512_loadu_ps(b + x), _mm512_loadu_ps(t + x)));
+        prev = cur;
+        cur = next;
+    }
+    for (; x < nx; x += 16) { /* the last one or two vectors: the east face, a partial tail */
+        const int rest = nx - x;
+        const __mmask16 m = rest >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << rest) - 1);
+        const int more = rest > 16 ? (rest - 16 < 16 ? rest - 16 : 16) : 0;
+        const __m512 next = more ? _mm512_maskz_loadu_ps((__mmask16)((1u << more) - 1), c + x + 16)
+                                 : _mm512_setzero_ps();
+        __m512 e = D3_SHIFT(next, cur, 1);
+        if (rest <= 16) e = _mm512_mask_mov_ps(e, (__mmask16)(1u << (rest - 1)), _mm512_set1_ps(c[nx - 1]));
+        _mm512_mask_storeu_ps(out + x, m,
+                              D3_512(D3_SHIFT(cur, prev, 15), cur, e, _mm512_maskz_loadu_ps(m, s + x),
+                                     _mm512_maskz_loadu_ps(m, n + x), _mm512_maskz_loadu_ps(m, b + x),
+                                     _mm512_maskz_loadu_ps(m, t + x)));
+        prev = cur;
+        cur = next;
+    }
+}
+#endif /* D3_X86 */
+
+/* The row kernel of a SIMD level (PK_SIMD_*). */
+static pk_d3_row_fn row_of_level(int level)
+{
+#ifdef D3_X86
+    if (level >= PK_SIMD_AVX512) return row_avx512;
+    if (level >= PK_SIMD_AVX2) return row_avx2;
+#else
+    (void)level;
+#endif
+    return row_generic;
+}
+
+/* The stencil on row (y, z) of the field f1. */
+static inline void row_peeled(const pk_d3_host_plan *h, const float *f1, float *out, int y, int z)
+{
+    const pk_d3_desc *d = &h->d;
     const size_t sy = (size_t)d->nx, sz = (size_t)d->nx * (size_t)d->ny;
     const float *c = f1 + (size_t)z * sz + (size_t)y * sy;
-    row_kernel(d, c, y == 0 ? c : c - sy, y == d->ny - 1 ? c : c + sy, z == 0 ? c : c - sz,
-               z == d->nz - 1 ? c : c + sz, out);
+    h->row(d, c, y == 0 ? c : c - sy, y == d->ny - 1 ? c : c + sy, z == 0 ? c : c - sz,
+           z == d->nz - 1 ? c : c + sz, out);
 }
 
 /* Ask for the row two planes ahead: a single core keeps too few misses in flight on its own
@@ -120,17 +210,18 @@ static inline void row_stream(float *restrict dst, const float *restrict src, in
     for (; x < nx; ++x) dst[x] = src[x];
 }
 
-static inline void row_store(const pk_d3_desc *d, const float *f1, float *f2, float *buf,
+static inline void row_store(const pk_d3_host_plan *h, const float *f1, float *f2, float *buf,
                              int stream, int y, int z)
 {
+    const pk_d3_desc *d = &h->d;
     const size_t plane = (size_t)d->nx * (size_t)d->ny;
     float *dst = f2 + (size_t)z * plane + (size_t)y * (size_t)d->nx;
     if (z + 2 < d->nz) prefetch_row(f1 + (size_t)(z + 2) * plane + (size_t)y * (size_t)d->nx, d->nx);
     if (stream) {
-        row_peeled(d, f1, buf, y, z);
+        row_peeled(h, f1, buf, y, z);
         row_stream(dst, buf, d->nx);
     } else {
-        row_peeled(d, f1, dst, y, z);
+        row_peeled(h, f1, dst, y, z);
     }
 }
 
@@ -160,7 +251,7 @@ static void steps_tiled(pk_d3_host_plan *h, int count, int nt)
                 for (int z = 0; z < nz; ++z) {
                     const int y1 = yb * D3_YBLOCK + D3_YBLOCK < ny ? yb * D3_YBLOCK + D3_YBLOCK : ny;
                     for (int y = yb * D3_YBLOCK; y < y1; ++y)
-                        row_store(d, src, dst, buf, use_stream, y, z);
+                        row_store(h, src, dst, buf, use_stream, y, z);
                 }
             stream_fence(use_stream);
             /* the implicit barrier of omp for separates the steps */
@@ -209,7 +300,7 @@ static void steps_phalanx(pk_d3_host_plan *h, int count, int nt)
             float *dst = (it & 1) ? f1 : f2;
             for (long sq = s0; sq < s1; ++sq) {
                 const int y = (int)(sq % ny), z = (int)(sq / ny) * nht + ht;
-                if (z < nz) row_store(d, src, dst, buf, use_stream, y, z);
+                if (z < nz) row_store(h, src, dst, buf, use_stream, y, z);
             }
             stream_fence(use_stream);
 #pragma omp barrier
@@ -259,8 +350,9 @@ static int *phalanx_cpu_map(int nt, int *threads_per_core)
  * marches along z; step k of the block lives in a ring of three planes (rows widened by the
  * halo the later steps need, recomputed rather than exchanged), step k at plane z is
  * computed as soon as step k-1 has planes z-1..z+1.  Only the input is read and only the
- * last step is written: 8 bytes per point per T steps.  T and Y are the tuning parameters
- * diffusion3d.tb_depth (default 4, at most D3_TB_MAX_DEPTH) and diffusion3d.tb_rows (64),
+ * last step is written: 8 bytes per point per T steps (a count that T does not divide ends
+ * with one pass of the remaining steps).  T and Y are the tuning parameters
+ * diffusion3d.tb_depth (default 6, at most D3_TB_MAX_DEPTH) and diffusion3d.tb_rows (32),
  * read at plan creation; every point's arithmetic is the same for any T and Y, so the
  * result is too, bit for bit. */
 #define D3_TB_MAX_DEPTH 16
@@ -279,9 +371,10 @@ static inline const float *tb_row(const pk_d3_desc *d, const float *in, const tb
     return r->plane[z % 3] + (size_t)(y - r->ylo) * (size_t)d->nx;
 }
 
-static void tb_block(const pk_d3_desc *d, int T, const float *in, float *out, tb_ring *ring,
+static void tb_block(const pk_d3_host_plan *h, int T, const float *in, float *out, tb_ring *ring,
                      float *buf, int stream, int y0, int y1)
 {
+    const pk_d3_desc *d = &h->d;
     const int ny = d->ny, nz = d->nz, nx = d->nx;
     const size_t plane = (size_t)nx * (size_t)ny;
     for (int k = 1; k < T; ++k) {
@@ -306,14 +399,14 @@ static void tb_block(const pk_d3_desc *d, int T, const float *in, float *out, tb
                 const float *b = z == 0 ? c : tb_row(d, in, ring, k - 1, y, z - 1);
                 const float *t = z == nz - 1 ? c : tb_row(d, in, ring, k - 1, y, z + 1);
                 if (k < T) {
-                    row_kernel(d, c, n, s, b, t, (float *)tb_row(d, in, ring, k, y, z));
+                    h->row(d, c, n, s, b, t, (float *)tb_row(d, in, ring, k, y, z));
                 } else {
                     float *dst = out + (size_t)z * plane + (size_t)y * nx;
                     if (stream) {
-                        row_kernel(d, c, n, s, b, t, buf);
+                        h->row(d, c, n, s, b, t, buf);
                         row_stream(dst, buf, nx);
                     } else {
-                        row_kernel(d, c, n, s, b, t, dst);
+                        h->row(d, c, n, s, b, t, dst);
                     }
                 }
             }
@@ -332,7 +425,8 @@ static void steps_tb(pk_d3_host_plan *h, int count)
 {
     const pk_d3_desc *d = &h->d;
     const int T = h->tb_depth, Y = h->tb_rows, nyb = (d->ny + Y - 1) / Y;
-    const int passes = count / T, rest = count % T, nt = h->nt;
+    /* passes of T steps, the remainder (count % T) one shallower pass: same bits */
+    const int passes = count / T + (count % T != 0), nt = h->nt;
     const size_t ring_rows = (size_t)Y + 2 * (size_t)(T - 1), per = tb_scratch_floats(d, T, Y);
     float *f1 = h->cur, *f2 = h->cur == h->f1 ? h->f2 : h->f1;
 #pragma omp parallel num_threads(nt)
@@ -346,17 +440,17 @@ static void steps_tb(pk_d3_host_plan *h, int count)
         for (int p = 0; p < passes; ++p) {
             const float *src = (p & 1) ? f2 : f1;
             float *dst = (p & 1) ? f1 : f2;
+            const int depth = (p + 1) * T <= count ? T : count - p * T;
 #pragma omp for schedule(dynamic, 1)
             for (int yb = 0; yb < nyb; ++yb) {
                 const int y0 = yb * Y;
                 const int y1 = y0 + Y < d->ny ? y0 + Y : d->ny;
-                tb_block(d, T, src, dst, ring, buf, h->stream, y0, y1);
+                tb_block(h, depth, src, dst, ring, buf, h->stream, y0, y1);
             }
             stream_fence(h->stream); /* before the implicit barrier of the omp for ends */
         }
     }
     if (passes & 1) h->cur = f2;
-    if (rest) steps_tiled(h, rest, nt); /* the remainder: single sweeps */
 }
 
 /* ---- the backend entry points ----------------------------------------------------------- */
@@ -378,6 +472,12 @@ pk_status pk_omp_d3_create(void *state, int device, const pk_d3_desc *desc, void
     if (llc <= 0) llc = 32L << 20;
     h->stream = 2.0 * (double)h->n * sizeof(float) > (double)llc && desc->nx >= 16;
     h->nt = nt;
+    pk_status st = pk_simd_level(desc->tuning, PK_PARAM_DIFFUSION3D_ISA, pk_cpu_simd(), &h->isa);
+    if (st != PK_OK) {
+        pk_d3_host_destroy(h);
+        return st;
+    }
+    h->row = row_of_level(h->isa);
     if (d3_variant_id(h->variant) == 3) {
         int v[2];
         (void)pk_param_get(desc->tuning, PK_PARAM_DIFFUSION3D_TB_DEPTH, v);

@@ -207,8 +207,8 @@ static void d3_check_analytic(const char *variant, int nx, int count)
 
 /* omp-tb under other diffusion3d.tb_depth / tb_rows (the tuning parameters): every point's
  * arithmetic is the same whatever the blocking, so each result equals the default's bit for
- * bit, and the reference within the tolerance; depths that do not divide the count leave
- * single sweeps for the rest, blocks of 1 row and more rows than the field included. */
+ * bit, and the reference within the tolerance; depths that do not divide the count end
+ * with a shallower pass, blocks of 1 row and more rows than the field included. */
 static void d3_check_tb_params(void)
 {
     const int nx = 37, ny = 29, nz = 23, count = 11;
@@ -251,6 +251,63 @@ static void d3_check_tb_params(void)
     free(ref);
 }
 
+/* diffusion3d.isa (OpenMP): at each SIMD level the row-kernel variants (omp-tiled, omp-tb at
+ * depths 1, 3 and 4, omp-phalanx) sum every point in the same order, so they agree bit for
+ * bit, and each level equals the reference within the tolerance.  Row lengths around the
+ * AVX-512 kernel's 16-point vectors (one partial vector, a full one, one past, a tail after
+ * the unmasked loop) put the east face in every lane. */
+static void d3_check_isa(void)
+{
+    static const char *const level[] = {"generic", "avx2", "avx512"};
+    static const int nxs[] = {1, 2, 15, 16, 17, 31, 32, 33, 47, 48, 50, 79};
+    static const char *const depth[] = {"1", "3", "4"};
+    const int ny = 6, nz = 5, count = 5;
+    int good = 1, runs = 0;
+    char why[600] = "";
+    for (size_t l = 0; l < sizeof level / sizeof level[0] && good; ++l) {
+        pk_context_set_param(d3_ctx, "diffusion3d.isa", level[l]);
+        for (size_t i = 0; i < sizeof nxs / sizeof nxs[0] && good; ++i) {
+            const int nx = nxs[i];
+            const size_t n = (size_t)nx * ny * nz;
+            pk_diffusion3d_params p;
+            pk_diffusion3d_params_default(&p, nx, ny, nz, count);
+            float *f0 = d3_alloc(n), *first = d3_alloc(n), *f = d3_alloc(n), *ref = d3_alloc(n);
+            d3_fill(f0, nx, ny, nz, 77 + nx);
+            memcpy(ref, f0, n * sizeof(float));
+            pk_diffusion3d_reference(&p, ref);
+            static const char *const vs[] = {"omp-tiled", "omp-tb", "omp-tb", "omp-tb",
+                                             "omp-phalanx"};
+            for (size_t v = 0; v < sizeof vs / sizeof vs[0] && good; ++v) {
+                pk_context_set_param(d3_ctx, "diffusion3d.tb_depth",
+                                     v >= 1 && v <= 3 ? depth[v - 1] : NULL);
+                float *out = v == 0 ? first : f;
+                memcpy(out, f0, n * sizeof(float));
+                pk_status s = pk_diffusion3d(d3_ctx, &p, vs[v], out, NULL);
+                ++runs;
+                if (s != PK_OK ||
+                    (v > 0 && memcmp(out, first, n * sizeof(float)) != 0) ||
+                    pk_diff_f32(out, ref, n, D3_RTOL, D3_ZERO, PK_DIFF_ELEMENTWISE, NULL) != PK_OK) {
+                    good = 0;
+                    snprintf(why, sizeof why, "; isa %s, %s, nx %d: %s", level[l], vs[v], nx,
+                             s ? pk_last_error()
+                               : v > 0 && memcmp(out, first, n * sizeof(float))
+                                   ? "differs from omp-tiled's bits"
+                                   : "beyond the tolerance");
+                }
+            }
+            free(f0);
+            free(first);
+            free(f);
+            free(ref);
+        }
+    }
+    pk_context_set_param(d3_ctx, "diffusion3d.isa", NULL);
+    pk_context_set_param(d3_ctx, "diffusion3d.tb_depth", NULL);
+    ok(good, "diffusion3d.isa generic, avx2, avx512 (lowered to the CPU's best): omp-tiled, "
+       "omp-tb (depth 1, 3, 4), omp-phalanx agree bit for bit, the reference within rtol, "
+       "nx 1..79 around the 16-point vectors (%d runs)%s", runs, why);
+}
+
 /* Run the whole suite on one backend; SKIP with the reason when it cannot run here. */
 static int d3_run_suite(pk_backend_id backend)
 {
@@ -284,6 +341,7 @@ static int d3_run_suite(pk_backend_id backend)
         d3_check_execute(v);
         d3_check_analytic(v, 32, 1024);
         if (!strcmp(v, "omp-tb")) d3_check_tb_params();
+        if (!strcmp(v, "omp-tiled")) d3_check_isa();
     }
     pk_context_destroy(d3_ctx);
     return tap_done();

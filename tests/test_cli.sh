@@ -253,7 +253,7 @@ expect 0 "portkern-probe --params" \
 nparams=$("$PROBE" --params --json | grep -o '"name": "[a-z0-9]*\.[a-z0-9_]*"' | wc -l)
 [ "$nparams" -ge 15 ] && [ "$(grep -c '^[a-z0-9]*\.[a-z0-9_]* = ' "$T/out")" -eq "$nparams" ] &&
     grep -q '^su3.isa = avx2 (env)$' "$T/out" && grep -q '^conv2d.fft_taps = 676 (default)$' "$T/out" &&
-    grep -q '^diffusion3d.tb_depth = 4 (default)$' "$T/out" &&
+    grep -q '^diffusion3d.tb_depth = 6 (default)$' "$T/out" &&
     grep -q '^magicfilter3d.cl_scheme = bogus (env): INVALID: PORTKERN_CL_MF_SCHEME' "$T/out"
 result $? "probe --params lists every parameter ($nparams) with value and source (env, default, invalid)"
 expect 0 "portkern-probe --params --json" "$PROBE" --params --json

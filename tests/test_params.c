@@ -29,7 +29,8 @@ static const struct {
     {"conv2d.fft_taps", "7"},          {"conv2d.cl_scheme", "scalar"},
     {"conv2d.isa", "avx2"},            {"conv2d.fft_plan", "estimate"},
     {"diffusion3d.cl_scheme", "xvec"}, {"diffusion3d.tb_depth", "3"},
-    {"diffusion3d.tb_rows", "17"},     {"dslash.isa", "generic"},
+    {"diffusion3d.tb_rows", "17"},     {"diffusion3d.isa", "avx2"},
+    {"dslash.isa", "generic"},
     {"grid.cuda_blocks", "5,6"},       {"grid.tile_size", "32"},
     {"grid.central_radius", "-1"},     {"grid.tile_factor", "0.5"},
     {"openmp.threads", "1"},           {"laplace2d.isa", "avx2"},
@@ -302,7 +303,7 @@ static void check_conv2d(void)
 /* The host kernels that read an ISA parameter, on openmp, small. */
 static double ds_u[4 * 256 * 18], ds_psi[256 * 24], ds_chi[256 * 24];
 static double mf_x[16 * 16 * 16], mf_y[16 * 16 * 16];
-static float lp_phi[64 * 64];
+static float lp_phi[64 * 64], d3_f[40 * 9 * 7];
 
 static pk_status run_isa_kernel(pk_context *ctx, int k, pk_run_info *info)
 {
@@ -318,14 +319,20 @@ static pk_status run_isa_kernel(pk_context *ctx, int k, pk_run_info *info)
         pk_laplace2d_params p = {64, 1, 0.1, PK_LAP_LEXI, 0};
         return pk_laplace2d(ctx, &p, "omp-simd", lp_phi, info);
     }
-    pk_dslash_params p = {4, 4, 4, 4, 0.1, 0, 0, 0};
-    return pk_dslash(ctx, &p, "omp-vnode", ds_u, ds_psi, ds_chi, info);
+    if (k == 3) {
+        pk_dslash_params p = {4, 4, 4, 4, 0.1, 0, 0, 0};
+        return pk_dslash(ctx, &p, "omp-vnode", ds_u, ds_psi, ds_chi, info);
+    }
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, 40, 9, 7, 2);
+    return pk_diffusion3d(ctx, &p, "omp-tiled", d3_f, info);
 }
 
 static void check_isa(void)
 {
-    static const char *const var[4] = {"PORTKERN_MAGICFILTER3D_ISA", "PORTKERN_SU3_ISA",
-                                       "PORTKERN_LAPLACE2D_ISA", "PORTKERN_DSLASH_ISA"};
+    static const char *const var[5] = {"PORTKERN_MAGICFILTER3D_ISA", "PORTKERN_SU3_ISA",
+                                       "PORTKERN_LAPLACE2D_ISA", "PORTKERN_DSLASH_ISA",
+                                       "PORTKERN_DIFFUSION3D_ISA"};
     pk_context *probe = make_ctx(PK_BACKEND_OPENMP, 1);
     if (!pk_backend_available(probe, PK_BACKEND_OPENMP, NULL)) {
         tap_skip("openmp unavailable", "ISA parameters (6 checks)");
@@ -333,10 +340,10 @@ static void check_isa(void)
         return;
     }
     pk_context_destroy(probe);
-    for (int k = 0; k < 4; ++k) setenv(var[k], "bogus", 1);
+    for (int k = 0; k < 5; ++k) setenv(var[k], "bogus", 1);
     pk_context *ign = make_ctx(PK_BACKEND_OPENMP, 1), *env = make_ctx(PK_BACKEND_OPENMP, 0);
     int runs = 1, fails = 1;
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < 5; ++k) {
         pk_status s = run_isa_kernel(ign, k, NULL);
         if (s != PK_OK) tap_diag("%s=bogus, PK_OPT_IGNORE_ENV: %s", var[k], pk_last_error());
         runs &= s == PK_OK;
@@ -345,7 +352,7 @@ static void check_isa(void)
             tap_diag("%s=bogus read: %d %s", var[k], (int)s, pk_last_error());
         fails &= s == PK_EINVAL && has(pk_last_error(), var[k]);
     }
-    ok(runs, "every *.isa variable bogus: the four OpenMP kernels run under PK_OPT_IGNORE_ENV");
+    ok(runs, "every *.isa variable bogus: the five OpenMP kernels run under PK_OPT_IGNORE_ENV");
     ok(fails, "... and fail with PK_EINVAL naming the variable in a context that reads it");
     pk_context_destroy(ign);
     pk_context_destroy(env);
@@ -384,7 +391,7 @@ static void check_cl(void)
         pk_context_destroy(ign);
         return;
     }
-    for (int k = 0; k < 4; ++k) setenv(var[k], "bogus", 1);
+    for (int k = 0; k < 5; ++k) setenv(var[k], "bogus", 1);
     pk_context *env = make_ctx(PK_BACKEND_OPENCL, 0);
     static float img[16 * 16], out[16 * 16], psf[9], f[8 * 8 * 8], phi[16 * 16];
     for (int i = 0; i < 9; ++i) psf[i] = 1.0f / 9;

@@ -1638,8 +1638,10 @@ static const tune_dim tune_space[] = {
     {"conv2d.fft_plan", PK_BACKEND_OPENMP, "fft,frame-fft", "measure", NULL, 0, 0},
     {"conv2d.fft_taps", PK_BACKEND_AUTO, NULL, NULL, NULL, 0, 0}, /* the crossover at the case's PSF */
     {"diffusion3d.cl_scheme", PK_BACKEND_OPENCL, NULL, "xvec zmarch", "xvec", 0, 0},
-    {"diffusion3d.tb_depth", PK_BACKEND_OPENMP, "omp-tb", "2 3 6 8", NULL, 0, 0},
-    {"diffusion3d.tb_rows", PK_BACKEND_OPENMP, "omp-tb", "16 32 128", NULL, 0, 0},
+    {"diffusion3d.isa", PK_BACKEND_OPENMP, "omp-tb,omp-tiled,omp-phalanx", "avx512 avx2 generic",
+     NULL, 1, 0},
+    {"diffusion3d.tb_depth", PK_BACKEND_OPENMP, "omp-tb", "3 4 8 10", NULL, 0, 0},
+    {"diffusion3d.tb_rows", PK_BACKEND_OPENMP, "omp-tb", "16 64 128", NULL, 0, 0},
     {"dslash.isa", PK_BACKEND_OPENMP, "omp-vnode", "avx512 avx2 generic", NULL, 1, 0},
     {"grid.cuda_blocks", PK_BACKEND_CUDA, "cuda-tiled", "2,16 4,32 8,64 16,128", NULL, 0, 0},
     /* The grid's tiles (the slowest kernel to time: two values per field, one halving and one
