@@ -53,7 +53,7 @@ static const char *simd_level(void)
 
 int pk_cpu_simd(void)
 {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#ifdef PK_X86
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return PK_SIMD_AVX512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return PK_SIMD_AVX2;

@@ -29,6 +29,17 @@ extern "C" {
 #define PK_PRINTF(a, b)
 #endif
 
+/* Hand-vectorised x86 paths: GCC >= 6 or clang >= 5 (target attributes with AVX-512
+ * intrinsics and vector extensions).  PK_T512 / PK_T256: the targets of such kernels; the
+ * file includes <immintrin.h> itself; pk_cpu_simd() says which the CPU runs. */
+#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
+    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
+#define PK_X86 1
+#define PK_T512 __attribute__((target("avx512f")))
+#define PK_T256 __attribute__((target("avx2,fma")))
+#endif
+
 /* Hot loops: an AVX2+FMA clone picked at load time (ifunc), baseline otherwise.  256-bit
  * vectors: as fast as AVX-512 on the stencils here (Zen 4 splits 512-bit ops) with shorter
  * scalar remainders per row. */
@@ -237,7 +248,8 @@ int pk_tuning_threads(const pk_tuning *t, int context_threads);
 /** SIMD levels of the hand-vectorised host kernels. */
 enum { PK_SIMD_GENERIC = 0, PK_SIMD_AVX2 = 1, PK_SIMD_AVX512 = 2 };
 /** The CPU's best level (lib/cpu.c): AVX512 with avx512f, AVX2 with avx2 and fma, else
- *  GENERIC (__builtin_cpu_supports also checks that the OS saves the registers). */
+ *  GENERIC (also without PK_X86; __builtin_cpu_supports also checks that the OS saves the
+ *  registers). */
 int pk_cpu_simd(void);
 /** The level a kernel runs at: `cpu_level` (the CPU's best), lowered (never raised) by the
  *  ISA parameter id ("auto", "avx512" or "avx512f", "avx2", "generic").  A bad environment

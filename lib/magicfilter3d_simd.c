@@ -47,14 +47,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* x86 paths: GCC >= 6 or clang >= 5 (target attributes with AVX-512 intrinsics). */
-#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
-    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
-     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
-#define MF_X86 1
+#ifdef PK_X86
 #include <immintrin.h>
 #define MF_T512 __attribute__((target("avx512f,avx512dq")))
-#define MF_T256 __attribute__((target("avx2,fma")))
 #endif
 
 #if defined(__GNUC__)
@@ -272,7 +267,7 @@ static void mfg_group(const double *const *in, const double *F, double *o, size_
 }
 static const mf_isa_impl mf_generic = {MFG_W, mfg_group, NULL};
 
-#ifdef MF_X86
+#ifdef PK_X86
 /* ---- simd: AVX-512F (W = 8) ----------------------------------------------------------- */
 /* c[i] = lane i of r[0..7] (an 8x8 transpose in registers). */
 MF_T512 static inline void mf512_transpose(const __m512d r[8], __m512d c[8])
@@ -364,7 +359,7 @@ static const mf_isa_impl mf_avx512 = {8, mf512_group, mf512_fence};
  * broadcast input element goes into the output vectors it touches (8 independent FMA
  * chains; the 19 filter copies come from the L1-resident table); two 4x4 transposes give
  * 8 rows of the 4 lines, stored into the row block rb (row stride MF_LG). */
-MF_T256 static inline void mf256_quarter(const double *const *in, const double *F, double *rb,
+PK_T256 static inline void mf256_quarter(const double *const *in, const double *F, double *rb,
                                          int j0, int n)
 {
     for (int j = 0; j < n; j += 8) {
@@ -400,7 +395,7 @@ MF_T256 static inline void mf256_quarter(const double *const *in, const double *
 }
 
 /* Rows [i0, i1) of a row block (16 lines each) to q + i * ndat. */
-MF_T256 static inline void mf256_rows(const double *rb, int i0, int i1, double *q, size_t ndat,
+PK_T256 static inline void mf256_rows(const double *rb, int i0, int i1, double *q, size_t ndat,
                                       int nt)
 {
     for (int i = i0; i < i1; ++i) {
@@ -433,7 +428,7 @@ MF_T256 static inline void mf256_rows(const double *rb, int i0, int i1, double *
  * that the stores interleave with the FMAs (a burst of stores at the end of a chunk
  * measured 10-15% slower). */
 #define MF256_SUB 48 /* a multiple of 8 dividing MF_CH; 16 and 32 measured slower */
-MF_T256 static void mf256_group(const double *const *in, const double *F, double *o,
+PK_T256 static void mf256_group(const double *const *in, const double *F, double *o,
                                 size_t ndat, int nc, int nt)
 {
     MF_ALIGN64 double rb[2][MF256_SUB * MF_LG];
@@ -453,27 +448,24 @@ MF_T256 static void mf256_group(const double *const *in, const double *F, double
         }
     }
 }
-MF_T256 static void mf256_fence(void) { _mm_sfence(); }
+PK_T256 static void mf256_fence(void) { _mm_sfence(); }
 static const mf_isa_impl mf_avx2 = {4, mf256_group, mf256_fence};
-#endif /* MF_X86 */
+#endif /* PK_X86 */
 
 /* ---- ISA choice ----------------------------------------------------------------------- */
-enum { MF_ISA_GENERIC, MF_ISA_AVX2, MF_ISA_AVX512 };
 
-/* What the CPU can run (__builtin_cpu_supports also checks that the OS saves the state). */
+/* What the CPU can run: the AVX-512 passes need avx512dq as well. */
 static int mf_cpu_isa(void)
 {
-#ifdef MF_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
-        return MF_ISA_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return MF_ISA_AVX2;
+    const int level = pk_cpu_simd();
+#ifdef PK_X86
+    if (level == PK_SIMD_AVX512 && !__builtin_cpu_supports("avx512dq")) return PK_SIMD_AVX2;
 #endif
-    return MF_ISA_GENERIC;
+    return level;
 }
 
 /* The widest (AVX-512 measured fastest on Zen 4 too: file header), lowered by
- * magicfilter3d.isa; MF_ISA_* are PK_SIMD_*. */
+ * magicfilter3d.isa. */
 pk_status pk_mf_simd_plan(pk_mf_host_plan *h)
 {
     int isa;
@@ -486,11 +478,11 @@ void pk_mf_pass_simd(const pk_mf_pass *p, const double *g, const double *src, do
                      long d0, long d1)
 {
     const mf_isa_impl *k = &mf_generic;
-#ifdef MF_X86
+#ifdef PK_X86
     const int isa = p->isa;
-    if (isa == MF_ISA_AVX512)
+    if (isa == PK_SIMD_AVX512)
         k = &mf_avx512;
-    else if (isa == MF_ISA_AVX2)
+    else if (isa == PK_SIMD_AVX2)
         k = &mf_avx2;
 #endif
     mf_drive(k, p, g, src, dst, d0, d1);

@@ -138,11 +138,6 @@ static void run_omp(pk_cv_host_plan *h)
 /* The block kernel (omp/conv2d_rb.h) per SIMD level.  AVX-512: 4 rows x 4 vectors of 16
  * (16 accumulators, 4 image vectors, 32 registers); AVX2: 4 x 2 of 8 in 16 registers;
  * portable C: 2 x 4 of 4 (SSE2's 16 registers on x86-64). */
-#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
-    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
-     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
-#define CV_X86 1
-#endif
 
 #define CV_RB_RMAX 4 /* the most rows any level blocks: the ring holds kh + 3 rows */
 typedef float cv_v4 __attribute__((vector_size(16), aligned(4), may_alias));
@@ -161,7 +156,7 @@ typedef float cv_v4 __attribute__((vector_size(16), aligned(4), may_alias));
 #undef CV_RB_R
 #undef CV_RB_V
 
-#ifdef CV_X86
+#ifdef PK_X86
 typedef float cv_v16 __attribute__((vector_size(64), aligned(4), may_alias));
 #define CV_RB_NAME(x) cv_rb_avx2_##x
 #define CV_RB_TARGET __attribute__((target("avx2,fma")))
@@ -195,20 +190,9 @@ typedef float cv_v16 __attribute__((vector_size(64), aligned(4), may_alias));
 typedef void (*cv_rb_fn)(const float *const *src, const float *restrict psf, int kh, int kw,
                          float *const *out, int r_n, int w);
 
-/* The CPU's best level (__builtin_cpu_supports also checks that the OS saves the state). */
-static int cv_cpu_isa(void)
-{
-#ifdef CV_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return PK_SIMD_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return PK_SIMD_AVX2;
-#endif
-    return PK_SIMD_GENERIC;
-}
-
 static void cv_rb_pick(int isa, cv_rb_fn *fn, int *rows)
 {
-#ifdef CV_X86
+#ifdef PK_X86
     if (isa == PK_SIMD_AVX512) {
         *fn = cv_rb_avx512_rows;
         *rows = 4;
@@ -248,7 +232,7 @@ static pk_status rb_create(pk_cv_host_plan *h)
     if (!b) return pk_fail(PK_ENOMEM, "conv2d omp-rb: out of host memory");
     h->priv = b;
     h->priv_free = rb_free;
-    PK_TRY(pk_simd_level(d->tuning, PK_PARAM_CONV2D_ISA, cv_cpu_isa(), &b->isa));
+    PK_TRY(pk_simd_level(d->tuning, PK_PARAM_CONV2D_ISA, pk_cpu_simd(), &b->isa));
     const size_t per = pk_cv_ring_floats(d, CV_RB_RMAX), ptrs = (size_t)d->kh + CV_RB_RMAX - 1;
     size_t bytes, pbytes;
     PK_CHECK(pk_mul3_size(per, (size_t)h->nt, sizeof(float), &bytes) == 0 &&

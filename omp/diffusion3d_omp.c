@@ -22,14 +22,8 @@
 #include <emmintrin.h>
 #endif
 
-/* x86 row kernels: GCC >= 6 or clang >= 5 (target attributes with AVX-512 intrinsics). */
-#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
-    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
-     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
-#define D3_X86 1
+#ifdef PK_X86
 #include <immintrin.h>
-#define D3_T512 __attribute__((target("avx512f")))
-#define D3_T256 __attribute__((target("avx2,fma")))
 #endif
 
 #define D3_YBLOCK 16 /* rows per y block (the book's YBF) */
@@ -111,8 +105,8 @@ static void row_generic(const pk_d3_desc *d, const float *c, const float *n, con
     row_body(d, c, n, s, b, t, out);
 }
 
-#ifdef D3_X86
-D3_T256 static void row_avx2(const pk_d3_desc *d, const float *c, const float *n,
+#ifdef PK_X86
+PK_T256 static void row_avx2(const pk_d3_desc *d, const float *c, const float *n,
                              const float *s, const float *b, const float *t, float *out)
 {
     row_body(d, c, n, s, b, t, out);
@@ -129,7 +123,7 @@ D3_T256 static void row_avx2(const pk_d3_desc *d, const float *c, const float *n
 #define D3_SHIFT(hi, lo, k)                                                                   \
     _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), k))
 
-D3_T512 static void row_avx512(const pk_d3_desc *d, const float *c, const float *n,
+PK_T512 static void row_avx512(const pk_d3_desc *d, const float *c, const float *n,
                                const float *s, const float *b, const float *t, float *out)
 {
     const int nx = d->nx;
@@ -164,12 +158,12 @@ D3_T512 static void row_avx512(const pk_d3_desc *d, const float *c, const float 
         cur = next;
     }
 }
-#endif /* D3_X86 */
+#endif /* PK_X86 */
 
 /* The row kernel of a SIMD level (PK_SIMD_*). */
 static pk_d3_row_fn row_of_level(int level)
 {
-#ifdef D3_X86
+#ifdef PK_X86
     if (level >= PK_SIMD_AVX512) return row_avx512;
     if (level >= PK_SIMD_AVX2) return row_avx2;
 #else

@@ -33,15 +33,9 @@
 #include <omp.h>
 #endif
 
-/* x86 paths: GCC >= 6 or clang >= 5 (target attributes with vector extensions). */
-#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
-    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
-     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
-#define DS_X86 1
-#endif
 
 /* ---- the kernel instantiations (template in lib/dslash_host.h) ---------------------------- */
-#ifdef DS_X86
+#ifdef PK_X86
 #define DS_VNODE_W 8
 #define DS_VN(name) name##_w8
 #define DS_VN_TARGET __attribute__((target("avx512f,avx2,fma")))
@@ -76,31 +70,19 @@
 #undef DS_VN_TARGET
 
 /* ---- ISA and lanes ------------------------------------------------------------------------ */
-enum { DS_ISA_GENERIC, DS_ISA_AVX2, DS_ISA_AVX512 };
 static const char *const ds_isa_name[] = {"generic", "avx2", "avx512f"};
-
-/* What the CPU can run (__builtin_cpu_supports also checks that the OS saves the state). */
-static int ds_cpu_isa(void)
-{
-#ifdef DS_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return DS_ISA_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return DS_ISA_AVX2;
-#endif
-    return DS_ISA_GENERIC;
-}
 
 /* The CPU's best, lowered by dslash.isa (a bad environment value is an error). */
 static pk_status ds_isa(const pk_ds_desc *d, int *isa)
 {
-    return pk_simd_level(d->tuning, PK_PARAM_DSLASH_ISA, ds_cpu_isa(), isa);
+    return pk_simd_level(d->tuning, PK_PARAM_DSLASH_ISA, pk_cpu_simd(), isa);
 }
 
 /* The kernel of `lanes` lanes (lanes <= the ISA's width, so its target is available). */
 static pk_ds_vnode_fn ds_vnode_kernel(int lanes)
 {
     switch (lanes) {
-#ifdef DS_X86
+#ifdef PK_X86
     case 8: return ds_vnode_rows_w8;
     case 4: return ds_vnode_rows_w4;
 #endif
@@ -112,7 +94,7 @@ static pk_ds_vnode_fn ds_vnode_kernel(int lanes)
 /* The ISA the kernel of `lanes` lanes is compiled for. */
 static const char *ds_lanes_isa(int lanes)
 {
-    return ds_isa_name[lanes == 8 ? DS_ISA_AVX512 : lanes == 4 ? DS_ISA_AVX2 : DS_ISA_GENERIC];
+    return ds_isa_name[lanes == 8 ? PK_SIMD_AVX512 : lanes == 4 ? PK_SIMD_AVX2 : PK_SIMD_GENERIC];
 }
 
 /* Whether the plan computes a range of t-planes only (pk_dslash_params t_begin, t_end). */
@@ -269,7 +251,7 @@ pk_status pk_omp_ds_create(void *state, int device, const pk_ds_desc *desc, void
 {
     const int vnode = desc->variant && !strcmp(desc->variant, "omp-vnode");
     pk_ds_vnode g;
-    int isa = DS_ISA_GENERIC;
+    int isa = PK_SIMD_GENERIC;
     if (vnode) {
         static const int width[] = {2, 4, 8}; /* per DS_ISA_* */
         PK_TRY(ds_isa(desc, &isa));
@@ -287,7 +269,7 @@ pk_status pk_omp_ds_create(void *state, int device, const pk_ds_desc *desc, void
         h->vnode_rows = ds_vnode_kernel(g.lanes);
         h->pack = ds_vnode_pack;
         h->unpack = ds_vnode_unpack;
-        const int full = isa == DS_ISA_AVX512 ? 8 : isa == DS_ISA_AVX2 ? 4 : 2;
+        const int full = isa == PK_SIMD_AVX512 ? 8 : isa == PK_SIMD_AVX2 ? 4 : 2;
         snprintf(h->note, sizeof h->note, "omp-vnode: %d lane%s along %c (%s kernel)%s", g.lanes,
                  g.lanes == 1 ? "" : "s", dir[g.split], ds_lanes_isa(g.lanes),
                  g.lanes < full ? (ds_ranged(desc) ? "; fewer lanes than the ISA's width: no "

@@ -34,20 +34,13 @@
 #include <omp.h>
 #endif
 
-/* x86 paths: GCC >= 6 or clang >= 5 (target attributes with AVX-512 intrinsics). */
-#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
-    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
-     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
-#define LP_X86 1
+#ifdef PK_X86
 #include <immintrin.h>
-#define LP_T512 __attribute__((target("avx512f")))
-#define LP_T256 __attribute__((target("avx2,fma")))
 #endif
 
 #define LP_TB_MAX_DEPTH 16 /* iterations per pass of omp-tb: laplace2d.tb_depth's range */
 
 enum { LP_OMP_SIMD = 0, LP_OMP_AUTO = 1, LP_OMP_TB = 2 };
-enum { LP_ISA_GENERIC = 0, LP_ISA_AVX2 = 1, LP_ISA_AVX512 = 2 };
 
 /* What a row kernel needs: l = m * nw floats per row. */
 typedef struct lp_k {
@@ -87,7 +80,7 @@ static void row_auto(const lp_k *k, const float *c, const float *n, const float 
     }
 }
 
-#ifdef LP_X86
+#ifdef PK_X86
 /* The vector kernels fuse c + a(...) explicitly; their scalar sites (row ends, short rows) do
  * the same with fmaf, so every site of a field gets the same operations (a constant field
  * stays exactly uniform). */
@@ -111,7 +104,7 @@ static void row_auto(const lp_k *k, const float *c, const float *n, const float 
 #define LP512_STORE(p, v) (stream ? _mm512_stream_ps((p), (v)) : _mm512_store_ps((p), (v)))
 
 /* hvfo, 16 lanes: one zmm per column, rows 64-byte aligned (l % 16 == 0). */
-LP_T512 static void row_hvfo16_avx512(const lp_k *k, const float *c, const float *n,
+PK_T512 static void row_hvfo16_avx512(const lp_k *k, const float *c, const float *n,
                                       const float *s, float *out, int stream, float *buf)
 {
     (void)buf;
@@ -143,7 +136,7 @@ LP_T512 static void row_hvfo16_avx512(const lp_k *k, const float *c, const float
 
 /* lexi: x-1 and x+1 are unaligned loads; x = 0 and l-1 wrap (scalar).  With streaming stores
  * the body starts at the first 64-byte boundary of the output row. */
-LP_T512 static void row_lexi_avx512(const lp_k *k, const float *c, const float *n,
+PK_T512 static void row_lexi_avx512(const lp_k *k, const float *c, const float *n,
                                     const float *s, float *out, int stream, float *buf)
 {
     const int l = k->l;
@@ -180,7 +173,7 @@ LP_T512 static void row_lexi_avx512(const lp_k *k, const float *c, const float *
 #define LP256_STORE(p, v) (stream ? _mm256_stream_ps((p), (v)) : _mm256_store_ps((p), (v)))
 
 /* hvfo, 8 lanes: one ymm per column, rows 32-byte aligned (l % 8 == 0). */
-LP_T256 static void row_hvfo8_avx2(const lp_k *k, const float *c, const float *n,
+PK_T256 static void row_hvfo8_avx2(const lp_k *k, const float *c, const float *n,
                                    const float *s, float *out, int stream, float *buf)
 {
     (void)buf;
@@ -211,7 +204,7 @@ LP_T256 static void row_hvfo8_avx2(const lp_k *k, const float *c, const float *n
 
 /* hvfo, 16 lanes as two ymm halves (lo = lanes 0-7, hi = 8-15): rotating the 16 lanes by one
  * is a rotation of each half plus an exchange of the lane that crosses between them. */
-LP_T256 static inline void rot16_avx2(__m256 lo, __m256 hi, __m256i idx, int cross,
+PK_T256 static inline void rot16_avx2(__m256 lo, __m256 hi, __m256i idx, int cross,
                                       __m256 *rlo, __m256 *rhi)
 {
     const __m256 plo = _mm256_permutevar8x32_ps(lo, idx), phi = _mm256_permutevar8x32_ps(hi, idx);
@@ -224,7 +217,7 @@ LP_T256 static inline void rot16_avx2(__m256 lo, __m256 hi, __m256i idx, int cro
     }
 }
 
-LP_T256 static void row_hvfo16_avx2(const lp_k *k, const float *c, const float *n,
+PK_T256 static void row_hvfo16_avx2(const lp_k *k, const float *c, const float *n,
                                     const float *s, float *out, int stream, float *buf)
 {
     (void)buf;
@@ -260,7 +253,7 @@ LP_T256 static void row_hvfo16_avx2(const lp_k *k, const float *c, const float *
     }
 }
 
-LP_T256 static void row_lexi_avx2(const lp_k *k, const float *c, const float *n, const float *s,
+PK_T256 static void row_lexi_avx2(const lp_k *k, const float *c, const float *n, const float *s,
                                   float *out, int stream, float *buf)
 {
     const int l = k->l;
@@ -288,28 +281,18 @@ LP_T256 static void row_lexi_avx2(const lp_k *k, const float *c, const float *n,
     for (; x < l - 1; ++x) out[x] = LP_SITE_FMA(c[x], c[x + 1], c[x - 1], n[x], s[x]);
     out[l - 1] = LP_SITE_FMA(c[l - 1], c[0], c[l - 2], n[l - 1], s[l - 1]);
 }
-#endif /* LP_X86 */
+#endif /* PK_X86 */
 
 /* ---- ISA choice --------------------------------------------------------------------------- */
-/* What the CPU can run (__builtin_cpu_supports also checks that the OS saves the state). */
-static int lp_cpu_isa(void)
-{
-#ifdef LP_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return LP_ISA_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return LP_ISA_AVX2;
-#endif
-    return LP_ISA_GENERIC;
-}
 
 
 /* The hand-vectorised row for the plan's layout and lane count, or the portable one. */
 static lp_row_fn lp_simd_row(const pk_lp_desc *d, int isa)
 {
-#ifdef LP_X86
-    if (isa >= LP_ISA_AVX2) {
-        if (d->layout == PK_LAP_LEXI) return isa == LP_ISA_AVX512 ? row_lexi_avx512 : row_lexi_avx2;
-        if (d->nw == 16) return isa == LP_ISA_AVX512 ? row_hvfo16_avx512 : row_hvfo16_avx2;
+#ifdef PK_X86
+    if (isa >= PK_SIMD_AVX2) {
+        if (d->layout == PK_LAP_LEXI) return isa == PK_SIMD_AVX512 ? row_lexi_avx512 : row_lexi_avx2;
+        if (d->nw == 16) return isa == PK_SIMD_AVX512 ? row_hvfo16_avx512 : row_hvfo16_avx2;
         if (d->nw == 8) return row_hvfo8_avx2;
     }
 #else
@@ -484,9 +467,9 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
                        desc->variant, nt, per);
     }
     /* The ISA of the hand-vectorised rows, fixed for the plan's life. */
-    h->isa = LP_ISA_GENERIC;
+    h->isa = PK_SIMD_GENERIC;
     if (h->kind != LP_OMP_AUTO) {
-        pk_status s = pk_simd_level(desc->tuning, PK_PARAM_LAPLACE2D_ISA, lp_cpu_isa(), &h->isa);
+        pk_status s = pk_simd_level(desc->tuning, PK_PARAM_LAPLACE2D_ISA, pk_cpu_simd(), &h->isa);
         if (s != PK_OK) {
             pk_lp_host_destroy(h);
             return s;

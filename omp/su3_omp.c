@@ -46,14 +46,8 @@
 #include <omp.h>
 #endif
 
-/* x86 paths: GCC >= 6 or clang >= 5 (target attributes with AVX-512 intrinsics). */
-#if (defined(__x86_64__) || defined(__i386__)) &&                                            \
-    ((defined(__clang__) && __clang_major__ >= 5) ||                                         \
-     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 6))
-#define S3_X86 1
+#ifdef PK_X86
 #include <immintrin.h>
-#define S3_T512 __attribute__((target("avx512f")))
-#define S3_T256 __attribute__((target("avx2,fma")))
 #endif
 
 /* Arrays (u + psi + chi) from this size on get non-temporal chi stores: twice the 32 MiB L3
@@ -61,7 +55,6 @@
  * the cache. */
 #define S3_STREAM_MIN ((size_t)64 << 20)
 
-enum { S3_ISA_GENERIC, S3_ISA_AVX2, S3_ISA_AVX512 };
 
 typedef void (*s3_range_fn)(const pk_s3_desc *d, const double *u, const double *psi,
                             double *chi, size_t s0, size_t s1, int stream);
@@ -73,9 +66,9 @@ static void s3_plain(const pk_s3_desc *d, const double *u, const double *psi, do
     pk_s3_plain_range(d, u, psi, chi, s0, s1);
 }
 
-#ifdef S3_X86
+#ifdef PK_X86
 /* ---- AVX-512F ----------------------------------------------------------------------------- */
-S3_T512 static inline void s3_put512(double *p, __m512d v, int stream)
+PK_T512 static inline void s3_put512(double *p, __m512d v, int stream)
 {
     if (stream)
         _mm512_stream_pd(p, v);
@@ -95,7 +88,7 @@ static inline const double *s3_link(const pk_s3_desc *d, const double *u, size_t
 }
 
 /* chi's three output vectors of site s (AoS-spinor layouts), into a[3]. */
-S3_T512 static inline void s3_aos512_site(const pk_s3_desc *d, const double *u,
+PK_T512 static inline void s3_aos512_site(const pk_s3_desc *d, const double *u,
                                           const double *psi, size_t s, __m512d a[3])
 {
     const __m512d zero = _mm512_setzero_pd();
@@ -123,7 +116,7 @@ S3_T512 static inline void s3_aos512_site(const pk_s3_desc *d, const double *u,
  * o doubles of one output vector and the first 8 - o of the next (a two-source permute); the
  * partial first and last lines, which a neighbouring thread's range may share, get ordinary
  * masked stores.  Saves the read-for-ownership of chi as the aligned case does. */
-S3_T512 static void s3_aos512_shifted(const pk_s3_desc *d, const double *u, const double *psi,
+PK_T512 static void s3_aos512_shifted(const pk_s3_desc *d, const double *u, const double *psi,
                                       double *chi, size_t s0, size_t s1, unsigned o)
 {
     double *line = chi + 24 * s0 - o; /* on a 64-byte line */
@@ -150,7 +143,7 @@ S3_T512 static void s3_aos512_shifted(const pk_s3_desc *d, const double *u, cons
     if (s0 < s1) _mm512_mask_storeu_pd(line, tail, _mm512_permutex2var_pd(prev, idx, prev));
 }
 
-S3_T512 static void s3_aos512(const pk_s3_desc *d, const double *u, const double *psi,
+PK_T512 static void s3_aos512(const pk_s3_desc *d, const double *u, const double *psi,
                               double *chi, size_t s0, size_t s1, int stream)
 {
     const unsigned o = (unsigned)((uintptr_t)(chi + 24 * s0) % 64 / sizeof(double));
@@ -165,7 +158,7 @@ S3_T512 static void s3_aos512(const pk_s3_desc *d, const double *u, const double
     }
 }
 
-S3_T512 static void s3_vfo512(const pk_s3_desc *d, const double *u, const double *psi,
+PK_T512 static void s3_vfo512(const pk_s3_desc *d, const double *u, const double *psi,
                               double *chi, size_t s0, size_t s1, int stream)
 {
     const size_t ns = d->nsites;
@@ -197,7 +190,7 @@ S3_T512 static void s3_vfo512(const pk_s3_desc *d, const double *u, const double
     }
 }
 
-S3_T512 static void s3_hvfo512(const pk_s3_desc *d, const double *u, const double *psi,
+PK_T512 static void s3_hvfo512(const pk_s3_desc *d, const double *u, const double *psi,
                                double *chi, size_t s0, size_t s1, int stream)
 {
     const size_t nw = (size_t)d->nw;
@@ -237,7 +230,7 @@ S3_T512 static void s3_hvfo512(const pk_s3_desc *d, const double *u, const doubl
 }
 
 /* ---- AVX2 + FMA ----------------------------------------------------------------------------- */
-S3_T256 static inline void s3_put256(double *p, __m256d v, int stream)
+PK_T256 static inline void s3_put256(double *p, __m256d v, int stream)
 {
     if (stream)
         _mm256_stream_pd(p, v);
@@ -246,13 +239,13 @@ S3_T256 static inline void s3_put256(double *p, __m256d v, int stream)
 }
 
 /* (-im, re) of each complex number of v. */
-S3_T256 static inline __m256d s3_swapneg256(__m256d v)
+PK_T256 static inline __m256d s3_swapneg256(__m256d v)
 {
     const __m256d neg_re = _mm256_set_pd(0.0, -0.0, 0.0, -0.0); /* sign bits of lanes 0, 2 */
     return _mm256_xor_pd(_mm256_permute_pd(v, 0x5), neg_re);
 }
 
-S3_T256 static void s3_aos256(const pk_s3_desc *d, const double *u, const double *psi,
+PK_T256 static void s3_aos256(const pk_s3_desc *d, const double *u, const double *psi,
                               double *chi, size_t s0, size_t s1, int stream)
 {
     if ((uintptr_t)(chi + 24 * s0) % 64) stream = 0; /* AVX2: streamed only from a line */
@@ -280,7 +273,7 @@ S3_T256 static void s3_aos256(const pk_s3_desc *d, const double *u, const double
     }
 }
 
-S3_T256 static void s3_vfo256(const pk_s3_desc *d, const double *u, const double *psi,
+PK_T256 static void s3_vfo256(const pk_s3_desc *d, const double *u, const double *psi,
                               double *chi, size_t s0, size_t s1, int stream)
 {
     const size_t ns = d->nsites;
@@ -310,7 +303,7 @@ S3_T256 static void s3_vfo256(const pk_s3_desc *d, const double *u, const double
     }
 }
 
-S3_T256 static void s3_hvfo256(const pk_s3_desc *d, const double *u, const double *psi,
+PK_T256 static void s3_hvfo256(const pk_s3_desc *d, const double *u, const double *psi,
                                double *chi, size_t s0, size_t s1, int stream)
 {
     const size_t nw = (size_t)d->nw;
@@ -342,38 +335,27 @@ S3_T256 static void s3_hvfo256(const pk_s3_desc *d, const double *u, const doubl
         }
 }
 
-S3_T256 static void s3_fence(void) { _mm_sfence(); }
-#endif /* S3_X86 */
+PK_T256 static void s3_fence(void) { _mm_sfence(); }
+#endif /* PK_X86 */
 
 /* ---- ISA choice ----------------------------------------------------------------------- */
-/* What the CPU can run (__builtin_cpu_supports also checks that the OS saves the state). */
-static int s3_cpu_isa(void)
-{
-#ifdef S3_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return S3_ISA_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return S3_ISA_AVX2;
-#endif
-    return S3_ISA_GENERIC;
-}
-
 /* The CPU's best, lowered by su3.isa (a bad environment value is an error). */
 static pk_status s3_isa_check(const pk_s3_desc *d, int *isa)
 {
-    return pk_simd_level(d->tuning, PK_PARAM_SU3_ISA, s3_cpu_isa(), isa);
+    return pk_simd_level(d->tuning, PK_PARAM_SU3_ISA, pk_cpu_simd(), isa);
 }
 
 /* The hand-vectorised kernel of the plan's layout on its ISA; the plain loop where the ISA
  * has none (generic, or hvfo with nw not a multiple of the vector width). */
 static s3_range_fn s3_simd_kernel(const pk_s3_desc *d, int isa)
 {
-#ifdef S3_X86
+#ifdef PK_X86
     const int hv = d->layout == PK_SU3_HVFO, vfo = d->layout == PK_SU3_VFO;
-    if (isa == S3_ISA_AVX512)
+    if (isa == PK_SIMD_AVX512)
         return hv ? (d->nw % 8 == 0 ? s3_hvfo512 : d->nw % 4 == 0 ? s3_hvfo256 : s3_plain)
                : vfo ? s3_vfo512
                      : s3_aos512;
-    if (isa == S3_ISA_AVX2)
+    if (isa == PK_SIMD_AVX2)
         return hv ? (d->nw % 4 == 0 ? s3_hvfo256 : s3_plain) : vfo ? s3_vfo256 : s3_aos256;
 #else
     (void)d;
@@ -433,7 +415,7 @@ static void s3_omp_range(const pk_s3_host_plan *h, const pk_s3_desc *d, const do
     const s3_range_fn fn = h->simd ? s3_simd_kernel(d, h->isa) : s3_plain;
     stream = stream && fn != s3_plain;
     fn(d, u, psi, chi, s0, s1, stream);
-#ifdef S3_X86
+#ifdef PK_X86
     if (stream) s3_fence();
 #endif
 }
@@ -448,7 +430,7 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
     h->nt = 1;
 #endif
     h->simd = strcmp(h->variant, "omp-simd") == 0;
-    int isa = S3_ISA_GENERIC;
+    int isa = PK_SIMD_GENERIC;
     if (h->simd) {
         pk_status s = s3_isa_check(desc, &isa);
         if (s != PK_OK) {
@@ -460,7 +442,7 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
     const size_t bytes = (desc->u_doubles + 2 * desc->spinor_doubles) * sizeof(double);
     int stream[2]; /* su3.stream: auto, 0, 1 (never a bad value: see lib/tuning.c) */
     (void)pk_param_get(desc->tuning, PK_PARAM_SU3_STREAM, stream);
-    h->stream = h->simd && h->isa != S3_ISA_GENERIC &&
+    h->stream = h->simd && h->isa != PK_SIMD_GENERIC &&
                 (stream[0] ? stream[0] == 2 : bytes >= S3_STREAM_MIN);
     h->ops = &pk_openmp_s3_ops;
     h->range = s3_omp_range;
@@ -512,7 +494,7 @@ pk_status pk_omp_s3_run(void *impl, double *kernel_seconds)
         (void)nt;
         pk_s3_share(d, t, team, &s0, &s1);
         if (s0 < s1) fn(d, h->u, h->psi, h->chi, s0, s1, stream);
-#ifdef S3_X86
+#ifdef PK_X86
         if (stream) s3_fence(); /* the streamed lines are globally visible before the join */
 #endif
     }
