@@ -132,6 +132,12 @@ static inline size_t pk_share_lo(size_t n, int t, int nt)
  *  ds in doubles; src and dst apart).  AVX2 4 x 4 blocks where the CPU has them: the
  *  layout conversions (su3 hvfo, dslash omp-vnode) are transposes of a few sites' doubles. */
 void pk_transpose_f64(const double *src, size_t ss, double *dst, size_t ds, size_t r, size_t c);
+/** Copy `bytes` from src to dst with non-temporal stores where dst allows (16-byte aligned
+ *  body; plain stores for the head and tail): for output that is not read again soon, so
+ *  that its lines are not read for ownership first (a third less traffic for a copy).  The
+ *  stores are weakly ordered: call pk_stream_fence() before another thread reads them. */
+void pk_stream_copy(void *dst, const void *src, size_t bytes);
+void pk_stream_fence(void);
 /** The team pk_parallel_range(..., nt, ...) starts: nt, OpenMP's default for 0, 1 without
  *  OpenMP (to size per-thread scratch). */
 int pk_host_threads(int nt);

@@ -463,8 +463,9 @@ typedef struct s3_fused {
     double *chi;
     size_t block;          /* sites per block: a multiple of the layout's granule */
     size_t ud, sd;         /* doubles of u and of a spinor in one block's arrays */
-    int stream;            /* AoS-spinor layouts: chi streamed into the caller's array (the
-                              backend's kernel decides what its alignment allows) */
+    int stream;            /* chi streamed into the caller's array: AoS-spinor layouts by the
+                              backend's kernel (its alignment decides), vfo and hvfo by the
+                              unpacking (pk_stream_copy) */
     double conv_s;         /* thread 0's conversions */
 } s3_fused;
 
@@ -499,11 +500,15 @@ static void s3_fused_range(void *arg, size_t lo, size_t hi)
                     aos_spinor && f->stream);
         if (!aos_spinor) {
             t = t0_times ? pk_now() : 0;
-            s3_conv cc = {&bd, cb, chi, PK_S3_SPINOR, PK_S3_SPINOR, 0};
+            /* streaming: chi in AoS order into the psi block (spent), then out with
+             * non-temporal stores, so that the caller's chi is not read for ownership */
+            s3_conv cc = {&bd, cb, f->stream ? pb : chi, PK_S3_SPINOR, PK_S3_SPINOR, 0};
             s3_conv_sites(&cc, 0, bd.nv);
+            if (f->stream) pk_stream_copy(chi, pb, bd.nv * PK_S3_SPINOR * sizeof(double));
             if (t0_times) f->conv_s += pk_now() - t;
         }
     }
+    if (f->stream && !aos_spinor) pk_stream_fence(); /* before the range's barrier */
 }
 
 pk_status pk_s3_host_execute_canonical(void *impl, const double *u, const double *psi, double *chi,

@@ -14,6 +14,9 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 const char *pk_version(void) { return PORTKERN_VERSION_STRING; }
 
@@ -112,6 +115,28 @@ int pk_host_threads(int nt)
 
 /* dst[j ds + i] = src[i ss + j] for i < r, j < c; the blocks' leftover rows i0.. and
  * columns j0.. by the scalar loop, which walks dst in order. */
+void pk_stream_copy(void *dst, const void *src, size_t bytes)
+{
+    unsigned char *d = dst;
+    const unsigned char *sp = src;
+#if defined(__SSE2__)
+    size_t head = (16 - ((uintptr_t)d & 15u)) & 15u;
+    if (head > bytes) head = bytes;
+    memcpy(d, sp, head);
+    d += head, sp += head, bytes -= head;
+    for (; bytes >= 16; d += 16, sp += 16, bytes -= 16)
+        _mm_stream_si128((__m128i *)(void *)d, _mm_loadu_si128((const __m128i *)(const void *)sp));
+#endif
+    memcpy(d, sp, bytes);
+}
+
+void pk_stream_fence(void)
+{
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+}
+
 static void pk_transpose_rest(const double *src, size_t ss, double *dst, size_t ds, size_t r,
                               size_t c, size_t i0, size_t j0)
 {

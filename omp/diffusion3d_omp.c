@@ -18,10 +18,6 @@
 #ifdef PK_HAVE_OPENMP
 #include <omp.h>
 #endif
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #ifdef PK_X86
 #include <immintrin.h>
 #endif
@@ -189,21 +185,9 @@ static inline void prefetch_row(const float *row, int nx)
     for (int x = 0; x < nx; x += 16) __builtin_prefetch(row + x, 0, 3);
 }
 
-/* Copy a finished row to memory with streaming stores: the target is not read again in this
- * step, so write-allocate would add a third of the traffic (12 B/pt instead of 8). */
-static inline void row_stream(float *restrict dst, const float *restrict src, int nx)
-{
-    int x = 0;
-#if defined(__SSE2__)
-    while (x < nx && ((uintptr_t)(dst + x) & 15u)) {
-        dst[x] = src[x];
-        ++x;
-    }
-    for (; x + 4 <= nx; x += 4) _mm_stream_ps(dst + x, _mm_loadu_ps(src + x));
-#endif
-    for (; x < nx; ++x) dst[x] = src[x];
-}
-
+/* A finished row goes to memory with streaming stores (pk_stream_copy): the target is not
+ * read again in this step, so write-allocate would add a third of the traffic (12 B/pt
+ * instead of 8). */
 static inline void row_store(const pk_d3_host_plan *h, const float *f1, float *f2, float *buf,
                              int stream, int y, int z)
 {
@@ -213,7 +197,7 @@ static inline void row_store(const pk_d3_host_plan *h, const float *f1, float *f
     if (z + 2 < d->nz) prefetch_row(f1 + (size_t)(z + 2) * plane + (size_t)y * (size_t)d->nx, d->nx);
     if (stream) {
         row_peeled(h, f1, buf, y, z);
-        row_stream(dst, buf, d->nx);
+        pk_stream_copy(dst, buf, (size_t)d->nx * sizeof(float));
     } else {
         row_peeled(h, f1, dst, y, z);
     }
@@ -221,9 +205,7 @@ static inline void row_store(const pk_d3_host_plan *h, const float *f1, float *f
 
 static inline void stream_fence(int stream)
 {
-#if defined(__SSE2__)
-    if (stream) _mm_sfence(); /* streamed rows must be visible before the barrier */
-#endif
+    if (stream) pk_stream_fence(); /* streamed rows must be visible before the barrier */
 }
 
 /* ---- omp-tiled ------------------------------------------------------------------------- */
@@ -398,7 +380,7 @@ static void tb_block(const pk_d3_host_plan *h, int T, const float *in, float *ou
                     float *dst = out + (size_t)z * plane + (size_t)y * nx;
                     if (stream) {
                         h->row(d, c, n, s, b, t, buf);
-                        row_stream(dst, buf, nx);
+                        pk_stream_copy(dst, buf, (size_t)nx * sizeof(float));
                     } else {
                         h->row(d, c, n, s, b, t, dst);
                     }

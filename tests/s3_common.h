@@ -760,14 +760,16 @@ static void s3_check_threads(const char *variant)
 }
 
 /* ---- 5b. omp-simd's streamed chi at every offset from a line -------------------------------
- * su3.stream=1 on 2 and 3 threads: the AoS-spinor layouts' plan_execute with u, psi and chi
- * 0..7 doubles past a 64-byte line (the AVX-512 kernel streams whole lines of a shifted chi
- * and stores the partial first and last lines with masks) gives the bits of su3.stream=0,
- * and writes nothing in the 8 doubles before chi or after it. */
+ * su3.stream=1 on 2 and 3 threads: plan_execute with u, psi and chi 0..7 doubles past a
+ * 64-byte line gives the bits of su3.stream=0, and writes nothing in the 8 doubles before
+ * chi or after it: the AoS-spinor layouts (the AVX-512 kernel streams whole lines of a
+ * shifted chi and stores the partial first and last lines with masks) and vfo, hvfo (each
+ * block's chi unpacked, then streamed with an unaligned head and tail). */
 static void s3_check_stream_offsets(void)
 {
     static const size_t sizes[] = {1, 2, 37, 1001};
-    static const int layouts[] = {PK_SU3_AOS, PK_SU3_SHORT, PK_SU3_PADDED, PK_SU3_RECON12};
+    static const int layouts[] = {PK_SU3_AOS, PK_SU3_SHORT, PK_SU3_PADDED, PK_SU3_RECON12,
+                                  PK_SU3_VFO, PK_SU3_HVFO};
     for (int nt = 2; nt <= 3; ++nt) {
         pk_context_options opt;
         pk_context_options_init(&opt);
