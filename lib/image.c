@@ -25,6 +25,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #ifdef PK_HAVE_FFTW
 #include <fftw3.h>
@@ -277,6 +280,9 @@ pk_status pk_degrid_reference_f64(const pk_grid_params *p, const int32_t *suppor
  * (4096^2: 1.7 s against 0.35 s): the strided column access of the 2-D plan is what costs. */
 #ifdef PK_HAVE_FFTW
 #define IM_BATCH 8 /* columns per batch (measured 8: 3.9 s, 16: 4.9 s, 32: 7.6 s at g 18000) */
+/* rows ahead that the image's column gather prefetches (its pass at g 18000, 2 threads,
+ * noisy: none 2.0-2.2 s, 16 1.7, 32-48 1.2-1.9, 128 2.4) */
+#define IM_AHEAD 48
 
 typedef struct im_host {
     pk_image_params p;
@@ -433,6 +439,31 @@ static void im_image_rows(void *arg, size_t lo, size_t hi)
 /* Grid column of crop column x (px = x - N/2 at index px mod g). */
 static size_t im_col(int x, int n, int g) { return (size_t)(x < n / 2 ? x - n / 2 + g : x - n / 2); }
 
+/* The column passes' batches ("slots") of up to IM_BATCH crop columns, laid so that a full
+ * batch is one 64-byte line of every grid row when the rows start on a line (g % 8 == 0):
+ * batches start where x - N/2 is a multiple of IM_BATCH (one starts at x = N/2, where the
+ * grid column wraps, so none straddles it), the first slot [0, lead) the odd ones out.
+ * A misaligned batch read two lines of every grid row and wrote both back after reading
+ * them for ownership. */
+static size_t im_lead(int n, int g) { return g % IM_BATCH ? 0 : (size_t)(n / 2 % IM_BATCH); }
+
+static size_t im_slots(int n, int g)
+{
+    const size_t lead = im_lead(n, g);
+    return (lead > 0) + ((size_t)n - lead + IM_BATCH - 1) / IM_BATCH;
+}
+
+/* Slot s's first column and width. */
+static void im_slot(int n, int g, size_t s, size_t *x0, int *bw)
+{
+    const size_t lead = im_lead(n, g);
+    size_t a = lead > 0 && s == 0 ? 0 : lead + (s - (lead > 0)) * IM_BATCH;
+    size_t b = lead > 0 && s == 0 ? lead : a + IM_BATCH;
+    if (b > (size_t)n) b = (size_t)n;
+    *x0 = a;
+    *bw = (int)(b - a);
+}
+
 /* image's column pass over crop columns [lo, hi), fused with the crop:
  * image[y][x] = Re F[py mod g][px mod g] (-1)^(px + py) / (c(px) c(py)) / norm */
 static void im_image_cols(void *arg, size_t lo, size_t hi)
@@ -444,14 +475,22 @@ static void im_image_cols(void *arg, size_t lo, size_t hi)
     fftwf_complex *cb = im_colbuf(r);
     if (!cb) return;
     const float *sc = h->scorr;
-    for (size_t x0 = lo; x0 < hi; x0 += IM_BATCH) {
-        const int bw = hi - x0 < IM_BATCH ? (int)(hi - x0) : IM_BATCH;
+    for (size_t slot = lo; slot < hi; ++slot) {
+        size_t x0;
+        int bw;
+        im_slot(n, g, slot, &x0, &bw);
         size_t col[IM_BATCH];
         for (int b = 0; b < bw; ++b) col[b] = im_col((int)x0 + b, n, g);
         if (bw < IM_BATCH) /* the batch's unused columns: zeros, not stale values */
             memset(cb + (size_t)bw * gs, 0, (size_t)(IM_BATCH - bw) * gs * sizeof(fftwf_complex));
         for (size_t y = 0; y < gs; ++y) {
             const fftwf_complex *src = h->buf + y * gs;
+            /* rows lie g complex apart, beyond what the hardware prefetchers follow: each
+             * row's line would be a miss at memory latency (the pass took 2 s at g 18000) */
+            if (y + IM_AHEAD < gs) {
+                __builtin_prefetch(src + IM_AHEAD * gs + col[0], 0, 0);
+                __builtin_prefetch(src + IM_AHEAD * gs + col[bw - 1], 0, 0);
+            }
             for (int b = 0; b < bw; ++b) {
                 cb[(size_t)b * gs + y][0] = src[col[b]][0];
                 cb[(size_t)b * gs + y][1] = src[col[b]][1];
@@ -477,15 +516,17 @@ static pk_status im_grid_to_image(im_host *h, float *image, double norm, double 
     im_rows r = {h, NULL, image, norm != 0 ? (float)(1.0 / norm) : 0.0f, 0};
     pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_image_rows, &r);
     *t_rows = pk_now();
-    pk_parallel_range((size_t)h->p.image_size, IM_BATCH, (size_t)(gg * 8), h->nt, im_image_cols,
+    pk_parallel_range(im_slots(h->p.image_size, g), 1, (size_t)(gg * 8), h->nt, im_image_cols,
                       &r);
     PK_CHECK(!r.nomem, PK_ENOMEM, "image: cannot allocate a column buffer (%d x %d complex)",
              IM_BATCH, g);
     return PK_OK;
 }
 
-/* degrid's column pass over model columns [lo, hi): placed with (-1)^(px + py) / (kappa c c),
- * transformed, scattered into the grid's columns (every row) */
+/* degrid's column pass over the slots [lo, hi) of model columns: placed with
+ * (-1)^(px + py) / (kappa c c), transformed, scattered into the grid's columns (every row);
+ * a full aligned batch is one line of each row, written with streaming stores (the row
+ * pass reads the grid again only after the whole column pass) */
 static void im_degrid_cols(void *arg, size_t lo, size_t hi)
 {
     im_rows *r = arg;
@@ -495,18 +536,42 @@ static void im_degrid_cols(void *arg, size_t lo, size_t hi)
     fftwf_complex *cb = im_colbuf(r);
     if (!cb) return;
     const float *sc = h->scorr;
-    for (size_t x0 = lo; x0 < hi; x0 += IM_BATCH) {
-        const int bw = hi - x0 < IM_BATCH ? (int)(hi - x0) : IM_BATCH;
-        memset(cb, 0, IM_BATCH * gs * sizeof(fftwf_complex));
+    int streamed = 0;
+    for (size_t slot = lo; slot < hi; ++slot) {
+        size_t x0;
+        int bw;
+        im_slot(n, g, slot, &x0, &bw);
+        /* zeros where nothing is placed: the padding rows [n - h2, g - h2) of the placed
+         * columns, the unused columns of a partial batch whole */
+        for (int b = 0; b < IM_BATCH; ++b) {
+            const size_t z0 = b < bw ? (size_t)(n - h2) : 0, z1 = b < bw ? gs - (size_t)h2 : gs;
+            memset(cb + (size_t)b * gs + z0, 0, (z1 - z0) * sizeof(fftwf_complex));
+        }
         for (int y = 0; y < n; ++y) {
             const size_t yy = (size_t)(y < h2 ? y - h2 + g : y - h2);
             const float fy = sc[y] * r->scale;
             const float *in = r->in + (size_t)y * n + x0;
-            for (int b = 0; b < bw; ++b) cb[(size_t)b * gs + yy][0] = in[b] * (fy * sc[x0 + b]);
+            for (int b = 0; b < bw; ++b) {
+                cb[(size_t)b * gs + yy][0] = in[b] * (fy * sc[x0 + b]);
+                cb[(size_t)b * gs + yy][1] = 0.0f;
+            }
         }
         fftwf_execute_dft(h->col, cb, cb);
         size_t col[IM_BATCH];
         for (int b = 0; b < bw; ++b) col[b] = im_col((int)x0 + b, n, g);
+#if defined(__SSE2__)
+        if (bw == IM_BATCH && col[0] % IM_BATCH == 0 && gs % IM_BATCH == 0) {
+            for (size_t y = 0; y < gs; ++y) {
+                float *dst = (float *)(h->buf + y * gs + col[0]);
+                for (int b = 0; b < IM_BATCH; b += 2)
+                    _mm_stream_ps(dst + 2 * b,
+                                  _mm_castpd_ps(_mm_set_pd(*(const double *)(cb[(size_t)(b + 1) * gs + y]),
+                                                           *(const double *)(cb[(size_t)b * gs + y]))));
+            }
+            streamed = 1;
+            continue;
+        }
+#endif
         for (size_t y = 0; y < gs; ++y) {
             fftwf_complex *dst = h->buf + y * gs;
             for (int b = 0; b < bw; ++b) {
@@ -515,6 +580,7 @@ static void im_degrid_cols(void *arg, size_t lo, size_t hi)
             }
         }
     }
+    if (streamed) pk_stream_fence(); /* before the pass's barrier */
     pk_free_aligned(cb);
 }
 
@@ -988,7 +1054,7 @@ static pk_status dg_host_passes(const im_host *h, const float *model, double *t1
     const int g = h->p.grid.grid_size;
     const double gg = (double)g * g;
     im_rows r = {h, model, NULL, (float)(1.0 / h->kappa), 0};
-    pk_parallel_range((size_t)h->p.image_size, IM_BATCH, (size_t)(gg * 8), h->nt, im_degrid_cols,
+    pk_parallel_range(im_slots(h->p.image_size, g), 1, (size_t)(gg * 8), h->nt, im_degrid_cols,
                       &r);
     *t1 = pk_now();
     PK_CHECK(!r.nomem, PK_ENOMEM, "degrid: cannot allocate a column buffer (%d x %d complex)",

@@ -1111,8 +1111,23 @@ int main(void)
         test_pipeline(&hh, "h");
         test_adjoint(&hh, "h");
     }
+    /* i: g 200 (rows on 64-byte lines), N 100: the column passes' batches start where
+     * x - N/2 is a multiple of 8, so the first is 2 columns wide and the last 2; the full
+     * ones are streamed into the grid (lib/image.c im_slot) */
+    im_case ii;
+    memset(&ii, 0, sizeof ii);
+    const int ki = case_kernels(&ii, cell, 100, 200, 4, 4 * 32, 1, 0);
+    ok(ki, "case i: g 200, N 100, os 4: %s", ki ? "correction ok" : pk_last_error());
+    if (ki) {
+        case_data(&ii, 2000, 0.6, 0, src, 3);
+        test_pipeline(&ii, "i");
+        test_predict(&ii, "i");
+        test_adjoint(&ii, "i");
+        test_host_reference(&ii, "i");
+    }
     case_free(&f);
     case_free(&hh);
+    case_free(&ii);
     /* the host FFT when the device FFT is unavailable (the library's test hook, read at plan
      * creation): OpenCL's image and degrid still within the bounds, the reason says why */
     setenv("PORTKERN_TEST_NO_DEVICE_FFT", "1", 1);
