@@ -534,7 +534,8 @@ static void im_image_cols(void *arg, size_t lo, size_t hi)
                 __builtin_prefetch(src + IM_AHEAD * gs + col[bw - 1], 0, 0);
             }
             if (!h->rows[y]) { /* zeros: not read */
-                for (int b = 0; b < bw; ++b) cb[(size_t)b * gs + y][0] = cb[(size_t)b * gs + y][1] = 0;
+                for (int b = 0; b < bw; ++b)
+                    cb[(size_t)b * gs + y][0] = cb[(size_t)b * gs + y][1] = 0;
                 continue;
             }
             for (int b = 0; b < bw; ++b) {
@@ -611,10 +612,12 @@ static void im_degrid_cols(void *arg, size_t lo, size_t hi)
             for (size_t y = 0; y < gs; ++y) {
                 if (!h->rows[y]) continue; /* not read by the row pass or the gather */
                 float *dst = (float *)(h->buf + y * gs + col[0]);
-                for (int b = 0; b < IM_BATCH; b += 2)
-                    _mm_stream_ps(dst + 2 * b,
-                                  _mm_castpd_ps(_mm_set_pd(*(const double *)(cb[(size_t)(b + 1) * gs + y]),
-                                                           *(const double *)(cb[(size_t)b * gs + y]))));
+                for (int b = 0; b < IM_BATCH; b += 2) { /* two complex per 16-byte store */
+                    const __m64 *lo = (const __m64 *)cb[(size_t)b * gs + y];
+                    const __m64 *hi = (const __m64 *)cb[(size_t)(b + 1) * gs + y];
+                    const __m128 v = _mm_loadh_pi(_mm_loadl_pi(_mm_setzero_ps(), lo), hi);
+                    _mm_stream_ps(dst + 2 * b, v);
+                }
             }
             streamed = 1;
             continue;

@@ -68,8 +68,7 @@ static void step_omp(const pk_d3_desc *d, const float *f1, float *f2, int nt)
 /* out[0..nx) = the stencil on one row given its centre row c and the rows n, s, b, t (each
  * already clamped to c at a face); out may be a private buffer or the target row.  One
  * function per SIMD level (diffusion3d.isa, fixed at plan creation: pk_d3_host_plan.row);
- * every level sums in the same order, cw w first (the order GCC's contraction gives the
- * vectorised loop), so a plan's variants and blockings agree bit for bit. */
+ * all of a plan's variants and blockings call the same one, so they agree bit for bit. */
 static inline __attribute__((always_inline)) void row_body(const pk_d3_desc *d,
                                                            const float *restrict c,
                                                            const float *restrict n,
@@ -111,8 +110,9 @@ PK_T256 static void row_avx2(const pk_d3_desc *d, const float *c, const float *n
 /* AVX-512: the centre row is loaded once per 16 points and its x - 1 and x + 1 neighbours
  * are shifted out of the registers (valignd) instead of two unaligned loads, half of which
  * split a cache line: 5 loads per 16 points.  The faces clamp w of x = 0 (lane 15 of the
- * first `prev`) and e of x = nx - 1 (blended in).  In L1 2.2x the AVX2 loop's points per
- * cycle, in L2 1.2x (docs/PERFORMANCE.md). */
+ * first `prev`) and e of x = nx - 1 (blended in).  Every point sums in the order GCC's
+ * contraction gives the AVX2 loop's interior (cw w first).  Rows in L2 1.3-1.5x the AVX2
+ * loop's rate (docs/PERFORMANCE.md). */
 #define D3_512(W, C, E, S, N, B, T)                                                           \
     _mm512_fmadd_ps(vct, T, _mm512_fmadd_ps(vcb, B, _mm512_fmadd_ps(vcn, N, _mm512_fmadd_ps(  \
         vcs, S, _mm512_fmadd_ps(vce, E, _mm512_fmadd_ps(vcc, C, _mm512_mul_ps(vcw, W)))))))
@@ -128,7 +128,8 @@ PK_T512 static void row_avx512(const pk_d3_desc *d, const float *c, const float 
     const __m512 vcn = _mm512_set1_ps(d->c[PK_D3_CN]), vcb = _mm512_set1_ps(d->c[PK_D3_CB]);
     const __m512 vct = _mm512_set1_ps(d->c[PK_D3_CT]);
     __m512 prev = _mm512_set1_ps(c[0]);
-    __m512 cur = nx >= 16 ? _mm512_loadu_ps(c) : _mm512_maskz_loadu_ps((__mmask16)((1u << nx) - 1), c);
+    __m512 cur = nx >= 16 ? _mm512_loadu_ps(c)
+                          : _mm512_maskz_loadu_ps((__mmask16)((1u << nx) - 1), c);
     int x = 0;
     for (; x + 32 <= nx; x += 16) { /* the next 16 centre points exist: no clamp, no mask */
         const __m512 next = _mm512_loadu_ps(c + x + 16);
@@ -145,11 +146,12 @@ PK_T512 static void row_avx512(const pk_d3_desc *d, const float *c, const float 
         const __m512 next = more ? _mm512_maskz_loadu_ps((__mmask16)((1u << more) - 1), c + x + 16)
                                  : _mm512_setzero_ps();
         __m512 e = D3_SHIFT(next, cur, 1);
-        if (rest <= 16) e = _mm512_mask_mov_ps(e, (__mmask16)(1u << (rest - 1)), _mm512_set1_ps(c[nx - 1]));
-        _mm512_mask_storeu_ps(out + x, m,
-                              D3_512(D3_SHIFT(cur, prev, 15), cur, e, _mm512_maskz_loadu_ps(m, s + x),
-                                     _mm512_maskz_loadu_ps(m, n + x), _mm512_maskz_loadu_ps(m, b + x),
-                                     _mm512_maskz_loadu_ps(m, t + x)));
+        if (rest <= 16)
+            e = _mm512_mask_mov_ps(e, (__mmask16)(1u << (rest - 1)), _mm512_set1_ps(c[nx - 1]));
+        const __m512 r = D3_512(D3_SHIFT(cur, prev, 15), cur, e, _mm512_maskz_loadu_ps(m, s + x),
+                                _mm512_maskz_loadu_ps(m, n + x), _mm512_maskz_loadu_ps(m, b + x),
+                                _mm512_maskz_loadu_ps(m, t + x));
+        _mm512_mask_storeu_ps(out + x, m, r);
         prev = cur;
         cur = next;
     }

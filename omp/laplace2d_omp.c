@@ -291,7 +291,8 @@ static lp_row_fn lp_simd_row(const pk_lp_desc *d, int isa)
 {
 #ifdef PK_X86
     if (isa >= PK_SIMD_AVX2) {
-        if (d->layout == PK_LAP_LEXI) return isa == PK_SIMD_AVX512 ? row_lexi_avx512 : row_lexi_avx2;
+        if (d->layout == PK_LAP_LEXI)
+            return isa == PK_SIMD_AVX512 ? row_lexi_avx512 : row_lexi_avx2;
         if (d->nw == 16) return isa == PK_SIMD_AVX512 ? row_hvfo16_avx512 : row_hvfo16_avx2;
         if (d->nw == 8) return row_hvfo8_avx2;
     }

@@ -286,7 +286,8 @@ static void d3_check_isa(void)
                 ++runs;
                 if (s != PK_OK ||
                     (v > 0 && memcmp(out, first, n * sizeof(float)) != 0) ||
-                    pk_diff_f32(out, ref, n, D3_RTOL, D3_ZERO, PK_DIFF_ELEMENTWISE, NULL) != PK_OK) {
+                    pk_diff_f32(out, ref, n, D3_RTOL, D3_ZERO, PK_DIFF_ELEMENTWISE, NULL) !=
+                        PK_OK) {
                     good = 0;
                     snprintf(why, sizeof why, "; isa %s, %s, nx %d: %s", level[l], vs[v], nx,
                              s ? pk_last_error()
