@@ -295,7 +295,8 @@ typedef struct im_host {
                             allocates its own: FFTW's aligned malloc, as the plan's) */
     fftwf_plan row, col; /* one row in place; IM_BATCH contiguous columns in place */
     unsigned char *rows; /* [2 g]: [0, g) the grid rows the passes need (image: those that may
-                            hold a non-zero cell; degrid: those the gather reads), [g, 2 g)
+                            hold a non-zero cell, so after an execute the only rows of buf
+                            that are not zero; degrid: those the gather reads), [g, 2 g)
                             im_mark_rows's scratch */
     int smax;            /* the widest support of the w-planes */
 } im_host;
@@ -322,7 +323,8 @@ static void im_destroy_plans(void *arg)
 static void im_host_free(im_host *h)
 {
     if (h->row || h->col) pk_fftwf_unplan(im_destroy_plans, h);
-    pk_free_aligned(h->buf);
+    pk_free_zeroed(h->buf, (size_t)h->p.grid.grid_size * (size_t)h->p.grid.grid_size *
+                               sizeof(fftwf_complex));
     pk_free_aligned(h->cols);
     free(h->scorr);
     free(h->rows);
@@ -371,9 +373,9 @@ static pk_status im_host_init(im_host *h, const pk_image_params *p, const int32_
              PK_EOVERFLOW, "grid_size %d: the grid's bytes overflow size_t", g);
     /* Not fftwf_malloc: the grid-sized buffer is advised for huge pages (512 x fewer first-touch
      * faults in a one-shot call); 64-byte alignment covers FFTW's SIMD. */
-    h->buf = pk_alloc_aligned(bytes);
+    h->buf = pk_alloc_zeroed(bytes); /* zeros: an image execute clears only the rows it used */
     h->cols = pk_alloc_aligned(cbytes);
-    h->rows = malloc(2 * (size_t)g);
+    h->rows = calloc(2, (size_t)g);
     for (int w = 0; w < p->grid.num_w_planes; ++w)
         if (support[w] > h->smax) h->smax = support[w];
     PK_CHECK(h->buf && h->cols && h->rows, PK_ENOMEM,
@@ -453,11 +455,14 @@ static fftwf_complex *im_colbuf(im_rows *r)
     return cb;
 }
 
+/* The rows the last execute left non-zero (the grid's rows are zeros elsewhere: fresh
+ * pages, never written) */
 static void im_zero_rows(void *arg, size_t lo, size_t hi)
 {
     const im_rows *r = arg;
     const size_t g = (size_t)r->h->p.grid.grid_size;
-    memset(r->h->buf + lo * g, 0, (hi - lo) * g * sizeof(fftwf_complex));
+    for (size_t y = lo; y < hi; ++y)
+        if (r->h->rows[y]) memset(r->h->buf + y * g, 0, g * sizeof(fftwf_complex));
 }
 
 /* image's row pass: the marked rows, or (r->marked 0) the rows with a non-zero cell, found
@@ -886,6 +891,8 @@ pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, floa
     const double t0 = pk_now();
     im_rows r = {h, NULL, image, 0.0f, 0, 0};
     pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_zero_rows, &r);
+    /* before the grid step: the rows it may write are marked even if it fails part way */
+    im_mark_rows(h, d);
     const double t1 = pk_now();
     double nrm = 0;
     int64_t sk = 0;
@@ -893,7 +900,6 @@ pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, floa
     PK_TRY(pk_grid_plan_execute(plan->gp, d, (float *)h->buf, &nrm, &sk, &gi));
     const double t2 = pk_now();
     double t3;
-    im_mark_rows(h, d);
     PK_TRY(im_grid_to_image(h, image, nrm, 1, &t3));
     const double t4 = pk_now();
     if (norm) *norm = nrm;

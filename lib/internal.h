@@ -76,6 +76,12 @@ int pk_mul3_size(size_t a, size_t b, size_t c, size_t *out);
  *  2 MiB aligned and advised for transparent huge pages. */
 void *pk_alloc_aligned(size_t bytes);
 void pk_free_aligned(void *p);
+/** 64-byte aligned (2 MiB on Linux), `bytes` of zeros whose pages are not touched: on Linux
+ *  fresh anonymous pages, which fault in (zeroed by the kernel) only where first written, so
+ *  a large buffer of which a call uses a part costs only that part.  NULL on failure; free
+ *  with pk_free_zeroed(p, bytes). */
+void *pk_alloc_zeroed(size_t bytes);
+void pk_free_zeroed(void *p, size_t bytes);
 /** From 4 MiB on: advise the whole 2 MiB pages inside [p, p + bytes) for transparent huge
  *  pages (advice only; errors ignored).  Pages not yet touched then fault 2 MiB at a time:
  *  a fresh 17 MB output took 4,300 faults and ~5 ms to first-touch, ~1 ms advised. */

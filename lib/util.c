@@ -65,6 +65,40 @@ void pk_advise_huge(void *p, size_t bytes)
 
 void pk_free_aligned(void *p) { free(p); }
 
+void *pk_alloc_zeroed(size_t bytes)
+{
+#if defined(MAP_ANONYMOUS) && defined(__linux__)
+    /* fresh anonymous pages read as zero and cost nothing until written; 2 MiB aligned (the
+     * slack unmapped) for transparent huge pages, as pk_alloc_aligned */
+    const size_t huge = (size_t)2 << 20;
+    if (bytes == 0 || bytes > SIZE_MAX - huge) return NULL;
+    char *m = mmap(NULL, bytes + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    char *p = (char *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+    if (p > m) (void)munmap(m, (size_t)(p - m));
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *end = p + (bytes + page - 1) / page * page;
+    if (m + bytes + huge > end) (void)munmap(end, (size_t)(m + bytes + huge - end));
+    pk_advise_huge(p, bytes);
+    return p;
+#else
+    void *p = pk_alloc_aligned(bytes);
+    if (p) memset(p, 0, bytes);
+    return p;
+#endif
+}
+
+void pk_free_zeroed(void *p, size_t bytes)
+{
+    if (!p) return;
+#if defined(MAP_ANONYMOUS) && defined(__linux__)
+    (void)munmap(p, bytes);
+#else
+    (void)bytes;
+    pk_free_aligned(p);
+#endif
+}
+
 /* Under this many bytes moved a loop stays on one thread: starting a team costs more. */
 static size_t pk_parallel_min_bytes(void)
 {
