@@ -963,6 +963,26 @@ static void test_bad(const im_case *c)
 #undef BAD
 }
 
+/* A further case: g, N, os 4, 2000 visibilities around the sources; the tests named. */
+enum { X_PIPELINE = 1, X_PREDICT = 2, X_ADJOINT = 4, X_FROM_GRID = 8, X_HOST_REF = 16 };
+static void extra_case(const char *name, double cell, int n, int g, const double (*src)[3],
+                       int tests)
+{
+    im_case c;
+    memset(&c, 0, sizeof c);
+    const int k = case_kernels(&c, cell, n, g, 4, 4 * 32, 1, 0);
+    ok(k, "case %s: g %d, N %d, os 4: %s", name, g, n, k ? "correction ok" : pk_last_error());
+    if (k) {
+        case_data(&c, 2000, 0.6, 0, src, 3);
+        if (tests & X_PIPELINE) test_pipeline(&c, name);
+        if (tests & X_PREDICT) test_predict(&c, name);
+        if (tests & X_ADJOINT) test_adjoint(&c, name);
+        if (tests & X_FROM_GRID) test_from_grid(&c, name);
+        if (tests & X_HOST_REF) test_host_reference(&c, name);
+    }
+    case_free(&c);
+}
+
 #endif /* PK_HAVE_FFTW && PK_HAVE_FFTW3 */
 
 /* A separable Gaussian plane (sigma 1 cell, os 4, support 3) made here: no generator. */
@@ -1091,43 +1111,13 @@ int main(void)
     test_adjoint(&b, "b");
     /* grids that are not powers of two (the generated sets' 18000 = 2^4 3^2 5^3): f, g 180 =
      * 2^2 3^2 5 (VkFFT's radices 2, 3, 5), N 96; h, g 106 = 2 x 53 (a prime factor above 13:
-     * VkFFT's Bluestein transform), N 64.  The bounds of 7.5 with L = log2 g^2. */
-    im_case f, hh;
-    memset(&f, 0, sizeof f);
-    memset(&hh, 0, sizeof hh);
-    const int kf = case_kernels(&f, cell, 96, 180, 4, 4 * 32, 1, 0);
-    ok(kf, "case f: g 180, N 96, os 4: %s", kf ? "correction ok" : pk_last_error());
-    if (kf) {
-        case_data(&f, 2000, 0.6, 0, src, 3);
-        test_pipeline(&f, "f");
-        test_adjoint(&f, "f");
-        test_from_grid(&f, "f");
-        test_host_reference(&f, "f");
-    }
-    const int kh = case_kernels(&hh, cell, 64, 106, 4, 4 * 32, 1, 0);
-    ok(kh, "case h: g 106, N 64, os 4: %s", kh ? "correction ok" : pk_last_error());
-    if (kh) {
-        case_data(&hh, 2000, 0.6, 0, src, 3);
-        test_pipeline(&hh, "h");
-        test_adjoint(&hh, "h");
-    }
-    /* i: g 200 (rows on 64-byte lines), N 100: the column passes' batches start where
-     * x - N/2 is a multiple of 8, so the first is 2 columns wide and the last 2; the full
-     * ones are streamed into the grid (lib/image.c im_slot) */
-    im_case ii;
-    memset(&ii, 0, sizeof ii);
-    const int ki = case_kernels(&ii, cell, 100, 200, 4, 4 * 32, 1, 0);
-    ok(ki, "case i: g 200, N 100, os 4: %s", ki ? "correction ok" : pk_last_error());
-    if (ki) {
-        case_data(&ii, 2000, 0.6, 0, src, 3);
-        test_pipeline(&ii, "i");
-        test_predict(&ii, "i");
-        test_adjoint(&ii, "i");
-        test_host_reference(&ii, "i");
-    }
-    case_free(&f);
-    case_free(&hh);
-    case_free(&ii);
+     * VkFFT's Bluestein transform), N 64.  The bounds of 7.5 with L = log2 g^2.  i: g 200
+     * (rows on 64-byte lines), N 100: the column passes' batches start where x - N/2 is a
+     * multiple of 8, so the first is 2 columns wide and the last 2; the full ones are
+     * streamed into the grid (lib/image.c im_slot). */
+    extra_case("f", cell, 96, 180, src, X_PIPELINE | X_ADJOINT | X_FROM_GRID | X_HOST_REF);
+    extra_case("h", cell, 64, 106, src, X_PIPELINE | X_ADJOINT);
+    extra_case("i", cell, 100, 200, src, X_PIPELINE | X_PREDICT | X_ADJOINT | X_HOST_REF);
     /* the host FFT when the device FFT is unavailable (the library's test hook, read at plan
      * creation): OpenCL's image and degrid still within the bounds, the reason says why */
     setenv("PORTKERN_TEST_NO_DEVICE_FFT", "1", 1);
