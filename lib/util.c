@@ -147,8 +147,6 @@ int pk_host_threads(int nt)
 #endif
 }
 
-/* dst[j ds + i] = src[i ss + j] for i < r, j < c; the blocks' leftover rows i0.. and
- * columns j0.. by the scalar loop, which walks dst in order. */
 void pk_stream_copy(void *dst, const void *src, size_t bytes)
 {
     unsigned char *d = dst;
@@ -171,6 +169,8 @@ void pk_stream_fence(void)
 #endif
 }
 
+/* dst[j ds + i] = src[i ss + j] for i < r, j < c; the blocks' leftover rows i0.. and
+ * columns j0.. by the scalar loop, which walks dst in order. */
 static void pk_transpose_rest(const double *src, size_t ss, double *dst, size_t ds, size_t r,
                               size_t c, size_t i0, size_t j0)
 {
