@@ -341,26 +341,38 @@ pk_status pk_lp_host_create(const pk_lp_desc *desc, int nt, pk_lp_host_plan **pl
     h->d.variant = h->variant;
     h->n = (size_t)desc->l * (size_t)desc->l;
     h->nt = nt > 0 ? nt : 1;
-    h->f1 = pk_alloc_aligned(h->n * sizeof(float));
-    h->f2 = pk_alloc_aligned(h->n * sizeof(float));
-    if (!h->f1 || !h->f2) {
-        const size_t bytes = h->n * sizeof(float);
-        pk_lp_host_destroy(h);
-        return pk_fail(PK_ENOMEM, "laplace2d: cannot allocate 2 x %zu bytes", bytes);
-    }
-    /* First touch by the threads that will sweep the rows; a download before any upload
-     * returns zeros. */
-    lp_host_copy(h, h->f1, NULL);
-    lp_host_copy(h, h->f2, NULL);
-    h->cur = h->f1;
-    *plan = h;
+    *plan = h; /* the fields come when a call first needs them (pk_lp_host_fields) */
     return PK_OK;
+}
+
+/* One field of the plan, allocated on first use.  zero: first touched (zeroed) now with the
+ * threads' row partition, for a field read before it is written (f1 of a run before any
+ * upload); a field a sweep writes first is faulted in by the threads that sweep its rows, in
+ * that sweep. */
+pk_status pk_lp_host_field(pk_lp_host_plan *h, float **f, int zero)
+{
+    if (*f) return PK_OK;
+    if (!(*f = pk_alloc_aligned(h->n * sizeof(float))))
+        return pk_fail(PK_ENOMEM, "laplace2d: cannot allocate a field of %zu bytes",
+                       h->n * sizeof(float));
+    if (zero) lp_host_copy(h, *f, NULL);
+    return PK_OK;
+}
+
+pk_status pk_lp_host_ready(pk_lp_host_plan *h)
+{
+    if (!h->cur) { /* a run before any upload iterates on zeros */
+        PK_TRY(pk_lp_host_field(h, &h->f1, 1));
+        h->cur = h->f1;
+    }
+    return pk_lp_host_field(h, &h->f2, 0);
 }
 
 pk_status pk_lp_host_upload(void *impl, const float *phi, double *seconds)
 {
     pk_lp_host_plan *h = impl;
     const double t0 = pk_now();
+    PK_TRY(pk_lp_host_field(h, &h->f1, 0));
     lp_host_copy(h, h->f1, phi);
     h->cur = h->f1;
     *seconds = pk_now() - t0;
@@ -371,7 +383,7 @@ pk_status pk_lp_host_download(void *impl, float *phi, double *seconds)
 {
     pk_lp_host_plan *h = impl;
     const double t0 = pk_now();
-    lp_host_copy(h, phi, h->cur);
+    lp_host_copy(h, phi, h->cur); /* before any upload or run (cur NULL): zeros */
     *seconds = pk_now() - t0;
     return PK_OK;
 }
@@ -399,7 +411,8 @@ pk_status pk_lp_host_execute(void *impl, float *phi, int count, double *kernel_s
     if (s == PK_OK && h->cur != phi) /* the result is in the work array */
         s = pk_lp_host_download(h, phi, &down);
     h->f1 = own;
-    h->cur = own; /* the plan's own field is not the caller's: upload before plan_run */
+    h->cur = own; /* the plan's own field (NULL: none yet), not the caller's: upload before a
+                     plan_run */
     *transfer_seconds = down;
     return s;
 }

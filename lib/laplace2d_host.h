@@ -64,7 +64,9 @@ static inline void pk_lp_rows_of(int l, int t, int nt, int *y0, int *y1)
 
 /* ---- the host plan ---------------------------------------------------------------------
  * Shared by the serial and OpenMP backends: two 64-byte aligned fields in desc->layout, `cur`
- * holds the latest.  The backends supply only the iterations. */
+ * holds the latest (NULL before the first upload or run).  The fields are allocated when a
+ * call first needs them: a one-shot call on the caller's field uses only the second, so it
+ * never allocates or touches the first.  The backends supply only the iterations. */
 typedef struct pk_lp_host_plan {
     pk_lp_desc d;
     char variant[32];
@@ -80,9 +82,13 @@ typedef struct pk_lp_host_plan {
     pk_status (*run)(void *impl, int count, double *kernel_seconds); /* the backend's sweeps */
 } pk_lp_host_plan;
 
-/** Allocate the plan for nt threads; both fields are first touched (zeroed) with the static
- *  row partition the OpenMP iterations use. */
+/** Make the plan for nt threads, no field yet. */
 pk_status pk_lp_host_create(const pk_lp_desc *desc, int nt, pk_lp_host_plan **plan);
+/** *f (h->f1 or h->f2) allocated if it is not yet; zero: first touched now (zeroed) with the
+ *  static row partition the OpenMP iterations use. */
+pk_status pk_lp_host_field(pk_lp_host_plan *h, float **f, int zero);
+/** What a run's ping-pong needs: cur (zeros before any upload) and the second field. */
+pk_status pk_lp_host_ready(pk_lp_host_plan *h);
 pk_status pk_lp_host_upload(void *impl, const float *phi, double *seconds);
 pk_status pk_lp_host_download(void *impl, float *phi, double *seconds);
 /** The host backends' execute: the sweeps run on the caller's field itself (in place of the

@@ -395,10 +395,13 @@ static size_t lp_scratch_floats(int l, int kind, int T, int hvfo)
  * writes it (rows converted in the threads' scratch), the plan's fields between them; one
  * op alone cannot read and write the same field, so it writes f2 and each thread converts
  * its rows into lexi after the barrier. */
-static void lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count, float *lexi)
+static pk_status lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count, float *lexi)
 {
     const int T = h->kind == LP_OMP_TB ? h->tb_depth : 1;
     const int passes = count / T, ops = passes + count % T;
+    if (!lexi) PK_TRY(pk_lp_host_ready(h));
+    else if (ops >= 3) PK_TRY(pk_lp_host_field(h, &h->f1, 0)); /* written before it is read */
+    if (lexi) PK_TRY(pk_lp_host_field(h, &h->f2, 0));
     float *f[2] = {h->cur, h->cur == h->f1 ? h->f2 : h->f1};
     if (lexi) f[0] = h->f1, f[1] = h->f2;
 #pragma omp parallel num_threads(h->nt)
@@ -427,6 +430,7 @@ static void lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count, float *
                                   lexi + (size_t)y * h->d.l, 0);
     }
     if (!lexi && (ops & 1)) h->cur = f[1];
+    return PK_OK;
 }
 
 /* ---- the backend entry points ------------------------------------------------------------- */
@@ -499,9 +503,9 @@ pk_status pk_omp_lp_run(void *impl, int count, double *kernel_seconds)
     lp_omp o;
     lp_omp_init(h, &o);
     const double t0 = pk_now();
-    if (count > 0) lp_omp_steps(h, &o, count, NULL);
+    pk_status s = count > 0 ? lp_omp_steps(h, &o, count, NULL) : PK_OK;
     *kernel_seconds = pk_now() - t0;
-    return PK_OK;
+    return s;
 }
 
 /* An hvfo plan on the caller's lexi field, in place: the first pass reads lexi rows and the
@@ -515,10 +519,10 @@ static pk_status pk_omp_lp_execute_canonical(void *impl, float *phi, int count,
     lp_omp o;
     lp_omp_init(h, &o);
     const double t0 = pk_now();
-    if (count > 0) lp_omp_steps(h, &o, count, phi);
+    pk_status s = count > 0 ? lp_omp_steps(h, &o, count, phi) : PK_OK;
     *kernel_seconds = pk_now() - t0;
     *layout_seconds = 0;
-    return PK_OK;
+    return s;
 }
 
 /* The laplace2d kernel family on this backend (lib/internal.h, pk_lp_ops).  omp-tb first: a
