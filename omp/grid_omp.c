@@ -51,7 +51,9 @@
  * column gu + k0: both unit stride, no gathers; the conjugation of the kernel (ww > 0) is a
  * sign on the visibility's terms: g.re += a c.re - (sign b) c.im, g.im += b c.re + (sign a)
  * c.im.  The loop vectorises (-O3, #pragma omp simd; an AVX2+FMA clone is picked at load
- * time, PK_SIMD_CLONES: vpermilps + vfmaddsub per 4 complex).  Storage (os + 1) m L complex
+ * time, PK_SIMD_CLONES: vpermilps + vfmaddsub per 4 complex); where the CPU has AVX-512
+ * (grid.isa auto) a hand-written loop does 8 complex a vector with the row's remainder
+ * masked (gr_grid_list512).  Storage (os + 1) m L complex
  * per plane, ~2x the compact stack (EL82-70: 36 MB).
  *
  * Choices measured on the 2-core Zen 4 KVM (GCC 12 -O3; el82-70 --scale 0.1 from lib/gen:
@@ -66,7 +68,10 @@
  *   sorting by (plane, off_u, off_v) (the 8475-way scatter cost more than the reuse won);
  *   software prefetch of the next rows or visibility (no gain: the hardware prefetcher
  *   follows the rows); hand-written AVX2 (slower than GCC's); an AVX-512 clone (no faster
- *   on Zen 4 with rows of 9..89 samples).  Against a single-plane data set (kernel always
+ *   on Zen 4 with rows of 9..89 samples).  On the 2-core Intel Xeon KVM (AVX-512), the
+ *   hand-written AVX-512 loop with masked remainders against the AVX2 clone, alternating
+ *   plans in one process (2026-11-29): outer stage 356-458 -> 250-262 ms, the plan run
+ *   597-689 -> 461-532 ms at el82-70 x 0.1.  Against a single-plane data set (kernel always
  *   in L1) the loop runs ~2.1 G updates/s per core, so kernel reads from L2/L3 cost ~1/3.
  */
 #include "grid_host.h"
@@ -79,6 +84,9 @@
 
 #ifdef PK_HAVE_OPENMP
 #include <omp.h>
+#endif
+#ifdef PK_X86
+#include <immintrin.h>
 #endif
 
 #define GR_DEFAULT_TILE 64
@@ -105,6 +113,7 @@ typedef struct gr_vis {
 typedef struct gr_omp_plan {
     pk_gr_desc d;        /* d.support -> support; no kernels (the rows replace them) */
     int variant, nt;
+    int isa;             /* PK_SIMD_* of the gridding loop (grid.isa) */
     int32_t *support;
     size_t *row_base;    /* [np]: complex offset of plane w's rows */
     float *rows;         /* the reordered kernel rows (see the top) */
@@ -195,6 +204,11 @@ pk_status pk_omp_gr_create(void *state, int device, const pk_gr_desc *desc, void
     h->d.plane_offset = NULL;
     h->variant = strcmp(desc->variant, "omp-atomic") == 0 ? GR_ATOMIC : GR_TILED;
     h->nt = gr_threads(desc);
+    pk_status st = pk_simd_level(desc->tuning, PK_PARAM_GRID_ISA, pk_cpu_simd(), &h->isa);
+    if (st != PK_OK) {
+        free(h);
+        return st;
+    }
     if (h->d.p.tile_size == 0) h->d.p.tile_size = GR_DEFAULT_TILE;
     h->support = malloc((size_t)np * sizeof *h->support);
     h->row_base = malloc((size_t)np * sizeof *h->row_base);
@@ -205,8 +219,8 @@ pk_status pk_omp_gr_create(void *state, int device, const pk_gr_desc *desc, void
     }
     memcpy(h->support, desc->support, (size_t)np * sizeof *h->support);
     h->d.support = h->support;
-    pk_status st = pk_omp_gr_rows_make(&desc->p, h->support, desc->kernels, desc->plane_offset,
-                                       h->nt, &h->rows, h->row_base);
+    st = pk_omp_gr_rows_make(&desc->p, h->support, desc->kernels, desc->plane_offset, h->nt,
+                             &h->rows, h->row_base);
     if (st != PK_OK) {
         pk_omp_gr_destroy(h);
         return st;
@@ -239,6 +253,45 @@ static inline double gr_ksum(const gr_omp_plan *h, int w, int ou, int ov)
 }
 
 /* ---- the gridding loop ---------------------------------------------------------------- */
+/* One visibility's footprint clipped to the cells [x0, x1) x [y0, y1): rows j0..j1 of cnt
+ * samples from column v->gu + k0; its kernel row j at gr_krow, its grid row at gr_grow. */
+typedef struct gr_foot {
+    const float *blk; /* the plane's rows for v->ou, from column k0 */
+    float *g0;        /* the destination's column gu + k0 of row 0 */
+    size_t stride;    /* the destination's row length in cells */
+    int j0, j1, cnt, L, os, ov, gv;
+} gr_foot;
+
+static inline int gr_clip(const gr_omp_plan *h, const gr_vis *v, int x0, int x1, int y0, int y1,
+                          float *dst, size_t stride, int dx, int dy, gr_foot *f)
+{
+    const int os = h->d.p.oversample, half = os / 2;
+    const int s = h->support[v->w], L = 2 * s + 1, m = half + s * os + 1;
+    const int k0 = gr_max(-s, x0 - v->gu), k1 = gr_min(s, x1 - 1 - v->gu);
+    f->j0 = gr_max(-s, y0 - v->gv);
+    f->j1 = gr_min(s, y1 - 1 - v->gv);
+    if (k0 > k1 || f->j0 > f->j1) return 0;
+    f->cnt = k1 - k0 + 1;
+    f->L = L;
+    f->os = os;
+    f->ov = v->ov;
+    f->gv = v->gv - dy;
+    f->stride = stride;
+    f->blk = h->rows + 2 * (h->row_base[v->w] + (size_t)(v->ou + half) * m * L + (size_t)(k0 + s));
+    f->g0 = dst + 2 * ((size_t)(v->gu + k0 - dx));
+    return 1;
+}
+
+static inline const float *gr_krow(const gr_foot *f, int j)
+{
+    return f->blk + 2 * (size_t)abs(f->ov + j * f->os) * f->L;
+}
+
+static inline float *gr_grow(const gr_foot *f, int j)
+{
+    return f->g0 + 2 * (size_t)(f->gv + j) * f->stride;
+}
+
 /* Visibilities rec[list[0 .. n)], each clipped to the cells [x0, x1) x [y0, y1), into dst:
  * cell (x, y) at dst[2 ((y - dy) stride + x - dx)].  A tile's list rises through rec (the
  * buckets keep plane order): the record a few entries ahead is prefetched. */
@@ -248,24 +301,18 @@ static void gr_grid_list(const gr_omp_plan *h, const gr_vis *rec, const uint32_t
                          int x0, int x1, int y0, int y1, float *dst, size_t stride, int dx,
                          int dy)
 {
-    const int os = h->d.p.oversample, half = os / 2;
     for (size_t e = 0; e < n; ++e) {
 #if defined(__GNUC__)
         if (e + GR_PREFETCH < n) __builtin_prefetch(&rec[list[e + GR_PREFETCH]], 0, 3);
 #endif
         const gr_vis *v = &rec[list[e]];
-        const int s = h->support[v->w], L = 2 * s + 1, m = half + s * os + 1;
-        const int k0 = gr_max(-s, x0 - v->gu), k1 = gr_min(s, x1 - 1 - v->gu);
-        const int j0 = gr_max(-s, y0 - v->gv), j1 = gr_min(s, y1 - 1 - v->gv);
-        if (k0 > k1 || j0 > j1) continue;
-        const int cnt = k1 - k0 + 1;
+        gr_foot f;
+        if (!gr_clip(h, v, x0, x1, y0, y1, dst, stride, dx, dy, &f)) continue;
+        const int cnt = f.cnt;
         const float a = v->a, b = v->b, as = v->sign * v->a, bs = v->sign * v->b;
-        const float *blk = h->rows + 2 * (h->row_base[v->w] + (size_t)(v->ou + half) * m * L +
-                                          (size_t)(k0 + s));
-        float *g0 = dst + 2 * ((size_t)(v->gu + k0 - dx));
-        for (int j = j0; j <= j1; ++j) {
-            const float *restrict c = blk + 2 * (size_t)abs(v->ov + j * os) * L;
-            float *restrict g = g0 + 2 * (size_t)(v->gv + j - dy) * stride;
+        for (int j = f.j0; j <= f.j1; ++j) {
+            const float *restrict c = gr_krow(&f, j);
+            float *restrict g = gr_grow(&f, j);
 #pragma omp simd
             for (int t = 0; t < cnt; ++t) {
                 const float cr = c[2 * t], ci = c[2 * t + 1];
@@ -274,6 +321,57 @@ static void gr_grid_list(const gr_omp_plan *h, const gr_vis *rec, const uint32_t
             }
         }
     }
+}
+
+#ifdef PK_X86
+/* gr_grid_list in AVX-512: 8 complex samples a vector, the row's last partial vector masked
+ * (rows are 2s + 1 = 9..89 samples: the AVX2 loop ran their remainder scalar).  Per sample
+ * g += c.re (a, b) + c.im (-sign b, sign a), two FMAs on duplicated re / im parts. */
+PK_T512 static void gr_grid_list512(const gr_omp_plan *h, const gr_vis *rec,
+                                    const uint32_t *list, size_t n, int x0, int x1, int y0,
+                                    int y1, float *dst, size_t stride, int dx, int dy)
+{
+    for (size_t e = 0; e < n; ++e) {
+        if (e + GR_PREFETCH < n) __builtin_prefetch(&rec[list[e + GR_PREFETCH]], 0, 3);
+        const gr_vis *v = &rec[list[e]];
+        gr_foot f;
+        if (!gr_clip(h, v, x0, x1, y0, y1, dst, stride, dx, dy, &f)) continue;
+        const float as = v->sign * v->a, bs = v->sign * v->b;
+        const __m512 ab = _mm512_broadcast_f32x4(_mm_setr_ps(v->a, v->b, v->a, v->b));
+        const __m512 ba = _mm512_broadcast_f32x4(_mm_setr_ps(-bs, as, -bs, as));
+        const int full = f.cnt / 8 * 16, tail = 2 * (f.cnt % 8);
+        const __mmask16 mask = (__mmask16)((1u << tail) - 1);
+        for (int j = f.j0; j <= f.j1; ++j) {
+            const float *c = gr_krow(&f, j);
+            float *g = gr_grow(&f, j);
+            int t = 0;
+            for (; t < full; t += 16) {
+                const __m512 cv = _mm512_loadu_ps(c + t);
+                __m512 gv = _mm512_fmadd_ps(_mm512_moveldup_ps(cv), ab, _mm512_loadu_ps(g + t));
+                _mm512_storeu_ps(g + t, _mm512_fmadd_ps(_mm512_movehdup_ps(cv), ba, gv));
+            }
+            if (tail) {
+                const __m512 cv = _mm512_maskz_loadu_ps(mask, c + t);
+                __m512 gv = _mm512_fmadd_ps(_mm512_moveldup_ps(cv), ab,
+                                            _mm512_maskz_loadu_ps(mask, g + t));
+                _mm512_mask_storeu_ps(g + t, mask, _mm512_fmadd_ps(_mm512_movehdup_ps(cv), ba, gv));
+            }
+        }
+    }
+}
+#endif
+
+/* The gridding loop of the plan's ISA (grid.isa). */
+static void gr_grid(const gr_omp_plan *h, const gr_vis *rec, const uint32_t *list, size_t n,
+                    int x0, int x1, int y0, int y1, float *dst, size_t stride, int dx, int dy)
+{
+#ifdef PK_X86
+    if (h->isa == PK_SIMD_AVX512) {
+        gr_grid_list512(h, rec, list, n, x0, x1, y0, y1, dst, stride, dx, dy);
+        return;
+    }
+#endif
+    gr_grid_list(h, rec, list, n, x0, x1, y0, y1, dst, stride, dx, dy);
 }
 
 /* ---- omp-atomic ------------------------------------------------------------------------- */
@@ -712,8 +810,8 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
         int x0, x1, y0, y1;
         gr_tile_rect(&lt, (int)(tile % (size_t)lt.ntx), (int)(tile / (size_t)lt.ntx), &x0, &x1,
                      &y0, &y1);
-        gr_grid_list(h, ps.rec, ps.bucket + ps.tstart[tile], ps.tstart[tile + 1] - ps.tstart[tile],
-                     x0, x1, y0, y1, grid, (size_t)g, 0, 0);
+        gr_grid(h, ps.rec, ps.bucket + ps.tstart[tile], ps.tstart[tile + 1] - ps.tstart[tile], x0,
+                x1, y0, y1, grid, (size_t)g, 0, 0);
     }
     st[ST_OUTER] += pk_now() - t0;
 
@@ -734,8 +832,8 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                 int x0, x1, y0, y1;
                 gr_tile_rect(&lt, (int)(tile % (size_t)lt.ntx), (int)(tile / (size_t)lt.ntx),
                              &x0, &x1, &y0, &y1);
-                gr_grid_list(h, ps.rec, ps.bucket + ps.tstart[tile] + e, stop - e, x0, x1, y0, y1,
-                             copy, bw, box_x0, box_y0);
+                gr_grid(h, ps.rec, ps.bucket + ps.tstart[tile] + e, stop - e, x0, x1, y0, y1, copy,
+                        bw, box_x0, box_y0);
             }
         }
         st[ST_CENTRAL] += pk_now() - t0;

@@ -970,6 +970,30 @@ static void gr_check_named_params(const char *variant, const gr_set *s, const gr
     }
 }
 
+/* grid.isa on OpenMP: each SIMD level of omp-tiled's gridding loop (AVX-512 with masked row
+ * remainders, the compiler's AVX2 clone) within the bound and exact on unit kernels; the
+ * central set's supports give rows of 1..13 samples, the wide set's 31 (3 vectors and 7), and
+ * the tiles clip them further: full vectors, masked remainders and rows shorter than a vector
+ * all run. */
+static void gr_check_isa(const char *variant, const gr_set *s, const gr_oracle *o)
+{
+    static const char *const isa[3] = {"avx512", "avx2", "generic"};
+    if (gr_exec_hook || gr_backend != PK_BACKEND_OPENMP) return;
+    for (int i = 0; i < 3; ++i) {
+        pk_context *ctx = gr_context(gr_backend, 0);
+        char label[64];
+        snprintf(label, sizeof label, " [grid.isa=%s]", isa[i]);
+        pk_status st = pk_context_set_param(ctx, "grid.isa", isa[i]);
+        if (st != PK_OK) {
+            ok(0, "%s%s: %s", variant, label, pk_last_error());
+        } else {
+            gr_check_run(ctx, variant, s, o, NULL, label);
+            gr_check_coverage(ctx, variant, s, o, NULL, label);
+        }
+        pk_context_destroy(ctx);
+    }
+}
+
 /* opencl-tiled on a device with little local memory (PORTKERN_TEST_LOCAL_MEM_BYTES caps what
  * the library assumes): NVIDIA's 48 KiB and OpenCL 1.2's minimum of 32 KiB.  The default tile
  * must fit and give the right grid; tiles that do not fit are refused (gr_check_params). */
@@ -1585,6 +1609,8 @@ static int gr_run_suite(pk_backend_id backend)
         gr_check_single(variant, &sets[GR_TIES]);
         gr_check_params(gr_ctx, variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL], "");
         gr_check_named_params(variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL]);
+        gr_check_isa(variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL]);
+        gr_check_isa(variant, &sets[GR_WIDE], &orc[GR_WIDE]);
         if (backend == PK_BACKEND_OPENCL && !strcmp(variant, "opencl-tiled")) {
             gr_check_small_local_mem(variant, &sets[GR_CENTRAL], &orc[GR_CENTRAL]);
             gr_check_host_threads(variant, sets);

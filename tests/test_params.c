@@ -33,6 +33,7 @@ static const struct {
     {"dslash.isa", "generic"},
     {"grid.cuda_blocks", "5,6"},       {"grid.tile_size", "32"},
     {"grid.central_radius", "-1"},     {"grid.tile_factor", "0.5"},
+    {"grid.isa", "avx2"},
     {"openmp.threads", "1"},           {"laplace2d.isa", "avx2"},
     {"laplace2d.stream", "0"},         {"laplace2d.cl_scheme", "item"},
     {"laplace2d.tb_depth", "5"},
