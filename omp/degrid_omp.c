@@ -23,9 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef PK_X86
+#include <immintrin.h>
+#endif
+
 typedef struct dg_omp_plan {
     pk_gr_host_stack *st; /* the serial plan's copy of the stack */
     int tiled;
+    int isa;              /* omp-tiled: PK_SIMD_* of the gather (grid.isa) */
     float *rows;          /* omp-tiled: the gridder's reordered stack, and its plane bases */
     size_t *row_base;
     pk_scratch order, key, count;
@@ -55,10 +60,86 @@ static void dg_range(void *arg, size_t lo, size_t hi)
     j->updates += upd;
 }
 
+/* One footprint's sum: rows j = -s..s of L = 2s + 1 samples, kernel row c(j) = blk + 2 L
+ * |ov + j os| (its imaginary parts times conj), grid row g0 + 2 (gv + j) g; out = the sum of
+ * conj(c) grid over the footprint.  acc: 2 L floats of partial sums. */
+typedef struct dg_foot {
+    const float *blk, *g0;
+    size_t g;
+    int s, L, os, ov, gv;
+    float conj;
+} dg_foot;
+
+/* Per-column partial sums over the rows, unit stride, no reduction inside the row loop; one
+ * sum over k at the end. */
+PK_SIMD_CLONES
+static void dg_sum(const dg_foot *f, float *restrict acc, float *out)
+{
+    const int L = f->L;
+    for (int k = 0; k < 2 * L; ++k) acc[k] = 0.0f;
+    for (int jj = -f->s; jj <= f->s; ++jj) {
+        const float *restrict c = f->blk + 2 * (size_t)abs(f->ov + jj * f->os) * L;
+        const float *restrict gr = f->g0 + 2 * (size_t)(f->gv + jj) * f->g;
+#pragma omp simd
+        for (int k = 0; k < L; ++k) {
+            const float cre = c[2 * k], cim = f->conj * c[2 * k + 1];
+            const float gre = gr[2 * k], gim = gr[2 * k + 1];
+            acc[2 * k] += cre * gre + cim * gim; /* conj(c) grid, as the reference */
+            acc[2 * k + 1] += cre * gim - cim * gre;
+        }
+    }
+    float re = 0, im = 0;
+    for (int k = 0; k < L; ++k) {
+        re += acc[2 * k];
+        im += acc[2 * k + 1];
+    }
+    out[0] = re;
+    out[1] = im;
+}
+
+#ifdef PK_X86
+/* dg_sum in AVX-512: 8 complex samples a vector, each row's remainder masked; two pairs of
+ * accumulators (alternate rows) of c.re (g.re, g.im) and c.im (g.re, g.im), so that the FMA
+ * chains of consecutive rows overlap; re = sum c.re g.re + c.im g.im, im = sum c.re g.im -
+ * c.im g.re at the end.  Another association of the same terms (7.5's bound holds). */
+PK_T512 static void dg_sum512(const dg_foot *f, float *acc, float *out)
+{
+    (void)acc;
+    const int L = f->L, full = L / 8 * 16, tail = 2 * (L % 8);
+    const __mmask16 mask = (__mmask16)((1u << tail) - 1);
+    const __m512 conj = _mm512_set1_ps(f->conj);
+    __m512 ar[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m512 ai[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int jj = -f->s; jj <= f->s; ++jj) {
+        const float *c = f->blk + 2 * (size_t)abs(f->ov + jj * f->os) * L;
+        const float *gr = f->g0 + 2 * (size_t)(f->gv + jj) * f->g;
+        const int r = jj & 1;
+        int t = 0;
+        for (; t < full; t += 16) {
+            const __m512 cv = _mm512_loadu_ps(c + t), gv = _mm512_loadu_ps(gr + t);
+            ar[r] = _mm512_fmadd_ps(_mm512_moveldup_ps(cv), gv, ar[r]);
+            ai[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_movehdup_ps(cv), conj), gv, ai[r]);
+        }
+        if (tail) {
+            const __m512 cv = _mm512_maskz_loadu_ps(mask, c + t);
+            const __m512 gv = _mm512_maskz_loadu_ps(mask, gr + t);
+            ar[r] = _mm512_fmadd_ps(_mm512_moveldup_ps(cv), gv, ar[r]);
+            ai[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_movehdup_ps(cv), conj), gv, ai[r]);
+        }
+    }
+    /* lanes (even, odd) of ar: (c.re g.re, c.re g.im); of ai: (c.im g.re, c.im g.im) */
+    const __m512 sr = _mm512_add_ps(ar[0], ar[1]), si = _mm512_add_ps(ai[0], ai[1]);
+    const __m512 re = _mm512_add_ps(sr, _mm512_movehdup_ps(si));  /* even lanes: re terms */
+    const __m512 im = _mm512_sub_ps(sr, _mm512_moveldup_ps(si));  /* odd lanes: im terms */
+    const __mmask16 even = 0x5555;
+    out[0] = _mm512_mask_reduce_add_ps(even, re);
+    out[1] = _mm512_mask_reduce_add_ps((__mmask16)~even, im);
+}
+#endif
+
 /* omp-tiled's gather of visibilities order[lo .. hi): the reference's geometry and skips,
  * each footprint row a vectorised dot product of a reordered kernel row (conjugated when
  * ww > 0, and conjugated again by the adjoint) with the grid row from gu - s. */
-PK_SIMD_CLONES
 static void dg_gather(void *arg, size_t lo, size_t hi)
 {
     dg_job *j = arg;
@@ -71,7 +152,11 @@ static void dg_gather(void *arg, size_t lo, size_t hi)
     const int os = h->p.oversample, half = os / 2;
     int64_t skipped = 0;
     double upd = 0;
-    float *restrict acc = malloc((size_t)(2 * (2 * j->smax + 1)) * sizeof *acc);
+    void (*sum)(const dg_foot *, float *, float *) = dg_sum;
+#ifdef PK_X86
+    if (j->plan->isa == PK_SIMD_AVX512) sum = dg_sum512;
+#endif
+    float *acc = malloc((size_t)(2 * (2 * j->smax + 1)) * sizeof *acc);
     if (!acc) { /* no memory for 2 L floats: the reference loop, which needs none */
         dg_range(arg, lo, hi);
         return;
@@ -87,31 +172,11 @@ static void dg_gather(void *arg, size_t lo, size_t hi)
             continue;
         }
         const int s = h->support[w], L = 2 * s + 1, m = half + s * os + 1;
-        const float conj = d->ww[i] > 0 ? -1.0f : 1.0f;
-        const float *blk = j->plan->rows +
-                           2 * (j->plan->row_base[w] + (size_t)(ou + half) * (size_t)m * L);
-        const float *g0 = j->grid + 2 * ((size_t)gu - (size_t)s);
-        /* per-column partial sums over the rows, unit stride, no reduction inside the row
-         * loop; one sum over k at the end */
-        for (int k = 0; k < 2 * L; ++k) acc[k] = 0.0f;
-        for (int jj = -s; jj <= s; ++jj) {
-            const float *restrict c = blk + 2 * (size_t)abs(ov + jj * os) * L;
-            const float *restrict gr = g0 + 2 * (size_t)(gv + jj) * g;
-#pragma omp simd
-            for (int k = 0; k < L; ++k) {
-                const float cre = c[2 * k], cim = conj * c[2 * k + 1];
-                const float gre = gr[2 * k], gim = gr[2 * k + 1];
-                acc[2 * k] += cre * gre + cim * gim; /* conj(c) grid, as the reference */
-                acc[2 * k + 1] += cre * gim - cim * gre;
-            }
-        }
-        float re = 0, im = 0;
-        for (int k = 0; k < L; ++k) {
-            re += acc[2 * k];
-            im += acc[2 * k + 1];
-        }
-        j->vis[2 * i] = re;
-        j->vis[2 * i + 1] = im;
+        const dg_foot f = {j->plan->rows + 2 * (j->plan->row_base[w] +
+                                                (size_t)(ou + half) * (size_t)m * L),
+                           j->grid + 2 * ((size_t)gu - (size_t)s), g, s, L, os, ov, gv,
+                           d->ww[i] > 0 ? -1.0f : 1.0f};
+        sum(&f, acc, j->vis + 2 * i);
         upd += (double)L * L;
     }
     free(acc);
@@ -147,6 +212,11 @@ static pk_status dg_omp_create(void *state, int device, const pk_gr_desc *desc, 
     }
     h->st = st;
     if (h->tiled) {
+        s = pk_simd_level(desc->tuning, PK_PARAM_GRID_ISA, pk_cpu_simd(), &h->isa);
+        if (s != PK_OK) {
+            dg_omp_destroy(h);
+            return s;
+        }
         const pk_gr_host_stack *hs = st;
         h->row_base = malloc((size_t)hs->p.num_w_planes * sizeof *h->row_base);
         s = h->row_base ? pk_omp_gr_rows_make(&hs->p, hs->support, hs->kernels,
