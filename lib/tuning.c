@@ -88,8 +88,8 @@ static const param_def defs[PK_PARAM_COUNT] = {
         "auto or a number in [0, 1]", "auto", 0,
         "CUDA hybrid: tiled fraction of the work where pk_grid_params.tile_factor is negative"},
     [PK_PARAM_GRID_ISA] = {"grid.isa", NULL, T_CHOICE, 0, 0, ISA_CHOICES, ISA_VALUES, "auto", 0,
-        "OpenMP omp-tiled: avx512 the hand-written AVX-512 loop, avx2 or generic the "
-        "compiler's (auto: the CPU's best)"},
+        "OpenMP omp-tiled (grid, image, degrid): avx512 the hand-written AVX-512 loops, avx2 "
+        "or generic the compiler's (auto: the CPU's best)"},
     [PK_PARAM_LAPLACE2D_ISA] = {"laplace2d.isa", "PORTKERN_LP_ISA", T_CHOICE, 0, 0, ISA_CHOICES,
         ISA_VALUES, "auto", 0, "OpenMP omp-simd / omp-tb: lower the SIMD level (auto: the CPU's best)"},
     [PK_PARAM_LAPLACE2D_STREAM] = {"laplace2d.stream", "PORTKERN_LP_STREAM", T_CHOICE, 0, 0,
