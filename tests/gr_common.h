@@ -938,6 +938,19 @@ static void gr_check_params(pk_context *ctx, const char *variant, const gr_set *
  * gives the reference's grid within the analysed bound and the exact coverage.  A tile
  * larger than the grid is not applied (the default runs). */
 static pk_context *gr_context(pk_backend_id backend, int threads);
+/* A run and the coverage in ctx, whose parameters were set with status st (then ctx goes). */
+static void gr_check_in(pk_context *ctx, pk_status st, const char *variant, const gr_set *s,
+                        const gr_oracle *o, const char *label)
+{
+    if (st != PK_OK) {
+        ok(0, "%s%s: %s", variant, label, pk_last_error());
+    } else {
+        gr_check_run(ctx, variant, s, o, NULL, label);
+        gr_check_coverage(ctx, variant, s, o, NULL, label);
+    }
+    pk_context_destroy(ctx);
+}
+
 static void gr_check_named_params(const char *variant, const gr_set *s, const gr_oracle *o)
 {
     static const char *const set[5][3] = {
@@ -960,13 +973,7 @@ static void gr_check_named_params(const char *variant, const gr_set *s, const gr
         pk_status st = pk_context_set_param(ctx, "grid.tile_size", set[i][0]);
         if (st == PK_OK) st = pk_context_set_param(ctx, "grid.central_radius", set[i][1]);
         if (st == PK_OK) st = pk_context_set_param(ctx, "grid.tile_factor", set[i][2]);
-        if (st != PK_OK) {
-            ok(0, "%s%s: %s", variant, label, pk_last_error());
-        } else {
-            gr_check_run(ctx, variant, s, o, NULL, label);
-            gr_check_coverage(ctx, variant, s, o, NULL, label);
-        }
-        pk_context_destroy(ctx);
+        gr_check_in(ctx, st, variant, s, o, label);
     }
 }
 
@@ -983,14 +990,7 @@ static void gr_check_isa(const char *variant, const gr_set *s, const gr_oracle *
         pk_context *ctx = gr_context(gr_backend, 0);
         char label[64];
         snprintf(label, sizeof label, " [grid.isa=%s]", isa[i]);
-        pk_status st = pk_context_set_param(ctx, "grid.isa", isa[i]);
-        if (st != PK_OK) {
-            ok(0, "%s%s: %s", variant, label, pk_last_error());
-        } else {
-            gr_check_run(ctx, variant, s, o, NULL, label);
-            gr_check_coverage(ctx, variant, s, o, NULL, label);
-        }
-        pk_context_destroy(ctx);
+        gr_check_in(ctx, pk_context_set_param(ctx, "grid.isa", isa[i]), variant, s, o, label);
     }
 }
 
