@@ -1651,6 +1651,7 @@ static const tune_dim tune_space[] = {
      * it; more cores want smaller tiles (balance), which 32 covers. */
     {"grid.tile_size", PK_BACKEND_OPENMP, "omp-tiled", "32 128", NULL, 0, 0},
     {"grid.central_radius", PK_BACKEND_OPENMP, "omp-tiled", "-1 2", NULL, 0, 0},
+    {"grid.isa", PK_BACKEND_OPENMP, "omp-tiled", "avx512 avx2", NULL, 1, 0}, /* generic: avx2's */
     {"grid.tile_size", PK_BACKEND_OPENCL, "opencl-tiled", "32 128", NULL, 0, 0},
     {"grid.tile_size", PK_BACKEND_CUDA, "cuda-tiled,hybrid", "16 64", NULL, 0, 0},
     {"grid.central_radius", PK_BACKEND_CUDA, "cuda-tiled,hybrid", "2 8", NULL, 0, 0},
