@@ -341,7 +341,7 @@ pk_status pk_lp_host_create(const pk_lp_desc *desc, int nt, pk_lp_host_plan **pl
     h->d.variant = h->variant;
     h->n = (size_t)desc->l * (size_t)desc->l;
     h->nt = nt > 0 ? nt : 1;
-    *plan = h; /* the fields come when a call first needs them (pk_lp_host_fields) */
+    *plan = h; /* the fields come when a call first needs them (pk_lp_host_field) */
     return PK_OK;
 }
 

@@ -399,9 +399,12 @@ static pk_status lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count, fl
 {
     const int T = h->kind == LP_OMP_TB ? h->tb_depth : 1;
     const int passes = count / T, ops = passes + count % T;
-    if (!lexi) PK_TRY(pk_lp_host_ready(h));
-    else if (ops >= 3) PK_TRY(pk_lp_host_field(h, &h->f1, 0)); /* written before it is read */
-    if (lexi) PK_TRY(pk_lp_host_field(h, &h->f2, 0));
+    if (!lexi) {
+        PK_TRY(pk_lp_host_ready(h));
+    } else { /* the work field; the first from three ops on (written before it is read) */
+        PK_TRY(pk_lp_host_field(h, &h->f2, 0));
+        if (ops >= 3) PK_TRY(pk_lp_host_field(h, &h->f1, 0));
+    }
     float *f[2] = {h->cur, h->cur == h->f1 ? h->f2 : h->f1};
     if (lexi) f[0] = h->f1, f[1] = h->f2;
 #pragma omp parallel num_threads(h->nt)
