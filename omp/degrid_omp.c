@@ -109,7 +109,6 @@ PK_T512 static void dg_sum512(const dg_foot *f, float *acc, float *out)
     (void)acc;
     const int L = f->L, full = L / 8 * 16, tail = 2 * (L % 8);
     const __mmask16 mask = (__mmask16)((1u << tail) - 1);
-    const __m512 conj = _mm512_set1_ps(f->conj);
     __m512 ar[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     __m512 ai[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int jj = -f->s; jj <= f->s; ++jj) {
@@ -120,17 +119,19 @@ PK_T512 static void dg_sum512(const dg_foot *f, float *acc, float *out)
         for (; t < full; t += 16) {
             const __m512 cv = _mm512_loadu_ps(c + t), gv = _mm512_loadu_ps(gr + t);
             ar[r] = _mm512_fmadd_ps(_mm512_moveldup_ps(cv), gv, ar[r]);
-            ai[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_movehdup_ps(cv), conj), gv, ai[r]);
+            ai[r] = _mm512_fmadd_ps(_mm512_movehdup_ps(cv), gv, ai[r]);
         }
         if (tail) {
             const __m512 cv = _mm512_maskz_loadu_ps(mask, c + t);
             const __m512 gv = _mm512_maskz_loadu_ps(mask, gr + t);
             ar[r] = _mm512_fmadd_ps(_mm512_moveldup_ps(cv), gv, ar[r]);
-            ai[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_movehdup_ps(cv), conj), gv, ai[r]);
+            ai[r] = _mm512_fmadd_ps(_mm512_movehdup_ps(cv), gv, ai[r]);
         }
     }
-    /* lanes (even, odd) of ar: (c.re g.re, c.re g.im); of ai: (c.im g.re, c.im g.im) */
-    const __m512 sr = _mm512_add_ps(ar[0], ar[1]), si = _mm512_add_ps(ai[0], ai[1]);
+    /* lanes (even, odd) of ar: (c.re g.re, c.re g.im); of ai: (c.im g.re, c.im g.im), the
+     * kernel's conjugation (a sign) applied once to the sums, not in the loop */
+    const __m512 sr = _mm512_add_ps(ar[0], ar[1]);
+    const __m512 si = _mm512_mul_ps(_mm512_add_ps(ai[0], ai[1]), _mm512_set1_ps(f->conj));
     const __m512 re = _mm512_add_ps(sr, _mm512_movehdup_ps(si));  /* even lanes: re terms */
     const __m512 im = _mm512_sub_ps(sr, _mm512_moveldup_ps(si));  /* odd lanes: im terms */
     const __mmask16 even = 0x5555;
