@@ -44,7 +44,8 @@ extern "C" {
  * vectors: the compiler's 512-bit loops were no faster on the stencils here (Zen 4 splits
  * 512-bit ops; unaligned 64-byte loads split a line every time) and leave longer scalar
  * remainders per row.  Where AVX-512 pays, it is written by hand (PK_T512: diffusion3d's
- * row, which loads its centre row once). */
+ * row, which loads its centre row once; grid's and degrid's omp-tiled rows, whose remainders
+ * are masked). */
 #if defined(PK_HAVE_TARGET_CLONES) && (defined(__x86_64__) || defined(__i386__))
 #define PK_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
