@@ -140,6 +140,13 @@ PK_T512 static void dg_sum512(const dg_foot *f, float *acc, float *out)
 }
 #endif
 
+/* The tile order is a permutation of the list: a visibility's uvw, weight and output lie at
+ * random places of their arrays, and their cache misses waited behind the previous
+ * footprint's sum (the core cannot look that far ahead).  They are prefetched DG_AHEAD
+ * visibilities early: the gather 1.5-1.8x faster at el82-70 x 0.1 on the 2-core EPYC
+ * (2..32 ahead within the noise). */
+#define DG_AHEAD 8
+
 /* omp-tiled's gather of visibilities order[lo .. hi): the reference's geometry and skips,
  * each footprint row a vectorised dot product of a reordered kernel row (conjugated when
  * ww > 0, and conjugated again by the adjoint) with the grid row from gu - s. */
@@ -166,6 +173,14 @@ static void dg_gather(void *arg, size_t lo, size_t hi)
     }
     for (size_t t = lo; t < hi; ++t) {
         const size_t i = j->order[t];
+        if (t + DG_AHEAD < hi) { /* see DG_AHEAD */
+            const size_t q = j->order[t + DG_AHEAD];
+            __builtin_prefetch(d->uu + q);
+            __builtin_prefetch(d->vv + q);
+            __builtin_prefetch(d->ww + q);
+            if (d->weight) __builtin_prefetch(d->weight + q);
+            __builtin_prefetch(j->vis + 2 * q, 1);
+        }
         const float wt = d->weight ? d->weight[i] : 1.0f;
         int w, gu, gv, ou, ov;
         if (pk_gr_locate_inline(&desc, d->uu[i], d->vv[i], d->ww[i], 0.0f, 0.0f, wt, &w, &gu, &gv,
