@@ -515,6 +515,35 @@ static int cache_keep(pk_context *ctx, const pk_kernel_class *kc, const char *va
     return 1;
 }
 
+/* ---- plans of plans a one-shot call keeps (image, degrid) ------------------------------- */
+void *pk_cache_find_object(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
+                           const pk_key_part *key, int nparts)
+{
+    if (ctx->cache_off) return NULL;
+    plan_entry *e = cache_find(ctx, kc, variant ? variant : "", key, nparts);
+    if (!e) return NULL;
+    e->last_use = ++ctx->cache->clock;
+    return e->c.impl;
+}
+
+int pk_cache_keep_object(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
+                         const pk_key_part *key, int nparts, double bytes, void *obj)
+{
+    const char *named = variant ? variant : "";
+    if (ctx->cache_off || strlen(named) >= 32) return 0;
+    pk_choice c;
+    memset(&c, 0, sizeof c);
+    c.impl = obj;
+    return cache_keep(ctx, kc, named, key, nparts, bytes, &c);
+}
+
+void pk_cache_drop_object(pk_context *ctx, const pk_kernel_class *kc, const void *obj)
+{
+    for (int i = 0; ctx->cache && i < PK_PLAN_CACHE_SLOTS; ++i)
+        if (ctx->cache->e[i].kc == kc && ctx->cache->e[i].c.impl == obj)
+            entry_drop(ctx->cache, &ctx->cache->e[i]);
+}
+
 pk_status pk_dispatch_oneshot(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
                               const void *desc, const void *key, size_t key_len,
                               pk_choice_work work, void *arg,

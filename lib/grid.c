@@ -337,6 +337,8 @@ void pk_gr_stack_free(gr_stack *st)
 {
     free(st->plane_offset);
     pk_free_aligned(st->compact_own);
+    st->plane_offset = NULL; /* a second free (after a failed init) does nothing */
+    st->compact_own = NULL;
 }
 
 pk_status pk_gr_stack_init(gr_stack *st, const pk_grid_params *p, const int32_t *support,

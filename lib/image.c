@@ -924,6 +924,73 @@ pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, floa
 #endif
 }
 
+/* ---- one-shot calls: the plan kept in the context ----------------------------------------- */
+/* pk_image and pk_degrid keep their plan in the context's cache (pk_cache_keep_object) under
+ * the key of grid's one-shot (lib/grid.c: parameters, supports, the compact stack compared
+ * byte for byte) and the image's size and cell: a repeated call makes no plan, no FFTW plan
+ * and no fresh g x g grid, whose marked rows a fresh buffer would fault in again. */
+typedef struct im_oneshot {
+    const pk_kernel_class *kc;
+    pk_gr_stack st;
+    double kp[10];
+    pk_key_part key[3];
+    void *plan;
+    int reused;
+    pk_run_info created;
+} im_oneshot;
+
+static pk_status im_oneshot_find(im_oneshot *o, pk_context *ctx, const pk_kernel_class *kc,
+                                 const char *variant, const pk_image_params *p,
+                                 const int32_t *support, const float *kernels)
+{
+    memset(o, 0, sizeof *o);
+    o->kc = kc;
+    PK_CHECK_NULL(ctx);
+    PK_TRY(im_validate(p, support));
+    PK_TRY(pk_gr_stack_init(&o->st, &p->grid, support, kernels));
+    const pk_grid_params *q = &o->st.d.p;
+    const double kp[10] = {q->grid_size,    q->oversample, q->cell_size_rad,  q->w_scale,
+                           q->num_w_planes, q->tile_size,  q->central_radius, q->tile_factor,
+                           p->image_size,   p->image_cell_rad};
+    memcpy(o->kp, kp, sizeof kp);
+    const size_t np = (size_t)q->num_w_planes;
+    o->key[0] = (pk_key_part){o->kp, sizeof o->kp};
+    o->key[1] = (pk_key_part){support, np * sizeof *support};
+    o->key[2] = (pk_key_part){o->st.d.kernels, 2 * o->st.plane_offset[np] * sizeof(float)};
+    o->plan = pk_cache_find_object(ctx, kc, variant, o->key, 3);
+    o->reused = o->plan != NULL;
+    return PK_OK;
+}
+
+/* After the call's execute (status s): a fresh plan kept or destroyed, a kept one that failed
+ * dropped; the run info says what the call cost and whether its plan was reused. */
+static pk_status im_oneshot_done(im_oneshot *o, pk_context *ctx, const char *variant,
+                                 pk_status s, pk_run_info *info, double t0)
+{
+    if (o->reused && s != PK_OK) {
+        pk_cache_drop_object(ctx, o->kc, o->plan);
+    } else if (!o->reused && o->plan &&
+               (s != PK_OK || !pk_cache_keep_object(ctx, o->kc, variant, o->key, 3,
+                                                    o->created.plan_bytes, o->plan))) {
+        o->kc->destroy(NULL, o->plan);
+    }
+    pk_gr_stack_free(&o->st);
+    if (s == PK_OK && info) {
+        info->setup_s = o->reused ? 0 : o->created.setup_s;
+        info->plan_bytes = o->created.plan_bytes;
+        if (o->reused) pk_append_note(info->reason, sizeof info->reason, "plan reused from the context");
+        info->wall_s = pk_now() - t0;
+    }
+    return s;
+}
+
+static void im_cache_destroy(const void *kops, void *plan)
+{
+    (void)kops;
+    pk_image_plan_destroy(plan);
+}
+static const pk_kernel_class im_cache_class = {.name = "image", .destroy = im_cache_destroy};
+
 pk_status pk_image(pk_context *ctx, const pk_image_params *p, const char *variant,
                    const int32_t *support, const float *kernels, const pk_grid_data *d,
                    float *image, double *norm, int64_t *num_skipped, pk_run_info *info)
@@ -933,17 +1000,15 @@ pk_status pk_image(pk_context *ctx, const pk_image_params *p, const char *varian
     pk_run_info_begin(info);
     PK_TRY(pk_gr_validate_data(d));
     PK_CHECK_NULL(image);
-    pk_image_plan *plan;
-    pk_run_info ci;
-    PK_TRY(pk_image_plan_create(&plan, ctx, p, variant, support, kernels, &ci));
-    pk_status s = pk_image_plan_execute(plan, d, image, norm, num_skipped, info);
-    pk_image_plan_destroy(plan);
-    if (s == PK_OK && info) {
-        info->setup_s = ci.setup_s;
-        info->plan_bytes = ci.plan_bytes;
-        info->wall_s = pk_now() - t0;
+    im_oneshot o;
+    pk_status s = im_oneshot_find(&o, ctx, &im_cache_class, variant, p, support, kernels);
+    if (s == PK_OK && !o.reused) {
+        pk_image_plan *plan = NULL;
+        s = pk_image_plan_create(&plan, ctx, p, variant, support, kernels, &o.created);
+        o.plan = plan;
     }
-    return s;
+    if (s == PK_OK) s = pk_image_plan_execute(o.plan, d, image, norm, num_skipped, info);
+    return im_oneshot_done(&o, ctx, variant, s, info, t0);
 }
 
 pk_status pk_image_from_grid(pk_context *ctx, const pk_image_params *p, const int32_t *support,
@@ -1188,6 +1253,13 @@ pk_status pk_degrid_plan_execute(pk_degrid_plan *plan, const float *model, const
 #endif
 }
 
+static void dg_cache_destroy(const void *kops, void *plan)
+{
+    (void)kops;
+    pk_degrid_plan_destroy(plan);
+}
+static const pk_kernel_class dg_cache_class = {.name = "degrid", .destroy = dg_cache_destroy};
+
 pk_status pk_degrid(pk_context *ctx, const pk_image_params *p, const char *variant,
                     const int32_t *support, const float *kernels, const float *model,
                     const pk_grid_data *d, float *vis, int64_t *num_skipped, pk_run_info *info)
@@ -1198,17 +1270,15 @@ pk_status pk_degrid(pk_context *ctx, const pk_image_params *p, const char *varia
     PK_CHECK_NULL(model);
     PK_TRY(dg_validate_data(d));
     PK_CHECK(vis || d->num_vis == 0, PK_ENULL, "vis: must not be NULL");
-    pk_degrid_plan *plan;
-    pk_run_info ci;
-    PK_TRY(pk_degrid_plan_create(&plan, ctx, p, variant, support, kernels, &ci));
-    pk_status s = pk_degrid_plan_execute(plan, model, d, vis, num_skipped, info);
-    pk_degrid_plan_destroy(plan);
-    if (s == PK_OK && info) {
-        info->setup_s = ci.setup_s;
-        info->plan_bytes = ci.plan_bytes;
-        info->wall_s = pk_now() - t0;
+    im_oneshot o;
+    pk_status s = im_oneshot_find(&o, ctx, &dg_cache_class, variant, p, support, kernels);
+    if (s == PK_OK && !o.reused) {
+        pk_degrid_plan *plan = NULL;
+        s = pk_degrid_plan_create(&plan, ctx, p, variant, support, kernels, &o.created);
+        o.plan = plan;
     }
-    return s;
+    if (s == PK_OK) s = pk_degrid_plan_execute(o.plan, model, d, vis, num_skipped, info);
+    return im_oneshot_done(&o, ctx, variant, s, info, t0);
 }
 
 pk_status pk_degrid_host_reference(pk_context *ctx, const pk_image_params *p,

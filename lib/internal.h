@@ -959,6 +959,16 @@ pk_status pk_dispatch_oneshot_parts(pk_context *ctx, const pk_kernel_class *kc,
                                     const pk_key_part *key, int nparts, pk_choice_work work,
                                     void *arg, void (*finish)(pk_choice *c, const void *desc),
                                     pk_choice *out);
+/* A plan made of plans (image, degrid) kept by its one-shot call in the same cache, under
+ * (kc, variant, key) and the same ceiling and eviction; kc needs only a name and a destroy
+ * (called with kops NULL).  find: the kept object (still the cache's) or NULL; keep: 1 when
+ * kept, 0 when not (the caller destroys it); drop: destroy the entry holding obj (a call on
+ * it failed). */
+void *pk_cache_find_object(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
+                           const pk_key_part *key, int nparts);
+int pk_cache_keep_object(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
+                         const pk_key_part *key, int nparts, double bytes, void *obj);
+void pk_cache_drop_object(pk_context *ctx, const pk_kernel_class *kc, const void *obj);
 /** Destroy every cached plan of ctx (pk_context_release_cache, pk_context_destroy). */
 void pk_plan_cache_release(pk_context *ctx);
 /** Drop the least recently used plans until the kept bytes fit ctx->cache_limit. */

@@ -151,7 +151,7 @@ PK_API void pk_context_destroy(pk_context *ctx);
  *  grid's one-shot plan is kept under its parameters, supports and whole kernel stack
  *  (compared on every call, and a copy of the stack kept with the plan), with the scratch
  *  of its last run (OpenMP omp-tiled: 32 bytes per visibility and 4 per visibility-tile
- *  pair). */
+ *  pair); pk_image's and pk_degrid's under the same key, with their g x g grid. */
 PK_API void pk_context_release_cache(pk_context *ctx);
 /** Set the ceiling in bytes of what the context's kept plans may hold; plans beyond it are
  *  dropped now, least recently used first. */
@@ -733,8 +733,10 @@ PK_API pk_status pk_image_correction(const pk_image_params *p, const int32_t *su
  *  [N][N] (overwritten).  variant: a grid variant (pk_grid_variants) or NULL / "" for the
  *  backend's choice.  *norm (may be NULL) receives the gridder's norm of this call (set, not
  *  accumulated), *num_skipped (may be NULL) the visibilities the gridder skipped.  The
- *  one-shot calls make and destroy a plan each time (not kept in the context, as grid's:
- *  the key would be the kernel stack): repeated images or predictions take the plans. */
+ *  one-shot call keeps its plan in the context as grid's does (under the parameters, image
+ *  size and cell, supports and whole kernel stack), with the plan's g x g complex64 grid:
+ *  8 g^2 bytes against the context's ceiling (2.6 GB at g = 18000; a plan beyond the ceiling
+ *  is not kept; pk_context_release_cache frees it). */
 PK_API pk_status pk_image(pk_context *ctx, const pk_image_params *p, const char *variant,
                           const int32_t *support, const float *kernels, const pk_grid_data *d,
                           float *image, double *norm, int64_t *num_skipped, pk_run_info *info);
@@ -761,7 +763,7 @@ PK_API pk_status pk_image_from_grid(pk_context *ctx, const pk_image_params *p,
 /** Model visibilities of the model image float32 [N][N] at d's uu, vv, ww (d->weight may be
  *  NULL: all 1; d->vis is not read) into vis complex64 [d->num_vis] (overwritten).  variant:
  *  a degrid variant (pk_degrid_variants) or NULL / "".  *num_skipped (may be NULL): the
- *  visibilities left 0. */
+ *  visibilities left 0.  The one-shot call keeps its plan in the context as pk_image's. */
 PK_API pk_status pk_degrid(pk_context *ctx, const pk_image_params *p, const char *variant,
                            const int32_t *support, const float *kernels, const float *model,
                            const pk_grid_data *d, float *vis, int64_t *num_skipped,

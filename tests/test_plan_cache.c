@@ -10,7 +10,8 @@
  *    the memory ceiling (pk_context_set_cache_limit, PORTKERN_PLAN_CACHE_MB) is never
  *    exceeded: a larger plan is not kept, the least recently used go first;
  *  - grid's one-shot plan is kept under its parameters, supports and whole kernel stack: a
- *    changed sample or other supports make a new plan;
+ *    changed sample or other supports make a new plan; image's and degrid's under the same
+ *    key and the image size (serial and OpenMP), their results bitwise a fresh plan's;
  *  - on serial and OpenMP the one-shot calls of conv2d and su3 (64-byte aligned arrays), on
  *    serial dslash's (OpenMP's default omp-vnode converts to its lanes), run on the caller's
  *    arrays through the kept plan's execute (transfer_s 0);
@@ -379,6 +380,95 @@ static void grid_cached(pk_backend_id b)
     pk_context_destroy(ctx);
 }
 
+/* image and degrid: their one-shot plans (a grid plan, FFTW plans and a g x g grid) are kept
+ * under grid's key plus the image size: calls in order with stacks a, a, b (every sample
+ * scaled), a at another image size, a again (its plan found), and after
+ * pk_context_release_cache a once more.  Each result must be bitwise that of a plan made for
+ * the call in a fresh context (same backend, same plan type: the same arithmetic), and the
+ * plan reused exactly where the key repeats. */
+static void image_cached(pk_backend_id b)
+{
+    pk_image_params p;
+    pk_image_params_init(&p);
+    p.grid.grid_size = 32;
+    p.grid.oversample = 2;
+    p.grid.cell_size_rad = 1e-3;
+    p.grid.w_scale = 0;
+    p.grid.num_w_planes = 1;
+    p.grid.kernel_layout = PK_GRID_KERNELS_COMPACT;
+    const int32_t sup[1] = {1};
+    size_t nk = 0;
+    pk_grid_kernel_count(&p.grid, sup, &nk);
+    const int m = 1 + 1 * 2 + 1; /* os/2 + s os + 1 samples per compact axis */
+    float *ka = calloc(2 * nk, sizeof *ka), *kb = calloc(2 * nk, sizeof *kb);
+    for (int iy = 0; iy < m; ++iy) /* a Gaussian: its correction has no zero */
+        for (int ix = 0; ix < m; ++ix)
+            ka[2 * (iy * m + ix)] = (float)exp(-0.125 * (double)(ix * ix + iy * iy));
+    for (size_t i = 0; i < 2 * nk; ++i) kb[i] = 1.5f * ka[i]; /* plane 0 must stay separable */
+    enum { NV = 7 };
+    float uu[NV], vv[NV], ww[NV], vis[2 * NV], wt[NV];
+    for (int i = 0; i < NV; ++i) {
+        uu[i] = (float)(1.7 * i - 5.1);
+        vv[i] = (float)(4.3 - 1.3 * i);
+        ww[i] = 0;
+        vis[2 * i] = 1.0f + 0.1f * (float)i;
+        vis[2 * i + 1] = 0.05f * (float)i;
+        wt[i] = 1;
+    }
+    pk_grid_data d = {NV, uu, vv, ww, vis, wt};
+    const float *const stack[6] = {ka, ka, kb, ka, ka, ka};
+    const int size[6] = {16, 16, 16, 8, 16, 16};
+    const int reuse[6] = {0, 1, 0, 0, 1, 0};
+    float img[16 * 16], want[16 * 16], model[16 * 16], pv[2 * NV], pv_want[2 * NV];
+    for (int i = 0; i < 16 * 16; ++i) model[i] = (float)((i * 37) % 11) / 11.0f;
+    pk_context *ctx = context(b), *fresh = context(b);
+    int good = 1;
+    char why[512] = "";
+    for (int c = 0; c < 6 && good; ++c) {
+        if (c == 5) pk_context_release_cache(ctx);
+        p.image_size = size[c];
+        const int n = size[c];
+        pk_run_info ii, di;
+        double norm = 0, wnorm = 0;
+        int64_t sk = -1;
+        pk_status s = pk_image(ctx, &p, NULL, sup, stack[c], &d, img, &norm, &sk, &ii);
+        if (s == PK_EUNSUPPORTED && c == 0) {
+            tap_skip(pk_last_error(), "%s image and degrid one-shot plans kept", pk_backend_name(b));
+            good = -1;
+            break;
+        }
+        if (s == PK_OK) s = pk_degrid(ctx, &p, NULL, sup, stack[c], model, &d, pv, NULL, &di);
+        pk_image_plan *ip = NULL;
+        pk_degrid_plan *dp = NULL;
+        pk_status f = pk_image_plan_create(&ip, fresh, &p, NULL, sup, stack[c], NULL);
+        if (f == PK_OK) f = pk_image_plan_execute(ip, &d, want, &wnorm, NULL, NULL);
+        if (f == PK_OK) f = pk_degrid_plan_create(&dp, fresh, &p, NULL, sup, stack[c], NULL);
+        if (f == PK_OK) f = pk_degrid_plan_execute(dp, model, &d, pv_want, NULL, NULL);
+        pk_image_plan_destroy(ip);
+        pk_degrid_plan_destroy(dp);
+        if (s != PK_OK || f != PK_OK || norm != wnorm ||
+            memcmp(img, want, (size_t)n * n * sizeof *img) != 0 ||
+            memcmp(pv, pv_want, sizeof pv) != 0 || reused(&ii) != reuse[c] ||
+            reused(&di) != reuse[c]) {
+            good = 0;
+            snprintf(why, sizeof why, "; call %d: %s / %s (%.200s), image %s, vis %s, image "
+                     "plan %s, degrid plan %s", c + 1, pk_status_name(s), pk_status_name(f),
+                     s == PK_OK && f == PK_OK ? "" : pk_last_error(),
+                     s == PK_OK && memcmp(img, want, (size_t)n * n * sizeof *img) == 0 ? "same" : "differs",
+                     s == PK_OK && memcmp(pv, pv_want, sizeof pv) == 0 ? "same" : "differs",
+                     reused(&ii) ? "reused" : "new", reused(&di) ? "reused" : "new");
+        }
+    }
+    if (good >= 0)
+        ok(good, "%s image and degrid one-shot: the same stack and size reuse their plans, "
+           "changed samples or image size make new ones, results bitwise a fresh plan's%s",
+           pk_backend_name(b), why);
+    free(ka);
+    free(kb);
+    pk_context_destroy(ctx);
+    pk_context_destroy(fresh);
+}
+
 /* Each kernel's one-shot call twice (same shape), then once more after
  * pk_context_release_cache: large allocations in each. */
 typedef int (*call_fn)(pk_context *ctx, void *arrays);
@@ -485,6 +575,11 @@ int main(void)
         grid_cached(PK_BACKEND_OPENMP);
     else
         tap_skip("OpenMP unavailable", "openmp grid one-shot plans kept");
+    image_cached(PK_BACKEND_SERIAL);
+    if (pk_backend_available(probe, PK_BACKEND_OPENMP, NULL))
+        image_cached(PK_BACKEND_OPENMP);
+    else
+        tap_skip("OpenMP unavailable", "openmp image and degrid one-shot plans kept");
     pk_context_destroy(probe);
     eviction();
     ceiling();
