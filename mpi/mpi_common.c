@@ -251,7 +251,7 @@ pk_status pkm_context(pk_context *ctx, pk_context **out, int *owned) {
     return PK_OK;
 }
 
-int pkm_depth(const pkm_slabs *s, int requested) {
+int pkm_depth(const pkm_slabs *s, int requested, int dflt) {
     if (requested > 0)
         return requested;
     int thinnest = s->n;
@@ -259,7 +259,7 @@ int pkm_depth(const pkm_slabs *s, int requested) {
         if (s->i1[r] - s->i0[r] < thinnest)
             thinnest = s->i1[r] - s->i0[r];
     int d = thinnest / 4;
-    return d < 1 ? 1 : d > 8 ? 8 : d;
+    return d < 1 ? 1 : d > dflt ? dflt : d;
 }
 
 void *pkm_alloc64(size_t bytes) {

@@ -103,10 +103,24 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_create(pk_mpi_diffusion3d_plan **pl
     if (st != PK_OK)
         goto fail;
     int R = pl->s.nranks;
-    /* the default depth: 8 (two passes of the omp-tb variant auto picks on CPUs, landing in
-     * place: docs/SCALING.md), at most a quarter of the thinnest slab, so that the halo
-     * planes stepped twice stay few */
-    pl->depth = pkm_depth(&pl->s, o.depth);
+    st = pkm_context(ctx, &pl->ctx, &pl->owned);
+    st = pkm_agree(pl->comm, st, NULL, NULL);
+    if (st != PK_OK)
+        goto fail;
+    /* the default depth: two passes of the omp-tb variant auto picks on CPUs (2 x the
+     * context's diffusion3d.tb_depth, 12 at its default: an even number of passes lands in
+     * place, and a pass shallower than the others is one more sweep of memory for few steps:
+     * docs/SCALING.md), the smallest over the ranks, at most a quarter of the thinnest slab,
+     * so that the halo planes stepped twice stay few */
+    char tb[16];
+    int dflt = pk_context_get_param(pl->ctx, "diffusion3d.tb_depth", tb, sizeof tb, NULL) ==
+                       PK_OK
+                   ? 2 * atoi(tb)
+                   : 8;
+    if (dflt < 2)
+        dflt = 2;
+    MPI_Allreduce(MPI_IN_PLACE, &dflt, 1, MPI_INT, MPI_MIN, pl->comm);
+    pl->depth = pkm_depth(&pl->s, o.depth, dflt);
     pl->L = pl->s.i1[pl->s.rank] - pl->s.i0[pl->s.rank];
     pl->plane = (size_t)p->nx * (size_t)p->ny;
     int *lo = malloc(2 * (size_t)R * sizeof *lo);
@@ -135,7 +149,6 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_create(pk_mpi_diffusion3d_plan **pl
         goto fail;
     /* the local plans: the first resolves the variant, the others take it, so that all of a
      * rank's planes run the same code */
-    st = pkm_context(ctx, &pl->ctx, &pl->owned);
     pk_run_info li;
     memset(&li, 0, sizeof li);
     size_t nplanes = (size_t)(pl->overlap ? pl->L : pl->lo + pl->L + pl->hi);

@@ -89,10 +89,11 @@ void pkm_info_begin(pk_mpi_info *info, const pkm_slabs *s, int lo, int hi);
 pk_mpi_info *pkm_info_run(pk_mpi_info *info, pk_mpi_info *spare, const pkm_slabs *s, int lo,
                           int hi);
 
-/* The halo depth of the stencils (diffusion3d, laplace2d): the caller's, else 8 (two passes of
- * the OpenMP temporal blocking, 4 steps each, landing in place), at most a quarter of the
- * thinnest slab, at least 1: the same on every rank (it depends on the gathered slabs). */
-int pkm_depth(const pkm_slabs *s, int requested);
+/* The halo depth of the stencils (diffusion3d, laplace2d): the caller's, else dflt (the
+ * kernel's: two passes of its OpenMP temporal blocking, landing in place) at most a quarter
+ * of the thinnest slab, at least 1: the same on every rank when dflt is (it depends on the
+ * gathered slabs). */
+int pkm_depth(const pkm_slabs *s, int requested, int dflt);
 
 /* 64-byte aligned memory (free with free); bytes 0: 64 bytes. */
 void *pkm_alloc64(size_t bytes);

@@ -96,7 +96,7 @@ PK_MPI_API pk_status pk_mpi_laplace2d_plan_create(pk_mpi_laplace2d_plan **plan, 
     int R = pl->s.nranks;
     pl->l = p->l;
     pl->L = pl->s.i1[pl->s.rank] - pl->s.i0[pl->s.rank];
-    pl->d = pkm_depth(&pl->s, opt ? opt->depth : 0);
+    pl->d = pkm_depth(&pl->s, opt ? opt->depth : 0, 8);
     pl->single = R == 1;
     pk_laplace2d_params lp = pl->p;
     if (!pl->single) {
