@@ -61,8 +61,10 @@ typedef struct pk_mpi_options {
                             default): the block rule */
     int depth;           /* diffusion3d, laplace2d: steps between halo exchanges, the halo
                             depth in planes or rows (temporal blocking of the exchange),
-                            1 .. 64; 0 (the default): 8, at most a quarter of the thinnest
-                            slab, at least 1 (docs/SCALING.md: measured) */
+                            1 .. 64; 0 (the default): laplace2d 8, diffusion3d twice the
+                            contexts' smallest diffusion3d.tb_depth (12 by default: two
+                            omp-tb passes); at most a quarter of the thinnest slab, at
+                            least 1 (docs/SCALING.md: measured) */
     int overlap;         /* diffusion3d: 1 runs each rank's interior while the halos travel
                             (the boundary planes after, on copies); 0 exchanges first, then
                             runs the slab with its halos; -1 (the default): 0

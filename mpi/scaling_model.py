@@ -2,14 +2,14 @@
 """scaling_model.py - the tables of docs/SCALING.md's model of distributed diffusion3d.
 
 One rank per node, slabs of L = nz / N planes of P = nx * ny points, halo depth d (the
-library's default: min(8, L / 4), at least 1).  Per chunk of d steps an inner rank (the
+library's default: min(12, L / 4), at least 1; 12 = two passes of omp-tb's default 6 steps).  Per chunk of d steps an inner rank (the
 slowest from 3 nodes on; with 2 nodes each rank has one neighbour: one d, one message)
   - steps L + 2 d planes d times (the halo planes are stepped as well):  (L + 2d) P d / R
   - sends d P 4 bytes to each of its two neighbours and receives as much:  a + 2 d P 4 / b
     (one link per node, both messages through it)
   - agrees on the status (MPI_Allreduce of 8 bytes):  2 a log2(N)
-R depends on d on CPU nodes: omp-tb advances 4 steps per pass, so d < 4 runs single sweeps
-(omp-tiled's rate, 0.54 of omp-tb's in docs/PERFORMANCE.md).
+R depends on d on CPU nodes: omp-tb's passes of 4 steps or more run near its full rate, so d < 4
+is counted as single sweeps (omp-tiled's rate, 0.54 of omp-tb's in docs/PERFORMANCE.md).
 without overlap these add up; with overlap the exchange hides behind the interior (L P d / R)
 and the boundary planes cost 2 x 3 d planes stepped d times.  R: the node's rate in
 point-steps per second on its slab, a and b: the network's latency and bandwidth.
@@ -30,11 +30,11 @@ import math
 
 
 def depth_for(L):
-    return max(1, min(8, L // 4))
+    return max(1, min(12, L // 4))
 
 
 def rate(R, d, sweep):
-    """The node's rate at depth d: omp-tb's 4-step passes need d >= 4; below, single sweeps
+    """The node's rate at depth d: omp-tb's passes run near R from 4 steps; below, single sweeps
     (sweep: their rate as a fraction of R; 1 for GPU nodes)."""
     return R if d >= 4 else R * sweep
 
