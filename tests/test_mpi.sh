@@ -69,6 +69,7 @@ for np in 1 3; do
                 "dslash --dims 2,2,3,9 --verify" "dslash --dims 2,2,3,9 --overlap 0 --verify" \
                 "magicfilter3d --size 8x6x9 --bc shrink --verify" "magicfilter3d --size 7 --bc grow --verify" \
                 "magicfilter3d --size 7 --transpose --verify" "diffusion3d --nx 8 --ny 8 --nz 9 --count 3 --verify" \
+                "laplace2d --l 50 --count 5 --verify" "laplace2d --l 48 --count 9 --layout hvfo --nw 8 --verify" \
                 "conv2d --h 9 --w 8 --kh 3 --kw 3 --verify" "conv2d --h 16 --w 12 --kh 5 --kw 3 --variant fft --verify" \
                 "su3 --nv 100 --verify" "grid --dataset small --scale 0.02"; do
         kern=${args%% *}
@@ -141,6 +142,10 @@ refused() {
 }
 # a directory that is not there: refused on every rank, said once (by rank 0), usage status
 refused 2 "params.json" "grid --mpi --in MISSING" grid --mpi --in "$out.no-such-dir"
+# laplace2d: an unknown layout (the parser), hvfo lanes that do not divide l (the library,
+# agreed over the ranks)
+refused 2 "lexi or hvfo" "laplace2d --mpi --layout foo" laplace2d --mpi --layout foo
+refused 2 "multiple of nw" "laplace2d --mpi --l 50 --layout hvfo --nw 8" laplace2d --mpi --l 50 --layout hvfo --nw 8
 # dslash split along t and z: 2 x 2 ranks (t x z) and 4 along z, uneven z, the serial variant
 # (bitwise: docs/SCALING.md 1); every rank's entry names its z-planes
 for rz in 2 4; do

@@ -36,6 +36,7 @@ static const struct {
     const char *name, *opts;
 } mpi_kernels[] = {
     {"diffusion3d", " nx ny nz count verify "},
+    {"laplace2d", " l count sigma layout nw verify "},
     {"conv2d", " h w kh kw verify "},
     {"su3", " nv verify "},
     {"magicfilter3d", " n1 n2 n3 size transpose bc verify "},
@@ -57,11 +58,11 @@ typedef struct mpi_grid {
 } mpi_grid;
 
 typedef struct mpi_args {
-    const char *variant, *backend, *size, *dims, *bc, *dataset, *in, *out;
+    const char *variant, *backend, *size, *dims, *bc, *dataset, *in, *out, *layout;
     int mpi, threads, repeat, seed, count, transpose, recon12, half, ranks_z, verify;
     int overlap; /* dslash: pk_mpi_options.overlap (-1: the default) */
-    int nx, ny, nz, h, w, kh, kw, nv, n1, n2, n3, x, y, z, t;
-    double kappa, scale;
+    int nx, ny, nz, h, w, kh, kw, nv, n1, n2, n3, x, y, z, t, l, nw;
+    double kappa, scale, sigma;
     mpi_grid *grid;
     long long items;     /* this rank's items (grid: its visibilities), -1: none to report */
     int verify_failed;   /* rank 0: --verify found a difference */
@@ -591,6 +592,91 @@ static pk_status slab_verify64(mpi_args *a, const double *out, int nrows, size_t
     return st;
 }
 
+/* diffusion3d and laplace2d: row slabs of float (planes of nx ny, rows of l) stepped in
+ * place `count` times; the data by global index (the same field for any number of ranks);
+ * --verify against one process's call of the same variant on the whole field. */
+typedef struct stencil_ops {
+    pk_status (*create)(void **pl, pk_context *ctx, const void *p, const pk_mpi_options *o,
+                        pk_mpi_info *info);
+    pk_status (*execute)(void *pl, float *f, int count, pk_mpi_info *info);
+    void (*destroy)(void *pl);
+    pk_status (*whole)(pk_context *ctx, const void *p, const char *variant, float *f);
+} stencil_ops;
+
+static pk_status d3_create(void **pl, pk_context *ctx, const void *p, const pk_mpi_options *o,
+                           pk_mpi_info *info)
+{
+    return pk_mpi_diffusion3d_plan_create((pk_mpi_diffusion3d_plan **)pl, MPI_COMM_WORLD, ctx,
+                                          p, o, info);
+}
+static pk_status d3_execute(void *pl, float *f, int count, pk_mpi_info *info)
+{
+    return pk_mpi_diffusion3d_plan_execute(pl, f, count, info);
+}
+static void d3_destroy(void *pl) { pk_mpi_diffusion3d_plan_destroy(pl); }
+static pk_status d3_whole(pk_context *ctx, const void *p, const char *variant, float *f)
+{
+    return pk_diffusion3d(ctx, p, variant, f, NULL);
+}
+static const stencil_ops d3_stencil = {d3_create, d3_execute, d3_destroy, d3_whole};
+
+static pk_status lp_create(void **pl, pk_context *ctx, const void *p, const pk_mpi_options *o,
+                           pk_mpi_info *info)
+{
+    return pk_mpi_laplace2d_plan_create((pk_mpi_laplace2d_plan **)pl, MPI_COMM_WORLD, ctx, p,
+                                        o, info);
+}
+static pk_status lp_execute(void *pl, float *f, int count, pk_mpi_info *info)
+{
+    return pk_mpi_laplace2d_plan_execute(pl, f, count, info);
+}
+static void lp_destroy(void *pl) { pk_mpi_laplace2d_plan_destroy(pl); }
+static pk_status lp_whole(pk_context *ctx, const void *p, const char *variant, float *f)
+{
+    return pk_laplace2d(ctx, p, variant, f, NULL);
+}
+static const stencil_ops lp_stencil = {lp_create, lp_execute, lp_destroy, lp_whole};
+
+static pk_status run_stencil(const stencil_ops *k, const void *p, int nrows, size_t row,
+                             mpi_args *a, pk_context *ctx, const pk_mpi_options *o, char *pj,
+                             size_t pjlen, pk_mpi_info *best)
+{
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    void *pl = NULL;
+    pk_status st = k->create(&pl, ctx, p, o, &info);
+    if (st != PK_OK)
+        return st;
+    const size_t L = (size_t)(info.i1 - info.i0);
+    float *f = malloc(L * row * sizeof *f + 4);
+    st = agree_alloc(f != NULL);
+    for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
+        for (size_t i = 0; i < L * row; ++i)
+            f[i] = (float)(1.0 + 0.5 * hval((size_t)info.i0 * row + i, a->seed));
+        st = k->execute(pl, f, a->count, &info);
+        keep_best(best, &info, r == 0);
+    }
+    if (st == PK_OK && a->verify) { /* one process: rank 0, the whole field */
+        float *ref = NULL;
+        if (info.rank == 0) {
+            const size_t nall = row * (size_t)nrows;
+            ref = malloc(nall * sizeof *ref + 4);
+            for (size_t i = 0; ref && i < nall; ++i)
+                ref[i] = (float)(1.0 + 0.5 * hval(i, a->seed));
+            if (ref && k->whole(ctx, p, info.local.variant, ref) != PK_OK) {
+                fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
+                free(ref);
+                ref = NULL;
+            }
+        }
+        st = slab_verify(a, f, info.i0, info.i1, row, ref, (size_t)nrows, pj, pjlen);
+        free(ref);
+    }
+    free(f);
+    k->destroy(pl);
+    return st;
+}
+
 static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, char *pj,
                             size_t pjlen, pk_mpi_info *best)
 {
@@ -609,37 +695,15 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
         pk_diffusion3d_params_default(&p, a->nx, a->ny, a->nz, a->count);
         snprintf(pj, pjlen, "\"nx\": %d, \"ny\": %d, \"nz\": %d, \"count\": %d", a->nx, a->ny,
                  a->nz, a->count);
-        pk_mpi_diffusion3d_plan *pl = NULL;
-        st = pk_mpi_diffusion3d_plan_create(&pl, comm, ctx, &p, &o, &info);
-        if (st != PK_OK)
-            return st;
-        size_t plane = (size_t)a->nx * a->ny, L = (size_t)(info.i1 - info.i0);
-        float *f = malloc(L * plane * sizeof *f + 4);
-        st = agree_alloc(f != NULL);
-        for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
-            for (size_t i = 0; i < L * plane; ++i)
-                f[i] = (float)(1.0 + 0.5 * hval((size_t)info.i0 * plane + i, a->seed));
-            st = pk_mpi_diffusion3d_plan_execute(pl, f, a->count, &info);
-            keep_best(best, &info, r == 0);
-        }
-        if (st == PK_OK && a->verify) { /* one process: rank 0, the whole field */
-            float *ref = NULL;
-            if (info.rank == 0) {
-                size_t nall = plane * (size_t)a->nz;
-                ref = malloc(nall * sizeof *ref + 4);
-                for (size_t i = 0; ref && i < nall; ++i)
-                    ref[i] = (float)(1.0 + 0.5 * hval(i, a->seed));
-                if (ref && pk_diffusion3d(ctx, &p, info.local.variant, ref, NULL) != PK_OK) {
-                    fprintf(stderr, "portkern run: --verify: %s\n", pk_last_error());
-                    free(ref);
-                    ref = NULL;
-                }
-            }
-            st = slab_verify(a, f, info.i0, info.i1, plane, ref, (size_t)a->nz, pj, pjlen);
-            free(ref);
-        }
-        free(f);
-        pk_mpi_diffusion3d_plan_destroy(pl);
+        st = run_stencil(&d3_stencil, &p, a->nz, (size_t)a->nx * a->ny, a, ctx, &o, pj, pjlen,
+                         best);
+    } else if (strcmp(kernel, "laplace2d") == 0) {
+        pk_laplace2d_params p = {a->l, a->count, a->sigma, PK_LAP_LEXI, a->nw};
+        if (a->layout) /* checked by the parser */
+            pk_laplace2d_layout_from_name(a->layout, &p.layout);
+        snprintf(pj, pjlen, "\"l\": %d, \"count\": %d, \"sigma\": %.17g, \"layout\": \"%s\"",
+                 a->l, a->count, a->sigma, pk_laplace2d_layout_name(p.layout));
+        st = run_stencil(&lp_stencil, &p, a->l, (size_t)a->l, a, ctx, &o, pj, pjlen, best);
     } else if (strcmp(kernel, "conv2d") == 0) {
         pk_conv2d_params p = {a->h, a->w, a->kh, a->kw, PK_CONV2D_AUTO};
         snprintf(pj, pjlen, "\"h\": %d, \"w\": %d, \"kh\": %d, \"kw\": %d", a->h, a->w, a->kh,
@@ -891,6 +955,8 @@ static void mpi_run_usage(FILE *f)
         "repeat); the other ranks print nothing.\n"
         "kernels and their options:\n"
         "  diffusion3d    --nx N --ny N --nz N (64) --count N (10)\n"
+        "  laplace2d      --l N (256) --count N (10) --sigma F (0.1) --layout lexi|hvfo\n"
+        "                 (lexi) --nw N (hvfo lanes; 0: the default)\n"
         "  conv2d         --h N --w N (256) --kh N --kw N (11)\n"
         "  su3            --nv N (1048576; aos)\n"
         "  magicfilter3d  --size N1xN2xN3 | --n1 N --n2 N --n3 N (64) --transpose\n"
@@ -933,6 +999,8 @@ int cli_mpi_run(int argc, char **argv)
     a.seed = 1;
     a.count = 10;
     a.nx = a.ny = a.nz = 64;
+    a.l = 256;
+    a.sigma = 0.1;
     a.h = a.w = 256;
     a.kh = a.kw = 11;
     a.nv = 1 << 20;
@@ -946,7 +1014,7 @@ int cli_mpi_run(int argc, char **argv)
     a.items = -1;
     mpi_grid grid;
     memset(&grid, 0, sizeof grid);
-    enum { NO = 40 };
+    enum { NO = 48 };
     cli_opt opts[NO + 1];
     int seen[NO];
     memset(seen, 0, sizeof seen);
@@ -964,6 +1032,10 @@ int cli_mpi_run(int argc, char **argv)
     n = cli_opt_add(opts, n, "ny", CLI_INT, &a.ny, &seen[n], 1, IM);
     n = cli_opt_add(opts, n, "nz", CLI_INT, &a.nz, &seen[n], 1, IM);
     n = cli_opt_add(opts, n, "count", CLI_INT, &a.count, &seen[n], 0, IM);
+    n = cli_opt_add(opts, n, "l", CLI_INT, &a.l, &seen[n], 1, IM);
+    n = cli_opt_add(opts, n, "sigma", CLI_DOUBLE, &a.sigma, &seen[n], 1e-30, 1e30);
+    n = cli_opt_add(opts, n, "layout", CLI_STRING, &a.layout, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "nw", CLI_INT, &a.nw, &seen[n], 0, IM);
     n = cli_opt_add(opts, n, "h", CLI_INT, &a.h, &seen[n], 1, IM);
     n = cli_opt_add(opts, n, "w", CLI_INT, &a.w, &seen[n], 1, IM);
     n = cli_opt_add(opts, n, "kh", CLI_INT, &a.kh, &seen[n], 1, IM);
@@ -1017,8 +1089,8 @@ int cli_mpi_run(int argc, char **argv)
         if (strcmp(kernel, mpi_kernels[i].name) == 0)
             k = i;
     if (k < 0 || npos != 1) {
-        rc = cli_usage_error(prog, "--mpi: %s: the distributed kernels are diffusion3d, conv2d, "
-                                   "su3, magicfilter3d, dslash and grid",
+        rc = cli_usage_error(prog, "--mpi: %s: the distributed kernels are diffusion3d, "
+                                   "laplace2d, conv2d, su3, magicfilter3d, dslash and grid",
                              npos != 1 ? "one KERNEL expected" : kernel);
         goto done;
     }
@@ -1051,6 +1123,11 @@ int cli_mpi_run(int argc, char **argv)
         if ((rc = parse_ints(prog, "dims", a.dims, ',', 4, v)))
             goto done;
         a.x = v[0], a.y = v[1], a.z = v[2], a.t = v[3];
+    }
+    int layout;
+    if (a.layout && pk_laplace2d_layout_from_name(a.layout, &layout) != PK_OK) {
+        rc = cli_usage_error(prog, "--layout %s: lexi or hvfo", a.layout);
+        goto done;
     }
     if (strcmp(a.bc, "periodic") && strcmp(a.bc, "grow") && strcmp(a.bc, "shrink")) {
         rc = cli_usage_error(prog, "--bc %s: periodic, grow or shrink", a.bc);
