@@ -936,6 +936,7 @@ typedef struct im_oneshot {
     pk_key_part key[3];
     void *plan;
     int reused;
+    double bytes; /* the plan's g x g complex64 grid, as its create reports */
     pk_run_info created;
 } im_oneshot;
 
@@ -957,6 +958,7 @@ static pk_status im_oneshot_find(im_oneshot *o, pk_context *ctx, const pk_kernel
     o->key[0] = (pk_key_part){o->kp, sizeof o->kp};
     o->key[1] = (pk_key_part){support, np * sizeof *support};
     o->key[2] = (pk_key_part){o->st.d.kernels, 2 * o->st.plane_offset[np] * sizeof(float)};
+    o->bytes = 8.0 * (double)q->grid_size * q->grid_size;
     o->plan = pk_cache_find_object(ctx, kc, variant, o->key, 3);
     o->reused = o->plan != NULL;
     return PK_OK;
@@ -970,15 +972,16 @@ static pk_status im_oneshot_done(im_oneshot *o, pk_context *ctx, const char *var
     if (o->reused && s != PK_OK) {
         pk_cache_drop_object(ctx, o->kc, o->plan);
     } else if (!o->reused && o->plan &&
-               (s != PK_OK || !pk_cache_keep_object(ctx, o->kc, variant, o->key, 3,
-                                                    o->created.plan_bytes, o->plan))) {
+               (s != PK_OK || !pk_cache_keep_object(ctx, o->kc, variant, o->key, 3, o->bytes,
+                                                    o->plan))) {
         o->kc->destroy(NULL, o->plan);
     }
     pk_gr_stack_free(&o->st);
     if (s == PK_OK && info) {
         info->setup_s = o->reused ? 0 : o->created.setup_s;
-        info->plan_bytes = o->created.plan_bytes;
-        if (o->reused) pk_append_note(info->reason, sizeof info->reason, "plan reused from the context");
+        info->plan_bytes = o->bytes;
+        if (o->reused)
+            pk_append_note(info->reason, sizeof info->reason, "plan reused from the context");
         info->wall_s = pk_now() - t0;
     }
     return s;

@@ -385,7 +385,8 @@ static void grid_cached(pk_backend_id b)
  * scaled), a at another image size, a again (its plan found), and after
  * pk_context_release_cache a once more.  Each result must be bitwise that of a plan made for
  * the call in a fresh context (same backend, same plan type: the same arithmetic), and the
- * plan reused exactly where the key repeats. */
+ * plan reused exactly where the key repeats; the run info's plan_bytes the grid's 8 g^2 either
+ * way. */
 static void image_cached(pk_backend_id b)
 {
     pk_image_params p;
@@ -449,7 +450,8 @@ static void image_cached(pk_backend_id b)
         if (s != PK_OK || f != PK_OK || norm != wnorm ||
             memcmp(img, want, (size_t)n * n * sizeof *img) != 0 ||
             memcmp(pv, pv_want, sizeof pv) != 0 || reused(&ii) != reuse[c] ||
-            reused(&di) != reuse[c]) {
+            reused(&di) != reuse[c] || ii.plan_bytes != 8.0 * 32 * 32 ||
+            di.plan_bytes != 8.0 * 32 * 32) {
             good = 0;
             snprintf(why, sizeof why, "; call %d: %s / %s (%.200s), image %s, vis %s, image "
                      "plan %s, degrid plan %s", c + 1, pk_status_name(s), pk_status_name(f),
