@@ -626,6 +626,7 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
 #endif
 #endif
 
+#ifndef PK_SANITIZED /* the child runs only without the sanitizers (test_real_oom) */
 static long vm_size_bytes(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -695,6 +696,7 @@ static int real_oom_child(void)
     pk_context_destroy(au);
     return bad;
 }
+#endif /* !PK_SANITIZED */
 
 /* Forks: call it before this process touches OpenCL (PoCL's worker threads are not in a
  * forked child). */
