@@ -407,7 +407,7 @@ static double im_fft_flops(int g) { return 5.0 * (double)g * g * log2((double)g 
 
 typedef struct im_rows {
     const im_host *h;
-    const float *in;  /* model (degrid) */
+    const float *in;  /* model (degrid); the caller's grid (pk_image_from_grid), or NULL */
     float *out;       /* image (image) */
     float scale;      /* 1 / norm (image), 1 / kappa (degrid) */
     int nomem;        /* a thread could not allocate its column buffer */
@@ -466,7 +466,9 @@ static void im_zero_rows(void *arg, size_t lo, size_t hi)
 }
 
 /* image's row pass: the marked rows, or (r->marked 0) the rows with a non-zero cell, found
- * here and marked for the column pass (a row of zeros transforms to zeros) */
+ * here and marked for the column pass (a row of zeros transforms to zeros).  With r->in (a
+ * caller's grid) the rows are read there and only the non-zero ones copied into the buffer,
+ * whose other rows stay untouched zero pages. */
 static void im_image_rows(void *arg, size_t lo, size_t hi)
 {
     const im_rows *r = arg;
@@ -474,10 +476,11 @@ static void im_image_rows(void *arg, size_t lo, size_t hi)
     for (size_t y = lo; y < hi; ++y) {
         fftwf_complex *row = r->h->buf + y * g;
         if (!r->marked) {
-            const float *f = (const float *)row;
+            const float *f = r->in ? r->in + 2 * y * g : (const float *)row;
             size_t i = 0;
             while (i < 2 * g && f[i] == 0.0f) ++i;
             r->h->rows[y] = i < 2 * g;
+            if (r->h->rows[y] && r->in) memcpy(row, f, g * sizeof(fftwf_complex));
         }
         if (r->h->rows[y]) fftwf_execute_dft(r->h->row, row, row);
     }
@@ -561,12 +564,12 @@ static void im_image_cols(void *arg, size_t lo, size_t hi)
 
 /* The steps after the grid step, on the grid in h->buf: the row FFTs, then the column FFTs,
  * correction and crop into image, scaled by 1 / norm.  *t_rows: when the row pass ended. */
-static pk_status im_grid_to_image(im_host *h, float *image, double norm, int marked,
-                                  double *t_rows)
+static pk_status im_grid_to_image(im_host *h, const float *src, float *image, double norm,
+                                  int marked, double *t_rows)
 {
     const int g = h->p.grid.grid_size;
     const double gg = (double)g * g;
-    im_rows r = {h, NULL, image, norm != 0 ? (float)(1.0 / norm) : 0.0f, 0, marked};
+    im_rows r = {h, src, image, norm != 0 ? (float)(1.0 / norm) : 0.0f, 0, marked};
     pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_image_rows, &r);
     *t_rows = pk_now();
     pk_parallel_range(im_slots(h->p.image_size, g), 1, (size_t)(gg * 8), h->nt, im_image_cols,
@@ -900,7 +903,7 @@ pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, floa
     PK_TRY(pk_grid_plan_execute(plan->gp, d, (float *)h->buf, &nrm, &sk, &gi));
     const double t2 = pk_now();
     double t3;
-    PK_TRY(im_grid_to_image(h, image, nrm, 1, &t3));
+    PK_TRY(im_grid_to_image(h, NULL, image, nrm, 1, &t3));
     const double t4 = pk_now();
     if (norm) *norm = nrm;
     if (num_skipped) *num_skipped = sk;
@@ -1033,11 +1036,10 @@ pk_status pk_image_from_grid(pk_context *ctx, const pk_image_params *p, const in
     im_host h;
     pk_status s = im_host_init(&h, p, support, kernels, FFTW_BACKWARD, nt);
     if (s == PK_OK) {
-        /* the execute's passes after its grid step, on a copy of the caller's grid */
-        const size_t g = (size_t)p->grid.grid_size;
-        memcpy(h.buf, grid, g * g * sizeof(fftwf_complex));
+        /* the execute's passes after its grid step, on the caller's non-zero rows (copied
+         * into the plan's zero buffer as the row pass reaches them) */
         double t_rows;
-        s = im_grid_to_image(&h, image, norm, 0, &t_rows);
+        s = im_grid_to_image(&h, grid, image, norm, 0, &t_rows);
     }
     im_host_free(&h);
     return s;

@@ -753,8 +753,9 @@ PK_API void pk_image_plan_destroy(pk_image_plan *plan);
  *  [g][g] as pk_grid leaves it for p->grid (zeroed, then the visibilities), norm the
  *  gridder's norm; image float32 [N][N] (overwritten) is what pk_image makes from a grid
  *  bitwise equal to it (tested).  On the host (FFTW single precision) whatever ctx's backend,
- *  on ctx's host threads (ctx NULL: one thread); grid is read, not modified (copied into a
- *  g x g buffer of the call's).  For a reference: the image of a grid already verified
+ *  on ctx's host threads (ctx NULL: one thread); grid is read, not modified (its rows with
+ *  a non-zero cell are copied into a g x g buffer of the call's, the others never touched
+ *  there).  For a reference: the image of a grid already verified
  *  (portkern tune: grid's double reference rounded to complex64). */
 PK_API pk_status pk_image_from_grid(pk_context *ctx, const pk_image_params *p,
                                     const int32_t *support, const float *kernels,
