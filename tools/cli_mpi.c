@@ -606,8 +606,10 @@ typedef struct stencil_ops {
 static pk_status d3_create(void **pl, pk_context *ctx, const void *p, const pk_mpi_options *o,
                            pk_mpi_info *info)
 {
-    return pk_mpi_diffusion3d_plan_create((pk_mpi_diffusion3d_plan **)pl, MPI_COMM_WORLD, ctx,
-                                          p, o, info);
+    pk_mpi_diffusion3d_plan *q = NULL;
+    const pk_status st = pk_mpi_diffusion3d_plan_create(&q, MPI_COMM_WORLD, ctx, p, o, info);
+    *pl = q;
+    return st;
 }
 static pk_status d3_execute(void *pl, float *f, int count, pk_mpi_info *info)
 {
@@ -623,8 +625,10 @@ static const stencil_ops d3_stencil = {d3_create, d3_execute, d3_destroy, d3_who
 static pk_status lp_create(void **pl, pk_context *ctx, const void *p, const pk_mpi_options *o,
                            pk_mpi_info *info)
 {
-    return pk_mpi_laplace2d_plan_create((pk_mpi_laplace2d_plan **)pl, MPI_COMM_WORLD, ctx, p,
-                                        o, info);
+    pk_mpi_laplace2d_plan *q = NULL;
+    const pk_status st = pk_mpi_laplace2d_plan_create(&q, MPI_COMM_WORLD, ctx, p, o, info);
+    *pl = q;
+    return st;
 }
 static pk_status lp_execute(void *pl, float *f, int count, pk_mpi_info *info)
 {
