@@ -279,7 +279,10 @@ pk_status pk_degrid_reference_f64(const pk_grid_params *p, const int32_t *suppor
  * 2-D FFTW plan on 2 fftw3f_omp threads 12.8-16.7 s per transform, these passes about 4.5 s
  * (4096^2: 1.7 s against 0.35 s): the strided column access of the 2-D plan is what costs. */
 #ifdef PK_HAVE_FFTW
-#define IM_BATCH 8 /* columns per batch (measured 8: 3.9 s, 16: 4.9 s, 32: 7.6 s at g 18000) */
+/* columns per batch (measured 8: 3.9 s, 16: 4.9 s, 32: 7.6 s at g 18000; on the 2-core Zen 4,
+ * whose 1 MiB L2 holds 4 columns of 18000 but not 8, 4 was slower: image cols+crop 0.51 s
+ * against 0.41, degrid place+fft cols 0.60 against 0.57) */
+#define IM_BATCH 8
 /* rows ahead that the image's column gather prefetches (its pass at g 18000, 2 threads,
  * noisy: none 2.0-2.2 s, 16 1.7, 32-48 1.2-1.9, 128 2.4) */
 #define IM_AHEAD 48
