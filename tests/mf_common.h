@@ -702,13 +702,6 @@ static void mf_check_execute(const char *variant)
     }
 }
 
-/* The one-shot call on caller arrays at every double's offset from a 64-byte line (malloc's
- * and numpy's 16 bytes among them), on grids whose passes are >= 2 MiB (the simd pass's
- * streaming stores; its line groups start where y's rows start a line, the lines before
- * that go through its scratch block) and whose output rows alternate between two
- * alignments 32 bytes apart (66 x 62 x 66: n2 n3, n3 n1 and n1 n2 are 4 mod 8) or share one
- * (64 x 64 x 66); OpenMP also on 3 threads (shares cut at odd places).  Against the
- * reference, nothing copied, no double before or after y written, x unchanged. */
 /* x[0..n) == y[0..n) bitwise.  Not inlined: GCC 12 with -fsanitize=address inlined the
  * memcmp into mf_check_line_offsets and warned of a bound of 2^64 - 128 bytes on a path
  * that does not exist (-Wstringop-overread). */
@@ -717,6 +710,13 @@ static __attribute__((noinline)) int mf_same(const double *x, const double *y, s
     return memcmp(x, y, n * sizeof *x) == 0;
 }
 
+/* The one-shot call on caller arrays at every double's offset from a 64-byte line (malloc's
+ * and numpy's 16 bytes among them), on grids whose passes are >= 2 MiB (the simd pass's
+ * streaming stores; its line groups start where y's rows start a line, the lines before
+ * that go through its scratch block) and whose output rows alternate between two
+ * alignments 32 bytes apart (66 x 62 x 66: n2 n3, n3 n1 and n1 n2 are 4 mod 8) or share one
+ * (64 x 64 x 66); OpenMP also on 3 threads (shares cut at odd places).  Against the
+ * reference, nothing copied, no double before or after y written, x unchanged. */
 static void mf_check_line_offsets(const char *variant)
 {
     static const int shapes[2][4] = {{66, 62, 66, 0}, {64, 64, 66, 1}}; /* n1 n2 n3 transpose */
