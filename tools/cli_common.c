@@ -758,6 +758,69 @@ int cli_join(char *buf, size_t len, const char *dir, const char *name)
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
+                 const size_t *want, const char *what, pk_array *arr)
+{
+    char path[4096], shape[160];
+    if (cli_join(path, sizeof path, dir, name)) return cli_usage_error(prog, "path too long: %s", dir);
+    pk_status s = pk_npy_read(path, arr);
+    if (s != PK_OK) return cli_lib_error("portkern", s);
+    cli_shape_text(arr->shape, arr->ndim, shape, sizeof shape);
+    int ok = arr->dtype == dtype && arr->ndim == ndim;
+    for (int i = 0; ok && i < ndim; ++i) {
+        if (arr->shape[i] == 0) {
+            pk_array_free(arr);
+            return cli_usage_error(prog, "%s: dimension %d has size 0 (must be >= 1)", path, i);
+        }
+        ok = !want[i] || arr->shape[i] == want[i];
+    }
+    if (ok) return 0;
+    const char *d = pk_dtype_descr(arr->dtype);
+    pk_array_free(arr);
+    return cli_usage_error(prog, "%s: expected %s, got '%s' with shape %s", path, what,
+                           d ? d : "?", shape);
+}
+
+int cli_grid_arrays(const char *prog, const char *dir, pk_array arr[7])
+{
+    char path[4096], shape[160], what[2][96];
+    const size_t any[1] = {0};
+    int rc;
+    /* visibilities: uu sets n */
+    if ((rc = cli_read_npy(prog, dir, "uu.npy", PK_DTYPE_F32, 1, any, "float32 ('<f4') [n]",
+                           &arr[0])))
+        return rc;
+    const size_t n[1] = {arr[0].shape[0]};
+    snprintf(what[0], sizeof what[0], "float32 ('<f4') [%zu] (uu.npy's length)", n[0]);
+    snprintf(what[1], sizeof what[1], "complex64 ('<c8') [%zu] (uu.npy's length)", n[0]);
+    if ((rc = cli_read_npy(prog, dir, "vv.npy", PK_DTYPE_F32, 1, n, what[0], &arr[1])) ||
+        (rc = cli_read_npy(prog, dir, "ww.npy", PK_DTYPE_F32, 1, n, what[0], &arr[2])) ||
+        (rc = cli_read_npy(prog, dir, "vis.npy", PK_DTYPE_C64, 1, n, what[1], &arr[3])) ||
+        (rc = cli_read_npy(prog, dir, "weight.npy", PK_DTYPE_F32, 1, n, what[0], &arr[4])) ||
+        (rc = cli_read_npy(prog, dir, "support.npy", PK_DTYPE_I32, 1, any,
+                           "int32 ('<i4') [planes]", &arr[5])))
+        return rc;
+    const size_t planes = arr[5].shape[0];
+    if (planes > 1000000)
+        return cli_usage_error(prog, "%s/support.npy: %zu planes (at most 1000000)", dir, planes);
+    /* kernels: 3-D = FULL, 1-D = COMPACT */
+    if (cli_join(path, sizeof path, dir, "kernels.npy"))
+        return cli_usage_error(prog, "path too long: %s", dir);
+    pk_array *k = &arr[6];
+    pk_status s = pk_npy_read(path, k);
+    if (s != PK_OK) return cli_lib_error("portkern", s);
+    if (k->dtype != PK_DTYPE_C64 || (k->ndim != 1 && k->ndim != 3) ||
+        (k->ndim == 3 && (k->shape[0] != planes || k->shape[1] != k->shape[2] ||
+                          k->shape[1] > INT_MAX))) {
+        const char *d = pk_dtype_descr(k->dtype);
+        cli_shape_text(k->shape, k->ndim, shape, sizeof shape);
+        return cli_usage_error(prog, "%s: expected complex64 ('<c8') [%zu][half][half] (full) "
+                               "or [count] (compact), got '%s' with shape %s", path, planes,
+                               d ? d : "?", shape);
+    }
+    return 0;
+}
+
 int cli_split_list(const char *s, char items[][32], int max, int *n)
 {
     *n = 0;

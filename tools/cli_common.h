@@ -150,6 +150,17 @@ void cli_temp_abort(FILE *f);
 int cli_mkdirs(const char *path);
 /** dir + "/" + name into buf; -1 when it does not fit. */
 int cli_join(char *buf, size_t len, const char *dir, const char *name);
+/** Read DIR/name.npy and check its dtype, rank and every extent given (want[i] = 0: any);
+ *  0, or the usage error's exit code after a message naming the file, its dtype and shape
+ *  and what was expected (`what`, e.g. "complex128 [nv][3][3]"). */
+int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
+                 const size_t *want, const char *what, pk_array *arr);
+/** The seven arrays of a 'portkern gen grid' directory into arr[0..6] (uu, vv, ww, vis,
+ *  weight, support, kernels): uu .. weight of one length n >= 1 (float32; vis complex64),
+ *  support int32 [planes] (at most 1000000), kernels complex64 [planes][half][half] (full
+ *  layout) or [count] (compact: the caller checks count against the supports).  0, or the
+ *  exit code after a message naming the file (grid's run --in and run --mpi --in). */
+int cli_grid_arrays(const char *prog, const char *dir, pk_array arr[7]);
 
 
 /* DIR/name (params.json, grid's kernels.json), written whole: open it (DIR created, path gets

@@ -382,29 +382,6 @@ static void write_params(cli_json *j, const cli_kernel *k, const void *args)
     }
 }
 
-int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
-                 const size_t *want, const char *what, pk_array *arr)
-{
-    char path[4096], shape[160];
-    if (cli_join(path, sizeof path, dir, name)) return cli_usage_error(prog, "path too long: %s", dir);
-    pk_status s = pk_npy_read(path, arr);
-    if (s != PK_OK) return cli_lib_error(MAIN_PROG, s);
-    cli_shape_text(arr->shape, arr->ndim, shape, sizeof shape);
-    int ok = arr->dtype == dtype && arr->ndim == ndim;
-    for (int i = 0; ok && i < ndim; ++i) {
-        if (arr->shape[i] == 0) {
-            pk_array_free(arr);
-            return cli_usage_error(prog, "%s: dimension %d has size 0 (must be >= 1)", path, i);
-        }
-        ok = !want[i] || arr->shape[i] == want[i];
-    }
-    if (ok) return 0;
-    const char *d = pk_dtype_descr(arr->dtype);
-    pk_array_free(arr);
-    return cli_usage_error(prog, "%s: expected %s, got '%s' with shape %s", path, what,
-                           d ? d : "?", shape);
-}
-
 /* ---- arrays ----------------------------------------------------------------------------- */
 static size_t param_count(const cli_kernel *k, const void *args, int i)
 {

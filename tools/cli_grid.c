@@ -260,8 +260,7 @@ int gr_load(cli_call *c, const char *dir, void *data)
 {
     gr_args *a = c->args;
     gr_data *g = data;
-    char path[4096], shape[160], what[2][96];
-    const size_t any[1] = {0};
+    char path[4096];
     int rc;
     if (cli_seen(c, "dataset") == CLI_SEEN_OPT || cli_seen(c, "scale") == CLI_SEEN_OPT ||
         cli_seen(c, "seed") == CLI_SEEN_OPT || cli_seen(c, "layout") == CLI_SEEN_OPT || a->unit_vis)
@@ -273,41 +272,16 @@ int gr_load(cli_call *c, const char *dir, void *data)
                                "needed (params.json or --grid-size/--oversample/--cell-size/"
                                "--w-scale)", dir);
     g->dataset = cli_seen(c, "dataset") == CLI_SEEN_FILE ? a->dataset : dir;
-    /* visibilities: uu sets n */
-    if ((rc = cli_read_npy(c->prog, dir, "uu.npy", PK_DTYPE_F32, 1, any,
-                           "float32 ('<f4') [n]", &g->arr[0])))
+    if ((rc = cli_grid_arrays(c->prog, dir, g->arr)))
         return rc;
-    const size_t n[1] = {g->arr[0].shape[0]};
-    snprintf(what[0], sizeof what[0], "float32 ('<f4') [%zu] (uu.npy's length)", n[0]);
-    snprintf(what[1], sizeof what[1], "complex64 ('<c8') [%zu] (uu.npy's length)", n[0]);
-    if ((rc = cli_read_npy(c->prog, dir, "vv.npy", PK_DTYPE_F32, 1, n, what[0], &g->arr[1])) ||
-        (rc = cli_read_npy(c->prog, dir, "ww.npy", PK_DTYPE_F32, 1, n, what[0], &g->arr[2])) ||
-        (rc = cli_read_npy(c->prog, dir, "vis.npy", PK_DTYPE_C64, 1, n, what[1], &g->arr[3])) ||
-        (rc = cli_read_npy(c->prog, dir, "weight.npy", PK_DTYPE_F32, 1, n, what[0], &g->arr[4])) ||
-        (rc = cli_read_npy(c->prog, dir, "support.npy", PK_DTYPE_I32, 1, any,
-                           "int32 ('<i4') [planes]", &g->arr[5])))
-        return rc;
-    const size_t planes = g->arr[5].shape[0];
-    const int seen_planes = cli_seen(c, "num_w_planes") != 0;
-    if (planes > 1000000 || (seen_planes && (size_t)a->num_w_planes != planes))
-        return cli_usage_error(c->prog, "%s/support.npy: %zu planes%s", dir, planes,
-                               seen_planes ? " (params.json num_w_planes differs)" : "");
-    /* kernels: 3-D = FULL, 1-D = COMPACT (its length checked by pk_grid_kernel_count) */
+    const size_t n = g->arr[0].shape[0], planes = g->arr[5].shape[0];
+    if (cli_seen(c, "num_w_planes") && (size_t)a->num_w_planes != planes)
+        return cli_usage_error(c->prog, "%s/support.npy: %zu planes (params.json num_w_planes "
+                               "differs)", dir, planes);
     if (cli_join(path, sizeof path, dir, "kernels.npy"))
         return cli_usage_error(c->prog, "path too long: %s", dir);
-    pk_array *k = &g->arr[6];
-    pk_status s = pk_npy_read(path, k);
-    if (s != PK_OK) return cli_lib_error("portkern", s);
+    const pk_array *k = &g->arr[6];
     const int layout = k->ndim == 3 ? PK_GRID_KERNELS_FULL : PK_GRID_KERNELS_COMPACT;
-    if (k->dtype != PK_DTYPE_C64 || (k->ndim != 1 && k->ndim != 3) ||
-        (k->ndim == 3 && (k->shape[0] != planes || k->shape[1] != k->shape[2] ||
-                          k->shape[1] > INT_MAX))) {
-        const char *d = pk_dtype_descr(k->dtype);
-        cli_shape_text(k->shape, k->ndim, shape, sizeof shape);
-        return cli_usage_error(c->prog, "%s: expected complex64 ('<c8') [%zu][half][half] (full) "
-                               "or [count] (compact), got '%s' with shape %s", path, planes,
-                               d ? d : "?", shape);
-    }
     if (cli_seen(c, "kernel_layout") && a->kernel_layout != layout)
         return cli_usage_error(c->prog, "%s is %s but params.json says kernel_layout \"%s\"",
                                path,
@@ -321,7 +295,7 @@ int gr_load(cli_call *c, const char *dir, void *data)
     g->p.kernel_layout = layout;
     g->p.num_w_planes = (int)planes;
     g->p.conv_size_half = layout == PK_GRID_KERNELS_FULL ? (int)k->shape[1] : 0;
-    g->d.num_vis = n[0];
+    g->d.num_vis = n;
     g->d.uu = g->arr[0].data;
     g->d.vv = g->arr[1].data;
     g->d.ww = g->arr[2].data;

@@ -87,11 +87,6 @@ int cli_extents(cli_call *c, const char *option, char sep, const char *const *na
  *  range a usage error (its exit code returned).  TEXT parameters point into obj afterwards. */
 int cli_params_apply(cli_call *c, const char *path, const cli_jobject *obj);
 
-/** Read DIR/name.npy and check its dtype, rank and every extent given (want[i] = 0: any);
- *  0, or the usage error's exit code after a message naming the file, its dtype and shape
- *  and what was expected (`what`, e.g. "complex128 [nv][3][3]"). */
-int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, int ndim,
-                 const size_t *want, const char *what, pk_array *arr);
 
 /* ---- arrays: a kernel's .npy files and the buffers of its run ---------------------------- */
 #define CLI_A_IN 1u  /* an input: run --in reads it, the generator fills it, gen writes it */

@@ -276,29 +276,6 @@ static int grid_param(const char *prog, const char *path, const cli_jobject *o, 
     return 0;
 }
 
-/* DIR/name, a 1-D array of dtype and length n (0: any length >= 1).  (portkern-probe links
- * this file without the driver, so the driver's reader is not at hand.) */
-static int grid_npy(const char *prog, const char *dir, const char *name, pk_dtype dtype, size_t n,
-                    pk_array *arr)
-{
-    char path[4096];
-    if (cli_join(path, sizeof path, dir, name))
-        return cli_usage_error(prog, "path too long: %s", dir);
-    pk_status st = pk_npy_read(path, arr);
-    if (st != PK_OK)
-        return cli_lib_error(prog, st);
-    if (arr->dtype != dtype || arr->ndim != 1 || arr->shape[0] == 0 ||
-        (n && arr->shape[0] != n)) {
-        char shape[160];
-        cli_shape_text(arr->shape, arr->ndim, shape, sizeof shape);
-        return cli_usage_error(prog, "%s: expected %s [%s], got %s %s", path,
-                               cli_dtype_name(dtype), n ? "uu.npy's n" : "n >= 1",
-                               cli_dtype_name(arr->dtype) ? cli_dtype_name(arr->dtype) : "?",
-                               shape);
-    }
-    return 0;
-}
-
 /* The whole data set on this rank: the generated --dataset (in memory, compact kernels), or
  * DIR/params.json's grid_size, oversample, cell_size_rad, w_scale and the seven arrays of
  * 'portkern gen grid' (kernels.npy 3-D: full, 1-D: compact).  0 or the exit code after a
@@ -352,27 +329,10 @@ static int grid_load(const char *prog, const mpi_args *a, mpi_grid *g)
     if (!(gs >= 2 && gs <= INT_MAX && os >= 2 && os <= 1024))
         return cli_usage_error(prog, "%s: grid_size %g, oversample %g out of range", path, gs,
                                os);
-    if ((rc = grid_npy(prog, a->in, "uu.npy", PK_DTYPE_F32, 0, &g->arr[0])))
+    if ((rc = cli_grid_arrays(prog, a->in, g->arr)))
         return rc;
-    const size_t n[1] = {g->arr[0].shape[0]};
-    if ((rc = grid_npy(prog, a->in, "vv.npy", PK_DTYPE_F32, n[0], &g->arr[1])) ||
-        (rc = grid_npy(prog, a->in, "ww.npy", PK_DTYPE_F32, n[0], &g->arr[2])) ||
-        (rc = grid_npy(prog, a->in, "vis.npy", PK_DTYPE_C64, n[0], &g->arr[3])) ||
-        (rc = grid_npy(prog, a->in, "weight.npy", PK_DTYPE_F32, n[0], &g->arr[4])) ||
-        (rc = grid_npy(prog, a->in, "support.npy", PK_DTYPE_I32, 0, &g->arr[5])))
-        return rc;
-    if (cli_join(path, sizeof path, a->in, "kernels.npy"))
-        return cli_usage_error(prog, "path too long: %s", a->in);
-    pk_array *k = &g->arr[6];
-    pk_status st = pk_npy_read(path, k);
-    if (st != PK_OK)
-        return cli_lib_error(prog, st);
+    const pk_array *k = &g->arr[6];
     const size_t planes = g->arr[5].shape[0];
-    if (k->dtype != PK_DTYPE_C64 || (k->ndim != 1 && k->ndim != 3) || planes > 1000000 ||
-        (k->ndim == 3 && (k->shape[0] != planes || k->shape[1] != k->shape[2] ||
-                          k->shape[1] > INT_MAX)))
-        return cli_usage_error(prog, "%s: expected complex64 [%zu][half][half] (full) or "
-                                     "[count] (compact)", path, planes);
     pk_grid_params_init(&g->p);
     g->p.grid_size = (int)gs;
     g->p.oversample = (int)os;
@@ -384,12 +344,13 @@ static int grid_load(const char *prog, const mpi_args *a, mpi_grid *g)
     g->support = g->arr[5].data;
     g->kernels = k->data;
     size_t count = 0;
-    if ((st = pk_grid_kernel_count(&g->p, g->support, &count)) != PK_OK)
+    const pk_status st = pk_grid_kernel_count(&g->p, g->support, &count);
+    if (st != PK_OK)
         return cli_lib_error(prog, st);
     if (k->ndim == 1 && count != k->shape[0])
-        return cli_usage_error(prog, "%s: %zu complex samples, the supports need %zu", path,
-                               k->shape[0], count);
-    g->d.num_vis = n[0];
+        return cli_usage_error(prog, "%s/kernels.npy: %zu complex samples, the supports need %zu",
+                               a->in, k->shape[0], count);
+    g->d.num_vis = g->arr[0].shape[0];
     g->d.uu = g->arr[0].data;
     g->d.vv = g->arr[1].data;
     g->d.ww = g->arr[2].data;
