@@ -61,6 +61,56 @@ int pk_cpu_simd(void)
     return PK_SIMD_GENERIC;
 }
 
+/* A sysfs cache size ("32768K", "2M", "512"), 0 when unreadable. */
+static size_t cpu_cache_size(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    unsigned long long v = 0;
+    char unit = 0;
+    const int n = fscanf(f, "%llu%c", &v, &unit);
+    fclose(f);
+    if (n < 1) return 0;
+    if (n == 2 && (unit == 'K' || unit == 'k')) v <<= 10;
+    if (n == 2 && (unit == 'M' || unit == 'm')) v <<= 20;
+    return (size_t)v;
+}
+
+size_t pk_cpu_llc_bytes(void)
+{
+    const char *test = pk_getenv("PORTKERN_TEST_LLC_BYTES");
+    if (test) { /* the tests' stand-in for a machine with another cache */
+        char *end;
+        const unsigned long long v = strtoull(test, &end, 10);
+        if (*end == '\0' && test[0] != '-' && v > 0) return (size_t)v;
+    }
+    size_t best = 0;
+    int best_level = 0;
+    for (int i = 0; i < 16; ++i) {
+        char path[96], type[32] = "";
+        int level = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        const int ok = fscanf(f, "%d", &level) == 1;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if (!ok || !(f = fopen(path, "r"))) continue;
+        const int typed = fscanf(f, "%31s", type) == 1;
+        fclose(f);
+        if (!typed || !strcmp(type, "Instruction")) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        const size_t size = cpu_cache_size(path);
+        if (size && level >= best_level) best = size, best_level = level;
+    }
+    if (best) return best;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l3 > 0) return (size_t)l3;
+#endif
+    return 0;
+}
+
 int pk_cpu_topology(int ncpu, int *core_of)
 {
     /* Linux sysfs: logical CPUs sharing a core_id (within a package) are SMT siblings. */

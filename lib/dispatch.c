@@ -225,10 +225,13 @@ static pk_status create_on(pk_context *ctx, const pk_kernel_class *kc, const can
     if (have_info) pk_strlcpy(c->device_name, di.name, sizeof c->device_name);
     if (!(variant && *variant)) { /* the device's best where the kernel knows it, else the
                                      first listed: the backend's best */
-        const char *dv = have_info && kc->device_variant ? kc->device_variant(cd->backend, &di)
-                                                         : NULL;
+        const char *why = NULL;
+        const char *dv = have_info && kc->device_variant
+                             ? kc->device_variant(cd->backend, &di, desc, &why)
+                             : NULL;
         if (dv && pk_list_find(list, dv) >= 0) {
             pk_strlcpy(c->variant, dv, sizeof c->variant);
+            c->variant_why = why;
         } else {
             pk_strlcpy(c->variant, list, sizeof c->variant);
             c->variant[strcspn(c->variant, ",")] = '\0';
@@ -300,6 +303,9 @@ pk_status pk_dispatch(pk_context *ctx, const pk_kernel_class *kc, const char *va
                                : 0;
             if (tt > 0)
                 pk_append_note(out->reason, sizeof out->reason, "%d threads (openmp.threads)", tt);
+            if (out->variant_why)
+                pk_append_note(out->reason, sizeof out->reason, "%s: %s", out->variant,
+                               out->variant_why);
             return PK_OK;
         }
         if (out->impl) kc->destroy(out->kops, out->impl);

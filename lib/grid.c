@@ -298,9 +298,13 @@ static double gr_plan_bytes(const void *desc)
 /* CUDA from Hopper on: the warp-per-visibility atomics beat the tiles (H100, full el82-70:
  * cuda-atomic 85 ms of kernel, cuda-tiled 317 ms with the P100's block counts, 127 ms at the
  * best counts tried); before, the tiles win (NAG's P100 figures). */
-static const char *gr_device_variant(pk_backend_id backend, const pk_device_info *device)
+static const char *gr_device_variant(pk_backend_id backend, const pk_device_info *device,
+                                     const void *desc, const char **why)
 {
-    return backend == PK_BACKEND_CUDA && device->cc_major >= 9 ? "cuda-atomic" : NULL;
+    (void)desc;
+    if (!(backend == PK_BACKEND_CUDA && device->cc_major >= 9)) return NULL;
+    *why = "the warp-per-visibility atomics beat the tiles from Hopper on";
+    return "cuda-atomic";
 }
 static const pk_kernel_class gr_class = {
     .name = "grid",

@@ -279,6 +279,11 @@ uint64_t pk_test_local_mem_cap(uint64_t bytes);
 /* ---- the host CPU --------------------------------------------------------------------- */
 /** Fill info for the host CPU (name, vendor, logical CPUs, SMT, SIMD level, memory). */
 void pk_cpu_info(pk_device_info *info);
+/** The largest data or unified cache of the host's CPU 0 in bytes, as Linux's sysfs reports
+ *  it (on the 2-core EPYC KVM: 32 MiB, where sysconf's _SC_LEVEL3_CACHE_SIZE says 384 MiB,
+ *  the whole socket's); else sysconf's level-3 size; 0 when neither is known.
+ *  PORTKERN_TEST_LLC_BYTES=N (a positive integer) stands in for it in tests. */
+size_t pk_cpu_llc_bytes(void);
 /** Physical-core id of each logical CPU (for the phalanx); returns the number of SMT
  *  threads per core (1 when unknown or absent). core_of[] has room for ncpu entries. */
 int pk_cpu_topology(int ncpu, int *core_of);
@@ -520,6 +525,8 @@ typedef struct pk_ds_desc {
     const char *variant;
     int threads;
     const pk_tuning *tuning; /* the context's parameters (NULL: defaults); create only */
+    int oneshot;          /* pk_dslash's call (its plan converts the caller's layout every
+                             call), not a plan's: auto's OpenMP variant by size (lib/dslash.c) */
 } pk_ds_desc;
 
 /* ---- kernels on backends ----------------------------------------------------------------
@@ -877,9 +884,12 @@ typedef struct pk_kernel_class {
     /* optional (NULL: auto keeps its order): the counts of one call of desc, for the cost
      * model (lib/cost.c) */
     void (*cost)(const void *desc, pk_cost *c);
-    /* optional (NULL, or a NULL answer: the backend's first listed): the variant a call names
-     * none of runs on this device when the measured best differs by device generation */
-    const char *(*device_variant)(pk_backend_id backend, const pk_device_info *device);
+    /* optional (NULL, or a NULL answer: the backend's first listed): the variant a call of
+     * desc that names none runs on this device, where the measured best differs by device
+     * generation or by the call's size; *why (a static string) goes into the run info's
+     * reason */
+    const char *(*device_variant)(pk_backend_id backend, const pk_device_info *device,
+                                  const void *desc, const char **why);
 } pk_kernel_class;
 
 /** Estimated seconds of one call of desc on a backend and device (link_s, may be NULL: the
@@ -911,6 +921,7 @@ typedef struct pk_choice {
                         (a one-shot download into an in-place array): then it is not retried */
     double plan_bytes; /* the kernel class's plan_bytes of the call */
     char wisdom_key[64]; /* and its wisdom_key */
+    const char *variant_why; /* the class's device_variant reason (NULL: none) */
 } pk_choice;
 
 /* What wisdom chose for a call (pk_wisdom_choose). */
