@@ -2,6 +2,7 @@
  * many flops its FMA units retire. */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,14 +77,11 @@ static size_t cpu_cache_size(const char *path)
     return (size_t)v;
 }
 
-size_t pk_cpu_llc_bytes(void)
+/* Read once (plans ask at creation, dslash's one-shot choice on a cache miss). */
+static size_t cpu_llc;
+static pthread_once_t cpu_llc_once = PTHREAD_ONCE_INIT;
+static void cpu_llc_read(void)
 {
-    const char *test = pk_getenv("PORTKERN_TEST_LLC_BYTES");
-    if (test) { /* the tests' stand-in for a machine with another cache */
-        char *end;
-        const unsigned long long v = strtoull(test, &end, 10);
-        if (*end == '\0' && test[0] != '-' && v > 0) return (size_t)v;
-    }
     size_t best = 0;
     int best_level = 0;
     for (int i = 0; i < 16; ++i) {
@@ -103,12 +101,23 @@ size_t pk_cpu_llc_bytes(void)
         const size_t size = cpu_cache_size(path);
         if (size && level >= best_level) best = size, best_level = level;
     }
-    if (best) return best;
 #ifdef _SC_LEVEL3_CACHE_SIZE
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (l3 > 0) return (size_t)l3;
+    const long l3 = best ? 0 : sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l3 > 0) best = (size_t)l3;
 #endif
-    return 0;
+    cpu_llc = best;
+}
+
+size_t pk_cpu_llc_bytes(void)
+{
+    const char *test = pk_getenv("PORTKERN_TEST_LLC_BYTES");
+    if (test) { /* the tests' stand-in for a machine with another cache */
+        char *end;
+        const unsigned long long v = strtoull(test, &end, 10);
+        if (*end == '\0' && test[0] != '-' && v > 0) return (size_t)v;
+    }
+    pthread_once(&cpu_llc_once, cpu_llc_read);
+    return cpu_llc;
 }
 
 int pk_cpu_topology(int ncpu, int *core_of)
