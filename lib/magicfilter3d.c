@@ -377,3 +377,71 @@ void pk_magicfilter3d_plan_destroy(pk_magicfilter3d_plan *plan)
     if (plan->c.impl) mf_ops(&plan->c)->destroy(plan->c.impl);
     free(plan);
 }
+
+/* ---- one pass alone (pk_magicfilter_pass) ---------------------------------------------- */
+pk_status pk_magicfilter_pass(pk_context *ctx, const pk_magicfilter_pass_params *p,
+                              const char *variant, const double *x, double *y,
+                              pk_run_info *info)
+{
+    pk_clear_error();
+    pk_run_info_begin(info);
+    const double t0 = pk_now();
+    PK_CHECK_NULL(ctx);
+    PK_CHECK_NULL(p);
+    PK_CHECK(p->n >= 1 && p->n <= INT_MAX - 15, p->n < 1 ? PK_ESIZE : PK_EOVERFLOW,
+             "n: must be in [1, INT_MAX - 15], got %d", p->n);
+    PK_CHECK(p->lines >= 1, PK_ESIZE, "lines: must be >= 1, got %zu", p->lines);
+    PK_CHECK(p->transpose == 0 || p->transpose == 1, PK_EINVAL,
+             "transpose: must be 0 (MF) or 1 (MFT), got %d", p->transpose);
+    PK_CHECK(p->bc >= PK_MF_PERIODIC && p->bc <= PK_MF_SHRINK, PK_EINVAL,
+             "bc: must be PK_MF_PERIODIC (0), PK_MF_GROW (1) or PK_MF_SHRINK (2), got %d", p->bc);
+    /* the pass of a 3-D operator whose first axis is this one */
+    const pk_magicfilter3d_params p3 = {p->n, 1, 1, p->transpose, p->bc};
+    pk_mf_desc d;
+    pk_mf_desc_init(&d, &p3);
+    pk_mf_pass pass = d.pass[0];
+    const size_t longest = (size_t)(pass.nin > pass.nout ? pass.nin : pass.nout);
+    PK_CHECK(p->lines <= (size_t)LONG_MAX && p->lines <= SIZE_MAX / sizeof(double) / longest,
+             PK_EOVERFLOW, "%zu lines of %zu points: the arrays' bytes overflow size_t",
+             p->lines, longest);
+    pass.ndat = (long)p->lines;
+    PK_CHECK_NULL(x);
+    PK_CHECK_NULL(y);
+    const size_t xb = p->lines * (size_t)pass.nin * sizeof(double);
+    const size_t yb = p->lines * (size_t)pass.nout * sizeof(double);
+    PK_CHECK((uintptr_t)y + yb <= (uintptr_t)x || (uintptr_t)x + xb <= (uintptr_t)y, PK_EINVAL,
+             "y must not overlap x (a pass reads whole lines after writing transposed rows)");
+    const char *v = variant && *variant ? variant : NULL;
+#ifdef PK_HAVE_OPENMP
+    if (!v) v = "omp";
+#else
+    if (!v) v = "simd";
+    PK_CHECK(strcmp(v, "omp") != 0, PK_ENOBACKEND,
+             "magicfilter pass variant 'omp': the library was built without OpenMP");
+#endif
+    const int omp = !strcmp(v, "omp");
+    const pk_mf_pass_fn fn = omp || !strcmp(v, "simd") ? pk_mf_pass_simd
+                             : !strcmp(v, "unrolled")  ? pk_mf_pass_unrolled
+                             : !strcmp(v, "serial")    ? pk_mf_pass_serial
+                                                       : NULL;
+    PK_CHECK(fn, PK_ENOVARIANT,
+             "magicfilter pass variant '%s': unknown (known: omp, simd, unrolled, serial)", v);
+    if (fn == pk_mf_pass_simd) PK_TRY(pk_mf_simd_isa(&ctx->tuning, &pass.isa));
+    const int nt = omp ? pk_host_threads(pk_tuning_threads(&ctx->tuning, ctx->opt.threads)) : 1;
+    const double t1 = pk_now();
+    if (omp)
+        pk_omp_mf_pass(&pass, d.g, x, y, fn, nt);
+    else
+        fn(&pass, d.g, x, y, 0, pass.ndat);
+    if (info) {
+        info->backend = omp ? PK_BACKEND_OPENMP : PK_BACKEND_SERIAL;
+        pk_strlcpy(info->variant, v, sizeof info->variant);
+        info->kernel_s = pk_now() - t1;
+        info->wall_s = pk_now() - t0;
+        info->flops = MF_FLOPS_PER_OUTPUT * (double)p->lines * pass.nout;
+        info->bytes = sizeof(double) * (double)p->lines * (double)(pass.nin + pass.nout);
+        snprintf(info->reason, sizeof info->reason, "host pass (%d thread%s)", nt,
+                 nt == 1 ? "" : "s");
+    }
+    return PK_OK;
+}

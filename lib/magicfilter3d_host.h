@@ -50,9 +50,15 @@ void pk_mf_pass_simd(const pk_mf_pass *p, const double *g, const double *src, do
  *  to the first whose rows start a 64-byte line (0..7; dst at a double's address): where the
  *  simd pass starts its line groups, and the OpenMP backend its threads' shares. */
 long pk_mf_line_lead(const double *dst, long d);
-/** A plan of the simd pass: its passes' ISA, the CPU's best lowered by magicfilter3d.isa
- *  (PK_EINVAL naming the variable when the environment's value names no ISA). */
+/** The simd pass's ISA: the CPU's best lowered by magicfilter3d.isa of t (PK_EINVAL naming
+ *  the variable when the environment's value names no ISA); pk_mf_simd_plan sets a plan's
+ *  passes to it. */
+pk_status pk_mf_simd_isa(const pk_tuning *t, int *isa);
 pk_status pk_mf_simd_plan(pk_mf_host_plan *h);
+/** One pass over all its lines on nt OpenMP threads, split as the OpenMP plan splits them
+ *  (omp/magicfilter3d_omp.c); one thread without OpenMP. */
+void pk_omp_mf_pass(const pk_mf_pass *p, const double *g, const double *src, double *dst,
+                    pk_mf_pass_fn pass, int nt);
 
 /* Backend entry points. */
 pk_status pk_serial_mf_create(void *state, int device, const pk_mf_desc *desc, void **impl);

@@ -473,10 +473,15 @@ static int mf_cpu_isa(void)
 
 /* The widest (AVX-512 measured fastest on Zen 4 too: file header), lowered by
  * magicfilter3d.isa. */
+pk_status pk_mf_simd_isa(const pk_tuning *t, int *isa)
+{
+    return pk_simd_level(t, PK_PARAM_MAGICFILTER3D_ISA, mf_cpu_isa(), isa);
+}
+
 pk_status pk_mf_simd_plan(pk_mf_host_plan *h)
 {
     int isa;
-    PK_TRY(pk_simd_level(h->d.tuning, PK_PARAM_MAGICFILTER3D_ISA, mf_cpu_isa(), &isa));
+    PK_TRY(pk_mf_simd_isa(h->d.tuning, &isa));
     for (int a = 0; a < 3; ++a) h->d.pass[a].isa = isa;
     return PK_OK;
 }

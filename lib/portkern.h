@@ -538,6 +538,28 @@ PK_API pk_status pk_magicfilter3d_plan_execute(pk_magicfilter3d_plan *plan, cons
                                                double *y, pk_run_info *info);
 PK_API void pk_magicfilter3d_plan_destroy(pk_magicfilter3d_plan *plan);
 
+/** One of magicfilter3d's three passes alone (its separable form, BigDFT's; docs/KERNELS.md
+ *  2): along each of the `lines` lines of x (float64 [lines][n_in]) the 16-tap filter of
+ *  p->transpose (MF or MFT) and p->bc, written transposed: y[j][l] = sum_k f_k x[l][j+k+off],
+ *  y float64 [n_out][lines]; n_in = n_out = n (PERIODIC), n_in = n and n_out = n + 15 (GROW),
+ *  n_in = n + 15 and n_out = n (SHRINK).  pk_magicfilter3d is three such passes, each on the
+ *  previous one's output (along axis 1 over n2 n3 lines, axis 2 over n3 n1', axis 3 over
+ *  n1' n2'; ' = the output extent); each line here is computed as a host plan of the same
+ *  variant computes it in its pass: bitwise (libportkern-mpi's transposes rely on it).
+ *  It runs on the host whatever ctx's backend (ctx gives the threads and magicfilter3d.isa):
+ *  variant "omp" on ctx's host threads (built with OpenMP), or the serial backend's "simd",
+ *  "unrolled" or "serial" on one thread; NULL or "": "omp" where built with OpenMP, else
+ *  "simd".  x and y must not overlap. */
+typedef struct pk_magicfilter_pass_params {
+    int n;          /* points along the filtered axis, as pk_magicfilter3d's n1 (1 .. INT_MAX-15) */
+    size_t lines;   /* lines filtered, >= 1 */
+    int transpose;  /* 0: MF, 1: MFT */
+    int bc;         /* PK_MF_PERIODIC, PK_MF_GROW or PK_MF_SHRINK */
+} pk_magicfilter_pass_params;
+PK_API pk_status pk_magicfilter_pass(pk_context *ctx, const pk_magicfilter_pass_params *p,
+                                     const char *variant, const double *x, double *y,
+                                     pk_run_info *info);
+
 /* ---------------------------------------------------------------------------------------- */
 /* grid: w-projection convolution gridding (docs/KERNELS.md 1; OSKAR's oskar_grid_wproj_f). */
 /* Per visibility i (float coordinates, C round(): halves away from zero):

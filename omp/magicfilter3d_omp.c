@@ -45,6 +45,22 @@ static void mf_share(long ndat, long lead, int t, int nt, long *d0, long *d1)
     *d1 = lead + g1 * MF_LINE_GRAIN < ndat ? lead + g1 * MF_LINE_GRAIN : ndat;
 }
 
+void pk_omp_mf_pass(const pk_mf_pass *p, const double *g, const double *src, double *dst,
+                    pk_mf_pass_fn pass, int nt)
+{
+#ifdef PK_HAVE_OPENMP
+#pragma omp parallel num_threads(nt)
+    {
+        long d0, d1;
+        mf_share(p->ndat, pk_mf_line_lead(dst, 0), pk_thread_num(), pk_team_size(), &d0, &d1);
+        if (d0 < d1) pass(p, g, src, dst, d0, d1);
+    }
+#else
+    (void)nt;
+    pass(p, g, src, dst, 0, p->ndat);
+#endif
+}
+
 pk_status pk_omp_mf_run(void *impl, double *seconds)
 {
     pk_mf_host_plan *h = impl;

@@ -1053,6 +1053,100 @@ static void mf_check_threads(const char *variant)
 }
 
 /* ---- the suite -------------------------------------------------------------------------- */
+static pk_context *mf_context(pk_backend_id backend);
+
+/* pk_magicfilter_pass: three passes, each on the previous one's output with the axes rotated,
+ * equal pk_magicfilter3d of the same variant bit for bit (every bc, MF and MFT, sizes around
+ * the pass's chunk and group edges, an unaligned y); the third pass alone over a part of the
+ * lines equals those lines of a whole pass (libportkern-mpi's transposes run it so). */
+static void mf_check_pass(const char *variant)
+{
+    static const int sizes[][3] = {{1, 1, 1}, {7, 5, 3}, {17, 33, 9}, {40, 3, 24}, {112, 2, 21}};
+    int bad = 0, runs = 0;
+    char what[200] = "";
+    for (int si = 0; si < 5; ++si)
+        for (int c = 0; c < 6; ++c) {
+            const int tr = c & 1, bc = c >> 1, *n = sizes[si];
+            pk_magicfilter3d_params p = mf_params(n[0], n[1], n[2], tr, bc);
+            size_t nin, nout, ins[3], outs[3];
+            mf_counts(&p, &nin, &nout, NULL, NULL);
+            pk_magicfilter3d_shapes(&p, ins, outs); /* [0]: the n3 side */
+            const size_t w1 = outs[2] * ins[1] * ins[0], w2 = outs[2] * outs[1] * ins[0];
+            double *x = mf_alloc(nin), *y = mf_alloc(nout), *a = mf_alloc(w1 + 1),
+                   *b = mf_alloc(w2), *z = mf_alloc(nout + 1);
+            mf_fill(x, nin, 700 + (unsigned)(si * 6 + c), -1.0, 2.0);
+            int s = pk_magicfilter3d(mf_ctx, &p, variant, x, y, NULL);
+            /* pass k along the axis of n[k], over the other two (input) extents' lines */
+            pk_magicfilter_pass_params q = {n[0], ins[1] * ins[0], tr, bc};
+            if (s == PK_OK) s = pk_magicfilter_pass(mf_ctx, &q, variant, x, a + 1, NULL);
+            q.n = n[1], q.lines = ins[0] * outs[2];
+            if (s == PK_OK) s = pk_magicfilter_pass(mf_ctx, &q, variant, a + 1, b, NULL);
+            q.n = n[2], q.lines = outs[2] * outs[1];
+            if (s == PK_OK) s = pk_magicfilter_pass(mf_ctx, &q, variant, b, z + 1, NULL);
+            int same = s == PK_OK && mf_same(y, z + 1, nout);
+            /* the last pass over lines [l0, l1) only: those columns of its output */
+            const size_t L = q.lines, l0 = L / 3, l1 = L - L / 4;
+            if (same && l1 > l0) {
+                pk_magicfilter_pass_params r = q;
+                r.lines = l1 - l0;
+                double *part = mf_alloc(outs[0] * r.lines);
+                s = pk_magicfilter_pass(mf_ctx, &r, variant, b + l0 * ins[0], part, NULL);
+                for (size_t j = 0; s == PK_OK && same && j < outs[0]; ++j)
+                    same = mf_same(part + j * r.lines, y + j * L + l0, r.lines);
+                free(part);
+            }
+            ++runs;
+            if (!same && !bad++)
+                snprintf(what, sizeof what, "; first: %dx%dx%d %s %s%s%s", n[0], n[1], n[2],
+                         mf_tr_name[tr], mf_bc_name[bc], s ? ": " : "", s ? pk_last_error() : "");
+            free(x);
+            free(y);
+            free(a);
+            free(b);
+            free(z);
+        }
+    ok(bad == 0, "%s: three pk_magicfilter_pass calls == pk_magicfilter3d bitwise, and a pass "
+       "over part of the lines == those columns (%d of %d cases differ%s)", variant, bad, runs,
+       what);
+}
+
+/* pk_magicfilter_pass's bad input. */
+static void mf_check_pass_errors(void)
+{
+    pk_context *ctx = mf_context(PK_BACKEND_SERIAL);
+    double x[64] = {0}, y[64];
+    const pk_magicfilter_pass_params good = {16, 2, 0, PK_MF_PERIODIC};
+    struct {
+        pk_magicfilter_pass_params p;
+        const char *variant;
+        const double *x;
+        double *y;
+        int want;
+        const char *what;
+    } cases[] = {
+        {{0, 2, 0, PK_MF_PERIODIC}, NULL, x, y, PK_ESIZE, "n 0"},
+        {{16, 0, 0, PK_MF_PERIODIC}, NULL, x, y, PK_ESIZE, "lines 0"},
+        {{16, 2, 2, PK_MF_PERIODIC}, NULL, x, y, PK_EINVAL, "transpose 2"},
+        {{16, 2, 0, 3}, NULL, x, y, PK_EINVAL, "bc 3"},
+        {{2000000000, (size_t)1 << 62, 0, PK_MF_PERIODIC}, NULL, x, y, PK_EOVERFLOW,
+         "bytes overflow"},
+        {good, NULL, NULL, y, PK_ENULL, "x NULL"},
+        {good, NULL, x, NULL, PK_ENULL, "y NULL"},
+        {good, NULL, x, (double *)x + 8, PK_EINVAL, "y overlapping x"},
+        {good, "serial-direct", x, y, PK_ENOVARIANT, "variant serial-direct (no pass)"},
+        {good, "opencl", x, y, PK_ENOVARIANT, "variant opencl"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        const int s = pk_magicfilter_pass(ctx, &cases[i].p, cases[i].variant, cases[i].x,
+                                          cases[i].y, NULL);
+        ok(s == cases[i].want, "pk_magicfilter_pass, %s -> %s (got %s: %s)", cases[i].what,
+           pk_status_name(cases[i].want), pk_status_name(s), pk_last_error());
+    }
+    const int s = pk_magicfilter_pass(NULL, &good, NULL, x, y, NULL);
+    ok(s == PK_ENULL, "pk_magicfilter_pass, ctx NULL -> PK_ENULL (got %s)", pk_status_name(s));
+    pk_context_destroy(ctx);
+}
+
 static pk_context *mf_context(pk_backend_id backend)
 {
     pk_context_options opt;
@@ -1121,6 +1215,7 @@ static int mf_run_suite(pk_backend_id backend)
         ok(all, "serial variants include simd, unrolled, serial, serial-direct (%s)", variants);
         mf_check_impulse("reference");
         mf_check_errors();
+        mf_check_pass_errors();
     }
 
     char list[256];
@@ -1135,6 +1230,8 @@ static int mf_run_suite(pk_backend_id backend)
         mf_check_plan(v);
         mf_check_execute(v);
         mf_check_line_offsets(v);
+        if (backend == PK_BACKEND_SERIAL ? !mf_is_direct(v) : backend == PK_BACKEND_OPENMP)
+            mf_check_pass(v);
         if (strcmp(v, "simd") == 0 || strcmp(v, "omp") == 0) {
             static const char *const isa[] = {"avx512", "avx2", "generic"};
             mf_check_env(v, "magicfilter3d.isa", isa, 3);
