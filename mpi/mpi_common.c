@@ -95,6 +95,7 @@ PK_MPI_API void pk_mpi_options_init(pk_mpi_options *opt) {
     opt->depth = 0;
     opt->overlap = -1;
     opt->variant = NULL;
+    opt->transposes = -1;
 }
 
 pk_status pkm_slabs_make(pkm_slabs *s, MPI_Comm comm, int n, const pk_mpi_options *opt,

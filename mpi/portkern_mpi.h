@@ -81,6 +81,12 @@ typedef struct pk_mpi_options {
                             ranks_z along z, rank r at t-coordinate r / ranks_z and
                             z-coordinate r % ranks_z; it must divide the ranks); 0 or 1 (the
                             default): t only */
+    int transposes;      /* magicfilter3d: 1 runs the three passes apart (pk_magicfilter_pass
+                            on the host) with two MPI_Alltoallw transposes, BigDFT's way: no
+                            plane computed twice; 0 runs one local 3-D call on the slab with
+                            halo planes; -1 (the default): the transposes where the local
+                            kernel runs on the host with a variant that has a pass (measured
+                            faster: docs/SCALING.md), else the halo planes */
 } pk_mpi_options;
 PK_MPI_API void pk_mpi_options_init(pk_mpi_options *opt);
 
@@ -100,6 +106,7 @@ typedef struct pk_mpi_info {
     pk_run_info local;    /* the last local kernel call's info: backend, device, variant,
                              reason (its times are those of that call only) */
     int z0, z1;           /* dslash: this rank's z-planes (the whole z without ranks_z) */
+    int transposes;       /* magicfilter3d: 1 when the passes ran apart with transposes */
 } pk_mpi_info;
 
 /* ---- diffusion3d: slabs along z, zero-flux walls at z = 0 and nz - 1 ----------------------
@@ -176,10 +183,13 @@ PK_MPI_API pk_status pk_mpi_su3_plan_execute(pk_mpi_su3_plan *plan, const double
                                              const double *psi, double *chi, pk_mpi_info *info);
 PK_MPI_API void pk_mpi_su3_plan_destroy(pk_mpi_su3_plan *plan);
 
-/* ---- magicfilter3d: slabs of i3 (the slowest axis) with halo planes of the filter's reach --
+/* ---- magicfilter3d: slabs of i3 (the slowest axis) -------------------------------------
  * p holds the global grid (the same on every rank); the slabs [i0, i1) split n3.  Each rank's
  * x and y are planes of the global arrays, whole along i1 and i2 (x [xp][in n2][in n1], y
- * [yp][out n2][out n1], pk_magicfilter3d_shapes' extents):
+ * [yp][out n2][out n1], pk_magicfilter3d_shapes' extents).  Where the local kernel runs on
+ * the host (pk_mpi_options.transposes), the three passes run apart (pk_magicfilter_pass)
+ * with two MPI_Alltoallw transposes: the third pass's lines whole on one rank, no plane
+ * computed twice.  Otherwise the rank receives halo planes of the filter's reach:
  *  - PERIODIC: x and y planes i0 .. i1 - 1 (xp = yp = i1 - i0); the rank receives the 8
  *    planes below and 7 above (MFT: 7 and 8), mod n3, from whichever rank holds them.
  *  - GROW: x planes i0 .. i1 - 1; y (n3 + 15 planes) the same planes, and the last rank also
@@ -187,10 +197,11 @@ PK_MPI_API void pk_mpi_su3_plan_destroy(pk_mpi_su3_plan *plan);
  *    below its slab.
  *  - SHRINK: x (n3 + 15 planes) planes i0 .. i1 - 1, the last rank also the 15 extra ones;
  *    y planes i0 .. i1 - 1; a rank receives the 15 x planes above its slab (the last: none).
- * pk_mpi_magicfilter3d_plan_slab gives xp and yp.  The rank runs one local 3-D call on its
- * planes with the halo planes (the same bc) and keeps the outputs that read no wrapped or
- * missing plane: the same products as one process; tests/test_mpi.c checks every serial and
- * OpenMP variant bitwise against one process (docs/SCALING.md).  y must not overlap x. */
+ * pk_mpi_magicfilter3d_plan_slab gives xp and yp.  With halo planes the rank runs one local
+ * 3-D call on its planes with them (the same bc) and keeps the outputs that read no wrapped
+ * or missing plane.  Either way every output is the same products as in one process;
+ * tests/test_mpi.c checks every serial and OpenMP variant bitwise against one process, both
+ * methods (docs/SCALING.md).  y must not overlap x. */
 typedef struct pk_mpi_magicfilter3d_plan pk_mpi_magicfilter3d_plan;
 PK_MPI_API pk_status pk_mpi_magicfilter3d_plan_create(pk_mpi_magicfilter3d_plan **plan,
                                                       MPI_Comm comm, pk_context *ctx,

@@ -312,8 +312,10 @@ static void s3_case(pk_context *ctx, const char *variant, int layout, size_t nv)
 }
 
 /* ---- magicfilter3d ---------------------------------------------------------------------- */
+/* transposes: pk_mpi_options.transposes (-1: the plan's choice, checked against its rule:
+ * the passes apart where the variant has a host pass; this context runs them on the host). */
 static void mf_case(pk_context *ctx, const char *variant, int n1, int n2, int n3, int transpose,
-                    int bc) {
+                    int bc, int transposes) {
     pk_magicfilter3d_params p = {n1, n2, n3, transpose, bc};
     size_t ins[3], outs[3];
     if (pk_magicfilter3d_shapes(&p, ins, outs) != PK_OK)
@@ -326,11 +328,19 @@ static void mf_case(pk_context *ctx, const char *variant, int n1, int n2, int n3
     pk_mpi_options o;
     pk_mpi_options_init(&o);
     o.variant = variant;
+    o.transposes = transposes;
     pk_mpi_magicfilter3d_plan *pl = NULL;
     pk_mpi_info info;
     memset(&info, 0, sizeof info);
     pk_status st = pk_mpi_magicfilter3d_plan_create(&pl, MPI_COMM_WORLD, ctx, &p, &o, &info);
     int ok = st == PK_OK;
+    const int host_pass = strcmp(variant, "serial-direct") != 0;
+    const int want_tr = transposes >= 0 ? transposes : host_pass;
+    if (ok && info.transposes != want_tr) {
+        fprintf(stderr, "rank %d: magicfilter3d %s: transposes %d, expected %d\n", rank,
+                variant, info.transposes, want_tr);
+        ok = 0;
+    }
     if (!ok)
         fprintf(stderr, "rank %d: magicfilter3d create: %s\n", rank, pk_mpi_last_error());
     if (ok) {
@@ -341,6 +351,11 @@ static void mf_case(pk_context *ctx, const char *variant, int n1, int n2, int n3
         ok = st == PK_OK;
         if (!ok)
             fprintf(stderr, "rank %d: magicfilter3d execute: %s\n", rank, pk_mpi_last_error());
+        if (ok && info.transposes != want_tr) {
+            fprintf(stderr, "rank %d: magicfilter3d %s execute: transposes %d, expected %d\n",
+                    rank, variant, info.transposes, want_tr);
+            ok = 0;
+        }
         if (ok && pk_magicfilter3d(ctx, &p, variant, x, ref, NULL) != PK_OK) {
             fprintf(stderr, "rank %d: pk_magicfilter3d: %s\n", rank, pk_last_error());
             ok = 0;
@@ -359,8 +374,9 @@ static void mf_case(pk_context *ctx, const char *variant, int n1, int n2, int n3
         free(y);
     }
     static const char *bcs[] = {"periodic", "grow", "shrink"};
-    check(ok, "magicfilter3d %s %dx%dx%d %s %s: slabs bitwise equal to one process", variant,
-          n1, n2, n3, transpose ? "MFT" : "MF", bcs[bc]);
+    check(ok, "magicfilter3d %s %dx%dx%d %s %s, %s: slabs bitwise equal to one process",
+          variant, n1, n2, n3, transpose ? "MFT" : "MF", bcs[bc],
+          want_tr ? "transposes" : "halo planes");
     pk_mpi_magicfilter3d_plan_destroy(pl);
     free(x);
     free(ref);
@@ -623,6 +639,21 @@ static void failures_cases(pk_context *ctx) {
     mp.bc = rank == nranks - 1 ? 7 : PK_MF_GROW; /* a bad bc on the last rank */
     st = pk_mpi_magicfilter3d_plan_create(&mpl, MPI_COMM_WORLD, ctx, &mp, NULL, NULL);
     agreed_failure(st, "bc", "magicfilter3d with bc 7 on the last rank");
+    pk_mpi_magicfilter3d_plan_destroy(mpl);
+    /* transposes: a variant without a host pass; a value out of range on the last rank */
+    mp = (pk_magicfilter3d_params){8, 8, 2 * nranks, 0, PK_MF_PERIODIC};
+    pk_mpi_options_init(&o);
+    o.transposes = 1;
+    o.variant = "serial-direct";
+    mpl = NULL;
+    st = pk_mpi_magicfilter3d_plan_create(&mpl, MPI_COMM_WORLD, ctx, &mp, &o, NULL);
+    agreed_failure(st, "no pass", "magicfilter3d transposes with serial-direct");
+    pk_mpi_magicfilter3d_plan_destroy(mpl);
+    pk_mpi_options_init(&o);
+    o.transposes = rank == nranks - 1 ? 2 : 1;
+    mpl = NULL;
+    st = pk_mpi_magicfilter3d_plan_create(&mpl, MPI_COMM_WORLD, ctx, &mp, &o, NULL);
+    agreed_failure(st, "transposes", "magicfilter3d transposes 2 on the last rank");
     pk_mpi_magicfilter3d_plan_destroy(mpl);
 
     /* dslash: t < ranks (each rank must hold a t-plane); another kappa on rank 0 */
@@ -921,12 +952,21 @@ int main(int argc, char **argv) {
     }
     int nm = variants_of(ctx, pk_magicfilter3d_variants, names, 16);
     for (int v = 0; v < nm; v++) {
-        for (int bc = 0; bc < 3; bc++)
-            for (int tr = 0; tr < 2; tr++)
-                mf_case(ctx, names[v], 19, 6, 23, tr, bc);
-        mf_case(ctx, names[v], 17, 5, 6, 0, PK_MF_PERIODIC); /* halos wrap more than once */
-        mf_case(ctx, names[v], 5, 3, 6, 1, PK_MF_GROW);      /* halos from beyond a neighbour */
-        mf_case(ctx, names[v], 5, 3, 6, 0, PK_MF_SHRINK);
+        /* both methods where the variant has a host pass, and the plan's own choice */
+        const int host_pass = strcmp(names[v], "serial-direct") != 0;
+        for (int m = host_pass ? -1 : 0; m < 2 - !host_pass; m++) {
+            for (int bc = 0; bc < 3; bc++)
+                for (int tr = 0; tr < 2; tr++)
+                    mf_case(ctx, names[v], 19, 6, 23, tr, bc, m);
+            mf_case(ctx, names[v], 17, 5, 6, 0, PK_MF_PERIODIC, m); /* halos wrap more than once */
+            mf_case(ctx, names[v], 5, 3, 6, 1, PK_MF_GROW, m);      /* halos beyond a neighbour */
+            mf_case(ctx, names[v], 5, 3, 6, 0, PK_MF_SHRINK, m);
+        }
+        /* transposes: fewer third-pass lines than ranks (periodic 1 x 1: one line) */
+        if (host_pass) {
+            mf_case(ctx, names[v], 1, 1, 9, 0, PK_MF_PERIODIC, 1);
+            mf_case(ctx, names[v], 2, 1, 7, 1, PK_MF_SHRINK, 1);
+        }
     }
     int nd = variants_of(ctx, pk_dslash_variants, names, 16);
     for (int v = 0; v < nd; v++) {

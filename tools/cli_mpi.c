@@ -39,7 +39,7 @@ static const struct {
     {"laplace2d", " l count sigma layout nw verify "},
     {"conv2d", " h w kh kw verify "},
     {"su3", " nv verify "},
-    {"magicfilter3d", " n1 n2 n3 size transpose bc verify "},
+    {"magicfilter3d", " n1 n2 n3 size transpose bc transposes verify "},
     {"dslash", " x y z t dims kappa recon12 half ranks-z overlap verify "},
     {"grid", " dataset scale in out verify "},
     {NULL, NULL},
@@ -61,6 +61,7 @@ typedef struct mpi_args {
     const char *variant, *backend, *size, *dims, *bc, *dataset, *in, *out, *layout;
     int mpi, threads, repeat, seed, count, transpose, recon12, half, ranks_z, verify;
     int overlap; /* dslash: pk_mpi_options.overlap (-1: the default) */
+    int transposes; /* magicfilter3d: pk_mpi_options.transposes (-1: the default) */
     int nx, ny, nz, h, w, kh, kw, nv, n1, n2, n3, x, y, z, t, l, nw;
     double kappa, scale, sigma;
     mpi_grid *grid;
@@ -778,9 +779,13 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
         snprintf(pj, pjlen, "\"n1\": %d, \"n2\": %d, \"n3\": %d, \"transpose\": %s, \"bc\": "
                  "\"%s\"", a->n1, a->n2, a->n3, a->transpose ? "true" : "false", a->bc);
         pk_mpi_magicfilter3d_plan *pl = NULL;
+        o.transposes = a->transposes;
         st = pk_mpi_magicfilter3d_plan_create(&pl, comm, ctx, &p, &o, &info);
         if (st != PK_OK)
             return st;
+        const size_t used = strlen(pj); /* the method the plan took */
+        snprintf(pj + used, pjlen - used, ", \"transposes\": %s",
+                 info.transposes ? "true" : "false");
         size_t ins[3], outs[3];
         int xp = 0, yp = 0;
         pk_magicfilter3d_shapes(&p, ins, outs);
@@ -925,7 +930,10 @@ static void mpi_run_usage(FILE *f)
         "  conv2d         --h N --w N (256) --kh N --kw N (11)\n"
         "  su3            --nv N (1048576; aos)\n"
         "  magicfilter3d  --size N1xN2xN3 | --n1 N --n2 N --n3 N (64) --transpose\n"
-        "                 --bc periodic|grow|shrink\n"
+        "                 --bc periodic|grow|shrink --transposes 0|1 (1: the passes apart\n"
+        "                 with two MPI_Alltoallw transposes, BigDFT's way; 0: the slab with\n"
+        "                 halo planes; the default: transposes where the kernel runs on the\n"
+        "                 host)\n"
         "  dslash         --dims X,Y,Z,T | --x N --y N --z N --t N (8,8,8,16) --kappa F\n"
         "                 (0.125) --recon12 --half (half-spinor faces: 12 doubles a site)\n"
         "                 --ranks-z N (split z over N ranks too: a grid of ranks/N along t\n"
@@ -974,6 +982,7 @@ int cli_mpi_run(int argc, char **argv)
     a.t = 16;
     a.ranks_z = 1;
     a.overlap = -1;
+    a.transposes = -1;
     a.kappa = 0.125;
     a.scale = 1;
     a.items = -1;
@@ -1022,6 +1031,7 @@ int cli_mpi_run(int argc, char **argv)
     n = cli_opt_add(opts, n, "half", CLI_FLAG, &a.half, &seen[n], 0, 0);
     n = cli_opt_add(opts, n, "ranks-z", CLI_INT, &a.ranks_z, &seen[n], 1, IM);
     n = cli_opt_add(opts, n, "overlap", CLI_INT, &a.overlap, &seen[n], 0, 1);
+    n = cli_opt_add(opts, n, "transposes", CLI_INT, &a.transposes, &seen[n], 0, 1);
     n = cli_opt_add(opts, n, "dataset", CLI_STRING, &a.dataset, &seen[n], 0, 0);
     n = cli_opt_add(opts, n, "scale", CLI_DOUBLE, &a.scale, &seen[n], 1e-300, 1);
     n = cli_opt_add(opts, n, "in", CLI_STRING, &a.in, &seen[n], 0, 0);
