@@ -361,16 +361,20 @@ static pk_status mf_transposes_run(pk_mpi_magicfilter3d_plan *pl, const double *
     if (st == PK_OK)
         st = pk_magicfilter_pass(pl->ctx, &q, v, pl->A, pl->B, &info->local);
     const double t1 = pkm_now();
-    MPI_Alltoallw(pl->B, pl->cnt, pl->zero, pl->ty, pl->A, pl->cnt + R, pl->zero, pl->ty + R,
-                  pl->comm);
+    /* a rank alone: w2's lines are whole already, and the third pass writes y itself */
+    if (R > 1)
+        MPI_Alltoallw(pl->B, pl->cnt, pl->zero, pl->ty, pl->A, pl->cnt + R, pl->zero,
+                      pl->ty + R, pl->comm);
     const double t2 = pkm_now();
     q.n = pl->p.n3;
     q.lines = Dme;
     if (st == PK_OK && Dme)
-        st = pk_magicfilter_pass(pl->ctx, &q, v, pl->A, pl->B, &info->local);
+        st = pk_magicfilter_pass(pl->ctx, &q, v, R > 1 ? pl->A : pl->B, R > 1 ? pl->B : y,
+                                 &info->local);
     const double t3 = pkm_now();
-    MPI_Alltoallw(pl->B, pl->cnt + 2 * R, pl->zero, pl->ty + 2 * R, y, pl->cnt + 3 * R,
-                  pl->zero, pl->ty + 3 * R, pl->comm);
+    if (R > 1)
+        MPI_Alltoallw(pl->B, pl->cnt + 2 * R, pl->zero, pl->ty + 2 * R, y, pl->cnt + 3 * R,
+                      pl->zero, pl->ty + 3 * R, pl->comm);
     const double t4 = pkm_now();
     info->compute_s += (t1 - t0) + (t3 - t2);
     info->comm_s += (t2 - t1) + (t4 - t3);
@@ -382,7 +386,7 @@ static pk_status mf_transposes_run(pk_mpi_magicfilter3d_plan *pl, const double *
         info->halo_bytes += 8.0 * (double)((pl->D0[r + 1] - pl->D0[r]) * xL + yLr * Dme);
         info->messages += pl->cnt[r] + pl->cnt[2 * R + r];
     }
-    info->exchanges += 2;
+    info->exchanges += R > 1 ? 2 : 0;
     info->transposes = 1;
     if (st != PK_OK)
         pkm_set_error("local magicfilter pass: %s", pk_last_error());
