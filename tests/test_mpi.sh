@@ -68,7 +68,8 @@ for np in 1 3; do
     for args in "dslash --dims 2,2,3,5 --recon12 --verify" "dslash --dims 2,3,2,4 --half --verify" \
                 "dslash --dims 2,2,3,9 --verify" "dslash --dims 2,2,3,9 --overlap 0 --verify" \
                 "magicfilter3d --size 8x6x9 --bc shrink --verify" "magicfilter3d --size 7 --bc grow --verify" \
-                "magicfilter3d --size 7 --transpose --verify" "diffusion3d --nx 8 --ny 8 --nz 9 --count 3 --verify" \
+                "magicfilter3d --size 7 --transpose --verify" \
+                "magicfilter3d --size 7x5x8 --bc grow --transposes 0 --verify" "diffusion3d --nx 8 --ny 8 --nz 9 --count 3 --verify" \
                 "laplace2d --l 50 --count 5 --verify" "laplace2d --l 48 --count 9 --layout hvfo --nw 8 --verify" \
                 "conv2d --h 9 --w 8 --kh 3 --kw 3 --verify" "conv2d --h 16 --w 12 --kh 5 --kw 3 --variant fft --verify" \
                 "su3 --nv 100 --verify" "grid --dataset small --scale 0.02"; do
@@ -92,6 +93,9 @@ for np in 1 3; do
             "3 dslash --dims 2,2,3,9 --verify")
                 [ "$(grep -o '"overlap": true' "$out.cli" | wc -l)" -eq 3 ] || ok=1;;
             *"--overlap 0"*) ! grep -q '"overlap": true' "$out.cli" || ok=1;;
+            # magicfilter3d: the transposes by default on the host, the halo planes by option
+            *"--transposes 0"*) grep -q '"transposes": false' "$out.cli" || ok=1;;
+            *magicfilter3d*) grep -q '"transposes": true' "$out.cli" || ok=1;;
         esac
         case "$args" in
             *--verify*) grep -q '"verify": {"equal": true' "$out.cli" || ok=1
