@@ -508,6 +508,10 @@ typedef struct pk_s3_desc {
     const char *variant;
     int threads;
     const pk_tuning *tuning; /* the context's parameters (NULL: defaults); create only */
+    int u_site;            /* AoS-like layouts: doubles from one site's link to the next in
+                              the u a kernel reads; 0: the layout's own (pk_s3_u_per_site).
+                              18: the caller's AoS u read in place (short and recon12 use its
+                              first 16 / 12 doubles, padded its 18: what packing keeps) */
 } pk_s3_desc;
 
 /* dslash: u arrives as [4][t][z][y][x][3][3] complex (recon12: [4][t][z][y][x][2][3], the

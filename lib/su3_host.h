@@ -4,6 +4,7 @@
 #ifndef PK_SU3_HOST_H
 #define PK_SU3_HOST_H
 #include "internal.h"
+#include "lattice_index.h"
 
 /* Doubles of u per site in the AoS-like layouts (aos, short, padded, recon12); psi and chi
  * have 24 per site in every layout. */

@@ -74,26 +74,24 @@ static void pk_s3_plain_range_clones(const pk_s3_desc *d, const double *u, const
                                      double *chi, size_t s0, size_t s1)
 {
     const size_t nw = (size_t)d->nw, nvs = d->nsites;
+    const size_t us = d->u_site ? (size_t)d->u_site : (size_t)pk_s3_u_per_site(d->layout);
     switch (d->layout) {
     case PK_SU3_AOS:
-        for (size_t s = s0; s < s1; ++s)
-            s3_site(u + 18 * s, 2, 1, psi + 24 * s, chi + 24 * s, 2, 1);
-        break;
     case PK_SU3_PADDED:
         for (size_t s = s0; s < s1; ++s)
-            s3_site(u + 24 * s, 2, 1, psi + 24 * s, chi + 24 * s, 2, 1);
+            s3_site(u + us * s, 2, 1, psi + 24 * s, chi + 24 * s, 2, 1);
         break;
     case PK_SU3_SHORT:
         for (size_t s = s0; s < s1; ++s) {
             double m[18];
-            pk_s3_from_short(u + 16 * s, m);
+            pk_s3_from_short(u + us * s, m);
             s3_site(m, 2, 1, psi + 24 * s, chi + 24 * s, 2, 1);
         }
         break;
     case PK_SU3_RECON12:
         for (size_t s = s0; s < s1; ++s) {
             double m[18];
-            pk_s3_from_recon12(u + 12 * s, m);
+            pk_s3_from_recon12(u + us * s, m);
             s3_site(m, 2, 1, psi + 24 * s, chi + 24 * s, 2, 1);
         }
         break;

@@ -79,11 +79,11 @@ PK_T512 static inline void s3_put512(double *p, __m512d v, int stream)
 /* The link of site s in an AoS-like layout as 18 doubles: in place, or rebuilt into m. */
 static inline const double *s3_link(const pk_s3_desc *d, const double *u, size_t s, double *m)
 {
+    const size_t us = d->u_site ? (size_t)d->u_site : (size_t)pk_s3_u_per_site(d->layout);
     switch (d->layout) {
-    case PK_SU3_SHORT: pk_s3_from_short(u + PK_S3_U_SHORT * s, m); return m;
-    case PK_SU3_RECON12: pk_s3_from_recon12(u + PK_S3_U_RECON12 * s, m); return m;
-    case PK_SU3_PADDED: return u + PK_S3_U_PADDED * s;
-    default: return u + PK_S3_U_AOS * s;
+    case PK_SU3_SHORT: pk_s3_from_short(u + us * s, m); return m;
+    case PK_SU3_RECON12: pk_s3_from_recon12(u + us * s, m); return m;
+    default: return u + us * s; /* aos, padded */
     }
 }
 
