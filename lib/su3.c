@@ -8,8 +8,9 @@
  * without a copy, and aos also u.  A call on the caller's AoS arrays (the one-shot call,
  * plan_execute) on serial or OpenMP converts block by block instead (pk_s3_host_execute_
  * canonical: each block converted, computed and converted back inside a core's L2), so it
- * moves the bytes of the AoS kernel and makes no whole-array copy; upload, run and download
- * keep the whole arrays in the layout for a caller who iterates.
+ * moves the bytes of the AoS kernel and makes no whole-array copy; short, padded and recon12
+ * convert nothing there (their kernels read the AoS links in place: pk_s3_desc.u_site).
+ * Upload, run and download keep the whole arrays in the layout for a caller who iterates.
  *
  * Counting (the paper's metric): 264 flops and 528 bytes per site (u 144 + psi 192 + chi 192
  * bytes) in every layout, so that the GB/s of the layouts compare as the paper's figures
