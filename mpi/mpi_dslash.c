@@ -158,89 +158,99 @@ static void finish_t(const pk_mpi_dslash_plan *pl, double *lo, double *hi, size_
     rebuild(pl->face[3], ts, hi);
 }
 
-/* The rank's own block src [lt][lz][vol2][nd] into the widened w; then the halo planes from
- * the neighbours' own blocks: along t the neighbours' own z-range (contiguous), along z every
- * own t-plane's (one strided message a side).  Counts halo bytes and messages in info. */
-static void exchange(const pk_mpi_dslash_plan *pl, const double *src, double *w, int nd,
-                     pk_mpi_info *info) {
-    const size_t zp = pl->vol2 * (size_t)nd, tp = (size_t)pl->lz * zp; /* doubles */
+/* The rank's own block src [lt][lz][vol2][nd] into the own planes of the widened w. */
+static void copy_in(const pk_mpi_dslash_plan *pl, const double *src, double *w, int nd) {
+    const size_t tp = (size_t)pl->lz * pl->vol2 * (size_t)nd; /* doubles of an own t-plane */
     for (int t = 0; t < pl->lt; t++)
         memcpy(w + wsite(pl, t + pl->ot, pl->oz) * nd, src + (size_t)t * tp, tp * sizeof *w);
-    MPI_Request req[8];
-    int n = 0;
-    if (pl->t_lo >= 0) /* whole own-z planes: tp doubles, contiguous on both sides */
-        post_t(pl, src, src + (size_t)(pl->lt - 1) * tp, w + wsite(pl, pl->wlo, pl->oz) * nd,
-               w + wsite(pl, pl->whi, pl->oz) * nd, (size_t)pl->lz * pl->vol2, nd, 0, req, &n);
-    MPI_Datatype sendt = MPI_DATATYPE_NULL, recvt = MPI_DATATYPE_NULL;
-    if (pl->z_lo >= 0) { /* one z-plane of each own t-plane: strided */
-        MPI_Type_create_hvector(pl->lt, (int)zp, (MPI_Aint)(tp * sizeof(double)), MPI_DOUBLE,
-                                &sendt);
-        MPI_Type_create_hvector(pl->lt, (int)zp,
-                                (MPI_Aint)((size_t)pl->wz * zp * sizeof(double)), MPI_DOUBLE,
-                                &recvt);
-        MPI_Type_commit(&sendt);
-        MPI_Type_commit(&recvt);
-        MPI_Irecv(w + wsite(pl, pl->ot, 0) * nd, 1, recvt, pl->z_lo, TAG_Z_UP, pl->zcomm,
-                  &req[n++]);
-        MPI_Irecv(w + wsite(pl, pl->ot, pl->wz - 1) * nd, 1, recvt, pl->z_hi, TAG_Z_DOWN,
-                  pl->zcomm, &req[n++]);
-        MPI_Isend(src, 1, sendt, pl->z_lo, TAG_Z_DOWN, pl->zcomm, &req[n++]);
-        MPI_Isend(src + (size_t)(pl->lz - 1) * zp, 1, sendt, pl->z_hi, TAG_Z_UP, pl->zcomm,
-                  &req[n++]);
-    }
-    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
-    if (sendt != MPI_DATATYPE_NULL) {
-        MPI_Type_free(&sendt);
-        MPI_Type_free(&recvt);
-    }
-    if (info) {
-        info->halo_bytes += (pl->t_lo >= 0 ? 2.0 * (double)tp : 0.0) * sizeof(double) +
-                            (pl->z_lo >= 0 ? 2.0 * (double)pl->lt * (double)zp : 0.0) *
-                                sizeof(double);
-        info->messages += n / 2;
-        info->exchanges += 1;
-    }
 }
 
-/* Half spinors: the own block src into the widened psi, then the projected faces of its
- * top and bottom planes along each split axis, rebuilt into the halo planes. */
-static void exchange_half(const pk_mpi_dslash_plan *pl, const double *src, double *w,
-                          pk_mpi_info *info) {
-    const size_t zs = pl->vol2, ts = (size_t)pl->lz * zs; /* sites of a z-plane, an own t-plane */
-    for (int t = 0; t < pl->lt; t++)
-        memcpy(w + wsite(pl, t + pl->ot, pl->oz) * 24, src + (size_t)t * ts * 24,
-               ts * 24 * sizeof *w);
-    MPI_Request req[8];
-    int n = 0;
-    double *const *f = pl->face;
-    if (pl->t_lo >= 0)
-        post_t(pl, src, src + (size_t)(pl->lt - 1) * ts * 24, NULL, NULL, ts, 24, 1, req, &n);
-    const size_t zf = (size_t)pl->lt * zs; /* sites of a z-face: one z-plane per own t */
-    if (pl->z_lo >= 0) {
+/* The z-faces of every own t-plane of src [lt][lz][vol2][nd] posted (4 requests appended to
+ * req; no-op without a z split): full, one strided message a side straight into w's z-halo
+ * planes (ty[2]: its datatypes, freed by finish_z); half (psi, nd 24), the projected faces
+ * from face[4] and face[5] into face[6] and face[7]. */
+static void post_z(const pk_mpi_dslash_plan *pl, const double *src, double *w, int nd,
+                   int half, MPI_Request *req, int *n, MPI_Datatype ty[2]) {
+    ty[0] = ty[1] = MPI_DATATYPE_NULL;
+    if (pl->z_lo < 0)
+        return;
+    const size_t zs = pl->vol2, zp = zs * (size_t)nd, tp = (size_t)pl->lz * zp;
+    if (half) {
+        double *const *f = pl->face;
+        const int count = (int)((size_t)pl->lt * zs * 12); /* one z-plane per own t */
         for (int t = 0; t < pl->lt; t++) {
-            const double *plane = src + (size_t)t * ts * 24;
-            project(plane + (size_t)(pl->lz - 1) * zs * 24, zs, 'z', 1, f[4] + t * zs * 12);
+            const double *plane = src + (size_t)t * tp;
+            project(plane + (size_t)(pl->lz - 1) * zp, zs, 'z', 1, f[4] + t * zs * 12);
             project(plane, zs, 'z', -1, f[5] + t * zs * 12);
         }
-        MPI_Irecv(f[6], (int)(zf * 12), MPI_DOUBLE, pl->z_lo, TAG_Z_UP, pl->zcomm, &req[n++]);
-        MPI_Irecv(f[7], (int)(zf * 12), MPI_DOUBLE, pl->z_hi, TAG_Z_DOWN, pl->zcomm, &req[n++]);
-        MPI_Isend(f[4], (int)(zf * 12), MPI_DOUBLE, pl->z_hi, TAG_Z_UP, pl->zcomm, &req[n++]);
-        MPI_Isend(f[5], (int)(zf * 12), MPI_DOUBLE, pl->z_lo, TAG_Z_DOWN, pl->zcomm, &req[n++]);
+        MPI_Irecv(f[6], count, MPI_DOUBLE, pl->z_lo, TAG_Z_UP, pl->zcomm, &req[(*n)++]);
+        MPI_Irecv(f[7], count, MPI_DOUBLE, pl->z_hi, TAG_Z_DOWN, pl->zcomm, &req[(*n)++]);
+        MPI_Isend(f[4], count, MPI_DOUBLE, pl->z_hi, TAG_Z_UP, pl->zcomm, &req[(*n)++]);
+        MPI_Isend(f[5], count, MPI_DOUBLE, pl->z_lo, TAG_Z_DOWN, pl->zcomm, &req[(*n)++]);
+        return;
     }
+    MPI_Type_create_hvector(pl->lt, (int)zp, (MPI_Aint)(tp * sizeof(double)), MPI_DOUBLE,
+                            &ty[0]);
+    MPI_Type_create_hvector(pl->lt, (int)zp, (MPI_Aint)((size_t)pl->wz * zp * sizeof(double)),
+                            MPI_DOUBLE, &ty[1]);
+    MPI_Type_commit(&ty[0]);
+    MPI_Type_commit(&ty[1]);
+    MPI_Irecv(w + wsite(pl, pl->ot, 0) * nd, 1, ty[1], pl->z_lo, TAG_Z_UP, pl->zcomm,
+              &req[(*n)++]);
+    MPI_Irecv(w + wsite(pl, pl->ot, pl->wz - 1) * nd, 1, ty[1], pl->z_hi, TAG_Z_DOWN,
+              pl->zcomm, &req[(*n)++]);
+    MPI_Isend(src, 1, ty[0], pl->z_lo, TAG_Z_DOWN, pl->zcomm, &req[(*n)++]);
+    MPI_Isend(src + (size_t)(pl->lz - 1) * zp, 1, ty[0], pl->z_hi, TAG_Z_UP, pl->zcomm,
+              &req[(*n)++]);
+}
+
+/* After post_z's requests completed: half faces rebuilt into w's z-halo planes, the full
+ * path's datatypes freed. */
+static void finish_z(const pk_mpi_dslash_plan *pl, double *w, int half, MPI_Datatype ty[2]) {
+    const size_t zs = pl->vol2;
+    for (int t = 0; half && pl->z_lo >= 0 && t < pl->lt; t++) {
+        rebuild(pl->face[6] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, 0) * 24);
+        rebuild(pl->face[7] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, pl->wz - 1) * 24);
+    }
+    for (int k = 0; k < 2; k++)
+        if (ty[k] != MPI_DATATYPE_NULL)
+            MPI_Type_free(&ty[k]);
+}
+
+/* Halo bytes (doubles sent, in bytes) and messages of one exchange into info: t faces when t
+ * is split and `with_t`, z faces when z is. */
+static void count_exchange(const pk_mpi_dslash_plan *pl, int nd, int half, int with_t,
+                           pk_mpi_info *info) {
+    if (!info)
+        return;
+    const double per = half ? 12.0 : (double)nd, face_t = (double)pl->lz * (double)pl->vol2,
+                 face_z = (double)pl->lt * (double)pl->vol2;
+    const int t = with_t && pl->t_lo >= 0, z = pl->z_lo >= 0;
+    info->halo_bytes += 2.0 * per * sizeof(double) * ((t ? face_t : 0.0) + (z ? face_z : 0.0));
+    info->messages += 2 * t + 2 * z;
+    info->exchanges += 1;
+}
+
+/* The rank's own block src into the widened w, then the halo planes from the neighbours'
+ * own blocks: along t the neighbours' own z-range (contiguous), along z every own t-plane's;
+ * full spinors (or links, nd 18) or, with half, the projected faces rebuilt.  Counts halo
+ * bytes and messages in info. */
+static void exchange(const pk_mpi_dslash_plan *pl, const double *src, double *w, int nd,
+                     int half, pk_mpi_info *info) {
+    const size_t ts = (size_t)pl->lz * pl->vol2, tp = ts * (size_t)nd;
+    copy_in(pl, src, w, nd);
+    MPI_Request req[8];
+    MPI_Datatype ty[2];
+    int n = 0;
+    double *lo = w + wsite(pl, pl->wlo, pl->oz) * nd, *hi = w + wsite(pl, pl->whi, pl->oz) * nd;
+    if (pl->t_lo >= 0) /* whole own-z planes: contiguous on both sides */
+        post_t(pl, src, src + (size_t)(pl->lt - 1) * tp, lo, hi, ts, nd, half, req, &n);
+    post_z(pl, src, w, nd, half, req, &n, ty);
     MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
     if (pl->t_lo >= 0)
-        finish_t(pl, w + wsite(pl, pl->wlo, pl->oz) * 24, w + wsite(pl, pl->whi, pl->oz) * 24,
-                 ts, 1);
-    for (int t = 0; pl->z_lo >= 0 && t < pl->lt; t++) {
-        rebuild(f[6] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, 0) * 24);
-        rebuild(f[7] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, pl->wz - 1) * 24);
-    }
-    if (info) {
-        info->halo_bytes += ((pl->t_lo >= 0 ? 2.0 * (double)ts : 0.0) +
-                             (pl->z_lo >= 0 ? 2.0 * (double)zf : 0.0)) * 12 * sizeof(double);
-        info->messages += n / 2;
-        info->exchanges += 1;
-    }
+        finish_t(pl, lo, hi, ts, half);
+    finish_z(pl, w, half, ty);
+    count_exchange(pl, nd, half, 1, info);
 }
 
 /* This rank's info: the t-slab's fields, then the whole grid's rank and size, the z-range. */
@@ -459,7 +469,7 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
     /* the links' halo planes, once, one exchange per direction mu */
     const size_t own = (size_t)pl->lt * (size_t)pl->lz * pl->vol2 * 18;
     for (int mu = 0; mu < 4; mu++)
-        exchange(pl, u + (size_t)mu * own, pl->u + (size_t)mu * wsites * 18, 18, NULL);
+        exchange(pl, u + (size_t)mu * own, pl->u + (size_t)mu * wsites * 18, 18, 0, NULL);
     /* serial and OpenMP local plans keep the links resident (converted once: omp-vnode's
      * lanes, recon12's rows), each execute then passes psi alone (plan_execute_psi); the
      * upload's psi is a placeholder (the block's psi, or the links' first doubles on a rank
@@ -515,10 +525,7 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_execute(pk_mpi_dslash_plan *pl, const do
     if (!pl->psi) { /* a rank alone: the whole lattice, on the caller's arrays */
         st = local_execute(pl, pl->local, psi, chi, &info->local);
     } else {
-        if (pl->half)
-            exchange_half(pl, psi, pl->psi, info);
-        else
-            exchange(pl, psi, pl->psi, 24, info);
+        exchange(pl, psi, pl->psi, 24, pl->half, info);
         t2 = pkm_now();
         st = local_execute(pl, pl->local, pl->psi, pl->chi, &info->local);
         const size_t tp = (size_t)pl->lz * pl->vol2 * 24;
