@@ -16,16 +16,20 @@
  * four mu, both sides: real links, so recon12 rebuilds honest rows there too) are exchanged
  * once at plan creation, psi's every execute.
  *
- * Overlapped (t-slabs only, without ranks_z; pk_mpi_options.overlap not 0): the block is laid
- * out with its own planes first, then the halo plane above (from the rank above), then the
+ * Overlapped (t split over several ranks; pk_mpi_options.overlap not 0): the block is laid
+ * out with its own t-planes first, then the halo plane above (from the rank above), then the
  * one below (the local call's periodic wrap of t makes them the own planes' neighbours).  An
  * execute copies the caller's psi into the own planes, posts the receives into the halo
  * planes and the sends of its two face planes, computes the interior own planes [1, L - 1)
- * (which read no halo) while the faces travel, waits, then the two boundary planes 0 and
- * L - 1: three local plans on t-ranges (pk_dslash_params t_begin, t_end), chi written
- * straight into the caller's chi, no halo plane computed, nothing copied back.  With
- * ranks_z > 1, overlap 0, or a backend that refuses t-ranges (OpenCL, CUDA), the block is
- * run whole as above (halo planes computed and dropped, chi copied out).
+ * (which read no t-halo) while the faces travel, waits, then the two boundary planes 0 and
+ * L - 1: three local plans on t-ranges (pk_dslash_params t_begin, t_end), no t-halo plane
+ * computed.  t-slabs: chi written straight into the caller's chi, nothing copied back.  With
+ * ranks_z > 1 the z faces (every own t-plane has sites on them) are exchanged first, in the
+ * non-overlapped layout along z (halo planes 0 and Lz + 1, computed and dropped: a z-range
+ * in the core would be needed to leave them out), and chi is copied out of the widened
+ * block; only the t faces travel under the interior.  With overlap 0, t held whole, or a
+ * backend that refuses t-ranges (OpenCL, CUDA), the block is run whole as above (all halo
+ * planes computed and dropped, chi copied out).
  *
  * Half spinors (pk_mpi_options.half): an own site uses the plane below along mu only through
  * (1 + gamma_mu) psi and the plane above through (1 - gamma_mu) psi, each fixed by two spin
@@ -276,26 +280,36 @@ static pk_status local_execute(const pk_mpi_dslash_plan *pl, pk_dslash_plan *lp,
                         : pk_dslash_plan_execute(lp, pl->u, psi, chi, info);
 }
 
-/* Overlapped execute (header): psi into the own planes, the faces posted, the interior
- * computed, the halos awaited (and rebuilt from half spinors), the two boundary planes
- * computed; chi written by the local plans on their planes only.  Times into info. */
+/* Overlapped execute (header): psi into the own planes; with a z split the z faces
+ * exchanged first (every own t-plane has sites on them); the t faces posted, the interior
+ * t-planes computed while they travel, the halos awaited (and rebuilt from half spinors),
+ * the two boundary t-planes computed.  Without a z split chi is written by the local plans on
+ * their planes only, straight into the caller's; with one into the widened chi (its z-halo
+ * planes computed and dropped), copied out at the end.  Times into info. */
 static pk_status execute_overlapped(pk_mpi_dslash_plan *pl, const double *psi, double *chi,
                                     pk_mpi_info *info) {
     const size_t ts = (size_t)pl->lz * pl->vol2, tp = ts * 24; /* sites, doubles of a plane */
-    double *w = pl->psi;
+    double *w = pl->psi, *out = pl->oz ? pl->chi : chi;
     const double t1 = pkm_now();
-    /* chi may be psi: the kernels and the sends read the block's copy only */
-    memcpy(w, psi, (size_t)pl->lt * tp * sizeof *w);
+    /* chi may be psi: the kernels and the sends read the block's copy (or, for the z faces,
+     * the caller's psi, which no kernel writes: chi is copied out after every wait) */
+    copy_in(pl, psi, w, 24);
     MPI_Request req[4];
+    MPI_Datatype ty[2];
     int n = 0;
-    double *lo = w + (size_t)pl->wlo * tp, *hi = w + (size_t)pl->whi * tp;
-    post_t(pl, w, w + (size_t)(pl->lt - 1) * tp, lo, hi, ts, 24, pl->half, req, &n);
+    post_z(pl, psi, w, 24, pl->half, req, &n, ty);
+    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    finish_z(pl, w, pl->half, ty);
+    n = 0;
+    double *lo = w + wsite(pl, pl->wlo, pl->oz) * 24, *hi = w + wsite(pl, pl->whi, pl->oz) * 24;
+    post_t(pl, w + wsite(pl, 0, pl->oz) * 24, w + wsite(pl, pl->lt - 1, pl->oz) * 24, lo, hi,
+           ts, 24, pl->half, req, &n);
     int done = 0; /* one pass of progress: the rendezvous handshakes start before the kernel */
     MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
     const double t2 = pkm_now();
     pk_status st = PK_OK;
-    if (pl->part[0]) /* the interior: reads the own planes only */
-        st = local_execute(pl, pl->part[0], w, chi, &info->local);
+    if (pl->part[0]) /* the interior: reads the own planes (and z halos) only */
+        st = local_execute(pl, pl->part[0], w, out, &info->local);
     const double t3 = pkm_now();
     if (!done)
         MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
@@ -303,12 +317,13 @@ static pk_status execute_overlapped(pk_mpi_dslash_plan *pl, const double *psi, d
     const double t4 = pkm_now();
     for (int k = 1; st == PK_OK && k < 3; k++) /* the boundary planes */
         if (pl->part[k])
-            st = local_execute(pl, pl->part[k], w, chi, &info->local);
-    info->halo_bytes += 2.0 * (double)(pl->half ? ts * 12 : tp) * sizeof(double);
-    info->messages += n / 2;
-    info->exchanges += 1;
-    info->comm_s += (t2 - t1) + (t4 - t3);
-    info->compute_s += (t3 - t2) + (pkm_now() - t4);
+            st = local_execute(pl, pl->part[k], w, out, &info->local);
+    const double t5 = pkm_now();
+    for (int t = 0; st == PK_OK && pl->oz && t < pl->lt; t++)
+        memcpy(chi + (size_t)t * tp, pl->chi + wsite(pl, t, pl->oz) * 24, tp * sizeof *chi);
+    count_exchange(pl, 24, pl->half, 1, info);
+    info->comm_s += (t2 - t1) + (t4 - t3) + (pkm_now() - t5);
+    info->compute_s += (t3 - t2) + (t5 - t4);
     return st;
 }
 
@@ -395,13 +410,16 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
     pl->lt = pl->s.i1[ct] - pl->s.i0[ct];
     pl->lz = pl->sz.i1[cz] - pl->sz.i0[cz];
     /* overlapped: own planes first, then the halo above, then the one below (header) */
-    pl->ovl = pt > 1 && pz == 1 && (!opt || opt->overlap != 0);
+    pl->ovl = pt > 1 && (!opt || opt->overlap != 0);
+    pl->oz = pz > 1;
+    pl->wz = pl->lz + 2 * pl->oz;
     pk_run_info li;
     memset(&li, 0, sizeof li);
     st = pkm_context(ctx, &pl->ctx, &pl->owned);
     if (st == PK_OK && pl->ovl) { /* the three local plans on t-ranges of the block */
         pk_dslash_params lp = pl->p;
         lp.t = pl->lt + 2;
+        lp.z = pl->wz;
         const int lt = pl->lt, rb[3][2] = {{1, lt - 1}, {0, 1}, {lt - 1, lt}};
         for (int k = 0; st == PK_OK && k < 3; k++) {
             if (rb[k][1] <= rb[k][0] || (k == 2 && lt == 1))
@@ -424,9 +442,7 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
         }
     }
     pl->ot = pt > 1 && !pl->ovl;
-    pl->oz = pz > 1;
     pl->wt = pl->lt + 2 * (pt > 1);
-    pl->wz = pl->lz + 2 * pl->oz;
     pl->wlo = pl->ovl ? pl->lt + 1 : 0;
     pl->whi = pl->ovl ? pl->lt : pl->wt - 1;
     pl->t_lo = pt > 1 ? (ct + pt - 1) % pt : -1;
@@ -440,10 +456,11 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
     pl->u = calloc(4 * wsites * 18, sizeof(double));
     if (!alone) {
         pl->psi = calloc(wsites * 24, sizeof(double));
-        if (!pl->ovl) /* overlapped: chi written straight into the caller's */
+        if (!pl->ovl || pl->oz) /* overlapped t-slabs: chi straight into the caller's */
             pl->chi = calloc(wsites * 24, sizeof(double));
     }
-    int ok = st != PK_OK || (pl->u && (alone || (pl->psi && (pl->ovl || pl->chi))));
+    int ok = st != PK_OK ||
+             (pl->u && (alone || (pl->psi && ((pl->ovl && !pl->oz) || pl->chi))));
     if (pl->half) {
         const size_t ts = (size_t)pl->lz * pl->vol2, zf = (size_t)pl->lt * pl->vol2;
         for (int k = 0; k < 8; k++)

@@ -69,9 +69,10 @@ typedef struct pk_mpi_options {
                             (the boundary planes after, on copies); 0 exchanges first, then
                             runs the slab with its halos; -1 (the default): 0
                             (docs/SCALING.md: measured).  dslash: 1 and -1 (the default)
-                            compute a t-slab's own planes only, the interior while the faces
-                            travel (without ranks_z, on serial and OpenMP); 0 exchanges
-                            first, then runs the slab with its halo planes */
+                            compute a block's own t-planes only, the interior while the t
+                            faces travel (t split over ranks, serial and OpenMP; with ranks_z
+                            the z faces are exchanged before); 0 exchanges first, then runs
+                            the block with its halo planes */
     const char *variant; /* the local kernel's variant (NULL: the local backend's choice) */
     int half;            /* dslash: 1 sends the t-faces spin-projected, half spinors (12
                             doubles a site instead of 24, QUDA's way), rebuilt into the halo
@@ -229,13 +230,14 @@ PK_MPI_API void pk_mpi_magicfilter3d_plan_destroy(pk_mpi_magicfilter3d_plan *pla
  * at creation; psi's every execute: full spinors (24 doubles a site), or with
  * pk_mpi_options.half the spin projections the hops use, (1 + gamma_mu) psi from below and
  * (1 - gamma_mu) psi from above (12 doubles a site), rebuilt into halo spinors with the same
- * projection.  t-slabs (no ranks_z) with pk_mpi_options.overlap -1 (the default) or 1 on
- * a serial or OpenMP variant: a rank computes its own planes only (local plans on t-ranges,
- * pk_dslash_params t_begin, t_end), the interior ones (which read no halo) while the faces
- * travel, the two boundary planes after they arrived, chi written in place; info.overlap 1
- * when the rank has interior planes (more than 2).  Otherwise (ranks_z > 1, overlap 0, a
- * device backend) the local dslash runs on the block with its halo planes, whose outputs are
- * dropped (a rank alone runs the caller's arrays).  Full spinors: bitwise the single-process
+ * projection.  With t split over ranks and pk_mpi_options.overlap -1 (the default) or 1 on
+ * a serial or OpenMP variant: a rank computes its own t-planes only (local plans on t-ranges,
+ * pk_dslash_params t_begin, t_end), the interior ones (which read no t-halo) while the t
+ * faces travel, the two boundary planes after they arrived (t-slabs: chi written in place;
+ * with ranks_z the z faces are exchanged first); info.overlap 1 when the rank has interior
+ * planes (more than 2).  Otherwise (t whole, overlap 0, a device backend) the local dslash
+ * runs on the block with its halo planes, whose outputs are dropped (a rank alone runs the
+ * caller's arrays).  Full spinors: bitwise the single-process
  * result of the same variant (omp-vnode: within docs/KERNELS.md 4c, its lanes follow the
  * block's shape); half: within docs/KERNELS.md 4c's tolerance (tests/test_mpi.c checks both).
  * p's t_begin and t_end must be 0 (PK_EINVAL).  chi may be psi.  pk_mpi_info's i0, i1 are
