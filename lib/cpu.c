@@ -120,6 +120,12 @@ size_t pk_cpu_llc_bytes(void)
     return cpu_llc;
 }
 
+int pk_beyond_llc(double bytes)
+{
+    const size_t llc = pk_cpu_llc_bytes();
+    return bytes > (double)(llc ? llc : (size_t)32 << 20);
+}
+
 int pk_cpu_topology(int ncpu, int *core_of)
 {
     /* Linux sysfs: logical CPUs sharing a core_id (within a package) are SMT siblings. */

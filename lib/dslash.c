@@ -184,8 +184,7 @@ static const char *ds_device_variant(pk_backend_id backend, const pk_device_info
 {
     const pk_ds_desc *d = desc;
     (void)device;
-    const size_t llc = pk_cpu_llc_bytes();
-    if (backend != PK_BACKEND_OPENMP || !d->oneshot || !llc || ds_plan_bytes(d) <= (double)llc)
+    if (backend != PK_BACKEND_OPENMP || !d->oneshot || !pk_beyond_llc(ds_plan_bytes(d)))
         return NULL;
     *why = "a one-shot call on arrays larger than the last-level cache (omp-vnode would convert "
            "them on every call)";

@@ -284,6 +284,9 @@ void pk_cpu_info(pk_device_info *info);
  *  the whole socket's); else sysconf's level-3 size; 0 when neither is known.
  *  PORTKERN_TEST_LLC_BYTES=N (a positive integer) stands in for it in tests. */
 size_t pk_cpu_llc_bytes(void);
+/** Whether `bytes` exceed the last-level cache (pk_cpu_llc_bytes; 32 MiB where it is not
+ *  known): the size at which the host kernels stream their stores or avoid a conversion. */
+int pk_beyond_llc(double bytes);
 /** Physical-core id of each logical CPU (for the phalanx); returns the number of SMT
  *  threads per core (1 when unknown or absent). core_of[] has room for ncpu entries. */
 int pk_cpu_topology(int ncpu, int *core_of);

@@ -388,17 +388,11 @@ pk_status pk_magicfilter_pass(pk_context *ctx, const pk_magicfilter_pass_params 
     const double t0 = pk_now();
     PK_CHECK_NULL(ctx);
     PK_CHECK_NULL(p);
-    PK_CHECK(p->n >= 1 && p->n <= INT_MAX - 15, p->n < 1 ? PK_ESIZE : PK_EOVERFLOW,
-             "n: must be in [1, INT_MAX - 15], got %d", p->n);
-    PK_CHECK(p->lines >= 1, PK_ESIZE, "lines: must be >= 1, got %zu", p->lines);
-    PK_CHECK(p->transpose == 0 || p->transpose == 1, PK_EINVAL,
-             "transpose: must be 0 (MF) or 1 (MFT), got %d", p->transpose);
-    PK_CHECK(p->bc >= PK_MF_PERIODIC && p->bc <= PK_MF_SHRINK, PK_EINVAL,
-             "bc: must be PK_MF_PERIODIC (0), PK_MF_GROW (1) or PK_MF_SHRINK (2), got %d", p->bc);
-    /* the pass of a 3-D operator whose first axis is this one */
+    /* the first pass of a 3-D operator whose first axis is this one (its checks name n1) */
     const pk_magicfilter3d_params p3 = {p->n, 1, 1, p->transpose, p->bc};
     pk_mf_desc d;
-    pk_mf_desc_init(&d, &p3);
+    PK_TRY(mf_validate(&p3, &d));
+    PK_CHECK(p->lines >= 1, PK_ESIZE, "lines: must be >= 1, got %zu", p->lines);
     pk_mf_pass pass = d.pass[0];
     const size_t longest = (size_t)(pass.nin > pass.nout ? pass.nin : pass.nout);
     PK_CHECK(p->lines <= (size_t)LONG_MAX && p->lines <= SIZE_MAX / sizeof(double) / longest,

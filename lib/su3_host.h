@@ -34,6 +34,12 @@ void pk_s3_span_of(const pk_s3_desc *d, int field, size_t s0, size_t s1, pk_s3_s
  *  write into the same cache line). */
 void pk_s3_share(const pk_s3_desc *d, int t, int nt, size_t *s0, size_t *s1);
 
+/* Doubles from one site's link to the next in the u a kernel reads (pk_s3_desc.u_site). */
+static inline size_t pk_s3_u_stride(const pk_s3_desc *d)
+{
+    return d->u_site ? (size_t)d->u_site : (size_t)pk_s3_u_per_site(d->layout);
+}
+
 /* Rebuilding a link's missing elements into m[18] (AoS, interleaved complex), the formulas
  * of portkern.h; every host kernel uses these (the device kernels spell out the same).
  * short (16 doubles): u22 = conj(u00 u11 - u01 u10). */

@@ -74,7 +74,7 @@ static void pk_s3_plain_range_clones(const pk_s3_desc *d, const double *u, const
                                      double *chi, size_t s0, size_t s1)
 {
     const size_t nw = (size_t)d->nw, nvs = d->nsites;
-    const size_t us = d->u_site ? (size_t)d->u_site : (size_t)pk_s3_u_per_site(d->layout);
+    const size_t us = pk_s3_u_stride(d);
     switch (d->layout) {
     case PK_SU3_AOS:
     case PK_SU3_PADDED:

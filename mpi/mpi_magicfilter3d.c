@@ -152,11 +152,17 @@ static pk_status mf_type(MPI_Datatype *t, int *cnt, size_t off, size_t count, si
     return PK_OK;
 }
 
+/* Rank r's output planes: its slab, GROW's last rank also the 15 extra planes (its input
+ * planes are pl->xs's). */
+static size_t mf_out_planes(const pk_mpi_magicfilter3d_plan *pl, int r) {
+    const int extra = pl->p.bc == PK_MF_GROW && r == pl->s.nranks - 1 ? 15 : 0;
+    return (size_t)(pl->s.i1[r] - pl->s.i0[r] + extra);
+}
+
 /* The transposes' line split, work arrays and the 4R datatypes (header). */
 static pk_status mf_transposes_make(pk_mpi_magicfilter3d_plan *pl, const size_t ins[3],
                                     const size_t outs[3]) {
     const int R = pl->s.nranks, me = pl->s.rank;
-    const int grow = pl->p.bc == PK_MF_GROW, shrink = pl->p.bc == PK_MF_SHRINK;
     const size_t in3 = ins[0], in2 = ins[1], out1 = outs[2], out2 = outs[1], out3 = outs[0];
     const size_t D = out1 * out2;
     pl->D0 = malloc(((size_t)R + 1) * sizeof *pl->D0);
@@ -169,8 +175,9 @@ static pk_status mf_transposes_make(pk_mpi_magicfilter3d_plan *pl, const size_t 
     }
     for (int i = 0; i < 4 * R; i++)
         pl->ty[i] = MPI_DATATYPE_NULL;
+    const size_t per = D / (size_t)R, more = D % (size_t)R;
     for (int r = 0; r <= R; r++) /* the block rule over the lines */
-        pl->D0[r] = (size_t)r * (D / (size_t)R) + ((size_t)r < D % (size_t)R ? (size_t)r : D % (size_t)R);
+        pl->D0[r] = (size_t)r * per + ((size_t)r < more ? (size_t)r : more);
     const size_t Dme = pl->D0[me + 1] - pl->D0[me], xL = (size_t)pl->xL, yL = (size_t)pl->yL;
     const size_t a = out1 * xL * in2 > Dme * in3 ? out1 * xL * in2 : Dme * in3;
     const size_t b = out2 * out1 * xL > out3 * Dme ? out2 * out1 * xL : out3 * Dme;
@@ -182,9 +189,8 @@ static pk_status mf_transposes_make(pk_mpi_magicfilter3d_plan *pl, const size_t 
     }
     pk_status st = PK_OK;
     for (int r = 0; r < R && st == PK_OK; r++) {
-        const int lastr = r == R - 1;
-        const size_t xi0 = (size_t)pl->s.i0[r], xLr = (size_t)(pl->s.i1[r] - pl->s.i0[r]) + (shrink && lastr ? 15 : 0);
-        const size_t yi0 = (size_t)pl->s.i0[r], yLr = (size_t)(pl->s.i1[r] - pl->s.i0[r]) + (grow && lastr ? 15 : 0);
+        const size_t xi0 = (size_t)pl->xs.i0[r], xLr = (size_t)(pl->xs.i1[r] - pl->xs.i0[r]);
+        const size_t yi0 = (size_t)pl->s.i0[r], yLr = mf_out_planes(pl, r);
         const size_t Dr = pl->D0[r + 1] - pl->D0[r];
         /* forward: my w2 lines of r to r; r's pieces of my lines into z's columns */
         st = mf_type(&pl->ty[r], &pl->cnt[r], pl->D0[r] * xL, 1, Dr * xL, 0);
@@ -381,9 +387,8 @@ static pk_status mf_transposes_run(pk_mpi_magicfilter3d_plan *pl, const double *
     for (int r = 0; r < R; r++) {
         if (r == me)
             continue;
-        const size_t yLr = (size_t)(pl->s.i1[r] - pl->s.i0[r]) +
-                           (pl->p.bc == PK_MF_GROW && r == R - 1 ? 15 : 0);
-        info->halo_bytes += 8.0 * (double)((pl->D0[r + 1] - pl->D0[r]) * xL + yLr * Dme);
+        const size_t Dr = pl->D0[r + 1] - pl->D0[r];
+        info->halo_bytes += 8.0 * (double)(Dr * xL + mf_out_planes(pl, r) * Dme);
         info->messages += pl->cnt[r] + pl->cnt[2 * R + r];
     }
     info->exchanges += R > 1 ? 2 : 0;

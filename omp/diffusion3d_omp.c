@@ -446,9 +446,7 @@ pk_status pk_omp_d3_create(void *state, int device, const pk_d3_desc *desc, void
     PK_TRY(pk_d3_host_create(desc, &h));
     const int nt = omp_threads(desc);
     /* Stream only when the pair of fields cannot stay in the last-level cache. */
-    size_t llc = pk_cpu_llc_bytes();
-    if (!llc) llc = (size_t)32 << 20;
-    h->stream = 2.0 * (double)h->n * sizeof(float) > (double)llc && desc->nx >= 16;
+    h->stream = pk_beyond_llc(2.0 * (double)h->n * sizeof(float)) && desc->nx >= 16;
     h->nt = nt;
     pk_status st = pk_simd_level(desc->tuning, PK_PARAM_DIFFUSION3D_ISA, pk_cpu_simd(), &h->isa);
     if (st != PK_OK) {

@@ -467,10 +467,8 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
      * lane counts) would compute into a buffer and copy it out, which measured slower than
      * write-allocate (EPYC KVM, 4096^2: omp 31 ms against 22-24 plain; omp-simd 2-5% and
      * omp-tb 11-21% faster streamed). */
-    size_t llc = pk_cpu_llc_bytes();
-    if (!llc) llc = (size_t)32 << 20;
     const lp_row_fn row = h->kind == LP_OMP_AUTO ? row_auto : lp_simd_row(desc, h->isa);
-    h->stream = 2.0 * (double)h->n * sizeof(float) > (double)llc && desc->l >= 64 &&
+    h->stream = pk_beyond_llc(2.0 * (double)h->n * sizeof(float)) && desc->l >= 64 &&
                 row != row_auto;
     int force[2]; /* laplace2d.stream: auto, 0, 1 whatever the size (never a bad value) */
     (void)pk_param_get(desc->tuning, PK_PARAM_LAPLACE2D_STREAM, force);

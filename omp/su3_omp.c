@@ -79,7 +79,7 @@ PK_T512 static inline void s3_put512(double *p, __m512d v, int stream)
 /* The link of site s in an AoS-like layout as 18 doubles: in place, or rebuilt into m. */
 static inline const double *s3_link(const pk_s3_desc *d, const double *u, size_t s, double *m)
 {
-    const size_t us = d->u_site ? (size_t)d->u_site : (size_t)pk_s3_u_per_site(d->layout);
+    const size_t us = pk_s3_u_stride(d);
     switch (d->layout) {
     case PK_SU3_SHORT: pk_s3_from_short(u + us * s, m); return m;
     case PK_SU3_RECON12: pk_s3_from_recon12(u + us * s, m); return m;

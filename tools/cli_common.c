@@ -762,7 +762,8 @@ int cli_read_npy(const char *prog, const char *dir, const char *name, pk_dtype d
                  const size_t *want, const char *what, pk_array *arr)
 {
     char path[4096], shape[160];
-    if (cli_join(path, sizeof path, dir, name)) return cli_usage_error(prog, "path too long: %s", dir);
+    if (cli_join(path, sizeof path, dir, name))
+        return cli_usage_error(prog, "path too long: %s", dir);
     pk_status s = pk_npy_read(path, arr);
     if (s != PK_OK) return cli_lib_error("portkern", s);
     cli_shape_text(arr->shape, arr->ndim, shape, sizeof shape);
