@@ -60,6 +60,10 @@ static pk_status ds_validate(const pk_dslash_params *p, pk_ds_desc *d)
                  (p->t_begin >= 0 && p->t_begin < p->t_end && p->t_end <= L[3]),
              PK_EINVAL, "t_begin, t_end: must be 0, 0 (all t-planes) or 0 <= t_begin < t_end "
              "<= t = %d, got %d, %d", L[3], p->t_begin, p->t_end);
+    PK_CHECK((p->z_begin == 0 && p->z_end == 0) ||
+                 (p->z_begin >= 0 && p->z_begin < p->z_end && p->z_end <= L[2]),
+             PK_EINVAL, "z_begin, z_end: must be 0, 0 (all z-planes) or 0 <= z_begin < z_end "
+             "<= z = %d, got %d, %d", L[2], p->z_begin, p->z_end);
     /* The largest array is u: 4 x volume x 18 doubles. */
     size_t v;
     PK_CHECK(pk_mul3_size((size_t)L[0], (size_t)L[1], (size_t)L[2], &v) == 0 &&
@@ -76,8 +80,16 @@ static pk_status ds_validate(const pk_dslash_params *p, pk_ds_desc *d)
     d->spinor_doubles = 24 * d->volume;
     d->t0 = p->t_end ? p->t_begin : 0;
     d->t1 = p->t_end ? p->t_end : L[3];
-    d->sites = v * (size_t)(d->t1 - d->t0);
+    d->z0 = p->z_end ? p->z_begin : 0;
+    d->z1 = p->z_end ? p->z_end : L[2];
+    d->sites = v / (size_t)L[2] * (size_t)(d->z1 - d->z0) * (size_t)(d->t1 - d->t0);
     return PK_OK;
+}
+
+/* Whether the call computes part of the lattice (a t- or z-range). */
+static int ds_ranged(const pk_ds_desc *d)
+{
+    return d->t0 != 0 || d->t1 != d->dims[3] || d->z0 != 0 || d->z1 != d->dims[2];
 }
 
 static int ds_overlap(const void *a, size_t abytes, const void *b, size_t bbytes)
@@ -117,11 +129,10 @@ static pk_status ds_create_on(const pk_backend_ops *backend, const void *kops, v
                               const pk_tuning *tuning, void **impl)
 {
     pk_ds_desc d = *(const pk_ds_desc *)desc;
-    if ((d.t0 != 0 || d.t1 != d.dims[3]) && backend->id != PK_BACKEND_SERIAL &&
-        backend->id != PK_BACKEND_OPENMP)
-        return pk_fail(PK_EUNSUPPORTED, "dslash: a range of t-planes (t_begin %d, t_end %d) "
-                                        "runs on the serial and openmp backends only, not on %s",
-                       d.t0, d.t1, backend->name);
+    if (ds_ranged(&d) && backend->id != PK_BACKEND_SERIAL && backend->id != PK_BACKEND_OPENMP)
+        return pk_fail(PK_EUNSUPPORTED, "dslash: a range of planes (t %d..%d, z %d..%d) runs "
+                                        "on the serial and openmp backends only, not on %s",
+                       d.t0, d.t1, d.z0, d.z1, backend->name);
     d.variant = variant;
     d.threads = threads;
     d.tuning = tuning;
@@ -157,10 +168,14 @@ static double ds_plan_bytes(const void *desc)
 static void ds_wisdom_key(const void *desc, char *key, size_t len)
 {
     const pk_ds_desc *d = desc;
-    if (d->t0 == 0 && d->t1 == d->dims[3])
+    const int zr = d->z0 != 0 || d->z1 != d->dims[2];
+    if (!ds_ranged(d))
         snprintf(key, len, "recon12=%d", d->recon12);
-    else
+    else if (!zr)
         snprintf(key, len, "recon12=%d,t=%d..%d", d->recon12, d->t0, d->t1);
+    else
+        snprintf(key, len, "recon12=%d,t=%d..%d,z=%d..%d", d->recon12, d->t0, d->t1, d->z0,
+                 d->z1);
 }
 static void ds_counts(const pk_ds_desc *d, double *flops, double *bytes)
 {
@@ -329,10 +344,13 @@ pk_status pk_ds_host_download(void *impl, double *chi, double *seconds)
     const double t0 = pk_now();
     if (h->unpack) {
         h->unpack(h, chi);
-    } else { /* the planes [t0, t1) only: the others of chi are the caller's */
-        const size_t plane = h->d.spinor_doubles / (size_t)h->d.dims[3];
-        memcpy(chi + (size_t)h->d.t0 * plane, h->chi + (size_t)h->d.t0 * plane,
-               (size_t)(h->d.t1 - h->d.t0) * plane * sizeof(double));
+    } else { /* the box's rows only: the others of chi are the caller's */
+        const pk_ds_box b = pk_ds_box_of(&h->d, h->d.dims);
+        const size_t n = pk_ds_box_rows(&b), row = 24 * (size_t)h->d.dims[0];
+        for (size_t k = 0, r, len; k < n; k += len) {
+            len = pk_ds_box_run(&b, k, n, &r);
+            memcpy(chi + r * row, h->chi + r * row, len * row * sizeof(double));
+        }
     }
     *seconds = pk_now() - t0;
     return PK_OK;
@@ -426,11 +444,11 @@ pk_status pk_dslash(pk_context *ctx, const pk_dslash_params *p, const char *vari
     PK_CHECK_NULL(chi);
     ds_oneshot o = {&d, u, psi, chi, &ctx->scratch[0], 0, 0, 0, 0};
     pk_choice c;
-    struct { int dims[4], recon12, t0, t1; double kappa; } key; /* the context's cache */
+    struct { int dims[4], recon12, t0, t1, z0, z1; double kappa; } key; /* the context's cache */
     memset(&key, 0, sizeof key);
     memcpy(key.dims, d.dims, sizeof key.dims);
     key.recon12 = d.recon12, key.kappa = d.kappa;
-    key.t0 = d.t0, key.t1 = d.t1;
+    key.t0 = d.t0, key.t1 = d.t1, key.z0 = d.z0, key.z1 = d.z1;
     const pk_status s = pk_dispatch_oneshot(ctx, &ds_class, variant, &d, &key, sizeof key,
                                             ds_oneshot_work, &o, ds_finish, &c);
     pk_context_scratch_end(ctx);

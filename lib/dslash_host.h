@@ -91,6 +91,42 @@ void pk_ds_host_destroy(void *impl);
 void pk_ds_rows(const pk_ds_desc *d, const double *u, const double *psi, double *chi, size_t r0,
                 size_t r1);
 
+/* The rows a plan computes: t in [t0, t1), z in [z0, z1), every y (pk_ds_desc), numbered
+ * (t zr + z) yr + y in a lattice of zr z-planes a t-plane and yr rows a z-plane (the
+ * lexicographic one, or omp-vnode's reduced one, which never splits a ranged direction: an
+ * unranged direction is whole in the reduced extents too). */
+typedef struct pk_ds_box {
+    size_t t0, z0, nt, nz; /* the box, in the lattice's planes */
+    size_t yr, zr;
+} pk_ds_box;
+
+static inline pk_ds_box pk_ds_box_of(const pk_ds_desc *d, const int *L)
+{
+    const int tr = d->t0 != 0 || d->t1 != d->dims[3], zr = d->z0 != 0 || d->z1 != d->dims[2];
+    pk_ds_box b;
+    b.t0 = tr ? (size_t)d->t0 : 0;
+    b.nt = tr ? (size_t)(d->t1 - d->t0) : (size_t)L[3];
+    b.z0 = zr ? (size_t)d->z0 : 0;
+    b.nz = zr ? (size_t)(d->z1 - d->z0) : (size_t)L[2];
+    b.yr = (size_t)L[1];
+    b.zr = (size_t)L[2];
+    return b;
+}
+
+/* Rows in the box. */
+static inline size_t pk_ds_box_rows(const pk_ds_box *b) { return b->nt * b->nz * b->yr; }
+
+/* Box rows [k, end) start with a run of consecutive lattice rows: its first row (*row) and
+ * length (the rest of box row k's t-plane, or all of them when the box's z-planes are whole). */
+static inline size_t pk_ds_box_run(const pk_ds_box *b, size_t k, size_t end, size_t *row)
+{
+    const size_t per_t = b->nz * b->yr; /* box rows of one t-plane */
+    *row = (b->t0 + k / per_t) * b->zr * b->yr + b->z0 * b->yr + k % per_t;
+    if (b->nz == b->zr) return end - k;
+    const size_t left = per_t - k % per_t;
+    return end - k < left ? end - k : left;
+}
+
 /** The plain formula (full 4x4 gammas, full 3x3 links): lib/ref/dslash_ref.c. */
 void pk_ds_ref_apply(const pk_ds_desc *d, const double *u, const double *psi, double *chi);
 

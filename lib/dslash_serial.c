@@ -145,8 +145,12 @@ pk_status pk_serial_ds_run(void *impl, double *kernel_seconds)
     pk_ds_host_plan *h = impl;
     const pk_ds_desc *d = &h->d;
     const double t0 = pk_now();
-    const size_t plane = (size_t)d->dims[1] * (size_t)d->dims[2]; /* rows of a t-plane */
-    pk_ds_rows(d, h->u, h->psi, h->chi, (size_t)d->t0 * plane, (size_t)d->t1 * plane);
+    const pk_ds_box b = pk_ds_box_of(d, d->dims);
+    const size_t n = pk_ds_box_rows(&b);
+    for (size_t k = 0, r, len; k < n; k += len) {
+        len = pk_ds_box_run(&b, k, n, &r);
+        pk_ds_rows(d, h->u, h->psi, h->chi, r, r + len);
+    }
     *kernel_seconds = pk_now() - t0;
     return PK_OK;
 }

@@ -528,7 +528,8 @@ typedef struct pk_ds_desc {
     size_t spinor_doubles; /* volume * 24 */
     int t0, t1;           /* the t-planes computed, [t0, t1) (0, dims[3]: all; chi's others
                              untouched, chi read and written only below plane t1) */
-    size_t sites;         /* sites computed: volume / dims[3] * (t1 - t0) */
+    int z0, z1;           /* the z-planes computed in each of them, [z0, z1) (0, dims[2]: all) */
+    size_t sites;         /* sites computed: x y (z1 - z0) (t1 - t0) */
     const char *variant;
     int threads;
     const pk_tuning *tuning; /* the context's parameters (NULL: defaults); create only */

@@ -1006,15 +1006,18 @@ PK_API void pk_su3_plan_destroy(pk_su3_plan *plan);
  * t_begin, t_end: chi on the t-planes [t_begin, t_end) only (0 <= t_begin < t_end <= t; both
  * 0, the default: all), the same bits as those planes of the whole call; chi's other planes
  * are left as they are, and chi need only hold the first t_end planes (u and psi: the whole
- * lattice; the range's hops read psi's planes t_begin - 1 and t_end, mod t).  The serial
- * and openmp backends only (omp-vnode then never lanes along t); OpenCL and CUDA refuse it
- * (PK_EUNSUPPORTED).  flops and bytes count the range's sites.  A distributed dslash
- * (libportkern-mpi) computes its interior planes while the halos travel with it. */
+ * lattice; the range's hops read psi's planes t_begin - 1 and t_end, mod t).  z_begin,
+ * z_end: the same along z (0, 0: all), in each computed t-plane: with both, chi on the box
+ * of the two ranges.  The serial and openmp backends only (omp-vnode then never lanes along
+ * a ranged direction); OpenCL and CUDA refuse a range (PK_EUNSUPPORTED).  flops and bytes
+ * count the range's sites.  A distributed dslash (libportkern-mpi) computes its interior
+ * sites while the halos travel with them. */
 typedef struct pk_dslash_params {
     int x, y, z, t; /* lattice extents (>= 1) */
     double kappa;   /* hopping parameter (> 0, finite) */
     int recon12;    /* 1: links kept as two rows, the third reconstructed in the kernel */
     int t_begin, t_end; /* t-planes of chi computed, [t_begin, t_end); 0, 0: all */
+    int z_begin, z_end; /* z-planes of chi computed in them, [z_begin, z_end); 0, 0: all */
 } pk_dslash_params;
 
 /** Serial reference (the oracle; plain loops over the formula above with full 4x4 gammas and

@@ -11,10 +11,11 @@
  *              boundary is a whole time slice, so the rotate-or-not branch is per row); when
  *              none does, the largest W' = W/2, W/4, ..., 1 that divides one (an all-odd
  *              lattice runs 1 lane: the same code on scalars).  A plan of a range of
- *              t-planes (pk_dslash_params t_begin, t_end) never splits along t, so that its
- *              rows are whole t-planes: it runs the range's rows, converts only the planes
- *              they read (psi's [t_begin - 1, t_end], u's [t_begin - 1, t_end), mod t) and
- *              brings back only the range's chi.  psi and u are converted into
+ *              t- or z-planes (pk_dslash_params t_begin, t_end, z_begin, z_end) never splits
+ *              along a ranged direction, so that its rows are whole rows of the lattice: it
+ *              runs the range's rows, converts only the box of rows they read (psi's t in
+ *              [t_begin - 1, t_end] and z in [z_begin - 1, z_end], u's but the last of each,
+ *              mod the extents) and brings back only the range's chi.  psi and u are converted into
  *              lanes on upload and chi back on download (host plan hooks): a plan runs any
  *              number of times on the converted fields.
  *   omp        site-parallel spin-projected kernel on lexicographic data (lib/dslash_serial.c,
@@ -97,11 +98,12 @@ static const char *ds_lanes_isa(int lanes)
     return ds_isa_name[lanes == 8 ? PK_SIMD_AVX512 : lanes == 4 ? PK_SIMD_AVX2 : PK_SIMD_GENERIC];
 }
 
-/* Whether the plan computes a range of t-planes only (pk_dslash_params t_begin, t_end). */
-static int ds_ranged(const pk_ds_desc *d) { return d->t0 != 0 || d->t1 != d->dims[3]; }
+/* Whether the plan computes a range of t-planes (z-planes) only (pk_dslash_params). */
+static int ds_t_ranged(const pk_ds_desc *d) { return d->t0 != 0 || d->t1 != d->dims[3]; }
+static int ds_z_ranged(const pk_ds_desc *d) { return d->z0 != 0 || d->z1 != d->dims[2]; }
 
-/* Lanes and split direction: the widest W' <= W dividing an extent, t preferred (never t
- * for a range of t-planes: its rows must be whole t-planes). */
+/* Lanes and split direction: the widest W' <= W dividing an extent, t preferred (never a
+ * ranged direction: the range's rows must be whole rows of the lattice). */
 static void ds_vnode_geometry(const pk_ds_desc *d, int width, pk_ds_vnode *g)
 {
     static const int order[4] = {3, 2, 1, 0};
@@ -109,8 +111,9 @@ static void ds_vnode_geometry(const pk_ds_desc *d, int width, pk_ds_vnode *g)
     g->lanes = 1;
     g->split = 3;
     for (int w = width; w > 1 && g->lanes == 1; w /= 2)
-        for (int i = ds_ranged(d) ? 1 : 0; i < 4; ++i)
-            if (d->dims[order[i]] % w == 0) {
+        for (int i = 0; i < 4; ++i)
+            if (d->dims[order[i]] % w == 0 && !(order[i] == 3 && ds_t_ranged(d)) &&
+                !(order[i] == 2 && ds_z_ranged(d))) {
                 g->lanes = w;
                 g->split = order[i];
                 break;
@@ -139,20 +142,11 @@ static size_t ds_rows(const pk_ds_host_plan *h)
     return (size_t)L[1] * (size_t)L[2] * (size_t)L[3];
 }
 
-/* Rows of one t-plane (of the reduced lattice for omp-vnode). */
-static size_t ds_plane_rows(const pk_ds_host_plan *h)
+/* The rows the kernel computes (the range's box, or all), in the rows of the lattice it
+ * walks (the reduced one for omp-vnode). */
+static pk_ds_box ds_box(const pk_ds_host_plan *h)
 {
-    const int *L = h->vnode_rows ? h->vn.lr : h->d.dims;
-    return (size_t)L[1] * (size_t)L[2];
-}
-
-/* The rows the kernel computes, [*first, *first + *rows): all, or a range's t-planes (a
- * ranged omp-vnode plan does not split t, so its planes are the lattice's). */
-static void ds_range_rows(const pk_ds_host_plan *h, size_t *first, size_t *rows)
-{
-    const size_t pr = ds_plane_rows(h);
-    *first = ds_ranged(&h->d) ? (size_t)h->d.t0 * pr : 0;
-    *rows = ds_ranged(&h->d) ? (size_t)(h->d.t1 - h->d.t0) * pr : ds_rows(h);
+    return pk_ds_box_of(&h->d, h->vnode_rows ? h->vn.lr : h->d.dims);
 }
 
 /* ---- the vnode layout --------------------------------------------------------------------- */
@@ -182,25 +176,28 @@ static void ds_vnode_pack(pk_ds_host_plan *h, const double *u, const double *psi
 {
     const pk_ds_vnode *g = &h->vn;
     const int W = g->lanes, ld = h->d.recon12 ? 12 : 18, *L = h->d.dims;
-    const size_t X = (size_t)g->lr[0], rows = ds_rows(h), V = h->d.volume;
+    const size_t X = (size_t)g->lr[0], V = h->d.volume;
     const size_t lane = ds_lane_stride(g, L);
-    /* A range of t-planes reads psi's planes [t0 - 1, t1] and u's [t0 - 1, t1) (mod T): the
-     * rows of those planes, from plane (t0 - 1) mod T on, u's but for the last plane. */
-    const size_t T = (size_t)g->lr[3], pr = ds_plane_rows(h);
-    const int some = ds_ranged(&h->d) && (size_t)(h->d.t1 - h->d.t0) + 2 < T;
-    const size_t first = some ? ((size_t)h->d.t0 + T - 1) % T : 0;
-    const size_t nrows = some ? (size_t)(h->d.t1 - h->d.t0 + 2) * pr : rows;
-    const size_t urows = some ? nrows - pr : rows;
+    /* A range reads psi's t-planes [t0 - 1, t1] and z-planes [z0 - 1, z1] (mod the reduced
+     * extents; all of them where the range is whole or nearly), u's but the last of each
+     * (the backward hops' links sit one plane below): the box of those rows. */
+    const pk_ds_box b = ds_box(h);
+    const int pt = b.nt + 2 < (size_t)g->lr[3], pz = b.nz + 2 < b.zr; /* part of t, z */
+    const size_t T = (size_t)g->lr[3], Yr = b.yr, Zr = b.zr;
+    const size_t ft = pt ? (b.t0 + T - 1) % T : 0, nt = pt ? b.nt + 2 : T;
+    const size_t fz = pz ? (b.z0 + Zr - 1) % Zr : 0, nz = pz ? b.nz + 2 : Zr;
 #pragma omp parallel num_threads(h->nt)
     {
         size_t k0, k1;
-        ds_share(nrows, &k0, &k1);
+        ds_share(nt * nz * Yr, &k0, &k1);
         for (size_t k = k0; k < k1; ++k) {
-            const size_t r = ((first + k / pr) % T) * pr + k % pr;
+            const size_t it = k / (nz * Yr), iz = k / Yr % nz;
+            const size_t r = (((ft + it) % T) * Zr + (fz + iz) % Zr) * Yr + k % Yr;
             const size_t o = r * X, s = ds_vnode_site(g, L, o, 0);
             pk_transpose_f64(psi + 24 * s, 24 * lane, h->psi + 24 * W * o, (size_t)W, (size_t)W,
                              24 * X);
-            if (k >= urows || !u) continue; /* u NULL: the links stay (plan_execute_psi) */
+            /* u NULL: the links stay (plan_execute_psi) */
+            if (!u || (pt && it == nt - 1) || (pz && iz == nz - 1)) continue;
             for (size_t mu = 0; mu < 4; ++mu)
                 pk_transpose_f64(u + ld * (mu * V + s), ld * lane,
                                  h->u + (size_t)ld * W * (mu * g->vo + o), (size_t)W, (size_t)W,
@@ -214,16 +211,17 @@ static void ds_vnode_unpack(const pk_ds_host_plan *h, double *chi)
     const pk_ds_vnode *g = &h->vn;
     const int W = g->lanes, *L = h->d.dims;
     const size_t X = (size_t)g->lr[0], lane = ds_lane_stride(g, L);
-    size_t first, rows;
-    ds_range_rows(h, &first, &rows);
+    const pk_ds_box b = ds_box(h);
 #pragma omp parallel num_threads(h->nt)
     {
-        size_t r0, r1;
-        ds_share(rows, &r0, &r1);
-        for (size_t r = first + r0; r < first + r1; ++r) {
-            const size_t o = r * X;
-            pk_transpose_f64(h->chi + 24 * W * o, (size_t)W, chi + 24 * ds_vnode_site(g, L, o, 0),
-                             24 * lane, 24 * X, (size_t)W);
+        size_t k0, k1;
+        ds_share(pk_ds_box_rows(&b), &k0, &k1);
+        for (size_t k = k0, r, len; k < k1; k += len) {
+            len = pk_ds_box_run(&b, k, k1, &r);
+            for (size_t o = r * X; o < (r + len) * X; o += X)
+                pk_transpose_f64(h->chi + 24 * W * o, (size_t)W,
+                                 chi + 24 * ds_vnode_site(g, L, o, 0), 24 * lane, 24 * X,
+                                 (size_t)W);
         }
     }
 }
@@ -272,10 +270,11 @@ pk_status pk_omp_ds_create(void *state, int device, const pk_ds_desc *desc, void
         const int full = isa == PK_SIMD_AVX512 ? 8 : isa == PK_SIMD_AVX2 ? 4 : 2;
         snprintf(h->note, sizeof h->note, "omp-vnode: %d lane%s along %c (%s kernel)%s", g.lanes,
                  g.lanes == 1 ? "" : "s", dir[g.split], ds_lanes_isa(g.lanes),
-                 g.lanes < full ? (ds_ranged(desc) ? "; fewer lanes than the ISA's width: no "
-                                                     "extent but t (a t-range) is a multiple of it"
-                                                   : "; fewer lanes than the ISA's width: no "
-                                                     "extent is a multiple of it")
+                 g.lanes < full ? (ds_t_ranged(desc) || ds_z_ranged(desc)
+                                       ? "; fewer lanes than the ISA's width: no extent but a "
+                                         "ranged one is a multiple of it"
+                                       : "; fewer lanes than the ISA's width: no extent is a "
+                                         "multiple of it")
                                 : "");
     }
     h->first_touch = ds_first_touch;
@@ -286,20 +285,18 @@ pk_status pk_omp_ds_create(void *state, int device, const pk_ds_desc *desc, void
 pk_status pk_omp_ds_run(void *impl, double *kernel_seconds)
 {
     pk_ds_host_plan *h = impl;
-    size_t first, rows;
-    ds_range_rows(h, &first, &rows);
+    const pk_ds_box b = ds_box(h);
     const double t0 = pk_now();
 #pragma omp parallel num_threads(h->nt)
     {
-        size_t r0, r1;
-        ds_share(rows, &r0, &r1);
-        r0 += first;
-        r1 += first;
-        if (r0 < r1) {
+        size_t k0, k1;
+        ds_share(pk_ds_box_rows(&b), &k0, &k1);
+        for (size_t k = k0, r, len; k < k1; k += len) {
+            len = pk_ds_box_run(&b, k, k1, &r);
             if (h->vnode_rows)
-                h->vnode_rows(&h->vn, h->u, h->psi, h->chi, r0, r1);
+                h->vnode_rows(&h->vn, h->u, h->psi, h->chi, r, r + len);
             else
-                pk_ds_rows(&h->d, h->u, h->psi, h->chi, r0, r1);
+                pk_ds_rows(&h->d, h->u, h->psi, h->chi, r, r + len);
         }
     }
     *kernel_seconds = pk_now() - t0;

@@ -195,7 +195,7 @@ static void simd_switches(void)
             pk_laplace2d_params p = {64, 1, 0.1, PK_LAP_LEXI, 0};
             s = pk_laplace2d(ctx, &p, "omp-simd", phi, NULL);
         } else if (s == PK_OK && k == 3) {
-            pk_dslash_params p = {4, 4, 4, 4, 0.1, 0, 0, 0};
+            pk_dslash_params p = {4, 4, 4, 4, 0.1, 0, 0, 0, 0, 0};
             s = pk_dslash(ctx, &p, "omp-vnode", u, psi, chi, NULL);
         } else if (s == PK_OK) {
             pk_conv2d_params p = {16, 16, 3, 3, PK_CONV2D_AUTO};

@@ -147,7 +147,7 @@ int main(void)
         free(phi);
     }
     { /* dslash 4^4 */
-        const pk_dslash_params p = {4, 4, 4, 4, 0.125, 0, 0, 0};
+        const pk_dslash_params p = {4, 4, 4, 4, 0.125, 0, 0, 0, 0, 0};
         const size_t v = 256;
         double *u = calloc(4 * v * 18, sizeof *u), *psi = calloc(v * 24, sizeof *psi);
         double *chi = calloc(v * 24, sizeof *chi);

@@ -398,7 +398,7 @@ static void ds_block(const double *g, int Z, size_t plane, int t0, int t1, int z
  * says so exactly when a rank has interior planes, more than 2; 0: the block whole) */
 static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, int T,
                     int recon12, int in_place, int half, int pz, int overlap) {
-    pk_dslash_params p = {X, Y, Z, T, 0.125, recon12, 0, 0};
+    pk_dslash_params p = {X, Y, Z, T, 0.125, recon12, 0, 0, 0, 0};
     size_t vol2 = (size_t)X * Y, vol3 = vol2 * (size_t)Z, vol = vol3 * (size_t)T;
     double *u = malloc(4 * vol * 18 * sizeof *u), *psi = malloc(vol * 24 * sizeof *psi);
     double *ref = malloc(vol * 24 * sizeof *ref);
@@ -658,7 +658,7 @@ static void failures_cases(pk_context *ctx) {
     pk_mpi_magicfilter3d_plan_destroy(mpl);
 
     /* dslash: t < ranks (each rank must hold a t-plane); another kappa on rank 0 */
-    pk_dslash_params dp = {2, 2, 2, nranks - 1, 0.125, 0, 0, 0};
+    pk_dslash_params dp = {2, 2, 2, nranks - 1, 0.125, 0, 0, 0, 0, 0};
     double dlinks[4 * 8 * 18];
     pk_lqcd_random_su3(1, 4 * 8, dlinks);
     pk_mpi_dslash_plan *dpl = NULL;

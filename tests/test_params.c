@@ -323,7 +323,7 @@ static pk_status run_isa_kernel(pk_context *ctx, int k, pk_run_info *info)
         return pk_laplace2d(ctx, &p, "omp-simd", lp_phi, info);
     }
     if (k == 3) {
-        pk_dslash_params p = {4, 4, 4, 4, 0.1, 0, 0, 0};
+        pk_dslash_params p = {4, 4, 4, 4, 0.1, 0, 0, 0, 0, 0};
         return pk_dslash(ctx, &p, "omp-vnode", ds_u, ds_psi, ds_chi, info);
     }
     pk_diffusion3d_params p;

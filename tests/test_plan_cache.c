@@ -205,7 +205,7 @@ static void kernels_on(pk_backend_id b)
     /* dslash */
     {
         enum { V = 4 * 4 * 4 * 4 };
-        pk_dslash_params p = {4, 4, 4, 4, 0.13, 0, 0, 0};
+        pk_dslash_params p = {4, 4, 4, 4, 0.13, 0, 0, 0, 0, 0};
         static double u[2][4 * V * 18], psi[2][V * 24], chi[V * 24], r[V * 24];
         int good[2];
         pk_run_info *inf[2] = {&i1, &i2};
@@ -506,7 +506,7 @@ static int call_s3(pk_context *ctx, void *a)
 }
 static int call_ds(pk_context *ctx, void *a)
 {
-    const pk_dslash_params p = {8, 8, 8, 8, 0.125, 1, 0, 0};
+    const pk_dslash_params p = {8, 8, 8, 8, 0.125, 1, 0, 0, 0, 0};
     return pk_dslash(ctx, &p, NULL, ((big *)a)->u, ((big *)a)->psi, ((big *)a)->chi, NULL);
 }
 

@@ -83,7 +83,7 @@ static int ds_resolve(cli_call *c) { return cli_extents(c, "dims", ',', ds_dim_n
 static pk_dslash_params ds_params(const ds_args *a)
 {
     const pk_dslash_params p = {a->dim[0], a->dim[1], a->dim[2], a->dim[3], a->kappa,
-                                a->recon12, 0, 0};
+                                a->recon12, 0, 0, 0, 0};
     return p;
 }
 

@@ -825,7 +825,7 @@ static pk_status run_kernel(const char *kernel, mpi_args *a, pk_context *ctx, ch
         free(y);
         pk_mpi_magicfilter3d_plan_destroy(pl);
     } else { /* dslash */
-        pk_dslash_params p = {a->x, a->y, a->z, a->t, a->kappa, a->recon12, 0, 0};
+        pk_dslash_params p = {a->x, a->y, a->z, a->t, a->kappa, a->recon12, 0, 0, 0, 0};
         int i0 = 0, i1 = 0, z0 = 0, z1 = 0, rank = 0, n = 1, pz = a->ranks_z;
         MPI_Comm_rank(comm, &rank);
         MPI_Comm_size(comm, &n);

@@ -63,7 +63,7 @@ void pk_ds_ref_apply(const pk_ds_desc *d, const double *u, const double *psi, do
     const double diag = 1.0 / (2.0 * d->kappa);
     int c[4];
     for (c[3] = d->t0; c[3] < d->t1; ++c[3])
-        for (c[2] = 0; c[2] < L[2]; ++c[2])
+        for (c[2] = d->z0; c[2] < d->z1; ++c[2])
             for (c[1] = 0; c[1] < L[1]; ++c[1])
                 for (c[0] = 0; c[0] < L[0]; ++c[0]) {
                     const size_t x = ds_site(L, c);

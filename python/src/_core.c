@@ -1984,7 +1984,7 @@ static PyObject *ctx_dslash_plan(ContextObject *self, PyObject *args, PyObject *
         return NULL;
     const char *fn = "dslash_plan", *variant;
     if (parse_variant(varo, fn, &variant)) return NULL;
-    pk_dslash_params prm = {x, y, z, t, kappa, recon12, 0, 0};
+    pk_dslash_params prm = {x, y, z, t, kappa, recon12, 0, 0, 0, 0};
     return (PyObject *)plan_create(self, K_DS, &prm, sizeof prm, variant, NULL, NULL, fn);
 }
 
