@@ -16,20 +16,20 @@
  * four mu, both sides: real links, so recon12 rebuilds honest rows there too) are exchanged
  * once at plan creation, psi's every execute.
  *
- * Overlapped (t split over several ranks; pk_mpi_options.overlap not 0): the block is laid
- * out with its own t-planes first, then the halo plane above (from the rank above), then the
- * one below (the local call's periodic wrap of t makes them the own planes' neighbours).  An
- * execute copies the caller's psi into the own planes, posts the receives into the halo
- * planes and the sends of its two face planes, computes the interior own planes [1, L - 1)
- * (which read no t-halo) while the faces travel, waits, then the two boundary planes 0 and
- * L - 1: three local plans on t-ranges (pk_dslash_params t_begin, t_end), no t-halo plane
- * computed.  t-slabs: chi written straight into the caller's chi, nothing copied back.  With
- * ranks_z > 1 the z faces (every own t-plane has sites on them) are exchanged first, in the
- * non-overlapped layout along z (halo planes 0 and Lz + 1, computed and dropped: a z-range
- * in the core would be needed to leave them out), and chi is copied out of the widened
- * block; only the t faces travel under the interior.  With overlap 0, t held whole, or a
- * backend that refuses t-ranges (OpenCL, CUDA), the block is run whole as above (all halo
- * planes computed and dropped, chi copied out).
+ * Overlapped (t or z split over several ranks; pk_mpi_options.overlap not 0): along each
+ * split axis the block is laid out with its own planes first, then the halo plane above
+ * (from the rank above), then the one below (the local call's periodic wrap makes them the
+ * own planes' neighbours).  An execute copies the caller's psi into the own planes, posts
+ * the receives into the halo planes and the sends of its face planes (t and z at once),
+ * computes the interior sites (own t-planes [1, Lt - 1) x own z-planes [1, Lz - 1) along
+ * the split axes; all planes along a whole one), which read no halo, while the faces
+ * travel, waits, then the boundary: the t-planes 0 and Lt - 1 (all own z), and the z-planes
+ * 0 and Lz - 1 of the interior t-planes.  Up to five local plans on boxes of the block
+ * (pk_dslash_params t_begin, t_end, z_begin, z_end); no halo site computed.  t-slabs (z
+ * whole): chi written straight into the caller's chi, nothing copied back; with a z split
+ * chi is copied out of the widened block.  With overlap 0, or a backend that refuses ranges
+ * (OpenCL, CUDA), the block is laid out with the halo planes on both sides of the own ones
+ * and run whole (all halo planes computed and dropped, chi copied out).
  *
  * Half spinors (pk_mpi_options.half): an own site uses the plane below along mu only through
  * (1 + gamma_mu) psi and the plane above through (1 - gamma_mu) psi, each fixed by two spin
@@ -57,6 +57,7 @@ struct pk_mpi_dslash_plan {
     int lt, lz;            /* own t- and z-planes */
     int wt, wz, ot, oz;    /* the widened block's extents, the own planes' offset in it */
     int wlo, whi;          /* t-index of the halo plane below and above in the block */
+    int zlo, zhi;          /* z-index of the halo plane below and above in the block */
     int ovl;               /* the overlapped path (header): part[] runs, local is NULL */
     int resident;          /* the local plans hold the links (plan_execute_psi) */
     int t_lo, t_hi, z_lo, z_hi; /* neighbours in tcomm / zcomm (-1: the axis is whole) */
@@ -69,13 +70,16 @@ struct pk_mpi_dslash_plan {
                               [wt][wz][vol2][24]; NULL on a rank alone (the caller's psi
                               and chi are used, the links kept in u) */
     pk_dslash_plan *local;
-    pk_dslash_plan *part[3]; /* overlapped: interior [1, lt - 1), bottom [0, 1), top
-                                [lt - 1, lt) (NULL where empty) */
+    pk_dslash_plan *part[5]; /* overlapped: the interior, then the boundary: t-planes 0 and
+                                lt - 1, z-planes 0 and lz - 1 of the interior t-planes (NULL
+                                where empty) */
 };
+
+enum { NPART = 5 };
 
 static void ds_free(pk_mpi_dslash_plan *pl) {
     pk_dslash_plan_destroy(pl->local);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < NPART; k++)
         pk_dslash_plan_destroy(pl->part[k]);
     free(pl->u);
     free(pl->psi);
@@ -199,10 +203,10 @@ static void post_z(const pk_mpi_dslash_plan *pl, const double *src, double *w, i
                             MPI_DOUBLE, &ty[1]);
     MPI_Type_commit(&ty[0]);
     MPI_Type_commit(&ty[1]);
-    MPI_Irecv(w + wsite(pl, pl->ot, 0) * nd, 1, ty[1], pl->z_lo, TAG_Z_UP, pl->zcomm,
+    MPI_Irecv(w + wsite(pl, pl->ot, pl->zlo) * nd, 1, ty[1], pl->z_lo, TAG_Z_UP, pl->zcomm,
               &req[(*n)++]);
-    MPI_Irecv(w + wsite(pl, pl->ot, pl->wz - 1) * nd, 1, ty[1], pl->z_hi, TAG_Z_DOWN,
-              pl->zcomm, &req[(*n)++]);
+    MPI_Irecv(w + wsite(pl, pl->ot, pl->zhi) * nd, 1, ty[1], pl->z_hi, TAG_Z_DOWN, pl->zcomm,
+              &req[(*n)++]);
     MPI_Isend(src, 1, ty[0], pl->z_lo, TAG_Z_DOWN, pl->zcomm, &req[(*n)++]);
     MPI_Isend(src + (size_t)(pl->lz - 1) * zp, 1, ty[0], pl->z_hi, TAG_Z_UP, pl->zcomm,
               &req[(*n)++]);
@@ -213,8 +217,8 @@ static void post_z(const pk_mpi_dslash_plan *pl, const double *src, double *w, i
 static void finish_z(const pk_mpi_dslash_plan *pl, double *w, int half, MPI_Datatype ty[2]) {
     const size_t zs = pl->vol2;
     for (int t = 0; half && pl->z_lo >= 0 && t < pl->lt; t++) {
-        rebuild(pl->face[6] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, 0) * 24);
-        rebuild(pl->face[7] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, pl->wz - 1) * 24);
+        rebuild(pl->face[6] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, pl->zlo) * 24);
+        rebuild(pl->face[7] + t * zs * 12, zs, w + wsite(pl, t + pl->ot, pl->zhi) * 24);
     }
     for (int k = 0; k < 2; k++)
         if (ty[k] != MPI_DATATYPE_NULL)
@@ -280,50 +284,83 @@ static pk_status local_execute(const pk_mpi_dslash_plan *pl, pk_dslash_plan *lp,
                         : pk_dslash_plan_execute(lp, pl->u, psi, chi, info);
 }
 
-/* Overlapped execute (header): psi into the own planes; with a z split the z faces
- * exchanged first (every own t-plane has sites on them); the t faces posted, the interior
- * t-planes computed while they travel, the halos awaited (and rebuilt from half spinors),
- * the two boundary t-planes computed.  Without a z split chi is written by the local plans on
- * their planes only, straight into the caller's; with one into the widened chi (its z-halo
- * planes computed and dropped), copied out at the end.  Times into info. */
+/* Overlapped execute (header): psi into the own planes; the z faces (every own t-plane has
+ * sites on them) and the t faces posted, the interior computed while they travel, the halos
+ * awaited (and rebuilt from half spinors), the boundary computed.  t-slabs: chi written by
+ * the local plans on their sites only, straight into the caller's; with a z split into the
+ * widened chi, copied out at the end.  Times into info. */
 static pk_status execute_overlapped(pk_mpi_dslash_plan *pl, const double *psi, double *chi,
                                     pk_mpi_info *info) {
     const size_t ts = (size_t)pl->lz * pl->vol2, tp = ts * 24; /* sites, doubles of a plane */
-    double *w = pl->psi, *out = pl->oz ? pl->chi : chi;
+    double *w = pl->psi, *out = pl->pz > 1 ? pl->chi : chi;
     const double t1 = pkm_now();
-    /* chi may be psi: the kernels and the sends read the block's copy (or, for the z faces,
-     * the caller's psi, which no kernel writes: chi is copied out after every wait) */
+    /* chi may be psi: the kernels and the t sends read the block's copy, the z sends the
+     * caller's psi, which no kernel writes (with a z split chi is copied out after every
+     * wait) */
     copy_in(pl, psi, w, 24);
-    MPI_Request req[4];
+    MPI_Request req[8];
     MPI_Datatype ty[2];
     int n = 0;
     post_z(pl, psi, w, 24, pl->half, req, &n, ty);
-    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
-    finish_z(pl, w, pl->half, ty);
-    n = 0;
-    double *lo = w + wsite(pl, pl->wlo, pl->oz) * 24, *hi = w + wsite(pl, pl->whi, pl->oz) * 24;
-    post_t(pl, w + wsite(pl, 0, pl->oz) * 24, w + wsite(pl, pl->lt - 1, pl->oz) * 24, lo, hi,
-           ts, 24, pl->half, req, &n);
+    double *lo = w + wsite(pl, pl->wlo, 0) * 24, *hi = w + wsite(pl, pl->whi, 0) * 24;
+    if (pl->t_lo >= 0)
+        post_t(pl, w, w + wsite(pl, pl->lt - 1, 0) * 24, lo, hi, ts, 24, pl->half, req, &n);
     int done = 0; /* one pass of progress: the rendezvous handshakes start before the kernel */
     MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
     const double t2 = pkm_now();
     pk_status st = PK_OK;
-    if (pl->part[0]) /* the interior: reads the own planes (and z halos) only */
+    if (pl->part[0]) /* the interior: reads the own planes only */
         st = local_execute(pl, pl->part[0], w, out, &info->local);
     const double t3 = pkm_now();
     if (!done)
         MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
-    finish_t(pl, lo, hi, ts, pl->half);
+    if (pl->t_lo >= 0)
+        finish_t(pl, lo, hi, ts, pl->half);
+    finish_z(pl, w, pl->half, ty);
     const double t4 = pkm_now();
-    for (int k = 1; st == PK_OK && k < 3; k++) /* the boundary planes */
+    for (int k = 1; st == PK_OK && k < NPART; k++) /* the boundary */
         if (pl->part[k])
             st = local_execute(pl, pl->part[k], w, out, &info->local);
     const double t5 = pkm_now();
-    for (int t = 0; st == PK_OK && pl->oz && t < pl->lt; t++)
-        memcpy(chi + (size_t)t * tp, pl->chi + wsite(pl, t, pl->oz) * 24, tp * sizeof *chi);
+    for (int t = 0; st == PK_OK && pl->pz > 1 && t < pl->lt; t++)
+        memcpy(chi + (size_t)t * tp, pl->chi + wsite(pl, t, 0) * 24, tp * sizeof *chi);
     count_exchange(pl, 24, pl->half, 1, info);
     info->comm_s += (t2 - t1) + (t4 - t3) + (pkm_now() - t5);
     info->compute_s += (t3 - t2) + (t5 - t4);
+    return st;
+}
+
+/* The overlapped path's local plans (header): boxes of the (lt + 2t') x (lz + 2z') block
+ * (t', z': 1 along a split axis), the interior first.  PK_EUNSUPPORTED from a backend that
+ * refuses ranges (none created then). */
+static pk_status create_parts(pk_mpi_dslash_plan *pl, const pk_mpi_options *opt,
+                              pk_run_info *li) {
+    const int ts = pl->t_lo >= 0, zs = pl->z_lo >= 0, lt = pl->lt, lz = pl->lz;
+    const int it0 = ts, it1 = lt - ts, iz0 = zs, iz1 = lz - zs; /* the interior */
+    const int box[NPART][4] = {{it0, it1, iz0, iz1},
+                               {0, ts ? 1 : 0, 0, lz},
+                               {lt - 1, ts && lt > 1 ? lt : 0, 0, lz},
+                               {it0, zs ? it1 : 0, 0, 1},
+                               {it0, zs && lz > 1 ? it1 : 0, lz - 1, lz}};
+    pk_dslash_params lp = pl->p;
+    lp.t = pl->wt;
+    lp.z = pl->wz;
+    pk_status st = PK_OK;
+    for (int k = 0; st == PK_OK && k < NPART; k++) {
+        if (box[k][1] <= box[k][0] || box[k][3] <= box[k][2])
+            continue; /* empty: no interior (2 planes or fewer), one plane both boundaries */
+        lp.t_begin = box[k][0];
+        lp.t_end = box[k][1];
+        lp.z_begin = box[k][2];
+        lp.z_end = box[k][3];
+        st = pk_dslash_plan_create(&pl->part[k], pl->ctx, &lp, opt ? opt->variant : NULL, li);
+    }
+    if (st != PK_OK) {
+        for (int k = 0; k < NPART; k++) {
+            pk_dslash_plan_destroy(pl->part[k]);
+            pl->part[k] = NULL;
+        }
+    }
     return st;
 }
 
@@ -346,9 +383,10 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
         pkm_set_error("x, y, z, t: must be >= 1, and one t-plane of psi within one MPI message "
                       "(2^31 bytes), got %d x %d x %d x %d", p->x, p->y, p->z, p->t);
         st = PK_ESIZE;
-    } else if (p->t_begin != 0 || p->t_end != 0) {
-        pkm_set_error("t_begin, t_end: a distributed dslash computes every rank's planes "
-                      "(both must be 0), got %d, %d", p->t_begin, p->t_end);
+    } else if (p->t_begin != 0 || p->t_end != 0 || p->z_begin != 0 || p->z_end != 0) {
+        pkm_set_error("t_begin, t_end, z_begin, z_end: a distributed dslash computes every "
+                      "rank's planes (all must be 0), got %d, %d, %d, %d", p->t_begin,
+                      p->t_end, p->z_begin, p->z_end);
         st = PK_EINVAL;
     } else if (opt && (opt->overlap < -1 || opt->overlap > 1)) {
         pkm_set_error("overlap: must be -1 (the default), 0 or 1, got %d", opt->overlap);
@@ -409,58 +447,46 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
     const int pt = pl->s.nranks, ct = pl->s.rank, cz = pl->sz.rank;
     pl->lt = pl->s.i1[ct] - pl->s.i0[ct];
     pl->lz = pl->sz.i1[cz] - pl->sz.i0[cz];
-    /* overlapped: own planes first, then the halo above, then the one below (header) */
-    pl->ovl = pt > 1 && (!opt || opt->overlap != 0);
-    pl->oz = pz > 1;
-    pl->wz = pl->lz + 2 * pl->oz;
-    pk_run_info li;
-    memset(&li, 0, sizeof li);
-    st = pkm_context(ctx, &pl->ctx, &pl->owned);
-    if (st == PK_OK && pl->ovl) { /* the three local plans on t-ranges of the block */
-        pk_dslash_params lp = pl->p;
-        lp.t = pl->lt + 2;
-        lp.z = pl->wz;
-        const int lt = pl->lt, rb[3][2] = {{1, lt - 1}, {0, 1}, {lt - 1, lt}};
-        for (int k = 0; st == PK_OK && k < 3; k++) {
-            if (rb[k][1] <= rb[k][0] || (k == 2 && lt == 1))
-                continue; /* no interior (lt <= 2); one plane is both boundaries */
-            lp.t_begin = rb[k][0];
-            lp.t_end = rb[k][1];
-            st = pk_dslash_plan_create(&pl->part[k], pl->ctx, &lp, opt ? opt->variant : NULL,
-                                       &li);
-        }
-        if (st == PK_EUNSUPPORTED) { /* a device backend: the block whole, as with ranks_z */
-            for (int k = 0; k < 3; k++) {
-                pk_dslash_plan_destroy(pl->part[k]);
-                pl->part[k] = NULL;
-            }
-            pl->ovl = 0;
-            st = PK_OK;
-        } else if (st != PK_OK) {
-            pkm_set_error("local dslash plan (t-range of %d + 2 planes): %s", lt,
-                          pk_last_error());
-        }
-    }
-    pl->ot = pt > 1 && !pl->ovl;
-    pl->wt = pl->lt + 2 * (pt > 1);
-    pl->wlo = pl->ovl ? pl->lt + 1 : 0;
-    pl->whi = pl->ovl ? pl->lt : pl->wt - 1;
     pl->t_lo = pt > 1 ? (ct + pt - 1) % pt : -1;
     pl->t_hi = pt > 1 ? (ct + 1) % pt : -1;
     pl->z_lo = pz > 1 ? (cz + pz - 1) % pz : -1;
     pl->z_hi = pz > 1 ? (cz + 1) % pz : -1;
     pl->vol2 = (size_t)p->x * (size_t)p->y;
+    pl->wt = pl->lt + 2 * (pt > 1);
+    pl->wz = pl->lz + 2 * (pz > 1);
+    pk_run_info li;
+    memset(&li, 0, sizeof li);
+    st = pkm_context(ctx, &pl->ctx, &pl->owned);
+    pl->ovl = (pt > 1 || pz > 1) && (!opt || opt->overlap != 0);
+    if (st == PK_OK && pl->ovl) {
+        st = create_parts(pl, opt, &li);
+        if (st == PK_EUNSUPPORTED) { /* a device backend: the block whole */
+            pl->ovl = 0;
+            st = PK_OK;
+        } else if (st != PK_OK) {
+            pkm_set_error("local dslash plan (a box of the %d x %d block): %s", pl->wt, pl->wz,
+                          pk_last_error());
+        }
+    }
+    /* overlapped: own planes first, then the halo above, then the one below (header);
+     * otherwise the halo planes on both sides */
+    pl->ot = pt > 1 && !pl->ovl;
+    pl->oz = pz > 1 && !pl->ovl;
+    pl->wlo = pl->ovl ? pl->lt + 1 : 0;
+    pl->whi = pl->ovl ? pl->lt : pl->wt - 1;
+    pl->zlo = pl->ovl ? pl->lz + 1 : 0;
+    pl->zhi = pl->ovl ? pl->lz : pl->wz - 1;
     const int alone = nranks == 1;
     const size_t wsites = (size_t)pl->wt * (size_t)pl->wz * pl->vol2;
     /* calloc: the corners of the widened block are never written and must read as numbers */
     pl->u = calloc(4 * wsites * 18, sizeof(double));
     if (!alone) {
         pl->psi = calloc(wsites * 24, sizeof(double));
-        if (!pl->ovl || pl->oz) /* overlapped t-slabs: chi straight into the caller's */
+        if (!pl->ovl || pz > 1) /* overlapped t-slabs: chi straight into the caller's */
             pl->chi = calloc(wsites * 24, sizeof(double));
     }
     int ok = st != PK_OK ||
-             (pl->u && (alone || (pl->psi && ((pl->ovl && !pl->oz) || pl->chi))));
+             (pl->u && (alone || (pl->psi && ((pl->ovl && pz == 1) || pl->chi))));
     if (pl->half) {
         const size_t ts = (size_t)pl->lz * pl->vol2, zf = (size_t)pl->lt * pl->vol2;
         for (int k = 0; k < 8; k++)
@@ -492,8 +518,8 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
      * upload's psi is a placeholder (the block's psi, or the links' first doubles on a rank
      * alone: any readable numbers), replaced at every execute */
     pl->resident = li.backend == PK_BACKEND_SERIAL || li.backend == PK_BACKEND_OPENMP;
-    for (int k = 0; pl->resident && k < 4 && st == PK_OK; k++) {
-        pk_dslash_plan *lp = k < 3 ? pl->part[k] : pl->local;
+    for (int k = 0; pl->resident && k <= NPART && st == PK_OK; k++) {
+        pk_dslash_plan *lp = k < NPART ? pl->part[k] : pl->local;
         if (lp)
             st = pk_dslash_plan_upload(lp, pl->u, pl->psi ? pl->psi : pl->u);
     }

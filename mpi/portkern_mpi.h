@@ -230,18 +230,18 @@ PK_MPI_API void pk_mpi_magicfilter3d_plan_destroy(pk_mpi_magicfilter3d_plan *pla
  * at creation; psi's every execute: full spinors (24 doubles a site), or with
  * pk_mpi_options.half the spin projections the hops use, (1 + gamma_mu) psi from below and
  * (1 - gamma_mu) psi from above (12 doubles a site), rebuilt into halo spinors with the same
- * projection.  With t split over ranks and pk_mpi_options.overlap -1 (the default) or 1 on
- * a serial or OpenMP variant: a rank computes its own t-planes only (local plans on t-ranges,
- * pk_dslash_params t_begin, t_end), the interior ones (which read no t-halo) while the t
- * faces travel, the two boundary planes after they arrived (t-slabs: chi written in place;
- * with ranks_z the z faces are exchanged first); info.overlap 1 when the rank has interior
- * planes (more than 2).  Otherwise (t whole, overlap 0, a device backend) the local dslash
- * runs on the block with its halo planes, whose outputs are dropped (a rank alone runs the
- * caller's arrays).  Full spinors: bitwise the single-process
+ * projection.  With t or z split over ranks and pk_mpi_options.overlap -1 (the default) or
+ * 1 on a serial or OpenMP variant: a rank computes its own sites only (local plans on boxes
+ * of t- and z-planes, pk_dslash_params t_begin, t_end, z_begin, z_end), the interior ones
+ * (which read no halo) while the t and z faces travel, the boundary after they arrived
+ * (t-slabs: chi written in place); info.overlap 1 when the rank has interior sites (more
+ * than 2 planes along each split axis).  Otherwise (overlap 0, a device backend) the local
+ * dslash runs on the block with its halo planes, whose outputs are dropped (a rank alone
+ * runs the caller's arrays).  Full spinors: bitwise the single-process
  * result of the same variant (omp-vnode: within docs/KERNELS.md 4c, its lanes follow the
  * block's shape); half: within docs/KERNELS.md 4c's tolerance (tests/test_mpi.c checks both).
- * p's t_begin and t_end must be 0 (PK_EINVAL).  chi may be psi.  pk_mpi_info's i0, i1 are
- * the t-planes, z0, z1 the z-planes. */
+ * p's t_begin, t_end, z_begin and z_end must be 0 (PK_EINVAL).  chi may be psi.
+ * pk_mpi_info's i0, i1 are the t-planes, z0, z1 the z-planes. */
 typedef struct pk_mpi_dslash_plan pk_mpi_dslash_plan;
 PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Comm comm,
                                                pk_context *ctx, const pk_dslash_params *p,

@@ -394,8 +394,9 @@ static void ds_block(const double *g, int Z, size_t plane, int t0, int t1, int z
 }
 
 /* pz: ranks along z (pk_mpi_options.ranks_z; 1: t only); overlap: pk_mpi_options.overlap
- * (-1, the default, and 1: t-slabs compute the interior while the faces travel, info.overlap
- * says so exactly when a rank has interior planes, more than 2; 0: the block whole) */
+ * (-1, the default, and 1: the interior computed while the faces travel, info.overlap says
+ * so exactly when a rank has interior sites, more than 2 planes along each split axis; 0:
+ * the block whole) */
 static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, int T,
                     int recon12, int in_place, int half, int pz, int overlap) {
     pk_dslash_params p = {X, Y, Z, T, 0.125, recon12, 0, 0, 0, 0};
@@ -441,8 +442,9 @@ static void ds_case(pk_context *ctx, const char *variant, int X, int Y, int Z, i
         ok = pk_mpi_dslash_plan_execute(pl, pl_psi, out, &info) == PK_OK;
         if (!ok)
             fprintf(stderr, "rank %d: dslash execute: %s\n", rank, pk_mpi_last_error());
-        /* an interior t-plane while the t faces travel (with ranks_z: after the z faces) */
-        const int want = overlap != 0 && nranks / pz > 1 && i1 - i0 > 2;
+        /* interior sites while the faces travel: along a split axis more than 2 planes */
+        const int ts = nranks / pz > 1, zs = pz > 1;
+        const int want = overlap != 0 && (ts || zs) && (!ts || i1 - i0 > 2) && (!zs || z1 - z0 > 2);
         if (ok && info.overlap != want) {
             fprintf(stderr, "rank %d: dslash info.overlap %d, expected %d\n", rank,
                     info.overlap, want);
@@ -705,6 +707,12 @@ static void failures_cases(pk_context *ctx) {
     dp.t_end = 1;
     st = pk_mpi_dslash_plan_create(&dpl, MPI_COMM_WORLD, ctx, &dp, dlinks, NULL, NULL);
     agreed_failure(st, "t_begin", "dslash with a t-range");
+    pk_mpi_dslash_plan_destroy(dpl);
+    dpl = NULL;
+    dp.t_end = 0;
+    dp.z_end = 1;
+    st = pk_mpi_dslash_plan_create(&dpl, MPI_COMM_WORLD, ctx, &dp, dlinks, NULL, NULL);
+    agreed_failure(st, "z_begin", "dslash with a z-range");
     pk_mpi_dslash_plan_destroy(dpl);
 }
 
@@ -994,6 +1002,9 @@ int main(int argc, char **argv) {
             /* overlap 0: the block whole with its halos after both exchanges */
             ds_case(ctx, names[v], 3, 2, 5, 6, 0, 1, 0, pz, 0);
             ds_case(ctx, names[v], 3, 2, 5, 6, 1, 0, 1, pz, 0);
+            /* overlap 1: interior sites on every rank (3 or more planes along each split axis) */
+            ds_case(ctx, names[v], 2, 3, 3 * pz + 1, 3 * (nranks / pz) + 2, 0, 1, 0, pz, 1);
+            ds_case(ctx, names[v], 2, 3, 3 * pz + 2, 3 * (nranks / pz) + 1, 1, 0, 1, pz, 1);
         }
     }
     if (nv == 0 || nl == 0 || nc == 0 || ns == 0 || nm == 0 || nd == 0)
