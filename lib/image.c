@@ -310,7 +310,8 @@ static void im_make_plans(void *arg)
     int g = h->p.grid.grid_size;
     /* rows start 8 g bytes apart: aligned as the buffer when g is a multiple of 8 */
     const unsigned flags = FFTW_ESTIMATE | (g % 8 ? FFTW_UNALIGNED : 0);
-    h->row = fftwf_plan_many_dft(1, &g, 1, h->buf, NULL, 1, g, h->buf, NULL, 1, g, h->sign, flags);
+    fftwf_complex *row = h->buf ? h->buf : h->cols; /* pk_image_passes: no grid of its own */
+    h->row = fftwf_plan_many_dft(1, &g, 1, row, NULL, 1, g, row, NULL, 1, g, h->sign, flags);
     h->col = fftwf_plan_many_dft(1, &g, IM_BATCH, h->cols, NULL, 1, g, h->cols, NULL, 1, g,
                                  h->sign, flags);
 }
@@ -361,8 +362,9 @@ static pk_status im_scorr(const pk_image_params *p, const int32_t *support, cons
     return PK_OK;
 }
 
+/* with_grid 0: no g x g buffer (pk_image_passes transforms the caller's rows and columns) */
 static pk_status im_host_init(im_host *h, const pk_image_params *p, const int32_t *support,
-                              const float *kernels, int sign, int nt)
+                              const float *kernels, int sign, int nt, int with_grid)
 {
     memset(h, 0, sizeof *h);
     h->p = *p;
@@ -376,12 +378,12 @@ static pk_status im_host_init(im_host *h, const pk_image_params *p, const int32_
              PK_EOVERFLOW, "grid_size %d: the grid's bytes overflow size_t", g);
     /* Not fftwf_malloc: the grid-sized buffer is advised for huge pages (512 x fewer first-touch
      * faults in a one-shot call); 64-byte alignment covers FFTW's SIMD. */
-    h->buf = pk_alloc_zeroed(bytes); /* zeros: an image execute clears only the rows it used */
+    if (with_grid) h->buf = pk_alloc_zeroed(bytes); /* zeros: an execute clears the rows it used */
     h->cols = pk_alloc_aligned(cbytes);
     h->rows = calloc(2, (size_t)g);
     for (int w = 0; w < p->grid.num_w_planes; ++w)
         if (support[w] > h->smax) h->smax = support[w];
-    PK_CHECK(h->buf && h->cols && h->rows, PK_ENOMEM,
+    PK_CHECK((h->buf || !with_grid) && h->cols && h->rows, PK_ENOMEM,
              "image: cannot allocate the %d x %d grid (%zu bytes) and %d column buffers", g, g,
              bytes, nt);
     pk_fftwf_planner(1, im_make_plans, h);
@@ -408,6 +410,13 @@ static void im_host_note(const im_host *h, pk_backend_id backend, char *reason, 
 
 static double im_fft_flops(int g) { return 5.0 * (double)g * g * log2((double)g * g); }
 
+/* pk_image_passes' parts of the grid (im_rows.part; NULL: the host's whole grid h->buf) */
+typedef struct im_part {
+    fftwf_complex *rows;         /* row pass: the caller's rows (any number, in place) */
+    const fftwf_complex *cols;   /* column pass: crop column xbase + j's g cells at cols + j g */
+    size_t slot0, xbase, stride; /* column pass: batches from slot0 on; image[y stride + x - xbase] */
+} im_part;
+
 typedef struct im_rows {
     const im_host *h;
     const float *in;  /* model (degrid); the caller's grid (pk_image_from_grid), or NULL */
@@ -416,6 +425,7 @@ typedef struct im_rows {
     int nomem;        /* a thread could not allocate its column buffer */
     int marked;       /* image: h->rows holds im_mark_rows's rows (else the row pass finds
                          the non-zero rows itself) */
+    const im_part *part; /* image: rows and columns of the caller's (NULL: h->buf) */
 } im_rows;
 
 /* h->rows[y] = 1 for the grid rows within the widest support of a visibility's centre row
@@ -477,15 +487,19 @@ static void im_image_rows(void *arg, size_t lo, size_t hi)
     const im_rows *r = arg;
     const size_t g = (size_t)r->h->p.grid.grid_size;
     for (size_t y = lo; y < hi; ++y) {
-        fftwf_complex *row = r->h->buf + y * g;
+        fftwf_complex *row = (r->part ? r->part->rows : r->h->buf) + y * g;
+        int used = r->part ? 0 : r->h->rows[y];
         if (!r->marked) {
             const float *f = r->in ? r->in + 2 * y * g : (const float *)row;
             size_t i = 0;
             while (i < 2 * g && f[i] == 0.0f) ++i;
-            r->h->rows[y] = i < 2 * g;
-            if (r->h->rows[y] && r->in) memcpy(row, f, g * sizeof(fftwf_complex));
+            used = i < 2 * g;
+            if (!r->part) r->h->rows[y] = (unsigned char)used;
+            if (used && r->in) memcpy(row, f, g * sizeof(fftwf_complex));
+            /* a caller's row of zeros (some -0): +0, as the whole grid's column pass reads it */
+            if (!used && r->part) memset(row, 0, g * sizeof(fftwf_complex));
         }
-        if (r->h->rows[y]) fftwf_execute_dft(r->h->row, row, row);
+        if (used) fftwf_execute_dft(r->h->row, row, row);
     }
 }
 
@@ -528,7 +542,10 @@ static void im_image_cols(void *arg, size_t lo, size_t hi)
     fftwf_complex *cb = im_colbuf(r);
     if (!cb) return;
     const float *sc = h->scorr;
-    for (size_t slot = lo; slot < hi; ++slot) {
+    const im_part *part = r->part;
+    const size_t slot0 = part ? part->slot0 : 0, xbase = part ? part->xbase : 0;
+    const size_t stride = part ? part->stride : (size_t)n;
+    for (size_t slot = slot0 + lo; slot < slot0 + hi; ++slot) {
         size_t x0;
         int bw;
         im_slot(n, g, slot, &x0, &bw);
@@ -536,7 +553,10 @@ static void im_image_cols(void *arg, size_t lo, size_t hi)
         for (int b = 0; b < bw; ++b) col[b] = im_col((int)x0 + b, n, g);
         if (bw < IM_BATCH) /* the batch's unused columns: zeros, not stale values */
             memset(cb + (size_t)bw * gs, 0, (size_t)(IM_BATCH - bw) * gs * sizeof(fftwf_complex));
-        for (size_t y = 0; y < gs; ++y) {
+        for (int b = 0; part && b < bw; ++b) /* the caller's whole columns */
+            memcpy(cb + (size_t)b * gs, part->cols + (x0 + (size_t)b - xbase) * gs,
+                   gs * sizeof(fftwf_complex));
+        for (size_t y = 0; !part && y < gs; ++y) {
             const fftwf_complex *src = h->buf + y * gs;
             /* rows lie g complex apart, beyond what the hardware prefetchers follow: each
              * row's line would be a miss at memory latency (the pass took 2 s at g 18000) */
@@ -558,7 +578,7 @@ static void im_image_cols(void *arg, size_t lo, size_t hi)
         for (int y = 0; y < n; ++y) {
             const size_t yy = (size_t)(y < h2 ? y - h2 + g : y - h2);
             const float fy = sc[y] * r->scale;
-            float *out = r->out + (size_t)y * n + x0;
+            float *out = r->out + (size_t)y * stride + (x0 - xbase);
             for (int b = 0; b < bw; ++b) out[b] = cb[(size_t)b * gs + yy][0] * (fy * sc[x0 + b]);
         }
     }
@@ -572,7 +592,7 @@ static pk_status im_grid_to_image(im_host *h, const float *src, float *image, do
 {
     const int g = h->p.grid.grid_size;
     const double gg = (double)g * g;
-    im_rows r = {h, src, image, norm != 0 ? (float)(1.0 / norm) : 0.0f, 0, marked};
+    im_rows r = {h, src, image, norm != 0 ? (float)(1.0 / norm) : 0.0f, 0, marked, NULL};
     pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_image_rows, &r);
     *t_rows = pk_now();
     pk_parallel_range(im_slots(h->p.image_size, g), 1, (size_t)(gg * 8), h->nt, im_image_cols,
@@ -783,7 +803,7 @@ pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx, const pk_i
                        sizeof pl->created.reason, &pl->cl);
 #endif
     if (s == PK_OK && !pl->dev && !pl->cl)
-        s = im_host_init(&pl->h, p, support, kernels, FFTW_BACKWARD,
+        s = im_host_init(&pl->h, p, support, kernels, FFTW_BACKWARD, 1,
                          im_threads_for(ctx, pl->created.backend));
     if (s != PK_OK) {
         pk_image_plan_destroy(pl);
@@ -895,7 +915,7 @@ pk_status pk_image_plan_execute(pk_image_plan *plan, const pk_grid_data *d, floa
     const int g = h->p.grid.grid_size, n = h->p.image_size;
     const double gg = (double)g * g;
     const double t0 = pk_now();
-    im_rows r = {h, NULL, image, 0.0f, 0, 0};
+    im_rows r = {h, NULL, image, 0.0f, 0, 0, NULL};
     pk_parallel_range((size_t)g, 1, (size_t)(gg * 8), h->nt, im_zero_rows, &r);
     /* before the grid step: the rows it may write are marked even if it fails part way */
     im_mark_rows(h, d);
@@ -1037,7 +1057,7 @@ pk_status pk_image_from_grid(pk_context *ctx, const pk_image_params *p, const in
     PK_TRY(im_validate(p, support));
     const int nt = ctx ? pk_host_threads(ctx->opt.threads) : 1;
     im_host h;
-    pk_status s = im_host_init(&h, p, support, kernels, FFTW_BACKWARD, nt);
+    pk_status s = im_host_init(&h, p, support, kernels, FFTW_BACKWARD, nt, 1);
     if (s == PK_OK) {
         /* the execute's passes after its grid step, on the caller's non-zero rows (copied
          * into the plan's zero buffer as the row pass reaches them) */
@@ -1047,6 +1067,115 @@ pk_status pk_image_from_grid(pk_context *ctx, const pk_image_params *p, const in
     im_host_free(&h);
     return s;
 #endif
+}
+
+/* ---- pk_image_passes: pk_image_from_grid's passes on parts of the grid ------------------- */
+struct pk_image_passes {
+#ifdef PK_HAVE_FFTW
+    im_host h;
+#endif
+    int slots;
+};
+
+pk_status pk_image_passes_create(pk_image_passes **ip, pk_context *ctx, const pk_image_params *p,
+                                 const int32_t *support, const float *kernels)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(ip);
+    *ip = NULL;
+#ifndef PK_HAVE_FFTW
+    (void)ctx;
+    (void)p;
+    (void)support;
+    (void)kernels;
+    return pk_fail(PK_EUNSUPPORTED, "pk_image_passes_create: %s", IM_NO_FFTW);
+#else
+    PK_TRY(im_validate(p, support));
+    pk_image_passes *q = calloc(1, sizeof *q);
+    if (!q) return pk_fail(PK_ENOMEM, "image: out of host memory");
+    const int nt = ctx ? pk_host_threads(ctx->opt.threads) : 1;
+    pk_status s = im_host_init(&q->h, p, support, kernels, FFTW_BACKWARD, nt, 0);
+    if (s != PK_OK) {
+        pk_image_passes_destroy(q);
+        return s;
+    }
+    q->slots = (int)im_slots(p->image_size, p->grid.grid_size);
+    *ip = q;
+    return PK_OK;
+#endif
+}
+
+int pk_image_passes_batches(const pk_image_passes *ip) { return ip ? ip->slots : 0; }
+
+pk_status pk_image_passes_batch(const pk_image_passes *ip, int b, int *x0, int *width)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(ip);
+    PK_CHECK_NULL(x0);
+    PK_CHECK_NULL(width);
+    PK_CHECK(b >= 0 && b < ip->slots, PK_EINVAL, "batch: must be in [0, %d), got %d", ip->slots,
+             b);
+#ifdef PK_HAVE_FFTW
+    size_t a;
+    im_slot(ip->h.p.image_size, ip->h.p.grid.grid_size, (size_t)b, &a, width);
+    *x0 = (int)a;
+#endif
+    return PK_OK;
+}
+
+pk_status pk_image_passes_rows(pk_image_passes *ip, float *rows, size_t nrows)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(ip);
+    PK_CHECK(rows || nrows == 0, PK_ENULL, "rows: must not be NULL");
+#ifdef PK_HAVE_FFTW
+    const im_host *h = &ip->h;
+    const im_part part = {(fftwf_complex *)rows, NULL, 0, 0, 0};
+    im_rows r = {h, NULL, NULL, 0.0f, 0, 0, &part};
+    const size_t g = (size_t)h->p.grid.grid_size;
+    pk_parallel_range(nrows, 1, nrows * g * 8, h->nt, im_image_rows, &r);
+#endif
+    return PK_OK;
+}
+
+pk_status pk_image_passes_cols(pk_image_passes *ip, const float *cols, int b0, int b1,
+                               double norm, float *image, size_t stride)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(ip);
+    PK_CHECK(b0 >= 0 && b0 <= b1 && b1 <= ip->slots, PK_EINVAL,
+             "batches: must be 0 <= b0 <= b1 <= %d, got %d, %d", ip->slots, b0, b1);
+    if (b0 == b1) return PK_OK;
+    PK_CHECK_NULL(cols);
+    PK_CHECK_NULL(image);
+#ifdef PK_HAVE_FFTW
+    const im_host *h = &ip->h;
+    int x0, w, xe, we;
+    PK_TRY(pk_image_passes_batch(ip, b0, &x0, &w));
+    PK_TRY(pk_image_passes_batch(ip, b1 - 1, &xe, &we));
+    PK_CHECK(stride >= (size_t)(xe + we - x0), PK_EINVAL,
+             "stride: must be at least the batches' %d columns, got %zu", xe + we - x0, stride);
+    const im_part part = {NULL, (const fftwf_complex *)cols, (size_t)b0, (size_t)x0, stride};
+    im_rows r = {h, NULL, image, norm != 0 ? (float)(1.0 / norm) : 0.0f, 0, 0, &part};
+    const size_t g = (size_t)h->p.grid.grid_size;
+    pk_parallel_range((size_t)(b1 - b0), 1, (size_t)(xe + we - x0) * g * 8, h->nt,
+                      im_image_cols, &r);
+    PK_CHECK(!r.nomem, PK_ENOMEM, "image: cannot allocate a column buffer (%d x %zu complex)",
+             IM_BATCH, g);
+#else
+    (void)norm;
+    (void)stride;
+#endif
+    return PK_OK;
+}
+
+void pk_image_passes_destroy(pk_image_passes *ip)
+{
+    if (!ip) return;
+#ifdef PK_HAVE_FFTW
+    im_host_free(&ip->h);
+#endif
+    free(ip);
 }
 
 /* ---- pk_degrid ----------------------------------------------------------------------------- */
@@ -1130,7 +1259,7 @@ pk_status pk_degrid_plan_create(pk_degrid_plan **plan, pk_context *ctx, const pk
     }
 #endif
     if (s == PK_OK && !pl->dev && !pl->cl)
-        s = im_host_init(&pl->h, p, support, kernels, FFTW_FORWARD,
+        s = im_host_init(&pl->h, p, support, kernels, FFTW_FORWARD, 1,
                          im_threads_for(ctx, pl->c.backend));
     if (s != PK_OK) {
         pk_degrid_plan_destroy(pl);
@@ -1189,7 +1318,7 @@ static pk_status dg_host_passes(const im_host *h, const float *model, const pk_g
 {
     const int g = h->p.grid.grid_size;
     const double gg = (double)g * g;
-    im_rows r = {h, model, NULL, (float)(1.0 / h->kappa), 0, 1};
+    im_rows r = {h, model, NULL, (float)(1.0 / h->kappa), 0, 1, NULL};
     im_mark_rows(h, d);
     pk_parallel_range(im_slots(h->p.image_size, g), 1, (size_t)(gg * 8), h->nt, im_degrid_cols,
                       &r);
@@ -1305,7 +1434,7 @@ pk_status pk_degrid_host_reference(pk_context *ctx, const pk_image_params *p,
     PK_TRY(im_validate(p, support));
     PK_TRY(im_correction(p, support, kernels, NULL, NULL));
     im_host h;
-    pk_status s = im_host_init(&h, p, support, kernels, FFTW_FORWARD,
+    pk_status s = im_host_init(&h, p, support, kernels, FFTW_FORWARD, 1,
                                ctx ? pk_host_threads(ctx->opt.threads) : 1);
     if (s == PK_OK) {
         /* the serial plan's passes (pk_degrid_plan_execute), on h.nt threads: each column

@@ -783,6 +783,32 @@ PK_API pk_status pk_image_from_grid(pk_context *ctx, const pk_image_params *p,
                                     const int32_t *support, const float *kernels,
                                     const float *grid, double norm, float *image);
 
+/* pk_image_from_grid in two passes on parts of the grid, for a grid split over processes
+ * (libportkern-mpi's pk_mpi_grid_plan_image): the row pass on any rows, then, once each crop
+ * column's g cells are together, the column pass on any of the crop's column batches.  An
+ * image so made equals pk_image_from_grid's of the whole grid bitwise (each row and each
+ * batch the same FFTW transform, the same factors; tested).  Host only (FFTW single
+ * precision), on ctx's host threads (ctx NULL: one thread), whatever ctx's backend. */
+typedef struct pk_image_passes pk_image_passes;
+/** Errors as pk_image_from_grid's for p, support and kernels (the grid correction). */
+PK_API pk_status pk_image_passes_create(pk_image_passes **ip, pk_context *ctx,
+                                        const pk_image_params *p, const int32_t *support,
+                                        const float *kernels);
+/** The column pass's batches (0 for NULL), and batch b's crop columns [*x0, *x0 + *width):
+ *  the batches tile [0, N) in order.  Crop column x reads grid column (x - N/2) mod g. */
+PK_API int pk_image_passes_batches(const pk_image_passes *ip);
+PK_API pk_status pk_image_passes_batch(const pk_image_passes *ip, int b, int *x0, int *width);
+/** Row pass: rows complex64 [nrows][g], grid rows as pk_grid leaves them, each transformed in
+ *  place (a row of zeros is left zero, +0). */
+PK_API pk_status pk_image_passes_rows(pk_image_passes *ip, float *rows, size_t nrows);
+/** Column pass over batches [b0, b1): cols complex64 [columns][g] holds crop column x0 + j's
+ *  g grid cells after the row pass (grid rows 0 .. g - 1) at cols + 2 j g, x0 batch b0's
+ *  first column; read only.  Writes image[y stride + x - x0] for y in [0, N) and x in the
+ *  batches' columns: pk_image_from_grid's pixels for the norm given. */
+PK_API pk_status pk_image_passes_cols(pk_image_passes *ip, const float *cols, int b0, int b1,
+                                      double norm, float *image, size_t stride);
+PK_API void pk_image_passes_destroy(pk_image_passes *ip);
+
 /** Model visibilities of the model image float32 [N][N] at d's uu, vv, ww (d->weight may be
  *  NULL: all 1; d->vis is not read) into vis complex64 [d->num_vis] (overwritten).  variant:
  *  a degrid variant (pk_degrid_variants) or NULL / "".  *num_skipped (may be NULL): the

@@ -833,6 +833,95 @@ static void test_from_grid(const im_case *c, const char *name)
     free(img);
 }
 
+/* pk_image_passes: the grid's rows transformed in three uneven chunks (one holding a row of
+ * -0 cells), the columns brought together, the column batches in three uneven groups each
+ * into its own strip of the image: bitwise pk_image_from_grid's image, on one thread and on
+ * the auto context's; bad batches, strides and NULL arrays refused. */
+static void test_passes(const im_case *c, const char *name)
+{
+    const int n = c->ip.image_size, g = c->ip.grid.grid_size;
+    const size_t nn = (size_t)n * n, gs = (size_t)g;
+    pk_context *sc = ctx_for(PK_BACKEND_SERIAL), *oc = ctx_for(PK_BACKEND_AUTO);
+    float *grid = calloc(2 * gs * gs, sizeof(float)), *rows = malloc(2 * gs * gs * sizeof(float));
+    float *cols = malloc(2 * gs * (size_t)n * sizeof(float)), *strip = malloc(nn * sizeof(float));
+    float *want = malloc(nn * sizeof(float)), *img = malloc(nn * sizeof(float));
+    double norm = 0;
+    int64_t sk = 0;
+    pk_status s = pk_grid(sc, &c->ip.grid, NULL, c->k.support, c->k.compact, &c->d, grid, &norm,
+                          &sk, NULL);
+    for (int x = 0; x < 2 * g; ++x) grid[2 * gs * 3 + (size_t)x] = -0.0f; /* row 3: -0 cells */
+    if (s == PK_OK)
+        s = pk_image_from_grid(sc, &c->ip, c->k.support, c->k.compact, grid, norm, want);
+    for (int t = 0; t < 2; ++t) {
+        pk_image_passes *ip = NULL;
+        pk_status sp = s;
+        if (sp == PK_OK)
+            sp = pk_image_passes_create(&ip, t ? oc : NULL, &c->ip, c->k.support, c->k.compact);
+        memcpy(rows, grid, 2 * gs * gs * sizeof(float));
+        const size_t cut[4] = {0, 5, gs / 2 + 1, gs}; /* row chunks [cut[k], cut[k + 1]) */
+        for (int k = 0; k < 3 && sp == PK_OK; ++k)
+            sp = pk_image_passes_rows(ip, rows + 2 * gs * cut[k], cut[k + 1] - cut[k]);
+        /* crop column x's grid column (x - n/2) mod g, all g rows together */
+        for (int x = 0; x < n; ++x) {
+            const size_t gc = (size_t)((x - n / 2 + g) % g);
+            for (size_t y = 0; y < gs; ++y) {
+                cols[2 * ((size_t)x * gs + y)] = rows[2 * (y * gs + gc)];
+                cols[2 * ((size_t)x * gs + y) + 1] = rows[2 * (y * gs + gc) + 1];
+            }
+        }
+        const int nb = pk_image_passes_batches(ip);
+        const int bcut[4] = {0, 1, nb / 2 + 1, nb};
+        memset(img, 0xff, nn * sizeof(float));
+        for (int k = 0; k < 3 && sp == PK_OK; ++k) {
+            if (bcut[k + 1] <= bcut[k]) continue;
+            int x0 = 0, w = 0, xe = 0, we = 0;
+            sp = pk_image_passes_batch(ip, bcut[k], &x0, &w);
+            if (sp == PK_OK) sp = pk_image_passes_batch(ip, bcut[k + 1] - 1, &xe, &we);
+            const size_t width = (size_t)(xe + we - x0);
+            if (sp == PK_OK) /* the group's strip [n][width], then into the image */
+                sp = pk_image_passes_cols(ip, cols + 2 * gs * (size_t)x0, bcut[k], bcut[k + 1],
+                                          norm, strip, width);
+            for (int y = 0; sp == PK_OK && y < n; ++y)
+                memcpy(img + (size_t)y * n + x0, strip + (size_t)y * width, width * sizeof(float));
+        }
+        ok(sp == PK_OK && nb > 2 && memcmp(img, want, nn * sizeof(float)) == 0,
+           "%s: pk_image_passes (%d batches; rows in 3 chunks, batches in 3 groups, %s) = "
+           "pk_image_from_grid, bitwise: %s", name, nb,
+           t ? "the auto context's threads" : "one thread", sp != PK_OK ? pk_last_error() : "ok");
+        if (t == 0 && ip) { /* bad input */
+            int x0, w;
+            float one[2] = {0, 0};
+            int bad = pk_image_passes_batch(ip, nb, &x0, &w) == PK_EINVAL;
+            bad &= pk_image_passes_batch(ip, -1, &x0, &w) == PK_EINVAL;
+            bad &= pk_image_passes_cols(ip, cols, 1, 0, norm, strip, (size_t)n) == PK_EINVAL;
+            bad &= pk_image_passes_cols(ip, cols, 0, nb + 1, norm, strip, (size_t)n) == PK_EINVAL;
+            bad &= pk_image_passes_cols(ip, cols, 0, 2, norm, strip, 1) == PK_EINVAL;
+            bad &= pk_image_passes_cols(ip, NULL, 0, 1, norm, strip, (size_t)n) == PK_ENULL;
+            bad &= pk_image_passes_cols(ip, cols, 0, 1, norm, NULL, (size_t)n) == PK_ENULL;
+            bad &= pk_image_passes_rows(ip, NULL, 1) == PK_ENULL;
+            bad &= pk_image_passes_rows(ip, one, 0) == PK_OK && one[0] == 0;
+            bad &= pk_image_passes_create(NULL, NULL, &c->ip, c->k.support, c->k.compact) ==
+                   PK_ENULL;
+            pk_image_params wide = c->ip;
+            wide.image_size = g + 2;
+            pk_image_passes *no = NULL;
+            bad &= pk_image_passes_create(&no, NULL, &wide, c->k.support, c->k.compact) ==
+                       PK_ESIZE && !no;
+            ok(bad, "%s: pk_image_passes refuses batches out of range, a short stride, NULL "
+               "arrays and an image larger than the grid", name);
+        }
+        pk_image_passes_destroy(ip);
+    }
+    pk_context_destroy(sc);
+    pk_context_destroy(oc);
+    free(grid);
+    free(rows);
+    free(cols);
+    free(strip);
+    free(want);
+    free(img);
+}
+
 /* pk_degrid_host_reference: on one thread and on 3 host threads, the visibilities are
  * bitwise pk_degrid's on a serial context (the FFT passes split over threads, the same 1-D
  * transforms); a NULL model refused. */
@@ -995,6 +1084,7 @@ static void extra_case(const char *name, double cell, int n, int g, const double
         if (tests & X_PREDICT) test_predict(&c, name);
         if (tests & X_ADJOINT) test_adjoint(&c, name);
         if (tests & X_FROM_GRID) test_from_grid(&c, name);
+        if (tests & X_FROM_GRID) test_passes(&c, name);
         if (tests & X_HOST_REF) test_host_reference(&c, name);
     }
     case_free(&c);
@@ -1053,6 +1143,10 @@ static void test_no_fftw(void)
     pk_image_plan *plan = NULL;
     s = pk_image_plan_create(&plan, ctx, &ip, NULL, support, k, NULL);
     ok(s == PK_EUNSUPPORTED && plan == NULL, "no FFTW: pk_image_plan_create -> %s",
+       pk_status_name(s));
+    pk_image_passes *passes = NULL;
+    s = pk_image_passes_create(&passes, ctx, &ip, support, k);
+    ok(s == PK_EUNSUPPORTED && passes == NULL, "no FFTW: pk_image_passes_create -> %s",
        pk_status_name(s));
     int64_t sk = -1;
     s = pk_degrid_reference(&ip.grid, support, k, grid, &d, out, &sk);
@@ -1123,6 +1217,7 @@ int main(void)
     test_skips(&b);
     test_threads(&d);
     test_from_grid(&b, "b");
+    test_passes(&b, "b");
     test_host_reference(&b, "b");
     test_adjoint(&a, "a");
     test_adjoint(&b, "b");
