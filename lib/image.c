@@ -413,7 +413,9 @@ static double im_fft_flops(int g) { return 5.0 * (double)g * g * log2((double)g 
 /* pk_image_passes' parts of the grid (im_rows.part; NULL: the host's whole grid h->buf) */
 typedef struct im_part {
     fftwf_complex *rows;         /* row pass: the caller's rows (any number, in place) */
-    const fftwf_complex *cols;   /* column pass: crop column xbase + j's g cells at cols + j g */
+    const fftwf_complex *cols;   /* column pass: crop column xbase + j's grid rows [row0, row0 +
+                                    nrows) at cols + j nrows (the other rows zero) */
+    size_t row0, nrows;
     size_t slot0, xbase, stride; /* column pass: batches from slot0 on; image[y stride + x - xbase] */
 } im_part;
 
@@ -553,9 +555,14 @@ static void im_image_cols(void *arg, size_t lo, size_t hi)
         for (int b = 0; b < bw; ++b) col[b] = im_col((int)x0 + b, n, g);
         if (bw < IM_BATCH) /* the batch's unused columns: zeros, not stale values */
             memset(cb + (size_t)bw * gs, 0, (size_t)(IM_BATCH - bw) * gs * sizeof(fftwf_complex));
-        for (int b = 0; part && b < bw; ++b) /* the caller's whole columns */
-            memcpy(cb + (size_t)b * gs, part->cols + (x0 + (size_t)b - xbase) * gs,
-                   gs * sizeof(fftwf_complex));
+        for (int b = 0; part && b < bw; ++b) { /* the caller's rows of the column, zeros around */
+            fftwf_complex *c = cb + (size_t)b * gs;
+            const size_t r1 = part->row0 + part->nrows;
+            memset(c, 0, part->row0 * sizeof(fftwf_complex));
+            memcpy(c + part->row0, part->cols + (x0 + (size_t)b - xbase) * part->nrows,
+                   part->nrows * sizeof(fftwf_complex));
+            memset(c + r1, 0, (gs - r1) * sizeof(fftwf_complex));
+        }
         for (size_t y = 0; !part && y < gs; ++y) {
             const fftwf_complex *src = h->buf + y * gs;
             /* rows lie g complex apart, beyond what the hardware prefetchers follow: each
@@ -1130,7 +1137,7 @@ pk_status pk_image_passes_rows(pk_image_passes *ip, float *rows, size_t nrows)
     PK_CHECK(rows || nrows == 0, PK_ENULL, "rows: must not be NULL");
 #ifdef PK_HAVE_FFTW
     const im_host *h = &ip->h;
-    const im_part part = {(fftwf_complex *)rows, NULL, 0, 0, 0};
+    const im_part part = {(fftwf_complex *)rows, NULL, 0, 0, 0, 0, 0};
     im_rows r = {h, NULL, NULL, 0.0f, 0, 0, &part};
     const size_t g = (size_t)h->p.grid.grid_size;
     pk_parallel_range(nrows, 1, nrows * g * 8, h->nt, im_image_rows, &r);
@@ -1138,11 +1145,16 @@ pk_status pk_image_passes_rows(pk_image_passes *ip, float *rows, size_t nrows)
     return PK_OK;
 }
 
-pk_status pk_image_passes_cols(pk_image_passes *ip, const float *cols, int b0, int b1,
-                               double norm, float *image, size_t stride)
+pk_status pk_image_passes_cols(pk_image_passes *ip, const float *cols, int row0, int nrows,
+                               int b0, int b1, double norm, float *image, size_t stride)
 {
     pk_clear_error();
     PK_CHECK_NULL(ip);
+#ifdef PK_HAVE_FFTW
+    const int g = ip->h.p.grid.grid_size;
+    PK_CHECK(row0 >= 0 && nrows >= 0 && row0 <= g - nrows, PK_EINVAL,
+             "row0, nrows: the rows held must lie in [0, %d), got %d, %d", g, row0, nrows);
+#endif
     PK_CHECK(b0 >= 0 && b0 <= b1 && b1 <= ip->slots, PK_EINVAL,
              "batches: must be 0 <= b0 <= b1 <= %d, got %d, %d", ip->slots, b0, b1);
     if (b0 == b1) return PK_OK;
@@ -1155,14 +1167,16 @@ pk_status pk_image_passes_cols(pk_image_passes *ip, const float *cols, int b0, i
     PK_TRY(pk_image_passes_batch(ip, b1 - 1, &xe, &we));
     PK_CHECK(stride >= (size_t)(xe + we - x0), PK_EINVAL,
              "stride: must be at least the batches' %d columns, got %zu", xe + we - x0, stride);
-    const im_part part = {NULL, (const fftwf_complex *)cols, (size_t)b0, (size_t)x0, stride};
+    const im_part part = {NULL, (const fftwf_complex *)cols, (size_t)row0, (size_t)nrows,
+                          (size_t)b0, (size_t)x0, stride};
     im_rows r = {h, NULL, image, norm != 0 ? (float)(1.0 / norm) : 0.0f, 0, 0, &part};
-    const size_t g = (size_t)h->p.grid.grid_size;
-    pk_parallel_range((size_t)(b1 - b0), 1, (size_t)(xe + we - x0) * g * 8, h->nt,
+    pk_parallel_range((size_t)(b1 - b0), 1, (size_t)(xe + we - x0) * (size_t)g * 8, h->nt,
                       im_image_cols, &r);
-    PK_CHECK(!r.nomem, PK_ENOMEM, "image: cannot allocate a column buffer (%d x %zu complex)",
+    PK_CHECK(!r.nomem, PK_ENOMEM, "image: cannot allocate a column buffer (%d x %d complex)",
              IM_BATCH, g);
 #else
+    (void)row0;
+    (void)nrows;
     (void)norm;
     (void)stride;
 #endif

@@ -76,6 +76,15 @@ PK_API const char *pk_status_name(int status);
 /** Detail of the last failure on this thread ("nx: must be >= 1, got 0"); never NULL. */
 PK_API const char *pk_last_error(void);
 
+/** Host memory as the library allocates its own large buffers (FFTW's fftw_malloc is the
+ *  model): 64-byte aligned, and from 4 MiB on 2 MiB aligned and advised for transparent huge
+ *  pages (where THP is "madvise", only advised ranges get them: 512 x fewer page faults and
+ *  TLB misses on a sweep).  Arrays given to the kernels may come from anywhere; from here
+ *  they are first touched and swept faster.  NULL when out of memory (bytes 0: a valid
+ *  64-byte block).  Release with pk_free (it is posix_memalign memory: free() works too). */
+PK_API void *pk_malloc(size_t bytes);
+PK_API void pk_free(void *p);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Backends and devices                                                                     */
 typedef enum pk_backend_id {
@@ -801,12 +810,15 @@ PK_API pk_status pk_image_passes_batch(const pk_image_passes *ip, int b, int *x0
 /** Row pass: rows complex64 [nrows][g], grid rows as pk_grid leaves them, each transformed in
  *  place (a row of zeros is left zero, +0). */
 PK_API pk_status pk_image_passes_rows(pk_image_passes *ip, float *rows, size_t nrows);
-/** Column pass over batches [b0, b1): cols complex64 [columns][g] holds crop column x0 + j's
- *  g grid cells after the row pass (grid rows 0 .. g - 1) at cols + 2 j g, x0 batch b0's
- *  first column; read only.  Writes image[y stride + x - x0] for y in [0, N) and x in the
- *  batches' columns: pk_image_from_grid's pixels for the norm given. */
-PK_API pk_status pk_image_passes_cols(pk_image_passes *ip, const float *cols, int b0, int b1,
-                                      double norm, float *image, size_t stride);
+/** Column pass over batches [b0, b1): cols complex64 [columns][nrows] holds crop column
+ *  x0 + j's cells of grid rows [row0, row0 + nrows) after the row pass at cols + 2 j nrows
+ *  (x0: batch b0's first column; the column's other rows are taken as zero: the rows
+ *  outside the visibilities' band need not be held); read only.  Writes
+ *  image[y stride + x - x0] for y in [0, N) and x in the batches' columns:
+ *  pk_image_from_grid's pixels for the norm given. */
+PK_API pk_status pk_image_passes_cols(pk_image_passes *ip, const float *cols, int row0,
+                                      int nrows, int b0, int b1, double norm, float *image,
+                                      size_t stride);
 PK_API void pk_image_passes_destroy(pk_image_passes *ip);
 
 /** Model visibilities of the model image float32 [N][N] at d's uu, vv, ww (d->weight may be

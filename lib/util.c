@@ -65,6 +65,10 @@ void pk_advise_huge(void *p, size_t bytes)
 
 void pk_free_aligned(void *p) { free(p); }
 
+void *pk_malloc(size_t bytes) { return pk_alloc_aligned(bytes); }
+
+void pk_free(void *p) { pk_free_aligned(p); }
+
 void *pk_alloc_zeroed(size_t bytes)
 {
 #if defined(MAP_ANONYMOUS) && defined(__linux__)

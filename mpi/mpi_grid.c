@@ -43,11 +43,29 @@ struct pk_mpi_grid_plan {
     int box[4];        /* the last run's box of updated cells: rows [0, 1), columns [2, 3) */
     pk_grid_params p;  /* for pk_grid_locate */
     int32_t *support;
+    uint64_t khash;    /* the kernel stack's (pk_mpi_grid_plan_image compares it) */
+    double norm;       /* the last run's, summed over the ranks */
     pk_grid_plan *local;
+    /* pk_mpi_grid_plan_image's work arrays, kept for the next image (fresh pages cost more
+     * than the transposes: the kernel zeroes them), grown as needed */
+    float *im_buf[4];  /* send, columns, row chunk, strip */
+    size_t im_len[4];  /* their bytes */
 };
+
+/* Work array k of the image, at least `bytes` (pk_malloc; kept in the plan), or NULL. */
+static float *image_buf(pk_mpi_grid_plan *pl, int k, size_t bytes) {
+    if (pl->im_len[k] < bytes) {
+        pk_free(pl->im_buf[k]);
+        pl->im_buf[k] = pk_malloc(bytes);
+        pl->im_len[k] = pl->im_buf[k] ? bytes : 0;
+    }
+    return pl->im_buf[k];
+}
 
 static void grid_free(pk_mpi_grid_plan *pl) {
     pk_grid_plan_destroy(pl->local);
+    for (int k = 0; k < 4; k++)
+        pk_free(pl->im_buf[k]);
     free(pl->support);
     free(pl->grid);
     free(pl->counts);
@@ -68,6 +86,21 @@ static uint64_t fnv64(const void *bytes, size_t len) {
         h *= 0x100000001b3ull;
     }
     return h;
+}
+
+/* The parameters, field by field into a zeroed struct: comparisons see no padding. */
+static void grid_fields(const pk_grid_params *p, pk_grid_params *g) {
+    memset(g, 0, sizeof *g);
+    g->grid_size = p->grid_size;
+    g->oversample = p->oversample;
+    g->cell_size_rad = p->cell_size_rad;
+    g->w_scale = p->w_scale;
+    g->num_w_planes = p->num_w_planes;
+    g->conv_size_half = p->conv_size_half;
+    g->kernel_layout = p->kernel_layout;
+    g->tile_size = p->tile_size;
+    g->central_radius = p->central_radius;
+    g->tile_factor = p->tile_factor;
 }
 
 PK_MPI_API pk_status pk_mpi_grid_plan_create(pk_mpi_grid_plan **plan, MPI_Comm comm,
@@ -92,19 +125,8 @@ PK_MPI_API pk_status pk_mpi_grid_plan_create(pk_mpi_grid_plan **plan, MPI_Comm c
     if (!pl)
         return st;
     MPI_Comm_dup(comm, &pl->comm);
-    /* The parameters, field by field into a zeroed struct: the comparison sees no padding. */
     pk_grid_params g;
-    memset(&g, 0, sizeof g);
-    g.grid_size = p->grid_size;
-    g.oversample = p->oversample;
-    g.cell_size_rad = p->cell_size_rad;
-    g.w_scale = p->w_scale;
-    g.num_w_planes = p->num_w_planes;
-    g.conv_size_half = p->conv_size_half;
-    g.kernel_layout = p->kernel_layout;
-    g.tile_size = p->tile_size;
-    g.central_radius = p->central_radius;
-    g.tile_factor = p->tile_factor;
+    grid_fields(p, &g);
     st = pkm_same_as_root(pl->comm, &g, sizeof g, "grid parameters");
     st = pkm_agree(pl->comm, st, NULL, NULL);
     if (st == PK_OK) { /* num_w_planes agreed: the supports have one length */
@@ -119,7 +141,7 @@ PK_MPI_API pk_status pk_mpi_grid_plan_create(pk_mpi_grid_plan **plan, MPI_Comm c
         if (st != PK_OK)
             pkm_set_error("grid parameters: %s", pk_last_error());
         else
-            h = fnv64(kernels, 2 * count * sizeof(float));
+            h = pl->khash = fnv64(kernels, 2 * count * sizeof(float));
         st = pkm_agree(pl->comm, st, NULL, NULL);
         if (st == PK_OK) {
             st = pkm_same_as_root(pl->comm, &h, sizeof h, "w-kernel stacks (their hash)");
@@ -142,7 +164,7 @@ PK_MPI_API pk_status pk_mpi_grid_plan_create(pk_mpi_grid_plan **plan, MPI_Comm c
             pkm_set_error("local grid plan (%d x %d): %s", pl->G, pl->G, pk_last_error());
     }
     if (st == PK_OK) {
-        pl->p = *p;
+        pl->p = g;
         pl->support = malloc((size_t)p->num_w_planes * sizeof *pl->support);
         if (pl->support)
             memcpy(pl->support, support, (size_t)p->num_w_planes * sizeof *pl->support);
@@ -310,6 +332,7 @@ PK_MPI_API pk_status pk_mpi_grid_plan_run(pk_mpi_grid_plan *pl, const pk_grid_da
     pl->box[2] = x0;
     pl->box[3] = x1;
     pl->have = 1;
+    pl->norm = gsums[0];
     if (band) { /* accumulated into, as pk_grid's grid */
         size_t n = (size_t)pl->L * G * 2;
         for (size_t k = 0; k < n; k++)
@@ -322,6 +345,219 @@ PK_MPI_API pk_status pk_mpi_grid_plan_run(pk_mpi_grid_plan *pl, const pk_grid_da
         *num_skipped = (int64_t)gsk;
     info->wall_s = pkm_now() - t0;
     return PK_OK;
+}
+
+/* Rank q's share of the image's column batches: [nb q / R, nb (q + 1) / R) (even, and empty
+ * shares where there are more ranks than batches), and its crop columns [*x0, *x1). */
+static void image_share(const pk_image_passes *ps, int R, int q, int *b0, int *b1, int *x0,
+                        int *x1) {
+    const int nb = pk_image_passes_batches(ps);
+    int w = 0;
+    *b0 = (int)((long long)nb * q / R);
+    *b1 = (int)((long long)nb * (q + 1) / R);
+    *x0 = *x1 = 0;
+    if (*b1 > *b0) {
+        pk_image_passes_batch(ps, *b0, x0, &w);
+        pk_image_passes_batch(ps, *b1 - 1, x1, &w);
+        *x1 += w;
+    }
+}
+
+/* Rows per chunk of the row pass (transformed in a buffer of CHUNK grid rows, then written
+ * column by column into the send buffer: CHUNK rows of a column are one contiguous run). */
+enum { CHUNK = 32 };
+
+PK_MPI_API pk_status pk_mpi_grid_plan_image(pk_mpi_grid_plan *pl, const pk_image_params *ip,
+                                            const int32_t *support, const float *kernels,
+                                            float *image, pk_mpi_info *info) {
+    if (!pl) {
+        pkm_set_error("pk_mpi_grid_plan_image: plan must not be NULL");
+        return PK_ENULL;
+    }
+    const double t0 = pkm_now();
+    pk_mpi_info spare;
+    info = pkm_info_run(info, &spare, &pl->s, 0, 0);
+    const int R = pl->s.nranks, rank = pl->s.rank;
+    pk_status st = PK_OK;
+    pk_grid_params a, b;
+    if (ip) { /* the geometry only: the tuning fields do not change the grid */
+        grid_fields(&ip->grid, &a);
+        grid_fields(&pl->p, &b);
+        a.tile_size = b.tile_size = a.central_radius = b.central_radius = 0;
+        a.tile_factor = b.tile_factor = 0;
+    }
+    if (!ip || !support || !kernels) {
+        pkm_set_error("pk_mpi_grid_plan_image: %s must not be NULL",
+                      !ip ? "ip" : !support ? "support" : "kernels");
+        st = PK_ENULL;
+    } else if (!pl->have) {
+        pkm_set_error("pk_mpi_grid_plan_image: no successful run yet (the image is the last "
+                      "run's grid)");
+        st = PK_ESTATE;
+    } else if (memcmp(&a, &b, sizeof a) != 0 ||
+               memcmp(support, pl->support, (size_t)pl->p.num_w_planes * sizeof *support)) {
+        pkm_set_error("ip->grid and support: must be the plan's (its grid parameters and "
+                      "w-kernel supports)");
+        st = PK_EINVAL;
+    } else if (rank == 0 && !image) {
+        pkm_set_error("image: must not be NULL on rank 0 (it receives the image)");
+        st = PK_ENULL;
+    }
+    if (st == PK_OK) { /* only now is the stack's length known to be the plan's */
+        size_t count = 0;
+        pk_grid_kernel_count(&pl->p, support, &count);
+        if (fnv64(kernels, 2 * count * sizeof(float)) != pl->khash) {
+            pkm_set_error("kernels: must be the plan's w-kernel stack (its hash differs)");
+            st = PK_EINVAL;
+        }
+    }
+    pk_image_passes *ps = NULL;
+    if (st == PK_OK) {
+        st = pk_image_passes_create(&ps, pl->ctx, ip, support, kernels);
+        if (st != PK_OK)
+            pkm_set_error("image: %s", pk_last_error());
+    }
+    st = pkm_agree(pl->comm, st, NULL, &info->agree_s);
+    if (st != PK_OK) {
+        pk_image_passes_destroy(ps);
+        return st;
+    }
+    const size_t G = (size_t)pl->G, N = (size_t)ip->image_size;
+    /* rows outside the box are zero everywhere: the columns hold only its H rows */
+    const int y0 = pl->box[1] > pl->box[0] ? pl->box[0] : 0, y1 = pl->box[1] > y0 ? pl->box[1] : 0;
+    const size_t H = (size_t)(y1 - y0);
+    int b0, b1, x0, x1;
+    image_share(ps, R, rank, &b0, &b1, &x0, &x1);
+    const size_t mine = (size_t)(x1 - x0);
+    /* this rank's rows of the box: [ra, rb) of its band [i0, i1) */
+    const int i0 = pl->s.i0[rank], i1 = pl->s.i1[rank];
+    const int ra = i0 > y0 ? i0 : y0, rb = i1 < y1 ? i1 : y1;
+    const size_t nr = rb > ra ? (size_t)(rb - ra) : 0;
+    /* MPI's ints: the send buffer's byte displacements, a strip's floats */
+    if ((double)nr * (double)N * 8.0 > 2147483647.0 || (double)mine * (double)N > 2147483647.0) {
+        pkm_set_error("image: %zu rows of %zu columns exceed MPI's int counts (2^31 bytes)", nr,
+                      N);
+        st = PK_ESIZE;
+    }
+    float *send = NULL, *cols = NULL, *chunk = NULL, *strip = NULL;
+    if (st == PK_OK) {
+        /* written whole: huge pages (pk_malloc), kept in the plan */
+        send = image_buf(pl, 0, (nr ? nr : 1) * N * 2 * sizeof(float));
+        cols = image_buf(pl, 1, (mine && H ? mine * H : 1) * 2 * sizeof(float));
+        chunk = image_buf(pl, 2, CHUNK * G * 2 * sizeof(float));
+        strip = rank == 0 ? NULL : image_buf(pl, 3, (mine ? mine : 1) * N * sizeof(float));
+        if (!send || !cols || !chunk || (rank != 0 && !strip)) {
+            pkm_set_error("out of memory for the image's transposes (%zu x %zu and %zu x %zu "
+                          "complex64)", nr, N, mine, H);
+            st = PK_ENOMEM;
+        }
+    }
+    st = pkm_agree(pl->comm, st, NULL, &info->agree_s);
+    int *sc = NULL, *sd = NULL, *rc = NULL, *rd = NULL;
+    MPI_Datatype *st_ = NULL, *rt = NULL;
+    if (st == PK_OK) {
+        sc = calloc(4 * (size_t)R, sizeof *sc);
+        st_ = calloc(2 * (size_t)R, sizeof *st_);
+    }
+    if (st == PK_OK && (!sc || !st_)) {
+        pkm_set_error("out of memory");
+        st = PK_ENOMEM;
+    }
+    st = pkm_agree(pl->comm, st, NULL, &info->agree_s);
+    if (st == PK_OK) {
+        sd = sc + R;
+        rc = sc + 2 * R;
+        rd = sc + 3 * R;
+        rt = st_ + R;
+        /* row pass over the band's box rows, CHUNK at a time, each chunk written into the
+         * send buffer as [column x][row]: crop column x is grid column (x - N/2) mod G */
+        const double t1 = pkm_now();
+        const float *band = pl->grid; /* the band's rows i0 .. i1 - 1 */
+        for (size_t c0 = 0; st == PK_OK && c0 < nr; c0 += CHUNK) {
+            const size_t ch = nr - c0 < CHUNK ? nr - c0 : CHUNK;
+            memcpy(chunk, band + 2 * ((size_t)(ra - i0) + c0) * G, ch * G * 2 * sizeof(float));
+            st = pk_image_passes_rows(ps, chunk, ch);
+            for (size_t x = 0; st == PK_OK && x < N; x++) {
+                const size_t gc = (x + G - N / 2) % G;
+                float *dst = send + 2 * (x * nr + c0);
+                for (size_t k = 0; k < ch; k++) {
+                    dst[2 * k] = chunk[2 * (k * G + gc)];
+                    dst[2 * k + 1] = chunk[2 * (k * G + gc) + 1];
+                }
+            }
+        }
+        const double t2 = pkm_now();
+        /* to rank q: its columns of this rank's box rows, contiguous; from rank r: r's box
+         * rows of this rank's columns, at their rows of every column (a vector type; the
+         * columns hold the box's H rows) */
+        for (int q = 0; q < R; q++) {
+            int qb0, qb1, qx0, qx1;
+            image_share(ps, R, q, &qb0, &qb1, &qx0, &qx1);
+            sc[q] = (int)((size_t)(qx1 - qx0) * nr * 2);
+            sd[q] = (int)((size_t)qx0 * nr * 2 * sizeof(float));
+            st_[q] = MPI_FLOAT;
+            const int qa = pl->s.i0[q] > y0 ? pl->s.i0[q] : y0;
+            const int qe = pl->s.i1[q] < y1 ? pl->s.i1[q] : y1;
+            rt[q] = MPI_FLOAT;
+            rc[q] = 0;
+            rd[q] = 0;
+            if (qe > qa && mine > 0) {
+                MPI_Type_vector((int)mine, 2 * (qe - qa), (int)(2 * H), MPI_FLOAT, &rt[q]);
+                MPI_Type_commit(&rt[q]);
+                rc[q] = 1;
+                rd[q] = (int)((size_t)(qa - y0) * 2 * sizeof(float));
+            }
+        }
+        /* this rank's own rows of its columns: copied here, not through MPI (Open MPI 4.1's
+         * one-process Alltoallw crashed in its self copy with the vector type) */
+        sc[rank] = rc[rank] = 0;
+        for (size_t j = 0; j < mine && nr > 0; j++)
+            memcpy(cols + 2 * (j * H + (size_t)(ra - y0)), send + 2 * ((size_t)x0 + j) * nr,
+                   2 * nr * sizeof(float));
+        MPI_Alltoallw(send, sc, sd, st_, cols, rc, rd, rt, pl->comm);
+        for (int q = 0; q < R; q++)
+            if (rt[q] != MPI_FLOAT)
+                MPI_Type_free(&rt[q]);
+        const double t3 = pkm_now();
+        /* column pass: rank 0 into the image, the others into their strip */
+        if (st == PK_OK && mine > 0)
+            st = pk_image_passes_cols(ps, cols, y0, (int)H, b0, b1, pl->norm,
+                                      rank == 0 ? image + x0 : strip, rank == 0 ? N : mine);
+        if (st != PK_OK)
+            pkm_set_error("image: %s", pk_last_error());
+        const double t4 = pkm_now();
+        st = pkm_agree(pl->comm, st, NULL, &info->agree_s);
+        const double t5 = pkm_now();
+        if (st == PK_OK && rank == 0) { /* each rank's strip into its columns of the image */
+            for (int q = 1; q < R; q++) {
+                int qb0, qb1, qx0, qx1;
+                image_share(ps, R, q, &qb0, &qb1, &qx0, &qx1);
+                if (qx1 <= qx0)
+                    continue;
+                MPI_Datatype ty;
+                MPI_Type_vector((int)N, qx1 - qx0, (int)N, MPI_FLOAT, &ty);
+                MPI_Type_commit(&ty);
+                MPI_Recv(image + qx0, 1, ty, q, 0, pl->comm, MPI_STATUS_IGNORE);
+                MPI_Type_free(&ty);
+            }
+        } else if (st == PK_OK && mine > 0) {
+            MPI_Send(strip, (int)(mine * N), MPI_FLOAT, 0, 0, pl->comm);
+        }
+        const double t6 = pkm_now();
+        info->compute_s += (t2 - t1) + (t4 - t3);
+        info->comm_s += (t3 - t2) + (t6 - t5);
+        /* the transpose's bytes leaving this rank (its box rows of the others' columns) and
+         * its strip to rank 0 */
+        info->halo_bytes = 8.0 * (double)nr * (double)(N - mine) +
+                           (rank == 0 ? 0.0 : 4.0 * (double)mine * (double)N);
+        info->messages = 2 * (R - 1);
+        info->exchanges = 2;
+    }
+    free(sc);
+    free(st_);
+    pk_image_passes_destroy(ps);
+    info->wall_s = pkm_now() - t0;
+    return st;
 }
 
 PK_MPI_API void pk_mpi_grid_plan_destroy(pk_mpi_grid_plan *pl) {

@@ -95,7 +95,9 @@ pk_mpi_info *pkm_info_run(pk_mpi_info *info, pk_mpi_info *spare, const pkm_slabs
  * gathered slabs). */
 int pkm_depth(const pkm_slabs *s, int requested, int dflt);
 
-/* 64-byte aligned memory (free with free); bytes 0: 64 bytes. */
+/* 64-byte aligned memory (free with free); bytes 0: 64 bytes.  Small pages: the grid's
+ * local full grid is touched only in its box (huge pages would fault all of it in); dense
+ * buffers take pk_malloc. */
 void *pkm_alloc64(size_t bytes);
 
 /* The caller's context, or a new one with the defaults (*owned = 1). */

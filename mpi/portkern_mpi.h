@@ -295,6 +295,23 @@ PK_MPI_API pk_status pk_mpi_grid_plan_band(const pk_mpi_grid_plan *plan, int *r0
  *  these cells were zeroed, gridded into and reduced, 8 (box[1] - box[0]) (box[3] - box[2])
  *  bytes per rank.  PK_ESTATE before a successful run (local, not collective). */
 PK_MPI_API pk_status pk_mpi_grid_plan_box(const pk_mpi_grid_plan *plan, int box[4]);
+/** The dirty image of the last run's summed grid (pk_image_from_grid's steps over the bands):
+ *  each rank transforms its band's rows of the box (pk_image_passes; the rows outside the
+ *  box are zero and transform to zero), one MPI_Alltoallw gives every rank the whole columns
+ *  of its share of the crop's column batches (the rows of each source band land in place
+ *  through a vector datatype), each rank transforms them and corrects and crops its columns,
+ *  and rank 0 receives every rank's strip into image float32 [N][N] (N = ip->image_size;
+ *  read only on rank 0, may be NULL elsewhere), normalised by the run's summed norm.  ip->grid
+ *  must be the plan's grid geometry (its tuning fields are not compared), support and
+ *  kernels the plan's (the stack through its hash); image size and cell as pk_image takes
+ *  them.  The image equals pk_image_from_grid of the gathered bands bitwise (tests/test_mpi.c).
+ *  Per rank: its box rows of all N columns (the send buffer) and its columns of all G rows
+ *  (8 bytes a cell), on the host with FFTW whatever the context's backend.  info: compute_s
+ *  the two passes (the row pass includes writing the send buffer), comm_s the transpose and
+ *  the gather, halo_bytes the bytes this rank sends. */
+PK_MPI_API pk_status pk_mpi_grid_plan_image(pk_mpi_grid_plan *plan, const pk_image_params *ip,
+                                            const int32_t *support, const float *kernels,
+                                            float *image, pk_mpi_info *info);
 PK_MPI_API void pk_mpi_grid_plan_destroy(pk_mpi_grid_plan *plan);
 
 #ifdef __cplusplus

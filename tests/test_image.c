@@ -833,10 +833,19 @@ static void test_from_grid(const im_case *c, const char *name)
     free(img);
 }
 
+/* Whether any of the n floats at f is not zero. */
+static int memchr_nonzero(const float *f, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        if (f[i] != 0.0f) return 1;
+    return 0;
+}
+
 /* pk_image_passes: the grid's rows transformed in three uneven chunks (one holding a row of
- * -0 cells), the columns brought together, the column batches in three uneven groups each
- * into its own strip of the image: bitwise pk_image_from_grid's image, on one thread and on
- * the auto context's; bad batches, strides and NULL arrays refused. */
+ * -0 cells), the columns brought together (all g rows on one thread; on the auto context's
+ * threads only the rows from the first to the last non-zero one, the others zero), the
+ * column batches in three uneven groups each into its own strip of the image: bitwise
+ * pk_image_from_grid's image; bad batches, row ranges, strides and NULL arrays refused. */
 static void test_passes(const im_case *c, const char *name)
 {
     const int n = c->ip.image_size, g = c->ip.grid.grid_size;
@@ -861,12 +870,18 @@ static void test_passes(const im_case *c, const char *name)
         const size_t cut[4] = {0, 5, gs / 2 + 1, gs}; /* row chunks [cut[k], cut[k + 1]) */
         for (int k = 0; k < 3 && sp == PK_OK; ++k)
             sp = pk_image_passes_rows(ip, rows + 2 * gs * cut[k], cut[k + 1] - cut[k]);
-        /* crop column x's grid column (x - n/2) mod g, all g rows together */
+        /* crop column x's grid column (x - n/2) mod g, rows [r0, r1) together */
+        size_t r0 = 0, r1 = gs;
+        if (t) {
+            while (r0 < gs && !memchr_nonzero(grid + 2 * r0 * gs, 2 * gs)) ++r0;
+            while (r1 > r0 && !memchr_nonzero(grid + 2 * (r1 - 1) * gs, 2 * gs)) --r1;
+        }
+        const size_t nr = r1 - r0;
         for (int x = 0; x < n; ++x) {
             const size_t gc = (size_t)((x - n / 2 + g) % g);
-            for (size_t y = 0; y < gs; ++y) {
-                cols[2 * ((size_t)x * gs + y)] = rows[2 * (y * gs + gc)];
-                cols[2 * ((size_t)x * gs + y) + 1] = rows[2 * (y * gs + gc) + 1];
+            for (size_t y = r0; y < r1; ++y) {
+                cols[2 * ((size_t)x * nr + y - r0)] = rows[2 * (y * gs + gc)];
+                cols[2 * ((size_t)x * nr + y - r0) + 1] = rows[2 * (y * gs + gc) + 1];
             }
         }
         const int nb = pk_image_passes_batches(ip);
@@ -879,25 +894,29 @@ static void test_passes(const im_case *c, const char *name)
             if (sp == PK_OK) sp = pk_image_passes_batch(ip, bcut[k + 1] - 1, &xe, &we);
             const size_t width = (size_t)(xe + we - x0);
             if (sp == PK_OK) /* the group's strip [n][width], then into the image */
-                sp = pk_image_passes_cols(ip, cols + 2 * gs * (size_t)x0, bcut[k], bcut[k + 1],
-                                          norm, strip, width);
+                sp = pk_image_passes_cols(ip, cols + 2 * nr * (size_t)x0, (int)r0, (int)nr,
+                                          bcut[k], bcut[k + 1], norm, strip, width);
             for (int y = 0; sp == PK_OK && y < n; ++y)
                 memcpy(img + (size_t)y * n + x0, strip + (size_t)y * width, width * sizeof(float));
         }
         ok(sp == PK_OK && nb > 2 && memcmp(img, want, nn * sizeof(float)) == 0,
-           "%s: pk_image_passes (%d batches; rows in 3 chunks, batches in 3 groups, %s) = "
-           "pk_image_from_grid, bitwise: %s", name, nb,
-           t ? "the auto context's threads" : "one thread", sp != PK_OK ? pk_last_error() : "ok");
+           "%s: pk_image_passes (%d batches; rows in 3 chunks, batches in 3 groups, %s, "
+           "columns of rows [%zu, %zu)) = pk_image_from_grid, bitwise: %s", name, nb,
+           t ? "the auto context's threads" : "one thread", r0, r1,
+           sp != PK_OK ? pk_last_error() : "ok");
         if (t == 0 && ip) { /* bad input */
             int x0, w;
             float one[2] = {0, 0};
             int bad = pk_image_passes_batch(ip, nb, &x0, &w) == PK_EINVAL;
             bad &= pk_image_passes_batch(ip, -1, &x0, &w) == PK_EINVAL;
-            bad &= pk_image_passes_cols(ip, cols, 1, 0, norm, strip, (size_t)n) == PK_EINVAL;
-            bad &= pk_image_passes_cols(ip, cols, 0, nb + 1, norm, strip, (size_t)n) == PK_EINVAL;
-            bad &= pk_image_passes_cols(ip, cols, 0, 2, norm, strip, 1) == PK_EINVAL;
-            bad &= pk_image_passes_cols(ip, NULL, 0, 1, norm, strip, (size_t)n) == PK_ENULL;
-            bad &= pk_image_passes_cols(ip, cols, 0, 1, norm, NULL, (size_t)n) == PK_ENULL;
+            const size_t sn = (size_t)n;
+            bad &= pk_image_passes_cols(ip, cols, 0, g, 1, 0, norm, strip, sn) == PK_EINVAL;
+            bad &= pk_image_passes_cols(ip, cols, 0, g, 0, nb + 1, norm, strip, sn) == PK_EINVAL;
+            bad &= pk_image_passes_cols(ip, cols, 0, g, 0, 2, norm, strip, 1) == PK_EINVAL;
+            bad &= pk_image_passes_cols(ip, cols, 1, g, 0, 1, norm, strip, sn) == PK_EINVAL;
+            bad &= pk_image_passes_cols(ip, cols, -1, 2, 0, 1, norm, strip, sn) == PK_EINVAL;
+            bad &= pk_image_passes_cols(ip, NULL, 0, g, 0, 1, norm, strip, sn) == PK_ENULL;
+            bad &= pk_image_passes_cols(ip, cols, 0, g, 0, 1, norm, NULL, sn) == PK_ENULL;
             bad &= pk_image_passes_rows(ip, NULL, 1) == PK_ENULL;
             bad &= pk_image_passes_rows(ip, one, 0) == PK_OK && one[0] == 0;
             bad &= pk_image_passes_create(NULL, NULL, &c->ip, c->k.support, c->k.compact) ==
@@ -907,8 +926,8 @@ static void test_passes(const im_case *c, const char *name)
             pk_image_passes *no = NULL;
             bad &= pk_image_passes_create(&no, NULL, &wide, c->k.support, c->k.compact) ==
                        PK_ESIZE && !no;
-            ok(bad, "%s: pk_image_passes refuses batches out of range, a short stride, NULL "
-               "arrays and an image larger than the grid", name);
+            ok(bad, "%s: pk_image_passes refuses batches out of range, rows beyond the grid, a "
+               "short stride, NULL arrays and an image larger than the grid", name);
         }
         pk_image_passes_destroy(ip);
     }

@@ -853,6 +853,127 @@ static void gr_case(pk_context *ctx, const char *variant, const gr_set *s, const
     pk_mpi_grid_plan_destroy(pl);
 }
 
+/* The distributed dirty image (pk_mpi_grid_plan_image) of the generated `small` set at scale
+ * 0.1 (1024^2 grid, 32 w-planes), its visibilities split (split) and the grid's rows in
+ * bands (block, or custom: 3 rows a rank, the last the rest: most bands outside the box):
+ * rank 0's image is bitwise pk_image_from_grid of the gathered bands, and on one rank with
+ * a deterministic variant bitwise pk_image of all visibilities.  Then the agreed failures:
+ * an image before any run, a NULL image on rank 0, another image size (odd), a changed
+ * kernel stack on the last rank. */
+static void im_case_mpi(pk_context *ctx, const char *variant, int split, int custom) {
+    pk_grid_gen_options go;
+    pk_grid_gen_options_init(&go);
+    go.dataset = "small";
+    go.scale = 0.1;
+    pk_grid_dataset ds;
+    pk_status st = pk_grid_generate(&go, &ds);
+    if (st != PK_OK) {
+        skip("the distributed image", pk_last_error());
+        pk_grid_dataset_free(&ds);
+        return;
+    }
+    const int G = ds.params.grid_size;
+    const size_t cells = (size_t)G * G;
+    pk_image_params ip;
+    pk_image_params_init(&ip);
+    ip.grid = ds.params;
+    ip.image_size = ds.image_size;
+    const int N = ip.image_size;
+    const int32_t *sup = ds.support.data;
+    const float *kern = ds.kernels.data;
+    pk_mpi_options opt;
+    pk_mpi_options_init(&opt);
+    opt.variant = variant;
+    if (custom) {
+        opt.i0 = 3 * rank;
+        opt.i1 = rank == nranks - 1 ? G : 3 * rank + 3;
+    }
+    pk_mpi_grid_plan *pl = NULL;
+    st = pk_mpi_grid_plan_create(&pl, MPI_COMM_WORLD, ctx, &ds.params, sup, kern, &opt, NULL);
+    float *image = calloc((size_t)N * N, sizeof *image), *want = calloc((size_t)N * N, 4);
+    float *full = rank == 0 ? calloc(2 * cells, sizeof *full) : NULL;
+    int ok = st == PK_OK && image && want, bits = 0, one = -1;
+    if (st == PK_OK) { /* before any run: refused */
+        pk_status early = pk_mpi_grid_plan_image(pl, &ip, sup, kern, image, NULL);
+        agreed_failure(early, "no successful run", "image before any grid run");
+    }
+    size_t v0 = 0, v1 = 0;
+    vis_slice(ds.data.num_vis, split, &v0, &v1);
+    pk_grid_data d = ds.data;
+    d.num_vis = v1 - v0;
+    d.uu += v0;
+    d.vv += v0;
+    d.ww += v0;
+    d.vis += 2 * v0;
+    d.weight += v0;
+    double norm = 0;
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    if (ok)
+        ok = pk_mpi_grid_plan_run(pl, &d, NULL, &norm, NULL, NULL) == PK_OK;
+    if (ok)
+        ok = pk_mpi_grid_plan_image(pl, &ip, sup, kern, image, &info) == PK_OK;
+    if (!ok)
+        fprintf(stderr, "rank %d: image: %s\n", rank, pk_mpi_last_error());
+    int all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all) { /* the bands on rank 0, its one-process image of them */
+        int r0, r1;
+        const float *band = NULL;
+        pk_mpi_grid_plan_band(pl, &r0, &r1, &band);
+        int mine = 2 * (r1 - r0) * G, *cnt = malloc(2 * (size_t)nranks * sizeof *cnt);
+        int *dsp = cnt + nranks;
+        MPI_Gather(&mine, 1, MPI_INT, cnt, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        dsp[0] = 0;
+        for (int r = 1; rank == 0 && r < nranks; r++)
+            dsp[r] = dsp[r - 1] + cnt[r - 1];
+        MPI_Gatherv(band, mine, MPI_FLOAT, full, cnt, dsp, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        free(cnt);
+        if (rank == 0) {
+            ok = pk_image_from_grid(ctx, &ip, sup, kern, full, norm, want) == PK_OK;
+            bits = ok && memcmp(image, want, (size_t)N * N * sizeof *image) == 0;
+            ok = bits;
+            if (!bits)
+                fprintf(stderr, "rank 0: the distributed image differs from "
+                                "pk_image_from_grid of the bands (%s)\n", pk_last_error());
+            const int det = !strcmp(variant, "serial") || !strcmp(variant, "omp-tiled");
+            if (ok && nranks == 1 && det) {
+                one = pk_image(ctx, &ip, variant, sup, kern, &ds.data, want, NULL, NULL, NULL) ==
+                          PK_OK &&
+                      memcmp(image, want, (size_t)N * N * sizeof *image) == 0;
+                ok = one;
+            }
+        }
+    }
+    check(ok && all, "image %s small x 0.1 (%zu vis, grid %d, image %d) vis split %s, bands %s: "
+          "rank 0's image bitwise pk_image_from_grid of the gathered bands%s (compute %.2g s, "
+          "comm %.2g s on rank 0)", variant, ds.data.num_vis, G, N,
+          split ? "uneven, rank 0 empty" : "block", custom ? "3 rows a rank" : "block",
+          one == 1 ? " and pk_image of all visibilities" : "", info.compute_s, info.comm_s);
+    if (pl && !custom && split == 0) { /* failures, once per variant */
+        st = pk_mpi_grid_plan_image(pl, &ip, sup, kern, rank == 0 ? NULL : image, NULL);
+        agreed_failure(st, "rank 0", "image with a NULL image on rank 0");
+        pk_image_params odd = ip;
+        odd.image_size = N - 1;
+        st = pk_mpi_grid_plan_image(pl, &odd, sup, kern, image, NULL);
+        agreed_failure(st, "image_size", "image of an odd size");
+        size_t count = 0;
+        pk_grid_kernel_count(&ds.params, sup, &count);
+        float *k2 = malloc(2 * count * sizeof *k2);
+        memcpy(k2, kern, 2 * count * sizeof *k2);
+        if (rank == nranks - 1)
+            k2[7] += 1.0f;
+        st = pk_mpi_grid_plan_image(pl, &ip, sup, k2, image, NULL);
+        agreed_failure(st, "hash", "image with another kernel stack on the last rank");
+        free(k2);
+    }
+    pk_mpi_grid_plan_destroy(pl);
+    free(image);
+    free(want);
+    free(full);
+    pk_grid_dataset_free(&ds);
+}
+
 /* The agreed failures of the distributed gridder. */
 static void gr_failures(pk_context *ctx, const gr_set *s) {
     pk_mpi_grid_plan *pl = NULL;
@@ -1026,6 +1147,9 @@ int main(int argc, char **argv) {
         }
         gr_case(ctx, "serial", &gs[0], &go[0], 1, 0);
         gr_case(ctx, "serial", &gs[2], &go[2], 1, 1);
+        for (int v = 0; v < ng; v++)
+            im_case_mpi(ctx, names[v], 0, 0);
+        im_case_mpi(ctx, "serial", 1, 1);
         if (ng == 0)
             skip("no serial or OpenMP backend", "grid has no variant here");
         gr_failures(ctx, &gs[0]);

@@ -72,7 +72,8 @@ for np in 1 3; do
                 "magicfilter3d --size 7x5x8 --bc grow --transposes 0 --verify" "diffusion3d --nx 8 --ny 8 --nz 9 --count 3 --verify" \
                 "laplace2d --l 50 --count 5 --verify" "laplace2d --l 48 --count 9 --layout hvfo --nw 8 --verify" \
                 "conv2d --h 9 --w 8 --kh 3 --kw 3 --verify" "conv2d --h 16 --w 12 --kh 5 --kw 3 --variant fft --verify" \
-                "su3 --nv 100 --verify" "grid --dataset small --scale 0.02"; do
+                "su3 --nv 100 --verify" "grid --dataset small --scale 0.02" \
+                "grid --dataset small --scale 0.02 --image --verify"; do
         kern=${args%% *}
         timeout -k 10 "$limit" "$run" $over -np "$np" "$pk" run $args --mpi --repeat 2 \
             > "$out.cli" 2> "$out.cli.err"
@@ -96,6 +97,8 @@ for np in 1 3; do
             # magicfilter3d: the transposes by default on the host, the halo planes by option
             *"--transposes 0"*) grep -q '"transposes": false' "$out.cli" || ok=1;;
             *magicfilter3d*) grep -q '"transposes": true' "$out.cli" || ok=1;;
+            # the dirty image over the bands: rank 0's equals the gathered grid's, bitwise
+            *--image*) grep -q '"image_verify": {"bitwise": true' "$out.cli" || ok=1;;
         esac
         case "$args" in
             *--verify*) grep -q '"verify": {"equal": true' "$out.cli" || ok=1

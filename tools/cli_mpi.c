@@ -41,7 +41,7 @@ static const struct {
     {"su3", " nv verify "},
     {"magicfilter3d", " n1 n2 n3 size transpose bc transposes verify "},
     {"dslash", " x y z t dims kappa recon12 half ranks-z overlap verify "},
-    {"grid", " dataset scale in out verify "},
+    {"grid", " dataset scale in out verify image "},
     {NULL, NULL},
 };
 
@@ -52,6 +52,7 @@ typedef struct mpi_grid {
     pk_grid_data d; /* all visibilities */
     const int32_t *support;
     const float *kernels;
+    int image_size; /* the data set's (params.json's image_size; 0: none given) */
     char name[256];
     pk_grid_dataset gen;
     pk_array arr[7];
@@ -61,6 +62,7 @@ typedef struct mpi_args {
     const char *variant, *backend, *size, *dims, *bc, *dataset, *in, *out, *layout;
     int mpi, threads, repeat, seed, count, transpose, recon12, half, ranks_z, verify;
     int overlap; /* dslash: pk_mpi_options.overlap (-1: the default) */
+    int image;   /* grid: the dirty image of the summed grid (pk_mpi_grid_plan_image) */
     int transposes; /* magicfilter3d: pk_mpi_options.transposes (-1: the default) */
     int nx, ny, nz, h, w, kh, kw, nv, n1, n2, n3, x, y, z, t, l, nw;
     double kappa, scale, sigma;
@@ -298,6 +300,7 @@ static int grid_load(const char *prog, const mpi_args *a, mpi_grid *g)
         g->d = g->gen.data;
         g->support = g->gen.support.data;
         g->kernels = g->gen.kernels.data;
+        g->image_size = g->gen.image_size;
         snprintf(g->name, sizeof g->name, "%s", g->gen.name);
         return 0;
     }
@@ -322,8 +325,10 @@ static int grid_load(const char *prog, const mpi_args *a, mpi_grid *g)
         rc = grid_param(prog, path, o, "cell_size_rad", &cell);
     if (!rc)
         rc = grid_param(prog, path, o, "w_scale", &ws);
-    const cli_jvalue *nm = cli_json_get(o, "dataset");
+    const cli_jvalue *nm = cli_json_get(o, "dataset"), *is = cli_json_get(o, "image_size");
     snprintf(g->name, sizeof g->name, "%s", nm && nm->type == CLI_JSTR ? nm->str : a->in);
+    if (is && is->type == CLI_JNUM && is->num >= 2 && is->num <= INT_MAX)
+        g->image_size = (int)is->num;
     free(o);
     if (rc)
         return rc;
@@ -414,6 +419,67 @@ static void grid_verify(mpi_args *a, const float *full, double norm, int64_t sk,
              sk == skref ? "true" : "false", ref_s);
 }
 
+/* --image: the dirty image of the last run's summed grid (pk_mpi_grid_plan_image), the
+ * fastest of --repeat (rank 0's times);
+ * with --verify rank 0 compares it with pk_image_from_grid of the gathered grid (bitwise
+ * expected); with --out it writes DIR/image.npy (float32 [N][N]).  Appends to pj. */
+static pk_status grid_image(mpi_args *a, pk_mpi_grid_plan *pl, const float *full, double norm,
+                            char *pj, size_t pjlen)
+{
+    const mpi_grid *g = a->grid;
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    pk_image_params ip;
+    pk_image_params_init(&ip);
+    ip.grid = g->p;
+    ip.image_size = g->image_size;
+    const size_t nn = (size_t)g->image_size * (size_t)g->image_size;
+    float *img = rank == 0 && nn ? malloc(nn * sizeof *img) : NULL;
+    pk_mpi_info info;
+    memset(&info, 0, sizeof info);
+    /* image_size 0 (none in params.json) or no memory on rank 0: the library refuses; the
+     * fastest of --repeat images (the first pays the work arrays' page faults) */
+    pk_status st = PK_OK;
+    for (int r = 0; st == PK_OK && r < a->repeat; ++r) {
+        pk_mpi_info one;
+        memset(&one, 0, sizeof one);
+        st = pk_mpi_grid_plan_image(pl, &ip, g->support, g->kernels, img, &one);
+        if (r == 0 || one.wall_s < info.wall_s)
+            info = one;
+    }
+    size_t len = strlen(pj);
+    if (st == PK_OK)
+        snprintf(pj + len, pjlen - len, ", \"image\": {\"image_size\": %d, \"seconds\": %.6g, "
+                 "\"compute_s\": %.6g, \"comm_s\": %.6g, \"sent_bytes\": %.17g}",
+                 g->image_size, info.wall_s, info.compute_s, info.comm_s, info.halo_bytes);
+    if (st == PK_OK && rank == 0 && a->verify && full) {
+        float *want = malloc(nn * sizeof *want);
+        const int same = want &&
+                         pk_image_from_grid(NULL, &ip, g->support, g->kernels, full, norm, want) ==
+                             PK_OK &&
+                         memcmp(want, img, nn * sizeof *img) == 0;
+        len = strlen(pj);
+        snprintf(pj + len, pjlen - len, ", \"image_verify\": {\"bitwise\": %s, \"rule\": \"rank "
+                 "0's image against pk_image_from_grid of the gathered grid, bitwise\"}",
+                 same ? "true" : "false");
+        if (!same)
+            a->verify_failed = 1;
+        free(want);
+    }
+    if (st == PK_OK && a->out) {
+        int rc = 0;
+        if (rank == 0) {
+            const size_t shape[2] = {(size_t)g->image_size, (size_t)g->image_size};
+            rc = cli_write_npy("portkern run", a->out, "image.npy", PK_DTYPE_F32, 2, shape, img);
+        }
+        MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (rc)
+            st = PK_EIO;
+    }
+    free(img);
+    return st;
+}
+
 static pk_status run_grid(mpi_args *a, pk_context *ctx, const pk_mpi_options *o, char *pj,
                           size_t pjlen, pk_mpi_info *best)
 {
@@ -460,11 +526,11 @@ static pk_status run_grid(mpi_args *a, pk_context *ctx, const pk_mpi_options *o,
              (long long)sk, box[0], box[1], box[2], box[3],
              8.0 * (double)(box[1] - box[0]) * (double)(box[3] - box[2]));
     float *full = NULL;
-    if (st == PK_OK && (a->verify || a->out))
+    if (st == PK_OK && (a->verify || (a->out && !a->image)))
         st = grid_gather(pl, g->p.grid_size, &full);
     if (st == PK_OK && rank == 0 && a->verify)
         grid_verify(a, full, norm, sk, pj, pjlen);
-    if (st == PK_OK && a->out) {
+    if (st == PK_OK && a->out && !a->image) {
         int rc = 0;
         if (rank == 0) {
             const size_t shape[2] = {(size_t)g->p.grid_size, (size_t)g->p.grid_size};
@@ -474,6 +540,8 @@ static pk_status run_grid(mpi_args *a, pk_context *ctx, const pk_mpi_options *o,
         if (rc)
             st = PK_EIO;
     }
+    if (st == PK_OK && a->image)
+        st = grid_image(a, pl, full, norm, pj, pjlen);
     MPI_Bcast(&a->verify_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
     free(full);
     pk_mpi_grid_plan_destroy(pl);
@@ -947,7 +1015,12 @@ static void mpi_run_usage(FILE *f)
         "                 (MPI_Reduce_scatter); --verify: rank 0 gathers the bands and\n"
         "                 compares with the double reference of all visibilities (norm-wise\n"
         "                 1e-5, norm 1e-9, num_skipped exact; exit 1 when not equal); --out\n"
-        "                 DIR: rank 0 writes DIR/grid.npy (complex64 [G][G])\n"
+        "                 DIR: rank 0 writes DIR/grid.npy (complex64 [G][G]); --image: the\n"
+        "                 dirty image of the summed grid, its FFT over the bands (row FFTs,\n"
+        "                 an MPI_Alltoallw transpose, column FFTs; the data set's\n"
+        "                 image_size), gathered on rank 0 (--out: DIR/image.npy float32\n"
+        "                 [N][N] instead of the grid; --verify: also against the image of the\n"
+        "                 gathered grid, bitwise)\n"
         "common: --variant V, --backend B, --threads N (per rank; default 1), --repeat N (1),\n"
         "        --seed S (1).\n"
         "--verify (every kernel but grid, which says above): rank 0 gathers the slabs (and the\n"
@@ -1038,6 +1111,7 @@ int cli_mpi_run(int argc, char **argv)
     n = cli_opt_add(opts, n, "in", CLI_STRING, &a.in, &seen[n], 0, 0);
     n = cli_opt_add(opts, n, "out", CLI_STRING, &a.out, &seen[n], 0, 0);
     n = cli_opt_add(opts, n, "verify", CLI_FLAG, &a.verify, &seen[n], 0, 0);
+    n = cli_opt_add(opts, n, "image", CLI_FLAG, &a.image, &seen[n], 0, 0);
 
     /* Every rank parses the same words; only rank 0 says what is wrong. */
     int saved = -1;
