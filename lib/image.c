@@ -810,8 +810,8 @@ pk_status pk_image_plan_create(pk_image_plan **plan, pk_context *ctx, const pk_i
                        sizeof pl->created.reason, &pl->cl);
 #endif
     if (s == PK_OK && !pl->dev && !pl->cl)
-        s = im_host_init(&pl->h, p, support, kernels, FFTW_BACKWARD, 1,
-                         im_threads_for(ctx, pl->created.backend));
+        s = im_host_init(&pl->h, p, support, kernels, FFTW_BACKWARD,
+                         im_threads_for(ctx, pl->created.backend), 1);
     if (s != PK_OK) {
         pk_image_plan_destroy(pl);
         return s;
@@ -1273,8 +1273,8 @@ pk_status pk_degrid_plan_create(pk_degrid_plan **plan, pk_context *ctx, const pk
     }
 #endif
     if (s == PK_OK && !pl->dev && !pl->cl)
-        s = im_host_init(&pl->h, p, support, kernels, FFTW_FORWARD, 1,
-                         im_threads_for(ctx, pl->c.backend));
+        s = im_host_init(&pl->h, p, support, kernels, FFTW_FORWARD,
+                         im_threads_for(ctx, pl->c.backend), 1);
     if (s != PK_OK) {
         pk_degrid_plan_destroy(pl);
         return s;
@@ -1448,8 +1448,8 @@ pk_status pk_degrid_host_reference(pk_context *ctx, const pk_image_params *p,
     PK_TRY(im_validate(p, support));
     PK_TRY(im_correction(p, support, kernels, NULL, NULL));
     im_host h;
-    pk_status s = im_host_init(&h, p, support, kernels, FFTW_FORWARD, 1,
-                               ctx ? pk_host_threads(ctx->opt.threads) : 1);
+    pk_status s = im_host_init(&h, p, support, kernels, FFTW_FORWARD,
+                               ctx ? pk_host_threads(ctx->opt.threads) : 1, 1);
     if (s == PK_OK) {
         /* the serial plan's passes (pk_degrid_plan_execute), on h.nt threads: each column
          * batch and each row is one 1-D transform of the same plans whatever the count */

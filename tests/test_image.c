@@ -833,6 +833,38 @@ static void test_from_grid(const im_case *c, const char *name)
     free(img);
 }
 
+/* The host FFT's team is the context's: an OpenMP context of 3 threads says "3 threads" in
+ * the run info of pk_image and pk_degrid (plans made with it). */
+static void test_fft_threads(const im_case *c, const char *name)
+{
+    pk_context_options o;
+    pk_context_options_init(&o);
+    o.backend = PK_BACKEND_OPENMP;
+    o.threads = 3;
+    o.flags = PK_OPT_IGNORE_ENV;
+    pk_context *ctx = NULL;
+    if (pk_context_create(&ctx, &o) != PK_OK) {
+        tap_skip(pk_last_error(), "%s: pk_image on a 3-thread OpenMP context", name);
+        tap_skip(pk_last_error(), "%s: pk_degrid on a 3-thread OpenMP context", name);
+        return;
+    }
+    const int n = c->ip.image_size;
+    float *img = malloc((size_t)n * n * sizeof(float)), *vis = malloc(2 * c->n * sizeof(float));
+    pk_run_info info;
+    pk_status s = pk_image(ctx, &c->ip, NULL, c->k.support, c->k.compact, &c->d, img, NULL, NULL,
+                           &info);
+    ok(s == PK_OK && strstr(info.reason, "FFTW single precision, 3 threads") != NULL,
+       "%s: pk_image on a 3-thread OpenMP context: the host FFT on 3 threads (%s)", name,
+       s == PK_OK ? info.reason : pk_last_error());
+    s = pk_degrid(ctx, &c->ip, NULL, c->k.support, c->k.compact, img, &c->d, vis, NULL, &info);
+    ok(s == PK_OK && strstr(info.reason, "FFTW single precision, 3 threads") != NULL,
+       "%s: pk_degrid on a 3-thread OpenMP context: the host FFT on 3 threads (%s)", name,
+       s == PK_OK ? info.reason : pk_last_error());
+    pk_context_destroy(ctx);
+    free(img);
+    free(vis);
+}
+
 /* Whether any of the n floats at f is not zero. */
 static int memchr_nonzero(const float *f, size_t n)
 {
@@ -1237,6 +1269,7 @@ int main(void)
     test_threads(&d);
     test_from_grid(&b, "b");
     test_passes(&b, "b");
+    test_fft_threads(&a, "a");
     test_host_reference(&b, "b");
     test_adjoint(&a, "a");
     test_adjoint(&b, "b");
