@@ -250,7 +250,9 @@ static void exchange(const pk_mpi_dslash_plan *pl, const double *src, double *w,
     MPI_Request req[8];
     MPI_Datatype ty[2];
     int n = 0;
-    double *lo = w + wsite(pl, pl->wlo, pl->oz) * nd, *hi = w + wsite(pl, pl->whi, pl->oz) * nd;
+    /* the t-halo planes (none when t is whole: the indices lie past the block then) */
+    double *lo = pl->t_lo >= 0 ? w + wsite(pl, pl->wlo, pl->oz) * nd : NULL;
+    double *hi = pl->t_lo >= 0 ? w + wsite(pl, pl->whi, pl->oz) * nd : NULL;
     if (pl->t_lo >= 0) /* whole own-z planes: contiguous on both sides */
         post_t(pl, src, src + (size_t)(pl->lt - 1) * tp, lo, hi, ts, nd, half, req, &n);
     post_z(pl, src, w, nd, half, req, &n, ty);
@@ -302,7 +304,8 @@ static pk_status execute_overlapped(pk_mpi_dslash_plan *pl, const double *psi, d
     MPI_Datatype ty[2];
     int n = 0;
     post_z(pl, psi, w, 24, pl->half, req, &n, ty);
-    double *lo = w + wsite(pl, pl->wlo, 0) * 24, *hi = w + wsite(pl, pl->whi, 0) * 24;
+    double *lo = pl->t_lo >= 0 ? w + wsite(pl, pl->wlo, 0) * 24 : NULL;
+    double *hi = pl->t_lo >= 0 ? w + wsite(pl, pl->whi, 0) * 24 : NULL;
     if (pl->t_lo >= 0)
         post_t(pl, w, w + wsite(pl, pl->lt - 1, 0) * 24, lo, hi, ts, 24, pl->half, req, &n);
     int done = 0; /* one pass of progress: the rendezvous handshakes start before the kernel */
