@@ -4,6 +4,7 @@
 #include "tap.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +297,21 @@ int main(void)
         expect(pk_conv2d(sctx, &cp, "omp", img, psf9, out, NULL), PK_ENOVARIANT, "serial",
                "conv2d: variant of another backend on a forced backend");
         pk_context_destroy(sctx);
+    }
+
+    /* pk_malloc: 64-byte aligned (a valid block for 0 bytes), 2 MiB aligned from 4 MiB on
+     * (the huge-page advice's unit), writable end to end; pk_free(NULL) is a no-op */
+    {
+        void *z = pk_malloc(0), *small = pk_malloc(100), *big = pk_malloc((size_t)5 << 20);
+        int fine = z && small && big && (uintptr_t)z % 64 == 0 && (uintptr_t)small % 64 == 0 &&
+                   (uintptr_t)big % ((uintptr_t)2 << 20) == 0;
+        if (big) memset(big, 1, (size_t)5 << 20);
+        if (small) memset(small, 1, 100);
+        pk_free(z);
+        pk_free(small);
+        pk_free(big);
+        pk_free(NULL);
+        ok(fine, "pk_malloc: 0, 100 and 5 MiB bytes: 64-byte aligned, the large one 2 MiB aligned");
     }
 
     pk_context_destroy(ctx);
