@@ -298,7 +298,8 @@ PK_MPI_API pk_status pk_mpi_grid_plan_box(const pk_mpi_grid_plan *plan, int box[
 /** The dirty image of the last run's summed grid (pk_image_from_grid's steps over the bands):
  *  each rank transforms its band's rows of the box (pk_image_passes; the rows outside the
  *  box are zero and transform to zero), one MPI_Alltoallw gives every rank the whole columns
- *  of its share of the crop's column batches (the rows of each source band land in place
+ *  of its share of the crop's column batches (an even split of pk_image_passes_batches;
+ *  with more ranks than batches some ranks hold none; the rows of each source band land in place
  *  through a vector datatype), each rank transforms them and corrects and crops its columns,
  *  and rank 0 receives every rank's strip into image float32 [N][N] (N = ip->image_size;
  *  read only on rank 0, may be NULL elsewhere), normalised by the run's summed norm.  ip->grid
