@@ -416,7 +416,8 @@ typedef struct im_part {
     const fftwf_complex *cols;   /* column pass: crop column xbase + j's grid rows [row0, row0 +
                                     nrows) at cols + j nrows (the other rows zero) */
     size_t row0, nrows;
-    size_t slot0, xbase, stride; /* column pass: batches from slot0 on; image[y stride + x - xbase] */
+    size_t slot0, xbase, stride; /* column pass: batches from slot0 on, image[y stride + x -
+                                    xbase] */
 } im_part;
 
 typedef struct im_rows {
