@@ -2,6 +2,13 @@
  * the block rule and the slabs of all ranks, the options, the info, the context. */
 #include "mpi_internal.h"
 
+/* Open MPI's extensions (MPIX_Query_cuda_support); other MPIs have no such header */
+#if defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +27,14 @@ void pkm_set_error(const char *fmt, ...) {
 }
 
 PK_MPI_API const char *pk_mpi_last_error(void) { return pkm_err; }
+
+PK_MPI_API int pk_mpi_cuda_aware(void) {
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+    return MPIX_Query_cuda_support() ? 1 : 0;
+#else
+    return -1;
+#endif
+}
 
 double pkm_now(void) {
     struct timespec ts;
@@ -225,6 +240,7 @@ void pkm_info_begin(pk_mpi_info *info, const pkm_slabs *s, int lo, int hi) {
     info->i1 = s->i0 ? s->i1[s->rank] : -1;
     info->halo_lo = lo;
     info->halo_hi = hi;
+    snprintf(info->halo_memory, sizeof info->halo_memory, "host");
 }
 
 pk_mpi_info *pkm_info_run(pk_mpi_info *info, pk_mpi_info *spare, const pkm_slabs *s, int lo,

@@ -56,6 +56,15 @@ PK_MPI_API pk_status pk_mpi_block(int n, int nranks, int rank, int *i0, int *i1)
  *  got 0"); never NULL. */
 PK_MPI_API const char *pk_mpi_last_error(void);
 
+/** Whether the MPI library takes GPU (CUDA) memory in its calls, as Open MPI's extension
+ *  MPIX_Query_cuda_support says at run time: 1 yes, 0 no, -1 the MPI library has no such
+ *  query (another MPI, or a build without Open MPI's cuda extension).  Local, not
+ *  collective.  The distributed plans here pass host memory to MPI in every case (their
+ *  info's halo_memory: "host"): a rank on a GPU context moves its slab through the local
+ *  plan's own transfers (on CUDA the pinned staging ring); device buffers handed to a
+ *  CUDA-aware MPI are not built yet (docs/SCALING.md section 7). */
+PK_MPI_API int pk_mpi_cuda_aware(void);
+
 typedef struct pk_mpi_options {
     int i0, i1;          /* this rank's slab [i0, i1) of the split axis; both -1 (the
                             default): the block rule */
@@ -69,10 +78,9 @@ typedef struct pk_mpi_options {
                             (the boundary planes after, on copies); 0 exchanges first, then
                             runs the slab with its halos; -1 (the default): 0
                             (docs/SCALING.md: measured).  dslash: 1 and -1 (the default)
-                            compute a block's own t-planes only, the interior while the t
-                            faces travel (t split over ranks, serial and OpenMP; with ranks_z
-                            the z faces are exchanged before); 0 exchanges first, then runs
-                            the block with its halo planes */
+                            compute a block's own sites only, the interior while the t and z
+                            faces travel (t or z split over ranks; serial and OpenMP); 0
+                            exchanges first, then runs the block with its halo planes */
     const char *variant; /* the local kernel's variant (NULL: the local backend's choice) */
     int half;            /* dslash: 1 sends the t-faces spin-projected, half spinors (12
                             doubles a site instead of 24, QUDA's way), rebuilt into the halo
@@ -108,6 +116,8 @@ typedef struct pk_mpi_info {
                              reason (its times are those of that call only) */
     int z0, z1;           /* dslash: this rank's z-planes (the whole z without ranks_z) */
     int transposes;       /* magicfilter3d: 1 when the passes ran apart with transposes */
+    char halo_memory[8];  /* where the messages' buffers lie: "host" (every plan here; see
+                             pk_mpi_cuda_aware) */
 } pk_mpi_info;
 
 /* ---- diffusion3d: slabs along z, zero-flux walls at z = 0 and nz - 1 ----------------------

@@ -1141,6 +1141,23 @@ int main(int argc, char **argv) {
     if (nv == 0 || nl == 0 || nc == 0 || ns == 0 || nm == 0 || nd == 0)
         skip("no serial or OpenMP backend", "some kernel has no variant here");
 
+    {
+        /* pk_mpi_cuda_aware: one of -1, 0, 1 and the same on every rank here (one MPI
+         * library); the plans' messages lie in host memory */
+        int aware = pk_mpi_cuda_aware(), lo = 0, hi = 0;
+        MPI_Allreduce(&aware, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(&aware, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        pk_mpi_su3_plan *sp = NULL;
+        pk_mpi_info si;
+        memset(&si, 0, sizeof si);
+        pk_su3_params sq = {(size_t)nranks * 4, PK_SU3_AOS, 0};
+        int hok = pk_mpi_su3_plan_create(&sp, MPI_COMM_WORLD, ctx, &sq, NULL, &si) == PK_OK &&
+                  strcmp(si.halo_memory, "host") == 0;
+        pk_mpi_su3_plan_destroy(sp);
+        check(lo == hi && lo >= -1 && hi <= 1 && hok,
+              "pk_mpi_cuda_aware %d on every rank (1 CUDA-aware, 0 not, -1 cannot say); a plan's "
+              "info.halo_memory \"host\"", lo);
+    }
     failures_cases(ctx);
     {
         gr_set gs[3];

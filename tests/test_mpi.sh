@@ -83,7 +83,9 @@ for np in 1 3; do
         ok=1
         [ "$rc" -eq 0 ] && [ "$lines" -eq 1 ] && [ "$ranks" -eq "$np" ] &&
             grep -q "^{\"kernel\": \"$kern\", \"mpi\": true, \"ranks\": $np," "$out.cli" &&
-            grep -q '"compute_s": [0-9]' "$out.cli" && grep -q '"comm_s": [0-9]' "$out.cli" && ok=0
+            grep -q '"compute_s": [0-9]' "$out.cli" && grep -q '"comm_s": [0-9]' "$out.cli" &&
+            [ "$(grep -o '"halo_memory": "host", "mpi_cuda_aware": [a-z]*' "$out.cli" | wc -l)" -eq "$np" ] &&
+            ok=0
         # --verify: rank 0's gathered slabs equal its one-process run (bitwise but for the
         # FFT variants and dslash: omp-vnode, auto's choice here, differs from one process in
         # the last bits on some lattices, docs/SCALING.md 3)
@@ -174,8 +176,8 @@ timeout -k 10 "$limit" "$run" $over -np 2 ./tools/portkern-probe --mpi --json \
 rc=$?
 ok=1
 [ "$rc" -eq 0 ] && [ "$(grep -c '"backend"' "$out.cli")" -eq 2 ] && grep -q '"ranks": 2' "$out.cli" &&
-    ok=0
-result $ok "mpirun -np 2 portkern-probe --mpi --json: each rank's host and backend"
+    [ "$(grep -Ec '"mpi_cuda_aware": (true|false|null)' "$out.cli")" -eq 2 ] && ok=0
+result $ok "mpirun -np 2 portkern-probe --mpi --json: each rank's host, backend and MPI's CUDA-awareness"
 [ "$ok" -eq 0 ] || sed 's/^/# /' "$out.cli" "$out.cli.err" | tail -n 20
 
 # An external program: libportkern-mpi installed into a scratch root (make install DESTDIR=),

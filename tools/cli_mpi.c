@@ -120,17 +120,18 @@ static void report(MPI_Comm comm, const char *kernel, const char *params_json,
     int rank = 0, n = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &n);
-    enum { ND = 13, NS = 3, SL = 128 };
+    enum { ND = 14, NS = 4, SL = 128 };
     double mine[ND] = {best->i0, best->i1, best->compute_s, best->comm_s, best->agree_s,
                        best->wall_s, best->halo_bytes, (double)best->messages,
                        best->local.device, (double)items, best->z0, best->z1,
-                       best->overlap};
+                       best->overlap, pk_mpi_cuda_aware()};
     char smine[NS][SL];
     int len = SL;
     memset(smine, 0, sizeof smine);
     MPI_Get_processor_name(smine[0], &len);
     snprintf(smine[1], SL, "%s", pk_backend_name(best->local.backend));
     snprintf(smine[2], SL, "%s", best->local.variant);
+    snprintf(smine[3], SL, "%s", best->halo_memory);
     double *all = rank == 0 ? malloc((size_t)n * ND * sizeof *all) : NULL;
     char *sall = rank == 0 ? malloc((size_t)n * NS * SL) : NULL;
     int ok = rank != 0 || (all && sall);
@@ -184,6 +185,13 @@ static void report(MPI_Comm comm, const char *kernel, const char *params_json,
             cj_num(&j, "wall_s", a[5]);
             cj_num(&j, "halo_bytes", a[6]);
             cj_int(&j, "messages", (long long)a[7]);
+            /* the messages' buffers, and whether this rank's MPI takes GPU memory (-1: the
+             * library cannot say) */
+            cj_str(&j, "halo_memory", s + 3 * SL);
+            if (a[13] >= 0)
+                cj_bool(&j, "mpi_cuda_aware", a[13] > 0);
+            else
+                cj_null(&j, "mpi_cuda_aware");
             if (a[9] >= 0)
                 cj_int(&j, "num_vis", (long long)a[9]);
             cj_close(&j);
@@ -1278,7 +1286,7 @@ int cli_mpi_probe(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
-    enum { SL = 512, NS = 5 };
+    enum { SL = 512, NS = 6 };
     char mine[NS][SL];
     memset(mine, 0, sizeof mine);
     int len = SL;
@@ -1304,6 +1312,8 @@ int cli_mpi_probe(int argc, char **argv)
     }
     pk_diffusion3d_plan_destroy(pl);
     pk_context_destroy(ctx);
+    const int aware = pk_mpi_cuda_aware();
+    snprintf(mine[5], SL, "%s", aware > 0 ? "yes" : aware == 0 ? "no" : "unknown");
     char *all = rank == 0 ? malloc((size_t)n * NS * SL) : NULL;
     MPI_Gather(mine, NS * SL, MPI_CHAR, all, NS * SL, MPI_CHAR, 0, MPI_COMM_WORLD);
     if (rank == 0 && all) {
@@ -1327,10 +1337,14 @@ int cli_mpi_probe(int argc, char **argv)
                 cj_str(&j, "device", s + 2 * SL);
                 cj_str(&j, "variant", s + 3 * SL);
                 cj_str(&j, "reason", s + 4 * SL);
+                if (strcmp(s + 5 * SL, "unknown") == 0)
+                    cj_null(&j, "mpi_cuda_aware");
+                else
+                    cj_bool(&j, "mpi_cuda_aware", strcmp(s + 5 * SL, "yes") == 0);
                 cj_close(&j);
             } else {
-                printf("rank %d on %s: %s (device %s), variant %s\n  %s\n", r, s, s + SL,
-                       s + 2 * SL, s + 3 * SL, s + 4 * SL);
+                printf("rank %d on %s: %s (device %s), variant %s, CUDA-aware MPI: %s\n  %s\n",
+                       r, s, s + SL, s + 2 * SL, s + 3 * SL, s + 5 * SL, s + 4 * SL);
             }
         }
         if (json) {
