@@ -169,6 +169,20 @@ for rz in 2 4; do
     [ "$ok" -eq 0 ] || { sed 's/^/# /' "$out.cli" "$out.cli.err" | tail -n 20; }
 done
 refused any "does not divide" "dslash --mpi --ranks-z 3" dslash --mpi --dims 2,2,2,4 --ranks-z 3
+# --threads beyond a rank's CPUs (its affinity mask, "cpus" in the JSON): rank 0 says so once
+timeout -k 10 "$limit" "$run" $over -np 2 "$pk" run su3 --mpi --nv 100 --threads 64 \
+    > "$out.cli" 2> "$out.cli.err"
+rc=$?
+fewest=$(grep -o '"cpus": [0-9]*' "$out.cli" | awk '{print $2}' | sort -n | head -n 1)
+notes=$(grep -c "note: --threads 64 but a rank may run on" "$out.cli.err")
+ok=1
+if [ "$rc" -eq 0 ]; then
+    if [ -z "$fewest" ]; then ok=0                            # no affinity mask to ask here
+    elif [ "$fewest" -lt 64 ]; then [ "$notes" -eq 1 ] && ok=0
+    else [ "$notes" -eq 0 ] && ok=0; fi
+fi
+result $ok "mpirun -np 2 portkern run su3 --mpi --threads 64: a note exactly when a rank has fewer CPUs (fewest: ${fewest:-unknown})"
+[ "$ok" -eq 0 ] || { sed 's/^/# /' "$out.cli" "$out.cli.err" | tail -n 20; }
 # t below the ranks: refused on every rank, said once (by rank 0), usage status
 refused any "more ranks than t planes" "dslash --mpi with t = 1" dslash --mpi --dims 2,2,2,1
 timeout -k 10 "$limit" "$run" $over -np 2 ./tools/portkern-probe --mpi --json \

@@ -5,6 +5,9 @@
  * lists each rank's host and the backend auto picks there.  Kept apart from the generic
  * driver (tools/cli_driver.c, which needs no MPI): a build without MPI compiles only the
  * stubs at the end, which refuse --mpi. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
+#endif
 #include "cli_common.h"
 #include "cli_mpi.h"
 
@@ -24,6 +27,7 @@ int cli_mpi_requested(int argc, char **argv)
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -70,6 +74,18 @@ typedef struct mpi_args {
     long long items;     /* this rank's items (grid: its visibilities), -1: none to report */
     int verify_failed;   /* rank 0: --verify found a difference */
 } mpi_args;
+
+/* The CPUs this process may run on (its affinity mask); 0 where that cannot be asked. */
+static int cpus_allowed(void)
+{
+#if defined(__linux__) && defined(CPU_COUNT)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        return CPU_COUNT(&set);
+#endif
+    return 0;
+}
 
 /* Deterministic data in [-1, 1) by global index and seed: the same field for any number of
  * ranks. */
@@ -120,11 +136,11 @@ static void report(MPI_Comm comm, const char *kernel, const char *params_json,
     int rank = 0, n = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &n);
-    enum { ND = 14, NS = 4, SL = 128 };
+    enum { ND = 15, NS = 4, SL = 128 };
     double mine[ND] = {best->i0, best->i1, best->compute_s, best->comm_s, best->agree_s,
                        best->wall_s, best->halo_bytes, (double)best->messages,
                        best->local.device, (double)items, best->z0, best->z1,
-                       best->overlap, pk_mpi_cuda_aware()};
+                       best->overlap, pk_mpi_cuda_aware(), cpus_allowed()};
     char smine[NS][SL];
     int len = SL;
     memset(smine, 0, sizeof smine);
@@ -187,6 +203,8 @@ static void report(MPI_Comm comm, const char *kernel, const char *params_json,
             cj_int(&j, "messages", (long long)a[7]);
             /* the messages' buffers, and whether this rank's MPI takes GPU memory (-1: the
              * library cannot say) */
+            if (a[14] > 0) /* the CPUs the rank may run on (its affinity mask) */
+                cj_int(&j, "cpus", (long long)a[14]);
             cj_str(&j, "halo_memory", s + 3 * SL);
             if (a[13] >= 0)
                 cj_bool(&j, "mpi_cuda_aware", a[13] > 0);
@@ -1029,8 +1047,9 @@ static void mpi_run_usage(FILE *f)
         "                 image_size), gathered on rank 0 (--out: DIR/image.npy float32\n"
         "                 [N][N] instead of the grid; --verify: also against the image of the\n"
         "                 gathered grid, bitwise)\n"
-        "common: --variant V, --backend B, --threads N (per rank; default 1), --repeat N (1),\n"
-        "        --seed S (1).\n"
+        "common: --variant V, --backend B, --threads N (per rank; default 1; rank 0 notes when\n"
+        "        a rank may run on fewer CPUs: mpirun binds a rank to one core unless told\n"
+        "        --bind-to none), --repeat N (1), --seed S (1).\n"
         "--verify (every kernel but grid, which says above): rank 0 gathers the slabs (and the\n"
         "per-rank inputs of su3, magicfilter3d and dslash) and compares them with its own\n"
         "one-process run of the same variant (the differ: element-wise, rtol 1e-5; dslash\n"
@@ -1220,6 +1239,18 @@ int cli_mpi_run(int argc, char **argv)
         dup2(saved, 2);
         close(saved);
         saved = -1;
+    }
+    { /* threads beyond a rank's CPUs share them (mpirun binds a rank to one core by default) */
+        const int cpus = cpus_allowed(), few = a.threads > 1 && cpus > 0 && cpus < a.threads;
+        int any = 0, least = cpus > 0 ? cpus : INT_MAX;
+        MPI_Allreduce(&few, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        int fewest = 0;
+        MPI_Allreduce(&least, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (any && rank == 0)
+            fprintf(stderr, "%s: note: --threads %d but a rank may run on %d CPU%s only (its "
+                    "affinity: mpirun binds each rank to one core by default; --bind-to none, "
+                    "or --map-by slot:PE=%d)\n", prog, a.threads, fewest,
+                    fewest == 1 ? "" : "s", a.threads);
     }
     pk_context *ctx = NULL;
     pk_status st = pk_context_create(&ctx, &copt);
