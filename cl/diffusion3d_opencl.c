@@ -216,6 +216,29 @@ pk_status pk_cl_d3_download(void *impl, float *f, double *seconds)
     return PK_OK;
 }
 
+/* Floats [first, first + n) of the resident field (a distributed plan's halo planes). */
+static pk_status pk_cl_d3_upload_part(void *impl, size_t first, size_t n, const float *f)
+{
+    pk_cl_d3 *p = impl;
+    cl_int err = clEnqueueWriteBuffer(p->queue, p->buf[p->cur], CL_TRUE, first * sizeof(float),
+                                      n * sizeof(float), f, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return pk_cl_fail(err, "clEnqueueWriteBuffer", "diffusion3d planes (%zu floats) to '%s'",
+                          n, p->device_name);
+    return PK_OK;
+}
+
+static pk_status pk_cl_d3_download_part(void *impl, size_t first, size_t n, float *f)
+{
+    pk_cl_d3 *p = impl;
+    cl_int err = clEnqueueReadBuffer(p->queue, p->buf[p->cur], CL_TRUE, first * sizeof(float),
+                                     n * sizeof(float), f, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return pk_cl_fail(err, "clEnqueueReadBuffer", "diffusion3d planes (%zu floats) from '%s'",
+                          n, p->device_name);
+    return PK_OK;
+}
+
 /* The diffusion3d kernel family on this backend (lib/internal.h, pk_d3_ops). */
 const pk_d3_ops pk_opencl_d3_ops = {
     .variants = "opencl",
@@ -224,4 +247,6 @@ const pk_d3_ops pk_opencl_d3_ops = {
     .run = pk_cl_d3_run,
     .download = pk_cl_d3_download,
     .destroy = pk_cl_d3_destroy,
+    .upload_part = pk_cl_d3_upload_part,
+    .download_part = pk_cl_d3_download_part,
 };

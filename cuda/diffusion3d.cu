@@ -499,4 +499,20 @@ extern "C" pk_status pk_cuda_d3_execute(void *impl, float *f, int count, double 
 }
 
 /* The diffusion3d kernel family on this backend (lib/internal.h, pk_d3_ops). */
-extern "C" const pk_d3_ops pk_cuda_d3_ops = {"cuda", pk_cuda_d3_create, pk_cuda_d3_upload, pk_cuda_d3_run, pk_cuda_d3_download, pk_cuda_d3_destroy, pk_cuda_d3_execute};
+/* Floats [first, first + n) of the resident field, through the transfer paths of the
+ * uploads (pinned staging for pageable memory): a distributed plan's halo planes. */
+static pk_status pk_cuda_d3_upload_part(void *impl, size_t first, size_t n, const float *f)
+{
+    pk_cuda_d3 *p = (pk_cuda_d3 *)impl;
+    return pk_cuda_transfer(&p->xf, p->buf[p->cur] + first, f, n * sizeof(float), 1,
+                            "diffusion3d planes upload", NULL);
+}
+
+static pk_status pk_cuda_d3_download_part(void *impl, size_t first, size_t n, float *f)
+{
+    pk_cuda_d3 *p = (pk_cuda_d3 *)impl;
+    return pk_cuda_transfer(&p->xf, f, p->buf[p->cur] + first, n * sizeof(float), 0,
+                            "diffusion3d planes download", NULL);
+}
+
+extern "C" const pk_d3_ops pk_cuda_d3_ops = {"cuda", pk_cuda_d3_create, pk_cuda_d3_upload, pk_cuda_d3_run, pk_cuda_d3_download, pk_cuda_d3_destroy, pk_cuda_d3_execute, pk_cuda_d3_upload_part, pk_cuda_d3_download_part};

@@ -13,6 +13,8 @@
 struct pk_diffusion3d_plan {
     pk_choice c;
     size_t points;
+    size_t plane; /* floats of one z-plane: nx ny */
+    int nz;
     int uploaded;
 };
 
@@ -143,6 +145,20 @@ pk_status pk_d3_host_upload(void *impl, const float *f, double *seconds)
     return PK_OK;
 }
 
+pk_status pk_d3_host_upload_part(void *impl, size_t first, size_t n, const float *f)
+{
+    pk_d3_host_plan *h = impl;
+    memcpy(h->cur + first, f, n * sizeof(float));
+    return PK_OK;
+}
+
+pk_status pk_d3_host_download_part(void *impl, size_t first, size_t n, float *f)
+{
+    pk_d3_host_plan *h = impl;
+    memcpy(f, h->cur + first, n * sizeof(float));
+    return PK_OK;
+}
+
 pk_status pk_d3_host_download(void *impl, float *f, double *seconds)
 {
     pk_d3_host_plan *h = impl;
@@ -267,6 +283,8 @@ pk_status pk_diffusion3d_plan_create(pk_diffusion3d_plan **plan, pk_context *ctx
         return s;
     }
     pl->points = points;
+    pl->plane = (size_t)p->nx * (size_t)p->ny;
+    pl->nz = p->nz;
     pk_choice_info(&pl->c, info);
     if (info) info->wall_s = pk_now() - t0;
     *plan = pl;
@@ -334,6 +352,39 @@ pk_status pk_diffusion3d_plan_download(pk_diffusion3d_plan *plan, float *f)
     PK_CHECK(plan->uploaded, PK_ESTATE, "plan_download: no field uploaded yet");
     double s;
     return d3_ops(&plan->c)->download(plan->c.impl, f, &s);
+}
+
+/* Planes [z0, z1) of the resident field between f and the plan: validated, then the
+ * backend's part copy (up: to the plan). */
+static pk_status d3_planes(pk_diffusion3d_plan *plan, int z0, int z1, const float *in,
+                           float *out, const char *call)
+{
+    pk_clear_error();
+    PK_CHECK_NULL(plan);
+    PK_CHECK(in || out, PK_ENULL, "%s: f must not be NULL", call);
+    PK_CHECK(z0 >= 0 && z0 < z1 && z1 <= plan->nz, PK_EINVAL,
+             "%s: planes [z0, z1) must lie in [0, nz = %d) and not be empty, got [%d, %d)", call,
+             plan->nz, z0, z1);
+    PK_CHECK(plan->uploaded, PK_ESTATE, "%s: no field resident (plan_upload first; "
+             "plan_execute leaves none)", call);
+    const pk_d3_ops *ops = d3_ops(&plan->c);
+    PK_CHECK(in ? ops->upload_part != NULL : ops->download_part != NULL, PK_EUNSUPPORTED,
+             "%s: not on %s", call, pk_backend_name(plan->c.backend));
+    const size_t first = (size_t)z0 * plan->plane, n = (size_t)(z1 - z0) * plan->plane;
+    return in ? ops->upload_part(plan->c.impl, first, n, in)
+              : ops->download_part(plan->c.impl, first, n, out);
+}
+
+pk_status pk_diffusion3d_plan_upload_planes(pk_diffusion3d_plan *plan, int z0, int z1,
+                                            const float *f)
+{
+    return d3_planes(plan, z0, z1, f, NULL, "plan_upload_planes");
+}
+
+pk_status pk_diffusion3d_plan_download_planes(pk_diffusion3d_plan *plan, int z0, int z1,
+                                              float *f)
+{
+    return d3_planes(plan, z0, z1, NULL, f, "plan_download_planes");
 }
 
 void pk_diffusion3d_plan_destroy(pk_diffusion3d_plan *plan)

@@ -29,6 +29,8 @@ const pk_d3_ops pk_serial_d3_ops = {
     .upload = pk_d3_host_upload,
     .run = serial_d3_run,
     .download = pk_d3_host_download,
+    .upload_part = pk_d3_host_upload_part,
+    .download_part = pk_d3_host_download_part,
     .destroy = pk_d3_host_destroy,
     .execute = pk_d3_host_execute,
 };

@@ -342,6 +342,8 @@ typedef struct pk_d3_host_plan {
 pk_status pk_d3_host_create(const pk_d3_desc *desc, pk_d3_host_plan **plan);
 pk_status pk_d3_host_upload(void *impl, const float *f, double *seconds);
 pk_status pk_d3_host_download(void *impl, float *f, double *seconds);
+pk_status pk_d3_host_upload_part(void *impl, size_t first, size_t n, const float *f);
+pk_status pk_d3_host_download_part(void *impl, size_t first, size_t n, float *f);
 /** The host backends' execute: the steps run on the caller's field itself (it takes the place
  *  of the plan's first buffer; the second is the work array), so nothing is copied but the
  *  last step's result when it lands in the work array (an odd number of passes). */
@@ -556,6 +558,10 @@ typedef struct pk_d3_ops {
      * copying it in and out where the backend works in host memory */
     pk_status (*execute)(void *impl, float *f, int count, double *kernel_seconds,
                          double *transfer_seconds);
+    /* floats [first, first + n) of the resident field from / into f, the others untouched
+     * (plan_upload_planes / plan_download_planes: a distributed plan's halo planes) */
+    pk_status (*upload_part)(void *impl, size_t first, size_t n, const float *f);
+    pk_status (*download_part)(void *impl, size_t first, size_t n, float *f);
 } pk_d3_ops;
 
 /* conv2d: the plan keeps the PSF (and its transform) on the device; one frame per run. */

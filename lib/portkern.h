@@ -421,6 +421,15 @@ PK_API pk_status pk_diffusion3d_plan_upload(pk_diffusion3d_plan *plan, const flo
 PK_API pk_status pk_diffusion3d_plan_run(pk_diffusion3d_plan *plan, int count,
                                          pk_run_info *info);
 PK_API pk_status pk_diffusion3d_plan_download(pk_diffusion3d_plan *plan, float *f);
+/** Planes [z0, z1) of the resident field from f, or into f (float32 [z1 - z0][ny][nx]), the
+ *  other planes untouched: what a distributed stencil moves for its halos, so that a field
+ *  resident on a device crosses the host link only there (CUDA: through the uploads' pinned
+ *  staging).  0 <= z0 < z1 <= nz (PK_EINVAL); after plan_upload (PK_ESTATE before, and
+ *  after plan_execute, which leaves no resident field). */
+PK_API pk_status pk_diffusion3d_plan_upload_planes(pk_diffusion3d_plan *plan, int z0, int z1,
+                                                   const float *f);
+PK_API pk_status pk_diffusion3d_plan_download_planes(pk_diffusion3d_plan *plan, int z0, int z1,
+                                                     float *f);
 /** count steps on f in place with the plan (FFTW's new-array execute): on the serial and
  *  OpenMP backends the steps run on f itself, nothing copied in or out (transfer_s 0; with an
  *  odd number of ping-pong passes the last lands in the plan's work array and is copied

@@ -3,7 +3,8 @@
  * 1. Every variant against the serial reference (pk_diff_f32, rtol 1e-5, zero 1e-10: the
  *    docs/KERNELS.md tolerance for count <= 100) on odd, non-power-of-two sizes, degenerate
  *    extents and sizes smaller than a tile.
- * 2. Device-resident plans: runs split over several plan_run calls equal one long run.
+ * 2. Device-resident plans: runs split over several plan_run calls equal one long run;
+ *    some planes of the resident field downloaded and replaced (plan_*_planes).
  * 3. A longer run against the exact solution of the discrete scheme: the cosine field is a
  *    sum of 8 separable eigenmodes of the clamped stencil (cos(2 pi x) at cell centres is
  *    mirror-symmetric at both faces), mode S decays by
@@ -104,6 +105,66 @@ static void d3_check_plan(const char *variant)
     free(f);
     free(ref);
     free(out);
+}
+
+/* plan_upload_planes / plan_download_planes (a distributed plan's halo planes): after 3
+ * steps, planes [4, 7) downloaded equal plan_download's; planes [2, 5) replaced by those of
+ * another field, then 4 more steps: bitwise the same variant's 4 steps on the spliced field
+ * (the other planes untouched); bad ranges PK_EINVAL, before an upload PK_ESTATE, NULL f
+ * PK_ENULL. */
+static void d3_check_planes(const char *variant)
+{
+    const int nx = 19, ny = 13, nz = 11;
+    const size_t P = (size_t)nx * ny, n = P * nz;
+    pk_diffusion3d_params p;
+    pk_diffusion3d_params_default(&p, nx, ny, nz, 4);
+    float *f = d3_alloc(n), *g = d3_alloc(n), *whole = d3_alloc(n), *part = d3_alloc(n);
+    float *want = d3_alloc(n);
+    d3_fill(f, nx, ny, nz, 5);
+    d3_fill(g, nx, ny, nz, 6);
+    pk_diffusion3d_plan *plan = NULL;
+    int s = pk_diffusion3d_plan_create(&plan, d3_ctx, &p, variant, NULL);
+    const int early = s == PK_OK ? pk_diffusion3d_plan_download_planes(plan, 0, 1, part) : 0;
+    if (s == PK_OK) s = pk_diffusion3d_plan_upload(plan, f);
+    if (s == PK_OK) s = pk_diffusion3d_plan_run(plan, 3, NULL);
+    if (s == PK_OK) s = pk_diffusion3d_plan_download(plan, whole);
+    if (s == PK_OK) s = pk_diffusion3d_plan_download_planes(plan, 4, 7, part);
+    const int down = s == PK_OK && memcmp(part, whole + 4 * P, 3 * P * sizeof(float)) == 0;
+    /* the spliced field, stepped 4 times by a fresh plan of the same variant */
+    memcpy(want, whole, n * sizeof(float));
+    memcpy(want + 2 * P, g + 2 * P, 3 * P * sizeof(float));
+    pk_diffusion3d_plan *fresh = NULL;
+    int sf = pk_diffusion3d_plan_create(&fresh, d3_ctx, &p, variant, NULL);
+    if (sf == PK_OK) sf = pk_diffusion3d_plan_upload(fresh, want);
+    if (sf == PK_OK) sf = pk_diffusion3d_plan_run(fresh, 4, NULL);
+    if (sf == PK_OK) sf = pk_diffusion3d_plan_download(fresh, want);
+    if (s == PK_OK) s = pk_diffusion3d_plan_upload_planes(plan, 2, 5, g + 2 * P);
+    if (s == PK_OK) s = pk_diffusion3d_plan_run(plan, 4, NULL);
+    if (s == PK_OK) s = pk_diffusion3d_plan_download(plan, whole);
+    const int up = s == PK_OK && sf == PK_OK && memcmp(whole, want, n * sizeof(float)) == 0;
+    ok(early == PK_ESTATE && down && up,
+       "%s: plan_download_planes [4, 7) = plan_download's planes; plan_upload_planes [2, 5) "
+       "then 4 steps = 4 steps on the spliced field, bitwise; before an upload PK_ESTATE (%s)",
+       variant, s != PK_OK ? pk_last_error() : sf != PK_OK ? "fresh plan failed" : "ok");
+    int bad = 1;
+    if (plan) {
+        const int r[][2] = {{-1, 2}, {3, 3}, {5, 4}, {0, 12}};
+        for (size_t k = 0; k < sizeof r / sizeof r[0]; ++k)
+            bad &= pk_diffusion3d_plan_upload_planes(plan, r[k][0], r[k][1], f) == PK_EINVAL &&
+                   pk_diffusion3d_plan_download_planes(plan, r[k][0], r[k][1], part) ==
+                       PK_EINVAL;
+        bad &= pk_diffusion3d_plan_upload_planes(plan, 0, 1, NULL) == PK_ENULL;
+        bad &= pk_diffusion3d_plan_download_planes(NULL, 0, 1, part) == PK_ENULL;
+    }
+    ok(plan && bad, "%s: plan_*_planes refuse empty, reversed and out-of-field ranges and NULL",
+       variant);
+    pk_diffusion3d_plan_destroy(plan);
+    pk_diffusion3d_plan_destroy(fresh);
+    free(f);
+    free(g);
+    free(whole);
+    free(part);
+    free(want);
 }
 
 /* plan_execute on the caller's own field: right for 0, 1, 2, 8 and 9 steps, in a 64-byte
@@ -339,6 +400,7 @@ static int d3_run_suite(pk_backend_id backend)
                 d3_check_reference(v, sizes[i][0], sizes[i][1], sizes[i][2], counts[k]);
         d3_check_reference(v, 24, 20, 18, 100);
         d3_check_plan(v);
+        d3_check_planes(v);
         d3_check_execute(v);
         d3_check_analytic(v, 32, 1024);
         if (!strcmp(v, "omp-tb")) d3_check_tb_params();
