@@ -15,8 +15,14 @@
  *    planes of extra stepping per chunk and the copies; it needs every slab to hold at
  *    least 2 depth planes.
  * Every plane is computed from the same neighbours in the same order as in one process, so
- * the result is bitwise that of the same variant on the whole field.  The local plans are
- * run with pk_diffusion3d_plan_execute on host memory (the core's in-place execute). */
+ * the result is bitwise that of the same variant on the whole field.  On the host backends
+ * the local plans run with pk_diffusion3d_plan_execute on host memory (the core's in-place
+ * execute).  On a device backend (OpenCL, CUDA) without overlap the field stays on the
+ * device from the upload to the download: a chunk downloads only the boundary planes the
+ * neighbours need (pk_diffusion3d_plan_download_planes), exchanges them through host memory
+ * and uploads only the received halo planes (on CUDA through the backend's pinned staging)
+ * before the local plan_run; before, the whole lo + L + hi planes went up and down every
+ * chunk. */
 #include "mpi_internal.h"
 
 #include <stdlib.h>
@@ -35,6 +41,8 @@ struct pk_mpi_diffusion3d_plan {
     float *bs, *ts;
     pk_diffusion3d_plan *whole, *inner, *bot, *top;
     int uploaded;
+    int device;   /* the local plan runs on a device: the field stays there (header) */
+    int resident; /* device: the device holds the current field (ext's own planes stale) */
     char variant[32];
 };
 
@@ -180,6 +188,8 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_create(pk_mpi_diffusion3d_plan **pl
     st = pkm_agree(pl->comm, st, NULL, NULL);
     if (st != PK_OK)
         goto fail;
+    pl->device = !pl->overlap &&
+                 (li.backend == PK_BACKEND_OPENCL || li.backend == PK_BACKEND_CUDA);
     if (info) {
         info->local = li;
         pkm_info_begin(info, &pl->s, pl->lo, pl->hi);
@@ -206,6 +216,7 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_upload(pk_mpi_diffusion3d_plan *pl,
     }
     memcpy(own_rows(pl), f, (size_t)pl->L * pl->plane * sizeof(float));
     pl->uploaded = 1;
+    pl->resident = 0; /* the device's copy is older now */
     return PK_OK;
 }
 
@@ -219,8 +230,58 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_download(pk_mpi_diffusion3d_plan *p
                       "leaves none)");
         return PK_ESTATE;
     }
+    if (pl->resident) { /* the own planes straight from the device */
+        pk_status st = pk_diffusion3d_plan_download_planes(pl->whole, pl->lo, pl->lo + pl->L, f);
+        if (st != PK_OK)
+            pkm_set_error("local diffusion3d download: %s", pk_last_error());
+        return st;
+    }
     memcpy(f, own_rows(pl), (size_t)pl->L * pl->plane * sizeof(float));
     return PK_OK;
+}
+
+/* c steps without overlap on a device-resident field (header): the boundary planes the
+ * neighbours need down, the exchange on the host, the halo planes up, the local run. */
+static pk_status chunk_device(pk_mpi_diffusion3d_plan *pl, int c, pk_mpi_info *info,
+                              pk_run_info *li) {
+    const size_t P = pl->plane;
+    const int L = pl->L, lo = pl->lo, hi = pl->hi, d = pl->depth < L ? pl->depth : L;
+    float *own = own_rows(pl);
+    double t0 = pkm_now();
+    pk_status st = PK_OK;
+    if (!pl->resident) /* the whole ext once (its halo planes are replaced below) */
+        st = pk_diffusion3d_plan_upload(pl->whole, pl->ext);
+    pl->resident = st == PK_OK;
+    /* the planes a neighbour reads: the first d (below one exists: lo > 0), the last d */
+    if (st == PK_OK && lo > 0)
+        st = pk_diffusion3d_plan_download_planes(pl->whole, lo, lo + d, own);
+    if (st == PK_OK && hi > 0)
+        st = pk_diffusion3d_plan_download_planes(pl->whole, lo + L - d, lo + L,
+                                                 own + (size_t)(L - d) * P);
+    if (st != PK_OK) { /* the exchange below still runs: its partners wait for it */
+        pkm_set_error("local diffusion3d planes: %s", pk_last_error());
+        pl->resident = 0;
+    }
+    pkm_src src = {own, NULL, NULL, 0};
+    pkm_halo_start(&pl->halo, &src, pl->ext, own + (size_t)L * P, info);
+    pkm_halo_finish(&pl->halo);
+    if (st == PK_OK && lo > 0)
+        st = pk_diffusion3d_plan_upload_planes(pl->whole, 0, lo, pl->ext);
+    if (st == PK_OK && hi > 0)
+        st = pk_diffusion3d_plan_upload_planes(pl->whole, lo + L, lo + L + hi,
+                                               own + (size_t)L * P);
+    double t1 = pkm_now();
+    if (st == PK_OK)
+        st = pk_diffusion3d_plan_run(pl->whole, c, li);
+    if (st != PK_OK) {
+        pkm_set_error("local diffusion3d: %s", pk_last_error());
+        pl->resident = 0;
+    }
+    if (info) {
+        info->comm_s += t1 - t0; /* the planes' transfers with the exchange */
+        info->compute_s += pkm_now() - t1;
+    }
+    return st;
 }
 
 /* c steps without overlap: exchange into ext, run the whole ext. */
@@ -306,13 +367,14 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_run(pk_mpi_diffusion3d_plan *pl, in
     int chunk = pl->s.nranks == 1 ? count : pl->depth;
     for (int done = 0; st == PK_OK && done < count;) {
         int c = count - done < chunk ? count - done : chunk;
-        pk_status lst = pl->overlap ? chunk_overlap(pl, c, info, &info->local)
-                                    : chunk_plain(pl, c, info, &info->local);
+        pk_status lst = pl->overlap  ? chunk_overlap(pl, c, info, &info->local)
+                        : pl->device ? chunk_device(pl, c, info, &info->local)
+                                     : chunk_plain(pl, c, info, &info->local);
         st = pkm_agree(pl->comm, lst, NULL, &info->agree_s);
         done += c;
     }
     if (st != PK_OK && count > 0)
-        pl->uploaded = 0;
+        pl->uploaded = pl->resident = 0;
     info->wall_s = pkm_now() - t0;
     return st;
 }
@@ -338,7 +400,7 @@ PK_MPI_API pk_status pk_mpi_diffusion3d_plan_execute(pk_mpi_diffusion3d_plan *pl
         return rs;
     double t2 = pkm_now();
     st = pk_mpi_diffusion3d_plan_download(pl, f);
-    pl->uploaded = 0;
+    pl->uploaded = pl->resident = 0;
     if (info) {
         info->compute_s += (t1 - t0) + (pkm_now() - t2); /* the copies in and out */
         info->wall_s = pkm_now() - t0;

@@ -126,7 +126,10 @@ typedef struct pk_mpi_info {
  * float32 [i1 - i0][ny][nx], planes i0 .. i1 - 1 of the global field.  Results are bitwise
  * those of a single-process run of the same variant: every plane is computed from the same
  * neighbours in the same order (the local kernel runs the slab with its halo planes, the
- * halos' own results discarded). */
+ * halos' own results discarded).  On a device backend (OpenCL, CUDA) without overlap the
+ * slab stays on the device between the upload and the download: a chunk moves only the
+ * boundary planes the neighbours read and the halo planes received
+ * (pk_diffusion3d_plan_upload_planes / _download_planes). */
 typedef struct pk_mpi_diffusion3d_plan pk_mpi_diffusion3d_plan;
 PK_MPI_API pk_status pk_mpi_diffusion3d_plan_create(pk_mpi_diffusion3d_plan **plan, MPI_Comm comm,
                                                     pk_context *ctx,

@@ -1059,10 +1059,13 @@ int main(int argc, char **argv) {
         d3_case(ctx, names[v], 13, 7, 23, 7, 2, 1, 0);
         d3_case(ctx, names[v], 13, 7, 23, 7, 3, 0, 1);
     }
-    /* a device backend: its plans upload and download the slab with its halos every chunk */
+    /* a device backend: without overlap the field stays on the device, only the boundary and
+     * halo planes cross (plan_*_planes); with overlap the host path */
     if (pk_backend_available(ctx, PK_BACKEND_OPENCL, NULL) && pk_device_count(ctx, PK_BACKEND_OPENCL) > 0) {
         d3_case(ctx, "opencl", 13, 7, 23, 7, 2, 0, 0);
         d3_case(ctx, "opencl", 13, 7, 23, 7, 2, 1, 0);
+        d3_case(ctx, "opencl", 13, 7, 23, 9, 3, 0, 1); /* 1-plane slabs; 3 + 3 + 3 steps */
+        d3_case(ctx, "opencl", 9, 5, 31, 5, 2, 0, 0);  /* a last chunk of 1 step */
     } else {
         skip("no OpenCL device", "diffusion3d opencl through the distributed plan");
     }
