@@ -133,7 +133,8 @@ pk_status pk_cl_ds_upload(void *impl, const double *u, const double *psi, double
 {
     pk_cl_ds *p = impl;
     const double t0 = pk_now();
-    cl_int err = clEnqueueWriteBuffer(p->queue, p->u, CL_FALSE, 0, p->u_bytes, u, 0, NULL, NULL);
+    cl_int err = CL_SUCCESS; /* u NULL: the links stay (plan_execute_psi) */
+    if (u) err = clEnqueueWriteBuffer(p->queue, p->u, CL_FALSE, 0, p->u_bytes, u, 0, NULL, NULL);
     if (err == CL_SUCCESS)
         err = clEnqueueWriteBuffer(p->queue, p->psi, CL_FALSE, 0, p->s_bytes, psi, 0, NULL, NULL);
     const cl_int fin = clFinish(p->queue); /* the host arrays may go once we return */

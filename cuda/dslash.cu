@@ -447,7 +447,7 @@ extern "C" pk_status pk_cuda_ds_upload(void *impl, const double *u, const double
     const size_t link_bytes = (size_t)p->vol * n * sizeof(double2);
     double s;
     const double t0 = pk_now();
-    for (int mu = 0; mu < 4; ++mu) {
+    for (int mu = 0; u && mu < 4; ++mu) { /* u NULL: the links stay (plan_execute_psi) */
         PK_TRY(pk_cuda_transfer(&p->xf, p->stage, (const char *)u + mu * link_bytes, link_bytes,
                                 1, "dslash upload of u", &s));
         PK_TRY(pk_ds_convert(p, 1, p->stage, p->u, n, mu, 1));

@@ -569,15 +569,22 @@ pk_status pk_dslash_plan_execute_psi(pk_dslash_plan *plan, const double *psi, do
     PK_CHECK_NULL(plan);
     PK_CHECK_NULL(psi);
     PK_CHECK_NULL(chi);
-    PK_CHECK(plan->c.backend == PK_BACKEND_SERIAL || plan->c.backend == PK_BACKEND_OPENMP,
-             PK_EUNSUPPORTED, "plan_execute_psi: serial and openmp plans only (this one runs "
-             "on %s)", pk_backend_name(plan->c.backend));
     PK_CHECK(plan->links, PK_ESTATE, "plan_execute_psi: no links resident (plan_upload them "
              "first; plan_execute and a failed upload replace them)");
     const double t0 = pk_now();
     double kern = 0, transfer = 0;
     plan->state = DS_EMPTY; /* the resident psi and chi are undefined; the links stay */
-    PK_TRY(pk_ds_host_execute(plan->c.impl, NULL, psi, chi, &kern, &transfer));
+    if (plan->c.backend == PK_BACKEND_SERIAL || plan->c.backend == PK_BACKEND_OPENMP) {
+        PK_TRY(pk_ds_host_execute(plan->c.impl, NULL, psi, chi, &kern, &transfer));
+    } else { /* a device: psi up alone (its links stay), chi down */
+        const pk_ds_ops *ops = ds_ops(&plan->c);
+        double up = 0, down = 0;
+        PK_TRY(ds_host_arrays(&plan->c, &plan->d, NULL, psi, chi));
+        PK_TRY(ops->upload(plan->c.impl, NULL, psi, &up));
+        PK_TRY(ops->run(plan->c.impl, &kern));
+        PK_TRY(ops->download(plan->c.impl, chi, &down));
+        transfer = up + down;
+    }
     pk_choice_run_info(&plan->c, info, kern, plan->flops, plan->bytes, t0);
     if (info) {
         info->transfer_s = transfer;

@@ -694,6 +694,7 @@ typedef struct pk_s3_ops {
 typedef struct pk_ds_ops {
     const char *variants;
     pk_status (*create)(void *state, int device, const pk_ds_desc *desc, void **impl);
+    /* u NULL: psi alone, the links of the last upload kept (plan_execute_psi) */
     pk_status (*upload)(void *impl, const double *u, const double *psi, double *seconds);
     pk_status (*run)(void *impl, double *kernel_seconds);
     pk_status (*download)(void *impl, double *chi, double *seconds);

@@ -1107,11 +1107,12 @@ PK_API pk_status pk_dslash_plan_execute(pk_dslash_plan *plan, const double *u, c
                                         double *chi, pk_run_info *info);
 /** chi = M psi with the links of the plan's last plan_upload (which stay resident), on the
  *  caller's psi and chi as plan_execute does: serial and omp read psi and write chi
- *  directly; omp-vnode converts psi alone into its lanes (of a t-range: the planes the
- *  range reads) and the range's chi back.  For a solver, or a distributed dslash, that
- *  applies one gauge field to many psi.  Serial and openmp plans only (else
- *  PK_EUNSUPPORTED); PK_ESTATE when no links are resident (no plan_upload yet, or a
- *  plan_execute or failed upload since).  Afterwards plan_run needs a plan_upload again. */
+ *  directly; omp-vnode converts psi alone into its lanes (of a range: the rows the range
+ *  reads) and the range's chi back; OpenCL and CUDA upload psi alone (host memory; CUDA
+ *  reorders it on the device) and download chi, the links staying on the device.  For a
+ *  solver, or a distributed dslash, that applies one gauge field to many psi.  PK_ESTATE
+ *  when no links are resident (no plan_upload yet, or a plan_execute or failed upload
+ *  since).  Afterwards plan_run needs a plan_upload again. */
 PK_API pk_status pk_dslash_plan_execute_psi(pk_dslash_plan *plan, const double *psi, double *chi,
                                             pk_run_info *info);
 PK_API void pk_dslash_plan_destroy(pk_dslash_plan *plan);

@@ -59,7 +59,6 @@ struct pk_mpi_dslash_plan {
     int wlo, whi;          /* t-index of the halo plane below and above in the block */
     int zlo, zhi;          /* z-index of the halo plane below and above in the block */
     int ovl;               /* the overlapped path (header): part[] runs, local is NULL */
-    int resident;          /* the local plans hold the links (plan_execute_psi) */
     int t_lo, t_hi, z_lo, z_hi; /* neighbours in tcomm / zcomm (-1: the axis is whole) */
     size_t vol2;           /* sites per (z, t) plane: x y */
     double *face[8];       /* half: t sent up, sent down, received below, above; z the same */
@@ -279,13 +278,6 @@ static pk_mpi_info *ds_info(const pk_mpi_dslash_plan *pl, pk_mpi_info *info,
     return info;
 }
 
-/* One local call: psi alone on plans that hold the links, else the links with it. */
-static pk_status local_execute(const pk_mpi_dslash_plan *pl, pk_dslash_plan *lp,
-                               const double *psi, double *chi, pk_run_info *info) {
-    return pl->resident ? pk_dslash_plan_execute_psi(lp, psi, chi, info)
-                        : pk_dslash_plan_execute(lp, pl->u, psi, chi, info);
-}
-
 /* Overlapped execute (header): psi into the own planes; the z faces (every own t-plane has
  * sites on them) and the t faces posted, the interior computed while they travel, the halos
  * awaited (and rebuilt from half spinors), the boundary computed.  t-slabs: chi written by
@@ -313,7 +305,7 @@ static pk_status execute_overlapped(pk_mpi_dslash_plan *pl, const double *psi, d
     const double t2 = pkm_now();
     pk_status st = PK_OK;
     if (pl->part[0]) /* the interior: reads the own planes only */
-        st = local_execute(pl, pl->part[0], w, out, &info->local);
+        st = pk_dslash_plan_execute_psi(pl->part[0], w, out, &info->local);
     const double t3 = pkm_now();
     if (!done)
         MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
@@ -323,7 +315,7 @@ static pk_status execute_overlapped(pk_mpi_dslash_plan *pl, const double *psi, d
     const double t4 = pkm_now();
     for (int k = 1; st == PK_OK && k < NPART; k++) /* the boundary */
         if (pl->part[k])
-            st = local_execute(pl, pl->part[k], w, out, &info->local);
+            st = pk_dslash_plan_execute_psi(pl->part[k], w, out, &info->local);
     const double t5 = pkm_now();
     for (int t = 0; st == PK_OK && pl->pz > 1 && t < pl->lt; t++)
         memcpy(chi + (size_t)t * tp, pl->chi + wsite(pl, t, 0) * 24, tp * sizeof *chi);
@@ -516,12 +508,12 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_create(pk_mpi_dslash_plan **plan, MPI_Co
     const size_t own = (size_t)pl->lt * (size_t)pl->lz * pl->vol2 * 18;
     for (int mu = 0; mu < 4; mu++)
         exchange(pl, u + (size_t)mu * own, pl->u + (size_t)mu * wsites * 18, 18, 0, NULL);
-    /* serial and OpenMP local plans keep the links resident (converted once: omp-vnode's
-     * lanes, recon12's rows), each execute then passes psi alone (plan_execute_psi); the
-     * upload's psi is a placeholder (the block's psi, or the links' first doubles on a rank
-     * alone: any readable numbers), replaced at every execute */
-    pl->resident = li.backend == PK_BACKEND_SERIAL || li.backend == PK_BACKEND_OPENMP;
-    for (int k = 0; pl->resident && k <= NPART && st == PK_OK; k++) {
+    /* the local plans keep the links resident (converted once: omp-vnode's lanes, recon12's
+     * rows; on OpenCL and CUDA on the device), each execute then passes psi alone
+     * (plan_execute_psi: a device plan uploads psi only); the upload's psi is a placeholder
+     * (the block's psi, or the links' first doubles on a rank alone: any readable numbers),
+     * replaced at every execute */
+    for (int k = 0; k <= NPART && st == PK_OK; k++) {
         pk_dslash_plan *lp = k < NPART ? pl->part[k] : pl->local;
         if (lp)
             st = pk_dslash_plan_upload(lp, pl->u, pl->psi ? pl->psi : pl->u);
@@ -569,11 +561,11 @@ PK_MPI_API pk_status pk_mpi_dslash_plan_execute(pk_mpi_dslash_plan *pl, const do
         return st;
     }
     if (!pl->psi) { /* a rank alone: the whole lattice, on the caller's arrays */
-        st = local_execute(pl, pl->local, psi, chi, &info->local);
+        st = pk_dslash_plan_execute_psi(pl->local, psi, chi, &info->local);
     } else {
         exchange(pl, psi, pl->psi, 24, pl->half, info);
         t2 = pkm_now();
-        st = local_execute(pl, pl->local, pl->psi, pl->chi, &info->local);
+        st = pk_dslash_plan_execute_psi(pl->local, pl->psi, pl->chi, &info->local);
         const size_t tp = (size_t)pl->lz * pl->vol2 * 24;
         for (int t = 0; st == PK_OK && t < pl->lt; t++) /* chi may be psi: psi is copied */
             memcpy(chi + (size_t)t * tp, pl->chi + wsite(pl, t + pl->ot, pl->oz) * 24,

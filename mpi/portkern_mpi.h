@@ -250,8 +250,9 @@ PK_MPI_API void pk_mpi_magicfilter3d_plan_destroy(pk_mpi_magicfilter3d_plan *pla
  * (t-slabs: chi written in place); info.overlap 1 when the rank has interior sites (more
  * than 2 planes along each split axis).  Otherwise (overlap 0, a device backend) the local
  * dslash runs on the block with its halo planes, whose outputs are dropped (a rank alone
- * runs the caller's arrays).  Full spinors: bitwise the single-process
- * result of the same variant (omp-vnode: within docs/KERNELS.md 4c, its lanes follow the
+ * runs the caller's arrays).  The links go to every local plan once, at creation (on OpenCL
+ * and CUDA onto the device); an execute passes psi alone.  Full spinors: bitwise the
+ * single-process result of the same variant (omp-vnode: within docs/KERNELS.md 4c, its lanes follow the
  * block's shape); half: within docs/KERNELS.md 4c's tolerance (tests/test_mpi.c checks both).
  * p's t_begin, t_end, z_begin and z_end must be 0 (PK_EINVAL).  chi may be psi.
  * pk_mpi_info's i0, i1 are the t-planes, z0, z1 the z-planes. */

@@ -1006,16 +1006,33 @@ static void ds_check_range(const char *variant, int recon12)
     const int host = ds_backend == PK_BACKEND_SERIAL || ds_backend == PK_BACKEND_OPENMP;
     const int vnode = strcmp(variant, "omp-vnode") == 0;
     const char *r12 = recon12 ? " recon12" : "";
-    if (!host) { /* refused, and said so */
-        pk_dslash_params p = ds_params(2, 2, 2, 4, 0.125, recon12);
-        static double u[4 * 32 * 18], psi[32 * 24], chi[32 * 24];
+    if (!host) { /* plan_execute_psi: psi alone up, the links staying; ranges refused */
+        pk_dslash_params p = ds_params(3, 2, 4, 5, 0.125, recon12);
+        const size_t ns = 24 * ds_volume(&p);
+        double *u, *psi, *u2, *psi2, *want = ds_alloc(ns), *chi = ds_alloc(ns);
+        ds_fields(&p, 71, &u, &psi);
+        ds_fields(&p, 72, &u2, &psi2);
         pk_dslash_plan *whole = NULL;
         int s = pk_dslash_plan_create(&whole, ds_ctx, &p, variant, NULL);
+        const int early = s == PK_OK ? pk_dslash_plan_execute_psi(whole, psi2, chi, NULL) : 0;
+        if (s == PK_OK) s = pk_dslash_plan_execute(whole, u, psi2, want, NULL);
         if (s == PK_OK) s = pk_dslash_plan_upload(whole, u, psi);
-        if (s == PK_OK) s = pk_dslash_plan_execute_psi(whole, psi, chi, NULL);
-        ok(s == PK_EUNSUPPORTED, "%s%s: plan_execute_psi is PK_EUNSUPPORTED (%s)", variant,
-           r12, pk_last_error());
+        int same = 1;
+        for (int k = 0; k < 2 && s == PK_OK; ++k) { /* twice: the links stay */
+            for (size_t i = 0; i < ns; ++i) chi[i] = DS_SENTINEL;
+            s = pk_dslash_plan_execute_psi(whole, psi2, chi, NULL);
+            same &= s == PK_OK && memcmp(chi, want, ns * sizeof(double)) == 0;
+        }
+        ok(s == PK_OK && early == PK_ESTATE && same,
+           "%s%s: plan_execute_psi (twice) on the uploaded links = plan_execute, bitwise; "
+           "before any upload PK_ESTATE (%s)", variant, r12, s ? pk_last_error() : "ok");
         pk_dslash_plan_destroy(whole);
+        free(u);
+        free(psi);
+        free(u2);
+        free(psi2);
+        free(want);
+        free(chi);
         p.t_begin = 1;
         p.t_end = 3;
         pk_dslash_plan *plan = NULL;

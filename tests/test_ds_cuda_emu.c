@@ -108,6 +108,26 @@ static void dse_check_plan(void)
        nonzero, emu_why(s));
     pk_cuda_ds_ops.destroy(impl);
     emu_next_case();
+    /* psi alone (u NULL, plan_execute_psi's upload): the links of the first upload stay */
+    double *u2, *psi2, *c = ds_alloc(ns), *u12 = ds_alloc(4 * d.volume * 12);
+    ds_fields(&p, 78, &u2, &psi2);
+    for (size_t k = 0; k < 4 * d.volume; ++k) memcpy(u12 + 12 * k, u + 18 * k, 12 * sizeof(double));
+    const pk_status s3 = dse_exec(&p, u, psi2, b, 1); /* u with psi2, in one upload */
+    impl = NULL;
+    s = pk_cuda_ds_ops.create(emu_state(), 0, &d, &impl);
+    if (s == PK_OK) s = pk_cuda_ds_ops.upload(impl, u12, psi, NULL);
+    if (s == PK_OK) s = pk_cuda_ds_ops.upload(impl, NULL, psi2, NULL);
+    if (s == PK_OK) s = pk_cuda_ds_ops.run(impl, NULL);
+    if (s == PK_OK) s = pk_cuda_ds_ops.download(impl, c, NULL);
+    pk_cuda_ds_ops.destroy(impl);
+    ok(s == PK_OK && s3 == PK_OK && memcmp(c, b, ns * sizeof(double)) == 0,
+       "plan: an upload of psi alone (u NULL) keeps the links: the bits of u and that psi "
+       "uploaded together (%s)", emu_why(s != PK_OK ? s : s3));
+    emu_next_case();
+    free(u2);
+    free(psi2);
+    free(c);
+    free(u12);
     free(u);
     free(psi);
     free(a);
