@@ -318,9 +318,10 @@ PK_MPI_API pk_status pk_mpi_grid_plan_box(const pk_mpi_grid_plan *plan, int box[
  *  and rank 0 receives every rank's strip into image float32 [N][N] (N = ip->image_size;
  *  read only on rank 0, may be NULL elsewhere), normalised by the run's summed norm.  ip->grid
  *  must be the plan's grid geometry (its tuning fields are not compared), support and
- *  kernels the plan's (the stack through its hash); image size and cell as pk_image takes
- *  them.  The image equals pk_image_from_grid of the gathered bands bitwise (tests/test_mpi.c).
- *  Per rank: its box rows of all N columns (the send buffer) and its columns of all G rows
+ *  kernels the plan's (plane 0, all the image reads of the stack, through its hash); image
+ *  size and cell as pk_image takes them.  The image equals pk_image_from_grid of the
+ *  gathered bands bitwise (tests/test_mpi.c).
+ *  Per rank: its box rows of all N columns (the send buffer) and its columns of the box's rows
  *  (8 bytes a cell), on the host with FFTW whatever the context's backend.  info: compute_s
  *  the two passes (the row pass includes writing the send buffer), comm_s the transpose and
  *  the gather, halo_bytes the bytes this rank sends. */
