@@ -2,7 +2,8 @@
  *
  *   omp-tiled   the NAG tiled algorithm, in stages timed into the run info:
  *     bbox     locate every visibility (pk_gr_locate_inline: the reference's float geometry
- *              and guards): bounding box of the touched cells, per-part w-plane histogram,
+ *              and guards; 16 at a time where grid.isa is AVX-512, gr_locate16: the same
+ *              bits): bounding box of the touched cells, per-part w-plane histogram,
  *              num_skipped, norm (from the plan's per-(plane, off_v, off_u) kernel sums: the
  *              reference's double sum bit for bit, added once per visibility; the parts'
  *              sums added in part order, so runs are bit-reproducible);
@@ -73,6 +74,11 @@
  *   plans in one process (2026-11-29): outer stage 356-458 -> 250-262 ms, the plan run
  *   597-689 -> 461-532 ms at el82-70 x 0.1.  Against a single-plane data set (kernel always
  *   in L1) the loop runs ~2.1 G updates/s per core, so kernel reads from L2/L3 cost ~1/3.
+ *   The stages before outer (2026-11-30, 2-core Zen 5 KVM, el82-70 x 0.1, 2 threads, one
+ *   process per library, alternated): bbox + count + sort 103-106 -> 53-56 ms of a 285-320 ms
+ *   plan run, from the tile lattice's divisions turned into shifts (T a power of two: 8
+ *   integer divisions a visibility were a quarter of count and half of sort) and the
+ *   locate done 16 visibilities at a time (bbox 23 -> 9.5 ms).
  */
 #include "grid_host.h"
 
@@ -421,8 +427,17 @@ static void gr_run_atomic(const gr_omp_plan *h, const pk_grid_data *dat, float *
  * c + (tmin_x + tx + 1) T), c = grid_size / 2, clipped to the grid. */
 typedef struct gr_lattice {
     int T, c, g;
+    int shift; /* log2 T when T is a power of two (the default 64), else -1 */
     int tminx, tminy, ntx, nty;
 } gr_lattice;
+
+/* floor((x - c) / T): the tile column (row) of cell x counted from the centre.  A shift where
+ * T is a power of two: the count and sort stages take it 8 times per visibility, and an
+ * integer division costs ~15 cycles (GCC and Clang shift negative ints arithmetically). */
+static inline int gr_tile_of(const gr_lattice *lt, int x)
+{
+    return lt->shift >= 0 ? (x - lt->c) >> lt->shift : gr_floordiv(x - lt->c, lt->T);
+}
 
 static inline void gr_tile_rect(const gr_lattice *lt, int tx, int ty, int *x0, int *x1,
                                 int *y0, int *y1)
@@ -437,10 +452,10 @@ static inline void gr_tile_rect(const gr_lattice *lt, int tx, int ty, int *x0, i
 static inline void gr_tile_span(const gr_lattice *lt, int x0, int x1, int y0, int y1, int *tx0,
                                 int *tx1, int *ty0, int *ty1)
 {
-    *tx0 = gr_floordiv(x0 - lt->c, lt->T) - lt->tminx;
-    *tx1 = gr_floordiv(x1 - lt->c, lt->T) - lt->tminx;
-    *ty0 = gr_floordiv(y0 - lt->c, lt->T) - lt->tminy;
-    *ty1 = gr_floordiv(y1 - lt->c, lt->T) - lt->tminy;
+    *tx0 = gr_tile_of(lt, x0) - lt->tminx;
+    *tx1 = gr_tile_of(lt, x1) - lt->tminx;
+    *ty0 = gr_tile_of(lt, y0) - lt->tminy;
+    *ty1 = gr_tile_of(lt, y1) - lt->tminy;
 }
 
 /* Ring of tile (tx, ty) around the centre: the smallest R whose box [-R, R)^2 (in tiles
@@ -549,6 +564,122 @@ static inline int gr_record(const gr_omp_plan *h, const pk_grid_data *dat, size_
     return 0;
 }
 
+#ifdef PK_X86
+/* pk_gr_roundf on 16 lanes: the same operations (truncation, |x - t| >= 0.5, the sign of x),
+ * so the same bits. */
+PK_T512 static inline __m512 gr_roundf16(__m512 x)
+{
+    const __m512i sign = _mm512_set1_epi32(INT32_MIN);
+    const __m512 ax = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(x)));
+    const __mmask16 small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(8388608.0f), _CMP_LT_OQ);
+    const __m512 t = _mm512_cvtepi32_ps(_mm512_cvttps_epi32(x));
+    const __m512 d = _mm512_sub_round_ps(x, t, _MM_FROUND_CUR_DIRECTION);
+    const __m512 ad = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(d)));
+    const __mmask16 up = _mm512_cmp_ps_mask(ad, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    const __m512 at = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(t)));
+    const __m512 r = _mm512_mask_add_ps(at, up, at, _mm512_set1_ps(1.0f)); /* |t| + up, >= +0 */
+    const __m512i rs = _mm512_or_si512(_mm512_castps_si512(r),
+                                       _mm512_and_si512(sign, _mm512_castps_si512(x)));
+    return _mm512_mask_blend_ps(small, x, _mm512_castsi512_ps(rs));
+}
+
+/* gr_record on the 16 visibilities [i, i + 16): pk_gr_locate_inline's float operations in its
+ * order, lane by lane, so the same records bit for bit (products and differences through
+ * their _round forms, which the compiler never contracts into FMAs).  Bit k of the result is
+ * set when visibility i + k is gridded; v[k] is its record (unset for a skipped one).  The
+ * scalar locate costs ~50 cycles a visibility, and bbox and count each locate every one. */
+PK_T512 static unsigned gr_locate16(const gr_omp_plan *h, const pk_grid_data *dat, size_t i,
+                                    gr_vis *v)
+{
+    const pk_gr_desc *d = &h->d;
+    const int g = d->p.grid_size, npm = d->p.num_w_planes - 1;
+    const __m512i sign = _mm512_set1_epi32(INT32_MIN);
+    const __m512 uu = _mm512_loadu_ps(dat->uu + i), vv = _mm512_loadu_ps(dat->vv + i);
+    const __m512 ww = _mm512_loadu_ps(dat->ww + i), wt = _mm512_loadu_ps(dat->weight + i);
+    const __m512 v0 = _mm512_loadu_ps(dat->vis + 2 * i), v1 = _mm512_loadu_ps(dat->vis + 2 * i + 16);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const __m512 vre = _mm512_permutex2var_ps(v0, even, v1);
+    const __m512 vim = _mm512_permutex2var_ps(v0, odd, v1);
+#define GR_SUB(a, b) _mm512_sub_round_ps(a, b, _MM_FROUND_CUR_DIRECTION)
+#define GR_MUL(a, b) _mm512_mul_round_ps(a, b, _MM_FROUND_CUR_DIRECTION)
+#define GR_ABS(a) _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(a)))
+    __m512 fin = _mm512_add_ps(GR_SUB(uu, uu), GR_SUB(vv, vv));
+    fin = _mm512_add_ps(fin, GR_SUB(ww, ww));
+    fin = _mm512_add_ps(fin, GR_SUB(vre, vre));
+    fin = _mm512_add_ps(fin, GR_SUB(vim, vim));
+    fin = _mm512_add_ps(fin, GR_SUB(wt, wt));
+    __mmask16 ok = _mm512_cmp_ps_mask(fin, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    const __m512 gs = _mm512_set1_ps((float)(g * d->p.cell_size_rad));
+    const __m512 neg_uu = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(uu), sign));
+    const __m512 pos_u = GR_MUL(neg_uu, gs), pos_v = GR_MUL(vv, gs);
+    const __m512 ru = gr_roundf16(pos_u), rv = gr_roundf16(pos_v);
+    const __m512 gf = _mm512_set1_ps((float)g);
+    ok &= _mm512_cmp_ps_mask(GR_ABS(ru), gf, _CMP_LE_OQ) &
+          _mm512_cmp_ps_mask(GR_ABS(rv), gf, _CMP_LE_OQ);
+    const __m512 wf = gr_roundf16(
+        _mm512_sqrt_ps(GR_ABS(GR_MUL(ww, _mm512_set1_ps((float)d->p.w_scale)))));
+    /* every lane's plane in [0, npm] (NaN and large wf compare false: npm), so the gather is
+     * in bounds whatever the lane holds */
+    const __mmask16 below = _mm512_cmp_ps_mask(wf, _mm512_set1_ps((float)npm), _CMP_LT_OQ);
+    const __m512i w = _mm512_mask_blend_epi32(below, _mm512_set1_epi32(npm), _mm512_cvttps_epi32(wf));
+    const __m512i sup = _mm512_i32gather_epi32(w, h->support, 4);
+    const __m512i half = _mm512_set1_epi32(g / 2), gi = _mm512_set1_epi32(g);
+    const __m512i gu = _mm512_add_epi32(_mm512_cvttps_epi32(ru), half);
+    const __m512i gv = _mm512_add_epi32(_mm512_cvttps_epi32(rv), half);
+    ok &= _mm512_cmpge_epi32_mask(_mm512_sub_epi32(gu, sup), _mm512_setzero_si512()) &
+          _mm512_cmplt_epi32_mask(_mm512_add_epi32(gu, sup), gi) &
+          _mm512_cmpge_epi32_mask(_mm512_sub_epi32(gv, sup), _mm512_setzero_si512()) &
+          _mm512_cmplt_epi32_mask(_mm512_add_epi32(gv, sup), gi);
+    const __m512 osf = _mm512_set1_ps((float)d->p.oversample);
+    const __m512i ou = _mm512_cvttps_epi32(gr_roundf16(GR_MUL(GR_SUB(ru, pos_u), osf)));
+    const __m512i ov = _mm512_cvttps_epi32(gr_roundf16(GR_MUL(GR_SUB(rv, pos_v), osf)));
+    const __m512 a = GR_MUL(vre, wt), b = GR_MUL(vim, wt);
+    const __m512 sg = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ww, _mm512_setzero_ps(), _CMP_GT_OQ),
+                                           _mm512_set1_ps(1.0f), _mm512_set1_ps(-1.0f));
+#undef GR_SUB
+#undef GR_MUL
+#undef GR_ABS
+    int32_t lw[16], lgu[16], lgv[16], lou[16], lov[16];
+    float la[16], lb[16], ls[16];
+    _mm512_storeu_si512(lw, w);
+    _mm512_storeu_si512(lgu, gu);
+    _mm512_storeu_si512(lgv, gv);
+    _mm512_storeu_si512(lou, ou);
+    _mm512_storeu_si512(lov, ov);
+    _mm512_storeu_ps(la, a);
+    _mm512_storeu_ps(lb, b);
+    _mm512_storeu_ps(ls, sg);
+    for (int k = 0; k < 16; ++k) {
+        if (!(ok >> k & 1)) continue;
+        v[k].gu = lgu[k];
+        v[k].gv = lgv[k];
+        v[k].w = lw[k];
+        v[k].ou = (int16_t)lou[k];
+        v[k].ov = (int16_t)lov[k];
+        v[k].a = la[k];
+        v[k].b = lb[k];
+        v[k].sign = ls[k];
+        v[k].pad = 0;
+    }
+    return ok;
+}
+#endif
+
+/* Visibilities [i, i + nb), nb <= 16, located: bit k of the result set when i + k is gridded,
+ * its record in v[k].  gr_locate16 on whole blocks where the plan's ISA is AVX-512. */
+static inline unsigned gr_locate_block(const gr_omp_plan *h, const pk_grid_data *dat, size_t i,
+                                       int nb, gr_vis *v)
+{
+#ifdef PK_X86
+    if (nb == 16 && h->isa == PK_SIMD_AVX512) return gr_locate16(h, dat, i, v);
+#endif
+    unsigned ok = 0;
+    for (int k = 0; k < nb; ++k)
+        if (!gr_record(h, dat, i + (size_t)k, &v[k])) ok |= 1u << k;
+    return ok;
+}
+
 /* One pass over at most GR_CHUNK_VIS visibilities; stage times added to st[]. */
 static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, float *grid,
                                    pk_gr_result *res, double *st)
@@ -578,20 +709,26 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     for (int p = pk_thread_num(); p < nt; p += pk_team_size()) {
         size_t *cnt = ps.pcount + (size_t)p * np;
         double norm = 0;
-        for (size_t i = pk_share_lo(n, p, nt); i < pk_share_lo(n, p + 1, nt); ++i) {
-            gr_vis v;
-            if (gr_record(h, dat, i, &v)) {
-                ++skipped;
-                continue;
+        const size_t hi = pk_share_lo(n, p + 1, nt);
+        for (size_t i = pk_share_lo(n, p, nt); i < hi; i += 16) {
+            const int nb = hi - i < 16 ? (int)(hi - i) : 16;
+            gr_vis vb[16];
+            const unsigned ok = gr_locate_block(h, dat, i, nb, vb);
+            for (int k = 0; k < nb; ++k) {
+                if (!(ok >> k & 1)) {
+                    ++skipped;
+                    continue;
+                }
+                const gr_vis v = vb[k];
+                const int s = h->support[v.w];
+                ++cnt[v.w];
+                bx0 = gr_min(bx0, v.gu - s);
+                bx1 = gr_max(bx1, v.gu + s);
+                by0 = gr_min(by0, v.gv - s);
+                by1 = gr_max(by1, v.gv + s);
+                norm += gr_ksum(h, v.w, v.ou, v.ov) * dat->weight[i + (size_t)k];
+                updates += (double)(2 * s + 1) * (2 * s + 1);
             }
-            const int s = h->support[v.w];
-            ++cnt[v.w];
-            bx0 = gr_min(bx0, v.gu - s);
-            bx1 = gr_max(bx1, v.gu + s);
-            by0 = gr_min(by0, v.gv - s);
-            by1 = gr_max(by1, v.gv + s);
-            norm += gr_ksum(h, v.w, v.ou, v.ov) * dat->weight[i];
-            updates += (double)(2 * s + 1) * (2 * s + 1);
         }
         part_norm[p] = norm;
     }
@@ -614,10 +751,13 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     lt.T = h->d.p.tile_size;
     lt.c = g / 2;
     lt.g = g;
-    lt.tminx = gr_floordiv(bx0 - lt.c, lt.T);
-    lt.tminy = gr_floordiv(by0 - lt.c, lt.T);
-    lt.ntx = gr_floordiv(bx1 - lt.c, lt.T) - lt.tminx + 1;
-    lt.nty = gr_floordiv(by1 - lt.c, lt.T) - lt.tminy + 1;
+    lt.shift = -1;
+    for (int b = 0; b < 31; ++b)
+        if (lt.T == 1 << b) lt.shift = b;
+    lt.tminx = gr_tile_of(&lt, bx0);
+    lt.tminy = gr_tile_of(&lt, by0);
+    lt.ntx = gr_tile_of(&lt, bx1) - lt.tminx + 1;
+    lt.nty = gr_tile_of(&lt, by1) - lt.tminy + 1;
     const size_t ntiles = (size_t)lt.ntx * (size_t)lt.nty;
     size_t per_part;
     if (h->rec_cap < ng) {
@@ -650,9 +790,13 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
     {
         for (int p = pk_thread_num(); p < nt; p += pk_team_size()) {
             size_t *cur = ps.pcount + (size_t)p * np;
-            for (size_t i = pk_share_lo(n, p, nt); i < pk_share_lo(n, p + 1, nt); ++i) {
-                gr_vis v;
-                if (!gr_record(h, dat, i, &v)) ps.rec[cur[v.w]++] = v;
+            const size_t hi = pk_share_lo(n, p + 1, nt);
+            for (size_t i = pk_share_lo(n, p, nt); i < hi; i += 16) {
+                const int nb = hi - i < 16 ? (int)(hi - i) : 16;
+                gr_vis vb[16];
+                const unsigned ok = gr_locate_block(h, dat, i, nb, vb);
+                for (int k = 0; k < nb; ++k)
+                    if (ok >> k & 1) ps.rec[cur[vb[k].w]++] = vb[k];
             }
         }
 #pragma omp barrier
@@ -665,6 +809,12 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                 int tx0, tx1, ty0, ty1;
                 gr_tile_span(&lt, v->gu - s, v->gu + s, v->gv - s, v->gv + s, &tx0, &tx1, &ty0,
                              &ty1);
+                if (tx0 == tx1 && ty0 == ty1) { /* inside one tile (most at tile 64): no clip */
+                    const size_t tile = (size_t)ty0 * lt.ntx + tx0;
+                    ++cnt[tile];
+                    wk[tile] += (double)(2 * s + 1) * (2 * s + 1);
+                    continue;
+                }
                 for (int ty = ty0; ty <= ty1; ++ty)
                     for (int tx = tx0; tx <= tx1; ++tx) {
                         const size_t tile = (size_t)ty * lt.ntx + tx;
