@@ -454,9 +454,14 @@ pk_status pk_s3_host_execute(void *impl, const double *u, const double *psi, dou
 }
 
 /* ---- the host backends' fused call on AoS arrays ---------------------------------------- */
-/* Bytes of one block's u, psi and chi in the layout: half the 1-2 MiB L2 of current x86 cores,
- * so that a block's conversion, kernel and unpacking run out of the L2. */
+/* Bytes of one block's u, psi and chi in the layout.  AoS-spinor layouts (which read psi and
+ * chi in place): half the 1-2 MiB L2 of current x86 cores.  vfo and hvfo, which pack u and
+ * psi and unpack chi per block: a quarter of a 48 KiB L1d, so that the transposes' loads and
+ * stores stay in L1; measured on the 2-core Zen 5 (one call at nv 3.9 M, 2 threads, medians
+ * of 7, three rounds): 12 KiB blocks vfo 71-75 ms, hvfo 77-78 against 103-110 and 87-91 at
+ * 512 KiB (64 KiB: 115-120 and 101-105; 8 KiB: 79-89). */
 #define S3_FUSED_BYTES ((size_t)512 << 10)
+#define S3_FUSED_PACKED_BYTES ((size_t)12 << 10)
 
 typedef struct s3_fused {
     pk_s3_host_plan *h;
@@ -467,7 +472,8 @@ typedef struct s3_fused {
     int stream;            /* chi streamed into the caller's array: AoS-spinor layouts by the
                               backend's kernel (its alignment decides), vfo and hvfo by the
                               unpacking (pk_stream_copy) */
-    double conv_s;         /* thread 0's conversions */
+    double kern_s;         /* thread 0's kernel time (one clock pair a block: vfo / hvfo
+                              blocks are small) */
 } s3_fused;
 
 static size_t s3_round8(size_t n) { return (n + 7) / 8 * 8; }
@@ -487,7 +493,6 @@ static void s3_fused_range(void *arg, size_t lo, size_t hi)
         (void)pk_s3_desc_init(&bd, &bp); /* cannot fail: fewer sites than the plan's */
         bd.variant = d->variant;
         const size_t packed = aos_spinor ? bd.nv : bd.nsites; /* padding sites get zeros */
-        double t = t0_times ? pk_now() : 0;
         /* AoS-like links are read in place (bd.u_site): packing them into the block measured
          * 1.25x the call (its own pass over u, then the kernel's over psi and chi) */
         const double *uk = f->u + PK_S3_U_AOS * b0;
@@ -504,17 +509,16 @@ static void s3_fused_range(void *arg, size_t lo, size_t hi)
             s3_conv cp = {&bd, psi, pb, PK_S3_SPINOR, PK_S3_SPINOR, 1};
             s3_conv_sites(&cp, 0, packed);
         }
-        if (t0_times) f->conv_s += pk_now() - t;
+        const double t = t0_times ? pk_now() : 0;
         f->h->range(f->h, &bd, uk, aos_spinor ? psi : pb, aos_spinor ? chi : cb, 0, bd.nsites,
                     aos_spinor && f->stream);
+        if (t0_times) f->kern_s += pk_now() - t;
         if (!aos_spinor) {
-            t = t0_times ? pk_now() : 0;
             /* streaming: chi in AoS order into the psi block (spent), then out with
              * non-temporal stores, so that the caller's chi is not read for ownership */
             s3_conv cc = {&bd, cb, f->stream ? pb : chi, PK_S3_SPINOR, PK_S3_SPINOR, 0};
             s3_conv_sites(&cc, 0, bd.nv);
             if (f->stream) pk_stream_copy(chi, pb, bd.nv * PK_S3_SPINOR * sizeof(double));
-            if (t0_times) f->conv_s += pk_now() - t;
         }
     }
     if (f->stream && !aos_spinor) pk_stream_fence(); /* before the range's barrier */
@@ -530,7 +534,8 @@ pk_status pk_s3_host_execute_canonical(void *impl, const double *u, const double
                                                : 8;
     const size_t m_u = (size_t)pk_s3_u_per_site(d->layout);
     const size_t site_bytes = sizeof(double) * (m_u + 2 * PK_S3_SPINOR);
-    size_t block = S3_FUSED_BYTES / site_bytes / g * g;
+    const size_t block_bytes = s3_aos_spinor(d->layout) ? S3_FUSED_BYTES : S3_FUSED_PACKED_BYTES;
+    size_t block = block_bytes / site_bytes / g * g;
     if (block < g) block = g;
     /* AoS-like layouts read the caller's u in place: no u block */
     s3_fused f = {h, u, psi, chi, block, s3_aos_spinor(d->layout) ? 0 : s3_round8(block * m_u),
@@ -549,8 +554,10 @@ pk_status pk_s3_host_execute_canonical(void *impl, const double *u, const double
     const double t0 = pk_now();
     pk_parallel_range(d->nv, block, d->nv * site_bytes, h->nt, s3_fused_range, &f);
     const double wall = pk_now() - t0;
-    *layout_seconds = f.conv_s < wall ? f.conv_s : wall;
-    *kernel_seconds = wall - *layout_seconds;
+    /* the wall split as thread 0's: its kernel time, the rest conversions (AoS-spinor layouts
+     * convert nothing here: their links are read in place) */
+    *kernel_seconds = s3_aos_spinor(d->layout) || f.kern_s > wall ? wall : f.kern_s;
+    *layout_seconds = wall - *kernel_seconds;
     return PK_OK;
 }
 
