@@ -84,6 +84,14 @@ pk_status pk_ds_host_download(void *impl, double *chi, double *seconds);
  *  transfer).  u NULL: the links the plan holds (uploaded before; plan_execute_psi). */
 pk_status pk_ds_host_execute(void *impl, const double *u, const double *psi, double *chi,
                              double *kernel_seconds, double *transfer_seconds);
+/** Whether a backend's plan (its ops and impl) is a lexicographic host plan (serial, omp: no
+ *  lanes), whose kernels can read a recon12 call's rows 0 and 1 of full links in place. */
+int pk_ds_host_reads_full(const pk_ds_ops *ops, const void *impl);
+/** recon12 on such a plan: chi = M psi on the caller's full links u [4 V][3][3] (rows 0 and 1
+ *  read in place, row 2 rebuilt as from the compressed links: the same bits), psi and chi;
+ *  chi must not overlap u or psi.  No copy, no conversion. */
+pk_status pk_ds_host_execute_full(void *impl, const double *u, const double *psi, double *chi,
+                                  double *kernel_seconds);
 void pk_ds_host_destroy(void *impl);
 
 /** The spin-projected kernel on lexicographic data, for the rows (t, z, y) with flat index

@@ -94,7 +94,7 @@ static void pk_ds_rows_clones(const pk_ds_desc *d, const double *u, const double
 {
     const size_t X = (size_t)d->dims[0], Y = (size_t)d->dims[1], Z = (size_t)d->dims[2],
                  T = (size_t)d->dims[3], V = d->volume;
-    const size_t ls = d->recon12 ? 12 : 18; /* doubles per link */
+    const size_t ls = (size_t)d->u_link; /* doubles from one link to the next */
     const double diag = 1.0 / (2.0 * d->kappa);
     for (size_t r = r0; r < r1; ++r) {
         const size_t y = r % Y, z = r / Y % Z, t = r / (Y * Z);

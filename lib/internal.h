@@ -527,6 +527,10 @@ typedef struct pk_ds_desc {
     double kappa;
     int recon12;          /* links stored as two rows */
     size_t u_doubles;     /* 4 * volume * (18 or 12) */
+    int u_link;           /* doubles from one link to the next in the u the host kernels read:
+                             18, or 12 with recon12; 18 with recon12 while a lexicographic host
+                             plan executes on the caller's full links, whose first two rows it
+                             reads in place (pk_ds_host_execute_full) */
     size_t spinor_doubles; /* volume * 24 */
     int t0, t1;           /* the t-planes computed, [t0, t1) (0, dims[3]: all; chi's others
                              untouched, chi read and written only below plane t1) */

@@ -1048,7 +1048,9 @@ PK_API void pk_su3_plan_destroy(pk_su3_plan *plan);
  * (spin, colour).  1320 flops per site for the hopping term (run info's flops); bytes by the
  * no-reuse model: 3072 per site, 2688 with recon12 (docs/PERFORMANCE.md).
  * recon12: the library keeps the first two rows of each link (compressed on the host when
- * uploading, timed into info->layout_s of one-shot calls) and the kernels rebuild the third
+ * uploading, timed into info->layout_s of one-shot calls; serial's and OpenMP omp's one-shot
+ * calls and plan_execute read rows 0 and 1 of the caller's full links in place instead,
+ * layout_s 0) and the kernels rebuild the third
  * as conj(row0 x row1): right for SU(3) links only.  The caller always passes full links.
  * t_begin, t_end: chi on the t-planes [t_begin, t_end) only (0 <= t_begin < t_end <= t; both
  * 0, the default: all), the same bits as those planes of the whole call; chi's other planes
@@ -1091,9 +1093,10 @@ PK_API pk_status pk_dslash_plan_download(pk_dslash_plan *plan, double *chi);
 /** chi = M psi with the plan on the caller's arrays (full links, as plan_upload takes them),
  *  as pk_dslash does on the plan its context keeps.  On serial and on OpenMP's omp the
  *  kernel reads u and psi and writes chi directly, nothing copied in or out (transfer_s 0;
- *  no alignment needed); recon12's two-row links are made on the host first, as in
- *  pk_dslash (info->layout_s).  omp-vnode runs on its own lane layout, into which psi and u
- *  are converted and chi back (its upload and download: counted as transfer), as are the
+ *  no alignment needed; recon12 reads rows 0 and 1 of the full links in place).  Elsewhere
+ *  recon12's two-row links are made on the host first (info->layout_s).  omp-vnode runs on
+ *  its own lane layout, into which psi and u are converted and chi back (its upload and
+ *  download: counted as transfer), as are the
  *  uploads and downloads of OpenCL and CUDA (CUDA's go up and down as they are, through
  *  the staging ring, and are reordered on the device).  On CUDA, u, psi and chi all in
  *  device memory of the plan's device (cudaMalloc, CuPy, PyTorch) stay there: reordered

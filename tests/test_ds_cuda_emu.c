@@ -31,6 +31,7 @@ static pk_ds_desc dse_desc(const pk_dslash_params *p)
     d.kappa = p->kappa;
     d.recon12 = p->recon12;
     d.u_doubles = 4 * d.volume * (p->recon12 ? 12 : 18);
+    d.u_link = p->recon12 ? 12 : 18;
     d.spinor_doubles = 24 * d.volume;
     d.t1 = p->t;
     d.sites = d.volume;
