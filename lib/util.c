@@ -188,8 +188,9 @@ static void pk_transpose_rest(const double *src, size_t ss, double *dst, size_t 
 #include <immintrin.h>
 #define PK_HAVE_AVX2_TRANSPOSE 1
 /* 4 x 4 blocks in AVX2 registers: 8 shuffles per 16 doubles instead of a gather per double
- * (su3's hvfo packing ran 1.3-1.8x faster in L2, its unpacking, whose scalar stores are
- * sequential, 20% slower: it keeps the scalar loop; 8 x 8 blocks in AVX-512 measured slower).
+ * (su3's hvfo packing ran 1.3-1.8x faster in L2; its unpacking 20% slower in L2 but 7% faster
+ * in the one call's L1 blocks, which it now serves; 8 x 8 blocks in AVX-512 measured slower,
+ * twice).
  * Down each block column, so that each output row is written as a stream. */
 __attribute__((target("avx2"))) static void pk_transpose_avx2(const double *src, size_t ss,
                                                               double *dst, size_t ds, size_t r,
