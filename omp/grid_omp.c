@@ -26,7 +26,7 @@
  *              (static and deterministic), each part gridding into a private copy of the box
  *              (clipped to the bounding box);
  *     reduce   the copies summed into the grid in part order, rows split between threads.
- *     Tiles are tile_size x tile_size cells (default 64) on a lattice through the grid
+ *     Tiles are tile_size x tile_size cells (default 128) on a lattice through the grid
  *     centre, covering the bounding box.  central_radius R: 0 = auto: the smallest box
  *     outside which no tile holds more than 1/(4 nt) of the work (so that the largest job
  *     of the outer queue costs at most a quarter of a thread's share), none on one thread,
@@ -78,7 +78,14 @@
  *   process per library, alternated): bbox + count + sort 103-106 -> 53-56 ms of a 285-320 ms
  *   plan run, from the tile lattice's divisions turned into shifts (T a power of two: 8
  *   integer divisions a visibility were a quarter of count and half of sort) and the
- *   locate done 16 visibilities at a time (bbox 23 -> 9.5 ms).
+ *   locate done 16 visibilities at a time (bbox 23 -> 9.5 ms).  The default tile then 64 ->
+ *   128 (the same machine, a program on the public API, tile sizes alternated, runs of 2
+ *   threads): el82-70 x 0.1 218-299 -> 200-217 ms (256: 185-240), on 1 thread 436-447 ->
+ *   394-398; el30-56 x 0.1 (larger w, supports) 1.19-1.25 -> 0.84-0.85 s (256: 0.70-0.74);
+ *   synthetic 64-74 -> 52-68 ms.  A bigger tile holds more visibilities per plane (the
+ *   kernel rows' reuse) and clips fewer footprints; 128 leaves ~1400 tiles at el82-70 for
+ *   the heaviest-first queue, 256 only ~360 (the balance of many cores: not measured here;
+ *   `portkern tune` tries 64 and 256).
  */
 #include "grid_host.h"
 
@@ -95,7 +102,7 @@
 #include <immintrin.h>
 #endif
 
-#define GR_DEFAULT_TILE 64
+#define GR_DEFAULT_TILE 128 /* see the top: 64 (the NAG report's) measured 10-31% slower */
 #ifndef GR_CHUNK_VIS /* (a test build lowers it to exercise the chunking) */
 #define GR_CHUNK_VIS ((size_t)1 << 26)        /* visibilities per pass: bounds the scratch */
 #endif
@@ -809,7 +816,7 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                 int tx0, tx1, ty0, ty1;
                 gr_tile_span(&lt, v->gu - s, v->gu + s, v->gv - s, v->gv + s, &tx0, &tx1, &ty0,
                              &ty1);
-                if (tx0 == tx1 && ty0 == ty1) { /* inside one tile (most at tile 64): no clip */
+                if (tx0 == tx1 && ty0 == ty1) { /* inside one tile (most of them): no clip */
                     const size_t tile = (size_t)ty0 * lt.ntx + tx0;
                     ++cnt[tile];
                     wk[tile] += (double)(2 * s + 1) * (2 * s + 1);
