@@ -407,7 +407,9 @@ pk_status pk_lp_host_execute(void *impl, float *phi, int count, double *kernel_s
     float *own = h->f1;
     h->f1 = phi;
     h->cur = phi;
+    h->in_place = 1;
     pk_status s = h->run(h, count, kernel_seconds);
+    h->in_place = 0;
     if (s == PK_OK && h->cur != phi) /* the result is in the work array */
         s = pk_lp_host_download(h, phi, &down);
     h->f1 = own;

@@ -99,9 +99,11 @@ static const param_def defs[PK_PARAM_COUNT] = {
     [PK_PARAM_LAPLACE2D_CL_SCHEME] = {"laplace2d.cl_scheme", "PORTKERN_CL_LP_SCHEME", T_CHOICE, 0,
         0, "auto,vec,item", "auto, vec or item", "auto", 0,
         "OpenCL kernel: vector rows (vec) or one site per item; auto: vec on CPUs"},
-    [PK_PARAM_LAPLACE2D_TB_DEPTH] = {"laplace2d.tb_depth", NULL, T_INT, 1, 16, NULL,
-        "an integer in [1, 16]", "4", 0,
-        "OpenMP omp-tb: iterations per pass over memory (temporal blocking depth)"},
+    [PK_PARAM_LAPLACE2D_TB_DEPTH] = {"laplace2d.tb_depth", NULL, T_AUTO_INT, 1, 16, NULL,
+        "auto or an integer in [1, 16]", "auto", 0,
+        "OpenMP omp-tb: iterations per pass over memory, at most (temporal blocking depth; "
+        "auto: 8 where the two fields exceed the last-level cache, else 4; a call takes the "
+        "depth up to it with the fewest passes)"},
     [PK_PARAM_MAGICFILTER3D_ISA] = {"magicfilter3d.isa", "PORTKERN_MF_ISA", T_CHOICE, 0, 0,
         ISA_CHOICES, ISA_VALUES, "auto", 0,
         "serial simd / OpenMP omp: lower the SIMD level (auto: the CPU's best)"},
