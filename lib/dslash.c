@@ -357,6 +357,25 @@ pk_status pk_ds_host_download(void *impl, double *chi, double *seconds)
     return PK_OK;
 }
 
+/* The plan's run on the caller's arrays (a lexicographic plan: no copies), u's links u_link
+ * doubles apart; the plan's own arrays and link stride restored after. */
+static pk_status ds_host_run_on(pk_ds_host_plan *h, const double *u, int u_link,
+                                const double *psi, double *chi, double *kernel_seconds)
+{
+    double *own_u = h->u, *own_psi = h->psi, *own_chi = h->chi;
+    const int own_link = h->d.u_link;
+    h->u = (double *)u; /* read only */
+    h->psi = (double *)psi;
+    h->chi = chi;
+    h->d.u_link = u_link;
+    pk_status s = h->ops->run(h, kernel_seconds);
+    h->u = own_u;
+    h->psi = own_psi;
+    h->chi = own_chi;
+    h->d.u_link = own_link;
+    return s;
+}
+
 pk_status pk_ds_host_execute(void *impl, const double *u, const double *psi, double *chi,
                              double *kernel_seconds, double *transfer_seconds)
 {
@@ -374,16 +393,8 @@ pk_status pk_ds_host_execute(void *impl, const double *u, const double *psi, dou
         *transfer_seconds = up + down;
         return PK_OK;
     }
-    double *own_u = h->u, *own_psi = h->psi, *own_chi = h->chi;
-    h->u = (double *)u; /* read only */
-    h->psi = (double *)psi;
-    h->chi = chi;
-    pk_status s = h->ops->run(h, kernel_seconds);
-    h->u = own_u;
-    h->psi = own_psi;
-    h->chi = own_chi;
     *transfer_seconds = 0;
-    return s;
+    return ds_host_run_on(h, u, h->d.u_link, psi, chi, kernel_seconds);
 }
 
 int pk_ds_host_reads_full(const pk_ds_ops *ops, const void *impl)
@@ -394,18 +405,7 @@ int pk_ds_host_reads_full(const pk_ds_ops *ops, const void *impl)
 pk_status pk_ds_host_execute_full(void *impl, const double *u, const double *psi, double *chi,
                                   double *kernel_seconds)
 {
-    pk_ds_host_plan *h = impl;
-    double *own_u = h->u, *own_psi = h->psi, *own_chi = h->chi;
-    h->u = (double *)u; /* read only */
-    h->psi = (double *)psi;
-    h->chi = chi;
-    h->d.u_link = 18;
-    pk_status s = h->ops->run(h, kernel_seconds);
-    h->d.u_link = h->d.recon12 ? 12 : 18;
-    h->u = own_u;
-    h->psi = own_psi;
-    h->chi = own_chi;
-    return s;
+    return ds_host_run_on(impl, u, 18, psi, chi, kernel_seconds);
 }
 
 void pk_ds_host_destroy(void *impl)

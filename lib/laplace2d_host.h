@@ -78,7 +78,8 @@ typedef struct pk_lp_host_plan {
     int stream;        /* OpenMP: streaming stores (the two fields exceed the last-level cache) */
     float *scratch;    /* OpenMP temporal blocking: per-thread ring rows */
     size_t scratch_per_thread; /* floats */
-    int tb_depth;              /* OpenMP omp-tb: iterations per pass, at most (laplace2d.tb_depth) */
+    int tb_depth;              /* OpenMP omp-tb: iterations per pass, at most
+                                  (laplace2d.tb_depth) */
     int in_place;              /* a run on the caller's field (execute): an even number of
                                   passes leaves the result there, not in the work field */
     pk_status (*run)(void *impl, int count, double *kernel_seconds); /* the backend's sweeps */

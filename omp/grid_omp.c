@@ -434,7 +434,7 @@ static void gr_run_atomic(const gr_omp_plan *h, const pk_grid_data *dat, float *
  * c + (tmin_x + tx + 1) T), c = grid_size / 2, clipped to the grid. */
 typedef struct gr_lattice {
     int T, c, g;
-    int shift; /* log2 T when T is a power of two (the default 64), else -1 */
+    int shift; /* log2 T when T is a power of two (the default 128), else -1 */
     int tminx, tminy, ntx, nty;
 } gr_lattice;
 
@@ -603,8 +603,10 @@ PK_T512 static unsigned gr_locate16(const gr_omp_plan *h, const pk_grid_data *da
     const __m512i sign = _mm512_set1_epi32(INT32_MIN);
     const __m512 uu = _mm512_loadu_ps(dat->uu + i), vv = _mm512_loadu_ps(dat->vv + i);
     const __m512 ww = _mm512_loadu_ps(dat->ww + i), wt = _mm512_loadu_ps(dat->weight + i);
-    const __m512 v0 = _mm512_loadu_ps(dat->vis + 2 * i), v1 = _mm512_loadu_ps(dat->vis + 2 * i + 16);
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512 v0 = _mm512_loadu_ps(dat->vis + 2 * i);
+    const __m512 v1 = _mm512_loadu_ps(dat->vis + 2 * i + 16);
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     const __m512 vre = _mm512_permutex2var_ps(v0, even, v1);
     const __m512 vim = _mm512_permutex2var_ps(v0, odd, v1);
@@ -629,7 +631,8 @@ PK_T512 static unsigned gr_locate16(const gr_omp_plan *h, const pk_grid_data *da
     /* every lane's plane in [0, npm] (NaN and large wf compare false: npm), so the gather is
      * in bounds whatever the lane holds */
     const __mmask16 below = _mm512_cmp_ps_mask(wf, _mm512_set1_ps((float)npm), _CMP_LT_OQ);
-    const __m512i w = _mm512_mask_blend_epi32(below, _mm512_set1_epi32(npm), _mm512_cvttps_epi32(wf));
+    const __m512i w =
+        _mm512_mask_blend_epi32(below, _mm512_set1_epi32(npm), _mm512_cvttps_epi32(wf));
     const __m512i sup = _mm512_i32gather_epi32(w, h->support, 4);
     const __m512i half = _mm512_set1_epi32(g / 2), gi = _mm512_set1_epi32(g);
     const __m512i gu = _mm512_add_epi32(_mm512_cvttps_epi32(ru), half);

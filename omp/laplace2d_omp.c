@@ -380,12 +380,6 @@ static size_t lp_scratch_floats(int l, int kind, int T, int hvfo)
     return rows * lp_row_stride(l);
 }
 
-/* count iterations as ops: count / T passes of T iterations (omp-tb; T = 1 otherwise), then
- * count % T single sweeps, a barrier after each.  lexi NULL: the plan's fields from h->cur,
- * ping-pong.  Else the caller's lexi field (an hvfo plan): the first op reads it and the last
- * writes it (rows converted in the threads' scratch), the plan's fields between them; one
- * op alone cannot read and write the same field, so it writes f2 and each thread converts
- * its rows into lexi after the barrier. */
 /* The pass depth of a call: of the depths up to the plan's, the one with the fewest passes
  * over memory (count / t passes of t, then count % t single sweeps; count 10 at depth 8: three
  * passes, at 5: two), the deepest of those; even where the call works on the caller's field
@@ -403,6 +397,12 @@ static int lp_call_depth(int count, int T, int even)
     return best;
 }
 
+/* count iterations as ops: count / T passes of T iterations (omp-tb; T = 1 otherwise), then
+ * count % T single sweeps, a barrier after each.  lexi NULL: the plan's fields from h->cur,
+ * ping-pong.  Else the caller's lexi field (an hvfo plan): the first op reads it and the last
+ * writes it (rows converted in the threads' scratch), the plan's fields between them; one
+ * op alone cannot read and write the same field, so it writes f2 and each thread converts
+ * its rows into lexi after the barrier. */
 static pk_status lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count, float *lexi)
 {
     const int T = h->kind == LP_OMP_TB ? lp_call_depth(count, h->tb_depth, h->in_place || lexi)
