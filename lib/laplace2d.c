@@ -359,13 +359,13 @@ pk_status pk_lp_host_field(pk_lp_host_plan *h, float **f, int zero)
     return PK_OK;
 }
 
-pk_status pk_lp_host_ready(pk_lp_host_plan *h)
+pk_status pk_lp_host_ready(pk_lp_host_plan *h, int second)
 {
     if (!h->cur) { /* a run before any upload iterates on zeros */
         PK_TRY(pk_lp_host_field(h, &h->f1, 1));
         h->cur = h->f1;
     }
-    return pk_lp_host_field(h, &h->f2, 0);
+    return second ? pk_lp_host_field(h, h->cur == h->f1 ? &h->f2 : &h->f1, 0) : PK_OK;
 }
 
 pk_status pk_lp_host_upload(void *impl, const float *phi, double *seconds)

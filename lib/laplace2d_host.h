@@ -80,8 +80,8 @@ typedef struct pk_lp_host_plan {
     size_t scratch_per_thread; /* floats */
     int tb_depth;              /* OpenMP omp-tb: iterations per pass, at most
                                   (laplace2d.tb_depth) */
-    int in_place;              /* a run on the caller's field (execute): an even number of
-                                  passes leaves the result there, not in the work field */
+    int in_place;              /* a run on the caller's field (execute): the result must
+                                  end there (OpenMP: passes in place, or an even number) */
     pk_status (*run)(void *impl, int count, double *kernel_seconds); /* the backend's sweeps */
 } pk_lp_host_plan;
 
@@ -90,13 +90,14 @@ pk_status pk_lp_host_create(const pk_lp_desc *desc, int nt, pk_lp_host_plan **pl
 /** *f (h->f1 or h->f2) allocated if it is not yet; zero: first touched now (zeroed) with the
  *  static row partition the OpenMP iterations use. */
 pk_status pk_lp_host_field(pk_lp_host_plan *h, float **f, int zero);
-/** What a run's ping-pong needs: cur (zeros before any upload) and the second field. */
-pk_status pk_lp_host_ready(pk_lp_host_plan *h);
+/** What a run needs: cur (zeros before any upload) and, second: the other field of a
+ *  ping-pong. */
+pk_status pk_lp_host_ready(pk_lp_host_plan *h, int second);
 pk_status pk_lp_host_upload(void *impl, const float *phi, double *seconds);
 pk_status pk_lp_host_download(void *impl, float *phi, double *seconds);
 /** The host backends' execute: the sweeps run on the caller's field itself (in place of the
  *  plan's first buffer; the second is the work array), the result copied back only when an
- *  odd number of passes leaves it there.  The hand-vectorised hvfo rows load and stream
+ *  odd number of passes leaves it there (OpenMP: never, lp_omp_steps).  The hand-vectorised hvfo rows load and stream
  *  aligned vectors: an hvfo field not 64-byte aligned goes through the plan's buffers
  *  instead; lexi runs on any float array. */
 pk_status pk_lp_host_execute(void *impl, float *phi, int count, double *kernel_seconds,

@@ -18,7 +18,7 @@ pk_status pk_serial_lp_run(void *impl, int count, double *kernel_seconds)
     pk_lp_host_plan *h = impl;
     const pk_lp_desc *d = &h->d;
     const size_t l = (size_t)d->l;
-    PK_TRY(pk_lp_host_ready(h));
+    PK_TRY(pk_lp_host_ready(h, 1));
     const double t0 = pk_now();
     for (int it = 0; it < count; ++it) {
         const float *src = h->cur;

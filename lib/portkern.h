@@ -942,8 +942,9 @@ PK_API pk_status pk_laplace2d_plan_download(pk_laplace2d_plan *plan, float *phi)
 /** count iterations on phi (lexicographic, in place) with the plan, as pk_laplace2d does on
  *  the plan its context keeps: on serial and OpenMP the sweeps run on the field itself (phi
  *  for lexi, the plan's reordered copy for hvfo; OpenMP's hvfo converts phi's rows in its
- *  first and last pass instead) when it is 64-byte aligned, nothing copied in or out but an
- *  odd pass's result; on OpenCL and CUDA it is uploaded and downloaded.
+ *  first and last pass instead) when it is 64-byte aligned, nothing copied in or out but, on
+ *  serial, an odd number of sweeps' result (OpenMP makes a pass in place, omp-tb all of
+ *  them); on OpenCL and CUDA it is uploaded and downloaded.
  *  On CUDA, phi in device memory of the plan's device (cudaMalloc, CuPy, PyTorch) stays
  *  there: lexi iterates on it, hvfo is reordered into the plan's device buffer and back on
  *  the device (info->layout_s; transfer_s 0, the reason says "transfer: device pointers,

@@ -7,18 +7,21 @@
  *   omp       the portable row (pk_lp_row, laplace2d_host.h) left to the compiler's
  *             auto-vectoriser (an AVX2 clone picked at load time): the paper's auto-vectorised
  *             Laplacian.
- *   omp-tb    temporal blocking on the omp-simd rows: laplace2d.tb_depth iterations per pass
- *             over memory (a tuning parameter, default 4, at most LP_TB_MAX_DEPTH).  Each thread owns a band of rows and marches down it; iteration k of
- *             row r is computed as soon as iteration k-1 has rows r-1..r+1, kept in a ring of
- *             three rows per intermediate iteration (L2-resident), the halo rows above and
- *             below the band recomputed rather than exchanged.  Same layout, same row kernel,
- *             same iterations: the result is bit for bit that of omp-simd; a remainder of
- *             count % depth iterations runs as plain sweeps.
+ *   omp-tb    temporal blocking on the omp-simd rows: up to laplace2d.tb_depth iterations
+ *             per pass over memory (a tuning parameter, auto 8 beyond the last-level cache
+ *             and 4 within it, at most LP_TB_MAX_DEPTH).  Each thread owns a band of rows and
+ *             marches down it; iteration k of row r is computed as soon as iteration k-1 has
+ *             rows r-1..r+1, kept in a ring of three rows per intermediate iteration
+ *             (L2-resident), the halo rows above and below the band recomputed rather than
+ *             exchanged.  Each pass runs in place on one field, the band's edge rows saved
+ *             for its neighbours first (lp_omp_steps).  Same layout, same row kernel, same
+ *             iterations: the result is bit for bit that of omp-simd; a remainder of
+ *             count % depth iterations runs as single sweeps.
  * Every variant runs all iterations of a call in one parallel region, threads sweeping the
  * static row partition they first touched (pk_lp_rows_of), a barrier per iteration (per pass
- * for omp-tb).  Fields beyond the last-level cache are written with streaming stores by the
- * hand-vectorised rows: the target is not read again in the sweep, so write-allocate would
- * add half the ideal traffic (12 B/site instead of 8).
+ * for omp-tb).  Passes into a second field beyond the last-level cache write it with
+ * streaming stores in the hand-vectorised rows: the target is not read again in the sweep,
+ * so write-allocate would add half the ideal traffic (12 B/site instead of 8).
  *
  * laplace2d.isa=avx512|avx2|generic lowers the ISA of omp-simd and omp-tb, and
  * laplace2d.stream=1|0 forces streaming stores on or off (tuning parameters, read at plan
@@ -309,82 +312,111 @@ static inline void stream_fence(int stream)
 static inline int mod3(int r) { return ((r % 3) + 3) % 3; }
 
 /* A thread's rows of scratch: buf (the stream row), the rings of omp-tb's intermediate
- * iterations, and for a call on the caller's lexi field (hvfo plans) the three lexi rows of
- * the input converted to hvfo (row q in slot q mod 3) and one hvfo row converted out. */
+ * iterations, three staged rows of iteration 0 (row q in slot q mod 3), one hvfo row
+ * converted out to a caller's lexi field, and the band's first and last `depth` rows saved
+ * before a pass in place (its neighbours read them from there). */
 typedef struct lp_rows {
     float *buf;
     float *ring[LP_TB_MAX_DEPTH];
     float *in;
     float *out;
+    float *top, *bottom;
     size_t stride;
 } lp_rows;
+
+/* Where one pass reads iteration 0 and writes its last iteration.  lexi_src: src is the
+ * caller's lexi field of an hvfo plan, each row converted to hvfo as it is staged; lexi_dst:
+ * the last iteration's rows converted into the lexi field dst.  In place (dst == src), the
+ * rows outside the band come from the neighbours' saved edge rows: above, the T rows before
+ * the band (the previous band's last), below, the T rows after it (the next band's first). */
+typedef struct lp_pass {
+    const float *src;
+    float *dst;
+    int lexi_src, lexi_dst;
+    const float *above, *below;
+} lp_pass;
+
+static const float *lp_src_row(const lp_pass *p, int l, int T, size_t stride, int y0, int y1,
+                               int q)
+{
+    if (p->above && q < y0) return p->above + (size_t)(q - (y0 - T)) * stride;
+    if (p->below && q >= y1) return p->below + (size_t)(q - y1) * stride;
+    return p->src + (size_t)(((q % l) + l) % l) * (size_t)l;
+}
 
 /* One pass over rows [y0, y1): T iterations src -> dst (T = 1: one sweep).  ring[k]
  * (k = 1 .. T-1) holds three rows of iteration k, row r in slot r mod 3; iteration 0 is src
  * (row r mod l).  At step zz iteration k computes row zz - (k - 1): its rows r-1, r, r+1 of
  * iteration k-1 were computed at steps zz-2, zz-1 and, earlier in this step, zz.
- * lexi_src: src is a lexi field, each row converted to hvfo once, when iteration 1 first
- * needs it (row zz + 1 at step zz); lexi_dst: the last iteration's rows are converted into
- * the lexi field dst.  The rows and the operations are those of the hvfo field: the bits
- * are the same as reordering the whole field before and after. */
-static void tb_band(const lp_omp *o, int T, const float *src, float *dst, int lexi_src,
-                    int lexi_dst, const lp_rows *w, int y0, int y1)
+ * Iteration 0's rows are staged into w->in (row zz + 1 at step zz) when they are converted
+ * (lexi_src) or when the pass is in place: row q is then read at step q - 1 and written at
+ * step q + T - 1, after its last use.  The rows and the operations are those of the plan's
+ * own passes: the bits are the same as reordering the whole field before and after, or as
+ * a pass into a second field. */
+static void tb_band(const lp_omp *o, int T, const lp_pass *p, const lp_rows *w, int y0, int y1)
 {
     const int l = o->k.l, nw = o->k.nw;
     const size_t stride = w->stride;
-    if (lexi_src)
-        for (int q = y0 - T; q < y0 - T + 2; ++q)
-            pk_lp_reorder_row(l, nw, src + (size_t)(((q % l) + l) % l) * (size_t)l,
-                              w->in + (size_t)mod3(q) * stride, 1);
-    for (int zz = y0 - (T - 1); zz < y1 + (T - 1); ++zz) {
-        if (lexi_src) {
+    const int staged = p->lexi_src || p->above;
+    /* in place, a row is written over lines the pass has just read (in L2): no streaming */
+    const int stream = o->h->stream && p->dst != p->src;
+    for (int zz = y0 - T - 1; zz < y1 + (T - 1); ++zz) {
+        if (staged) {
             const int q = zz + 1;
-            /* the lexi row read in order into L1 first, then transposed there: the
-             * transpose's 8 x 8 blocks read it as 16 interleaved streams, which cost the
-             * call 1.17-1.21x the plan at 4096^2 against 1.07-1.09x this way */
-            memcpy(w->buf, src + (size_t)(((q % l) + l) % l) * (size_t)l,
-                   (size_t)l * sizeof(float));
-            pk_lp_reorder_row(l, nw, w->buf, w->in + (size_t)mod3(q) * stride, 1);
+            const float *row = lp_src_row(p, l, T, stride, y0, y1, q);
+            float *slot = w->in + (size_t)mod3(q) * stride;
+            if (p->lexi_src) {
+                /* the lexi row read in order into L1 first, then transposed there: the
+                 * transpose's 8 x 8 blocks read it as 16 interleaved streams, which cost the
+                 * call 1.17-1.21x the plan at 4096^2 against 1.07-1.09x this way */
+                memcpy(w->buf, row, (size_t)l * sizeof(float));
+                pk_lp_reorder_row(l, nw, w->buf, slot, 1);
+            } else {
+                memcpy(slot, row, (size_t)l * sizeof(float));
+            }
         }
+        if (zz < y0 - (T - 1)) continue; /* the first two steps only stage rows */
         for (int k = 1; k <= T; ++k) {
             const int r = zz - (k - 1);
             if (r < y0 - (T - k) || r >= y1 + (T - k)) continue;
             const float *rows[3];
             for (int j = 0; j < 3; ++j) {
                 const int q = r - 1 + j;
-                rows[j] = k > 1      ? w->ring[k - 1] + (size_t)mod3(q) * stride
-                          : lexi_src ? w->in + (size_t)mod3(q) * stride
-                                     : src + (size_t)(((q % l) + l) % l) * (size_t)l;
+                rows[j] = k > 1    ? w->ring[k - 1] + (size_t)mod3(q) * stride
+                          : staged ? w->in + (size_t)mod3(q) * stride
+                                   : lp_src_row(p, l, T, stride, y0, y1, q);
             }
             if (k < T) {
                 o->row(&o->k, rows[1], rows[0], rows[2], w->ring[k] + (size_t)mod3(r) * stride,
                        0, w->buf);
-            } else if (lexi_dst) {
+            } else if (p->lexi_dst) {
                 o->row(&o->k, rows[1], rows[0], rows[2], w->out, 0, w->buf);
-                pk_lp_reorder_row(l, nw, w->out, dst + (size_t)r * (size_t)l, 0);
+                pk_lp_reorder_row(l, nw, w->out, p->dst + (size_t)r * (size_t)l, 0);
             } else {
-                o->row(&o->k, rows[1], rows[0], rows[2], dst + (size_t)r * (size_t)l,
-                       o->h->stream, w->buf);
+                o->row(&o->k, rows[1], rows[0], rows[2], p->dst + (size_t)r * (size_t)l, stream,
+                       w->buf);
             }
         }
     }
 }
 
-/* Per-thread scratch: the stream row, omp-tb's (T-1) rings of three rows, and in hvfo the
- * four rows of a call on a lexi field. */
+/* Per-thread scratch: the stream row, omp-tb's (T-1) rings of three rows, the three staged
+ * rows and the converted-out row, and 2 T saved edge rows (T = the plan's depth; 1 without
+ * temporal blocking). */
 static size_t lp_row_stride(int l) { return ((size_t)l + 15) / 16 * 16; }
 
-static size_t lp_scratch_floats(int l, int kind, int T, int hvfo)
+static size_t lp_scratch_floats(int l, int kind, int T)
 {
-    const size_t rows = 1 + (kind == LP_OMP_TB ? 3 * (size_t)(T - 1) : 0) + (hvfo ? 4 : 0);
+    const int depth = kind == LP_OMP_TB ? T : 1;
+    const size_t rows = 1 + 3 * (size_t)(depth - 1) + 4 + 2 * (size_t)depth;
     return rows * lp_row_stride(l);
 }
 
 /* The pass depth of a call: of the depths up to the plan's, the one with the fewest passes
  * over memory (count / t passes of t, then count % t single sweeps; count 10 at depth 8: three
  * passes, at 5: two), the deepest of those; even where the call works on the caller's field
- * (an odd count of passes would leave the result in the work field: a copy more), when some
- * depth makes it even.  Any depth gives the same bits. */
+ * without a pass in place (an odd count of passes would leave the result in the work field: a
+ * copy more), when some depth makes it even.  Any depth gives the same bits. */
 static int lp_call_depth(int count, int T, int even)
 {
     int best = T, best_ops = INT_MAX;
@@ -398,50 +430,117 @@ static int lp_call_depth(int count, int T, int even)
 }
 
 /* count iterations as ops: count / T passes of T iterations (omp-tb; T = 1 otherwise), then
- * count % T single sweeps, a barrier after each.  lexi NULL: the plan's fields from h->cur,
- * ping-pong.  Else the caller's lexi field (an hvfo plan): the first op reads it and the last
- * writes it (rows converted in the threads' scratch), the plan's fields between them; one
- * op alone cannot read and write the same field, so it writes f2 and each thread converts
- * its rows into lexi after the barrier. */
+ * count % T single sweeps, a barrier after each.  An op in place (src == dst) first saves each
+ * band's first and last T rows (a barrier), which its neighbours read instead of rows they may
+ * already have overwritten; it needs bands of at least T rows.
+ * omp-tb runs every op in place: on h->cur (the plan's field, or the caller's under
+ * h->in_place), or on an hvfo plan's caller's lexi field, which holds hvfo rows between the
+ * first op (converting rows in) and the last (converting them out).  No second field, and the
+ * writes land on lines the pass has just read (2-core EPYC, 2 threads, 4096^2 x 8: plans
+ * 9.5-9.8 -> 8.3-9.0 ms lexi, 7.7-7.9 -> 6.7-6.8 hvfo, against passes into a second field
+ * with streaming stores).
+ * Otherwise (the other variants, bands shorter than the depth, an unaligned lexi field and
+ * more than one op) ops ping-pong between two fields: on the caller's field the first op in
+ * place when their number is odd, so that the last lands there (or an even number of ops
+ * where one exists); on a lexi field one op alone in place, else the first reads it and the
+ * last writes it, the plan's fields between. */
 static pk_status lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count, float *lexi)
 {
-    const int T = h->kind == LP_OMP_TB ? lp_call_depth(count, h->tb_depth, h->in_place || lexi)
-                                       : 1;
-    const int passes = count / T, ops = passes + count % T;
+    /* between its first and last op the caller's lexi field holds hvfo rows, which the row
+     * kernels load and store as aligned vectors: the plan's fields' alignment */
+    const int tb = h->kind == LP_OMP_TB, band = h->d.l / h->nt,
+              aligned = !lexi || (uintptr_t)lexi % 64 == 0;
+    int T = tb ? lp_call_depth(count, h->tb_depth, 0) : 1;
+    int ops = count / T + count % T;
+    int all_in_place = tb && band >= T && aligned, first_in_place = 0;
+    if (lexi || h->in_place) {
+        const int first_depth = count >= T ? T : 1; /* op 0's: a pass, or a lone sweep */
+        first_in_place = (lexi ? ops == 1 : ops % 2 == 1) && band >= first_depth;
+        if (!(all_in_place || first_in_place)) {
+            if (tb) T = lp_call_depth(count, h->tb_depth, 1);
+            ops = count / T + count % T;
+            all_in_place = tb && band >= T && aligned;
+        }
+    }
+    const int passes = count / T;
     if (!lexi) {
-        PK_TRY(pk_lp_host_ready(h));
-    } else { /* the work field; the first from three ops on (written before it is read) */
+        PK_TRY(pk_lp_host_ready(h, !all_in_place));
+    } else if (!all_in_place && !(ops == 1 && first_in_place)) { /* the work field(s) */
         PK_TRY(pk_lp_host_field(h, &h->f2, 0));
         if (ops >= 3) PK_TRY(pk_lp_host_field(h, &h->f1, 0));
     }
-    float *f[2] = {h->cur, h->cur == h->f1 ? h->f2 : h->f1};
-    if (lexi) f[0] = h->f1, f[1] = h->f2;
-#pragma omp parallel num_threads(h->nt)
+    float *const first = lexi ? h->f2 : h->cur;
+    float *const second = lexi ? h->f1 : h->cur == h->f1 ? h->f2 : h->f1;
+    float *at = first; /* the field that holds the iterate after each op (threads agree) */
+#pragma omp parallel num_threads(h->nt) firstprivate(at)
     {
         const int t = pk_thread_num(), nt = pk_team_size();
         int y0, y1;
         pk_lp_rows_of(h->d.l, t, nt, &y0, &y1);
+        const int Tmax = tb ? h->tb_depth : 1;
         lp_rows w;
         w.stride = lp_row_stride(h->d.l);
         w.buf = h->scratch + (size_t)t * h->scratch_per_thread;
         for (int k = 1; k < T; ++k) w.ring[k] = w.buf + (size_t)(1 + 3 * (k - 1)) * w.stride;
         w.ring[0] = NULL;
-        w.in = lexi ? w.buf + (size_t)(1 + 3 * (T - 1)) * w.stride : NULL; /* hvfo plans' */
-        w.out = lexi ? w.in + 3 * w.stride : NULL;
+        w.in = w.buf + (size_t)(1 + 3 * (Tmax - 1)) * w.stride;
+        w.out = w.in + 3 * w.stride;
+        w.top = w.out + w.stride;
+        w.bottom = w.top + (size_t)Tmax * w.stride;
         for (int i = 0; i < ops; ++i) {
-            const int lexi_src = lexi && i == 0, lexi_dst = lexi && i == ops - 1 && ops > 1;
-            const float *src = lexi_src ? lexi : f[i & 1];
-            float *dst = lexi_dst ? lexi : f[(i + 1) & 1];
-            if (y1 > y0) tb_band(o, i < passes ? T : 1, src, dst, lexi_src, lexi_dst, &w, y0, y1);
+            const int Ti = i < passes ? T : 1;
+            lp_pass p = {0};
+            int in_place = 0;
+            if (lexi && all_in_place) { /* the caller's array holds hvfo rows between */
+                p.src = p.dst = lexi;
+                p.lexi_src = i == 0;
+                p.lexi_dst = i == ops - 1;
+                in_place = 1;
+            } else if (lexi && i == 0) {
+                p.src = lexi;
+                p.lexi_src = 1;
+                in_place = ops == 1 && first_in_place;
+                p.lexi_dst = in_place;
+                p.dst = in_place ? lexi : first; /* at: first */
+            } else if (lexi && i == ops - 1) {
+                p.src = at;
+                p.dst = lexi;
+                p.lexi_dst = 1;
+            } else if (all_in_place || (i == 0 && first_in_place)) {
+                p.src = p.dst = at;
+                in_place = 1;
+            } else {
+                p.src = at;
+                p.dst = at = at == first ? second : first;
+            }
+            if (in_place && y1 > y0) {
+                for (int j = 0; j < Ti; ++j) {
+                    memcpy(w.top + (size_t)j * w.stride, p.src + (size_t)(y0 + j) * h->d.l,
+                           (size_t)h->d.l * sizeof(float));
+                    memcpy(w.bottom + (size_t)j * w.stride,
+                           p.src + (size_t)(y1 - Ti + j) * h->d.l,
+                           (size_t)h->d.l * sizeof(float));
+                }
+                const float *prev = h->scratch + (size_t)((t + nt - 1) % nt) *
+                                                     h->scratch_per_thread;
+                const float *next = h->scratch + (size_t)((t + 1) % nt) * h->scratch_per_thread;
+                p.above = prev + (w.bottom - w.buf);
+                p.below = next + (w.top - w.buf);
+            }
+            if (in_place) {
+#pragma omp barrier
+            }
+            if (y1 > y0) tb_band(o, Ti, &p, &w, y0, y1);
             stream_fence(h->stream);
 #pragma omp barrier
         }
-        if (lexi && ops == 1)
+        if (lexi && ops == 1 && !first_in_place && !all_in_place)
             for (int y = y0; y < y1; ++y)
-                pk_lp_reorder_row(h->d.l, h->d.nw, f[1] + (size_t)y * h->d.l,
+                pk_lp_reorder_row(h->d.l, h->d.nw, first + (size_t)y * h->d.l,
                                   lexi + (size_t)y * h->d.l, 0);
+#pragma omp single nowait
+        if (!lexi) h->cur = at;
     }
-    if (!lexi && (ops & 1)) h->cur = f[1];
     return PK_OK;
 }
 
@@ -472,7 +571,7 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
     h->tb_depth = depth[1] ? depth[0]
                            : pk_beyond_llc(2.0 * (double)h->n * sizeof(float)) ? 8 : 4;
     h->scratch_per_thread =
-        lp_scratch_floats(desc->l, h->kind, h->tb_depth, desc->layout == PK_LAP_HVFO);
+        lp_scratch_floats(desc->l, h->kind, h->tb_depth);
     size_t total;
     if (pk_mul3_size(h->scratch_per_thread, (size_t)h->nt, sizeof(float), &total) != 0 ||
         !(h->scratch = pk_alloc_aligned(total))) {

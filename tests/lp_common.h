@@ -515,12 +515,17 @@ static void lp_check_plan(const char *variant, int layout, int nw, int l)
 
 /* plan_execute on the caller's field: right for 0, 1, 2, 4, 8 and 9 iterations in a 64-byte
  * aligned field and in one that is not, and bit for bit the plan's upload, run and download
- * (OpenMP's hvfo converts rows inside its passes instead of reordering the whole field: one
- * op alone at 1, a single omp-tb pass at 4, two and three at 8 and 9); on the host backends,
- * lexi, 8 iterations (an even number of passes in every variant, omp-tb's included), aligned
- * or one float off (the lexi rows take any float's address): nothing copied, transfer_s 0.
- * Afterwards the plan has no resident field (PK_ESTATE) until the next upload. */
-static void lp_check_execute(const char *variant, int layout, int nw, int l)
+ * (OpenMP's hvfo converts rows inside its passes instead of reordering the whole field; an
+ * odd number of passes makes its first in place, each band's edge rows saved for its
+ * neighbours: one op alone at 1, a single omp-tb pass at 4 and, at depth 8 or more, at 8 and
+ * 9); nothing copied, transfer_s 0: on the host backends for lexi at 8 iterations (an even
+ * number of passes in every variant), on OpenMP at every count, aligned or one float off
+ * (the lexi rows take any float's address; hvfo converts them).  Afterwards the plan has no
+ * resident field (PK_ESTATE) until the next upload.  ctx and label: OpenMP also runs it on
+ * 1, 3 and 7 threads (bands shorter than a pass's depth take the work field) and under
+ * laplace2d.tb_depth values. */
+static void lp_check_execute(pk_context *ctx, const char *label, const char *variant,
+                             int layout, int nw, int l)
 {
     static const int counts[6] = {0, 1, 2, 4, 8, 9};
     const size_t n = (size_t)l * l;
@@ -529,12 +534,13 @@ static void lp_check_execute(const char *variant, int layout, int nw, int l)
     char lay[32];
     lp_layout_label(&p, lay, sizeof lay);
     pk_laplace2d_plan *plan = NULL;
-    int s = pk_laplace2d_plan_create(&plan, lp_ctx, &p, variant, NULL);
+    int s = pk_laplace2d_plan_create(&plan, ctx, &p, variant, NULL);
     float *block = NULL, *ref = lp_alloc(n);
     if (s == PK_OK && posix_memalign((void **)&block, 64, (n + 16) * sizeof(float)) != 0)
         block = NULL;
     if (s != PK_OK || !block) {
-        ok(0, "%s %s plan_execute: plan or memory: %s", variant, lay, pk_last_error());
+        ok(0, "%s %s%s plan_execute: plan or memory: %s", variant, lay, label,
+           pk_last_error());
         goto done;
     }
     const int host = lp_backend == PK_BACKEND_SERIAL || lp_backend == PK_BACKEND_OPENMP;
@@ -551,20 +557,21 @@ static void lp_check_execute(const char *variant, int layout, int nw, int l)
             pk_run_info info;
             memset(&info, 0, sizeof info);
             if (s == PK_OK) s = pk_laplace2d_plan_execute(plan, phi, counts[k], &info);
-            const int must_not_copy = host && layout == PK_LAP_LEXI && counts[k] == 8;
+            const int must_not_copy = (host && layout == PK_LAP_LEXI && counts[k] == 8) ||
+                                      lp_backend == PK_BACKEND_OPENMP;
             const double tol = lp_tol_ref(counts[k] ? counts[k] : 1, 1.0);
             ok(s == PK_OK && lp_maxdiff(phi, ref, n, tol, NULL, NULL) <= tol &&
                    memcmp(phi, resident, n * sizeof(float)) == 0 &&
                    (!must_not_copy || info.transfer_s == 0),
-               "%s %s l=%d plan_execute, %s field, %d iterations: the reference's result in the "
-               "caller's field, the bits of upload + run + download, transfer %.2e s%s%s%s",
-               variant, lay, l, a ? "unaligned" : "aligned", counts[k], info.transfer_s,
+               "%s %s l=%d%s plan_execute, %s field, %d iterations: the reference's result in "
+               "the caller's field, the bits of upload + run + download, transfer %.2e s%s%s%s",
+               variant, lay, l, label, a ? "unaligned" : "aligned", counts[k], info.transfer_s,
                must_not_copy ? " (must be 0)" : "", s ? "; " : "", s ? pk_last_error() : "");
         }
     }
     const int st = s == PK_OK ? pk_laplace2d_plan_run(plan, 1, NULL) : s;
-    ok(st == PK_ESTATE, "%s %s after plan_execute, plan_run without an upload -> PK_ESTATE (got "
-       "%s)", variant, lay, pk_status_name(st));
+    ok(st == PK_ESTATE, "%s %s%s after plan_execute, plan_run without an upload -> PK_ESTATE "
+       "(got %s)", variant, lay, label, pk_status_name(st));
 done:
     free(block);
     free(ref);
@@ -801,12 +808,16 @@ static void lp_check_env(const char *variant, const char *name, const char *cons
                  src ? ", laplace2d.stream=" : "", src ? stream : "");
         for (size_t i = 0; i < sizeof lp_env_shapes / sizeof lp_env_shapes[0]; ++i)
             lp_check_shape(lp_ctx, variant, &lp_env_shapes[i], label);
+        if (lp_backend == PK_BACKEND_OPENMP) {
+            lp_check_execute(lp_ctx, label, variant, PK_LAP_LEXI, 0, 48);
+            lp_check_execute(lp_ctx, label, variant, PK_LAP_HVFO, 0, 64);
+        }
     }
 }
 
 static void lp_check_threads(const char *variant)
 {
-    static const int nts[] = {3, 7};
+    static const int nts[] = {1, 3, 7};
     for (size_t t = 0; t < sizeof nts / sizeof nts[0]; ++t) {
         pk_context_options opt;
         pk_context_options_init(&opt);
@@ -822,6 +833,14 @@ static void lp_check_threads(const char *variant)
         snprintf(label, sizeof label, " on %d threads", nts[t]);
         for (size_t i = 0; i < sizeof lp_env_shapes / sizeof lp_env_shapes[0]; ++i)
             lp_check_shape(ctx, variant, &lp_env_shapes[i], label);
+        lp_check_execute(ctx, label, variant, PK_LAP_LEXI, 0, 48);
+        lp_check_execute(ctx, label, variant, PK_LAP_HVFO, 0, 64);
+        if (strcmp(variant, "omp-tb") == 0) { /* 7 threads: bands of 6 or 9 rows, depth 8 */
+            pk_context_set_param(ctx, "laplace2d.tb_depth", "8");
+            snprintf(label, sizeof label, " on %d threads, laplace2d.tb_depth=8", nts[t]);
+            lp_check_execute(ctx, label, variant, PK_LAP_LEXI, 0, 48);
+            lp_check_execute(ctx, label, variant, PK_LAP_HVFO, 0, 64);
+        }
         pk_context_destroy(ctx);
     }
 }
@@ -957,8 +976,8 @@ static int lp_run_suite(pk_backend_id backend)
         lp_check_plan(v, PK_LAP_LEXI, 0, 37);
         lp_check_plan(v, PK_LAP_HVFO, 0, 64);
         lp_check_plan(v, PK_LAP_HVFO, 3, 15);
-        lp_check_execute(v, PK_LAP_LEXI, 0, 48);
-        lp_check_execute(v, PK_LAP_HVFO, 0, 64);
+        lp_check_execute(lp_ctx, "", v, PK_LAP_LEXI, 0, 48);
+        lp_check_execute(lp_ctx, "", v, PK_LAP_HVFO, 0, 64);
         if (backend == PK_BACKEND_CUDA) lp_check_device_arrays(v);
         if (strcmp(v, "omp-simd") == 0 || strcmp(v, "omp-tb") == 0) {
             static const char *const isa[] = {"avx512", "avx2", "generic"};
