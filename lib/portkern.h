@@ -609,7 +609,8 @@ typedef struct pk_grid_params {
                              support*oversample + 1 for every plane; ignored for COMPACT */
     int kernel_layout;    /* PK_GRID_KERNELS_FULL or PK_GRID_KERNELS_COMPACT */
     /* Tuning (0 = the variant's default, docs/PERFORMANCE.md). */
-    int tile_size;        /* tiled variants: tile edge in cells (default: omp 128, opencl 64).
+    int tile_size;        /* tiled variants: tile edge in cells (default: omp 128, or 256
+                             where 2 max(support) + 1 > 128; opencl 64).
                              opencl-tiled needs tile_size^2 x 8 + 1024 bytes of local memory
                              (pk_device_info.local_mem_bytes): 0 picks 64 or the largest
                              power of two below it that fits; a larger explicit tile is

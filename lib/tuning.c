@@ -79,7 +79,8 @@ static const param_def defs[PK_PARAM_COUNT] = {
     [PK_PARAM_GRID_TILE_SIZE] = {"grid.tile_size", NULL, T_AUTO_INT, 1, 4096, NULL,
         "auto or an integer in [1, 4096]", "auto", 0,
         "tiled variants: tile edge in cells where pk_grid_params.tile_size is 0 (auto: the "
-        "variant's own: 128 on OpenMP, 64 on OpenCL)"},
+        "variant's own: 128 on OpenMP, 256 there where the widest footprint exceeds 128 "
+        "cells, 64 on OpenCL)"},
     [PK_PARAM_GRID_CENTRAL_RADIUS] = {"grid.central_radius", NULL, T_AUTO_INT, -1, 1024, NULL,
         "auto, -1 (no central box) or an integer in [1, 1024]", "auto", 0,
         "tiled variants: central box half-width in tiles where pk_grid_params.central_radius "

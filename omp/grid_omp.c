@@ -26,10 +26,11 @@
  *              (static and deterministic), each part gridding into a private copy of the box
  *              (clipped to the bounding box);
  *     reduce   the copies summed into the grid in part order, rows split between threads.
- *     Tiles are tile_size x tile_size cells (default 128) on a lattice through the grid
- *     centre, covering the bounding box.  central_radius R: 0 = auto: the smallest box
- *     outside which no tile holds more than 1/(4 nt) of the work (so that the largest job
- *     of the outer queue costs at most a quarter of a thread's share), none on one thread,
+ *     Tiles are tile_size x tile_size cells (auto 128, 256 for footprints wider than 128:
+ *     gr_auto_tile) on a lattice through the grid centre, covering the bounding box.
+ *     central_radius R: 0 = auto: the smallest box outside which no tile holds more than
+ *     1/(4 nt) of the work (so that the largest job of the outer queue costs at most a
+ *     quarter of a thread's share), none on one thread,
  *     at most 256 MiB of private copies; -1 = none.  "Parts" are the nt logical threads of
  *     the plan (OpenMP may give a smaller team: each thread then runs several parts).
  *     Memory: records (32 B per visibility) and pairs (4 B per visibility-tile pair; per
@@ -102,7 +103,19 @@
 #include <immintrin.h>
 #endif
 
-#define GR_DEFAULT_TILE 128 /* see the top: 64 (the NAG report's) measured 10-31% slower */
+/* The tile edge where the caller and the context leave it open: 128 (64, the NAG report's,
+ * measured 10-31% slower on three data sets), 256 where the widest footprint (2 s + 1 cells)
+ * is wider than 128: it then spans two tiles or more, clipped into each, and a tile holds few
+ * visibilities of its plane (2-core EPYC, 2 threads, x 0.1: el56-82, s <= 72, 416-470 ->
+ * 286-290 ms a run; el30-56, s <= 95, 837-861 -> 698-736; el82-70, s <= 44, a tie).  Not
+ * measured on many cores, where 256 leaves fewer tiles to share. */
+static int gr_auto_tile(const int *support, int planes)
+{
+    int smax = 0;
+    for (int w = 0; w < planes; ++w)
+        if (support[w] > smax) smax = support[w];
+    return 2 * smax + 1 > 128 ? 256 : 128;
+}
 #ifndef GR_CHUNK_VIS /* (a test build lowers it to exercise the chunking) */
 #define GR_CHUNK_VIS ((size_t)1 << 26)        /* visibilities per pass: bounds the scratch */
 #endif
@@ -222,7 +235,7 @@ pk_status pk_omp_gr_create(void *state, int device, const pk_gr_desc *desc, void
         free(h);
         return st;
     }
-    if (h->d.p.tile_size == 0) h->d.p.tile_size = GR_DEFAULT_TILE;
+    if (h->d.p.tile_size == 0) h->d.p.tile_size = gr_auto_tile(desc->support, np);
     h->support = malloc((size_t)np * sizeof *h->support);
     h->row_base = malloc((size_t)np * sizeof *h->row_base);
     h->ksum = malloc((size_t)np * (os + 1) * (os + 1) * sizeof *h->ksum);
@@ -434,7 +447,7 @@ static void gr_run_atomic(const gr_omp_plan *h, const pk_grid_data *dat, float *
  * c + (tmin_x + tx + 1) T), c = grid_size / 2, clipped to the grid. */
 typedef struct gr_lattice {
     int T, c, g;
-    int shift; /* log2 T when T is a power of two (the default 128), else -1 */
+    int shift; /* log2 T when T is a power of two (the automatic 128 or 256), else -1 */
     int tminx, tminy, ntx, nty;
 } gr_lattice;
 

@@ -2,7 +2,7 @@
  *
  * Every variant of the suite's backend (pk_grid_variants), on small generated sets (a test
  * generator here: Gaussian-envelope kernels with a w-like quadratic phase, plane 0 real, a
- * per-sample perturbation so that any index error shows; supports 0..6; uv in discs):
+ * per-sample perturbation so that any index error shows; supports 0..6, 15, 70; uv in discs):
  *  1. Accuracy against pk_grid_reference_f64 (odd visibility counts throughout) on:
  *     "uniform" (2001 vis, 1% off the grid), "central" (4001 vis, 70% within 2.5 cells of
  *     the centre), "edge" (footprints exactly touching each side and corner of the grid,
@@ -10,7 +10,8 @@
  *     vis.re, vis.im, weight; |uu|, |vv| = 1e30 and 3e38: skipped; |ww| = 1e30: clamped to
  *     the last plane, gridded; weight 0), "w0" (ww = 0 and -0), "ties" (positions k + 1/2
  *     and kernel offsets exactly on rounding ties, both signs), "os2" and "os6" (oversample
- *     2 and 6), "wide" (support 15 on a 32-cell grid).
+ *     2 and 6), "wide" (support 15 on a 32-cell grid), "wider" (support 70 on a 300-cell
+ *     grid: footprints wider than omp-tiled's 128-cell tile, which then takes 256).
  *     Per cell, per component, |G - R| <= E (below); the relative Frobenius error is printed
  *     with the same bound's Frobenius norm; norm to 1e-9 relative (docs/KERNELS.md 1.5);
  *     num_skipped exactly, also against the count this file constructed; no write outside
@@ -387,6 +388,17 @@ static void gr_make_wide(gr_set *s)
         skipped += du > 0 || dv > 0;
     }
     s->expect_skipped = skipped;
+}
+
+/* support 70 on a 300-cell grid: footprints of 141 cells, wider than a 128-cell tile (omp-tiled
+ * then picks 256 by itself, gr_auto_tile; every other tile clips them), some off the grid. */
+static void gr_make_wider(gr_set *s)
+{
+    static const int32_t sup[2] = {3, 70};
+    gr_base(s, "wider", 300, 1.0 / (300 * 100.0), 2, 500);
+    gr_make_kernels(s, sup, 2, 4, 91);
+    gr_set_reserve(s, 61);
+    gr_fill_random(s, 61, 92, 100, 0.3, 10, 0.05);
 }
 
 /* The set with unit kernels, vis = 1 and weight = 1 (non-finite kept, so that the same
@@ -1482,7 +1494,7 @@ static pk_context *gr_context(pk_backend_id backend, int threads)
 }
 
 enum { GR_UNIFORM, GR_CENTRAL, GR_EDGE, GR_NONFINITE, GR_W0, GR_TIES, GR_OS2, GR_OS6, GR_WIDE,
-       GR_NSETS };
+       GR_WIDER, GR_NSETS };
 
 /* The suite's sets and their double-precision oracles. */
 static void gr_make_sets(gr_set sets[GR_NSETS], gr_oracle orc[GR_NSETS])
@@ -1496,6 +1508,7 @@ static void gr_make_sets(gr_set sets[GR_NSETS], gr_oracle orc[GR_NSETS])
     gr_make_os(&sets[GR_OS2], 2);
     gr_make_os(&sets[GR_OS6], 6);
     gr_make_wide(&sets[GR_WIDE]);
+    gr_make_wider(&sets[GR_WIDER]);
     for (int i = 0; i < GR_NSETS; ++i) gr_oracle_make(&orc[i], &sets[i]);
 }
 
