@@ -360,6 +360,10 @@ static void tb_band(const lp_omp *o, int T, const lp_pass *p, const lp_rows *w, 
     const int staged = p->lexi_src || p->above;
     /* in place, a row is written over lines the pass has just read (in L2): no streaming */
     const int stream = o->h->stream && p->dst != p->src;
+    /* the AVX2 / AVX-512 hvfo rows store aligned vectors: a caller's lexi array holding hvfo
+     * rows (an hvfo call in place on it) may not be aligned, its rows go through w->out */
+    const uintptr_t align = o->h->d.layout == PK_LAP_HVFO && (nw == 8 || nw == 16)
+                                ? (uintptr_t)nw * sizeof(float) : 1;
     for (int zz = y0 - T - 1; zz < y1 + (T - 1); ++zz) {
         if (staged) {
             const int q = zz + 1;
@@ -392,6 +396,9 @@ static void tb_band(const lp_omp *o, int T, const lp_pass *p, const lp_rows *w, 
             } else if (p->lexi_dst) {
                 o->row(&o->k, rows[1], rows[0], rows[2], w->out, 0, w->buf);
                 pk_lp_reorder_row(l, nw, w->out, p->dst + (size_t)r * (size_t)l, 0);
+            } else if ((uintptr_t)(p->dst + (size_t)r * (size_t)l) % align) {
+                o->row(&o->k, rows[1], rows[0], rows[2], w->out, 0, w->buf);
+                memcpy(p->dst + (size_t)r * (size_t)l, w->out, (size_t)l * sizeof(float));
             } else {
                 o->row(&o->k, rows[1], rows[0], rows[2], p->dst + (size_t)r * (size_t)l, stream,
                        w->buf);
@@ -439,27 +446,24 @@ static int lp_call_depth(int count, int T, int even)
  * writes land on lines the pass has just read (2-core EPYC, 2 threads, 4096^2 x 8: plans
  * 9.5-9.8 -> 8.3-9.0 ms lexi, 7.7-7.9 -> 6.7-6.8 hvfo, against passes into a second field
  * with streaming stores).
- * Otherwise (the other variants, bands shorter than the depth, an unaligned lexi field and
- * more than one op) ops ping-pong between two fields: on the caller's field the first op in
+ * Otherwise (the other variants, bands shorter than the depth) ops ping-pong between two
+ * fields: on the caller's field the first op in
  * place when their number is odd, so that the last lands there (or an even number of ops
  * where one exists); on a lexi field one op alone in place, else the first reads it and the
  * last writes it, the plan's fields between. */
 static pk_status lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count, float *lexi)
 {
-    /* between its first and last op the caller's lexi field holds hvfo rows, which the row
-     * kernels load and store as aligned vectors: the plan's fields' alignment */
-    const int tb = h->kind == LP_OMP_TB, band = h->d.l / h->nt,
-              aligned = !lexi || (uintptr_t)lexi % 64 == 0;
+    const int tb = h->kind == LP_OMP_TB, band = h->d.l / h->nt;
     int T = tb ? lp_call_depth(count, h->tb_depth, 0) : 1;
     int ops = count / T + count % T;
-    int all_in_place = tb && band >= T && aligned, first_in_place = 0;
+    int all_in_place = tb && band >= T, first_in_place = 0;
     if (lexi || h->in_place) {
         const int first_depth = count >= T ? T : 1; /* op 0's: a pass, or a lone sweep */
         first_in_place = (lexi ? ops == 1 : ops % 2 == 1) && band >= first_depth;
         if (!(all_in_place || first_in_place)) {
             if (tb) T = lp_call_depth(count, h->tb_depth, 1);
             ops = count / T + count % T;
-            all_in_place = tb && band >= T && aligned;
+            all_in_place = tb && band >= T;
         }
     }
     const int passes = count / T;
