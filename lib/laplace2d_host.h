@@ -75,7 +75,9 @@ typedef struct pk_lp_host_plan {
     int nt;            /* host threads (serial: 1); first touch and copies use its partition */
     int kind;          /* the backend's code path for the variant */
     int isa;           /* OpenMP: the ISA of the hand-vectorised rows */
-    int stream;        /* OpenMP: streaming stores (the two fields exceed the last-level cache) */
+    int stream;        /* OpenMP: streaming stores into a second field (the two fields exceed
+                          the last-level cache) */
+    int two_fields;    /* OpenMP: no pass in place (laplace2d.stream=1) */
     float *scratch;    /* OpenMP temporal blocking: per-thread ring rows */
     size_t scratch_per_thread; /* floats */
     int tb_depth;              /* OpenMP omp-tb: iterations per pass, at most

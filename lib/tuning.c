@@ -95,8 +95,9 @@ static const param_def defs[PK_PARAM_COUNT] = {
         ISA_VALUES, "auto", 0, "OpenMP omp-simd / omp-tb: lower the SIMD level (auto: the CPU's best)"},
     [PK_PARAM_LAPLACE2D_STREAM] = {"laplace2d.stream", "PORTKERN_LP_STREAM", T_CHOICE, 0, 0,
         "auto,0,1", "auto, 0 or 1", "auto", 1,
-        "OpenMP: streaming stores into a second field off (0) or on (1); auto: on when two "
-        "fields exceed the LLC (omp-simd rows, omp-tb's passes not in place)"},
+        "OpenMP: 1: every pass into a second field with streaming stores (not in place); 0: "
+        "no streaming stores; auto: passes in place, streaming where they cannot be and two "
+        "fields exceed the LLC (omp-simd and omp-tb rows)"},
     [PK_PARAM_LAPLACE2D_CL_SCHEME] = {"laplace2d.cl_scheme", "PORTKERN_CL_LP_SCHEME", T_CHOICE, 0,
         0, "auto,vec,item", "auto, vec or item", "auto", 0,
         "OpenCL kernel: vector rows (vec) or one site per item; auto: vec on CPUs"},

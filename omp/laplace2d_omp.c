@@ -13,19 +13,21 @@
  *             marches down it; iteration k of row r is computed as soon as iteration k-1 has
  *             rows r-1..r+1, kept in a ring of three rows per intermediate iteration
  *             (L2-resident), the halo rows above and below the band recomputed rather than
- *             exchanged.  Each pass runs in place on one field, the band's edge rows saved
- *             for its neighbours first (lp_omp_steps).  Same layout, same row kernel, same
- *             iterations: the result is bit for bit that of omp-simd; a remainder of
- *             count % depth iterations runs as single sweeps.
+ *             exchanged.  Same layout, same row kernel, same iterations: the result is bit
+ *             for bit that of omp-simd; a remainder of count % depth iterations runs as
+ *             single sweeps.
  * Every variant runs all iterations of a call in one parallel region, threads sweeping the
  * static row partition they first touched (pk_lp_rows_of), a barrier per iteration (per pass
- * for omp-tb).  Passes into a second field beyond the last-level cache write it with
- * streaming stores in the hand-vectorised rows: the target is not read again in the sweep,
- * so write-allocate would add half the ideal traffic (12 B/site instead of 8).
+ * for omp-tb), each pass in place on one field, the bands' edge rows saved for their
+ * neighbours first (lp_omp_steps).  Where passes write a second field instead (bands
+ * shorter than the depth, or laplace2d.stream=1) beyond the last-level cache, the
+ * hand-vectorised rows write it with streaming stores: the target is not read again in the
+ * sweep, so write-allocate would add half the ideal traffic (12 B/site instead of 8).
  *
  * laplace2d.isa=avx512|avx2|generic lowers the ISA of omp-simd and omp-tb, and
- * laplace2d.stream=1|0 forces streaming stores on or off (tuning parameters, read at plan
- * creation; the tests run every path, streaming included, on small fields). */
+ * laplace2d.stream=1 makes every pass write the second field with streaming stores, 0 never
+ * streams (tuning parameters, read at plan creation; the tests run every path, streaming
+ * included, on small fields). */
 #include "laplace2d_host.h"
 
 #include <math.h>
@@ -437,33 +439,33 @@ static int lp_call_depth(int count, int T, int even)
 }
 
 /* count iterations as ops: count / T passes of T iterations (omp-tb; T = 1 otherwise), then
- * count % T single sweeps, a barrier after each.  An op in place (src == dst) first saves each
- * band's first and last T rows (a barrier), which its neighbours read instead of rows they may
- * already have overwritten; it needs bands of at least T rows.
- * omp-tb runs every op in place: on h->cur (the plan's field, or the caller's under
- * h->in_place), or on an hvfo plan's caller's lexi field, which holds hvfo rows between the
- * first op (converting rows in) and the last (converting them out).  No second field, and the
- * writes land on lines the pass has just read (2-core EPYC, 2 threads, 4096^2 x 8: plans
- * 9.5-9.8 -> 8.3-9.0 ms lexi, 7.7-7.9 -> 6.7-6.8 hvfo, against passes into a second field
- * with streaming stores).
- * Otherwise (the other variants, bands shorter than the depth) ops ping-pong between two
- * fields: on the caller's field the first op in
- * place when their number is odd, so that the last lands there (or an even number of ops
- * where one exists); on a lexi field one op alone in place, else the first reads it and the
- * last writes it, the plan's fields between. */
+ * count % T single sweeps, a barrier after each.  Every op runs in place on one field: on
+ * h->cur (the plan's field, or the caller's under h->in_place), or on an hvfo plan's caller's
+ * lexi field, which holds hvfo rows between the first op (converting rows in) and the last
+ * (converting them out).  An op in place first saves each band's first and last T rows (a
+ * barrier), which its neighbours read instead of rows they may already have overwritten, so
+ * it needs bands of at least T rows.  No second field, and the writes land on lines the pass
+ * has just read (2-core EPYC, 2 threads, 4096^2 x 8, plans against passes into a second field
+ * with streaming stores: omp-tb 9.5-9.8 -> 8.3-9.0 ms lexi, 7.7-7.9 -> 6.7-6.8 hvfo; omp-simd
+ * 21.6-24.3 -> 18.8-20.8 lexi; omp 29.9-30.4 -> 23.2-23.3).
+ * Bands shorter than the depth (more threads than rows), or laplace2d.stream=1, make the ops
+ * ping-pong between two fields: on the caller's field the first op in place when their number
+ * is odd, so that the last lands there (or an even number of ops where one exists); on a
+ * lexi field one op alone in place, else the first reads it and the last writes it, the
+ * plan's fields between. */
 static pk_status lp_omp_steps(pk_lp_host_plan *h, const lp_omp *o, int count, float *lexi)
 {
     const int tb = h->kind == LP_OMP_TB, band = h->d.l / h->nt;
     int T = tb ? lp_call_depth(count, h->tb_depth, 0) : 1;
     int ops = count / T + count % T;
-    int all_in_place = tb && band >= T, first_in_place = 0;
+    int all_in_place = !h->two_fields && band >= T, first_in_place = 0;
     if (lexi || h->in_place) {
         const int first_depth = count >= T ? T : 1; /* op 0's: a pass, or a lone sweep */
         first_in_place = (lexi ? ops == 1 : ops % 2 == 1) && band >= first_depth;
         if (!(all_in_place || first_in_place)) {
             if (tb) T = lp_call_depth(count, h->tb_depth, 1);
             ops = count / T + count % T;
-            all_in_place = tb && band >= T;
+            all_in_place = !h->two_fields && band >= T;
         }
     }
     const int passes = count / T;
@@ -593,17 +595,19 @@ pk_status pk_omp_lp_create(void *state, int device, const pk_lp_desc *desc, void
             return s;
         }
     }
-    /* Stream only when the pair of fields cannot stay in the last-level cache, and only from
-     * rows that store their vectors themselves: the portable row (omp, and omp-simd's other
+    /* Passes into a second field (lp_omp_steps: where they cannot run in place) stream only
+     * when the pair of fields cannot stay in the last-level cache, and only from rows that
+     * store their vectors themselves: the portable row (omp, and omp-simd's other
      * lane counts) would compute into a buffer and copy it out, which measured slower than
      * write-allocate (EPYC KVM, 4096^2: omp 31 ms against 22-24 plain; omp-simd 2-5% and
      * omp-tb 11-21% faster streamed). */
     const lp_row_fn row = h->kind == LP_OMP_AUTO ? row_auto : lp_simd_row(desc, h->isa);
     h->stream = pk_beyond_llc(2.0 * (double)h->n * sizeof(float)) && desc->l >= 64 &&
                 row != row_auto;
-    int force[2]; /* laplace2d.stream: auto, 0, 1 whatever the size (never a bad value) */
+    int force[2]; /* laplace2d.stream: auto, 0, 1: two fields, streamed whatever the size */
     (void)pk_param_get(desc->tuning, PK_PARAM_LAPLACE2D_STREAM, force);
     if (force[0]) h->stream = force[0] == 2;
+    h->two_fields = force[0] == 2;
     h->run = pk_omp_lp_run;
     *impl = h;
     return PK_OK;

@@ -515,10 +515,10 @@ static void lp_check_plan(const char *variant, int layout, int nw, int l)
 
 /* plan_execute on the caller's field: right for 0, 1, 2, 4, 8 and 9 iterations in a 64-byte
  * aligned field and in one that is not, and bit for bit the plan's upload, run and download
- * (OpenMP's hvfo converts rows inside its passes instead of reordering the whole field; an
- * odd number of passes makes its first in place, each band's edge rows saved for its
- * neighbours: one op alone at 1, a single omp-tb pass at 4 and, at depth 8 or more, at 8 and
- * 9); nothing copied, transfer_s 0: on the host backends for lexi at 8 iterations (an even
+ * (OpenMP's hvfo converts rows inside its passes instead of reordering the whole field; its
+ * passes run in place, each band's edge rows saved for its neighbours, or under
+ * laplace2d.stream=1 and on bands shorter than the depth into a second field, the first in
+ * place when their number is odd); nothing copied, transfer_s 0: on the host backends for lexi at 8 iterations (an even
  * number of passes in every variant), on OpenMP at every count, aligned or one float off
  * (the lexi rows take any float's address; hvfo converts them).  Afterwards the plan has no
  * resident field (PK_ESTATE) until the next upload.  ctx and label: OpenMP also runs it on
