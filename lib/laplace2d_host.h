@@ -99,9 +99,9 @@ pk_status pk_lp_host_upload(void *impl, const float *phi, double *seconds);
 pk_status pk_lp_host_download(void *impl, float *phi, double *seconds);
 /** The host backends' execute: the sweeps run on the caller's field itself (in place of the
  *  plan's first buffer; the second is the work array), the result copied back only when an
- *  odd number of passes leaves it there (OpenMP: never, lp_omp_steps).  The hand-vectorised hvfo rows load and stream
- *  aligned vectors: an hvfo field not 64-byte aligned goes through the plan's buffers
- *  instead; lexi runs on any float array. */
+ *  odd number of passes leaves it there (OpenMP: never, lp_omp_steps).  The hand-vectorised
+ *  hvfo rows load and stream aligned vectors: an hvfo field not 64-byte aligned goes through
+ *  the plan's buffers instead; lexi runs on any float array. */
 pk_status pk_lp_host_execute(void *impl, float *phi, int count, double *kernel_seconds,
                              double *transfer_seconds);
 void pk_lp_host_destroy(void *impl);

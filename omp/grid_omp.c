@@ -30,9 +30,9 @@
  *     gr_auto_tile) on a lattice through the grid centre, covering the bounding box.
  *     central_radius R: 0 = auto: the smallest box outside which no tile holds more than
  *     1/(4 nt) of the work (so that the largest job of the outer queue costs at most a
- *     quarter of a thread's share), none on one thread,
- *     at most 256 MiB of private copies; -1 = none.  "Parts" are the nt logical threads of
- *     the plan (OpenMP may give a smaller team: each thread then runs several parts).
+ *     quarter of a thread's share), none on one thread, at most 256 MiB of private copies;
+ *     -1 = none.  "Parts" are the nt logical threads of the plan (OpenMP may give a smaller
+ *     team: each thread then runs several parts).
  *     Memory: records (32 B per visibility) and pairs (4 B per visibility-tile pair; per
  *     visibility 2.15 / 1.56 / 1.33 / 1.22 at tile 32 / 64 / 128 / 256 on EL82-70) are
  *     kept in the plan between runs (no page faults per run; a plan's first run faults in

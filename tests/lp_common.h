@@ -518,12 +518,12 @@ static void lp_check_plan(const char *variant, int layout, int nw, int l)
  * (OpenMP's hvfo converts rows inside its passes instead of reordering the whole field; its
  * passes run in place, each band's edge rows saved for its neighbours, or under
  * laplace2d.stream=1 and on bands shorter than the depth into a second field, the first in
- * place when their number is odd); nothing copied, transfer_s 0: on the host backends for lexi at 8 iterations (an even
- * number of passes in every variant), on OpenMP at every count, aligned or one float off
- * (the lexi rows take any float's address; hvfo converts them).  Afterwards the plan has no
- * resident field (PK_ESTATE) until the next upload.  ctx and label: OpenMP also runs it on
- * 1, 3 and 7 threads (bands shorter than a pass's depth take the work field) and under
- * laplace2d.tb_depth values. */
+ * place when their number is odd); nothing copied, transfer_s 0: on the host backends for
+ * lexi at 8 iterations (an even number of passes in every variant), on OpenMP at every
+ * count, aligned or one float off (the lexi rows take any float's address; hvfo converts
+ * them).  Afterwards the plan has no resident field (PK_ESTATE) until the next upload.  ctx
+ * and label: OpenMP also runs it on 1, 3 and 7 threads (bands shorter than a pass's depth
+ * take the work field) and under each value of laplace2d.tb_depth, .isa and .stream. */
 static void lp_check_execute(pk_context *ctx, const char *label, const char *variant,
                              int layout, int nw, int l)
 {
