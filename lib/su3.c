@@ -136,14 +136,19 @@ void pk_s3_share(const pk_s3_desc *d, int t, int nt, size_t *s0, size_t *s1)
  * pk_s3_index (lib/lattice_index.h), which the CUDA plan's device conversions call per
  * element; these loops walk the same offsets incrementally.  Every loop writes one
  * sequential stream and reads what it gathers from a few KiB that stay in L1 (an hvfo
- * block, a tile of vfo sites), which the prefetchers stream in order. */
+ * block, a tile of vfo sites), which the prefetchers stream in order; except vfo's with
+ * walk_src, where the destination is itself a block in L1 (the one call's) and the source
+ * comes from memory: they read the source in order (2-core EPYC, nv 3.9 M, 2 threads, one
+ * call, alternated: 63-92 -> 52-55 ms, 1.42-1.76x -> 1.19-1.28x the plan; hvfo's AVX2 blocks, which already read 32 bytes of
+ * each site at a time, measured no different that way and keep dst's order). */
 typedef struct s3_conv {
     const pk_s3_desc *d;
     const double *src; /* AoS when packing, the layout when unpacking */
     double *dst;
-    int n;    /* doubles per AoS site */
-    int m;    /* doubles per site in the layout (AoS-like layouts) */
-    int pack; /* AoS -> layout (padding sites and entries get zeros), else back */
+    int n;        /* doubles per AoS site */
+    int m;        /* doubles per site in the layout (AoS-like layouts) */
+    int pack;     /* AoS -> layout (padding sites and entries get zeros), else back */
+    int walk_src; /* vfo: read src in order (else write dst in order) */
 } s3_conv;
 
 /* vfo sites per pass over the rows: 16 (4 lines of each row) measured 1.7x faster than 64
@@ -152,11 +157,20 @@ typedef struct s3_conv {
 
 /* The conversions are transposes: hvfo of single doubles (packing through pk_transpose_f64's
  * AVX2 blocks: 34-38 GB/s in L2 against the scalar gather's 25, memcpy 75), vfo of complex
- * numbers, whole 16-byte moves already (2 x 2 blocks of them in AVX2 measured slower):
- * dst[j ds + 2 i + v] = src[i ss + 2 j + v]. */
+ * numbers, whole 16-byte moves already (2 x 2 blocks of them in AVX2, and 4 x 4 in AVX-512,
+ * measured slower): dst[j ds + 2 i + v] = src[i ss + 2 j + v], in dst's order or, walk_src,
+ * in src's. */
 static void s3_transpose_complex(const double *src, size_t ss, double *dst, size_t ds, size_t r,
-                                 size_t c)
+                                 size_t c, int walk_src)
 {
+    if (walk_src) {
+        for (size_t i = 0; i < r; ++i)
+            for (size_t j = 0; j < c; ++j) {
+                dst[j * ds + 2 * i] = src[i * ss + 2 * j];
+                dst[j * ds + 2 * i + 1] = src[i * ss + 2 * j + 1];
+            }
+        return;
+    }
     for (size_t j = 0; j < c; ++j)
         for (size_t i = 0; i < r; ++i) {
             dst[j * ds + 2 * i] = src[i * ss + 2 * j];
@@ -208,13 +222,15 @@ static void s3_conv_sites(void *arg, size_t s0, size_t s1)
             if (c->pack) {
                 const size_t live = t1 < nv ? t1 : nv; /* sites [live, t1) are padding */
                 if (live > t0)
-                    s3_transpose_complex(src + n * t0, n, dst + 2 * t0, 2 * ns, live - t0, n / 2);
+                    s3_transpose_complex(src + n * t0, n, dst + 2 * t0, 2 * ns, live - t0, n / 2,
+                                         c->walk_src);
                 for (size_t e = 0; e < n / 2 && live < t1; ++e) {
                     const size_t from = live > t0 ? live : t0;
                     memset(dst + 2 * e * ns + 2 * from, 0, 2 * (t1 - from) * sizeof(double));
                 }
             } else {
-                s3_transpose_complex(src + 2 * t0, 2 * ns, dst + n * t0, n, n / 2, t1 - t0);
+                s3_transpose_complex(src + 2 * t0, 2 * ns, dst + n * t0, n, n / 2, t1 - t0,
+                                     c->walk_src);
             }
         }
     } else if (m == n) { /* the same per-site size: one copy */
@@ -235,7 +251,7 @@ static void s3_convert(const pk_s3_desc *d, const double *src, double *dst, int 
 {
     const int m = n == PK_S3_SPINOR ? PK_S3_SPINOR : pk_s3_u_per_site(d->layout);
     const int sites_layout = d->layout == PK_SU3_VFO || d->layout == PK_SU3_HVFO;
-    s3_conv c = {d, src, dst, n, m, pack};
+    s3_conv c = {d, src, dst, n, m, pack, 0};
     /* packing writes the padding sites too; unpacking reads only the nv real ones */
     const size_t sites = sites_layout && pack ? d->nsites : d->nv;
     const size_t grain = d->layout == PK_SU3_HVFO  ? (size_t)d->nw
@@ -496,14 +512,14 @@ static void s3_fused_range(void *arg, size_t lo, size_t hi)
         if (aos_spinor) {
             bd.u_site = PK_S3_U_AOS;
         } else {
-            s3_conv cu = {&bd, uk, ub, PK_S3_U_AOS, m_u, 1};
+            s3_conv cu = {&bd, uk, ub, PK_S3_U_AOS, m_u, 1, 1};
             s3_conv_sites(&cu, 0, packed);
             uk = ub;
         }
         const double *psi = f->psi + PK_S3_SPINOR * b0;
         double *chi = f->chi + PK_S3_SPINOR * b0;
         if (!aos_spinor) {
-            s3_conv cp = {&bd, psi, pb, PK_S3_SPINOR, PK_S3_SPINOR, 1};
+            s3_conv cp = {&bd, psi, pb, PK_S3_SPINOR, PK_S3_SPINOR, 1, 1};
             s3_conv_sites(&cp, 0, packed);
         }
         const double t = t0_times ? pk_now() : 0;
@@ -513,7 +529,7 @@ static void s3_fused_range(void *arg, size_t lo, size_t hi)
         if (!aos_spinor) {
             /* streaming: chi in AoS order into the psi block (spent), then out with
              * non-temporal stores, so that the caller's chi is not read for ownership */
-            s3_conv cc = {&bd, cb, f->stream ? pb : chi, PK_S3_SPINOR, PK_S3_SPINOR, 0};
+            s3_conv cc = {&bd, cb, f->stream ? pb : chi, PK_S3_SPINOR, PK_S3_SPINOR, 0, 0};
             s3_conv_sites(&cc, 0, bd.nv);
             if (f->stream) pk_stream_copy(chi, pb, bd.nv * PK_S3_SPINOR * sizeof(double));
         }
