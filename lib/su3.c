@@ -139,8 +139,9 @@ void pk_s3_share(const pk_s3_desc *d, int t, int nt, size_t *s0, size_t *s1)
  * block, a tile of vfo sites), which the prefetchers stream in order; except vfo's with
  * walk_src, where the destination is itself a block in L1 (the one call's) and the source
  * comes from memory: they read the source in order (2-core EPYC, nv 3.9 M, 2 threads, one
- * call, alternated: 63-92 -> 52-55 ms, 1.42-1.76x -> 1.19-1.28x the plan; hvfo's AVX2 blocks, which already read 32 bytes of
- * each site at a time, measured no different that way and keep dst's order). */
+ * call, alternated: 63-92 -> 52-55 ms, 1.42-1.76x -> 1.19-1.28x the plan; hvfo's AVX2
+ * blocks, which already read 32 bytes of each site at a time, measured no different that
+ * way and keep dst's order). */
 typedef struct s3_conv {
     const pk_s3_desc *d;
     const double *src; /* AoS when packing, the layout when unpacking */
