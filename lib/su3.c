@@ -136,12 +136,12 @@ void pk_s3_share(const pk_s3_desc *d, int t, int nt, size_t *s0, size_t *s1)
  * pk_s3_index (lib/lattice_index.h), which the CUDA plan's device conversions call per
  * element; these loops walk the same offsets incrementally.  Every loop writes one
  * sequential stream and reads what it gathers from a few KiB that stay in L1 (an hvfo
- * block, a tile of vfo sites), which the prefetchers stream in order; except vfo's with
+ * block, a tile of vfo sites), which the prefetchers stream in order; except the packs with
  * walk_src, where the destination is itself a block in L1 (the one call's) and the source
- * comes from memory: they read the source in order (2-core EPYC, nv 3.9 M, 2 threads, one
- * call, alternated: 63-92 -> 52-55 ms, 1.42-1.76x -> 1.19-1.28x the plan; hvfo's AVX2
- * blocks, which already read 32 bytes of each site at a time, measured no different that
- * way and keep dst's order). */
+ * comes from memory: they read the source site by site, in order (2-core EPYC, nv 3.9 M, 2
+ * threads, one call, alternated: vfo 63-92 -> 52-55 ms, 1.42-1.76x -> 1.19-1.28x the plan;
+ * hvfo, by single doubles instead of pk_transpose_f64's AVX2 blocks, 66-75 -> 52-54 ms,
+ * 1.56-1.78x -> 1.23-1.26x; those blocks walked along the source measured no different). */
 typedef struct s3_conv {
     const pk_s3_desc *d;
     const double *src; /* AoS when packing, the layout when unpacking */
@@ -149,7 +149,7 @@ typedef struct s3_conv {
     int n;        /* doubles per AoS site */
     int m;        /* doubles per site in the layout (AoS-like layouts) */
     int pack;     /* AoS -> layout (padding sites and entries get zeros), else back */
-    int walk_src; /* vfo: read src in order (else write dst in order) */
+    int walk_src; /* vfo and hvfo packs: read src in order (else write dst in order) */
 } s3_conv;
 
 /* vfo sites per pass over the rows: 16 (4 lines of each row) measured 1.7x faster than 64
@@ -207,7 +207,11 @@ static void s3_conv_sites(void *arg, size_t s0, size_t s1)
             const size_t live = nv - base < nw ? nv - base : nw; /* the rest is padding */
             if (c->pack) {
                 double *blk = dst + n * base;
-                pk_transpose_f64(src + n * base, n, blk, nw, live, n);
+                if (c->walk_src) /* site by site: the source read in order */
+                    for (size_t i = 0; i < live; ++i)
+                        for (size_t j = 0; j < n; ++j) blk[j * nw + i] = src[n * (base + i) + j];
+                else
+                    pk_transpose_f64(src + n * base, n, blk, nw, live, n);
                 for (size_t k = 0; k < n && live < nw; ++k)
                     memset(blk + k * nw + live, 0, (nw - live) * sizeof(double));
             } else {
