@@ -1623,9 +1623,11 @@ static const tune_dim tune_space[] = {
     {"grid.cuda_blocks", PK_BACKEND_CUDA, "cuda-tiled", "2,16 4,32 8,64 16,128", NULL, 0, 0},
     /* The grid's tiles (the slowest kernel to time: two values per field, one halving and one
      * doubling of the default tile, and no central box against a small one; tile_factor on
-     * CUDA's hybrid only, where it means something).  omp-tiled, 2 threads: 128 (its default)
-     * beat 64 by 10-31% on three data sets, 256 won on the widest supports (omp/grid_omp.c);
-     * more cores want smaller tiles (balance), which 64 covers. */
+     * CUDA's hybrid only, where it means something).  omp-tiled, 2 threads: 128 (its default
+     * for footprints up to 128 cells) beat 64 by 10-31% on three data sets, 256 (its default
+     * beyond) won on the widest supports (omp/grid_omp.c gr_auto_tile), so on those sets the
+     * search times 64 and the default again; more cores want smaller tiles (balance), which 64
+     * covers. */
     {"grid.tile_size", PK_BACKEND_OPENMP, "omp-tiled", "64 256", NULL, 0, 0},
     {"grid.central_radius", PK_BACKEND_OPENMP, "omp-tiled", "-1 2", NULL, 0, 0},
     {"grid.isa", PK_BACKEND_OPENMP, "omp-tiled", "avx512 avx2", NULL, 1, 0}, /* generic: avx2's */
