@@ -149,12 +149,16 @@ d = json.load(open(sys.argv[1]))
 rows = [r for r in d["rows"] if r["status"] == "ok"]
 # timings on a shared machine: only that each row has both calls timed is asserted
 assert rows and all(r["call_first_seconds"] > 0 and r["call_repeat_seconds"] > 0 for r in rows), rows
-assert "one call against the plan (--calls 3" in open(sys.argv[2]).read()
+out = open(sys.argv[2]).read()
+assert "one call against the plan (--calls 3" in out
+# the first touch of fresh memory, measured once as the bench starts, beside the calls
+assert d["first_touch_gb_per_s"] > 0 and "fresh memory: first touch at" in out, d.keys()
 EOF
 else
-    grep -q '"call_repeat_seconds": [0-9]' "$T/calls.json" && grep -q 'one call against the plan' "$T/out"
+    grep -q '"call_repeat_seconds": [0-9]' "$T/calls.json" && grep -q 'one call against the plan' "$T/out" &&
+        grep -q '"first_touch_gb_per_s": [0-9]' "$T/calls.json"
 fi
-result $? "bench --calls: every row has the first and the repeated one-shot call, and the table"
+result $? "bench --calls: every row has the first and the repeated one-shot call, the table and the first-touch rate"
 
 # ---- conv2d --------------------------------------------------------------------------------
 # cv_line_ok FILE VARIANT: one JSON line of a conv2d run, the contract's keys, verified equal.

@@ -15,6 +15,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "cli_kernel.h"
 
@@ -1027,6 +1030,35 @@ static double roof_bw(pk_context *ctx, pk_backend_id be, int device)
     return bw;
 }
 
+/* --calls: the first touch of fresh memory, B/s, measured once as the bench starts (in the
+ * state a new process finds the host's memory): 128 MiB from pk_malloc (advised for huge
+ * pages, as the library's buffers) written by the bench's threads.  A first call pays this
+ * for every new byte of its plan, besides its kernel: on a VM that hands freed memory back to
+ * its host (virtio-balloon free page reporting) several times what reused pages cost.  The
+ * block is kept until the bench ends: freed at once, its pages would come back hot to the
+ * first calls' buffers and flatter them. */
+static double fresh_bps;
+static void *fresh_block;
+
+static void fresh_measure(int threads)
+{
+    const size_t bytes = (size_t)128 << 20, page = 4096;
+    char *p = pk_malloc(bytes);
+    if (!p) return;
+    const long pages = (long)(bytes / page);
+#ifdef _OPENMP
+    const int nt = threads > 0 ? threads : omp_get_max_threads();
+#else
+    const int nt = 1;
+    (void)threads;
+#endif
+    const double t0 = cli_now_s();
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (long i = 0; i < pages; ++i) memset(p + (size_t)i * page, 1, page);
+    fresh_bps = (double)bytes / (cli_now_s() - t0);
+    fresh_block = p;
+}
+
 /* Open the backends: the number of variants that will run. */
 static int bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, int threads,
                       const cli_list *params, const char *(*variants)(pk_backend_id),
@@ -1548,6 +1580,10 @@ static void print_rows(const cli_bench_result *res)
     if (res->req->calls > 0) { /* what a user's call costs against the plan's run */
         printf("one call against the plan (--calls %d: the first in a fresh context, the median "
                "of the later ones; the library's wall, all of it)\n", res->req->calls);
+        if (fresh_bps > 0)
+            printf("fresh memory: first touch at %.2f GB/s (128 MiB, measured as the bench "
+                   "started): what a first call pays for each new byte besides its kernel\n",
+                   fresh_bps / 1e9);
         printf("%-13s %-7s %-13s", "kernel", "backend", "variant");
         if (cases) printf(" %-16s", "case");
         printf(" %9s %10s %10s %8s %8s %7s\n", "plan ms", "first ms", "repeat ms", "x plan", "first x",
@@ -2339,6 +2375,7 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
     cli_bench_result *res[16] = {0};
     cli_json j;
     int rc = CLI_EXIT_OK;
+    if (req->calls > 0 && !fresh_block) fresh_measure(req->threads);
     for (int i = 0; i < nk && i < 16; ++i) {
         /* the budget: no new kernel once it is spent (the first starts unless it is 0) */
         if (tune && (tune->budget_s <= 0 || (i && cli_now_s() - tune->t0 >= tune->budget_s))) {
@@ -2384,6 +2421,7 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
                              "data resident: min (kernel_seconds), median, max");
         cj_str(&j, "roof_model", "copy bandwidth of the backend's device, bytes read + "
                                  "written, measured in this run");
+        if (fresh_bps > 0) cj_num(&j, "first_touch_gb_per_s", fresh_bps / 1e9);
         cj_open(&j, "rows", '[');
         for (int i = 0; i < nk; ++i) bench_json_rows(res[i], &j);
         cj_close(&j);
@@ -2399,5 +2437,7 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
         cj_close(&j);
     }
     for (int i = 0; i < nk; ++i) bench_free(res[i]);
+    pk_free(fresh_block);
+    fresh_block = NULL;
     return rc;
 }
