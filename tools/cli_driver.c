@@ -1212,6 +1212,16 @@ static char *run_json_text(const cli_kernel *k, const void *args, const void *da
     return text;
 }
 
+/* The process's resident bytes (/proc/self/statm; NAN where there is none). */
+static double resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size = 0, pages = 0;
+    const int ok = f && fscanf(f, "%ld %ld", &size, &pages) == 2;
+    if (f) fclose(f);
+    return ok ? (double)pages * (double)sysconf(_SC_PAGESIZE) : NAN;
+}
+
 /* --calls N: N one-shot calls of the row's case in a fresh context of the row's backend, as a
  * user's program makes them: the first pays the backend's start, the plan and fresh pages, the
  * later ones reuse the plan the context keeps.  Each is the library's wall (pk_run_info.wall_s:
@@ -1232,9 +1242,12 @@ static void bench_calls(const cli_bench_result *res, cli_bench_row *r)
     if (s == PK_OK && cli_params_set("portkern bench", ctx, res->req->params)) s = PK_EINVAL;
     for (int i = 0; s == PK_OK && i < n; ++i) {
         pk_run_info info;
+        const double rss = i == 0 ? resident_bytes() : 0;
         s = k->call(CLI_ONESHOT, NULL, ctx, r->variant, res->args[r->c],
                     res->data[res->data_of[r->c]], 0, &info);
         w[i] = info.wall_s;
+        /* the memory the first call touched and kept (its plan, its work arrays) */
+        if (i == 0) r->call_first_new = resident_bytes() - rss;
     }
     if (s != PK_OK) {
         row_fail(r, "one-shot call", s);
@@ -1476,7 +1489,7 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r, 
     r->verified = r->v.rep.equal;
     r->verify_s = cli_now_s() - t_verify;
     r->json = run_json_text(k, args, data, &r->info);
-    r->call_first_s = r->call_repeat_s = NAN;
+    r->call_first_s = r->call_repeat_s = r->call_first_new = NAN;
     if (res->req->calls > 0) bench_calls(res, r);
 done:
     if (plan) k->call(CLI_PLAN_DESTROY, &plan, NULL, NULL, args, data, 0, NULL);
@@ -1582,12 +1595,12 @@ static void print_rows(const cli_bench_result *res)
                "of the later ones; the library's wall, all of it)\n", res->req->calls);
         if (fresh_bps > 0)
             printf("fresh memory: first touch at %.2f GB/s (128 MiB, measured as the bench "
-                   "started): what a first call pays for each new byte besides its kernel\n",
-                   fresh_bps / 1e9);
+                   "started): what a first call pays for each new byte (first MB: the resident "
+                   "memory it added) besides its kernel\n", fresh_bps / 1e9);
         printf("%-13s %-7s %-13s", "kernel", "backend", "variant");
         if (cases) printf(" %-16s", "case");
-        printf(" %9s %10s %10s %8s %8s %7s\n", "plan ms", "first ms", "repeat ms", "x plan", "first x",
-               "x roof");
+        printf(" %9s %10s %10s %8s %8s %7s %9s\n", "plan ms", "first ms", "repeat ms", "x plan",
+               "first x", "x roof", "first MB");
         for (int i = 0; i < res->nrows; ++i) {
             const cli_bench_row *r = &res->rows[i];
             if (r->status != CLI_ROW_OK) continue;
@@ -1599,9 +1612,10 @@ static void print_rows(const cli_bench_result *res)
             /* the repeated call's bytes per second against the copy bandwidth, as the plan's
              * "x roof" above (the one call against the roofline) */
             if (r->bw > 0)
-                printf(" %6.2fx\n", cli_row_gbs(r) * 1e9 / r->bw * r->t_min / r->call_repeat_s);
+                printf(" %6.2fx", cli_row_gbs(r) * 1e9 / r->bw * r->t_min / r->call_repeat_s);
             else
-                printf(" %7s\n", "-");
+                printf(" %7s", "-");
+            printf(" %9.1f\n", r->call_first_new / 1e6);
         }
     }
     for (int i = 0; i < res->nrows; ++i) {
@@ -2197,6 +2211,7 @@ static void bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_num(j, "verify_seconds", ok ? r->verify_s : NAN);
         cj_num(j, "call_first_seconds", ok ? r->call_first_s : NAN);
         cj_num(j, "call_repeat_seconds", ok ? r->call_repeat_s : NAN);
+        cj_num(j, "call_first_new_bytes", ok ? r->call_first_new : NAN);
         cj_num(j, "flops", ok ? r->info.flops : NAN);
         cj_num(j, "bytes", ok ? r->info.bytes : NAN);
         cj_num(j, "gflop_per_s", cli_row_gflops(r));

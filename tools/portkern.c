@@ -184,8 +184,9 @@ static void bench_usage(FILE *f)
         "\n"
         "JSON rows (one schema for every kernel): kernel, backend, status, device, variant,\n"
         "case, kernel_seconds (min), kernel_seconds_median, kernel_seconds_max, ms, setup_,\n"
-        "upload_ and download_seconds, call_first_ and call_repeat_seconds (--calls; else\n"
-        "null), flops, bytes, gflop_per_s, gb_per_s, bandwidth_gb_per_s, roof_fraction, \"<kernel>\" {the object of its run line, for the\n"
+        "upload_ and download_seconds, call_first_ and call_repeat_seconds and\n"
+        "call_first_new_bytes (--calls; else null), flops, bytes, gflop_per_s, gb_per_s,\n"
+        "bandwidth_gb_per_s, roof_fraction, \"<kernel>\" {the object of its run line, for the\n"
         "case}, verified, verify {...}, reason; then \"<kernel>\" {the kernel's own results}.\n"
         "Exit status: 0 all verified; 1 a verification or a run failed; 2 bad option.\n",
         kernel_list());
