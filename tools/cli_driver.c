@@ -1030,35 +1030,6 @@ static double roof_bw(pk_context *ctx, pk_backend_id be, int device)
     return bw;
 }
 
-/* --calls: the first touch of fresh memory, B/s, measured once as the bench starts (in the
- * state a new process finds the host's memory): 128 MiB from pk_malloc (advised for huge
- * pages, as the library's buffers) written by the bench's threads.  A first call pays this
- * for every new byte of its plan, besides its kernel: on a VM that hands freed memory back to
- * its host (virtio-balloon free page reporting) several times what reused pages cost.  The
- * block is kept until the bench ends: freed at once, its pages would come back hot to the
- * first calls' buffers and flatter them. */
-static double fresh_bps;
-static void *fresh_block;
-
-static void fresh_measure(int threads)
-{
-    const size_t bytes = (size_t)128 << 20, page = 4096;
-    char *p = pk_malloc(bytes);
-    if (!p) return;
-    const long pages = (long)(bytes / page);
-#ifdef _OPENMP
-    const int nt = threads > 0 ? threads : omp_get_max_threads();
-#else
-    const int nt = 1;
-    (void)threads;
-#endif
-    const double t0 = cli_now_s();
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (long i = 0; i < pages; ++i) memset(p + (size_t)i * page, 1, page);
-    fresh_bps = (double)bytes / (cli_now_s() - t0);
-    fresh_block = p;
-}
-
 /* Open the backends: the number of variants that will run. */
 static int bench_open(cli_bench_set *set, const pk_backend_id *backends, int nb, int threads,
                       const cli_list *params, const char *(*variants)(pk_backend_id),
@@ -1212,6 +1183,31 @@ static char *run_json_text(const cli_kernel *k, const void *args, const void *da
     return text;
 }
 
+/* --calls: the first touch of fresh memory, B/s, measured just before a row's first call (in
+ * the state that call finds the host's memory): 64 MiB from pk_malloc (advised for huge pages,
+ * as the library's buffers) written by the row's threads.  A first call pays this for every
+ * new byte of its plan besides its kernel: on a VM that hands freed memory back to its host
+ * (virtio-balloon free page reporting) ~10x what recently freed pages cost.  *block is kept
+ * until the row's calls end: freed at once, its pages would come back hot to the call. */
+static double fresh_touch(int threads, void **block)
+{
+    const size_t bytes = (size_t)64 << 20, page = 4096;
+    char *p = pk_malloc(bytes);
+    *block = p;
+    if (!p) return NAN;
+#ifdef _OPENMP
+    const int nt = threads > 0 ? threads : omp_get_max_threads();
+#else
+    const int nt = 1;
+    (void)threads;
+#endif
+    const long pages = (long)(bytes / page);
+    const double t0 = cli_now_s();
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (long i = 0; i < pages; ++i) memset(p + (size_t)i * page, 1, page);
+    return (double)bytes / (cli_now_s() - t0);
+}
+
 /* The process's resident bytes (/proc/self/statm; NAN where there is none). */
 static double resident_bytes(void)
 {
@@ -1238,6 +1234,8 @@ static void bench_calls(const cli_bench_result *res, cli_bench_row *r)
     o.backend = r->backend;
     o.device = r->device;
     o.threads = res->req->threads;
+    void *block;
+    r->fresh_bps = fresh_touch(res->req->threads, &block);
     pk_status s = w ? pk_context_create(&ctx, &o) : PK_ENOMEM;
     if (s == PK_OK && cli_params_set("portkern bench", ctx, res->req->params)) s = PK_EINVAL;
     for (int i = 0; s == PK_OK && i < n; ++i) {
@@ -1259,6 +1257,7 @@ static void bench_calls(const cli_bench_result *res, cli_bench_row *r)
         }
     }
     pk_context_destroy(ctx);
+    pk_free(block);
     free(w);
 }
 
@@ -1489,7 +1488,7 @@ static void bench_one(cli_bench_result *res, pk_context *ctx, cli_bench_row *r, 
     r->verified = r->v.rep.equal;
     r->verify_s = cli_now_s() - t_verify;
     r->json = run_json_text(k, args, data, &r->info);
-    r->call_first_s = r->call_repeat_s = r->call_first_new = NAN;
+    r->call_first_s = r->call_repeat_s = r->call_first_new = r->fresh_bps = NAN;
     if (res->req->calls > 0) bench_calls(res, r);
 done:
     if (plan) k->call(CLI_PLAN_DESTROY, &plan, NULL, NULL, args, data, 0, NULL);
@@ -1593,14 +1592,12 @@ static void print_rows(const cli_bench_result *res)
     if (res->req->calls > 0) { /* what a user's call costs against the plan's run */
         printf("one call against the plan (--calls %d: the first in a fresh context, the median "
                "of the later ones; the library's wall, all of it)\n", res->req->calls);
-        if (fresh_bps > 0)
-            printf("fresh memory: first touch at %.2f GB/s (128 MiB, measured as the bench "
-                   "started): what a first call pays for each new byte (first MB: the resident "
-                   "memory it added) besides its kernel\n", fresh_bps / 1e9);
+        printf("first MB: the resident memory the first call added; fresh GB/s: the first "
+               "touch of 64 MiB of new memory just before it (what it pays per new byte)\n");
         printf("%-13s %-7s %-13s", "kernel", "backend", "variant");
         if (cases) printf(" %-16s", "case");
-        printf(" %9s %10s %10s %8s %8s %7s %9s\n", "plan ms", "first ms", "repeat ms", "x plan",
-               "first x", "x roof", "first MB");
+        printf(" %9s %10s %10s %8s %8s %7s %9s %10s\n", "plan ms", "first ms", "repeat ms",
+               "x plan", "first x", "x roof", "first MB", "fresh GB/s");
         for (int i = 0; i < res->nrows; ++i) {
             const cli_bench_row *r = &res->rows[i];
             if (r->status != CLI_ROW_OK) continue;
@@ -1615,7 +1612,7 @@ static void print_rows(const cli_bench_result *res)
                 printf(" %6.2fx", cli_row_gbs(r) * 1e9 / r->bw * r->t_min / r->call_repeat_s);
             else
                 printf(" %7s", "-");
-            printf(" %9.1f\n", r->call_first_new / 1e6);
+            printf(" %9.1f %10.2f\n", r->call_first_new / 1e6, r->fresh_bps / 1e9);
         }
     }
     for (int i = 0; i < res->nrows; ++i) {
@@ -2212,6 +2209,7 @@ static void bench_json_rows(const cli_bench_result *res, cli_json *j)
         cj_num(j, "call_first_seconds", ok ? r->call_first_s : NAN);
         cj_num(j, "call_repeat_seconds", ok ? r->call_repeat_s : NAN);
         cj_num(j, "call_first_new_bytes", ok ? r->call_first_new : NAN);
+        cj_num(j, "first_touch_gb_per_s", ok ? r->fresh_bps / 1e9 : NAN);
         cj_num(j, "flops", ok ? r->info.flops : NAN);
         cj_num(j, "bytes", ok ? r->info.bytes : NAN);
         cj_num(j, "gflop_per_s", cli_row_gflops(r));
@@ -2390,7 +2388,6 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
     cli_bench_result *res[16] = {0};
     cli_json j;
     int rc = CLI_EXIT_OK;
-    if (req->calls > 0 && !fresh_block) fresh_measure(req->threads);
     for (int i = 0; i < nk && i < 16; ++i) {
         /* the budget: no new kernel once it is spent (the first starts unless it is 0) */
         if (tune && (tune->budget_s <= 0 || (i && cli_now_s() - tune->t0 >= tune->budget_s))) {
@@ -2436,7 +2433,6 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
                              "data resident: min (kernel_seconds), median, max");
         cj_str(&j, "roof_model", "copy bandwidth of the backend's device, bytes read + "
                                  "written, measured in this run");
-        if (fresh_bps > 0) cj_num(&j, "first_touch_gb_per_s", fresh_bps / 1e9);
         cj_open(&j, "rows", '[');
         for (int i = 0; i < nk; ++i) bench_json_rows(res[i], &j);
         cj_close(&j);
@@ -2452,7 +2448,5 @@ int cli_bench(const cli_kernel *const *kernels, int nk, const cli_bench_req *req
         cj_close(&j);
     }
     for (int i = 0; i < nk; ++i) bench_free(res[i]);
-    pk_free(fresh_block);
-    fresh_block = NULL;
     return rc;
 }

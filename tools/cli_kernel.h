@@ -170,6 +170,7 @@ typedef struct cli_bench_row {
     double call_first_s, call_repeat_s; /* --calls: the library's wall of the first one-shot
                                            call in a fresh context, median of the later ones */
     double call_first_new; /* --calls: resident bytes the first call added (its plan, work) */
+    double fresh_bps;      /* --calls: first touch of new memory just before it, B/s */
     pk_run_info info; /* of the fastest timed run */
     double bw;        /* the device's measured copy bandwidth, B/s; 0: not measured */
     int verified;

@@ -171,9 +171,9 @@ static void bench_usage(FILE *f)
         "  --threads N       OpenMP threads (0: OpenMP's default)\n"
         "  --calls N         also make N one-shot calls per row in a fresh context: the first\n"
         "                    (backend start, plan, fresh pages) and the median of the others\n"
-        "                    (the plan the context keeps) against the plan's run; and the\n"
-        "                    first touch of 128 MiB of fresh memory as the bench starts\n"
-        "                    (JSON first_touch_gb_per_s): a first call pays it per new byte\n"
+        "                    (the plan the context keeps) against the plan's run; the\n"
+        "                    memory the first call added and the first-touch rate of new\n"
+        "                    memory just before it (what it pays per new byte)\n"
         "  --json FILE       also write the rows as JSON to FILE (written whole: a temporary\n"
         "                    file renamed at the end)\n"
         "  --psf-sweep       conv2d: also time direct against FFT for PSFs of 3 x 3 to\n"
@@ -184,10 +184,11 @@ static void bench_usage(FILE *f)
         "\n"
         "JSON rows (one schema for every kernel): kernel, backend, status, device, variant,\n"
         "case, kernel_seconds (min), kernel_seconds_median, kernel_seconds_max, ms, setup_,\n"
-        "upload_ and download_seconds, call_first_ and call_repeat_seconds and\n"
-        "call_first_new_bytes (--calls; else null), flops, bytes, gflop_per_s, gb_per_s,\n"
-        "bandwidth_gb_per_s, roof_fraction, \"<kernel>\" {the object of its run line, for the\n"
-        "case}, verified, verify {...}, reason; then \"<kernel>\" {the kernel's own results}.\n"
+        "upload_ and download_seconds, call_first_ and call_repeat_seconds,\n"
+        "call_first_new_bytes and first_touch_gb_per_s (--calls; else null), flops, bytes,\n"
+        "gflop_per_s, gb_per_s, bandwidth_gb_per_s, roof_fraction, \"<kernel>\" {the object\n"
+        "of its run line, for the case}, verified, verify {...}, reason; then \"<kernel>\"\n"
+        "{the kernel's own results}.\n"
         "Exit status: 0 all verified; 1 a verification or a run failed; 2 bad option.\n",
         kernel_list());
 }
