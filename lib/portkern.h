@@ -159,7 +159,7 @@ PK_API void pk_context_destroy(pk_context *ctx);
  *  frees them all now; pk_context_destroy does too.  PORTKERN_PLAN_CACHE=0 keeps none.
  *  grid's one-shot plan is kept under its parameters, supports and whole kernel stack
  *  (compared on every call, and a copy of the stack kept with the plan), with the scratch
- *  of its last run (OpenMP omp-tiled: 32 bytes per visibility and 4 per visibility-tile
+ *  of its last run (OpenMP omp-tiled: 20 bytes per visibility and 4 per visibility-tile
  *  pair); pk_image's and pk_degrid's under the same key, with their g x g grid. */
 PK_API void pk_context_release_cache(pk_context *ctx);
 /** Set the ceiling in bytes of what the context's kept plans may hold; plans beyond it are

@@ -7,11 +7,11 @@
  *              num_skipped, norm (from the plan's per-(plane, off_v, off_u) kernel sums: the
  *              reference's double sum bit for bit, added once per visibility; the parts'
  *              sums added in part order, so runs are bit-reproducible);
- *     count    every visibility located again and its 32-byte record (cells, plane,
- *              offsets, vis * weight, conjugation sign) stored in w-plane order (a stable
- *              counting sort), then per-part counts of the (visibility, tile) pairs and of
- *              the work per tile (the updates of each footprint clipped to the tile: the
- *              work estimate, not the count);
+ *     count    every visibility located again and its 20-byte record (cells, offsets,
+ *              vis * weight, conjugation; the plane is where the record lies) stored in
+ *              w-plane order (a stable counting sort), then per-part counts of the
+ *              (visibility, tile) pairs and of the work per tile (the updates of each
+ *              footprint clipped to the tile: the work estimate, not the count);
  *     sort     prefix sum, the pair array sized exactly, bucket sort: a record's index
  *              (4 bytes) goes into every tile its footprint touches.  Part p scatters a
  *              contiguous range of the plane-sorted records into its own slice of each
@@ -33,11 +33,12 @@
  *     quarter of a thread's share), none on one thread, at most 256 MiB of private copies;
  *     -1 = none.  "Parts" are the nt logical threads of the plan (OpenMP may give a smaller
  *     team: each thread then runs several parts).
- *     Memory: records (32 B per visibility) and pairs (4 B per visibility-tile pair; per
+ *     Memory: records (20 B per visibility) and pairs (4 B per visibility-tile pair; per
  *     visibility 2.15 / 1.56 / 1.33 / 1.22 at tile 32 / 64 / 128 / 256 on EL82-70) are
  *     kept in the plan between runs (no page faults per run; a plan's first run faults in
- *     120 MB at the paper size, where records in input order and copied into the buckets
- *     took 257 MB: a fresh huge page cost 0.2-1 ms per MB on the 2-core KVM Xeon); when they,
+ *     80 MB at the paper size; 120 MB with 32-byte records, 257 MB with records in input
+ *     order copied into the buckets: a fresh huge page cost 0.2-1 ms per MB on the 2-core
+ *     KVM Xeon, 1-2 ms on the EPYC VM, whose host takes freed memory back); when they,
  *     the tile counters or the central copies cannot be allocated the run fails with
  *     PK_ENOMEM before the grid is written.  Lists of more than 2^26 visibilities run in
  *     chunks (bounds that scratch, and keeps a record's index within 32 bits).
@@ -127,14 +128,56 @@ enum { ST_BBOX, ST_COUNT, ST_SORT, ST_OUTER, ST_CENTRAL, ST_REDUCE, ST_N };
 static const char *const gr_stage_names[ST_N] = {"bbox", "count", "sort", "outer", "central",
                                                  "reduce"};
 
-/* One located visibility (32 bytes). */
-typedef struct gr_vis {
+/* One located visibility (gr_record, gr_locate16). */
+typedef struct gr_loc {
     int32_t gu, gv, w;
     int16_t ou, ov;
     float a, b;   /* vis * weight */
     float sign;   /* -1: kernel conjugated (ww > 0) */
-    float pad;
+} gr_loc;
+
+/* A record of the count stage's plane-ordered array (20 bytes): its plane is where it lies
+ * (plane w holds records [pstart[w], pstart[w + 1]), gr_plane_of), off_u, off_v and the
+ * conjugation packed into oo.  32 bytes with the plane and the sign as fields: the 3.1 M
+ * records of el82-70 x 0.1 were 100 of the 190 MB a first run faults in. */
+typedef struct gr_vis {
+    int32_t gu, gv;
+    float a, b;  /* vis * weight */
+    uint32_t oo; /* ou + os/2 | (ov + os/2) << 11 | (1: kernel conjugated) << 22 (os <= 1024) */
 } gr_vis;
+
+static inline gr_vis gr_store(const gr_loc *l, int half)
+{
+    gr_vis v = {l->gu, l->gv, l->a, l->b,
+                (uint32_t)(l->ou + half) | (uint32_t)(l->ov + half) << 11 |
+                    (uint32_t)(l->sign < 0) << 22};
+    return v;
+}
+
+static inline int gr_ou(const gr_vis *v, int half) { return (int)(v->oo & 0x7ff) - half; }
+static inline int gr_ov(const gr_vis *v, int half) { return (int)(v->oo >> 11 & 0x7ff) - half; }
+static inline float gr_sign(const gr_vis *v) { return v->oo >> 22 ? -1.0f : 1.0f; }
+
+/* The plane of record r: the last w in [0, np) with pstart[w] <= r (an empty plane starts
+ * where the next one does). */
+static inline int gr_plane_of(const size_t *pstart, int np, size_t r)
+{
+    int lo = 0, hi = np;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (pstart[mid] <= r) lo = mid + 1; else hi = mid;
+    }
+    return lo - 1;
+}
+
+/* The plane of record r from the plane w of an earlier record: a walk forward (the lists rise
+ * through the records), a search where r lies before plane w. */
+static inline int gr_plane_at(const size_t *pstart, int np, int w, size_t r)
+{
+    if (r < pstart[w]) return gr_plane_of(pstart, np, r);
+    while (r >= pstart[w + 1]) ++w;
+    return w;
+}
 
 typedef struct gr_omp_plan {
     pk_gr_desc d;        /* d.support -> support; no kernels (the rows replace them) */
@@ -288,11 +331,11 @@ typedef struct gr_foot {
     int j0, j1, cnt, L, os, ov, gv;
 } gr_foot;
 
-static inline int gr_clip(const gr_omp_plan *h, const gr_vis *v, int x0, int x1, int y0, int y1,
-                          float *dst, size_t stride, int dx, int dy, gr_foot *f)
+static inline int gr_clip(const gr_omp_plan *h, const gr_vis *v, int w, int x0, int x1, int y0,
+                          int y1, float *dst, size_t stride, int dx, int dy, gr_foot *f)
 {
     const int os = h->d.p.oversample, half = os / 2;
-    const int s = h->support[v->w], L = 2 * s + 1, m = half + s * os + 1;
+    const int s = h->support[w], L = 2 * s + 1, m = half + s * os + 1;
     const int k0 = gr_max(-s, x0 - v->gu), k1 = gr_min(s, x1 - 1 - v->gu);
     f->j0 = gr_max(-s, y0 - v->gv);
     f->j1 = gr_min(s, y1 - 1 - v->gv);
@@ -300,10 +343,11 @@ static inline int gr_clip(const gr_omp_plan *h, const gr_vis *v, int x0, int x1,
     f->cnt = k1 - k0 + 1;
     f->L = L;
     f->os = os;
-    f->ov = v->ov;
+    f->ov = gr_ov(v, half);
     f->gv = v->gv - dy;
     f->stride = stride;
-    f->blk = h->rows + 2 * (h->row_base[v->w] + (size_t)(v->ou + half) * m * L + (size_t)(k0 + s));
+    f->blk = h->rows +
+             2 * (h->row_base[w] + (size_t)(gr_ou(v, half) + half) * m * L + (size_t)(k0 + s));
     f->g0 = dst + 2 * ((size_t)(v->gu + k0 - dx));
     return 1;
 }
@@ -320,22 +364,27 @@ static inline float *gr_grow(const gr_foot *f, int j)
 
 /* Visibilities rec[list[0 .. n)], each clipped to the cells [x0, x1) x [y0, y1), into dst:
  * cell (x, y) at dst[2 ((y - dy) stride + x - dx)].  A tile's list rises through rec (the
- * buckets keep plane order): the record a few entries ahead is prefetched. */
+ * buckets keep plane order): the record a few entries ahead is prefetched, and the plane
+ * follows from the last one's (pstart: the planes' first records). */
 #define GR_PREFETCH 8
 PK_SIMD_CLONES
-static void gr_grid_list(const gr_omp_plan *h, const gr_vis *rec, const uint32_t *list, size_t n,
-                         int x0, int x1, int y0, int y1, float *dst, size_t stride, int dx,
-                         int dy)
+static void gr_grid_list(const gr_omp_plan *h, const gr_vis *rec, const size_t *pstart,
+                         const uint32_t *list, size_t n, int x0, int x1, int y0, int y1,
+                         float *dst, size_t stride, int dx, int dy)
 {
+    const int np = h->d.p.num_w_planes;
+    int w = n ? gr_plane_of(pstart, np, list[0]) : 0;
     for (size_t e = 0; e < n; ++e) {
 #if defined(__GNUC__)
         if (e + GR_PREFETCH < n) __builtin_prefetch(&rec[list[e + GR_PREFETCH]], 0, 3);
 #endif
         const gr_vis *v = &rec[list[e]];
+        w = gr_plane_at(pstart, np, w, list[e]);
         gr_foot f;
-        if (!gr_clip(h, v, x0, x1, y0, y1, dst, stride, dx, dy, &f)) continue;
+        if (!gr_clip(h, v, w, x0, x1, y0, y1, dst, stride, dx, dy, &f)) continue;
         const int cnt = f.cnt;
-        const float a = v->a, b = v->b, as = v->sign * v->a, bs = v->sign * v->b;
+        const float sign = gr_sign(v);
+        const float a = v->a, b = v->b, as = sign * v->a, bs = sign * v->b;
         for (int j = f.j0; j <= f.j1; ++j) {
             const float *restrict c = gr_krow(&f, j);
             float *restrict g = gr_grow(&f, j);
@@ -354,15 +403,19 @@ static void gr_grid_list(const gr_omp_plan *h, const gr_vis *rec, const uint32_t
  * (rows are 2s + 1 = 9..89 samples: the AVX2 loop ran their remainder scalar).  Per sample
  * g += c.re (a, b) + c.im (-sign b, sign a), two FMAs on duplicated re / im parts. */
 PK_T512 static void gr_grid_list512(const gr_omp_plan *h, const gr_vis *rec,
-                                    const uint32_t *list, size_t n, int x0, int x1, int y0,
-                                    int y1, float *dst, size_t stride, int dx, int dy)
+                                    const size_t *pstart, const uint32_t *list, size_t n,
+                                    int x0, int x1, int y0, int y1, float *dst, size_t stride,
+                                    int dx, int dy)
 {
+    const int np = h->d.p.num_w_planes;
+    int w = n ? gr_plane_of(pstart, np, list[0]) : 0;
     for (size_t e = 0; e < n; ++e) {
         if (e + GR_PREFETCH < n) __builtin_prefetch(&rec[list[e + GR_PREFETCH]], 0, 3);
         const gr_vis *v = &rec[list[e]];
+        w = gr_plane_at(pstart, np, w, list[e]);
         gr_foot f;
-        if (!gr_clip(h, v, x0, x1, y0, y1, dst, stride, dx, dy, &f)) continue;
-        const float as = v->sign * v->a, bs = v->sign * v->b;
+        if (!gr_clip(h, v, w, x0, x1, y0, y1, dst, stride, dx, dy, &f)) continue;
+        const float sign = gr_sign(v), as = sign * v->a, bs = sign * v->b;
         const __m512 ab = _mm512_broadcast_f32x4(_mm_setr_ps(v->a, v->b, v->a, v->b));
         const __m512 ba = _mm512_broadcast_f32x4(_mm_setr_ps(-bs, as, -bs, as));
         const int full = f.cnt / 8 * 16, tail = 2 * (f.cnt % 8);
@@ -388,16 +441,17 @@ PK_T512 static void gr_grid_list512(const gr_omp_plan *h, const gr_vis *rec,
 #endif
 
 /* The gridding loop of the plan's ISA (grid.isa). */
-static void gr_grid(const gr_omp_plan *h, const gr_vis *rec, const uint32_t *list, size_t n,
-                    int x0, int x1, int y0, int y1, float *dst, size_t stride, int dx, int dy)
+static void gr_grid(const gr_omp_plan *h, const gr_vis *rec, const size_t *pstart,
+                    const uint32_t *list, size_t n, int x0, int x1, int y0, int y1, float *dst,
+                    size_t stride, int dx, int dy)
 {
 #ifdef PK_X86
     if (h->isa == PK_SIMD_AVX512) {
-        gr_grid_list512(h, rec, list, n, x0, x1, y0, y1, dst, stride, dx, dy);
+        gr_grid_list512(h, rec, pstart, list, n, x0, x1, y0, y1, dst, stride, dx, dy);
         return;
     }
 #endif
-    gr_grid_list(h, rec, list, n, x0, x1, y0, y1, dst, stride, dx, dy);
+    gr_grid_list(h, rec, pstart, list, n, x0, x1, y0, y1, dst, stride, dx, dy);
 }
 
 /* ---- omp-atomic ------------------------------------------------------------------------- */
@@ -501,6 +555,7 @@ static int gr_queue_cmp(const void *pa, const void *pb)
 /* Everything one pass allocates (freed together). */
 typedef struct gr_pass {
     size_t *pcount;      /* [nt][np]: plane histogram, then write cursors */
+    size_t *pstart;      /* [np + 1]: the planes' first records */
     gr_vis *rec;         /* [ng] plane-sorted records (the plan's scratch) */
     size_t *tcount;      /* [nt][ntiles]: pair counts, then scatter cursors */
     double *twork;       /* [nt][ntiles] then [ntiles] (part 0 holds the sum) */
@@ -515,6 +570,7 @@ typedef struct gr_pass {
 static void gr_pass_free(gr_pass *ps)
 {
     free(ps->pcount);
+    free(ps->pstart);
     free(ps->tcount);
     free(ps->twork);
     free(ps->tstart);
@@ -554,9 +610,10 @@ static void gr_central_start(const gr_omp_plan *h, const gr_pass *ps, const gr_l
     double acc = ps->cprefix[lo];
     size_t i = ps->tstart[tile];
     const size_t end = ps->tstart[tile + 1];
-    for (; i < end && acc < b; ++i) {
-        const gr_vis *v = &ps->rec[ps->bucket[i]];
-        acc += gr_clip_area(v, h->support[v->w], x0, x1, y0, y1);
+    for (int w = i < end ? gr_plane_of(ps->pstart, h->d.p.num_w_planes, ps->bucket[i]) : 0;
+         i < end && acc < b; ++i) {
+        w = gr_plane_at(ps->pstart, h->d.p.num_w_planes, w, ps->bucket[i]);
+        acc += gr_clip_area(&ps->rec[ps->bucket[i]], h->support[w], x0, x1, y0, y1);
     }
     *k = lo;
     *e = i - ps->tstart[tile];
@@ -565,7 +622,7 @@ static void gr_central_start(const gr_omp_plan *h, const gr_pass *ps, const gr_l
 /* The record of visibility i (the reference's geometry, pk_gr_locate_inline); 1 when it is
  * skipped.  Made twice per run (bbox counts, count stores them in plane order): locating
  * again costs less than a record array in input order would in memory and page faults. */
-static inline int gr_record(const gr_omp_plan *h, const pk_grid_data *dat, size_t i, gr_vis *v)
+static inline int gr_record(const gr_omp_plan *h, const pk_grid_data *dat, size_t i, gr_loc *v)
 {
     int w, gu, gv, ou, ov;
     const float vre = dat->vis[2 * i], vim = dat->vis[2 * i + 1], wt = dat->weight[i];
@@ -580,7 +637,6 @@ static inline int gr_record(const gr_omp_plan *h, const pk_grid_data *dat, size_
     v->a = vre * wt;
     v->b = vim * wt;
     v->sign = dat->ww[i] > 0 ? -1.0f : 1.0f;
-    v->pad = 0;
     return 0;
 }
 
@@ -609,7 +665,7 @@ PK_T512 static inline __m512 gr_roundf16(__m512 x)
  * set when visibility i + k is gridded; v[k] is its record (unset for a skipped one).  The
  * scalar locate costs ~50 cycles a visibility, and bbox and count each locate every one. */
 PK_T512 static unsigned gr_locate16(const gr_omp_plan *h, const pk_grid_data *dat, size_t i,
-                                    gr_vis *v)
+                                    gr_loc *v)
 {
     const pk_gr_desc *d = &h->d;
     const int g = d->p.grid_size, npm = d->p.num_w_planes - 1;
@@ -683,7 +739,6 @@ PK_T512 static unsigned gr_locate16(const gr_omp_plan *h, const pk_grid_data *da
         v[k].a = la[k];
         v[k].b = lb[k];
         v[k].sign = ls[k];
-        v[k].pad = 0;
     }
     return ok;
 }
@@ -692,7 +747,7 @@ PK_T512 static unsigned gr_locate16(const gr_omp_plan *h, const pk_grid_data *da
 /* Visibilities [i, i + nb), nb <= 16, located: bit k of the result set when i + k is gridded,
  * its record in v[k].  gr_locate16 on whole blocks where the plan's ISA is AVX-512. */
 static inline unsigned gr_locate_block(const gr_omp_plan *h, const pk_grid_data *dat, size_t i,
-                                       int nb, gr_vis *v)
+                                       int nb, gr_loc *v)
 {
 #ifdef PK_X86
     if (nb == 16 && h->isa == PK_SIMD_AVX512) return gr_locate16(h, dat, i, v);
@@ -735,14 +790,14 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
         const size_t hi = pk_share_lo(n, p + 1, nt);
         for (size_t i = pk_share_lo(n, p, nt); i < hi; i += 16) {
             const int nb = hi - i < 16 ? (int)(hi - i) : 16;
-            gr_vis vb[16];
+            gr_loc vb[16];
             const unsigned ok = gr_locate_block(h, dat, i, nb, vb);
             for (int k = 0; k < nb; ++k) {
                 if (!(ok >> k & 1)) {
                     ++skipped;
                     continue;
                 }
-                const gr_vis v = vb[k];
+                const gr_loc v = vb[k];
                 const int s = h->support[v.w];
                 ++cnt[v.w];
                 bx0 = gr_min(bx0, v.gu - s);
@@ -800,35 +855,46 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                        "(%zu) and the counters of %zu tiles of %d cells x %d threads", ng,
                        ntiles, lt.T, nt);
     }
+    ps.pstart = malloc((np + 1) * sizeof *ps.pstart);
+    if (!ps.pstart) {
+        gr_pass_free(&ps);
+        return pk_fail(PK_ENOMEM, "grid: out of host memory");
+    }
     {   /* plane cursors: planes in order, parts in order within a plane */
         size_t pos = 0;
         for (size_t w = 0; w < np; ++w)
             for (int p = 0; p < nt; ++p) {
+                if (p == 0) ps.pstart[w] = pos;
                 const size_t c = ps.pcount[(size_t)p * np + w];
                 ps.pcount[(size_t)p * np + w] = pos;
                 pos += c;
             }
+        ps.pstart[np] = pos;
     }
 #pragma omp parallel num_threads(nt)
     {
+        const int half = h->d.p.oversample / 2;
         for (int p = pk_thread_num(); p < nt; p += pk_team_size()) {
             size_t *cur = ps.pcount + (size_t)p * np;
             const size_t hi = pk_share_lo(n, p + 1, nt);
             for (size_t i = pk_share_lo(n, p, nt); i < hi; i += 16) {
                 const int nb = hi - i < 16 ? (int)(hi - i) : 16;
-                gr_vis vb[16];
+                gr_loc vb[16];
                 const unsigned ok = gr_locate_block(h, dat, i, nb, vb);
                 for (int k = 0; k < nb; ++k)
-                    if (ok >> k & 1) ps.rec[cur[vb[k].w]++] = vb[k];
+                    if (ok >> k & 1) ps.rec[cur[vb[k].w]++] = gr_store(&vb[k], half);
             }
         }
 #pragma omp barrier
         for (int p = pk_thread_num(); p < nt; p += pk_team_size()) {
             size_t *cnt = ps.tcount + (size_t)p * ntiles;
             double *wk = ps.twork + (size_t)p * ntiles;
-            for (size_t r = pk_share_lo(ng, p, nt); r < pk_share_lo(ng, p + 1, nt); ++r) {
+            const size_t lo = pk_share_lo(ng, p, nt);
+            int w = lo < ng ? gr_plane_of(ps.pstart, (int)np, lo) : 0;
+            for (size_t r = lo; r < pk_share_lo(ng, p + 1, nt); ++r) {
                 const gr_vis *v = &ps.rec[r];
-                const int s = h->support[v->w];
+                w = gr_plane_at(ps.pstart, (int)np, w, r);
+                const int s = h->support[w];
                 int tx0, tx1, ty0, ty1;
                 gr_tile_span(&lt, v->gu - s, v->gu + s, v->gv - s, v->gv + s, &tx0, &tx1, &ty0,
                              &ty1);
@@ -884,9 +950,12 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
 #pragma omp parallel num_threads(nt)
     for (int p = pk_thread_num(); p < nt; p += pk_team_size()) {
         size_t *cur = ps.tcount + (size_t)p * ntiles;
-        for (size_t r = pk_share_lo(ng, p, nt); r < pk_share_lo(ng, p + 1, nt); ++r) {
+        const size_t lo = pk_share_lo(ng, p, nt);
+        int w = lo < ng ? gr_plane_of(ps.pstart, (int)np, lo) : 0;
+        for (size_t r = lo; r < pk_share_lo(ng, p + 1, nt); ++r) {
             const gr_vis *v = &ps.rec[r];
-            const int s = h->support[v->w];
+            w = gr_plane_at(ps.pstart, (int)np, w, r);
+            const int s = h->support[w];
             int tx0, tx1, ty0, ty1;
             gr_tile_span(&lt, v->gu - s, v->gu + s, v->gv - s, v->gv + s, &tx0, &tx1, &ty0,
                          &ty1);
@@ -983,8 +1052,8 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
         int x0, x1, y0, y1;
         gr_tile_rect(&lt, (int)(tile % (size_t)lt.ntx), (int)(tile / (size_t)lt.ntx), &x0, &x1,
                      &y0, &y1);
-        gr_grid(h, ps.rec, ps.bucket + ps.tstart[tile], ps.tstart[tile + 1] - ps.tstart[tile], x0,
-                x1, y0, y1, grid, (size_t)g, 0, 0);
+        gr_grid(h, ps.rec, ps.pstart, ps.bucket + ps.tstart[tile],
+                ps.tstart[tile + 1] - ps.tstart[tile], x0, x1, y0, y1, grid, (size_t)g, 0, 0);
     }
     st[ST_OUTER] += pk_now() - t0;
 
@@ -1005,8 +1074,8 @@ static pk_status gr_run_tiled_pass(gr_omp_plan *h, const pk_grid_data *dat, floa
                 int x0, x1, y0, y1;
                 gr_tile_rect(&lt, (int)(tile % (size_t)lt.ntx), (int)(tile / (size_t)lt.ntx),
                              &x0, &x1, &y0, &y1);
-                gr_grid(h, ps.rec, ps.bucket + ps.tstart[tile] + e, stop - e, x0, x1, y0, y1, copy,
-                        bw, box_x0, box_y0);
+                gr_grid(h, ps.rec, ps.pstart, ps.bucket + ps.tstart[tile] + e, stop - e, x0, x1,
+                        y0, y1, copy, bw, box_x0, box_y0);
             }
         }
         st[ST_CENTRAL] += pk_now() - t0;
