@@ -117,9 +117,9 @@ static int gr_auto_tile(const int *support, int planes)
         if (support[w] > smax) smax = support[w];
     return 2 * smax + 1 > 128 ? 256 : 128;
 }
-#ifndef GR_CHUNK_VIS /* (a test build lowers it to exercise the chunking) */
-#define GR_CHUNK_VIS ((size_t)1 << 26)        /* visibilities per pass: bounds the scratch */
-#endif
+/* Visibilities per pass: bounds the scratch (PORTKERN_TEST_GR_CHUNK=N lowers it: the tests'
+ * way to run several passes). */
+#define GR_CHUNK_VIS ((size_t)1 << 26)
 #define GR_AUTO_BOX_BYTES ((size_t)256 << 20) /* auto central box: private copies at most */
 #define GR_AUTO_SHARE 4                       /* auto box: outer tiles <= work / (4 nt) */
 
@@ -1109,10 +1109,13 @@ pk_status pk_omp_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr
         return PK_OK;
     }
     double st[ST_N] = {0};
-    for (size_t first = 0; first < data->num_vis || first == 0; first += GR_CHUNK_VIS) {
+    size_t chunk = GR_CHUNK_VIS;
+    const char *test = pk_getenv("PORTKERN_TEST_GR_CHUNK");
+    if (test && strtoull(test, NULL, 10) > 0 && strtoull(test, NULL, 10) < chunk)
+        chunk = (size_t)strtoull(test, NULL, 10);
+    for (size_t first = 0; first < data->num_vis || first == 0; first += chunk) {
         pk_grid_data part = *data;
-        part.num_vis = data->num_vis - first < GR_CHUNK_VIS ? data->num_vis - first
-                                                             : GR_CHUNK_VIS;
+        part.num_vis = data->num_vis - first < chunk ? data->num_vis - first : chunk;
         if (part.num_vis) {
             part.uu += first;
             part.vv += first;

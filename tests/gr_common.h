@@ -1656,6 +1656,15 @@ static int gr_run_suite(pk_backend_id backend)
                 if (!strcmp(variant, "omp-tiled")) {
                     snprintf(label, sizeof label, " [%d threads]", nts[t]);
                     gr_check_bits(ctx, NULL, variant, &sets[GR_CENTRAL], NULL, label);
+                    /* passes of 700 visibilities (PORTKERN_TEST_GR_CHUNK): each pass's
+                     * records, planes and tiles its own, the grid summed over them */
+                    setenv("PORTKERN_TEST_GR_CHUNK", "700", 1);
+                    snprintf(label, sizeof label, " [%d threads, passes of 700]", nts[t]);
+                    for (int i = GR_UNIFORM; i <= GR_EDGE; ++i) {
+                        gr_check_run(ctx, variant, &sets[i], &orc[i], NULL, label);
+                        gr_check_coverage(ctx, variant, &sets[i], &orc[i], NULL, label);
+                    }
+                    unsetenv("PORTKERN_TEST_GR_CHUNK");
                 }
                 pk_context_destroy(ctx);
             }
