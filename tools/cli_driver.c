@@ -1187,8 +1187,9 @@ static char *run_json_text(const cli_kernel *k, const void *args, const void *da
  * the state that call finds the host's memory): 64 MiB from pk_malloc (advised for huge pages,
  * as the library's buffers) written by the row's threads.  A first call pays this for every
  * new byte of its plan besides its kernel: on a VM that hands freed memory back to its host
- * (virtio-balloon free page reporting) ~10x what recently freed pages cost.  *block is kept
- * until the row's calls end: freed at once, its pages would come back hot to the call. */
+ * (virtio-balloon free page reporting) 20x and more what recently freed pages cost.  *block
+ * is kept until the row's calls end: freed at once, its pages would come back hot to the
+ * call. */
 static double fresh_touch(int threads, void **block)
 {
     const size_t bytes = (size_t)64 << 20, page = 4096;
