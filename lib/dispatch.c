@@ -539,13 +539,15 @@ void *pk_cache_find_object(pk_context *ctx, const pk_kernel_class *kc, const cha
 }
 
 int pk_cache_keep_object(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
-                         const pk_key_part *key, int nparts, double bytes, void *obj)
+                         const pk_key_part *key, int nparts, double bytes, void *obj,
+                         pk_backend_id backend)
 {
     const char *named = variant ? variant : "";
     if (ctx->cache_off || strlen(named) >= 32) return 0;
     pk_choice c;
     memset(&c, 0, sizeof c);
     c.impl = obj;
+    c.backend = backend;
     return cache_keep(ctx, kc, named, key, nparts, bytes, &c);
 }
 

@@ -1007,7 +1007,7 @@ static pk_status im_oneshot_done(im_oneshot *o, pk_context *ctx, const char *var
         pk_cache_drop_object(ctx, o->kc, o->plan);
     } else if (!o->reused && o->plan &&
                (s != PK_OK || !pk_cache_keep_object(ctx, o->kc, variant, o->key, 3, o->bytes,
-                                                    o->plan))) {
+                                                    o->plan, o->created.backend))) {
         o->kc->destroy(NULL, o->plan);
     }
     pk_gr_stack_free(&o->st);

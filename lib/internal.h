@@ -992,12 +992,13 @@ pk_status pk_dispatch_oneshot_parts(pk_context *ctx, const pk_kernel_class *kc,
 /* A plan made of plans (image, degrid) kept by its one-shot call in the same cache, under
  * (kc, variant, key) and the same ceiling and eviction; kc needs only a name and a destroy
  * (called with kops NULL).  find: the kept object (still the cache's) or NULL; keep: 1 when
- * kept, 0 when not (the caller destroys it); drop: destroy the entry holding obj (a call on
- * it failed). */
+ * kept, 0 when not (the caller destroys it; backend: the one its runs use, whose threads
+ * copy a large key); drop: destroy the entry holding obj (a call on it failed). */
 void *pk_cache_find_object(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
                            const pk_key_part *key, int nparts);
 int pk_cache_keep_object(pk_context *ctx, const pk_kernel_class *kc, const char *variant,
-                         const pk_key_part *key, int nparts, double bytes, void *obj);
+                         const pk_key_part *key, int nparts, double bytes, void *obj,
+                         pk_backend_id backend);
 void pk_cache_drop_object(pk_context *ctx, const pk_kernel_class *kc, const void *obj);
 /** Destroy every cached plan of ctx (pk_context_release_cache, pk_context_destroy). */
 void pk_plan_cache_release(pk_context *ctx);
