@@ -151,9 +151,11 @@ rows = [r for r in d["rows"] if r["status"] == "ok"]
 assert rows and all(r["call_first_seconds"] > 0 and r["call_repeat_seconds"] > 0 for r in rows), rows
 out = open(sys.argv[2]).read()
 assert "one call against the plan (--calls 3" in out
-# the first call's new memory and the first touch of new memory measured before it
-assert all(r["call_first_new_bytes"] is not None and r["first_touch_gb_per_s"] > 0
-           for r in rows), rows
+# the first call's new memory (where /proc/self/statm tells it) and the first touch of new
+# memory measured before it
+import os
+assert all((r["call_first_new_bytes"] is not None or not os.path.exists("/proc/self/statm"))
+           and r["first_touch_gb_per_s"] > 0 for r in rows), rows
 assert "fresh GB/s" in out
 EOF
 else
