@@ -1109,10 +1109,9 @@ pk_status pk_omp_gr_run(void *impl, const pk_grid_data *data, float *grid, pk_gr
         return PK_OK;
     }
     double st[ST_N] = {0};
-    size_t chunk = GR_CHUNK_VIS;
     const char *test = pk_getenv("PORTKERN_TEST_GR_CHUNK");
-    if (test && strtoull(test, NULL, 10) > 0 && strtoull(test, NULL, 10) < chunk)
-        chunk = (size_t)strtoull(test, NULL, 10);
+    const unsigned long long lower = test ? strtoull(test, NULL, 10) : 0;
+    const size_t chunk = lower > 0 && lower < GR_CHUNK_VIS ? (size_t)lower : GR_CHUNK_VIS;
     for (size_t first = 0; first < data->num_vis || first == 0; first += chunk) {
         pk_grid_data part = *data;
         part.num_vis = data->num_vis - first < chunk ? data->num_vis - first : chunk;

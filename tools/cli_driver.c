@@ -467,12 +467,19 @@ static int load_arrays(cli_call *c, const char *dir, void *data)
 /* An array the library will write is touched here, by all threads, before the call: a
  * never-touched array costs page faults inside the call (a GPU's download into one ran at
  * 1.1 GB/s on the H100 machine, 10.6 GB/s through the staging ring, against 46 touched), and
- * the threads' first touch spreads its pages over the NUMA nodes that will use them. */
-static void prefault(void *p, size_t bytes)
+ * the threads' first touch spreads its pages over the NUMA nodes that will use them.  threads:
+ * the team (0: OpenMP's default). */
+static void prefault(void *p, size_t bytes, int threads)
 {
     const long page = 4096;
     const long pages = (long)((bytes + (size_t)page - 1) / (size_t)page);
-#pragma omp parallel for schedule(static) if (bytes >= ((size_t)1 << 20))
+#ifdef _OPENMP
+    const int nt = threads > 0 ? threads : omp_get_max_threads();
+#else
+    const int nt = 1;
+    (void)threads;
+#endif
+#pragma omp parallel for schedule(static) num_threads(nt) if (bytes >= ((size_t)1 << 20))
     for (long i = 0; i < pages; ++i) ((volatile char *)p)[i * page] = 0;
 }
 
@@ -497,7 +504,7 @@ static int alloc_arrays(const cli_call *c, void *data, unsigned role)
                     cli_dtype_name(a->dtype), shape);
             return CLI_EXIT_FAIL;
         }
-        if (a->role & CLI_A_OUT) prefault(*array_ptr(data, a), n); /* calloc's zeros stay */
+        if (a->role & CLI_A_OUT) prefault(*array_ptr(data, a), n, 0); /* calloc's zeros stay */
     }
     return 0;
 }
@@ -1192,20 +1199,11 @@ static char *run_json_text(const cli_kernel *k, const void *args, const void *da
  * call. */
 static double fresh_touch(int threads, void **block)
 {
-    const size_t bytes = (size_t)64 << 20, page = 4096;
-    char *p = pk_malloc(bytes);
-    *block = p;
-    if (!p) return NAN;
-#ifdef _OPENMP
-    const int nt = threads > 0 ? threads : omp_get_max_threads();
-#else
-    const int nt = 1;
-    (void)threads;
-#endif
-    const long pages = (long)(bytes / page);
+    const size_t bytes = (size_t)64 << 20;
+    *block = pk_malloc(bytes);
+    if (!*block) return NAN;
     const double t0 = cli_now_s();
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (long i = 0; i < pages; ++i) memset(p + (size_t)i * page, 1, page);
+    prefault(*block, bytes, threads);
     return (double)bytes / (cli_now_s() - t0);
 }
 
