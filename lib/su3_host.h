@@ -84,6 +84,11 @@ typedef struct pk_s3_host_plan {
      * variant has them and chi starts on a line (the caller's array in an AoS-spinor layout). */
     void (*range)(const struct pk_s3_host_plan *h, const pk_s3_desc *d, const double *u,
                   const double *psi, double *chi, size_t s0, size_t s1, int stream);
+    /* The layout's kernel straight on AoS u, psi and chi for the sites [s0, s1), its
+     * conversions in registers (OpenMP omp-simd vfo); NULL: the fused call packs blocks.
+     * stream: non-temporal chi stores where chi starts on a line. */
+    void (*aos_range)(const double *u, const double *psi, double *chi, size_t s0, size_t s1,
+                      int stream);
     double *blocks;           /* the fused call's per-thread block arrays (its first call) */
     size_t blocks_per_thread; /* doubles */
 } pk_s3_host_plan;
@@ -105,7 +110,9 @@ pk_status pk_s3_host_execute(void *impl, const double *u, const double *psi, dou
 /** The host backends' execute_canonical (pk_s3_ops): chi = u psi on the caller's AoS arrays
  *  for a plan in another layout, fused: blocks of sites that fit in a core's L2 are packed
  *  into the layout, computed and chi unpacked, one block per thread at a time, so memory
- *  sees the traffic of the AoS kernel and no whole-array copy is made.  chi must not overlap
+ *  sees the traffic of the AoS kernel and no whole-array copy is made; where the backend has
+ *  an aos_range (conversions in registers) it runs that on the arrays instead, all of its time
+ *  kernel_s.  chi must not overlap
  *  u or psi (lib/su3.c routes such calls to the staged path).  Bit-identical to the staged
  *  path (the same per-site arithmetic).  *layout_seconds: the conversions' share (thread 0's). */
 pk_status pk_s3_host_execute_canonical(void *impl, const double *u, const double *psi, double *chi,

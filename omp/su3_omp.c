@@ -21,7 +21,9 @@
  *  - vfo: a vector holds the same element of 4 (2) consecutive sites, complex interleaved;
  *    the link's real and imaginary parts are duplicated across each pair (movedup /
  *    permute), psi gets the same swapped-and-signed copy q, so again only FMAs in the sum,
- *    but 30 shuffles per 4 sites and 33 concurrent streams.
+ *    but 30 shuffles per 4 sites and 33 concurrent streams.  A call on AoS arrays runs vfo
+ *    in registers (s3_vfo512_aos, s3_vfo256_aos: lib/su3_host.h aos_range): 4 x 4 (2 x 2)
+ *    transposes of 16-byte lanes between the sites' AoS vectors and vfo's, the same FMAs.
  *  - hvfo: real and imaginary parts of nw sites are separate vectors: complex arithmetic is
  *    plain vertical FMAs (re = sum ur pr - ui pi, im = sum ur pi + ui pr), 144 FMAs per 8
  *    sites, no shuffles at all.  Needs nw a multiple of the vector width (8 for AVX-512, 4
@@ -112,35 +114,59 @@ PK_T512 static inline void s3_aos512_site(const pk_s3_desc *d, const double *u,
 }
 
 /* Streaming chi that starts o doubles (1..7) past a 64-byte line (malloc's and numpy's 16
- * bytes): the output is one run of 24 (s1 - s0) doubles, so each whole line of it is the last
- * o doubles of one output vector and the first 8 - o of the next (a two-source permute); the
- * partial first and last lines, which a neighbouring thread's range may share, get ordinary
- * masked stores.  Saves the read-for-ownership of chi as the aligned case does. */
+ * bytes): the output is one run of doubles written 8 at a time in order, so each whole line
+ * of it is the last o doubles of one output vector and the first 8 - o of the next (a
+ * two-source permute); the partial first and last lines, which a neighbouring thread's range
+ * may share, get ordinary masked stores.  Saves the read-for-ownership of chi as the aligned
+ * case does. */
+typedef struct s3_shifted512 {
+    double *line; /* the next line to write, 64-byte aligned */
+    __m512d prev; /* the vector before: its last o doubles start the next line */
+    __m512i idx;
+    unsigned o;
+    int first;
+} s3_shifted512;
+
+PK_T512 static inline void s3_shifted512_init(s3_shifted512 *w, double *out, unsigned o)
+{
+    w->line = out - o;
+    w->prev = _mm512_setzero_pd();
+    w->idx = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0),
+                              _mm512_set1_epi64(8 - (long long)o));
+    w->o = o;
+    w->first = 1;
+}
+
+PK_T512 static inline void s3_shifted512_put(s3_shifted512 *w, __m512d v)
+{
+    const __m512d x = _mm512_permutex2var_pd(w->prev, w->idx, v);
+    if (w->first) /* its 8 - o doubles end the first, partial line */
+        _mm512_mask_storeu_pd(w->line, (__mmask8)(0xffu << w->o), x);
+    else
+        _mm512_stream_pd(w->line, x);
+    w->first = 0;
+    w->line += 8;
+    w->prev = v;
+}
+
+PK_T512 static inline void s3_shifted512_end(s3_shifted512 *w)
+{
+    if (!w->first)
+        _mm512_mask_storeu_pd(w->line, (__mmask8)((1u << w->o) - 1),
+                              _mm512_permutex2var_pd(w->prev, w->idx, w->prev));
+}
+
 PK_T512 static void s3_aos512_shifted(const pk_s3_desc *d, const double *u, const double *psi,
                                       double *chi, size_t s0, size_t s1, unsigned o)
 {
-    double *line = chi + 24 * s0 - o; /* on a 64-byte line */
-    const __m512i idx = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0),
-                                         _mm512_set1_epi64(8 - (long long)o));
-    const __mmask8 head = (__mmask8)(0xffu << o), tail = (__mmask8)((1u << o) - 1);
-    __m512d prev = _mm512_setzero_pd();
+    s3_shifted512 w;
+    s3_shifted512_init(&w, chi + 24 * s0, o);
     for (size_t s = s0; s < s1; ++s) {
         __m512d a[3];
         s3_aos512_site(d, u, psi, s, a);
-        int c = 0;
-        if (s == s0) { /* the first vector: its 8 - o doubles end the first, partial line */
-            _mm512_mask_storeu_pd(line, head, _mm512_permutex2var_pd(prev, idx, a[0]));
-            line += 8;
-            prev = a[0];
-            c = 1;
-        }
-        for (; c < 3; ++c) {
-            _mm512_stream_pd(line, _mm512_permutex2var_pd(prev, idx, a[c]));
-            line += 8;
-            prev = a[c];
-        }
+        for (int c = 0; c < 3; ++c) s3_shifted512_put(&w, a[c]);
     }
-    if (s0 < s1) _mm512_mask_storeu_pd(line, tail, _mm512_permutex2var_pd(prev, idx, prev));
+    s3_shifted512_end(&w);
 }
 
 PK_T512 static void s3_aos512(const pk_s3_desc *d, const double *u, const double *psi,
@@ -229,6 +255,105 @@ PK_T512 static void s3_hvfo512(const pk_s3_desc *d, const double *u, const doubl
         }
 }
 
+/* vfo's kernel on the caller's AoS arrays (the one call's fused path): vfo's arithmetic of
+ * s3_vfo512, bit for bit, with the layout only in registers.  For 4 sites, each AoS spinor
+ * is three vectors of 4 complex (c' = 0, 1, 2; k = 0..3): a 4 x 4 transpose of 16-byte lanes
+ * turns the 4 sites' c' vectors into vfo's element vectors psi[c'][k] (4 sites each), and
+ * chi's 12 element vectors go back the same way; the link's 9 elements are four 16-byte
+ * pieces each.  No block round trip through memory (the generic fused call packs, computes
+ * and unpacks blocks in L1; perf had those packs as most of the one call). */
+PK_T512 static inline void s3_t4x4_512(__m512d r[4])
+{
+    const __m512d t0 = _mm512_shuffle_f64x2(r[0], r[1], 0x44); /* r0 lanes 0 1, r1 lanes 0 1 */
+    const __m512d t1 = _mm512_shuffle_f64x2(r[0], r[1], 0xee); /* r0 lanes 2 3, r1 lanes 2 3 */
+    const __m512d t2 = _mm512_shuffle_f64x2(r[2], r[3], 0x44);
+    const __m512d t3 = _mm512_shuffle_f64x2(r[2], r[3], 0xee);
+    r[0] = _mm512_shuffle_f64x2(t0, t2, 0x88); /* lane 0 of r0, r1, r2, r3 */
+    r[1] = _mm512_shuffle_f64x2(t0, t2, 0xdd);
+    r[2] = _mm512_shuffle_f64x2(t1, t3, 0x88);
+    r[3] = _mm512_shuffle_f64x2(t1, t3, 0xdd);
+}
+
+/* Complex element e of the links of 4 consecutive AoS sites, one per 16-byte lane. */
+PK_T512 static inline __m512d s3_link4_512(const double *u, int e)
+{
+    const double *p = u + 2 * e;
+    __m512 v = _mm512_castps128_ps512(_mm_castpd_ps(_mm_loadu_pd(p)));
+    v = _mm512_insertf32x4(v, _mm_castpd_ps(_mm_loadu_pd(p + PK_S3_U_AOS)), 1);
+    v = _mm512_insertf32x4(v, _mm_castpd_ps(_mm_loadu_pd(p + 2 * PK_S3_U_AOS)), 2);
+    v = _mm512_insertf32x4(v, _mm_castpd_ps(_mm_loadu_pd(p + 3 * PK_S3_U_AOS)), 3);
+    return _mm512_castps_pd(v);
+}
+
+/* chi of 4 sites from u, psi (AoS): out[3 s + c] = chi[c][0..3] of site s, chi's order. */
+PK_T512 static inline void s3_vfo512_aos4(const double *u, const double *psi, __m512d out[12])
+{
+    const __m512d zero = _mm512_setzero_pd();
+    __m512d p[12], q[12];
+    for (int cp = 0; cp < 3; ++cp) { /* p[4 c' + k]: psi[c'][k] of the 4 sites */
+        __m512d r[4];
+        for (int s = 0; s < 4; ++s) r[s] = _mm512_loadu_pd(psi + PK_S3_SPINOR * s + 8 * cp);
+        s3_t4x4_512(r);
+        for (int k = 0; k < 4; ++k) {
+            p[4 * cp + k] = r[k];
+            const __m512d sw = _mm512_permute_pd(r[k], 0x55);
+            q[4 * cp + k] = _mm512_mask_sub_pd(sw, 0x55, zero, sw);
+        }
+    }
+    for (int c = 0; c < 3; ++c) {
+        __m512d ur[3], ui[3], a[4];
+        for (int cp = 0; cp < 3; ++cp) {
+            const __m512d v = s3_link4_512(u, 3 * c + cp);
+            ur[cp] = _mm512_movedup_pd(v);
+            ui[cp] = _mm512_permute_pd(v, 0xff);
+        }
+        for (int k = 0; k < 4; ++k) {
+            __m512d x = _mm512_mul_pd(ur[0], p[k]);
+            x = _mm512_fmadd_pd(ui[0], q[k], x);
+            x = _mm512_fmadd_pd(ur[1], p[4 + k], x);
+            x = _mm512_fmadd_pd(ui[1], q[4 + k], x);
+            x = _mm512_fmadd_pd(ur[2], p[8 + k], x);
+            a[k] = _mm512_fmadd_pd(ui[2], q[8 + k], x);
+        }
+        s3_t4x4_512(a); /* a[s]: chi[c][0..3] of site s */
+        for (int s = 0; s < 4; ++s) out[3 * s + c] = a[s];
+    }
+}
+
+/* stream: non-temporal chi stores, from a line (aligned) or shifted (s3_shifted512). */
+PK_T512 static void s3_vfo512_aos(const double *u, const double *psi, double *chi, size_t s0,
+                                  size_t s1, int stream)
+{
+    const unsigned o = (unsigned)((uintptr_t)(chi + PK_S3_SPINOR * s0) % 64 / sizeof(double));
+    s3_shifted512 w;
+    s3_shifted512_init(&w, chi + PK_S3_SPINOR * s0, o);
+    __m512d out[12];
+    size_t s = s0;
+    for (; s + 4 <= s1; s += 4) {
+        s3_vfo512_aos4(u + PK_S3_U_AOS * s, psi + PK_S3_SPINOR * s, out);
+        double *x = chi + PK_S3_SPINOR * s;
+        for (int v = 0; v < 12; ++v) {
+            if (stream && o)
+                s3_shifted512_put(&w, out[v]);
+            else
+                s3_put512(x + 8 * v, out[v], stream);
+        }
+    }
+    if (s < s1) { /* the last 1-3 sites, with zero sites as vfo's padding */
+        double ut[4 * PK_S3_U_AOS] = {0}, pt[4 * PK_S3_SPINOR] = {0};
+        memcpy(ut, u + PK_S3_U_AOS * s, (s1 - s) * PK_S3_U_AOS * sizeof(double));
+        memcpy(pt, psi + PK_S3_SPINOR * s, (s1 - s) * PK_S3_SPINOR * sizeof(double));
+        s3_vfo512_aos4(ut, pt, out);
+        for (int v = 0; v < 3 * (int)(s1 - s); ++v) {
+            if (stream && o)
+                s3_shifted512_put(&w, out[v]);
+            else
+                _mm512_storeu_pd(chi + PK_S3_SPINOR * s + 8 * v, out[v]);
+        }
+    }
+    if (stream && o) s3_shifted512_end(&w);
+}
+
 /* ---- AVX2 + FMA ----------------------------------------------------------------------------- */
 PK_T256 static inline void s3_put256(double *p, __m256d v, int stream)
 {
@@ -300,6 +425,62 @@ PK_T256 static void s3_vfo256(const pk_s3_desc *d, const double *u, const double
                 s3_put256(chi + 2 * ((size_t)(4 * c + k) * ns + s), a, stream);
             }
         }
+    }
+}
+
+/* s3_vfo512_aos on AVX2: 2 sites a vector, so the transposes are 2 x 2 of 16-byte lanes. */
+PK_T256 static inline void s3_vfo256_aos2(const double *u, const double *psi, double *chi,
+                                          int stream)
+{
+    const double *u1 = u + PK_S3_U_AOS, *psi1 = psi + PK_S3_SPINOR;
+    __m256d p[12], q[12];
+    for (int v = 0; v < 6; ++v) { /* psi[c'][k], k = 2 (v % 2) + 0, 1, of the 2 sites */
+        const __m256d r0 = _mm256_loadu_pd(psi + 4 * v), r1 = _mm256_loadu_pd(psi1 + 4 * v);
+        p[2 * v] = _mm256_permute2f128_pd(r0, r1, 0x20);
+        p[2 * v + 1] = _mm256_permute2f128_pd(r0, r1, 0x31);
+        q[2 * v] = s3_swapneg256(p[2 * v]);
+        q[2 * v + 1] = s3_swapneg256(p[2 * v + 1]);
+    }
+    for (int c = 0; c < 3; ++c) {
+        __m256d ur[3], ui[3], a[4];
+        for (int cp = 0; cp < 3; ++cp) {
+            const int e = 2 * (3 * c + cp);
+            const __m256d v = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(u + e)),
+                                                   _mm_loadu_pd(u1 + e), 1);
+            ur[cp] = _mm256_movedup_pd(v);
+            ui[cp] = _mm256_permute_pd(v, 0xf);
+        }
+        for (int k = 0; k < 4; ++k) {
+            __m256d x = _mm256_mul_pd(ur[0], p[k]);
+            x = _mm256_fmadd_pd(ui[0], q[k], x);
+            x = _mm256_fmadd_pd(ur[1], p[4 + k], x);
+            x = _mm256_fmadd_pd(ui[1], q[4 + k], x);
+            x = _mm256_fmadd_pd(ur[2], p[8 + k], x);
+            a[k] = _mm256_fmadd_pd(ui[2], q[8 + k], x);
+        }
+        for (int h = 0; h < 2; ++h) { /* chi[c][2h], chi[c][2h + 1] of each site */
+            s3_put256(chi + 8 * c + 4 * h, _mm256_permute2f128_pd(a[2 * h], a[2 * h + 1], 0x20),
+                      stream);
+            s3_put256(chi + PK_S3_SPINOR + 8 * c + 4 * h,
+                      _mm256_permute2f128_pd(a[2 * h], a[2 * h + 1], 0x31), stream);
+        }
+    }
+}
+
+PK_T256 static void s3_vfo256_aos(const double *u, const double *psi, double *chi, size_t s0,
+                                  size_t s1, int stream)
+{
+    stream = stream && (uintptr_t)(chi + PK_S3_SPINOR * s0) % 64 == 0;
+    size_t s = s0;
+    for (; s + 2 <= s1; s += 2)
+        s3_vfo256_aos2(u + PK_S3_U_AOS * s, psi + PK_S3_SPINOR * s, chi + PK_S3_SPINOR * s,
+                       stream);
+    if (s < s1) { /* the last site, with a zero site as vfo's padding */
+        double ut[2 * PK_S3_U_AOS] = {0}, pt[2 * PK_S3_SPINOR] = {0}, ct[2 * PK_S3_SPINOR];
+        memcpy(ut, u + PK_S3_U_AOS * s, PK_S3_U_AOS * sizeof(double));
+        memcpy(pt, psi + PK_S3_SPINOR * s, PK_S3_SPINOR * sizeof(double));
+        s3_vfo256_aos2(ut, pt, ct, 0);
+        memcpy(chi + PK_S3_SPINOR * s, ct, PK_S3_SPINOR * sizeof(double));
     }
 }
 
@@ -446,6 +627,12 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
                 (stream[0] ? stream[0] == 2 : bytes >= S3_STREAM_MIN);
     h->ops = &pk_openmp_s3_ops;
     h->range = s3_omp_range;
+#ifdef PK_X86
+    if (h->simd && desc->layout == PK_SU3_VFO)
+        h->aos_range = h->isa == PK_SIMD_AVX512 ? s3_vfo512_aos
+                       : h->isa == PK_SIMD_AVX2 ? s3_vfo256_aos
+                                                : NULL;
+#endif
     *impl = h;
     return PK_OK;
 }
