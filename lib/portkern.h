@@ -1024,8 +1024,8 @@ PK_API pk_status pk_su3_plan_download(pk_su3_plan *plan, double *chi);
  *  plan its context keeps.  On serial and OpenMP the kernel reads and writes the arrays in
  *  the plan's layout directly, nothing copied in or out (transfer_s 0): for aos that is
  *  u, psi and chi themselves; the other layouts convert u (and for vfo and hvfo psi and
- *  chi) on the host, as pk_su3 does (info->layout_s; OpenMP's omp-simd vfo converts in
- *  registers, inside kernel_s, layout_s 0).  The caller's arrays that the kernel
+ *  chi) on the host, as pk_su3 does (info->layout_s; OpenMP's omp-simd vfo and hvfo convert
+ *  in registers, inside kernel_s, layout_s 0).  The caller's arrays that the kernel
  *  touches must be 64-byte aligned (the vector kernels) and chi apart from u and psi;
  *  otherwise they go through the plan's arrays (copied in and out, counted as transfer).
  *  chi may overlap u or psi, as in pk_su3.  On OpenCL and CUDA they are uploaded and

@@ -27,7 +27,9 @@
  *  - hvfo: real and imaginary parts of nw sites are separate vectors: complex arithmetic is
  *    plain vertical FMAs (re = sum ur pr - ui pi, im = sum ur pi + ui pr), 144 FMAs per 8
  *    sites, no shuffles at all.  Needs nw a multiple of the vector width (8 for AVX-512, 4
- *    for AVX2); another nw runs the plain loop (the plan's reason says so).
+ *    for AVX2); another nw runs the plain loop (the plan's reason says so).  A call on AoS
+ *    arrays with nw a multiple of 8 runs it in registers (s3_hvfo512_aos): vfo's 4-site
+ *    transposes, then in-lane unpacks into real and imaginary vectors of 8 sites.
  * Non-temporal stores: chi is written once and not read by the kernel, so streaming it
  * saves the read-for-ownership of every chi line (192 of the 720 bytes an ordinary store
  * moves per site) and keeps u and psi's lines in the caches.  They pay off only when the
@@ -321,37 +323,121 @@ PK_T512 static inline void s3_vfo512_aos4(const double *u, const double *psi, __
 }
 
 /* stream: non-temporal chi stores, from a line (aligned) or shifted (s3_shifted512). */
-PK_T512 static void s3_vfo512_aos(const double *u, const double *psi, double *chi, size_t s0,
-                                  size_t s1, int stream)
+/* A fused kernel's groups of n sites (4: vfo, 8: hvfo) on [s0, s1): each group's chi
+ * vectors written in chi's order, non-temporal where stream says (from a line, or shifted by
+ * s3_shifted512); the last group of fewer sites computed on zero sites (the layouts'
+ * padding) in a local copy.  prefetch: u and psi of the group after next are prefetched,
+ * for hvfo, whose group of ~460 instructions fills the out-of-order window, so that its
+ * loads began only as the group before ended: 2 threads at nv 3.9 M, 49.5-57.6 -> 37.5-39.0
+ * ms (one thread 79-81 -> 44.6-45.4); vfo's groups are half as long (35.6 -> 38.5 ms with). */
+typedef void (*s3_group512_fn)(const double *u, const double *psi, __m512d *out);
+
+PK_T512 static inline void s3_fused512(s3_group512_fn group, size_t n, int prefetch,
+                                       const double *u, const double *psi, double *chi,
+                                       size_t s0, size_t s1, int stream)
 {
     const unsigned o = (unsigned)((uintptr_t)(chi + PK_S3_SPINOR * s0) % 64 / sizeof(double));
+    const int shifted = stream && o;
     s3_shifted512 w;
     s3_shifted512_init(&w, chi + PK_S3_SPINOR * s0, o);
-    __m512d out[12];
+    __m512d out[24];
     size_t s = s0;
-    for (; s + 4 <= s1; s += 4) {
-        s3_vfo512_aos4(u + PK_S3_U_AOS * s, psi + PK_S3_SPINOR * s, out);
+    for (; s + n <= s1; s += n) {
+        if (prefetch && s + 3 * n <= s1) { /* the group after next */
+            const char *pu = (const char *)(u + PK_S3_U_AOS * (s + 2 * n));
+            const char *pp = (const char *)(psi + PK_S3_SPINOR * (s + 2 * n));
+            for (size_t l = 0; l < n * PK_S3_U_AOS / 8; ++l) _mm_prefetch(pu + 64 * l, _MM_HINT_T0);
+            for (size_t l = 0; l < n * PK_S3_SPINOR / 8; ++l) _mm_prefetch(pp + 64 * l, _MM_HINT_T0);
+        }
+        group(u + PK_S3_U_AOS * s, psi + PK_S3_SPINOR * s, out);
         double *x = chi + PK_S3_SPINOR * s;
-        for (int v = 0; v < 12; ++v) {
-            if (stream && o)
+        for (size_t v = 0; v < 3 * n; ++v) {
+            if (shifted)
                 s3_shifted512_put(&w, out[v]);
             else
                 s3_put512(x + 8 * v, out[v], stream);
         }
     }
-    if (s < s1) { /* the last 1-3 sites, with zero sites as vfo's padding */
-        double ut[4 * PK_S3_U_AOS] = {0}, pt[4 * PK_S3_SPINOR] = {0};
+    if (s < s1) {
+        double ut[8 * PK_S3_U_AOS] = {0}, pt[8 * PK_S3_SPINOR] = {0};
         memcpy(ut, u + PK_S3_U_AOS * s, (s1 - s) * PK_S3_U_AOS * sizeof(double));
         memcpy(pt, psi + PK_S3_SPINOR * s, (s1 - s) * PK_S3_SPINOR * sizeof(double));
-        s3_vfo512_aos4(ut, pt, out);
-        for (int v = 0; v < 3 * (int)(s1 - s); ++v) {
-            if (stream && o)
+        group(ut, pt, out);
+        for (size_t v = 0; v < 3 * (s1 - s); ++v) {
+            if (shifted)
                 s3_shifted512_put(&w, out[v]);
             else
                 _mm512_storeu_pd(chi + PK_S3_SPINOR * s + 8 * v, out[v]);
         }
     }
-    if (stream && o) s3_shifted512_end(&w);
+    if (shifted) s3_shifted512_end(&w);
+}
+
+PK_T512 static void s3_vfo512_aos(const double *u, const double *psi, double *chi, size_t s0,
+                                  size_t s1, int stream)
+{
+    s3_fused512(s3_vfo512_aos4, 4, 0, u, psi, chi, s0, s1, stream);
+}
+
+/* hvfo's kernel on the caller's AoS arrays (the one call's fused path, nw a multiple of 8):
+ * s3_hvfo512's vertical FMAs, bit for bit, on 8 sites whose lanes are in the order 0 4 1 5
+ * 2 6 3 7 (each lane is a site of its own; chi goes back to the sites it came from).  Both
+ * halves of 4 sites are made as in s3_vfo512_aos4 (complex interleaved), then one in-lane
+ * unpack pair splits them into real and imaginary parts: cheaper than 8 x 8 transposes of
+ * doubles, which measured no faster than the L1 blocks on 2 threads. */
+PK_T512 static inline void s3_hvfo512_aos8(const double *u, const double *psi, __m512d out[24])
+{
+    const double *u4 = u + 4 * PK_S3_U_AOS, *psi4 = psi + 4 * PK_S3_SPINOR;
+    __m512d pr[12], pi[12]; /* [4 c' + k]: psi[c'][k] */
+    for (int cp = 0; cp < 3; ++cp) {
+        __m512d lo[4], hi[4];
+        for (int s = 0; s < 4; ++s) {
+            lo[s] = _mm512_loadu_pd(psi + PK_S3_SPINOR * s + 8 * cp);
+            hi[s] = _mm512_loadu_pd(psi4 + PK_S3_SPINOR * s + 8 * cp);
+        }
+        s3_t4x4_512(lo);
+        s3_t4x4_512(hi);
+        for (int k = 0; k < 4; ++k) {
+            pr[4 * cp + k] = _mm512_unpacklo_pd(lo[k], hi[k]);
+            pi[4 * cp + k] = _mm512_unpackhi_pd(lo[k], hi[k]);
+        }
+    }
+    for (int c = 0; c < 3; ++c) {
+        __m512d r[3], i[3], lo[4], hi[4];
+        for (int cp = 0; cp < 3; ++cp) {
+            const __m512d a = s3_link4_512(u, 3 * c + cp), b = s3_link4_512(u4, 3 * c + cp);
+            r[cp] = _mm512_unpacklo_pd(a, b);
+            i[cp] = _mm512_unpackhi_pd(a, b);
+        }
+        for (int k = 0; k < 4; ++k) {
+            const __m512d *qr = pr + k, *qi = pi + k; /* psi[c'][k] at [4 c'] */
+            __m512d re = _mm512_mul_pd(r[0], qr[0]), im = _mm512_mul_pd(r[0], qi[0]);
+            re = _mm512_fnmadd_pd(i[0], qi[0], re);
+            im = _mm512_fmadd_pd(i[0], qr[0], im);
+            re = _mm512_fmadd_pd(r[1], qr[4], re);
+            im = _mm512_fmadd_pd(r[1], qi[4], im);
+            re = _mm512_fnmadd_pd(i[1], qi[4], re);
+            im = _mm512_fmadd_pd(i[1], qr[4], im);
+            re = _mm512_fmadd_pd(r[2], qr[8], re);
+            im = _mm512_fmadd_pd(r[2], qi[8], im);
+            re = _mm512_fnmadd_pd(i[2], qi[8], re);
+            im = _mm512_fmadd_pd(i[2], qr[8], im);
+            lo[k] = _mm512_unpacklo_pd(re, im); /* chi[c][k] of sites 0-3 */
+            hi[k] = _mm512_unpackhi_pd(re, im); /* of sites 4-7 */
+        }
+        s3_t4x4_512(lo);
+        s3_t4x4_512(hi);
+        for (int s = 0; s < 4; ++s) {
+            out[3 * s + c] = lo[s];
+            out[3 * (4 + s) + c] = hi[s];
+        }
+    }
+}
+
+PK_T512 static void s3_hvfo512_aos(const double *u, const double *psi, double *chi, size_t s0,
+                                   size_t s1, int stream)
+{
+    s3_fused512(s3_hvfo512_aos8, 8, 1, u, psi, chi, s0, s1, stream);
 }
 
 /* ---- AVX2 + FMA ----------------------------------------------------------------------------- */
@@ -632,6 +718,8 @@ pk_status pk_omp_s3_create(void *state, int device, const pk_s3_desc *desc, void
         h->aos_range = h->isa == PK_SIMD_AVX512 ? s3_vfo512_aos
                        : h->isa == PK_SIMD_AVX2 ? s3_vfo256_aos
                                                 : NULL;
+    if (h->simd && desc->layout == PK_SU3_HVFO && h->isa == PK_SIMD_AVX512 && h->d.nw % 8 == 0)
+        h->aos_range = s3_hvfo512_aos; /* s3_hvfo512's bits: the plan's kernel */
 #endif
     *impl = h;
     return PK_OK;

@@ -5,7 +5,8 @@
  * 1. Against pk_su3_reference, element-wise within the bound derived below, through the
  *    one-shot call, through a plan (create, upload, run, download) and through
  *    plan_execute (the three give the same bits: on serial and OpenMP the first and the last
- *    convert block by block, lib/su3.c's fused call, or for omp-simd vfo in registers), for
+ *    convert block by block, lib/su3.c's fused call, or for omp-simd vfo / hvfo in
+ *    registers), for
  *    nv = 1, 2, 3, 7, 8, 9, 13, 31, 33, 1001, 4099
  *    (odd, and neither multiples of the vector widths nor of nw: hvfo pads its last block,
  *    vfo its rows).  chi is written into a NaN-filled buffer with a guard zone after it (an
@@ -763,9 +764,9 @@ static void s3_check_threads(const char *variant)
  * su3.stream=1 on 2 and 3 threads: plan_execute with u, psi and chi 0..7 doubles past a
  * 64-byte line gives the bits of su3.stream=0, and writes nothing in the 8 doubles before
  * chi or after it: the AoS-spinor layouts (the AVX-512 kernel streams whole lines of a
- * shifted chi and stores the partial first and last lines with masks; so does vfo's kernel
- * in registers) and hvfo (each block's chi unpacked, then streamed with an unaligned head and
- * tail). */
+ * shifted chi and stores the partial first and last lines with masks; so do vfo's and hvfo's
+ * kernels in registers) and hvfo with nw not a multiple of 8 (each block's chi unpacked,
+ * then streamed with an unaligned head and tail). */
 static void s3_check_stream_offsets(void)
 {
     static const size_t sizes[] = {1, 2, 37, 1001};
