@@ -559,7 +559,8 @@ pk_status pk_s3_host_execute_canonical(void *impl, const double *u, const double
         const size_t site_bytes = sizeof(double) * (PK_S3_U_AOS + 2 * PK_S3_SPINOR);
         s3_fused f = {h, u, psi, chi, 0, 0, 0, h->stream, 0};
         const double t0 = pk_now();
-        pk_parallel_range(d->nv, 8, d->nv * site_bytes, h->nt, s3_aos_range, &f); /* whole groups */
+        /* shares of whole groups (4 vfo sites, 8 hvfo) */
+        pk_parallel_range(d->nv, 8, d->nv * site_bytes, h->nt, s3_aos_range, &f);
         *kernel_seconds = pk_now() - t0;
         *layout_seconds = 0;
         return PK_OK;

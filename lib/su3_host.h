@@ -85,8 +85,8 @@ typedef struct pk_s3_host_plan {
     void (*range)(const struct pk_s3_host_plan *h, const pk_s3_desc *d, const double *u,
                   const double *psi, double *chi, size_t s0, size_t s1, int stream);
     /* The layout's kernel straight on AoS u, psi and chi for the sites [s0, s1), its
-     * conversions in registers (OpenMP omp-simd vfo); NULL: the fused call packs blocks.
-     * stream: non-temporal chi stores where chi starts on a line. */
+     * conversions in registers (OpenMP omp-simd: vfo, hvfo with nw a multiple of 8); NULL:
+     * the fused call packs blocks.  stream: non-temporal chi stores at any 8-byte offset. */
     void (*aos_range)(const double *u, const double *psi, double *chi, size_t s0, size_t s1,
                       int stream);
     double *blocks;           /* the fused call's per-thread block arrays (its first call) */
@@ -111,10 +111,10 @@ pk_status pk_s3_host_execute(void *impl, const double *u, const double *psi, dou
  *  for a plan in another layout, fused: blocks of sites that fit in a core's L2 are packed
  *  into the layout, computed and chi unpacked, one block per thread at a time, so memory
  *  sees the traffic of the AoS kernel and no whole-array copy is made; where the backend has
- *  an aos_range (conversions in registers) it runs that on the arrays instead, all of its time
- *  kernel_s.  chi must not overlap
- *  u or psi (lib/su3.c routes such calls to the staged path).  Bit-identical to the staged
- *  path (the same per-site arithmetic).  *layout_seconds: the conversions' share (thread 0's). */
+ *  an aos_range (conversions in registers) it runs that on the arrays instead, all of its
+ *  time kernel_s.  chi must not overlap u or psi (lib/su3.c routes such calls to the staged
+ *  path).  Bit-identical to the staged path (the same per-site arithmetic).
+ *  *layout_seconds: the conversions' share (thread 0's). */
 pk_status pk_s3_host_execute_canonical(void *impl, const double *u, const double *psi, double *chi,
                                        double *kernel_seconds, double *layout_seconds);
 void pk_s3_host_destroy(void *impl);

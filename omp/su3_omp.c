@@ -346,8 +346,10 @@ PK_T512 static inline void s3_fused512(s3_group512_fn group, size_t n, int prefe
         if (prefetch && s + 3 * n <= s1) { /* the group after next */
             const char *pu = (const char *)(u + PK_S3_U_AOS * (s + 2 * n));
             const char *pp = (const char *)(psi + PK_S3_SPINOR * (s + 2 * n));
-            for (size_t l = 0; l < n * PK_S3_U_AOS / 8; ++l) _mm_prefetch(pu + 64 * l, _MM_HINT_T0);
-            for (size_t l = 0; l < n * PK_S3_SPINOR / 8; ++l) _mm_prefetch(pp + 64 * l, _MM_HINT_T0);
+            for (size_t l = 0; l < n * PK_S3_U_AOS / 8; ++l) /* 64-byte lines */
+                _mm_prefetch(pu + 64 * l, _MM_HINT_T0);
+            for (size_t l = 0; l < n * PK_S3_SPINOR / 8; ++l)
+                _mm_prefetch(pp + 64 * l, _MM_HINT_T0);
         }
         group(u + PK_S3_U_AOS * s, psi + PK_S3_SPINOR * s, out);
         double *x = chi + PK_S3_SPINOR * s;
