@@ -186,6 +186,39 @@ PK_T512 static void s3_aos512(const pk_s3_desc *d, const double *u, const double
     }
 }
 
+/* vfo's chi[c][k] (4 sites): sum over c' of u[c][c'] psi[c'][k], with ur / ui the link row's
+ * real / imaginary parts duplicated per site, p psi[c'][k] at p[4 c' + k] and q its (-im, re):
+ * six FMAs.  The plan's kernel and the one call's in registers both sum here: the same bits. */
+PK_T512 static inline __m512d s3_vfo_sum512(const __m512d ur[3], const __m512d ui[3],
+                                            const __m512d *p, const __m512d *q, int k)
+{
+    __m512d a = _mm512_mul_pd(ur[0], p[k]);
+    a = _mm512_fmadd_pd(ui[0], q[k], a);
+    a = _mm512_fmadd_pd(ur[1], p[4 + k], a);
+    a = _mm512_fmadd_pd(ui[1], q[4 + k], a);
+    a = _mm512_fmadd_pd(ur[2], p[8 + k], a);
+    return _mm512_fmadd_pd(ui[2], q[8 + k], a);
+}
+
+/* hvfo's chi[c][k] (8 sites), real and imaginary parts: r, i the link row c's, pr / pi psi's
+ * [c'][k] at pr[c' step]; plain vertical FMAs.  Shared as s3_vfo_sum512 is. */
+PK_T512 static inline void s3_hvfo_sum512(const __m512d *r, const __m512d *i, const __m512d *pr,
+                                          const __m512d *pi, int step, __m512d *re_out,
+                                          __m512d *im_out)
+{
+    __m512d re = _mm512_mul_pd(r[0], pr[0]), im = _mm512_mul_pd(r[0], pi[0]);
+    re = _mm512_fnmadd_pd(i[0], pi[0], re);
+    im = _mm512_fmadd_pd(i[0], pr[0], im);
+    re = _mm512_fmadd_pd(r[1], pr[step], re);
+    im = _mm512_fmadd_pd(r[1], pi[step], im);
+    re = _mm512_fnmadd_pd(i[1], pi[step], re);
+    im = _mm512_fmadd_pd(i[1], pr[step], im);
+    re = _mm512_fmadd_pd(r[2], pr[2 * step], re);
+    im = _mm512_fmadd_pd(r[2], pi[2 * step], im);
+    *re_out = _mm512_fnmadd_pd(i[2], pi[2 * step], re);
+    *im_out = _mm512_fmadd_pd(i[2], pr[2 * step], im);
+}
+
 PK_T512 static void s3_vfo512(const pk_s3_desc *d, const double *u, const double *psi,
                               double *chi, size_t s0, size_t s1, int stream)
 {
@@ -205,15 +238,9 @@ PK_T512 static void s3_vfo512(const pk_s3_desc *d, const double *u, const double
                 ur[cp] = _mm512_movedup_pd(v);        /* (re, re) per site */
                 ui[cp] = _mm512_permute_pd(v, 0xff);  /* (im, im) */
             }
-            for (int k = 0; k < 4; ++k) {
-                __m512d a = _mm512_mul_pd(ur[0], p[k]);
-                a = _mm512_fmadd_pd(ui[0], q[k], a);
-                a = _mm512_fmadd_pd(ur[1], p[4 + k], a);
-                a = _mm512_fmadd_pd(ui[1], q[4 + k], a);
-                a = _mm512_fmadd_pd(ur[2], p[8 + k], a);
-                a = _mm512_fmadd_pd(ui[2], q[8 + k], a);
-                s3_put512(chi + 2 * ((size_t)(4 * c + k) * ns + s), a, stream);
-            }
+            for (int k = 0; k < 4; ++k)
+                s3_put512(chi + 2 * ((size_t)(4 * c + k) * ns + s),
+                          s3_vfo_sum512(ur, ui, p, q, k), stream);
         }
     }
 }
@@ -238,18 +265,8 @@ PK_T512 static void s3_hvfo512(const pk_s3_desc *d, const double *u, const doubl
                     pi[cp] = _mm512_load_pd(P + (size_t)(2 * (4 * cp + k) + 1) * nw);
                 }
                 for (int c = 0; c < 3; ++c) {
-                    const __m512d *r = ur + 3 * c, *i = ui + 3 * c;
-                    __m512d re = _mm512_mul_pd(r[0], pr[0]), im = _mm512_mul_pd(r[0], pi[0]);
-                    re = _mm512_fnmadd_pd(i[0], pi[0], re);
-                    im = _mm512_fmadd_pd(i[0], pr[0], im);
-                    re = _mm512_fmadd_pd(r[1], pr[1], re);
-                    im = _mm512_fmadd_pd(r[1], pi[1], im);
-                    re = _mm512_fnmadd_pd(i[1], pi[1], re);
-                    im = _mm512_fmadd_pd(i[1], pr[1], im);
-                    re = _mm512_fmadd_pd(r[2], pr[2], re);
-                    im = _mm512_fmadd_pd(r[2], pi[2], im);
-                    re = _mm512_fnmadd_pd(i[2], pi[2], re);
-                    im = _mm512_fmadd_pd(i[2], pr[2], im);
+                    __m512d re, im;
+                    s3_hvfo_sum512(ur + 3 * c, ui + 3 * c, pr, pi, 1, &re, &im);
                     s3_put512(X + (size_t)(2 * (4 * c + k)) * nw, re, stream);
                     s3_put512(X + (size_t)(2 * (4 * c + k) + 1) * nw, im, stream);
                 }
@@ -309,14 +326,7 @@ PK_T512 static inline void s3_vfo512_aos4(const double *u, const double *psi, __
             ur[cp] = _mm512_movedup_pd(v);
             ui[cp] = _mm512_permute_pd(v, 0xff);
         }
-        for (int k = 0; k < 4; ++k) {
-            __m512d x = _mm512_mul_pd(ur[0], p[k]);
-            x = _mm512_fmadd_pd(ui[0], q[k], x);
-            x = _mm512_fmadd_pd(ur[1], p[4 + k], x);
-            x = _mm512_fmadd_pd(ui[1], q[4 + k], x);
-            x = _mm512_fmadd_pd(ur[2], p[8 + k], x);
-            a[k] = _mm512_fmadd_pd(ui[2], q[8 + k], x);
-        }
+        for (int k = 0; k < 4; ++k) a[k] = s3_vfo_sum512(ur, ui, p, q, k);
         s3_t4x4_512(a); /* a[s]: chi[c][0..3] of site s */
         for (int s = 0; s < 4; ++s) out[3 * s + c] = a[s];
     }
@@ -412,18 +422,8 @@ PK_T512 static inline void s3_hvfo512_aos8(const double *u, const double *psi, _
             i[cp] = _mm512_unpackhi_pd(a, b);
         }
         for (int k = 0; k < 4; ++k) {
-            const __m512d *qr = pr + k, *qi = pi + k; /* psi[c'][k] at [4 c'] */
-            __m512d re = _mm512_mul_pd(r[0], qr[0]), im = _mm512_mul_pd(r[0], qi[0]);
-            re = _mm512_fnmadd_pd(i[0], qi[0], re);
-            im = _mm512_fmadd_pd(i[0], qr[0], im);
-            re = _mm512_fmadd_pd(r[1], qr[4], re);
-            im = _mm512_fmadd_pd(r[1], qi[4], im);
-            re = _mm512_fnmadd_pd(i[1], qi[4], re);
-            im = _mm512_fmadd_pd(i[1], qr[4], im);
-            re = _mm512_fmadd_pd(r[2], qr[8], re);
-            im = _mm512_fmadd_pd(r[2], qi[8], im);
-            re = _mm512_fnmadd_pd(i[2], qi[8], re);
-            im = _mm512_fmadd_pd(i[2], qr[8], im);
+            __m512d re, im; /* psi[c'][k] at pr[4 c' + k] */
+            s3_hvfo_sum512(r, i, pr + k, pi + k, 4, &re, &im);
             lo[k] = _mm512_unpacklo_pd(re, im); /* chi[c][k] of sites 0-3 */
             hi[k] = _mm512_unpackhi_pd(re, im); /* of sites 4-7 */
         }
@@ -486,6 +486,18 @@ PK_T256 static void s3_aos256(const pk_s3_desc *d, const double *u, const double
     }
 }
 
+/* s3_vfo_sum512 for 2 sites a vector. */
+PK_T256 static inline __m256d s3_vfo_sum256(const __m256d ur[3], const __m256d ui[3],
+                                            const __m256d *p, const __m256d *q, int k)
+{
+    __m256d a = _mm256_mul_pd(ur[0], p[k]);
+    a = _mm256_fmadd_pd(ui[0], q[k], a);
+    a = _mm256_fmadd_pd(ur[1], p[4 + k], a);
+    a = _mm256_fmadd_pd(ui[1], q[4 + k], a);
+    a = _mm256_fmadd_pd(ur[2], p[8 + k], a);
+    return _mm256_fmadd_pd(ui[2], q[8 + k], a);
+}
+
 PK_T256 static void s3_vfo256(const pk_s3_desc *d, const double *u, const double *psi,
                               double *chi, size_t s0, size_t s1, int stream)
 {
@@ -503,15 +515,9 @@ PK_T256 static void s3_vfo256(const pk_s3_desc *d, const double *u, const double
                 ur[cp] = _mm256_movedup_pd(v);
                 ui[cp] = _mm256_permute_pd(v, 0xf);
             }
-            for (int k = 0; k < 4; ++k) {
-                __m256d a = _mm256_mul_pd(ur[0], p[k]);
-                a = _mm256_fmadd_pd(ui[0], q[k], a);
-                a = _mm256_fmadd_pd(ur[1], p[4 + k], a);
-                a = _mm256_fmadd_pd(ui[1], q[4 + k], a);
-                a = _mm256_fmadd_pd(ur[2], p[8 + k], a);
-                a = _mm256_fmadd_pd(ui[2], q[8 + k], a);
-                s3_put256(chi + 2 * ((size_t)(4 * c + k) * ns + s), a, stream);
-            }
+            for (int k = 0; k < 4; ++k)
+                s3_put256(chi + 2 * ((size_t)(4 * c + k) * ns + s),
+                          s3_vfo_sum256(ur, ui, p, q, k), stream);
         }
     }
 }
@@ -538,14 +544,7 @@ PK_T256 static inline void s3_vfo256_aos2(const double *u, const double *psi, do
             ur[cp] = _mm256_movedup_pd(v);
             ui[cp] = _mm256_permute_pd(v, 0xf);
         }
-        for (int k = 0; k < 4; ++k) {
-            __m256d x = _mm256_mul_pd(ur[0], p[k]);
-            x = _mm256_fmadd_pd(ui[0], q[k], x);
-            x = _mm256_fmadd_pd(ur[1], p[4 + k], x);
-            x = _mm256_fmadd_pd(ui[1], q[4 + k], x);
-            x = _mm256_fmadd_pd(ur[2], p[8 + k], x);
-            a[k] = _mm256_fmadd_pd(ui[2], q[8 + k], x);
-        }
+        for (int k = 0; k < 4; ++k) a[k] = s3_vfo_sum256(ur, ui, p, q, k);
         for (int h = 0; h < 2; ++h) { /* chi[c][2h], chi[c][2h + 1] of each site */
             s3_put256(chi + 8 * c + 4 * h, _mm256_permute2f128_pd(a[2 * h], a[2 * h + 1], 0x20),
                       stream);
